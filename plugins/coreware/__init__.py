@@ -1,0 +1,1 @@
+"""Core War domain for DEI."""

@@ -1,0 +1,1 @@
+"""LLM operators for DEI."""

@@ -1,0 +1,1 @@
+"""Reference transports for DEI."""
