@@ -1,0 +1,82 @@
+"""The transport contract: how one node publishes champions and drains what peers sent.
+
+A transport carries opaque bytes (encoded :mod:`dei_framework.envelope` messages). The core
+only ever calls the four methods below; everything about meshes, gossip, retries and polling
+lives in the transport plugin.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class Delivery:
+    """One message a node received.
+
+    Attributes:
+        payload: The raw bytes, as published by the sender.
+        from_peer: The transport-level sender id as the transport knows it (may be partial, as
+            AXL's ``X-From-Peer-Id``); the authoritative sender is inside the envelope.
+    """
+
+    payload: bytes
+    from_peer: str = ""
+
+
+class Transport(abc.ABC):
+    """One node's endpoint on the champion-sharing network.
+
+    Contract the core relies on:
+      * :meth:`publish` never waits for peers (it may queue and return at once).
+      * :meth:`drain` never blocks; it returns everything received since the last call.
+      * Peers that are slow, gone or hostile never make any method raise; failures are counted
+        in :meth:`stats`.
+    """
+
+    #: This endpoint's peer id (for AXL, the full 64-hex ed25519 public key).
+    peer_id: str = ""
+
+    async def start(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
+        """Connects to the network; called once before the node's first round."""
+
+    @abc.abstractmethod
+    async def publish(self, payload: bytes) -> None:
+        """Sends ``payload`` to every peer (directly or through gossip) without waiting for them."""
+
+    @abc.abstractmethod
+    def drain(self) -> list[Delivery]:
+        """Returns and forgets every message received since the previous call."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Stops background work; called once when the node finishes."""
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for the run summary (sent, received, dropped, ...)."""
+        return {}
+
+
+#: Builds one transport per node name this process runs, from the run's transport options.
+TransportFactory = Callable[[Sequence[str], Mapping[str, Any]], Sequence[Transport]]
+
+
+@attrs.frozen
+class TransportSpec:
+    """A transport a plugin registers through ``dei_transports``.
+
+    Attributes:
+        name: What users type after ``--transport``.
+        factory: ``factory(node_names, options)`` returns one :class:`Transport` per node, in
+            order. In-process transports connect all of them; a networked transport may accept
+            only one node per process and raise :class:`~dei_framework.errors.ConfigError`
+            otherwise.
+        description: One line for ``dei plugins``.
+    """
+
+    name: str
+    factory: TransportFactory
+    description: str = ""
