@@ -1,0 +1,133 @@
+"""The domain contract: what a search problem must provide (parsing, evaluation, prompts).
+
+A domain turns operator text into programs, evaluates a program against the node's opponents,
+reports raw descriptor values, and writes the prompts LLM operators receive. Evaluation runs in
+worker processes, so a domain and its programs must be picklable.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from dei_framework.descriptors import AxisSpec
+from dei_framework.operators import Message, Parent
+
+
+@attrs.frozen
+class Program:
+    """A parsed program.
+
+    Attributes:
+        text: Canonical source text (what is archived, shared with peers and shown to operators).
+        data: The domain's own parsed form (e.g. a Redcode load image); must be picklable.
+    """
+
+    text: str
+    data: Any = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class Evaluation:
+    """The outcome of evaluating one program.
+
+    Attributes:
+        fitness: Higher is better.
+        descriptor: Raw descriptor values by axis name (every axis the domain offers).
+        info: Anything else worth logging (JSON-serialisable).
+    """
+
+    fitness: float
+    descriptor: Mapping[str, float]
+    info: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+class Domain(abc.ABC):
+    """A search problem.
+
+    Subclasses set :attr:`name` and :attr:`default_axes` and implement the abstract methods.
+    Everything a user can get wrong (a program that does not parse, a bad option) raises a
+    :class:`~dei_framework.errors.DEIError` subclass with a message the user can act on.
+    """
+
+    #: The name users type after ``--domain``.
+    name: str = ""
+    #: Axes of the default grid, in order (names of :meth:`descriptor_axes` entries).
+    default_axes: tuple[str, ...] = ()
+    #: Lowest fitness a program can get; the QD-score offset (so QD-score is never negative).
+    fitness_floor: float = 0.0
+
+    @abc.abstractmethod
+    def parse(self, reply: str) -> Program:
+        """Extracts and parses a program from operator output (fences, prose and all).
+
+        Raises:
+            InvalidProgram: nothing usable; the message (with a line number where it applies)
+                is logged and shown to the next mutation of the same lineage.
+        """
+
+    @abc.abstractmethod
+    def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
+        """Evaluates ``program`` against ``opponents`` (possibly empty), deterministically in ``seed``.
+
+        Runs in a worker process; must not touch shared state.
+        """
+
+    @abc.abstractmethod
+    def descriptor_axes(self) -> Sequence[AxisSpec]:
+        """Every axis this domain reports values for, with its default binning."""
+
+    @abc.abstractmethod
+    def initial_opponents(self) -> Sequence[str]:
+        """Source texts of the initial opponent pool (also the first round's warm start)."""
+
+    @abc.abstractmethod
+    def messages(
+        self,
+        kind: str,
+        *,
+        parent: Parent | None = None,
+        others: Sequence[Parent] = (),
+        feedback: str | None = None,
+    ) -> list[Message]:
+        """Chat messages for an LLM operator (system prompt first).
+
+        Args:
+            kind: ``"new"`` or ``"mutate"``.
+            parent: The elite to mutate.
+            others: More elites, for inspiration or crossover.
+            feedback: The last parse error in the parent's lineage.
+        """
+
+    def generality(self, program: Program) -> float | None:
+        """Share of a fixed reference set the program beats or ties (``None`` if undefined).
+
+        Called for round champions, in a worker process.
+        """
+        return None
+
+    def options(self) -> dict[str, Any]:
+        """The resolved domain options, recorded in the run's config."""
+        return {}
+
+
+#: ``factory(options)`` builds the domain from its options (``[domain]`` table + flags).
+DomainFactory = Callable[[Mapping[str, Any]], Domain]
+
+
+@attrs.frozen(kw_only=True)
+class DomainSpec:
+    """A domain a plugin registers through ``dei_domains``.
+
+    Attributes:
+        name: What users type after ``--domain``.
+        factory: Builds the domain from its options.
+        description: One line for ``dei plugins``.
+    """
+
+    name: str
+    factory: DomainFactory
+    description: str = ""

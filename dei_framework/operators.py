@@ -1,0 +1,164 @@
+"""The operator contract: what proposes new program text (an LLM, or an offline generator).
+
+An operator is bound to one node. The search loop asks it for either a brand-new program or a
+mutation of a parent, handing it the chat messages the domain wrote for that request; offline
+operators may ignore the messages and work on the parent's text directly.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+
+if TYPE_CHECKING:
+    from dei_framework.domain import Domain
+
+Message = Mapping[str, str]
+
+
+@attrs.frozen(kw_only=True)
+class Parent:
+    """An elite handed to an operator for mutation.
+
+    Attributes:
+        id: The elite's candidate id.
+        text: Its program text.
+        fitness: Its fitness in the current round.
+        descriptor: Its raw descriptor values by axis name.
+    """
+
+    id: str
+    text: str
+    fitness: float
+    descriptor: Mapping[str, float] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class OperatorRequest:
+    """One request for a program.
+
+    Attributes:
+        key: Unique, stable id of this request within the run (``node/round/iteration``); used
+            to record replies and to replay or resume them.
+        kind: ``"new"`` for a program from scratch, ``"mutate"`` for a variation of ``parent``.
+        messages: Chat messages from the domain (system prompt first).
+        parent: The elite to mutate (``kind == "mutate"`` only).
+        others: A few more elites (e.g. for crossover), possibly empty.
+        feedback: The last parse error in this parent's lineage, if any.
+        seed: A seed derived from the run seed, for operators that draw random numbers.
+    """
+
+    key: str
+    kind: Literal["new", "mutate"]
+    messages: Sequence[Message]
+    parent: Parent | None = None
+    others: Sequence[Parent] = ()
+    feedback: str | None = None
+    seed: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class OperatorReply:
+    """What an operator answered for one request.
+
+    Attributes:
+        text: The raw reply (may contain prose and code fences; the domain extracts the program).
+        prompt_tokens: Prompt tokens as reported by the provider (0 for offline operators).
+        completion_tokens: Completion tokens as reported by the provider.
+        cost_usd: Cost of the call where the price is known, else 0.
+        attempts: How many attempts this call took (1 plus retries).
+        model: The model that answered, where it differs from the operator label.
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    attempts: int = 1
+    model: str = ""
+
+
+class Operator(abc.ABC):
+    """Proposes program text; one instance per node.
+
+    Implementations must be safe to call concurrently up to :attr:`max_in_flight` times. A
+    transient failure is retried inside :meth:`propose`; a failure that retrying cannot fix
+    (wrong key, unknown model) raises :class:`~dei_framework.errors.OperatorError`, which stops
+    the node that owns the operator and nothing else. Raising
+    :class:`TransientOperatorFailure` gives the call back to the budget (counted as attempts).
+    """
+
+    #: Name shown in logs and summaries (e.g. ``"gp"`` or ``"openai/gpt-4.1-mini"``).
+    label: str = "operator"
+    #: ``True`` when the operator needs no network and no model server.
+    offline: bool = True
+    #: How many calls of this operator may be in flight at once on its node.
+    max_in_flight: int = 4
+
+    @abc.abstractmethod
+    async def propose(self, request: OperatorRequest) -> OperatorReply:
+        """Answers one request."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Releases connections; called once when the node finishes."""
+
+    def status(self) -> dict[str, Any]:
+        """Live counters for the progress display (e.g. ``errors``, ``retries``)."""
+        return {}
+
+
+class TransientOperatorFailure(Exception):
+    """A call failed after all retries, but the node may try again later.
+
+    Attributes:
+        attempts: How many attempts were made (counted in the ledger as attempts, not calls).
+    """
+
+    def __init__(self, message: str, *, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+@attrs.frozen(kw_only=True)
+class OperatorSettings:
+    """Per-node settings an operator factory receives (from flags and the TOML config).
+
+    Attributes:
+        spec: What the user typed for ``--operator`` (a name or a model string).
+        node: The node the operator serves.
+        options: Everything else (``api_base``, ``temperature``, ``max_tokens``, ``timeout``,
+            ``concurrency``, ...), already merged: node table over global table over flags.
+    """
+
+    spec: str
+    node: str
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+#: ``factory(settings, domain)`` returns the node's operator or raises ``ConfigError``.
+OperatorFactory = Callable[[OperatorSettings, "Domain"], Operator]
+
+
+@attrs.frozen(kw_only=True)
+class OperatorSpec:
+    """An operator family a plugin registers through ``dei_operators``.
+
+    Attributes:
+        name: The name users type after ``--operator`` (e.g. ``"gp"``).
+        factory: Builds the operator for one node.
+        offline: ``False`` when it needs a network or a model server.
+        accepts: Optional predicate claiming other ``--operator`` strings (the LLM plugin claims
+            every ``provider/model`` string). Exact names always win over predicates.
+        domains: Domains it works with; empty means any domain.
+        description: One line for ``dei plugins``.
+    """
+
+    name: str
+    factory: OperatorFactory
+    offline: bool = True
+    accepts: Callable[[str], bool] | None = None
+    domains: tuple[str, ...] = ()
+    description: str = ""
