@@ -1,33 +1,174 @@
-"""The champion envelope: the versioned wire format nodes use to share round champions.
+"""The champion envelope: the signed, versioned wire format nodes use to share round champions.
 
 Wire format (schema version 1): one UTF-8 JSON object, at most :data:`MAX_ENVELOPE_BYTES`::
 
-    {"dei": 1, "domain": "coreware", "node": "node-0", "key": "<sender's full key, hex>",
+    {"dei": 1, "domain": "coreware", "node": "node-0", "key": "<sender's ed25519 key, 64 hex>",
      "round": 3, "operator": "gp", "program": "<program text>",
-     "fitness": 1.25, "descriptor": {"tsp": 12.0, "mc": 340.5}, "time": 1764400000.0}
+     "fitness": 1.25, "descriptor": {"tsp": 12.0, "mc": 340.5}, "time": 1764400000.0,
+     "sig": "<ed25519 signature, 128 hex>"}
 
-The top level never uses the keys ``service`` or ``a2a`` (AXL routes such messages elsewhere).
-Claimed ``fitness`` and ``descriptor`` are informational only: receivers re-evaluate locally.
+``sig`` signs the *canonical form* of every other field: the same object without ``sig``,
+serialised with sorted keys, ``(",", ":")`` separators and ASCII-only escapes (see
+:func:`canonical_bytes` and ``docs/wire-format.md``). The top level never uses the keys
+``service`` or ``a2a`` (AXL routes such messages elsewhere). Claimed ``fitness`` and
+``descriptor`` are informational only: receivers re-evaluate locally.
+
+:class:`InboxFilter` is what a node puts between its transport and its search: it decodes,
+verifies, de-duplicates and rate-limits every delivery and counts what it drops, by reason.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import math
+import os
+import re
 import time
-from collections.abc import Mapping
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import attrs
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
 
 from dei_framework.errors import DEIError
+
+if TYPE_CHECKING:
+    from dei_framework.transport import Delivery
 
 SCHEMA_VERSION = 1
 MAX_ENVELOPE_BYTES = 256 * 1024
 MAX_PROGRAM_CHARS = 64 * 1024
+#: Keys AXL intercepts at the top level of a JSON message; an envelope must never carry them.
+RESERVED_KEYS = frozenset({"service", "a2a"})
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX128 = re.compile(r"[0-9a-f]{128}")
 
 
 class EnvelopeError(DEIError):
-    """A received message is not a valid champion envelope (the message says why)."""
+    """A received message is not a valid champion envelope (the message says why).
+
+    Attributes:
+        reason: A short machine-readable cause, used as the key of drop counters: one of
+            ``oversize``, ``malformed``, ``version``, ``domain``, ``unsigned``, ``forged``,
+            ``replay``, ``rate_limited``, ``identity``.
+    """
+
+    def __init__(self, message: str, reason: str = "malformed") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@attrs.define(frozen=True, repr=False)
+class NodeIdentity:
+    """A node's ed25519 signing identity.
+
+    Attributes:
+        private_key: The ed25519 private key; never leaves the process except via :meth:`to_pem`.
+    """
+
+    private_key: Ed25519PrivateKey
+
+    @classmethod
+    def generate(cls) -> NodeIdentity:
+        """Makes a fresh random identity (ephemeral unless saved)."""
+        return cls(Ed25519PrivateKey.generate())
+
+    @classmethod
+    def from_pem(cls, data: bytes) -> NodeIdentity:
+        """Loads an unencrypted PKCS#8 PEM key (as ``openssl genpkey -algorithm ed25519`` writes).
+
+        Raises:
+            EnvelopeError: the data is not an ed25519 private key (reason ``identity``).
+        """
+        try:
+            key = serialization.load_pem_private_key(data, password=None)
+        except (ValueError, TypeError) as exc:
+            raise EnvelopeError(f"cannot load private key: {exc}", "identity") from None
+        if not isinstance(key, Ed25519PrivateKey):
+            raise EnvelopeError("private key is not ed25519", "identity")
+        return cls(key)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> NodeIdentity:
+        """Loads a PEM private key file."""
+        return cls.from_pem(Path(path).read_bytes())
+
+    @classmethod
+    def load_or_generate(cls, path: str | os.PathLike[str]) -> NodeIdentity:
+        """Loads ``path`` if it exists, else generates a key and saves it there (mode 0600)."""
+        if Path(path).exists():
+            return cls.load(path)
+        identity = cls.generate()
+        identity.save(path)
+        return identity
+
+    def to_pem(self) -> bytes:
+        """The private key as unencrypted PKCS#8 PEM."""
+        return self.private_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the PEM key, readable by the owner only."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(self.to_pem())
+
+    @property
+    def public_key_hex(self) -> str:
+        """The raw 32-byte public key as 64 lowercase hex characters (the envelope's ``key``)."""
+        raw = self.private_key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+        return raw.hex()
+
+    def sign(self, data: bytes) -> bytes:
+        """Signs ``data`` (64-byte ed25519 signature)."""
+        return self.private_key.sign(data)
+
+    def __repr__(self) -> str:
+        return f"NodeIdentity(public_key_hex={self.public_key_hex!r})"
+
+
+def canonical_bytes(body: Mapping[str, Any]) -> bytes:
+    """The bytes a signature covers: ``body`` without ``sig``, sorted keys, compact, ASCII."""
+    unsigned = {k: v for k, v in body.items() if k != "sig"}
+    return json.dumps(
+        unsigned, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    ).encode()
+
+
+def verify_signature(body: Mapping[str, Any]) -> None:
+    """Checks ``body["sig"]`` against the claimed ``body["key"]``.
+
+    Raises:
+        EnvelopeError: no signature (``unsigned``), or a bad key or signature (``forged``).
+    """
+    sig = body.get("sig")
+    if sig is None:
+        raise EnvelopeError("unsigned message", "unsigned")
+    key = body.get("key")
+    if not isinstance(key, str) or not _HEX64.fullmatch(key):
+        raise EnvelopeError("signed message without a valid 64-hex key", "forged")
+    if not isinstance(sig, str) or not _HEX128.fullmatch(sig):
+        raise EnvelopeError("signature is not 128 hex characters", "forged")
+    try:
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(key)).verify(
+            bytes.fromhex(sig), canonical_bytes(body)
+        )
+    except (InvalidSignature, ValueError):
+        raise EnvelopeError("signature does not match the claimed key", "forged") from None
 
 
 @attrs.frozen(kw_only=True)
@@ -49,9 +190,8 @@ class ChampionEnvelope:
         """A stable id for de-duplication: one champion per sender node, round and program."""
         return f"{self.key or self.node}:{self.round}:{hash_text(self.program)}"
 
-    def encode(self) -> bytes:
-        """Serialises to the wire format."""
-        body = {
+    def _body(self) -> dict[str, Any]:
+        return {
             "dei": SCHEMA_VERSION,
             "domain": self.domain,
             "node": self.node,
@@ -63,35 +203,65 @@ class ChampionEnvelope:
             "descriptor": dict(self.descriptor),
             "time": self.time,
         }
+
+    def encode(self, identity: NodeIdentity | None = None) -> bytes:
+        """Serialises to the wire format, signed by ``identity`` when given.
+
+        Args:
+            identity: The sender's identity. ``key`` must be empty (it is then filled with the
+                identity's public key) or equal to it. Without an identity the envelope is
+                unsigned, which receivers that verify (the default) reject.
+
+        Raises:
+            EnvelopeError: ``key`` is not the identity's key, or the result is oversize.
+        """
+        body = self._body()
+        if identity is not None:
+            own = identity.public_key_hex
+            if body["key"] and body["key"] != own:
+                raise EnvelopeError("envelope key differs from the signing identity", "identity")
+            body["key"] = own
+            body["sig"] = identity.sign(canonical_bytes(body)).hex()
         data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
         if len(data) > MAX_ENVELOPE_BYTES:
-            raise EnvelopeError(f"envelope of {len(data)} bytes exceeds {MAX_ENVELOPE_BYTES}")
+            raise EnvelopeError(
+                f"envelope of {len(data)} bytes exceeds {MAX_ENVELOPE_BYTES}", "oversize"
+            )
         return data
 
     @classmethod
-    def decode(cls, data: bytes, *, domain: str | None = None) -> ChampionEnvelope:
-        """Parses and validates one message.
+    def decode(
+        cls, data: bytes, *, domain: str | None = None, verify: bool = True
+    ) -> ChampionEnvelope:
+        """Parses, validates and (by default) verifies one message.
 
         Args:
             data: The raw payload.
             domain: When given, messages of any other domain are rejected.
+            verify: Require a valid ed25519 signature by the claimed ``key``. When ``False``,
+                unsigned messages pass, but a present signature is still checked.
 
         Raises:
-            EnvelopeError: oversize, not JSON, unknown version, other domain, or a field of the
-                wrong type or out of range.
+            EnvelopeError: oversize, not JSON, unknown version, other domain, unsigned (when
+                verifying), forged, or a field of the wrong type or out of range. Its
+                ``reason`` names the cause.
         """
         if len(data) > MAX_ENVELOPE_BYTES:
-            raise EnvelopeError(f"oversize message ({len(data)} bytes)")
+            raise EnvelopeError(f"oversize message ({len(data)} bytes)", "oversize")
         try:
             body = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise EnvelopeError(f"malformed message: {exc}") from None
         if not isinstance(body, dict):
             raise EnvelopeError("malformed message: not a JSON object")
         if body.get("dei") != SCHEMA_VERSION:
-            raise EnvelopeError(f"unknown schema version {body.get('dei')!r}")
+            raise EnvelopeError(f"unknown schema version {body.get('dei')!r}", "version")
+        if RESERVED_KEYS & body.keys():
+            raise EnvelopeError("malformed message: reserved top-level key")
         if domain is not None and body.get("domain") != domain:
-            raise EnvelopeError(f"message for domain {body.get('domain')!r}, expected {domain!r}")
+            raise EnvelopeError(
+                f"message for domain {body.get('domain')!r}, expected {domain!r}", "domain"
+            )
         try:
             envelope = cls(
                 domain=_typed(body, "domain", str),
@@ -106,13 +276,105 @@ class ChampionEnvelope:
                 },
                 time=float(_typed(body, "time", (int, float))),
             )
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise EnvelopeError(f"malformed message: {exc}") from None
         if len(envelope.program) > MAX_PROGRAM_CHARS:
-            raise EnvelopeError("program too long")
-        if envelope.round < 0 or not math.isfinite(envelope.fitness):
-            raise EnvelopeError("round or fitness out of range")
+            raise EnvelopeError("program too long", "oversize")
+        if (
+            envelope.round < 0
+            or not math.isfinite(envelope.fitness)
+            or not math.isfinite(envelope.time)
+            or not all(math.isfinite(v) for v in envelope.descriptor.values())
+        ):
+            raise EnvelopeError("round, fitness, time or descriptor out of range")
+        if verify or "sig" in body:
+            try:
+                verify_signature(body)
+            except (TypeError, ValueError) as exc:  # e.g. a body that cannot be re-serialised
+                raise EnvelopeError(f"malformed message: {exc}") from None
         return envelope
+
+
+@attrs.define
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+@attrs.define
+class InboxFilter:
+    """Admission control between a transport and the search: decode, verify, dedup, rate-limit.
+
+    Memory is bounded: at most ``max_seen`` message ids and ``max_senders`` token buckets are
+    kept (least recently used ones are forgotten first).
+
+    Attributes:
+        domain: Reject envelopes of other domains (``None`` accepts any).
+        verify: Require valid signatures.
+        rate_per_minute: Sustained champions accepted per sender key per minute.
+        burst: Bucket capacity (defaults to ``rate_per_minute``).
+        max_seen: How many recent message ids are remembered for replay detection.
+        max_senders: How many sender buckets are tracked.
+        clock: Monotonic seconds; injectable for tests.
+        dropped: Drop counts by :attr:`EnvelopeError.reason`.
+        accepted: How many envelopes passed.
+    """
+
+    domain: str | None = None
+    verify: bool = True
+    rate_per_minute: float = 20.0
+    burst: float | None = None
+    max_seen: int = 10_000
+    max_senders: int = 1_024
+    clock: Callable[[], float] = time.monotonic
+    dropped: Counter[str] = attrs.field(factory=collections.Counter)
+    accepted: int = 0
+    _seen: OrderedDict[str, None] = attrs.field(factory=OrderedDict, init=False)
+    _buckets: OrderedDict[str, _Bucket] = attrs.field(factory=OrderedDict, init=False)
+
+    def accept(self, delivery: Delivery | bytes) -> ChampionEnvelope | None:
+        """Returns the envelope if it should be used, else ``None`` (and counts the reason)."""
+        payload = delivery if isinstance(delivery, bytes | bytearray) else delivery.payload
+        try:
+            envelope = ChampionEnvelope.decode(
+                bytes(payload), domain=self.domain, verify=self.verify
+            )
+        except EnvelopeError as exc:
+            self.dropped[exc.reason] += 1
+            return None
+        mid = envelope.message_id
+        if mid in self._seen:
+            self._seen.move_to_end(mid)
+            self.dropped["replay"] += 1
+            return None
+        if not self._take_token(envelope.key or envelope.node):
+            self.dropped["rate_limited"] += 1
+            return None
+        # Only accepted ids are remembered: a copy dropped for rate may be accepted later.
+        self._seen[mid] = None
+        if len(self._seen) > self.max_seen:
+            self._seen.popitem(last=False)
+        self.accepted += 1
+        return envelope
+
+    def _take_token(self, sender: str) -> bool:
+        capacity = self.burst if self.burst is not None else self.rate_per_minute
+        now = self.clock()
+        bucket = self._buckets.get(sender)
+        if bucket is None:
+            bucket = _Bucket(tokens=capacity, stamp=now)
+            self._buckets[sender] = bucket
+            if len(self._buckets) > self.max_senders:
+                self._buckets.popitem(last=False)
+        else:
+            self._buckets.move_to_end(sender)
+            elapsed = max(0.0, now - bucket.stamp)
+            bucket.tokens = min(capacity, bucket.tokens + elapsed * self.rate_per_minute / 60.0)
+            bucket.stamp = now
+        if bucket.tokens < 1.0:
+            return False
+        bucket.tokens -= 1.0
+        return True
 
 
 def _typed(body: dict, key: str, kind: type | tuple[type, ...]):

@@ -1,0 +1,11 @@
+"""The core's own plugin: built-in behaviour registered exactly like a third party's."""
+
+from __future__ import annotations
+
+from dei_framework.hookspecs import hookimpl
+from dei_framework.sharing import BUILTIN_POLICIES, SharingSpec
+
+
+@hookimpl
+def dei_sharing_policies() -> list[SharingSpec]:
+    return list(BUILTIN_POLICIES)
