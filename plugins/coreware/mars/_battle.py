@@ -8,7 +8,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import attrs
 import numpy as np
-
 from dei_coreware import _cmars
 from dei_coreware.mars._placement import round_placements
 from dei_coreware.mars._settings import MarsError, MarsSettings
@@ -186,17 +185,38 @@ def run_battle(
     out_w = np.zeros((rounds, n, 7), dtype=np.int64)
     out_share = np.zeros((rounds, n), dtype=np.float64)
     out_r = np.zeros((rounds, 2), dtype=np.int64)
-    args = (coresize, settings.cycles, settings.processes, settings.effective_read_limit,
-            settings.effective_write_limit, psize, code, lengths, starts, psp)  # fmt: skip
+    args = (
+        coresize,
+        settings.cycles,
+        settings.processes,
+        settings.effective_read_limit,
+        settings.effective_write_limit,
+        psize,
+        code,
+        lengths,
+        starts,
+        psp,
+    )
 
     def run(lo: int, hi: int, pspace: np.ndarray, last: np.ndarray) -> None:
-        _cmars.run_rounds(*args, positions[lo:hi], starters[lo:hi], observe, pspace, last,
-                          out_w[lo:hi], out_share[lo:hi], out_r[lo:hi])  # fmt: skip
+        _cmars.run_rounds(
+            *args,
+            positions[lo:hi],
+            starters[lo:hi],
+            observe,
+            pspace,
+            last,
+            out_w[lo:hi],
+            out_share[lo:hi],
+            out_r[lo:hi],
+        )
 
     def fresh_pspace() -> tuple[np.ndarray, np.ndarray]:
         # pMARS starts p-space zeroed and location 0 at coresize - 1 ("unlikely number").
-        return (np.zeros(max(psp) + 1 and (max(psp) + 1) * psize, dtype=np.uint16),
-                np.full(n, coresize - 1, dtype=np.uint16))  # fmt: skip
+        return (
+            np.zeros(max(psp) + 1 and (max(psp) + 1) * psize, dtype=np.uint16),
+            np.full(n, coresize - 1, dtype=np.uint16),
+        )
 
     uses_pspace = any(ins.opcode in _PSPACE_OPCODES for w in warriors for ins in w.instructions)
     if rounds:

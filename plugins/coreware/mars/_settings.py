@@ -64,34 +64,56 @@ class MarsSettings:
             if not ok:
                 raise MarsError(message)
 
-        for name in ("coresize", "cycles", "processes", "maxlength", "mindistance", "rounds",
-                     "pspacesize"):  # fmt: skip
+        for name in (
+            "coresize",
+            "cycles",
+            "processes",
+            "maxlength",
+            "mindistance",
+            "rounds",
+            "pspacesize",
+        ):
             value = getattr(self, name)
-            check(isinstance(value, int) and not isinstance(value, bool),
-                  f"{name} must be an integer, got {value!r}")  # fmt: skip
-        check(1 <= self.coresize <= MAX_CORESIZE,
-              f"coresize must be between 1 and {MAX_CORESIZE}, got {self.coresize}")  # fmt: skip
+            check(
+                isinstance(value, int) and not isinstance(value, bool),
+                f"{name} must be an integer, got {value!r}",
+            )
+        check(
+            1 <= self.coresize <= MAX_CORESIZE,
+            f"coresize must be between 1 and {MAX_CORESIZE}, got {self.coresize}",
+        )
         check(self.cycles >= 1, f"cycles must be at least 1, got {self.cycles}")
-        check(1 <= self.processes <= MAX_PROCESSES,
-              f"processes must be between 1 and {MAX_PROCESSES}, got {self.processes}")  # fmt: skip
-        check(1 <= self.maxlength <= self.coresize,
-              f"maxlength must be between 1 and coresize ({self.coresize}), "
-              f"got {self.maxlength}")  # fmt: skip
-        check(self.mindistance >= self.maxlength,
-              f"mindistance ({self.mindistance}) must be at least maxlength "
-              f"({self.maxlength}), as in pMARS")  # fmt: skip
+        check(
+            1 <= self.processes <= MAX_PROCESSES,
+            f"processes must be between 1 and {MAX_PROCESSES}, got {self.processes}",
+        )
+        check(
+            1 <= self.maxlength <= self.coresize,
+            f"maxlength must be between 1 and coresize ({self.coresize}), got {self.maxlength}",
+        )
+        check(
+            self.mindistance >= self.maxlength,
+            f"mindistance ({self.mindistance}) must be at least maxlength "
+            f"({self.maxlength}), as in pMARS",
+        )
         check(self.rounds >= 0, f"rounds must not be negative, got {self.rounds}")
-        check(0 <= self.pspacesize <= self.coresize,
-              f"pspacesize must be between 0 (default) and coresize ({self.coresize}), "
-              f"got {self.pspacesize}")  # fmt: skip
+        check(
+            0 <= self.pspacesize <= self.coresize,
+            f"pspacesize must be between 0 (default) and coresize ({self.coresize}), "
+            f"got {self.pspacesize}",
+        )
         for name in ("read_limit", "write_limit"):
             value = getattr(self, name)
             if value is None:
                 continue
-            check(isinstance(value, int) and not isinstance(value, bool),
-                  f"{name} must be an integer or None, got {value!r}")  # fmt: skip
-            check(1 <= value <= self.coresize and self.coresize % value == 0,
-                  f"{name} must be a divisor of coresize ({self.coresize}), got {value}")  # fmt: skip
+            check(
+                isinstance(value, int) and not isinstance(value, bool),
+                f"{name} must be an integer or None, got {value!r}",
+            )
+            check(
+                1 <= value <= self.coresize and self.coresize % value == 0,
+                f"{name} must be a divisor of coresize ({self.coresize}), got {value}",
+            )
 
     @property
     def effective_pspacesize(self) -> int:
@@ -144,9 +166,17 @@ class MarsSettings:
         Raises:
             MarsError: An unknown flag, a missing or non-integer value, or invalid settings.
         """
-        names = {"-r": "rounds", "-s": "coresize", "-c": "cycles", "-p": "processes",
-                 "-l": "maxlength", "-d": "mindistance", "-S": "pspacesize",
-                 "-R": "read_limit", "-W": "write_limit"}  # fmt: skip
+        names = {
+            "-r": "rounds",
+            "-s": "coresize",
+            "-c": "cycles",
+            "-p": "processes",
+            "-l": "maxlength",
+            "-d": "mindistance",
+            "-S": "pspacesize",
+            "-R": "read_limit",
+            "-W": "write_limit",
+        }
         tokens = shlex.split(flags) if isinstance(flags, str) else list(flags)
         values: dict[str, int | None] = {}
         i = 0
