@@ -71,7 +71,7 @@ class Domain(abc.ABC):
 
     @abc.abstractmethod
     def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
-        """Evaluates ``program`` against ``opponents`` (possibly empty), deterministically in ``seed``.
+        """Evaluates ``program`` against ``opponents`` (possibly empty), deterministic in ``seed``.
 
         Runs in a worker process; must not touch shared state.
         """

@@ -1,0 +1,183 @@
+"""The run directory: resolved config, event log, call record, checkpoints and results.
+
+Layout::
+
+    config.json          the resolved RunConfig
+    events.jsonl         one JSON object per line: "evaluated", "received", "round", "node"
+    calls.jsonl          every completed operator call: request key, prompt, reply, usage
+    checkpoint.json      the state to resume from (written atomically)
+    nodes/<node>/round-NNN.json   each finished round's archive and champion
+    summary.json         the run's results (written at the end)
+
+Appends go through one writer per file; a crash can leave a torn last line, which readers skip
+and resume truncates away. Every other file is replaced atomically (write, fsync, rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from dei_framework.errors import ConfigError
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Writes JSON so that a crash leaves either the old file or the new one, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1, allow_nan=False, default=_json_default)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def dumps(data: Any) -> str:
+    """One compact JSON line (NaN is not JSON: it is written as null)."""
+    return json.dumps(_finite(data), separators=(",", ":"), default=_json_default)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and value != value:  # NaN
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def read_jsonl(path: Path, *, limit: int | None = None) -> Iterator[dict[str, Any]]:
+    """Yields the JSON objects of a JSON-lines file, skipping a torn last line.
+
+    Args:
+        path: The file (missing means empty).
+        limit: Read only the first ``limit`` bytes (a checkpoint's offset).
+    """
+    if not path.exists():
+        return
+    with open(path, "rb") as handle:
+        data = handle.read() if limit is None else handle.read(limit)
+    for line in data.splitlines():
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError:
+            continue
+
+
+class RunDir:
+    """Reads and writes one run directory.
+
+    Args:
+        path: The directory (created if missing).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._handles: dict[str, Any] = {}
+
+    # --- paths ----------------------------------------------------------------------------------
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / "config.json"
+
+    @property
+    def events_path(self) -> Path:
+        return self.path / "events.jsonl"
+
+    @property
+    def calls_path(self) -> Path:
+        return self.path / "calls.jsonl"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.path / "checkpoint.json"
+
+    @property
+    def summary_path(self) -> Path:
+        return self.path / "summary.json"
+
+    def round_path(self, node: str, round_index: int) -> Path:
+        return self.path / "nodes" / node / f"round-{round_index:03d}.json"
+
+    # --- appends --------------------------------------------------------------------------------
+
+    def _append(self, name: str, lines: list[str]) -> None:
+        if not lines:
+            return
+        handle = self._handles.get(name)
+        if handle is None:
+            handle = self._handles[name] = open(self.path / name, "a", encoding="utf-8")
+        handle.write("".join(line + "\n" for line in lines))
+        handle.flush()
+
+    def log_events(self, events: list[Mapping[str, Any]]) -> None:
+        """Appends events to ``events.jsonl``."""
+        self._append("events.jsonl", [dumps(event) for event in events])
+
+    def log_calls(self, calls: list[Mapping[str, Any]]) -> None:
+        """Appends call records to ``calls.jsonl``."""
+        self._append("calls.jsonl", [dumps(call) for call in calls])
+
+    def offsets(self) -> dict[str, int]:
+        """Current sizes of the append-only files (stored in checkpoints)."""
+        return {
+            name: (self.path / name).stat().st_size if (self.path / name).exists() else 0
+            for name in ("events.jsonl", "calls.jsonl")
+        }
+
+    def truncate(self, offsets: Mapping[str, int]) -> None:
+        """Cuts the append-only files back to a checkpoint's offsets (used by resume)."""
+        self.close()
+        for name, size in offsets.items():
+            path = self.path / name
+            if path.exists() and path.stat().st_size > size:
+                with open(path, "r+b") as handle:
+                    handle.truncate(size)
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()
+
+    # --- whole files ----------------------------------------------------------------------------
+
+    def write_config(self, config: Mapping[str, Any]) -> None:
+        write_json_atomic(self.config_path, config)
+
+    def read_config(self) -> dict[str, Any]:
+        if not self.config_path.exists():
+            raise ConfigError(f"{self.path} is not a run directory (no config.json)")
+        return json.loads(self.config_path.read_text())
+
+    def write_checkpoint(self, state: Mapping[str, Any]) -> None:
+        write_json_atomic(self.checkpoint_path, state)
+
+    def read_checkpoint(self) -> dict[str, Any] | None:
+        if not self.checkpoint_path.exists():
+            return None
+        try:
+            return json.loads(self.checkpoint_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{self.checkpoint_path} is damaged: {exc}") from None
+
+    def write_round(self, node: str, round_index: int, data: Mapping[str, Any]) -> None:
+        write_json_atomic(self.round_path(node, round_index), data)
+
+    def write_summary(self, summary: Mapping[str, Any]) -> None:
+        write_json_atomic(self.summary_path, summary)
