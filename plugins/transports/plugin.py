@@ -1,0 +1,100 @@
+"""The ``dei_transports`` hook: registers the ``inmemory`` and ``axl`` transports.
+
+Options (``--transport-opt KEY=VALUE`` or a mapping from the run configuration) are shared by
+both transports where they concern GossipSub: ``d``, ``d_low``, ``d_high``, ``d_lazy``,
+``heartbeat`` (seconds), ``mcache_len``, ``mcache_gossip``, ``seen_ttl``, ``prune_backoff``,
+``fanout_ttl`` (heartbeats), ``flood_publish``, ``seed``. The in-memory hub adds ``loss``
+(probability), ``latency`` (seconds, or ``"low,high"``); AXL adds ``axl_api`` (URL of the local
+node's API), ``allow_remote_api``, ``poll_interval``, ``send_retries``, ``send_timeout``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dei_transports.gossipsub import GossipSubParams, GossipSubRouter
+from dei_transports.inmemory import Hub
+
+from dei_framework.errors import ConfigError
+from dei_framework.hookspecs import hookimpl
+from dei_framework.transport import Transport, TransportSpec
+
+
+def _latency(value: Any) -> tuple[float, float]:
+    if value is None:
+        return (0.0, 0.0)
+    if isinstance(value, int | float):
+        return (float(value), float(value))
+    if isinstance(value, str):
+        parts = [float(v) for v in value.replace(":", ",").split(",") if v.strip()]
+    else:
+        parts = [float(v) for v in value]
+    if len(parts) == 1:
+        parts = parts * 2
+    if len(parts) != 2 or parts[0] < 0 or parts[1] < parts[0]:
+        raise ConfigError(f"latency must be SECONDS or LOW,HIGH (got {value!r})")
+    return (parts[0], parts[1])
+
+
+def _params(options: Mapping[str, Any]) -> GossipSubParams:
+    try:
+        return GossipSubParams.from_options(dict(options))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid GossipSub option: {exc}") from None
+
+
+def make_inmemory(node_names: Sequence[str], options: Mapping[str, Any]) -> list[Transport]:
+    """One hub, one GossipSub router per node name (peer id = the node name).
+
+    With default options nothing is lost or delayed.
+    """
+    params = _params(options)
+    seed = int(options.get("seed", 0) or 0)
+    loss = float(options.get("loss", 0.0) or 0.0)
+    if not 0.0 <= loss < 1.0:
+        raise ConfigError(f"loss must be in [0, 1) (got {loss})")
+    if len(set(node_names)) != len(node_names):
+        raise ConfigError("node names must be unique")
+    hub = Hub(loss=loss, latency=_latency(options.get("latency")), seed=seed)
+    return [
+        GossipSubRouter(hub.link(name), params, seed=seed * 7919 + index)
+        for index, name in enumerate(node_names)
+    ]
+
+
+def make_axl(node_names: Sequence[str], options: Mapping[str, Any]) -> list[Transport]:
+    """One GossipSub router over the local AXL node given by ``axl_api`` (one node per process)."""
+    from dei_transports.axl import AxlLink
+
+    if len(node_names) != 1:
+        raise ConfigError(
+            f"the axl transport runs one node per process (got {len(node_names)}); "
+            "start one dei-run per AXL node"
+        )
+    api = options.get("axl_api") or "http://127.0.0.1:9002"
+    link = AxlLink(
+        api=str(api),
+        allow_remote_api=bool(options.get("allow_remote_api", False)),
+        poll_interval=float(options.get("poll_interval", 0.005)),
+        send_retries=int(options.get("send_retries", 4)),
+        send_timeout=float(options.get("send_timeout", 10.0)),
+    )
+    return [GossipSubRouter(link, _params(options), seed=options.get("seed"))]
+
+
+@hookimpl
+def dei_transports() -> list[TransportSpec]:
+    """The transports this plugin provides."""
+    return [
+        TransportSpec(
+            name="inmemory",
+            factory=make_inmemory,
+            description="GossipSub over an in-process hub (options: loss, latency, seed, d, ...)",
+        ),
+        TransportSpec(
+            name="axl",
+            factory=make_axl,
+            description="GossipSub over a local AXL node's HTTP API (option axl_api=URL)",
+        ),
+    ]
