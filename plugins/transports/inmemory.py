@@ -34,9 +34,7 @@ class VirtualClock:
     """A discrete-event scheduler: time jumps from one scheduled callback to the next."""
 
     now: float = 0.0
-    _queue: list[tuple[float, int, Callable[..., Any], tuple[Any, ...]]] = attrs.field(
-        factory=list
-    )
+    _queue: list[tuple[float, int, Callable[..., Any], tuple[Any, ...]]] = attrs.field(factory=list)
     _counter: itertools.count = attrs.field(factory=itertools.count)
 
     def time(self) -> float:
@@ -45,7 +43,9 @@ class VirtualClock:
 
     def call_later(self, delay: float, callback: Callable[..., Any], *args: Any) -> None:
         """Schedules ``callback(*args)`` at ``now + delay`` (FIFO among equal times)."""
-        heapq.heappush(self._queue, (self.now + max(0.0, delay), next(self._counter), callback, args))
+        heapq.heappush(
+            self._queue, (self.now + max(0.0, delay), next(self._counter), callback, args)
+        )
 
     def run_until(self, deadline: float) -> None:
         """Runs every callback due up to ``deadline``, then sets the time to ``deadline``."""
@@ -192,7 +192,11 @@ class HubLink(Link):
         now = self.hub.now()
         if not self.hub.is_up(self.peer_id, now):
             return []
-        return [p for p in self.hub.links if p != self.peer_id and self.hub.reachable(self.peer_id, p, now)]
+        return [
+            p
+            for p in self.hub.links
+            if p != self.peer_id and self.hub.reachable(self.peer_id, p, now)
+        ]
 
     async def send(self, peer: str, data: bytes) -> None:
         """Hands ``data`` to the hub (never waits for the peer)."""

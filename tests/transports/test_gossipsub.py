@@ -58,9 +58,7 @@ async def _run_default():
         for r in routers:
             await r.publish(payloads[r.peer_id])
         col = Collector(routers)
-        expected = {
-            r.peer_id: {p for q, p in payloads.items() if q != r.peer_id} for r in routers
-        }
+        expected = {r.peer_id: {p for q, p in payloads.items() if q != r.peer_id} for r in routers}
         assert await _until(lambda: col.complete(expected), timeout=10)
         await asyncio.sleep(10 * HB)
         col.poll()
@@ -196,7 +194,9 @@ def test_bad_frames_never_crash_the_router():
 def test_publish_dedups_same_payload():
     hub = Hub(scheduler=None)
     sent: list[tuple[str, bytes]] = []
-    r = GossipSubRouter(hub.link("a"), FAST, clock=lambda: 0.0, sink=lambda p, d: sent.append((p, d)))
+    r = GossipSubRouter(
+        hub.link("a"), FAST, clock=lambda: 0.0, sink=lambda p, d: sent.append((p, d))
+    )
     r.known = {"b", "c"}
     assert r.publish_now(b"x") == message_id(b"x")
     r.publish_now(b"x")
@@ -204,7 +204,16 @@ def test_publish_dedups_same_payload():
 
 
 def test_params_from_options():
-    p = GossipSubParams.from_options({"d": "4", "heartbeat": "0.5", "flood_publish": "false", "x": 1})
-    assert (p.d, p.d_low, p.d_high, p.d_lazy, p.heartbeat, p.flood_publish) == (4, 3, 7, 4, 0.5, False)
+    p = GossipSubParams.from_options(
+        {"d": "4", "heartbeat": "0.5", "flood_publish": "false", "x": 1}
+    )
+    assert (p.d, p.d_low, p.d_high, p.d_lazy, p.heartbeat, p.flood_publish) == (
+        4,
+        3,
+        7,
+        4,
+        0.5,
+        False,
+    )
     with pytest.raises(ValueError):
         GossipSubParams(d=3, d_low=4)
