@@ -190,7 +190,8 @@ def _assemble(source: str, settings: AssemblerSettings) -> Warrior:
     if len(source) > MAX_SOURCE:
         raise AssemblyError(f"source larger than {MAX_SOURCE} characters")
     if "\0" in source:
-        raise AssemblyError("NUL character in source", source.count("\n", 0, source.index("\0")) + 1)
+        line = source.count("\n", 0, source.index("\0")) + 1
+        raise AssemblyError("NUL character in source", line)
     first, name, author = read_source(source)
     table = SymbolTable()
     for key, value in _predefined(settings).items():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ._errors import AssemblyError
 from ._expressions import ExpressionError, evaluate
-from ._lexer import CHAR, COMM, NONE, NUMB, SPACE, is_space_at, next_token
+from ._lexer import CHAR, COMM, NONE, SPACE, is_space_at, next_token
 from ._symbols import LABEL, STACK, TEXT, Line, Symbol, SymbolTable
 
 #: Opcodes proper (they make an instruction).
