@@ -93,7 +93,8 @@ class SearchLoop:
         receive: Returns the peer champions to take in at a round's start (may be empty).
         publish: Called with the round's elites to share, the round and the champion.
         replies: Recorded replies to serve before asking the operator (replay and resume).
-        on_round: Called with the round event when a round ends.
+        on_round: Called with the round event and the finished archive when a round ends.
+        on_event: Called with each ``evaluated`` event.
     """
 
     def __init__(
@@ -112,7 +113,7 @@ class SearchLoop:
         receive: Callable[[int], Sequence[Received]] = lambda round_index: (),
         publish: Callable[[GridArchive, int], Awaitable[None]] | None = None,
         replies: list[dict] | None = None,
-        on_round: Callable[[dict], None] = lambda event: None,
+        on_round: Callable[[dict, GridArchive], None] = lambda event, archive: None,
         on_event: Callable[[dict], None] = lambda event: None,
     ) -> None:
         self.name = name
@@ -141,6 +142,9 @@ class SearchLoop:
         self.stopped: str | None = None
         self._generality_tasks: dict[int, asyncio.Task] = {}
         self._failed_batches = 0
+        self._novelty = (0, 0)
+        self.boundary: dict[str, Any] = {}
+        self._mark_boundary()
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -176,7 +180,14 @@ class SearchLoop:
             "lineage_errors": self.lineage_errors,
             "history": self.history,
             "stopped": self.stopped,
+            "novelty": list(self._novelty),
+            "usage": self.ledger.usage[self.name].to_json(),
         }
+
+    def _mark_boundary(self) -> None:
+        """Snapshots the state: between batches the node's state, its usage and the run log agree,
+        so a checkpoint (which may be taken at any await) uses this snapshot."""
+        self.boundary = self.state_json()
 
     def restore(self, state: dict[str, Any]) -> None:
         """Continues from :meth:`state_json` output."""
@@ -192,11 +203,16 @@ class SearchLoop:
         self.lineage_errors = dict(state["lineage_errors"])
         self.history = list(state["history"])
         self.stopped = state["stopped"]
+        self._novelty = tuple(state.get("novelty", (0, 0)))
+        self._mark_boundary()
 
     # --- the loop -------------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Runs the remaining rounds (all of them for a new node)."""
+        for entry in self.history:  # rounds whose generality a crash interrupted
+            if entry["generality"] is None and entry["champion"] is not None:
+                self._start_generality(entry["round"], entry["champion"]["text"])
         try:
             while not self.finished:
                 await self._run_round()
@@ -282,6 +298,7 @@ class SearchLoop:
         self.warm = True
         self._novelty = (novel, valid_received)
         self._record(events, [])
+        self._mark_boundary()
 
     def _admit(
         self,
@@ -401,6 +418,7 @@ class SearchLoop:
         self.completed += len(done)
         self._failed_batches = 0 if done else self._failed_batches + 1
         self._record(events, calls)
+        self._mark_boundary()
         for event in events:
             self._on_event(event)
         if fatal is not None:
@@ -416,7 +434,7 @@ class SearchLoop:
     async def _end_round(self) -> None:
         stats = self.archive.stats()
         champion = self.archive.best()
-        novel, received = getattr(self, "_novelty", (0, 0))
+        novel, received = self._novelty
         entry = {
             "event": "round", "node": self.name, "round": self.round,
             "calls": self.completed, "stats": stats.to_json(),
@@ -425,25 +443,29 @@ class SearchLoop:
             "niche_novelty": novel / received if received else None,
             "generality": None,
         }  # fmt: skip
+        finished = self.archive
         self.history.append(entry)
-        self.round_snapshot = {"archive": self.archive.to_json(), "champion": entry["champion"]}
         if champion is not None:
             self.pool.add_champion(Opponent(text=champion.text, source="own", node=self.name,
                                             round=self.round, operator=champion.operator))
-            program = Program(text=champion.text)
-            try:
-                program = self.domain.parse(champion.text)
-            except Exception:
-                pass
-            self._generality_tasks[self.round] = asyncio.create_task(
-                self.evaluator.generality(program)
-            )
-            if self._publish is not None:
-                await self._publish(self.archive, self.round)
+            self._start_generality(self.round, champion.text)
         self._record([entry], [])
-        self._on_round(entry)
-        self.previous_cells = {elite.cell for elite in self.archive}
+        self._on_round(entry, finished)
+        self.previous_cells = {elite.cell for elite in finished}
         self.round += 1
         self.seq = self.completed = 0
         self.warm = False
+        self._novelty = (0, 0)
         self.archive = self._new_archive(self.round)
+        self._mark_boundary()
+        if champion is not None and self._publish is not None:
+            await self._publish(finished, self.round - 1)
+
+    def _start_generality(self, round_index: int, text: str) -> None:
+        try:
+            program = self.domain.parse(text)
+        except Exception:
+            return
+        self._generality_tasks[round_index] = asyncio.create_task(
+            self.evaluator.generality(program)
+        )

@@ -1,0 +1,315 @@
+"""Running an ensemble: N nodes in this process, fully asynchronous, with checkpoints.
+
+This is what ``dei-run`` does, and what library users call to run a configured ensemble:
+
+    >>> from dei_framework import RunConfig, NodeConfig, run
+    >>> summary = run(RunConfig(domain="coreware", nodes=[NodeConfig(name="node-0",
+    ...     operator="gp")], budget=40, rounds=2), "runs/demo")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dei_framework.archive import GridArchive
+from dei_framework.budget import BudgetLedger, NodeUsage
+from dei_framework.config import RunConfig
+from dei_framework.descriptors import DescriptorSpace
+from dei_framework.domain import Domain
+from dei_framework.errors import ConfigError, DEIError
+from dei_framework.evaluation import Evaluator
+from dei_framework.metrics import cell_histograms, mean_or_none, merged_stats, operator_divergence
+from dei_framework.node import Node
+from dei_framework.operators import OperatorSettings
+from dei_framework.plugins import PluginRegistry, load_plugins, notify
+from dei_framework.runlog import RunDir, read_jsonl
+from dei_framework.search import SearchLoop, SearchSettings
+
+Progress = Callable[[str, dict[str, Any]], None]
+
+
+def build_space(domain: Domain, axes: tuple[str, ...], registry: PluginRegistry) -> DescriptorSpace:
+    """The grid: the selected axes (or the domain's defaults), plugin binnings overriding."""
+    offered = {spec.name: spec.axis for spec in domain.descriptor_axes()}
+    for name, entry in registry.axes.items():
+        if entry.spec.domain in ("", domain.name):
+            offered[name] = entry.spec.axis
+    names = axes or domain.default_axes
+    unknown = [name for name in names if name not in offered]
+    if unknown:
+        raise ConfigError(
+            f"domain {domain.name!r} has no descriptor axis {', '.join(unknown)}; "
+            f"available: {', '.join(sorted(offered))}"
+        )
+    return DescriptorSpace([offered[name] for name in names])
+
+
+class Ensemble:
+    """N nodes of one run in this process.
+
+    Args:
+        config: The resolved run configuration.
+        run_dir: Where the run is recorded.
+        registry: Loaded plugins (default: discover them).
+        resume: Continue the run recorded in ``run_dir`` from its last checkpoint.
+        replay_from: Rerun the run recorded there with its recorded replies and receptions
+            (no operator is called, no transport is used).
+        progress: Called with ``(kind, data)`` for live display (``evaluated``, ``round``).
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        run_dir: RunDir,
+        *,
+        registry: PluginRegistry | None = None,
+        resume: bool = False,
+        replay_from: RunDir | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.config = config
+        self.run_dir = run_dir
+        self.registry = registry or load_plugins()
+        self.resume = resume
+        self.replay_from = replay_from
+        self.progress = progress or (lambda kind, data: None)
+        self.round_archives: dict[str, dict[int, GridArchive]] = defaultdict(dict)
+
+    # --- construction ---------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        config, registry = self.config, self.registry
+        self.domain = registry.domain(config.domain).factory(dict(config.domain_options))
+        self.space = build_space(self.domain, config.axes, registry)
+        self.policy = registry.sharing_policy(config.sharing).factory(dict(config.sharing_options))
+        self.ledger = BudgetLedger(
+            quotas=config.node_quotas(),
+            models={node.name: node.operator for node in config.nodes},
+        )
+        self.evaluator = Evaluator(self.domain, workers=config.eval_workers)
+        replies: dict[str, list[dict]] = defaultdict(list)
+        received: dict[str, dict[int, list[dict]]] | None = None
+        states: dict[str, dict] = {}
+        if self.resume:
+            checkpoint = self.run_dir.read_checkpoint()
+            if checkpoint is not None:
+                states = checkpoint["nodes"]
+                offsets = checkpoint["offsets"]
+                # Calls completed after the checkpoint were paid for: serve them again.
+                all_calls = list(read_jsonl(self.run_dir.calls_path))
+                kept = list(read_jsonl(self.run_dir.calls_path, limit=offsets["calls.jsonl"]))
+                for call in all_calls[len(kept):]:
+                    replies[call["node"]].append(call)
+                self.run_dir.truncate(offsets)
+            else:
+                self.run_dir.truncate({"events.jsonl": 0, "calls.jsonl": 0})
+        if self.replay_from is not None:
+            received = defaultdict(lambda: defaultdict(list))
+            for call in read_jsonl(self.replay_from.calls_path):
+                replies[call["node"]].append(call)
+            for event in read_jsonl(self.replay_from.events_path):
+                if event.get("event") == "received":
+                    received[event["node"]][event["round"]].append(event)
+
+        operators = {}
+        for node in config.nodes:
+            spec = registry.operator(node.operator)
+            if spec.domains and config.domain not in spec.domains:
+                raise ConfigError(
+                    f"operator {node.operator!r} works with domains {', '.join(spec.domains)}, "
+                    f"not {config.domain!r}"
+                )
+            if self.replay_from is not None:
+                from dei_framework.replay import RecordedOperator
+
+                operators[node.name] = RecordedOperator(label=node.operator)
+            else:
+                operators[node.name] = spec.factory(
+                    OperatorSettings(spec=node.operator, node=node.name, options=node.options),
+                    self.domain,
+                )
+        transports: list = [None] * len(config.nodes)
+        if self.replay_from is None and self.policy.top_k + int(self.policy.to_opponents) > 0:
+            transport_spec = registry.transport(config.transport)
+            transports = list(
+                transport_spec.factory(config.node_names, dict(config.transport_options))
+            )
+            if len(transports) != len(config.nodes):
+                raise ConfigError(
+                    f"transport {config.transport!r} gave {len(transports)} endpoints for "
+                    f"{len(config.nodes)} nodes"
+                )
+        settings = SearchSettings(
+            rounds=config.rounds, new_fraction=config.new_fraction, seed=config.seed,
+            peers_to_opponents=self.policy.to_opponents,
+            peers_seed_cells=self.policy.seed_empty_cells,
+        )  # fmt: skip
+        self.nodes: list[Node] = []
+        for node_config, transport in zip(config.nodes, transports, strict=True):
+            name = node_config.name
+            loop = SearchLoop(
+                name=name, domain=self.domain, operator=operators[name],
+                evaluator=self.evaluator, ledger=self.ledger, space=self.space,
+                settings=settings, max_champions=config.max_champions, record=self._record,
+                replies=replies.get(name), on_round=self._on_round(name),
+                on_event=lambda event: self.progress("evaluated", event),
+            )  # fmt: skip
+            if name in states:
+                loop.restore(states[name])
+                usage = self.ledger.usage[name]
+                for key, value in states[name]["usage"].items():
+                    setattr(usage, key, value)
+                for entry in loop.history:
+                    path = self.run_dir.round_path(name, entry["round"])
+                    if path.exists():
+                        self.round_archives[name][entry["round"]] = GridArchive.from_json(
+                            json.loads(path.read_text())["archive"]
+                        )
+            self.nodes.append(
+                Node(loop=loop, transport=transport, policy=self.policy,
+                     domain_name=self.domain.name, registry=self.registry,
+                     recorded=None if received is None else received.get(name, {}))
+            )  # fmt: skip
+
+    def _record(self, events: list[dict], calls: list[dict]) -> None:
+        self.run_dir.log_calls(calls)
+        self.run_dir.log_events(events)
+        for event in events:
+            if event.get("event") == "evaluated":
+                notify(self.registry, "dei_candidate_evaluated", event=event)
+
+    def _on_round(self, name: str) -> Callable[[dict, GridArchive], None]:
+        def ended(entry: dict, archive: GridArchive) -> None:
+            self.round_archives[name][entry["round"]] = archive
+            self.run_dir.write_round(name, entry["round"],
+                                     {"archive": archive.to_json(), **entry})  # fmt: skip
+            self.progress("round", entry)
+            notify(self.registry, "dei_round_ended", node=name, round=entry["round"],
+                   stats=entry)  # fmt: skip
+            self._checkpoint()
+
+        return ended
+
+    def _checkpoint(self) -> None:
+        self.run_dir.write_checkpoint({
+            "nodes": {node.name: node.loop.boundary for node in self.nodes},
+            "offsets": self.run_dir.offsets(),
+        })  # fmt: skip
+
+    # --- running --------------------------------------------------------------------------------
+
+    async def run_async(self) -> dict[str, Any]:
+        """Runs every node to the end; returns the summary (also written to ``summary.json``)."""
+        self._build()
+        self.run_dir.write_config(self.config.to_json())
+        started = [node.transport for node in self.nodes if node.transport is not None]
+        try:
+            for transport in started:
+                await transport.start()
+            checkpointer = asyncio.create_task(self._checkpoint_periodically())
+            try:
+                await asyncio.gather(*(node.loop.run() for node in self.nodes))
+            finally:
+                checkpointer.cancel()
+            self._checkpoint()
+        finally:
+            for transport in started:
+                try:
+                    await transport.close()
+                except Exception:  # closing must not hide the run's own outcome
+                    pass
+            for node in self.nodes:
+                await node.loop.operator.aclose()
+            self.evaluator.close()
+        summary = self.summary()
+        self.run_dir.write_summary(summary)
+        self.run_dir.close()
+        notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
+        return summary
+
+    async def _checkpoint_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.checkpoint_seconds)
+            self._checkpoint()
+
+    # --- results --------------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """The run's results: merged archive, per-node metrics, budget, sharing counters."""
+        rounds = sorted({r for archives in self.round_archives.values() for r in archives})
+        per_round = []
+        for round_index in rounds:
+            archives = [a[round_index] for a in self.round_archives.values() if round_index in a]
+            per_round.append({"round": round_index, **merged_stats(archives)})
+        finals = [archives[max(archives)] for archives in self.round_archives.values() if archives]
+        merged = merged_stats(finals) if finals else {"coverage": 0.0, "qd_score": 0.0}
+        events = list(read_jsonl(self.run_dir.events_path))
+        nodes = {}
+        for node in self.nodes:
+            loop = node.loop
+            usage: NodeUsage = self.ledger.usage[node.name]
+            generality = [e.get("generality") for e in loop.history]
+            final = loop.history[-1] if loop.history else None
+            nodes[node.name] = {
+                "operator": loop.operator.label,
+                "model": loop.operator.label,
+                "calls": usage.calls,
+                "attempts": usage.attempts,
+                "quota": self.ledger.quotas[node.name],
+                "rounds_completed": len(loop.history),
+                "generality": final.get("generality") if final else None,
+                "generality_peak": max((g for g in generality if g is not None), default=None),
+                "generality_per_round": generality,
+                "niche_novelty": mean_or_none(e.get("niche_novelty") for e in loop.history),
+                "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
+                "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
+                "qd_score_per_round": [e["stats"]["qd_score"] for e in loop.history],
+                "champion": final["champion"] if final else None,
+                "stopped": loop.stopped,
+                "sharing": node.stats(),
+                "operator_status": loop.operator.status(),
+            }
+        return {
+            "domain": self.config.domain,
+            "transport": self.config.transport,
+            "sharing": self.config.sharing,
+            "seed": self.config.seed,
+            "rounds": self.config.rounds,
+            "space": {"axes": list(self.space.names), "shape": list(self.space.shape),
+                      "cells": self.space.cells},  # fmt: skip
+            "merged": {**merged, "per_round": per_round},
+            "nodes": nodes,
+            "operator_divergence": operator_divergence(cell_histograms(events, self.space.shape)),
+            "budget": self.ledger.to_json(),
+            "invalid": sum(1 for e in events if e.get("status") == "invalid"),
+            "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
+        }
+
+
+def run(
+    config: RunConfig,
+    out: str | Path,
+    *,
+    registry: PluginRegistry | None = None,
+    resume: bool = False,
+    replay_from: str | Path | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Runs an ensemble to completion and returns its summary.
+
+    Raises:
+        DEIError: a configuration problem (unknown plugin name, bad option, ...).
+    """
+    run_dir = RunDir(out)
+    replay = RunDir(replay_from) if replay_from is not None else None
+    ensemble = Ensemble(config, run_dir, registry=registry, resume=resume, replay_from=replay,
+                        progress=progress)  # fmt: skip
+    try:
+        return asyncio.run(ensemble.run_async())
+    except DEIError:
+        raise

@@ -1,0 +1,91 @@
+"""Progress display of a run: a live table, one line per round, JSON lines, or nothing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from dei_framework.config import RunConfig
+
+
+class Progress:
+    """Receives ``(kind, data)`` updates from the ensemble; a context manager around the run."""
+
+    def __init__(self, mode: str, config: RunConfig) -> None:
+        self.mode = mode
+        self.config = config
+        self.quotas = config.node_quotas()
+        self.rows: dict[str, dict[str, Any]] = {
+            node.name: {"operator": node.operator, "round": 0, "calls": 0, "invalid": 0,
+                        "best": None, "coverage": 0.0}
+            for node in config.nodes
+        }  # fmt: skip
+        self._live = None
+
+    def __enter__(self) -> Progress:
+        if self.mode == "live":
+            from rich.live import Live
+
+            self._live = Live(self._table(), refresh_per_second=4, transient=False,
+                              console=_stderr_console())  # fmt: skip
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.update(self._table())
+            self._live.__exit__(*exc)
+
+    def update(self, kind: str, data: dict[str, Any]) -> None:
+        row = self.rows.get(data.get("node", ""))
+        if row is None:
+            return
+        if kind == "evaluated" and data.get("kind") in ("new", "mutate"):
+            row["calls"] += 1
+            row["invalid"] += data.get("status") == "invalid"
+            if data.get("fitness") is not None:
+                row["best"] = max(row["best"] or 0.0, data["fitness"])
+        elif kind == "round":
+            row["round"] = data["round"] + 1
+            row["coverage"] = data["stats"]["coverage"]
+            if self.mode == "lines":
+                champion = data.get("champion") or {}
+                print(
+                    f"[{data['node']}] round {data['round'] + 1}/{self.config.rounds}: "
+                    f"{data['stats']['num_elites']} elites, coverage "
+                    f"{data['stats']['coverage']:.1%}, champion fitness "
+                    f"{champion.get('fitness', float('nan')):.3f}, calls {row['calls']}"
+                    f"/{self.quotas[data['node']]}",
+                    file=sys.stderr, flush=True,
+                )  # fmt: skip
+            elif self.mode == "json":
+                print(json.dumps({k: v for k, v in data.items() if k != "champion"}), flush=True)
+        if self._live is not None:
+            self._live.update(self._table())
+
+    def _table(self):
+        from rich.table import Table
+
+        table = Table(title=f"DEI {self.config.domain}: {len(self.rows)} nodes")
+        for column in ("node", "operator", "round", "calls", "invalid", "best", "coverage"):
+            table.add_column(column)
+        for name, row in self.rows.items():
+            best = "-" if row["best"] is None else f"{row['best']:.3f}"
+            table.add_row(name, row["operator"], f"{row['round']}/{self.config.rounds}",
+                          f"{row['calls']}/{self.quotas[name]}", str(row["invalid"]), best,
+                          f"{row['coverage']:.0%}")  # fmt: skip
+        return table
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def make_progress(mode: str, config: RunConfig) -> Progress:
+    """``auto`` is a live table on a terminal, one line per round otherwise."""
+    if mode == "auto":
+        mode = "live" if sys.stderr.isatty() else "lines"
+    return Progress(mode, config)

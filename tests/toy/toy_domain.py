@@ -1,0 +1,99 @@
+"""A toy domain and operator that exercise the whole DEI loop without Core War.
+
+A program is a line of up to 8 integers in ``[0, 99]``, e.g. ``"3 14 15 92"``. Its fitness is
+how many opponents it out-sums (plus a bonus for sums near 200), its descriptors are its length
+and its largest number. Cheap, deterministic and picklable, like a real domain must be.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+
+from dei_framework import hookimpl
+from dei_framework.descriptors import AxisSpec, ThresholdAxis, UniformAxis
+from dei_framework.domain import Domain, DomainSpec, Evaluation, Program
+from dei_framework.errors import InvalidProgram
+from dei_framework.operators import Operator, OperatorReply, OperatorRequest, OperatorSpec
+
+
+class ToyDomain(Domain):
+    name = "toy"
+    default_axes = ("length", "peak")
+
+    def __init__(self, options=None) -> None:
+        self._options = dict(options or {})
+
+    def parse(self, reply: str) -> Program:
+        match = re.search(r"PROGRAM:([^\n]*)", reply)
+        body = match.group(1) if match else reply
+        tokens = body.split()
+        if not tokens or len(tokens) > 8 or not all(t.isdigit() and int(t) < 100 for t in tokens):
+            raise InvalidProgram(f"line 1: expected 1-8 integers in [0, 99], got {body[:40]!r}")
+        return Program(text=" ".join(str(int(t)) for t in tokens), data=[int(t) for t in tokens])
+
+    def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
+        total = sum(program.data)
+        beaten = sum(total > sum(o.data) for o in opponents)
+        closeness = 1.0 - min(abs(total - 200), 200) / 200
+        return Evaluation(
+            fitness=beaten / max(len(opponents), 1) + closeness,
+            descriptor={"length": len(program.data), "peak": max(program.data)},
+        )
+
+    def descriptor_axes(self):
+        return [
+            AxisSpec(name="length", axis=ThresholdAxis("length", (2, 4, 6, 8))),
+            AxisSpec(name="peak", axis=UniformAxis("peak", 0, 100, 5)),
+        ]
+
+    def initial_opponents(self) -> list[str]:
+        return ["10 10", "50 50 50"]
+
+    def messages(self, kind, *, parent=None, others=(), feedback=None):
+        task = "Write" if kind == "new" else f"Improve {parent.text}"
+        return [{"role": "system", "content": "Toy."}, {"role": "user", "content": task}]
+
+    def generality(self, program: Program) -> float | None:
+        return sum(program.data) / 800
+
+
+class ToyOperator(Operator):
+    """Random integers; mutation changes, adds or drops one. Occasionally writes junk."""
+
+    offline = True
+
+    def __init__(self, label: str = "toy-random", max_in_flight: int = 4) -> None:
+        self.label = label
+        self.max_in_flight = max_in_flight
+
+    async def propose(self, request: OperatorRequest) -> OperatorReply:
+        rng = random.Random(request.seed)
+        if rng.random() < 0.05:
+            return OperatorReply(text="I cannot help with that.")
+        if request.kind == "new" or request.parent is None:
+            numbers = [rng.randrange(100) for _ in range(rng.randint(1, 8))]
+        else:
+            numbers = [int(t) for t in request.parent.text.split()]
+            move = rng.random()
+            if move < 0.3 and len(numbers) < 8:
+                numbers.insert(rng.randrange(len(numbers) + 1), rng.randrange(100))
+            elif move < 0.5 and len(numbers) > 1:
+                numbers.pop(rng.randrange(len(numbers)))
+            else:
+                numbers[rng.randrange(len(numbers))] = rng.randrange(100)
+        return OperatorReply(text="PROGRAM: " + " ".join(map(str, numbers)))
+
+
+@hookimpl
+def dei_domains():
+    return [DomainSpec(name="toy", factory=ToyDomain, description="toy integers (tests)")]
+
+
+@hookimpl
+def dei_operators():
+    return [
+        OperatorSpec(name="toy-random", factory=lambda settings, domain: ToyOperator(),
+                     domains=("toy",), description="random integers (tests)"),
+    ]  # fmt: skip
