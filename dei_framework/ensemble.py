@@ -21,6 +21,7 @@ from dei_framework.budget import BudgetLedger, NodeUsage
 from dei_framework.config import RunConfig
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
+from dei_framework.envelope import NodeIdentity
 from dei_framework.errors import ConfigError, DEIError
 from dei_framework.evaluation import Evaluator
 from dei_framework.metrics import cell_histograms, mean_or_none, merged_stats, operator_divergence
@@ -170,10 +171,14 @@ class Ensemble:
                         self.round_archives[name][entry["round"]] = GridArchive.from_json(
                             json.loads(path.read_text())["archive"]
                         )
+            node_dir = self.run_dir.path / "nodes" / name
+            node_dir.mkdir(parents=True, exist_ok=True)
+            identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
             self.nodes.append(
                 Node(loop=loop, transport=transport, policy=self.policy,
                      domain_name=self.domain.name, registry=self.registry,
-                     recorded=None if received is None else received.get(name, {}))
+                     recorded=None if received is None else received.get(name, {}),
+                     identity=identity)
             )  # fmt: skip
 
     def _record(self, events: list[dict], calls: list[dict]) -> None:

@@ -7,12 +7,11 @@ re-evaluated locally. A replayed node takes the champions it received from the r
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dei_framework.archive import GridArchive
-from dei_framework.envelope import ChampionEnvelope, EnvelopeError
+from dei_framework.envelope import ChampionEnvelope, EnvelopeError, InboxFilter, NodeIdentity
 from dei_framework.plugins import PluginRegistry, notify
 from dei_framework.search import Received, SearchLoop
 from dei_framework.sharing import SharingPolicy
@@ -29,6 +28,8 @@ class Node:
         domain_name: Messages of other domains are dropped.
         registry: Plugin registry, for the ``dei_champion_received`` hook.
         recorded: ``{round: [received events]}`` to use instead of the transport (replay).
+        identity: The node's ed25519 identity; its messages are signed with it.
+        inbox: Admission control for received messages (verification, dedup, rate limit).
     """
 
     def __init__(
@@ -40,6 +41,8 @@ class Node:
         domain_name: str,
         registry: PluginRegistry | None = None,
         recorded: Mapping[int, Sequence[dict[str, Any]]] | None = None,
+        identity: NodeIdentity | None = None,
+        inbox: InboxFilter | None = None,
     ) -> None:
         self.loop = loop
         self.transport = transport
@@ -47,9 +50,10 @@ class Node:
         self.domain_name = domain_name
         self.registry = registry
         self.recorded = recorded
-        self.dropped: Counter[str] = Counter()
+        self.identity = identity or NodeIdentity.generate()
+        self.inbox = inbox or InboxFilter(domain=domain_name)
         self.published = 0
-        self._seen: set[str] = set()
+        self.own_messages = 0
         loop._receive = self.receive
         loop._publish = self.publish
 
@@ -69,29 +73,18 @@ class Node:
             return []
         received = []
         for delivery in self.transport.drain():
-            envelope, reason = self._decode(delivery.payload)
-            accepted = envelope is not None and reason == "ok"
-            if not accepted:
-                self.dropped[reason] += 1
-            else:
+            envelope = self.inbox.accept(delivery)
+            if envelope is not None and envelope.key == self.identity.public_key_hex:
+                self.own_messages += 1  # gossip can bring a node's own champion back
+                continue
+            if envelope is not None:
                 received.append(Received(text=envelope.program, node=envelope.node,
                                          round=envelope.round, operator=envelope.operator))
             if self.registry is not None:
                 notify(self.registry, "dei_champion_received", node=self.name, envelope=envelope,
-                       accepted=accepted, reason=reason)  # fmt: skip
+                       accepted=envelope is not None,
+                       reason="ok" if envelope is not None else "dropped")  # fmt: skip
         return received
-
-    def _decode(self, payload: bytes) -> tuple[ChampionEnvelope | None, str]:
-        try:
-            envelope = ChampionEnvelope.decode(payload, domain=self.domain_name)
-        except EnvelopeError as exc:
-            return None, _reason(str(exc))
-        if envelope.node == self.name:
-            return envelope, "own message"
-        if envelope.message_id in self._seen:
-            return envelope, "duplicate"
-        self._seen.add(envelope.message_id)
-        return envelope, "ok"
 
     async def publish(self, archive: GridArchive, round_index: int) -> None:
         """Shares the round's selected elites; returns without waiting for any peer."""
@@ -99,28 +92,21 @@ class Node:
             return
         for elite in self.policy.select(archive):
             envelope = ChampionEnvelope(
-                domain=self.domain_name, node=self.name, key=self.transport.peer_id,
+                domain=self.domain_name, node=self.name, key=self.identity.public_key_hex,
                 round=round_index, operator=elite.operator, program=elite.text,
                 fitness=elite.fitness, descriptor=dict(elite.descriptor),
             )  # fmt: skip
             try:
-                await self.transport.publish(envelope.encode())
+                await self.transport.publish(envelope.encode(self.identity))
                 self.published += 1
-            except EnvelopeError as exc:
-                self.dropped[f"unpublishable: {exc}"] += 1
+            except EnvelopeError:
+                self.inbox.dropped["unpublishable"] += 1
 
     def stats(self) -> dict[str, Any]:
         """Sharing counters for the summary."""
         return {
             "published": self.published,
-            "dropped": dict(self.dropped),
+            "accepted": self.inbox.accepted,
+            "dropped": dict(self.inbox.dropped),
             "transport": self.transport.stats() if self.transport is not None else {},
         }
-
-
-def _reason(message: str) -> str:
-    """A short, countable reason from an envelope error message."""
-    for word in ("oversize", "malformed", "schema version", "domain", "signature", "program"):
-        if word in message:
-            return word
-    return message.split(":")[0]
