@@ -147,6 +147,7 @@ class _Line2:
             # _A_EXPR or _B_EXPR
             if kind == FSEP and state == _A_EXPR:
                 state = _B_START
+                complete = False  # pMARS resets it on entering every operand-start state
                 continue
             if kind == ADDR and token not in "<>*":
                 raise self.fail(f"misplaced {token!r}")
@@ -198,6 +199,10 @@ def _assemble(source: str, settings: AssemblerSettings) -> Warrior:
         # pMARS defines them as EQU texts holding the (unsigned) number.
         table.add(Symbol(TEXT, [key], lines=Line(str(value % (1 << 32)), 0)))
     expander = Expander(table, min(settings.maxlength, MAX_INSTRUCTIONS))
+    # pMARS evaluates its score formula "(W*W-1)/S" before assembling, which leaves the
+    # expression registers W and S holding the number of warriors.
+    expander.registers[ord("W") - ord("A")] = settings.warriors
+    expander.registers[ord("S") - ord("A")] = settings.warriors
     expander.run(first)
     if expander.line == 0:
         raise AssemblyError("no instructions")
