@@ -1,0 +1,472 @@
+"""The LLM operator: proposes programs by calling a chat model through litellm, with retries.
+
+One :class:`LLMOperator` serves one node and is bound to one model string (``openai/gpt-4.1-mini``,
+``anthropic/claude-haiku-4-5``, ``ollama/qwen2.5-coder``, ``hosted_vllm/...``, or a provider a
+plugin registers through ``dei_llm_providers``). It sends the domain's chat messages unchanged
+and returns the raw reply text with the provider's usage and, where litellm knows the price,
+the cost.
+
+Failures fall into three groups:
+
+* transient (429, 5xx, timeouts, dropped connections, malformed replies): retried with
+  exponential backoff and jitter, honouring ``Retry-After``; after ``max_retries`` retries the
+  call raises :class:`~dei_framework.operators.TransientOperatorFailure` so the core gives the
+  budget slot back;
+* request-specific (the prompt exceeds the context window, a content filter refused it): not
+  retried, also a transient failure, because the next request may well succeed;
+* fatal (wrong key, permission denied, unknown model, bad request): raised at once as
+  :class:`~dei_framework.errors.OperatorError` with one line naming the model and the cause.
+
+litellm is imported lazily (:func:`import_litellm`): it takes seconds to import and must not
+slow down ``dei`` commands that never call a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import tenacity
+
+from dei_framework.errors import ConfigError, OperatorError
+from dei_framework.operators import (
+    Operator,
+    OperatorReply,
+    OperatorRequest,
+    OperatorSettings,
+    TransientOperatorFailure,
+)
+
+#: API-key environment variables litellm reads, by provider prefix (for error messages only).
+KEY_ENV_VARS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "xai": "XAI_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "fireworks_ai": "FIREWORKS_AI_API_KEY",
+    "cohere": "COHERE_API_KEY",
+    "hosted_vllm": "HOSTED_VLLM_API_KEY",
+}
+
+#: Statuses worth retrying: timeouts, conflicts, too early, rate limits and server errors.
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
+
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "litellm", "httpx", "openai")
+_MESSAGE_LIMIT = 240
+
+
+def import_litellm() -> Any:
+    """Imports litellm configured for offline, quiet use, and returns the module.
+
+    The first call takes a few seconds. litellm fetches its model price map from the network at
+    import unless ``LITELLM_LOCAL_MODEL_COST_MAP`` is set; the bundled map is what we want
+    (runs must not depend on the network beyond the provider itself).
+    """
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners on errors
+    litellm.telemetry = False
+    for name in _LITELLM_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level < logging.WARNING:
+            logger.setLevel(logging.WARNING)
+    return litellm
+
+
+@attrs.frozen(kw_only=True)
+class LLMOptions:
+    """The per-node options of an LLM operator (from flags and TOML, already merged).
+
+    Attributes:
+        api_base: Server URL (local servers, proxies); ``None`` for the provider's default.
+        api_key: API key; normally ``None`` so that litellm reads the provider's env var.
+        temperature: Sampling temperature (1.0 as in the DEI paper).
+        max_tokens: Completion token limit per call.
+        timeout: Hard per-attempt timeout in seconds.
+        concurrency: Calls in flight at once (the operator's ``max_in_flight``).
+        max_retries: Retries after the first attempt before a call is given back.
+        retry_base: Backoff base in seconds (wait ~ ``retry_base * 2**n`` with jitter).
+        retry_max: Upper bound of one backoff wait, ``Retry-After`` included, in seconds.
+        params: Extra keyword arguments passed to ``litellm.acompletion`` (e.g. ``top_p``).
+    """
+
+    api_base: str | None = None
+    api_key: str | None = attrs.field(default=None, repr=False)
+    temperature: float = 1.0
+    max_tokens: int = 2048
+    timeout: float = 120.0
+    concurrency: int = 4
+    max_retries: int = 6
+    retry_base: float = 1.0
+    retry_max: float = 60.0
+    params: Mapping[str, Any] = attrs.field(factory=dict)
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any]) -> LLMOptions:
+        """Validates user options; keys this operator does not use are ignored.
+
+        Raises:
+            ConfigError: An option has the wrong type or an impossible value.
+        """
+        values: dict[str, Any] = {}
+        for name in ("api_base", "api_key"):
+            value = options.get(name)
+            if value is not None:
+                if not isinstance(value, str) or not value.strip():
+                    raise ConfigError(f"option {name} must be a non-empty string")
+                values[name] = value.strip()
+        numbers = {
+            "temperature": (float, 0.0),
+            "timeout": (float, 1e-3),
+            "retry_base": (float, 0.0),
+            "retry_max": (float, 0.0),
+            "max_tokens": (int, 1),
+            "concurrency": (int, 1),
+            "max_retries": (int, 0),
+        }
+        for name, (kind, minimum) in numbers.items():
+            value = options.get(name)
+            if value is None:
+                continue
+            try:
+                if isinstance(value, bool) or (kind is int and float(value) != int(value)):
+                    raise ValueError
+                number = kind(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"option {name} must be a number, got {value!r}") from None
+            if number < minimum:
+                raise ConfigError(f"option {name} must be at least {minimum}, got {value!r}")
+            values[name] = number
+        params = options.get("params")
+        if params is not None:
+            if not isinstance(params, Mapping):
+                raise ConfigError("option params must be a table of litellm arguments")
+            values["params"] = dict(params)
+        return cls(**values)
+
+
+@attrs.define
+class _Stats:
+    calls: int = 0
+    errors: int = 0
+    retries: int = 0
+    transient_failures: int = 0
+    in_flight: int = 0
+    last_error: str = ""
+
+
+class LLMOperator(Operator):
+    """Proposes programs with a chat model reached through litellm.
+
+    Args:
+        model: The litellm model string, ``provider/model``.
+        options: The node's options.
+        node: The node served (used in messages only).
+
+    Example:
+        >>> op = LLMOperator("openai/gpt-4.1-mini", LLMOptions(temperature=0.7))
+        >>> reply = await op.propose(request)  # doctest: +SKIP
+    """
+
+    offline = False
+
+    def __init__(self, model: str, options: LLMOptions | None = None, *, node: str = "") -> None:
+        self.model = model
+        self.label = model
+        self.node = node
+        self.options = options or LLMOptions()
+        self.max_in_flight = self.options.concurrency
+        self._litellm = import_litellm()
+        self._stats = _Stats()
+        # One semaphore per event loop: asyncio primitives bind to the loop that first
+        # contends for them, and tests (or a library user) may drive us from several loops.
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
+
+    @classmethod
+    def from_settings(cls, model: str, settings: OperatorSettings) -> LLMOperator:
+        """Builds the operator for one node from its merged settings."""
+        return cls(model, LLMOptions.from_mapping(settings.options), node=settings.node)
+
+    # --- the contract -------------------------------------------------------------------------
+
+    async def propose(self, request: OperatorRequest) -> OperatorReply:
+        """Answers one request, retrying transient failures.
+
+        Raises:
+            OperatorError: The failure cannot be fixed by retrying (key, permission, model).
+            TransientOperatorFailure: Retries are used up, or this request cannot succeed
+                (context window, content filter); ``attempts`` says how many were made.
+        """
+        messages = [dict(message) for message in request.messages]
+        async with self._semaphore():
+            self._stats.in_flight += 1
+            try:
+                return await self._propose(messages)
+            finally:
+                self._stats.in_flight -= 1
+
+    async def aclose(self) -> None:
+        """Nothing to release: litellm owns (and shares across nodes) its HTTP clients."""
+
+    def status(self) -> dict[str, Any]:
+        """``calls``, ``errors`` (failed attempts), ``retries``, ``transient_failures``,
+        ``in_flight`` and ``last_error`` (one line, empty when none)."""
+        return attrs.asdict(self._stats)
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop_id = id(asyncio.get_running_loop())
+        semaphore = self._semaphores.get(loop_id)
+        if semaphore is None:
+            semaphore = self._semaphores[loop_id] = asyncio.Semaphore(self.options.concurrency)
+        return semaphore
+
+    async def _propose(self, messages: list[dict[str, Any]]) -> OperatorReply:
+        options = self.options
+        attempts = 0
+
+        def on_retry(state: tenacity.RetryCallState) -> None:
+            self._stats.retries += 1
+
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(lambda exc: _classify(exc)[0] == "retry"),
+            stop=tenacity.stop_after_attempt(options.max_retries + 1),
+            wait=_Backoff(options.retry_base, options.retry_max),
+            before_sleep=on_retry,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    try:
+                        response = await self._attempt(messages)
+                        reply = self._reply(response, attempts)
+                    except Exception as exc:
+                        self._stats.errors += 1
+                        self._stats.last_error = self._describe(exc)
+                        raise
+        except Exception as exc:
+            kind, _ = _classify(exc)
+            if kind == "fatal":
+                raise OperatorError(self._fatal_message(exc)) from exc
+            self._stats.transient_failures += 1
+            what = "gave up after" if kind == "retry" else "not retried, failed after"
+            raise TransientOperatorFailure(
+                f"{self.model}: {what} {attempts} attempt(s): {self._describe(exc)}",
+                attempts=attempts,
+            ) from exc
+        self._stats.calls += 1
+        return reply
+
+    async def _attempt(self, messages: list[dict[str, Any]]) -> Any:
+        options = self.options
+        kwargs: dict[str, Any] = dict(options.params)
+        kwargs.update(
+            model=self.model,
+            messages=messages,
+            temperature=options.temperature,
+            max_tokens=options.max_tokens,
+            timeout=options.timeout,
+            # Retries are ours (counted, budgeted, with Retry-After); neither litellm nor the
+            # OpenAI SDK underneath may retry on its own or the attempt counts would lie.
+            num_retries=0,
+            max_retries=0,
+        )
+        if options.api_base:
+            kwargs["api_base"] = options.api_base
+        if options.api_key:
+            kwargs["api_key"] = options.api_key
+        # litellm's own timeout does not cover every provider path (custom handlers, slow
+        # streaming of headers); wait_for makes the limit hard.
+        try:
+            return await asyncio.wait_for(
+                self._litellm.acompletion(**kwargs), timeout=options.timeout
+            )
+        except TimeoutError as exc:
+            raise _HardTimeout(f"no reply within {options.timeout:g} s") from exc
+
+    def _reply(self, response: Any, attempts: int) -> OperatorReply:
+        try:
+            choice = response.choices[0]
+            text = choice.message.content
+        except (AttributeError, IndexError, KeyError, TypeError) as exc:
+            raise _MalformedReply(f"reply without choices: {exc!r}") from exc
+        usage = getattr(response, "usage", None)
+        prompt_tokens = _int(getattr(usage, "prompt_tokens", 0))
+        completion_tokens = _int(getattr(usage, "completion_tokens", 0))
+        return OperatorReply(
+            text=text if isinstance(text, str) else "",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=self._cost(response),
+            attempts=attempts,
+            model=str(getattr(response, "model", "") or ""),
+        )
+
+    def _cost(self, response: Any) -> float:
+        """The call's cost in USD where litellm knows the price; 0 otherwise, never an error."""
+        try:
+            cost = float(self._litellm.completion_cost(completion_response=response) or 0.0)
+        except Exception:  # unknown model, local server, custom provider: price unknown
+            return 0.0
+        return cost if cost >= 0 and cost == cost else 0.0  # drop NaN and negatives
+
+    def _describe(self, exc: BaseException) -> str:
+        status = getattr(exc, "status_code", None)
+        text = _one_line(getattr(exc, "message", None) or str(exc) or type(exc).__name__)
+        # litellm prefixes "litellm.RateLimitError: RateLimitError: OpenAIException - "; keep
+        # the provider's own words.
+        text = re.sub(r"^(litellm\.\w+:\s*)?(\w+Error:\s*)?(\w+Exception\s*-\s*)?", "", text)
+        prefix = f"{type(exc).__name__}"
+        if isinstance(status, int):
+            prefix += f" ({status})"
+        return _truncate(f"{prefix}: {text}" if text else prefix)
+
+    def _fatal_message(self, exc: BaseException) -> str:
+        _, cause = _classify(exc)
+        if cause == "authentication failed":
+            provider = self.model.split("/", 1)[0]
+            if self.options.api_key:
+                cause += " (check the api_key option)"
+            elif provider in KEY_ENV_VARS:
+                cause += f" (check {KEY_ENV_VARS[provider]})"
+            else:
+                cause += " (check the provider's API key)"
+        elif cause == "model not found":
+            cause += " (check the model string and --api-base)"
+        where = f" at {self.options.api_base}" if self.options.api_base else ""
+        return _truncate(f"{self.model}{where}: {cause}: {self._describe(exc)}", 400)
+
+
+class _HardTimeout(Exception):
+    """The call outlived ``timeout`` (asyncio.wait_for fired before litellm's own timeout)."""
+
+
+class _MalformedReply(Exception):
+    """The provider answered 200 with something that is not a chat completion."""
+
+
+def _classify(exc: BaseException) -> tuple[str, str]:
+    """``("retry" | "giveup" | "fatal", cause)`` for a failed attempt.
+
+    The HTTP status decides where there is one, because litellm maps the same status to
+    different exception classes depending on the provider (a 403 from an OpenAI-compatible
+    server arrives as a plain ``APIError``).
+    """
+    name = type(exc).__name__
+    if name in ("ContextWindowExceededError", "ContentPolicyViolationError"):
+        # Request-specific: retrying the same prompt cannot help, the next prompt may work.
+        return "giveup", "context window exceeded" if "Context" in name else "content refused"
+    if isinstance(exc, _HardTimeout | _MalformedReply | TimeoutError | json.JSONDecodeError):
+        return "retry", "transient"
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and not name.startswith(("APIConnection", "Timeout")):
+        if status == 401 or name == "AuthenticationError":
+            return "fatal", "authentication failed"
+        if status == 403 or name == "PermissionDeniedError":
+            return "fatal", "permission denied"
+        if status == 404 or name == "NotFoundError":
+            return "fatal", "model not found"
+        if status == 402:
+            return "fatal", "payment required"
+        if status in RETRYABLE_STATUSES or status >= 500:
+            return "retry", "transient"
+        if 400 <= status < 500:
+            return "fatal", "request rejected"
+    if name in ("AuthenticationError", "PermissionDeniedError", "NotFoundError"):
+        return "fatal", {"AuthenticationError": "authentication failed",
+                         "PermissionDeniedError": "permission denied",
+                         "NotFoundError": "model not found"}[name]  # fmt: skip
+    if name in ("BadRequestError", "UnprocessableEntityError", "UnsupportedParamsError",
+                "LiteLLMUnknownProvider", "BudgetExceededError"):  # fmt: skip
+        return "fatal", "request rejected"
+    module = type(exc).__module__ or ""
+    if module.startswith(("litellm", "openai", "httpx", "httpcore", "aiohttp")) or isinstance(
+        exc, OSError | ConnectionError
+    ):
+        # Connection resets, timeouts, unparsable bodies and provider hiccups.
+        return "retry", "transient"
+    # Anything else is a bug (ours, a custom provider's): retrying would only hide it.
+    return "fatal", "unexpected error"
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    """Seconds the server asked us to wait (``Retry-After`` / ``retry-after-ms``), if any."""
+    if exc is None:
+        return None
+    for headers in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+        getattr(exc, "headers", None),
+    ):
+        if not headers:
+            continue
+        try:
+            millis = headers.get("retry-after-ms") or headers.get("Retry-After-Ms")
+            value = headers.get("retry-after") or headers.get("Retry-After")
+        except AttributeError:
+            continue
+        if millis is not None:
+            try:
+                return max(float(millis) / 1000.0, 0.0)
+            except ValueError:
+                pass
+        if value is not None:
+            try:
+                return max(float(value), 0.0)
+            except ValueError:
+                parsed = email.utils.parsedate_to_datetime(value) if value.strip() else None
+                if parsed is not None:
+                    return max(parsed.timestamp() - time.time(), 0.0)
+    return None
+
+
+@attrs.frozen
+class _Backoff:
+    """Wait before retry ``n``: the server's ``Retry-After`` if given, else ``base * 2**(n-1)``
+    with "equal jitter" (half fixed, half random) so that nodes hitting the same limit spread
+    out; both capped at ``cap``."""
+
+    base: float
+    cap: float
+
+    def __call__(self, state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        asked = _retry_after(exc)
+        if asked is not None:
+            # A little jitter on top so concurrent calls told the same thing do not stampede.
+            return min(asked + random.uniform(0, self.base * 0.1), self.cap)
+        step = min(self.base * 2 ** (state.attempt_number - 1), self.cap)
+        return step / 2 + random.uniform(0, step / 2)
+
+
+def _int(value: Any) -> int:
+    try:
+        return max(int(value or 0), 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _truncate(text: str, limit: int = _MESSAGE_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,29 @@
+"""Fixtures of the ``llm`` operator tests: the loopback OpenAI stub and a test key."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # openai_stub sits next to the tests
+
+from openai_stub import OpenAIStub  # noqa: E402
+
+
+@pytest.fixture
+def stub():
+    """A fresh scripted OpenAI-compatible server on 127.0.0.1 (random port)."""
+    server = OpenAIStub().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _test_key(monkeypatch):
+    """A fake key for the OpenAI path; no test ever reaches a real provider."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -1,0 +1,252 @@
+"""Tests of the LLM operator against the loopback OpenAI stub, over real HTTP through litellm."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from dei_llm.operator import LLMOperator, LLMOptions
+from openai_stub import DEFAULT_TEXT, malformed_json, ok, slow, status
+
+from dei_framework.budget import BudgetLedger
+from dei_framework.errors import ConfigError, OperatorError
+from dei_framework.operators import OperatorRequest, OperatorSettings, TransientOperatorFailure
+
+MODEL = "openai/stub-model"
+
+
+def _request(key: str = "node-0/0/0") -> OperatorRequest:
+    return OperatorRequest(
+        key=key,
+        kind="new",
+        messages=[
+            {"role": "system", "content": "You write Redcode warriors."},
+            {"role": "user", "content": "Write a new warrior."},
+        ],
+    )
+
+
+def _operator(stub, **options) -> LLMOperator:
+    defaults = {"api_base": stub.base_url, "retry_base": 0.01, "timeout": 5}
+    return LLMOperator(MODEL, LLMOptions.from_mapping({**defaults, **options}), node="node-0")
+
+
+def _run(coro):
+    return asyncio.run(coro)
+
+
+def test_reply_text_usage_and_request(stub):
+    stub.script(ok("MOV 0, 1", prompt_tokens=17, completion_tokens=5))
+    op = _operator(stub, temperature=0.3, max_tokens=99)
+    reply = _run(op.propose(_request()))
+    assert reply.text == "MOV 0, 1"
+    assert (reply.prompt_tokens, reply.completion_tokens, reply.attempts) == (17, 5, 1)
+    assert reply.cost_usd == 0.0  # stub-model has no price: 0, not an error
+    assert reply.model == "stub-model"
+    body = stub.bodies[-1]
+    assert body["model"] == "stub-model"
+    assert body["messages"][0] == {"role": "system", "content": "You write Redcode warriors."}
+    assert body["temperature"] == 0.3 and body["max_tokens"] == 99
+    assert op.label == MODEL and op.offline is False
+    assert op.status()["calls"] == 1 and op.status()["errors"] == 0
+
+
+def test_default_stub_reply_is_a_fenced_warrior(stub):
+    reply = _run(_operator(stub).propose(_request()))
+    assert reply.text == DEFAULT_TEXT
+    assert "```redcode" in reply.text
+
+
+def test_defaults_follow_the_paper():
+    options = LLMOptions.from_mapping({})
+    assert (options.temperature, options.max_tokens, options.timeout) == (1.0, 2048, 120.0)
+    assert (options.concurrency, options.max_retries) == (4, 6)
+
+
+def test_429_with_retry_after_then_success(stub):
+    stub.script(status(429, retry_after=0.3), ok("MOV 0, 1", 10, 4))
+    op = _operator(stub)
+    started = time.monotonic()
+    reply = _run(op.propose(_request()))
+    waited = time.monotonic() - started
+    assert reply.attempts == 2 and reply.text == "MOV 0, 1"
+    assert waited >= 0.3  # Retry-After honoured although retry_base is 0.01
+    assert stub.statuses[429] == 1 and stub.completed == 1
+    status_ = op.status()
+    assert status_["retries"] == 1 and status_["errors"] == 1
+    assert "429" in status_["last_error"]
+
+
+def test_retry_after_is_capped(stub):
+    stub.script(status(429, retry_after=30), ok())
+    started = time.monotonic()
+    reply = _run(_operator(stub, retry_max=0.2).propose(_request()))
+    assert reply.attempts == 2
+    assert time.monotonic() - started < 5
+
+
+def test_500s_are_retried(stub):
+    stub.script(status(500), status(502), status(503), ok())
+    reply = _run(_operator(stub).propose(_request()))
+    assert reply.attempts == 4
+    assert stub.requests == 4 and stub.completed == 1
+
+
+def test_retries_used_up_is_a_transient_failure(stub):
+    stub.default = status(500)
+    op = _operator(stub, max_retries=2)
+    with pytest.raises(TransientOperatorFailure) as info:
+        _run(op.propose(_request()))
+    assert info.value.attempts == 3  # first attempt + 2 retries
+    assert stub.requests == 3  # neither litellm nor the OpenAI SDK retried on their own
+    assert MODEL in str(info.value)
+    assert op.status() | {"last_error": ""} == {
+        "calls": 0, "errors": 3, "retries": 2, "transient_failures": 1, "in_flight": 0,
+        "last_error": "",
+    }  # fmt: skip
+
+
+def test_slow_reply_beyond_timeout_is_retried(stub):
+    stub.script(slow(1.5), ok("MOV 0, 1"))
+    op = _operator(stub, timeout=0.4)
+    reply = _run(op.propose(_request()))
+    assert reply.attempts == 2 and reply.text == "MOV 0, 1"
+    assert "Timeout" in op.status()["last_error"] or "timed out" in op.status()["last_error"]
+
+
+def test_slow_replies_end_in_transient_failure(stub):
+    stub.default = slow(1.0)
+    op = _operator(stub, timeout=0.3, max_retries=1)
+    started = time.monotonic()
+    with pytest.raises(TransientOperatorFailure) as info:
+        _run(op.propose(_request()))
+    assert info.value.attempts == 2
+    assert time.monotonic() - started < 1.5  # the timeout is hard
+    time.sleep(1.2)  # let the stub find out its clients left
+    assert stub.completed == 0 and stub.abandoned == 2
+
+
+def test_malformed_json_is_retried(stub):
+    stub.script(malformed_json(), ok("MOV 0, 1"))
+    reply = _run(_operator(stub).propose(_request()))
+    assert reply.attempts == 2 and reply.text == "MOV 0, 1"
+
+
+@pytest.mark.parametrize(
+    ("code", "cause", "hint"),
+    [
+        (401, "authentication failed", "OPENAI_API_KEY"),
+        (403, "permission denied", ""),
+        (404, "model not found", "--api-base"),
+        (400, "request rejected", ""),
+    ],
+)
+def test_fatal_statuses_stop_without_retry(stub, code, cause, hint):
+    stub.default = status(code)
+    op = _operator(stub)
+    with pytest.raises(OperatorError) as info:
+        _run(op.propose(_request()))
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{MODEL} at {stub.base_url}: {cause}")
+    assert hint in message
+    assert stub.requests == 1  # no retry
+    assert op.status()["retries"] == 0 and op.status()["errors"] == 1
+
+
+def test_wrong_key_message(stub, monkeypatch):
+    stub.api_keys = {"sk-right"}
+    with pytest.raises(OperatorError, match=r"authentication failed \(check OPENAI_API_KEY\)"):
+        _run(_operator(stub).propose(_request()))
+    with pytest.raises(OperatorError, match=r"authentication failed \(check the api_key option"):
+        _run(_operator(stub, api_key="sk-wrong").propose(_request()))
+    reply = _run(_operator(stub, api_key="sk-right").propose(_request()))
+    assert reply.attempts == 1
+
+
+def test_concurrency_is_respected(stub):
+    stub.default = ok("MOV 0, 1", 3, 2, delay=0.05)
+    op = _operator(stub, concurrency=3)
+    assert op.max_in_flight == 3
+
+    async def main():
+        return await asyncio.gather(*(op.propose(_request(f"n/0/{i}")) for i in range(32)))
+
+    replies = _run(main())
+    assert len(replies) == 32 and all(r.text == "MOV 0, 1" for r in replies)
+    assert stub.completed == 32
+    assert stub.max_in_flight == 3  # saturated, never exceeded
+
+
+def test_ledger_matches_what_the_server_served(stub):
+    """Driving the core's ledger the way the core does: reserve, then commit or release."""
+    stub.script(ok(), status(429, retry_after=0.05), ok(), status(500), status(500), status(500))
+    ledger = BudgetLedger(quotas={"node-0": 6}, models={"node-0": MODEL})
+    op = _operator(stub, max_retries=2)
+
+    async def one(i: int):
+        ledger.reserve("node-0")
+        try:
+            reply = await op.propose(_request(f"node-0/0/{i}"))
+        except TransientOperatorFailure as exc:
+            ledger.release("node-0", attempts=exc.attempts)
+        else:
+            ledger.commit("node-0", reply)
+
+    async def main():
+        for i in range(4):
+            await one(i)
+
+    _run(main())
+    usage = ledger.usage["node-0"]
+    assert usage.calls == stub.completed == 3
+    assert usage.prompt_tokens == stub.prompt_tokens
+    assert usage.completion_tokens == stub.completion_tokens
+    assert usage.attempts == stub.requests == 7
+
+
+def test_replies_are_deterministic_to_serialise(stub):
+    import attrs
+
+    stub.default = ok("MOV 0, 1", 7, 3)
+    op = _operator(stub)
+    first = attrs.asdict(_run(op.propose(_request())))
+    second = attrs.asdict(_run(op.propose(_request())))
+    assert first == second
+    assert first == {
+        "text": "MOV 0, 1", "prompt_tokens": 7, "completion_tokens": 3, "cost_usd": 0.0,
+        "attempts": 1, "model": "stub-model",
+    }  # fmt: skip
+
+
+def test_known_price_gives_a_cost(stub):
+    stub.default = ok("MOV 0, 1", 1000, 1000)
+    # The stub answers whatever model it is asked for; litellm prices gpt-4o-mini.
+    op = LLMOperator("openai/gpt-4o-mini", LLMOptions(api_base=stub.base_url, retry_base=0.01))
+    reply = _run(op.propose(_request()))
+    assert reply.cost_usd > 0
+
+
+@pytest.mark.parametrize(
+    ("options", "pattern"),
+    [
+        ({"temperature": "hot"}, "temperature must be a number"),
+        ({"concurrency": 0}, "concurrency must be at least 1"),
+        ({"max_tokens": 1.5}, "max_tokens must be a number"),
+        ({"api_base": ""}, "api_base must be a non-empty string"),
+        ({"params": 3}, "params must be a table"),
+    ],
+)
+def test_bad_options(options, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        LLMOptions.from_mapping(options)
+
+
+def test_options_from_settings_ignore_other_keys():
+    settings = OperatorSettings(
+        spec=MODEL, node="node-1",
+        options={"temperature": 0.5, "concurrency": "2", "budget": 8, "operator": MODEL},
+    )  # fmt: skip
+    op = LLMOperator.from_settings(MODEL, settings)
+    assert op.options.temperature == 0.5 and op.max_in_flight == 2 and op.node == "node-1"
