@@ -95,6 +95,8 @@ class LLMOptions:
     Attributes:
         api_base: Server URL (local servers, proxies); ``None`` for the provider's default.
         api_key: API key; normally ``None`` so that litellm reads the provider's env var.
+        api_key_env: Name of the environment variable the key was read from (``api_key_env``
+            option: a per-node key without writing the key itself into a config file).
         temperature: Sampling temperature (1.0 as in the DEI paper).
         max_tokens: Completion token limit per call.
         timeout: Hard per-attempt timeout in seconds.
@@ -107,6 +109,7 @@ class LLMOptions:
 
     api_base: str | None = None
     api_key: str | None = attrs.field(default=None, repr=False)
+    api_key_env: str | None = None
     temperature: float = 1.0
     max_tokens: int = 2048
     timeout: float = 120.0
@@ -130,6 +133,15 @@ class LLMOptions:
                 if not isinstance(value, str) or not value.strip():
                     raise ConfigError(f"option {name} must be a non-empty string")
                 values[name] = value.strip()
+        env = options.get("api_key_env")
+        if env is not None:
+            if not isinstance(env, str) or not env.strip():
+                raise ConfigError("option api_key_env must name an environment variable")
+            env = env.strip()
+            key = os.environ.get(env, "").strip()
+            if not key:
+                raise ConfigError(f"api_key_env: environment variable {env} is not set")
+            values["api_key"], values["api_key_env"] = key, env
         numbers = {
             "temperature": (float, 0.0),
             "timeout": (float, 1e-3),
@@ -343,7 +355,9 @@ class LLMOperator(Operator):
         _, cause = _classify(exc)
         if cause == "authentication failed":
             provider = self.model.split("/", 1)[0]
-            if self.options.api_key:
+            if self.options.api_key_env:
+                cause += f" (check {self.options.api_key_env})"
+            elif self.options.api_key:
                 cause += " (check the api_key option)"
             elif provider in KEY_ENV_VARS:
                 cause += f" (check {KEY_ENV_VARS[provider]})"

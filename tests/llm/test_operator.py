@@ -250,3 +250,17 @@ def test_options_from_settings_ignore_other_keys():
     )  # fmt: skip
     op = LLMOperator.from_settings(MODEL, settings)
     assert op.options.temperature == 0.5 and op.max_in_flight == 2 and op.node == "node-1"
+
+
+def test_api_key_env_option(stub, monkeypatch):
+    stub.api_keys = {"sk-node"}
+    monkeypatch.setenv("NODE_KEY", "sk-node")
+    monkeypatch.setenv("WRONG_KEY", "sk-wrong")
+    reply = _run(_operator(stub, api_key_env="NODE_KEY").propose(_request()))
+    assert reply.attempts == 1
+    with pytest.raises(OperatorError, match=r"authentication failed \(check WRONG_KEY\)"):
+        _run(_operator(stub, api_key_env="WRONG_KEY").propose(_request()))
+    monkeypatch.delenv("NODE_KEY")
+    with pytest.raises(ConfigError, match="NODE_KEY is not set"):
+        LLMOptions.from_mapping({"api_key_env": "NODE_KEY"})
+    assert "sk-" not in repr(LLMOptions.from_mapping({"api_key": "sk-secret"}))
