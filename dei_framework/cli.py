@@ -315,6 +315,12 @@ def report_command(run_dir: str) -> None:
     click.echo(f"report: {path}")
 
 
+# Built in its own module from the dei-run options above, so registered after them.
+from dei_framework.experiment import experiment_command  # noqa: E402
+
+dei.add_command(experiment_command())
+
+
 def main() -> None:
     """Console script entry point of ``dei``."""
     dei(prog_name="dei")

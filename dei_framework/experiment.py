@@ -1,0 +1,548 @@
+"""Equal-compute experiments: Solo / Homo / Diverse (or custom) ensembles over repeated seeds.
+
+An experiment runs every *condition* ``repeats`` times with the same total operator-call budget
+(DEI's equal-compute protocol): Solo is one node with the whole budget, Homo ``N`` nodes of the
+first operator, Diverse ``N`` nodes cycling the given operators; custom conditions list one
+operator per node. Repeat ``k`` of every condition uses seed ``seed + k``, so conditions meet the
+same seeds. Layout of the output directory::
+
+    experiment.json                 the plan (base config, conditions, budget, repeats)
+    <condition>/repeat-<k>/         a normal run directory (see dei_framework.runlog)
+    summary.json                    per-condition aggregates (see docs/experiments.md)
+
+An interrupted experiment continues with ``dei experiment --resume OUT``: finished repeats (those
+with ``summary.json``) are kept, unfinished ones resume from their last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import click
+
+from dei_framework.config import NodeConfig, RunConfig
+from dei_framework.errors import ConfigError
+from dei_framework.plugins import PluginRegistry
+from dei_framework.runlog import write_json_atomic
+
+#: The built-in conditions, in report order.
+BUILTIN_CONDITIONS = ("solo", "homo", "diverse")
+#: Nodes of Homo and Diverse when ``--nodes`` is not given (the DEI paper's four).
+DEFAULT_EXPERIMENT_NODES = 4
+#: Version of ``experiment.json`` and of the experiment ``summary.json``.
+EXPERIMENT_VERSION = 1
+#: Per-node fields of a run summary too bulky to copy into the experiment summary.
+_TRIMMED_NODE_FIELDS = ("operator_status",)
+
+
+@attrs.frozen(kw_only=True)
+class Condition:
+    """One arm of an experiment.
+
+    Attributes:
+        name: Condition name (``solo``, ``homo``, ``diverse`` or a custom name); also the
+            folder name of its runs.
+        operators: The operator of each node, in node order (its length is the node count).
+    """
+
+    name: str
+    operators: tuple[str, ...] = attrs.field(converter=tuple)
+
+    @property
+    def nodes(self) -> int:
+        return len(self.operators)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "operators": list(self.operators)}
+
+
+@attrs.frozen(kw_only=True)
+class ExperimentPlan:
+    """Everything an experiment runs, recorded as ``experiment.json``.
+
+    Attributes:
+        base: The resolved ``dei-run`` configuration conditions derive from (its ``nodes``
+            carry each operator's options; its ``budget`` is the per-condition budget).
+        conditions: The conditions, in order.
+        budget: Total operator calls of every condition (identical by construction).
+        repeats: Repeats per condition; repeat ``k`` uses seed ``base.seed + k``.
+    """
+
+    base: RunConfig
+    conditions: tuple[Condition, ...] = attrs.field(converter=tuple)
+    budget: int
+    repeats: int
+
+    def __attrs_post_init__(self) -> None:
+        if self.repeats < 1:
+            raise ConfigError(f"--repeats must be at least 1, got {self.repeats}")
+        if not self.conditions:
+            raise ConfigError("an experiment needs at least one condition")
+        names = [c.name for c in self.conditions]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"condition names repeat: {names}")
+        for condition in self.conditions:
+            check_equal_split(self.budget, condition, self.base.rounds)
+
+    def seed(self, repeat: int) -> int:
+        return self.base.seed + repeat
+
+    def run_config(self, condition: Condition, repeat: int) -> RunConfig:
+        """The run configuration of one repeat of one condition."""
+        options = {node.operator: dict(node.options) for node in reversed(self.base.nodes)}
+        common = dict(self.base.nodes[0].options)
+        nodes = tuple(
+            NodeConfig(name=f"node-{index}", operator=operator,
+                       options=options.get(operator, common))
+            for index, operator in enumerate(condition.operators)
+        )  # fmt: skip
+        config = attrs.evolve(self.base, nodes=nodes, budget=self.budget, iterations=None,
+                              seed=self.seed(repeat))  # fmt: skip
+        # The protocol itself: every condition spends exactly the same total budget.
+        total = sum(config.node_quotas().values())
+        assert total == self.budget, f"{condition.name}: {total} calls != budget {self.budget}"
+        return config
+
+    def run_dir(self, out: Path, condition: Condition, repeat: int) -> Path:
+        return out / condition.name / f"repeat-{repeat}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": EXPERIMENT_VERSION,
+            "base": self.base.to_json(),
+            "conditions": [c.to_json() for c in self.conditions],
+            "budget": self.budget,
+            "repeats": self.repeats,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ExperimentPlan:
+        return cls(
+            base=RunConfig.from_json(data["base"]),
+            conditions=tuple(Condition(name=c["name"], operators=c["operators"])
+                             for c in data["conditions"]),
+            budget=int(data["budget"]),
+            repeats=int(data["repeats"]),
+        )  # fmt: skip
+
+
+def check_equal_split(budget: int, condition: Condition, rounds: int) -> None:
+    """Checks that ``budget`` splits into whole, equal per-node and per-round call quotas.
+
+    Raises:
+        ConfigError: it does not (equal compute would then hold only approximately).
+    """
+    per_node, rest = divmod(budget, condition.nodes)
+    if per_node < 1 or rest:
+        raise ConfigError(
+            f"--budget {budget} does not split equally across the {condition.nodes} nodes of "
+            f"condition {condition.name!r}; use a multiple of {condition.nodes * rounds}"
+        )
+    if per_node % rounds:
+        raise ConfigError(
+            f"--budget {budget} gives {condition.name!r} {per_node} calls per node, which does "
+            f"not split equally across {rounds} rounds; use a multiple of "
+            f"{condition.nodes * rounds}"
+        )
+
+
+def parse_conditions(
+    names: Sequence[str],
+    custom: Sequence[str],
+    operators: Sequence[str],
+    nodes: int,
+) -> list[Condition]:
+    """Builds the conditions from ``--conditions`` names and ``--condition NAME=op,op`` specs.
+
+    Args:
+        names: Built-in condition names (``solo``, ``homo``, ``diverse``).
+        custom: ``NAME=op1,op2,...`` specs, one node per listed operator.
+        operators: The operators given (Homo and Solo use the first, Diverse cycles them).
+        nodes: Node count of Homo and Diverse.
+
+    Raises:
+        ConfigError: an unknown condition, a malformed spec, or Diverse with one operator.
+    """
+    if nodes < 1:
+        raise ConfigError(f"--nodes must be at least 1, got {nodes}")
+    conditions: list[Condition] = []
+    for name in names:
+        if name == "solo":
+            conditions.append(Condition(name="solo", operators=[operators[0]]))
+        elif name == "homo":
+            conditions.append(Condition(name="homo", operators=[operators[0]] * nodes))
+        elif name == "diverse":
+            if len(set(operators)) < 2:
+                raise ConfigError(
+                    "condition 'diverse' needs at least two different operators: give "
+                    "--operator more than once (e.g. --operator gp --operator templates)"
+                )
+            conditions.append(Condition(
+                name="diverse", operators=[operators[i % len(operators)] for i in range(nodes)]
+            ))  # fmt: skip
+        else:
+            raise ConfigError(
+                f"unknown condition {name!r}; built-in: {', '.join(BUILTIN_CONDITIONS)} "
+                "(define others with --condition NAME=op1,op2,...)"
+            )
+    for spec in custom:
+        name, sep, listed = spec.partition("=")
+        name = name.strip()
+        ops = [op.strip() for op in listed.split(",") if op.strip()]
+        if not sep or not name or not ops:
+            raise ConfigError(f"--condition takes NAME=op1,op2,... (one node per operator), "
+                              f"got {spec!r}")  # fmt: skip
+        if "/" in name or name.startswith("."):
+            raise ConfigError(f"condition name {name!r} must be usable as a folder name")
+        conditions.append(Condition(name=name, operators=ops))
+    return conditions
+
+
+def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> ExperimentPlan:
+    """Resolves ``dei experiment`` flags (every ``dei-run`` option plus the experiment's own)."""
+    from dei_framework.cli import DEFAULT_CALLS_PER_NODE, resolve_config
+
+    if flags.get("iterations") is not None:
+        raise ConfigError("experiments take --budget (total calls per condition), "
+                          "not --iterations")  # fmt: skip
+    if flags.get("replay"):
+        raise ConfigError("dei experiment does not replay; replay single runs with "
+                          "dei-run --replay OUT/<condition>/repeat-<k>")  # fmt: skip
+    # One base node per operator: it carries that operator's options (api_base, [[node]] ...).
+    base = resolve_config({**flags, "nodes": None, "budget": None, "iterations": None}, plugins)
+    operators = list(dict.fromkeys(node.operator for node in base.nodes))
+    nodes = flags.get("nodes") or DEFAULT_EXPERIMENT_NODES
+    names = [n.strip() for n in (flags.get("conditions") or "").split(",") if n.strip()]
+    if not names and not flags.get("condition"):
+        names = list(BUILTIN_CONDITIONS)
+    conditions = parse_conditions(names, flags.get("condition") or (), operators, nodes)
+    budget = flags.get("budget") or DEFAULT_CALLS_PER_NODE * max(c.nodes for c in conditions)
+    for condition in conditions:
+        for operator in condition.operators:
+            plugins.operator(operator)  # unknown operator names fail before any run starts
+    return ExperimentPlan(base=attrs.evolve(base, budget=budget), conditions=conditions,
+                          budget=budget, repeats=flags.get("repeats") or 1)  # fmt: skip
+
+
+def load_plan(out: Path) -> ExperimentPlan:
+    """Reads ``experiment.json`` of an experiment directory.
+
+    Raises:
+        ConfigError: ``out`` holds no experiment.
+    """
+    path = Path(out) / "experiment.json"
+    if not path.exists():
+        raise ConfigError(f"{out} is not an experiment directory (no experiment.json)")
+    try:
+        return ExperimentPlan.from_json(json.loads(path.read_text()))
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path} is damaged: {exc}") from None
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+Announce = Callable[[str], None]
+
+
+def run_experiment(
+    plan: ExperimentPlan,
+    out: str | Path,
+    *,
+    registry: PluginRegistry | None = None,
+    progress: str = "quiet",
+    announce: Announce | None = None,
+) -> dict[str, Any]:
+    """Runs (or continues) every repeat of every condition; returns the experiment summary.
+
+    Repeats go outermost, so an interrupted experiment has balanced conditions. A repeat whose
+    run directory holds ``summary.json`` is skipped; one with ``config.json`` only is resumed.
+
+    Args:
+        plan: The experiment.
+        out: The experiment directory (``experiment.json`` is written there).
+        registry: Loaded plugins (default: discover them).
+        progress: Progress mode of each run (see :func:`dei_framework.progress.make_progress`).
+        announce: Called with one line per run started, skipped or finished.
+
+    Raises:
+        ConfigError: ``out`` holds a different experiment.
+    """
+    from dei_framework.ensemble import run
+    from dei_framework.plugins import load_plugins
+    from dei_framework.progress import make_progress
+
+    out = Path(out)
+    registry = registry or load_plugins()
+    announce = announce or (lambda line: None)
+    plan_path = out / "experiment.json"
+    if plan_path.exists():
+        recorded = load_plan(out)
+        if _canonical(attrs.evolve(recorded, repeats=plan.repeats)) != _canonical(plan):
+            raise ConfigError(f"{out} holds a different experiment; continue it with "
+                              f"--resume {out} or choose another --out")  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(plan_path, plan.to_json())
+    total = plan.repeats * len(plan.conditions)
+    done = 0
+    for repeat in range(plan.repeats):
+        for condition in plan.conditions:
+            done += 1
+            run_dir = plan.run_dir(out, condition, repeat)
+            label = f"[{done}/{total}] {condition.name} repeat {repeat} (seed {plan.seed(repeat)})"
+            if (run_dir / "summary.json").exists():
+                announce(f"{label}: already finished")
+                continue
+            config = plan.run_config(condition, repeat)
+            resume = (run_dir / "config.json").exists()
+            if resume:
+                from dei_framework.runlog import RunDir
+
+                recorded = RunConfig.from_json(RunDir(run_dir).read_config())
+                if _canonical(recorded) != _canonical(config):
+                    raise ConfigError(f"{run_dir} holds a run with another configuration")
+            announce(f"{label}: {'resuming' if resume else 'running'} "
+                     f"{condition.nodes} node(s), {plan.budget} calls")  # fmt: skip
+            started = time.monotonic()
+            display = make_progress(progress, config)
+            with display:
+                summary = run(config, run_dir, registry=registry, resume=resume,
+                              progress=display.update)  # fmt: skip
+            announce(f"{label}: coverage {summary['merged'].get('coverage', 0.0):.1%}, "
+                     f"QD-score {summary['merged'].get('qd_score', 0.0):.2f}, "
+                     f"{summary['budget']['calls']}/{summary['budget']['limit']} calls, "
+                     f"{time.monotonic() - started:.0f}s")  # fmt: skip
+    summary = summarize_experiment(out, plan)
+    write_json_atomic(out / "summary.json", summary)
+    return summary
+
+
+def _canonical(value: ExperimentPlan | RunConfig) -> str:
+    # Compared through JSON: a recorded plan comes back with lists where tuples were.
+    return json.dumps(value.to_json(), sort_keys=True)
+
+
+# --- aggregation ------------------------------------------------------------------------------
+
+
+def describe(values: Sequence[float | None]) -> dict[str, Any]:
+    """``{"mean", "std", "values", "n"}`` of the values that are present.
+
+    ``std`` is the sample standard deviation (``n - 1``), ``None`` below two values; ``mean``
+    is ``None`` without values. ``values`` keeps the ``None`` entries in place.
+    """
+    present = [float(v) for v in values if v is not None and not _isnan(v)]
+    return {
+        "mean": statistics.fmean(present) if present else None,
+        "std": statistics.stdev(present) if len(present) > 1 else None,
+        "n": len(present),
+        "values": [None if v is None or _isnan(v) else float(v) for v in values],
+    }
+
+
+def _isnan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _trim(summary: Mapping[str, Any]) -> dict[str, Any]:
+    trimmed = dict(summary)
+    trimmed["nodes"] = {
+        name: {k: v for k, v in node.items() if k not in _TRIMMED_NODE_FIELDS}
+        for name, node in summary.get("nodes", {}).items()
+    }
+    return trimmed
+
+
+def summarize_condition(
+    condition: Condition, runs: Sequence[Mapping[str, Any]], budget: int
+) -> dict[str, Any]:
+    """Aggregates the finished runs of one condition (see ``docs/experiments.md``)."""
+    merged = [run["merged"] for run in runs]
+    rounds = max((len(m.get("per_round", [])) for m in merged), default=0)
+    per_round = []
+    for index in range(rounds):
+        entries = [m["per_round"][index] if index < len(m.get("per_round", [])) else {}
+                   for m in merged]  # fmt: skip
+        per_round.append({
+            "round": index,
+            "coverage": describe([e.get("coverage") for e in entries]),
+            "qd_score": describe([e.get("qd_score") for e in entries]),
+        })  # fmt: skip
+    node_names = [f"node-{i}" for i in range(condition.nodes)]
+    per_node: dict[str, Any] = {}
+    for index, name in enumerate(node_names):
+        nodes = [run["nodes"].get(name, {}) for run in runs]
+        per_round_generality = []
+        for r in range(max((len(n.get("generality_per_round", [])) for n in nodes), default=0)):
+            per_round_generality.append(describe(
+                [n["generality_per_round"][r] if r < len(n.get("generality_per_round", []))
+                 else None for n in nodes]
+            ))  # fmt: skip
+        per_node[name] = {
+            "operator": condition.operators[index],
+            "calls": [n.get("calls") for n in nodes],
+            "generality": describe([n.get("generality") for n in nodes]),
+            "generality_peak": describe([n.get("generality_peak") for n in nodes]),
+            "generality_per_round": per_round_generality,
+            "niche_novelty": describe([n.get("niche_novelty") for n in nodes]),
+            "champion_fitness": describe([(n.get("champion") or {}).get("fitness")
+                                          for n in nodes]),  # fmt: skip
+        }
+
+    def over_nodes(field: str) -> dict[str, Any]:
+        # Mean over nodes and repeats: every (node, repeat) pair is one value.
+        return describe([run["nodes"].get(name, {}).get(field)
+                         for run in runs for name in node_names])  # fmt: skip
+
+    calls = [run["budget"]["calls"] for run in runs]
+    limits = [run["budget"]["limit"] for run in runs]
+    return {
+        "operators": list(condition.operators),
+        "nodes": condition.nodes,
+        "repeats_completed": len(runs),
+        "merged": {
+            "coverage": describe([m.get("coverage") for m in merged]),
+            "qd_score": describe([m.get("qd_score") for m in merged]),
+            "num_elites": describe([m.get("num_elites") for m in merged]),
+            "obj_max": describe([m.get("obj_max") for m in merged]),
+            "per_round": per_round,
+        },
+        "generality": over_nodes("generality"),
+        "generality_peak": over_nodes("generality_peak"),
+        "niche_novelty": over_nodes("niche_novelty"),
+        "per_node": per_node,
+        "operator_divergence": describe([(run.get("operator_divergence") or {}).get("mean")
+                                         for run in runs]),  # fmt: skip
+        "budget": {
+            "limit": budget,
+            "per_node": budget // condition.nodes,
+            "calls": calls,
+            "limits": limits,
+            "attempts": [run["budget"].get("attempts") for run in runs],
+            "cost_usd": [run["budget"].get("cost_usd") for run in runs],
+            "equal_compute": all(c == budget for c in calls) and all(x == budget for x in limits),
+        },
+        "invalid": [run.get("invalid") for run in runs],
+        "evaluated": [run.get("evaluated") for run in runs],
+        "runs": runs,
+    }
+
+
+def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) -> dict[str, Any]:
+    """Reads every finished run of an experiment and aggregates it per condition.
+
+    Unfinished repeats are left out (``repeats_completed`` says how many are in).
+    """
+    out = Path(out)
+    plan = plan or load_plan(out)
+    conditions: dict[str, Any] = {}
+    space = None
+    for condition in plan.conditions:
+        runs = []
+        for repeat in range(plan.repeats):
+            path = plan.run_dir(out, condition, repeat) / "summary.json"
+            if not path.exists():
+                continue
+            run = _trim(json.loads(path.read_text()))
+            run["repeat"] = repeat
+            run["dir"] = str(path.parent.relative_to(out))
+            space = space or run.get("space")
+            runs.append(run)
+        conditions[condition.name] = summarize_condition(condition, runs, plan.budget)
+    return {
+        "kind": "experiment",
+        "version": EXPERIMENT_VERSION,
+        "domain": plan.base.domain,
+        "budget": plan.budget,
+        "rounds": plan.base.rounds,
+        "repeats": plan.repeats,
+        "seeds": [plan.seed(k) for k in range(plan.repeats)],
+        "space": space,
+        "equal_compute": all(c["budget"]["equal_compute"] for c in conditions.values()),
+        "conditions": conditions,
+    }
+
+
+# --- command line -----------------------------------------------------------------------------
+
+
+def experiment_command() -> click.Command:
+    """Builds the ``dei experiment`` command (built lazily: it reuses ``dei-run``'s options,
+    and :mod:`dei_framework.cli` imports this module to register it)."""
+    from dei_framework.cli import default_out, registry, run_options, user_errors, write_report
+
+    @click.command("experiment", context_settings={"help_option_names": ["-h", "--help"]})
+    @click.option("--conditions", metavar="LIST",
+                  help="Comma-separated built-in conditions: solo, homo, diverse "
+                       "(default: all three unless --condition is given).")
+    @click.option("--condition", multiple=True, metavar="NAME=OP,OP,...",
+                  help="A custom condition, one node per listed operator; repeatable.")
+    @click.option("--repeats", type=int, help="Runs per condition; repeat k uses seed+k "
+                                              "(default 1).")
+    @run_options
+    @user_errors
+    def command(**flags: Any) -> None:
+        """Equal-compute experiment: Solo vs Homo vs Diverse ensembles over repeated seeds.
+
+        --budget is the total operator calls of every condition: Solo runs 1 node with all
+        of it, Homo --nodes (default 4) nodes of the first --operator, Diverse --nodes nodes
+        cycling the --operator values. --out is the experiment directory; --resume DIR
+        continues an interrupted experiment (--repeats may then be raised).
+        """
+        plugins = registry()
+        if flags.get("resume"):
+            out = Path(flags["resume"])
+            plan = load_plan(out)
+            if flags.get("repeats"):
+                plan = attrs.evolve(plan, repeats=flags["repeats"])
+        else:
+            plan = plan_from_flags(flags, plugins)
+            out = Path(flags["out"]) if flags.get("out") else _default_out(default_out,
+                                                                            plan.base.domain)
+            if (out / "experiment.json").exists() or (out / "config.json").exists():
+                raise ConfigError(f"{out} already holds a run or experiment; use --resume {out} "
+                                  "or another --out")  # fmt: skip
+        progress = flags.get("progress") or "auto"
+        # Runs show their own progress; the experiment's lines go to stderr, so that
+        # --progress json keeps stdout machine-readable.
+        announce = (lambda line: None) if progress == "quiet" else (
+            lambda line: click.echo(line, err=True))
+        try:
+            summary = run_experiment(plan, out, registry=plugins, progress=progress,
+                                     announce=announce)  # fmt: skip
+        except KeyboardInterrupt:
+            click.echo(f"interrupted; continue with: dei experiment --resume {out}", err=True)
+            sys.exit(130)
+        report = None if flags.get("no_report") else write_report(out)
+        for name, cond in summary["conditions"].items():
+            cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
+            click.echo(f"{name:<10} {cond['nodes']} node(s)  coverage {_pm(cov, '.1%')}  "
+                       f"QD-score {_pm(qd, '.2f')}  calls {cond['budget']['calls']}")
+        click.echo(f"summary: {out / 'summary.json'}")
+        if report:
+            click.echo(f"report: {report}")
+
+    return command
+
+
+def _default_out(default_out: Callable[[str], Path], domain: str) -> Path:
+    path = default_out(domain)
+    return Path("experiments") / path.name
+
+
+def _pm(stats: Mapping[str, Any], spec: str) -> str:
+    """``mean ± std`` formatted with ``spec`` (``-`` when missing)."""
+    if stats.get("mean") is None:
+        return "-"
+    text = format(stats["mean"], spec)
+    if stats.get("std") is not None:
+        text += " ± " + format(stats["std"], spec)
+    return text
