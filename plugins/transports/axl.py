@@ -1,0 +1,343 @@
+"""A link over a local AXL node's HTTP API (``/send``, ``/recv`` polling, ``/topology``).
+
+AXL only does point-to-point delivery between nodes identified by ed25519 keys; the GossipSub
+router on top makes it a broadcast. Facts this module relies on (``docs/transports.md``):
+  * ``/recv`` returns one message per call (``204`` when empty) from an inbox of 100 that drops
+    the *oldest* when full, so the poller drains in a tight loop until ``204`` and only then
+    sleeps a few milliseconds.
+  * ``X-From-Peer-Id`` is rebuilt from the sender's IPv6 address: only its first
+    :data:`REAL_PREFIX_CHARS` hex characters are the key. It is mapped to a full key by prefix
+    against known peers; frames carry the full key, and the router checks both agree.
+  * ``/topology`` lists direct peers (``public_key`` may be empty for peers that are down) and
+    the spanning tree; both may be ``null``. Peers seen only inside frames are remembered too.
+  * ``/send`` answers ``502`` when the peer is unreachable; it and connection errors are
+    retried with exponential backoff, then counted and dropped (gossip repairs the loss).
+The API has no authentication, so only loopback addresses are accepted unless
+``allow_remote_api`` is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import time
+from collections import Counter
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+import httpx
+import tenacity
+from dei_transports.link import Link
+
+from dei_framework.errors import TransportError
+
+log = logging.getLogger(__name__)
+
+#: Hex characters of ``X-From-Peer-Id`` that are really the sender's key (112 bits survive the
+#: key -> Yggdrasil IPv6 -> key round trip; the rest is ``ff`` padding).
+REAL_PREFIX_CHARS = 28
+_HEX = set("0123456789abcdef")
+
+
+class _Retry(Exception):
+    """A send attempt that may succeed later (``502`` or another 5xx)."""
+
+
+def check_loopback(api: str, allow_remote_api: bool = False) -> str:
+    """Validates the API URL; returns it without a trailing slash.
+
+    Raises:
+        TransportError: not an ``http(s)://host:port`` URL, or a non-loopback host without
+            ``allow_remote_api``.
+    """
+    parts = urlsplit(api)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise TransportError(f"AXL API address must look like http://127.0.0.1:9002 (got {api!r})")
+    host = parts.hostname
+    loopback = host == "localhost"
+    if not loopback:
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+    if not loopback and not allow_remote_api:
+        raise TransportError(
+            f"refusing AXL API address {api!r}: the AXL API is unauthenticated and must stay on "
+            "loopback (127.0.0.0/8, ::1, localhost); pass allow_remote_api=True to override"
+        )
+    return api.rstrip("/")
+
+
+def _is_key(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and set(value) <= _HEX
+
+
+@attrs.define(eq=False)
+class AxlLink(Link):
+    """One node's link through its local AXL node.
+
+    Attributes:
+        api: Base URL of the local node's API, e.g. ``http://127.0.0.1:9002``.
+        allow_remote_api: Accept a non-loopback API address (not recommended).
+        poll_interval: Seconds to sleep after ``/recv`` says ``204``.
+        topology_interval: Seconds between ``/topology`` refreshes.
+        send_retries: Extra attempts after a failed ``/send`` (``502``, 5xx, connection error).
+        send_timeout: Seconds for one HTTP request.
+        start_timeout: Seconds :meth:`start` keeps trying to reach the API.
+        learned_ttl: Seconds a peer known only from its frames is kept after its last frame.
+        max_inbox: Messages polled but not yet read by the router (oldest dropped beyond it).
+        pollers: Concurrent ``/recv`` requests while messages are flowing (one when idle).
+    """
+
+    api: str = "http://127.0.0.1:9002"
+    allow_remote_api: bool = False
+    poll_interval: float = 0.005
+    topology_interval: float = 1.0
+    send_retries: int = 4
+    send_timeout: float = 10.0
+    start_timeout: float = 15.0
+    learned_ttl: float = 600.0
+    max_inbox: int = 10_000
+    pollers: int = 4
+    peer_id: str = attrs.field(default="", init=False)
+    counters: Counter[str] = attrs.field(factory=Counter, init=False)
+    _client: httpx.AsyncClient | None = attrs.field(default=None, init=False)
+    _topology_peers: set[str] = attrs.field(factory=set, init=False)
+    _learned: dict[str, float] = attrs.field(factory=dict, init=False)
+    _queue: asyncio.Queue[tuple[str, bytes]] | None = attrs.field(default=None, init=False)
+    _tasks: list[asyncio.Task[Any]] = attrs.field(factory=list, init=False)
+    _busy: asyncio.Event | None = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.api = check_loopback(self.api, self.allow_remote_api)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Reads our key from ``/topology`` (retrying until ``start_timeout``), starts polling.
+
+        Raises:
+            TransportError: the API could not be reached or answered nonsense.
+        """
+        if self._client is not None:
+            return
+        # trust_env=False: an HTTP(S)_PROXY in the environment must never see loopback traffic.
+        self._client = httpx.AsyncClient(
+            base_url=self.api, timeout=self.send_timeout, trust_env=False
+        )
+        self._queue = asyncio.Queue()
+        try:
+            topology = await self._first_topology()
+        except BaseException:
+            await self._client.aclose()
+            self._client = None
+            raise
+        key = topology.get("our_public_key")
+        if not _is_key(key):
+            await self.close()
+            raise TransportError(f"AXL node at {self.api} reported no valid public key")
+        self.peer_id = key
+        self._apply_topology(topology)
+        self._busy = asyncio.Event()
+        self._tasks = [
+            asyncio.create_task(self._poll_loop(primary=index == 0), name=f"axl-recv-{index}")
+            for index in range(max(1, self.pollers))
+        ]
+        self._tasks.append(asyncio.create_task(self._topology_loop(), name="axl-topology"))
+
+    async def close(self) -> None:
+        """Stops polling and closes the HTTP client."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # --- Link ---------------------------------------------------------------------------------
+
+    def peers(self) -> list[str]:
+        """Topology peers (direct and spanning tree) plus peers recently heard from."""
+        now = time.monotonic()
+        self._learned = {k: t for k, t in self._learned.items() if now - t < self.learned_ttl}
+        return sorted((self._topology_peers | self._learned.keys()) - {self.peer_id})
+
+    def same_peer(self, link_peer: str, claimed: str) -> bool:
+        """Compares only the part of ``X-From-Peer-Id`` that is really the key."""
+        if link_peer == claimed:
+            return True
+        n = REAL_PREFIX_CHARS
+        return _is_key(claimed) and len(link_peer) >= n and claimed[:n] == link_peer[:n].lower()
+
+    def learn_peer(self, peer: str) -> None:
+        """Remembers a full key seen in a frame (e.g. a node not in our topology view)."""
+        if _is_key(peer) and peer != self.peer_id:
+            self._learned[peer] = time.monotonic()
+
+    async def send(self, peer: str, data: bytes) -> None:
+        """``POST /send`` with retries on ``502``/5xx/connection errors; never raises."""
+        if self._client is None or not _is_key(peer):
+            self.counters["send_failed"] += 1
+            return
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.send_retries + 1),
+            wait=tenacity.wait_exponential(multiplier=0.05, max=2.0)
+            + tenacity.wait_random(0, 0.05),
+            retry=tenacity.retry_if_exception_type((_Retry, httpx.TransportError)),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    if attempt.retry_state.attempt_number > 1:
+                        self.counters["send_retries"] += 1
+                    await self._send_once(peer, data)
+            self.counters["sent"] += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # bad peers or a sick node never crash the router
+            self.counters["send_failed"] += 1
+            log.debug("AXL send to %s failed: %s", peer[:12], exc)
+
+    async def _send_once(self, peer: str, data: bytes) -> None:
+        assert self._client is not None
+        response = await self._client.post(
+            "/send",
+            content=data,
+            headers={
+                "X-Destination-Peer-Id": peer,
+                "Content-Type": "application/octet-stream",
+            },
+        )
+        if response.status_code == 200:
+            return
+        if response.status_code == 502 or response.status_code >= 500:
+            self.counters[f"send_http_{response.status_code}"] += 1
+            raise _Retry(f"HTTP {response.status_code}")
+        # 400/405/...: retrying cannot help.
+        self.counters[f"send_http_{response.status_code}"] += 1
+        raise TransportError(f"AXL /send answered {response.status_code}: {response.text[:200]}")
+
+    async def recv(self) -> tuple[str, bytes]:
+        """Waits for the next polled message: ``(full key if known, else partial id, data)``."""
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+        return await self._queue.get()
+
+    def stats(self) -> dict[str, Any]:
+        """HTTP and polling counters."""
+        out: dict[str, Any] = dict(self.counters)
+        out["topology_peers"] = len(self._topology_peers)
+        out["learned_peers"] = len(self._learned)
+        return out
+
+    # --- background work ----------------------------------------------------------------------
+
+    def resolve(self, partial: str) -> str:
+        """Maps an ``X-From-Peer-Id`` to the one known full key with the same real prefix."""
+        partial = partial.strip().lower()
+        if _is_key(partial) and partial in self._topology_peers | self._learned.keys():
+            return partial
+        prefix = partial[:REAL_PREFIX_CHARS]
+        if len(prefix) < REAL_PREFIX_CHARS:
+            return partial
+        matches = [k for k in self._topology_peers | self._learned.keys() if k.startswith(prefix)]
+        return matches[0] if len(matches) == 1 else partial
+
+    async def _poll_loop(self, primary: bool) -> None:
+        # The primary poller runs always; helpers join only while messages are flowing, so an
+        # idle node makes one request per poll_interval and a busy one drains in parallel.
+        assert self._busy is not None
+        failures = 0
+        while True:
+            if not primary:
+                await self._busy.wait()
+            try:
+                got = await self._poll_once()
+            except asyncio.CancelledError:
+                raise
+            except httpx.HTTPError as exc:
+                failures += 1
+                self.counters["recv_errors"] += 1
+                log.debug("AXL /recv failed: %s", exc)
+                await asyncio.sleep(min(1.0, self.poll_interval * 2**failures))
+                continue
+            failures = 0
+            if got:
+                self._busy.set()
+                continue  # keep draining without sleeping: the node's inbox drops the oldest
+            if not primary:
+                self._busy.clear()
+                continue
+            await asyncio.sleep(self.poll_interval)
+
+    async def _poll_once(self) -> bool:
+        assert self._client is not None and self._queue is not None
+        response = await self._client.get("/recv")
+        if response.status_code == 204:
+            return False
+        if response.status_code != 200:
+            self.counters[f"recv_http_{response.status_code}"] += 1
+            await asyncio.sleep(min(1.0, self.poll_interval * 10))
+            return False
+        self.counters["received"] += 1
+        sender = self.resolve(response.headers.get("X-From-Peer-Id", ""))
+        if self._queue.qsize() >= self.max_inbox:
+            self._queue.get_nowait()
+            self.counters["inbox_dropped"] += 1
+        self._queue.put_nowait((sender, response.content))
+        return True
+
+    async def _topology_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.topology_interval)
+            try:
+                self._apply_topology(await self._get_topology())
+            except asyncio.CancelledError:
+                raise
+            except (httpx.HTTPError, TransportError) as exc:
+                self.counters["topology_errors"] += 1
+                log.debug("AXL /topology failed: %s", exc)
+
+    async def _first_topology(self) -> dict[str, Any]:
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_delay(self.start_timeout),
+            wait=tenacity.wait_exponential(multiplier=0.05, max=1.0),
+            retry=tenacity.retry_if_exception_type((httpx.HTTPError, TransportError)),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await self._get_topology()
+        except (httpx.HTTPError, TransportError) as exc:
+            raise TransportError(f"cannot reach the AXL node API at {self.api}: {exc}") from None
+        raise TransportError(f"cannot reach the AXL node API at {self.api}")  # pragma: no cover
+
+    async def _get_topology(self) -> dict[str, Any]:
+        assert self._client is not None
+        response = await self._client.get("/topology")
+        if response.status_code != 200:
+            raise TransportError(f"/topology answered {response.status_code}")
+        try:
+            body = response.json()
+        except ValueError:
+            raise TransportError("/topology is not JSON") from None
+        if not isinstance(body, dict):
+            raise TransportError("/topology is not a JSON object")
+        return body
+
+    def _apply_topology(self, topology: dict[str, Any]) -> None:
+        keys: set[str] = set()
+        for peer in topology.get("peers") or []:
+            if isinstance(peer, dict) and peer.get("up") and _is_key(peer.get("public_key")):
+                keys.add(peer["public_key"])
+        for entry in topology.get("tree") or []:
+            if isinstance(entry, dict) and _is_key(entry.get("public_key")):
+                keys.add(entry["public_key"])
+        keys.discard(self.peer_id)
+        self.counters["topology_refreshes"] += 1
+        self._topology_peers = keys
