@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
+from dei_coreware.assembler import AssemblerSettings, AssemblyError, assemble, assemble_file
+from dei_coreware.assembler._expressions import c_div, c_mod, evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dei_coreware.assembler import AssemblerSettings, AssemblyError, assemble, assemble_file
-from dei_coreware.assembler._expressions import c_div, c_mod, evaluate
 from dei_framework.errors import InvalidProgram
 
 
@@ -263,9 +263,7 @@ def test_assert() -> None:
 
 
 def test_fields_are_reduced_into_the_core() -> None:
-    assert rows("dat -1, 16001", settings=AssemblerSettings(coresize=8000)) == [
-        "DAT.F $7999, $1"
-    ]
+    assert rows("dat -1, 16001", settings=AssemblerSettings(coresize=8000)) == ["DAT.F $7999, $1"]
 
 
 def test_maxlength_is_enforced() -> None:
@@ -383,7 +381,10 @@ def test_expressions_match_c_semantics(tree) -> None:
     assert evaluate(text) == expected  # small operands: no 64-bit wrap-around
 
 
-@given(st.lists(st.tuples(st.sampled_from(_OPS), st.integers(0, 50)), max_size=8), st.integers(0, 50))
+_chains = st.lists(st.tuples(st.sampled_from(_OPS), st.integers(0, 50)), max_size=8)
+
+
+@given(_chains, st.integers(0, 50))
 def test_precedence_and_left_associativity(chain, first) -> None:
     """Unparenthesized chains follow pMARS's five levels, each left-associative."""
     text = str(first) + "".join(f" {op} {n}" for op, n in chain)

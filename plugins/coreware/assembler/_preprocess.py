@@ -36,8 +36,8 @@ MAX_CHARS = 8000
 #: Most labels in front of one instruction (pMARS's limit).
 MAX_LABELS = 7
 #: Most tokens pass 1 may read (FOR and EQU expansions included) before giving up. pMARS
-#: has no such limit; real warriors need a few thousand.
-MAX_STEPS = 400_000
+#: has no such limit; the largest of 1,200 real warriors needs 13,500.
+MAX_STEPS = 100_000
 #: Deepest EQU-inside-EQU substitution (keeps Python recursion bounded).
 MAX_EQU_DEPTH = 100
 
