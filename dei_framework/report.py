@@ -1,0 +1,579 @@
+"""Reports: ``report.md`` with tables and PNG plots for a run directory or an experiment directory.
+
+:func:`write_run_report` is what ``dei-run`` calls at the end of a run and what ``dei report DIR``
+calls; it tells a run from an experiment by the shape of ``summary.json`` (an experiment's has
+``conditions``). Plots go to ``plots/`` next to ``report.md`` and are linked relatively, so the
+directory can be moved or published as it is. matplotlib is imported lazily (Agg backend): the
+rest of the framework does not need it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dei_framework.archive import GridArchive
+from dei_framework.descriptors import DescriptorSpace
+from dei_framework.errors import ConfigError
+
+#: Folder of the plots, relative to ``report.md``.
+PLOTS = "plots"
+#: Champion listings longer than this many lines are cut in the report.
+CHAMPION_LINES = 40
+#: Heatmap cells are annotated with their value up to this many cells.
+ANNOTATE_CELLS = 64
+
+
+def write_run_report(path: Path) -> Path:
+    """Writes ``report.md`` and ``plots/*.png`` for a run or an experiment directory.
+
+    Args:
+        path: A run directory (``summary.json`` with ``nodes``) or an experiment directory
+            (``experiment.json``; its ``summary.json`` is recomputed from the finished runs
+            when missing, e.g. after an interruption).
+
+    Returns:
+        The path of ``report.md``.
+
+    Raises:
+        ConfigError: ``path`` holds neither a finished run nor an experiment.
+    """
+    path = Path(path)
+    summary = _load_summary(path)
+    if "conditions" in summary:
+        markdown = _experiment_report(path, summary)
+    elif "nodes" in summary:
+        markdown = _run_report(path, summary)
+    else:
+        raise ConfigError(f"{path / 'summary.json'} is neither a run nor an experiment summary")
+    report = path / "report.md"
+    report.write_text(markdown, encoding="utf-8")
+    return report
+
+
+def _load_summary(path: Path) -> dict[str, Any]:
+    summary_path = path / "summary.json"
+    if summary_path.exists():
+        try:
+            return json.loads(summary_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{summary_path} is damaged: {exc}") from None
+    if (path / "experiment.json").exists():
+        from dei_framework.experiment import summarize_experiment
+
+        return summarize_experiment(path)
+    if (path / "config.json").exists():
+        raise ConfigError(f"{path} has no summary.json: the run has not finished "
+                          f"(continue it with dei-run --resume {path})")  # fmt: skip
+    raise ConfigError(f"{path} is neither a run nor an experiment directory")
+
+
+# --- formatting ---------------------------------------------------------------------------------
+
+
+def _num(value: Any, spec: str = ".3f") -> str:
+    """A number formatted with ``spec``; ``–`` for missing values."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return format(value, spec)
+
+
+def _pm(stats: Mapping[str, Any] | None, spec: str = ".3f") -> str:
+    """``mean ± std (n)`` of a :func:`dei_framework.experiment.describe` value."""
+    if not stats or stats.get("mean") is None:
+        return "–"
+    text = format(stats["mean"], spec)
+    if stats.get("std") is not None:
+        text += f" ± {format(stats['std'], spec)}"
+    return text
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    def cell(value: Any) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _image(title: str, relative: str | None) -> str:
+    return f"![{title}]({relative})\n" if relative else ""
+
+
+# --- archives -----------------------------------------------------------------------------------
+
+
+def final_archives(run_dir: Path) -> dict[str, GridArchive]:
+    """Each node's archive of its last finished round (from ``nodes/<node>/round-NNN.json``)."""
+    archives: dict[str, GridArchive] = {}
+    nodes_dir = run_dir / "nodes"
+    if not nodes_dir.is_dir():
+        return archives
+    for node_dir in sorted(p for p in nodes_dir.iterdir() if p.is_dir()):
+        rounds = sorted(node_dir.glob("round-*.json"))
+        if not rounds:
+            continue
+        try:
+            archives[node_dir.name] = GridArchive.from_json(
+                json.loads(rounds[-1].read_text())["archive"]
+            )
+        except (json.JSONDecodeError, KeyError, ConfigError):
+            continue  # a damaged file only costs its heatmap
+    return archives
+
+
+def _grid_2d(grid: np.ndarray, reduce: str = "max") -> np.ndarray:
+    """A grid as 2-D: 1-D grids become one row; axes beyond the second are reduced away."""
+    if grid.ndim == 1:
+        return grid[:, None]
+    if grid.ndim > 2:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices stay NaN
+            extra = tuple(range(2, grid.ndim))
+            grid = np.nanmax(grid, axis=extra) if reduce == "max" else np.nanmean(grid, axis=extra)
+    return grid
+
+
+# --- plotting -----------------------------------------------------------------------------------
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    _pyplot().close(fig)
+
+
+def plot_heatmaps(
+    panels: Sequence[tuple[str, np.ndarray]],
+    space: DescriptorSpace,
+    path: Path,
+    *,
+    colorbar: str,
+    value_range: tuple[float, float] | None = None,
+    fmt: str = ".2f",
+) -> None:
+    """One heatmap per panel over the first two descriptor axes, with a shared colour scale.
+
+    Args:
+        panels: ``(title, grid)`` pairs; grids are shaped like ``space`` (NaN: empty cell).
+        space: The descriptor space (tick labels come from its axes' bins).
+        path: The PNG to write.
+        colorbar: Label of the colour bar.
+        value_range: Colour scale; default: the finite range over all panels.
+        fmt: Format of the per-cell annotations (small grids only).
+    """
+    plt = _pyplot()
+    grids = [_grid_2d(np.asarray(grid, dtype=float)) for _, grid in panels]
+    finite = np.concatenate([g[np.isfinite(g)] for g in grids]) if grids else np.array([])
+    if value_range is None:
+        low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        value_range = (low, high if high > low else low + 1.0)
+    columns = min(len(panels), 3)
+    rows = math.ceil(len(panels) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 4.2 * rows), squeeze=False,
+                             layout="constrained")  # fmt: skip
+    cmap = plt.get_cmap("viridis").copy()
+    cmap.set_bad("#e6e6e6")
+    x_axis = space.axes[0]
+    y_axis = space.axes[1] if len(space.axes) > 1 else None
+    image = None
+    for ax, (title, _), grid in zip(axes.flat, panels, grids, strict=False):
+        image = ax.imshow(np.ma.masked_invalid(grid.T), origin="lower", aspect="auto", cmap=cmap,
+                          vmin=value_range[0], vmax=value_range[1])  # fmt: skip
+        filled = int(np.isfinite(grid).sum())
+        ax.set_title(f"{title} ({filled}/{grid.size} cells)", fontsize=10)
+        ax.set_xticks(range(grid.shape[0]), x_axis.labels(), rotation=45, fontsize=7, ha="right")
+        ax.set_xlabel(x_axis.name, fontsize=8)
+        if y_axis is not None:
+            ax.set_yticks(range(grid.shape[1]), y_axis.labels(), fontsize=7)
+            ax.set_ylabel(y_axis.name, fontsize=8)
+        else:
+            ax.set_yticks([])
+        if grid.size <= ANNOTATE_CELLS:
+            for (i, j), value in np.ndenumerate(grid):
+                if np.isfinite(value):
+                    ax.text(i, j, format(value, fmt), ha="center", va="center", fontsize=6,
+                            color="white" if value < np.mean(value_range) else "black")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    if image is not None:
+        fig.colorbar(image, ax=axes, shrink=0.8, label=colorbar)
+    if len(space.axes) > 2:
+        fig.suptitle(f"first two of {len(space.axes)} axes (others: maximum)", fontsize=9)
+    _save(fig, path)
+
+
+def _line_plot(
+    ax,
+    series: Sequence[tuple[str, Sequence[float | None], Sequence[float | None] | None]],
+    *,
+    ylabel: str,
+) -> bool:
+    """Lines (with an optional ±spread band) against round; returns whether anything was drawn."""
+    drawn = False
+    for label, means, spreads in series:
+        x = [i for i, m in enumerate(means) if m is not None]
+        if not x:
+            continue
+        y = np.array([means[i] for i in x], dtype=float)
+        (line,) = ax.plot(x, y, marker="o", label=label)
+        if spreads is not None:
+            s = np.array([spreads[i] if spreads[i] is not None else 0.0 for i in x], dtype=float)
+            ax.fill_between(x, y - s, y + s, alpha=0.2, color=line.get_color())
+        drawn = True
+    ax.set_xlabel("round")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    rounds = max((len(m) for _, m, _ in series), default=0)
+    ax.set_xticks(range(rounds))
+    if drawn:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center", va="center")
+    return drawn
+
+
+# --- run report ---------------------------------------------------------------------------------
+
+
+def _run_report(path: Path, summary: Mapping[str, Any]) -> str:
+    nodes: Mapping[str, Any] = summary["nodes"]
+    merged = summary.get("merged", {})
+    budget = summary.get("budget", {})
+    plots = path / PLOTS
+    images = _run_plots(path, summary, plots)
+    space = summary.get("space") or {}
+    out = [f"# DEI run: {summary.get('domain', '?')}\n"]
+    out.append(
+        f"{len(nodes)} node(s), {summary.get('rounds', '?')} round(s), seed "
+        f"{summary.get('seed', '?')}, transport `{summary.get('transport', '?')}`, sharing "
+        f"`{summary.get('sharing', '?')}`; grid {' x '.join(map(str, space.get('shape', [])))} "
+        f"over {', '.join(space.get('axes', []))} ({space.get('cells', '?')} cells).\n"
+    )
+    out.append("## Merged archive\n")
+    out.append("Best elite per cell across every node's final-round archive.\n")
+    out.append(_table(
+        ["coverage", "QD-score", "elites", "best fitness", "mean fitness"],
+        [[_num(merged.get("coverage"), ".1%"), _num(merged.get("qd_score"), ".2f"),
+          merged.get("num_elites", 0), _num(merged.get("obj_max")), _num(merged.get("obj_mean"))]],
+    ))  # fmt: skip
+    out.append(_image("archives", images.get("heatmaps")))
+    out.append("\n## Nodes\n")
+    out.append(_table(
+        ["node", "operator", "calls", "rounds", "champion fitness", "generality (final / peak)",
+         "niche novelty", "coverage", "QD-score", "stopped"],
+        [[name, node.get("operator", ""), f"{node.get('calls', 0)}/{node.get('quota', '?')}",
+          node.get("rounds_completed", "?"), _num((node.get("champion") or {}).get("fitness")),
+          f"{_num(node.get('generality'))} / {_num(node.get('generality_peak'))}",
+          _num(node.get("niche_novelty")), _num(_last(node.get("coverage_per_round")), ".1%"),
+          _num(_last(node.get("qd_score_per_round")), ".2f"), node.get("stopped") or ""]
+         for name, node in nodes.items()],
+    ))  # fmt: skip
+    out.append(
+        "\nGenerality: share of the domain's reference programs the champion beats or ties "
+        "(– when the domain has none). Niche novelty: share of received peer champions that "
+        "landed in a cell empty in the receiver's previous-round archive (– when none "
+        "arrived).\n"
+    )
+    out.append("\n## Per round\n")
+    per_round = merged.get("per_round", [])
+    names = list(nodes)
+    out.append(_table(
+        ["round", "merged coverage", "merged QD-score",
+         *[f"{n} coverage" for n in names], *[f"{n} generality" for n in names]],
+        [[entry.get("round", i), _num(entry.get("coverage"), ".1%"),
+          _num(entry.get("qd_score"), ".2f"),
+          *[_num(_at(nodes[n].get("coverage_per_round"), i), ".1%") for n in names],
+          *[_num(_at(nodes[n].get("generality_per_round"), i)) for n in names]]
+         for i, entry in enumerate(per_round)],
+    ))  # fmt: skip
+    out.append(_image("coverage and QD-score per round", images.get("progress")))
+    out.append(_image("generality per round", images.get("generality")))
+    out.append(_image("niche novelty per round", images.get("niche_novelty")))
+    divergence = summary.get("operator_divergence") or {}
+    out.append("\n## Operator divergence\n")
+    out.append(
+        "Jensen–Shannon divergence (base 2) between the cell distributions of the candidates "
+        "two nodes' operators produced: 0 = same cells in the same proportions, 1 = disjoint. "
+        f"Mean: **{_num(divergence.get('mean'))}**.\n\n"
+    )
+    pairs = divergence.get("pairs") or {}
+    if pairs:
+        out.append(_table(["nodes", "divergence"],
+                          [[key.replace("|", " vs "), _num(value)]
+                           for key, value in pairs.items()]))  # fmt: skip
+    out.append("\n## Budget\n")
+    out.append(_table(
+        ["node", "model", "calls", "quota", "attempts", "prompt tokens", "completion tokens",
+         "cost (USD)", "call seconds"],
+        [[name, usage.get("model", ""), usage.get("calls"), usage.get("quota"),
+          usage.get("attempts"), usage.get("prompt_tokens"), usage.get("completion_tokens"),
+          _num(usage.get("cost_usd"), ".4f"), _num(usage.get("call_seconds"), ".1f")]
+         for name, usage in (budget.get("nodes") or {}).items()]
+        + [["**total**", "", budget.get("calls"), budget.get("limit"), budget.get("attempts"),
+            budget.get("prompt_tokens"), budget.get("completion_tokens"),
+            _num(budget.get("cost_usd"), ".4f"), _num(budget.get("call_seconds"), ".1f")]],
+    ))  # fmt: skip
+    out.append(
+        f"\nWall time {_num(budget.get('wall_seconds'), '.1f')} s; "
+        f"{summary.get('evaluated', '?')} evaluations, {summary.get('invalid', '?')} invalid.\n"
+    )
+    out.append("\n## Champions\n")
+    for name, node in nodes.items():
+        champion = node.get("champion")
+        if not champion:
+            out.append(f"- {name}: no valid champion\n")
+            continue
+        lines = str(champion.get("text", "")).splitlines()
+        shown = "\n".join(lines[:CHAMPION_LINES])
+        if len(lines) > CHAMPION_LINES:
+            shown += f"\n... ({len(lines) - CHAMPION_LINES} more lines)"
+        out.append(
+            f"<details><summary>{name} ({node.get('operator', '')}): fitness "
+            f"{_num(champion.get('fitness'))}, cell {champion.get('cell')}</summary>\n\n"
+            f"```\n{shown}\n```\n</details>\n\n"
+        )
+    return "\n".join(out)
+
+
+def _last(values: Sequence[Any] | None) -> Any:
+    return values[-1] if values else None
+
+
+def _at(values: Sequence[Any] | None, index: int) -> Any:
+    return values[index] if values and index < len(values) else None
+
+
+def _run_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> dict[str, str]:
+    """Writes the run's PNGs; returns their paths relative to the run directory by name."""
+    images: dict[str, str] = {}
+    nodes: Mapping[str, Any] = summary["nodes"]
+    plt = _pyplot()
+    archives = final_archives(path)
+    if archives:
+        space = next(iter(archives.values())).space
+        panels = [(f"{name} ({nodes.get(name, {}).get('operator', '')})", a.fitness_grid())
+                  for name, a in archives.items()]  # fmt: skip
+        panels.append(("merged", GridArchive.merge(archives.values()).fitness_grid()))
+        plot_heatmaps(panels, space, plots / "heatmaps.png", colorbar="fitness")
+        images["heatmaps"] = f"{PLOTS}/heatmaps.png"
+    per_round = summary.get("merged", {}).get("per_round", [])
+    fig, (ax_cov, ax_qd) = plt.subplots(1, 2, figsize=(11, 4))
+    coverage = [("merged", [e.get("coverage") for e in per_round], None)]
+    qd = [("merged", [e.get("qd_score") for e in per_round], None)]
+    for name, node in nodes.items():
+        coverage.append((name, list(node.get("coverage_per_round") or []), None))
+        qd.append((name, list(node.get("qd_score_per_round") or []), None))
+    _line_plot(ax_cov, coverage, ylabel="coverage")
+    _line_plot(ax_qd, qd, ylabel="QD-score")
+    fig.suptitle("Archive coverage and QD-score per round (merged = best per cell over nodes)")
+    _save(fig, plots / "progress.png")
+    images["progress"] = f"{PLOTS}/progress.png"
+    for key, field, label in (("generality", "generality_per_round", "champion generality"),
+                              ("niche_novelty", "niche_novelty_per_round", "niche novelty")):
+        series = [(f"{name} ({node.get('operator', '')})", list(node.get(field) or []), None)
+                  for name, node in nodes.items()]  # fmt: skip
+        if not any(v is not None for _, values, _ in series for v in values):
+            continue  # nothing measured: no empty plot in the report
+        fig, ax = plt.subplots(figsize=(6, 4))
+        _line_plot(ax, series, ylabel=label)
+        ax.set_title(f"{label} per round, per node")
+        _save(fig, plots / f"{key}.png")
+        images[key] = f"{PLOTS}/{key}.png"
+    return images
+
+
+# --- experiment report --------------------------------------------------------------------------
+
+
+def _experiment_report(path: Path, summary: Mapping[str, Any]) -> str:
+    conditions: Mapping[str, Any] = summary["conditions"]
+    images = _experiment_plots(path, summary, path / PLOTS)
+    out = [f"# DEI experiment: {summary.get('domain', '?')}\n"]
+    equal = "holds" if summary.get("equal_compute") else "**does not hold** (see budget below)"
+    out.append(
+        f"Equal compute: every condition gets **{summary.get('budget')} operator calls** in "
+        f"total over {summary.get('rounds')} round(s); {summary.get('repeats')} repeat(s) per "
+        f"condition with seeds {summary.get('seeds')} (the same seeds for every condition). "
+        f"Equal compute {equal}. Values are mean ± sample standard deviation over repeats.\n"
+    )
+    out.append("## Conditions\n")
+    out.append(_table(
+        ["condition", "nodes", "operators", "calls per repeat", "merged coverage",
+         "merged QD-score", "generality", "peak generality", "niche novelty",
+         "operator divergence"],
+        [[name, c["nodes"], _operators(c["operators"]),
+          ", ".join(str(x) for x in c["budget"]["calls"]),
+          _pm(c["merged"]["coverage"], ".1%"), _pm(c["merged"]["qd_score"], ".2f"),
+          _pm(c.get("generality")), _pm(c.get("generality_peak")), _pm(c.get("niche_novelty")),
+          _pm(c.get("operator_divergence"))]
+         for name, c in conditions.items()],
+    ))  # fmt: skip
+    out.append(
+        "\nMerged coverage / QD-score: of the best-per-cell merge of a run's final-round "
+        "archives. Generality, peak generality and niche novelty: mean over nodes and repeats "
+        "(final-round champion, best round's champion, and share of received champions that "
+        "filled an empty niche). Operator divergence: mean pairwise Jensen–Shannon divergence "
+        "of the nodes' candidate-cell distributions (undefined for one node).\n"
+    )
+    out.append(_image("final merged coverage and QD-score", images.get("final")))
+    out.append(_image("coverage and QD-score per round", images.get("progress")))
+    out.append("\n## Per round (merged archive)\n")
+    rounds = max((len(c["merged"]["per_round"]) for c in conditions.values()), default=0)
+    names = list(conditions)
+    out.append(_table(
+        ["round", *[f"{n} coverage" for n in names], *[f"{n} QD-score" for n in names]],
+        [[r, *[_pm(_round_stat(conditions[n], r, "coverage"), ".1%") for n in names],
+          *[_pm(_round_stat(conditions[n], r, "qd_score"), ".2f") for n in names]]
+         for r in range(rounds)],
+    ))  # fmt: skip
+    out.append("\n## Nodes\n")
+    rows = []
+    for name, c in conditions.items():
+        for node, stats in c["per_node"].items():
+            rows.append([name, node, stats["operator"], _pm(stats["champion_fitness"]),
+                         _pm(stats["generality"]), _pm(stats["generality_peak"]),
+                         _pm(stats["niche_novelty"])])  # fmt: skip
+    out.append(_table(["condition", "node", "operator", "champion fitness", "generality",
+                       "peak generality", "niche novelty"], rows))  # fmt: skip
+    out.append(_image("generality per round", images.get("generality")))
+    out.append(_image("niche novelty", images.get("niche_novelty")))
+    out.append(_image("merged-archive occupancy", images.get("heatmaps")))
+    out.append("\n## Runs\n")
+    run_rows = []
+    for name, c in conditions.items():
+        for run in c.get("runs", []):
+            merged = run.get("merged", {})
+            budget = run.get("budget", {})
+            run_rows.append([name, run.get("repeat"), run.get("seed"), f"`{run.get('dir', '')}`",
+                             _num(merged.get("coverage"), ".1%"),
+                             _num(merged.get("qd_score"), ".2f"),
+                             f"{budget.get('calls')}/{budget.get('limit')}",
+                             budget.get("attempts"), _num(budget.get("wall_seconds"), ".1f")])
+    out.append(_table(["condition", "repeat", "seed", "run", "merged coverage",
+                       "merged QD-score", "calls", "attempts", "wall s"], run_rows))
+    missing = [f"{n} ({c['repeats_completed']}/{summary.get('repeats')})"
+               for n, c in conditions.items() if c["repeats_completed"] < summary.get("repeats", 0)]
+    if missing:
+        out.append(f"\nUnfinished: {', '.join(missing)} repeats done; continue with "
+                   f"`dei experiment --resume {path}`.\n")  # fmt: skip
+    return "\n".join(out)
+
+
+def _round_stat(condition: Mapping[str, Any], index: int, field: str) -> Any:
+    entry = _at(condition["merged"]["per_round"], index)
+    return entry[field] if entry else None
+
+
+def _operators(operators: Sequence[str]) -> str:
+    """``gp x4`` or ``gp, templates, gp, templates``."""
+    if len(set(operators)) == 1:
+        return f"{operators[0]} x{len(operators)}"
+    return ", ".join(operators)
+
+
+def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> dict[str, str]:
+    """Writes the experiment's PNGs; returns their relative paths by name."""
+    plt = _pyplot()
+    conditions: Mapping[str, Any] = summary["conditions"]
+    images: dict[str, str] = {}
+    names = list(conditions)
+
+    # Final merged coverage / QD-score: mean ± std bars with every repeat as a dot.
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, field, label in ((axes[0], "coverage", "merged coverage"),
+                             (axes[1], "qd_score", "merged QD-score")):
+        for x, name in enumerate(names):
+            stats = conditions[name]["merged"][field]
+            if stats["mean"] is None:
+                continue
+            ax.bar(x, stats["mean"], yerr=stats["std"] or 0.0, capsize=4, alpha=0.6)
+            values = [v for v in stats["values"] if v is not None]
+            ax.scatter([x] * len(values), values, color="black", s=12, zorder=3)
+        ax.set_xticks(range(len(names)), names)
+        ax.set_ylabel(label)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(f"Final merged archive at equal compute ({summary.get('budget')} calls per "
+                 f"condition; bars: mean ± std, dots: repeats)")  # fmt: skip
+    _save(fig, plots / "final.png")
+    images["final"] = f"{PLOTS}/final.png"
+
+    fig, (ax_cov, ax_qd) = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, field, label in ((ax_cov, "coverage", "merged coverage"),
+                             (ax_qd, "qd_score", "merged QD-score")):
+        _line_plot(ax, [(name, [e[field]["mean"] for e in c["merged"]["per_round"]],
+                         [e[field]["std"] for e in c["merged"]["per_round"]])
+                        for name, c in conditions.items()], ylabel=label)  # fmt: skip
+    fig.suptitle("Merged archive per round (mean ± std over repeats)")
+    _save(fig, plots / "progress.png")
+    images["progress"] = f"{PLOTS}/progress.png"
+
+    # Generality per round: one panel per condition, one line per node.
+    measured = any(s["mean"] is not None for c in conditions.values()
+                   for n in c["per_node"].values() for s in n["generality_per_round"])
+    if measured:
+        fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.8), squeeze=False,
+                                 sharey=True)  # fmt: skip
+        for ax, name in zip(axes.flat, names, strict=True):
+            series = [(f"{node} ({stats['operator']})",
+                       [s["mean"] for s in stats["generality_per_round"]],
+                       [s["std"] for s in stats["generality_per_round"]])
+                      for node, stats in conditions[name]["per_node"].items()]  # fmt: skip
+            _line_plot(ax, series, ylabel="champion generality")
+            ax.set_title(name)
+        fig.suptitle("Champion generality per round and node (mean ± std over repeats)")
+        _save(fig, plots / "generality.png")
+        images["generality"] = f"{PLOTS}/generality.png"
+
+    # Niche novelty per condition: mean over nodes and repeats, every (node, repeat) a dot.
+    if any(c["niche_novelty"]["mean"] is not None for c in conditions.values()):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for x, name in enumerate(names):
+            stats = conditions[name]["niche_novelty"]
+            if stats["mean"] is None:
+                continue
+            ax.bar(x, stats["mean"], yerr=stats["std"] or 0.0, capsize=4, alpha=0.6)
+            values = [v for v in stats["values"] if v is not None]
+            ax.scatter([x] * len(values), values, color="black", s=12, zorder=3)
+        ax.set_xticks(range(len(names)), names)
+        ax.set_ylabel("niche novelty")
+        ax.set_title("Niche novelty per condition (mean ± std over nodes and repeats)")
+        ax.grid(axis="y", alpha=0.3)
+        _save(fig, plots / "niche_novelty.png")
+        images["niche_novelty"] = f"{PLOTS}/niche_novelty.png"
+
+    # Where each condition's merged archive reaches: share of repeats covering each cell.
+    panels, space = [], None
+    for name, c in conditions.items():
+        occupancy = []
+        for run in c.get("runs", []):
+            archives = final_archives(path / run.get("dir", ""))
+            if archives:
+                merged = GridArchive.merge(archives.values())
+                space = space or merged.space
+                occupancy.append(np.isfinite(merged.fitness_grid()).astype(float))
+        if occupancy:
+            frequency = np.mean(occupancy, axis=0)
+            panels.append((f"{name} (n={len(occupancy)})",
+                           np.where(frequency > 0, frequency, np.nan)))  # fmt: skip
+    if panels and space is not None:
+        plot_heatmaps(panels, space, plots / "heatmaps.png",
+                      colorbar="share of repeats with the cell filled", value_range=(0.0, 1.0))
+        images["heatmaps"] = f"{PLOTS}/heatmaps.png"
+    return images
