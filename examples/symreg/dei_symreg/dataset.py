@@ -1,4 +1,4 @@
-"""The regression data: generated deterministically from the domain's options, with a held-out split.
+"""The regression data: generated deterministically from the options, with a held-out split.
 
 Targets are written in the same expression language candidates use and parsed by the same
 parser, so a target in a TOML file is as safe as a candidate from a model.
@@ -82,8 +82,9 @@ def make_dataset(
     if noise < 0:
         raise ConfigError(f"symreg: noise must be >= 0, got {noise}")
     try:
-        tree = parse_expression(target, variables=variables, limits=Limits(max_nodes=500,
-                                                                          max_depth=64))
+        tree = parse_expression(
+            target, variables=variables, limits=Limits(max_nodes=500, max_depth=64)
+        )
     except InvalidProgram as exc:
         raise ConfigError(f"symreg: target {target!r}: {exc}") from None
     rng = np.random.default_rng(seed)

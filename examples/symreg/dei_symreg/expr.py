@@ -210,8 +210,7 @@ def tokenize(text: str) -> list[Token]:
             position += 1
         match = _TOKEN.match(text, position)
         if match is None or match.lastgroup is None:
-            raise InvalidProgram(f"column {position + 1}: unexpected character "
-                                 f"{text[position]!r}")
+            raise InvalidProgram(f"column {position + 1}: unexpected character {text[position]!r}")
         kind = match.lastgroup
         value = match.group(kind)
         if kind == "num" and len(value) > _MAX_NUMBER_CHARS:
@@ -347,9 +346,7 @@ class _Parser:
         raise self.fail("expected a number, variable, function or '('")
 
 
-def parse_expression(
-    text: str, *, variables: Sequence[str], limits: Limits | None = None
-) -> Node:
+def parse_expression(text: str, *, variables: Sequence[str], limits: Limits | None = None) -> Node:
     """Parses one expression.
 
     Args:
