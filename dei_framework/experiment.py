@@ -89,8 +89,7 @@ class ExperimentPlan:
         names = [c.name for c in self.conditions]
         if len(set(names)) != len(names):
             raise ConfigError(f"condition names repeat: {names}")
-        for condition in self.conditions:
-            check_equal_split(self.budget, condition, self.base.rounds)
+        check_equal_split(self.budget, self.conditions, self.base.rounds)
 
     def seed(self, repeat: int) -> int:
         return self.base.seed + repeat
@@ -134,24 +133,26 @@ class ExperimentPlan:
         )  # fmt: skip
 
 
-def check_equal_split(budget: int, condition: Condition, rounds: int) -> None:
-    """Checks that ``budget`` splits into whole, equal per-node and per-round call quotas.
+def check_equal_split(budget: int, conditions: Sequence[Condition], rounds: int) -> None:
+    """Checks that ``budget`` splits into whole, equal per-node and per-round call quotas in
+    every condition.
 
     Raises:
-        ConfigError: it does not (equal compute would then hold only approximately).
+        ConfigError: it does not (equal compute would then hold only approximately); the
+            message names the smallest budget step that works for every condition.
     """
-    per_node, rest = divmod(budget, condition.nodes)
-    if per_node < 1 or rest:
-        raise ConfigError(
-            f"--budget {budget} does not split equally across the {condition.nodes} nodes of "
-            f"condition {condition.name!r}; use a multiple of {condition.nodes * rounds}"
-        )
-    if per_node % rounds:
-        raise ConfigError(
-            f"--budget {budget} gives {condition.name!r} {per_node} calls per node, which does "
-            f"not split equally across {rounds} rounds; use a multiple of "
-            f"{condition.nodes * rounds}"
-        )
+    step = math.lcm(*(c.nodes * rounds for c in conditions))
+    for condition in conditions:
+        per_node, rest = divmod(budget, condition.nodes)
+        if per_node < 1 or rest:
+            problem = f"across the {condition.nodes} nodes of condition {condition.name!r}"
+        elif per_node % rounds:
+            problem = (f"across {rounds} rounds ({per_node} calls per node in condition "
+                       f"{condition.name!r})")  # fmt: skip
+        else:
+            continue
+        raise ConfigError(f"--budget {budget} does not split equally {problem}; use a multiple "
+                          f"of {step} (nodes x rounds of every condition)")  # fmt: skip
 
 
 def parse_conditions(
@@ -477,7 +478,9 @@ def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) ->
 def experiment_command() -> click.Command:
     """Builds the ``dei experiment`` command (built lazily: it reuses ``dei-run``'s options,
     and :mod:`dei_framework.cli` imports this module to register it)."""
-    from dei_framework.cli import default_out, registry, run_options, user_errors, write_report
+    # Looked up through the module when the command runs, so tests can swap the registry.
+    from dei_framework import cli
+    from dei_framework.cli import run_options, user_errors
 
     @click.command("experiment", context_settings={"help_option_names": ["-h", "--help"]})
     @click.option("--conditions", metavar="LIST",
@@ -497,7 +500,7 @@ def experiment_command() -> click.Command:
         cycling the --operator values. --out is the experiment directory; --resume DIR
         continues an interrupted experiment (--repeats may then be raised).
         """
-        plugins = registry()
+        plugins = cli.registry()
         if flags.get("resume"):
             out = Path(flags["resume"])
             plan = load_plan(out)
@@ -505,7 +508,7 @@ def experiment_command() -> click.Command:
                 plan = attrs.evolve(plan, repeats=flags["repeats"])
         else:
             plan = plan_from_flags(flags, plugins)
-            out = Path(flags["out"]) if flags.get("out") else _default_out(default_out,
+            out = Path(flags["out"]) if flags.get("out") else _default_out(cli.default_out,
                                                                             plan.base.domain)
             if (out / "experiment.json").exists() or (out / "config.json").exists():
                 raise ConfigError(f"{out} already holds a run or experiment; use --resume {out} "
@@ -521,7 +524,7 @@ def experiment_command() -> click.Command:
         except KeyboardInterrupt:
             click.echo(f"interrupted; continue with: dei experiment --resume {out}", err=True)
             sys.exit(130)
-        report = None if flags.get("no_report") else write_report(out)
+        report = None if flags.get("no_report") else cli.write_report(out)
         for name, cond in summary["conditions"].items():
             cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
             click.echo(f"{name:<10} {cond['nodes']} node(s)  coverage {_pm(cov, '.1%')}  "

@@ -188,8 +188,7 @@ def plot_heatmaps(
     rows = math.ceil(len(panels) / columns)
     fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 4.2 * rows), squeeze=False,
                              layout="constrained")  # fmt: skip
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("#e6e6e6")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="#e6e6e6")
     x_axis = space.axes[0]
     y_axis = space.axes[1] if len(space.axes) > 1 else None
     image = None
