@@ -394,8 +394,9 @@ def summarize_condition(
             "generality_peak": describe([n.get("generality_peak") for n in nodes]),
             "generality_per_round": per_round_generality,
             "niche_novelty": describe([n.get("niche_novelty") for n in nodes]),
-            "champion_fitness": describe([(n.get("champion") or {}).get("fitness")
-                                          for n in nodes]),  # fmt: skip
+            "champion_fitness": describe(
+                [(n.get("champion") or {}).get("fitness") for n in nodes]
+            ),  # fmt: skip
         }
 
     def over_nodes(field: str) -> dict[str, Any]:
@@ -420,8 +421,9 @@ def summarize_condition(
         "generality_peak": over_nodes("generality_peak"),
         "niche_novelty": over_nodes("niche_novelty"),
         "per_node": per_node,
-        "operator_divergence": describe([(run.get("operator_divergence") or {}).get("mean")
-                                         for run in runs]),  # fmt: skip
+        "operator_divergence": describe(
+            [(run.get("operator_divergence") or {}).get("mean") for run in runs]
+        ),  # fmt: skip
         "budget": {
             "limit": budget,
             "per_node": budget // condition.nodes,
@@ -483,13 +485,21 @@ def experiment_command() -> click.Command:
     from dei_framework.cli import run_options, user_errors
 
     @click.command("experiment", context_settings={"help_option_names": ["-h", "--help"]})
-    @click.option("--conditions", metavar="LIST",
-                  help="Comma-separated built-in conditions: solo, homo, diverse "
-                       "(default: all three unless --condition is given).")
-    @click.option("--condition", multiple=True, metavar="NAME=OP,OP,...",
-                  help="A custom condition, one node per listed operator; repeatable.")
-    @click.option("--repeats", type=int, help="Runs per condition; repeat k uses seed+k "
-                                              "(default 1).")
+    @click.option(
+        "--conditions",
+        metavar="LIST",
+        help="Comma-separated built-in conditions: solo, homo, diverse "
+        "(default: all three unless --condition is given).",
+    )
+    @click.option(
+        "--condition",
+        multiple=True,
+        metavar="NAME=OP,OP,...",
+        help="A custom condition, one node per listed operator; repeatable.",
+    )
+    @click.option(
+        "--repeats", type=int, help="Runs per condition; repeat k uses seed+k (default 1)."
+    )
     @run_options
     @user_errors
     def command(**flags: Any) -> None:
@@ -508,16 +518,22 @@ def experiment_command() -> click.Command:
                 plan = attrs.evolve(plan, repeats=flags["repeats"])
         else:
             plan = plan_from_flags(flags, plugins)
-            out = Path(flags["out"]) if flags.get("out") else _default_out(cli.default_out,
-                                                                            plan.base.domain)
+            out = (
+                Path(flags["out"])
+                if flags.get("out")
+                else _default_out(cli.default_out, plan.base.domain)
+            )
             if (out / "experiment.json").exists() or (out / "config.json").exists():
                 raise ConfigError(f"{out} already holds a run or experiment; use --resume {out} "
                                   "or another --out")  # fmt: skip
         progress = flags.get("progress") or "auto"
         # Runs show their own progress; the experiment's lines go to stderr, so that
         # --progress json keeps stdout machine-readable.
-        announce = (lambda line: None) if progress == "quiet" else (
-            lambda line: click.echo(line, err=True))
+        announce = (
+            (lambda line: None)
+            if progress == "quiet"
+            else (lambda line: click.echo(line, err=True))
+        )
         try:
             summary = run_experiment(plan, out, registry=plugins, progress=progress,
                                      announce=announce)  # fmt: skip
@@ -527,8 +543,10 @@ def experiment_command() -> click.Command:
         report = None if flags.get("no_report") else cli.write_report(out)
         for name, cond in summary["conditions"].items():
             cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
-            click.echo(f"{name:<10} {cond['nodes']} node(s)  coverage {_pm(cov, '.1%')}  "
-                       f"QD-score {_pm(qd, '.2f')}  calls {cond['budget']['calls']}")
+            click.echo(
+                f"{name:<10} {cond['nodes']} node(s)  coverage {_pm(cov, '.1%')}  "
+                f"QD-score {_pm(qd, '.2f')}  calls {cond['budget']['calls']}"
+            )
         click.echo(f"summary: {out / 'summary.json'}")
         if report:
             click.echo(f"report: {report}")

@@ -207,9 +207,16 @@ def plot_heatmaps(
         if grid.size <= ANNOTATE_CELLS:
             for (i, j), value in np.ndenumerate(grid):
                 if np.isfinite(value):
-                    ax.text(i, j, format(value, fmt), ha="center", va="center", fontsize=6,
-                            color="white" if value < np.mean(value_range) else "black")
-    for ax in list(axes.flat)[len(panels):]:
+                    ax.text(
+                        i,
+                        j,
+                        format(value, fmt),
+                        ha="center",
+                        va="center",
+                        fontsize=6,
+                        color="white" if value < np.mean(value_range) else "black",
+                    )
+    for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     if image is not None:
         fig.colorbar(image, ax=axes, shrink=0.8, label=colorbar)
@@ -384,8 +391,10 @@ def _run_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> dict[str,
     fig.suptitle("Archive coverage and QD-score per round (merged = best per cell over nodes)")
     _save(fig, plots / "progress.png")
     images["progress"] = f"{PLOTS}/progress.png"
-    for key, field, label in (("generality", "generality_per_round", "champion generality"),
-                              ("niche_novelty", "niche_novelty_per_round", "niche novelty")):
+    for key, field, label in (
+        ("generality", "generality_per_round", "champion generality"),
+        ("niche_novelty", "niche_novelty_per_round", "niche novelty"),
+    ):
         series = [(f"{name} ({node.get('operator', '')})", list(node.get(field) or []), None)
                   for name, node in nodes.items()]  # fmt: skip
         if not any(v is not None for _, values, _ in series for v in values):
@@ -460,15 +469,40 @@ def _experiment_report(path: Path, summary: Mapping[str, Any]) -> str:
         for run in c.get("runs", []):
             merged = run.get("merged", {})
             budget = run.get("budget", {})
-            run_rows.append([name, run.get("repeat"), run.get("seed"), f"`{run.get('dir', '')}`",
-                             _num(merged.get("coverage"), ".1%"),
-                             _num(merged.get("qd_score"), ".2f"),
-                             f"{budget.get('calls')}/{budget.get('limit')}",
-                             budget.get("attempts"), _num(budget.get("wall_seconds"), ".1f")])
-    out.append(_table(["condition", "repeat", "seed", "run", "merged coverage",
-                       "merged QD-score", "calls", "attempts", "wall s"], run_rows))
-    missing = [f"{n} ({c['repeats_completed']}/{summary.get('repeats')})"
-               for n, c in conditions.items() if c["repeats_completed"] < summary.get("repeats", 0)]
+            run_rows.append(
+                [
+                    name,
+                    run.get("repeat"),
+                    run.get("seed"),
+                    f"`{run.get('dir', '')}`",
+                    _num(merged.get("coverage"), ".1%"),
+                    _num(merged.get("qd_score"), ".2f"),
+                    f"{budget.get('calls')}/{budget.get('limit')}",
+                    budget.get("attempts"),
+                    _num(budget.get("wall_seconds"), ".1f"),
+                ]
+            )
+    out.append(
+        _table(
+            [
+                "condition",
+                "repeat",
+                "seed",
+                "run",
+                "merged coverage",
+                "merged QD-score",
+                "calls",
+                "attempts",
+                "wall s",
+            ],
+            run_rows,
+        )
+    )
+    missing = [
+        f"{n} ({c['repeats_completed']}/{summary.get('repeats')})"
+        for n, c in conditions.items()
+        if c["repeats_completed"] < summary.get("repeats", 0)
+    ]
     if missing:
         out.append(f"\nUnfinished: {', '.join(missing)} repeats done; continue with "
                    f"`dei experiment --resume {path}`.\n")  # fmt: skip
@@ -496,8 +530,10 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
 
     # Final merged coverage / QD-score: mean ± std bars with every repeat as a dot.
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, field, label in ((axes[0], "coverage", "merged coverage"),
-                             (axes[1], "qd_score", "merged QD-score")):
+    for ax, field, label in (
+        (axes[0], "coverage", "merged coverage"),
+        (axes[1], "qd_score", "merged QD-score"),
+    ):
         for x, name in enumerate(names):
             stats = conditions[name]["merged"][field]
             if stats["mean"] is None:
@@ -514,8 +550,10 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
     images["final"] = f"{PLOTS}/final.png"
 
     fig, (ax_cov, ax_qd) = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, field, label in ((ax_cov, "coverage", "merged coverage"),
-                             (ax_qd, "qd_score", "merged QD-score")):
+    for ax, field, label in (
+        (ax_cov, "coverage", "merged coverage"),
+        (ax_qd, "qd_score", "merged QD-score"),
+    ):
         _line_plot(ax, [(name, [e[field]["mean"] for e in c["merged"]["per_round"]],
                          [e[field]["std"] for e in c["merged"]["per_round"]])
                         for name, c in conditions.items()], ylabel=label)  # fmt: skip
@@ -524,8 +562,12 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
     images["progress"] = f"{PLOTS}/progress.png"
 
     # Generality per round: one panel per condition, one line per node.
-    measured = any(s["mean"] is not None for c in conditions.values()
-                   for n in c["per_node"].values() for s in n["generality_per_round"])
+    measured = any(
+        s["mean"] is not None
+        for c in conditions.values()
+        for n in c["per_node"].values()
+        for s in n["generality_per_round"]
+    )
     if measured:
         fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.8), squeeze=False,
                                  sharey=True)  # fmt: skip
@@ -572,7 +614,12 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
             panels.append((f"{name} (n={len(occupancy)})",
                            np.where(frequency > 0, frequency, np.nan)))  # fmt: skip
     if panels and space is not None:
-        plot_heatmaps(panels, space, plots / "heatmaps.png",
-                      colorbar="share of repeats with the cell filled", value_range=(0.0, 1.0))
+        plot_heatmaps(
+            panels,
+            space,
+            plots / "heatmaps.png",
+            colorbar="share of repeats with the cell filled",
+            value_range=(0.0, 1.0),
+        )
         images["heatmaps"] = f"{PLOTS}/heatmaps.png"
     return images

@@ -37,8 +37,14 @@ class SecondToyOperator:
 
     @hookimpl
     def dei_operators(self):
-        return [OperatorSpec(name="toy-b", domains=("toy",), description="toy, second label",
-                             factory=lambda settings, domain: toy_domain.ToyOperator("toy-b"))]
+        return [
+            OperatorSpec(
+                name="toy-b",
+                domains=("toy",),
+                description="toy, second label",
+                factory=lambda settings, domain: toy_domain.ToyOperator("toy-b"),
+            )
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +53,16 @@ def plugins():
 
 
 def flags(**overrides):
-    base = dict(domain="toy", operators=("toy-random", "toy-b"), budget=BUDGET, rounds=2,
-                repeats=2, seed=7, eval_workers=0, conditions="solo,homo,diverse")
+    base = dict(
+        domain="toy",
+        operators=("toy-random", "toy-b"),
+        budget=BUDGET,
+        rounds=2,
+        repeats=2,
+        seed=7,
+        eval_workers=0,
+        conditions="solo,homo,diverse",
+    )
     return {**base, **overrides}
 
 
@@ -108,12 +122,16 @@ def test_aggregates_match_the_runs(experiment):
         assert len(condition["merged"]["per_round"]) == 2
         last = condition["merged"]["per_round"][-1]["coverage"]["values"]
         assert last == [run["merged"]["per_round"][-1]["coverage"] for run in condition["runs"]]
-        generality = [run["nodes"][node]["generality"] for run in condition["runs"]
-                      for node in condition["per_node"]]
+        generality = [
+            run["nodes"][node]["generality"]
+            for run in condition["runs"]
+            for node in condition["per_node"]
+        ]
         assert condition["generality"]["mean"] == pytest.approx(statistics.fmean(generality))
         for node, stats in condition["per_node"].items():
             assert stats["generality"]["values"] == [
-                run["nodes"][node]["generality"] for run in condition["runs"]]
+                run["nodes"][node]["generality"] for run in condition["runs"]
+            ]
             assert len(stats["generality_per_round"]) == 2
 
 
@@ -129,28 +147,48 @@ def test_describe_by_hand():
 
 def fake_run(coverage, qd, generality, novelty):
     nodes = {
-        f"node-{i}": {"operator": "x", "calls": 4, "generality": g, "generality_peak": g,
-                      "generality_per_round": [None, g], "niche_novelty": n,
-                      "champion": {"fitness": 1.0}}
+        f"node-{i}": {
+            "operator": "x",
+            "calls": 4,
+            "generality": g,
+            "generality_peak": g,
+            "generality_per_round": [None, g],
+            "niche_novelty": n,
+            "champion": {"fitness": 1.0},
+        }
         for i, (g, n) in enumerate(zip(generality, novelty, strict=True))
     }
     return {
-        "merged": {"coverage": coverage, "qd_score": qd, "num_elites": 1, "obj_max": 1.0,
-                   "per_round": [{"coverage": coverage / 2, "qd_score": qd / 2},
-                                 {"coverage": coverage, "qd_score": qd}]},
-        "nodes": nodes, "operator_divergence": {"mean": None},
+        "merged": {
+            "coverage": coverage,
+            "qd_score": qd,
+            "num_elites": 1,
+            "obj_max": 1.0,
+            "per_round": [
+                {"coverage": coverage / 2, "qd_score": qd / 2},
+                {"coverage": coverage, "qd_score": qd},
+            ],
+        },
+        "nodes": nodes,
+        "operator_divergence": {"mean": None},
         "budget": {"calls": 8, "limit": 8, "attempts": 8, "cost_usd": 0.0},
     }
 
 
 def test_summarize_condition_hand_checked():
-    runs = [fake_run(0.2, 3.0, [0.5, None], [0.1, 0.3]),
-            fake_run(0.4, 5.0, [0.7, 0.9], [None, 0.5])]
+    runs = [
+        fake_run(0.2, 3.0, [0.5, None], [0.1, 0.3]),
+        fake_run(0.4, 5.0, [0.7, 0.9], [None, 0.5]),
+    ]
     condition = summarize_condition(Condition(name="c", operators=["x", "x"]), runs, 8)
     assert condition["merged"]["coverage"]["mean"] == pytest.approx(0.3)
     assert condition["merged"]["coverage"]["std"] == pytest.approx(math.sqrt(0.02))
-    assert condition["merged"]["qd_score"] == {"mean": 4.0, "std": pytest.approx(math.sqrt(2)),
-                                               "n": 2, "values": [3.0, 5.0]}
+    assert condition["merged"]["qd_score"] == {
+        "mean": 4.0,
+        "std": pytest.approx(math.sqrt(2)),
+        "n": 2,
+        "values": [3.0, 5.0],
+    }
     assert condition["merged"]["per_round"][0]["coverage"]["mean"] == pytest.approx(0.15)
     # Generality: over nodes and repeats, the missing value left out: (0.5 + 0.7 + 0.9) / 3.
     assert condition["generality"]["mean"] == pytest.approx(0.7)
@@ -188,12 +226,22 @@ def test_condition_errors(plugins):
 
 
 def test_custom_conditions(plugins):
-    plan = plan_from_flags(flags(conditions="solo", nodes=2, budget=8,
-                                 condition=("mix=toy-b,toy-b,toy-random,toy-random",)), plugins)
+    plan = plan_from_flags(
+        flags(
+            conditions="solo",
+            nodes=2,
+            budget=8,
+            condition=("mix=toy-b,toy-b,toy-random,toy-random",),
+        ),
+        plugins,
+    )
     assert [(c.name, c.operators) for c in plan.conditions] == [
-        ("solo", ("toy-random",)), ("mix", ("toy-b", "toy-b", "toy-random", "toy-random"))]
-    only_custom = plan_from_flags(flags(conditions=None, budget=4, rounds=1,
-                                        condition=("pair=toy-b,toy-random",)), plugins)
+        ("solo", ("toy-random",)),
+        ("mix", ("toy-b", "toy-b", "toy-random", "toy-random")),
+    ]
+    only_custom = plan_from_flags(
+        flags(conditions=None, budget=4, rounds=1, condition=("pair=toy-b,toy-random",)), plugins
+    )
     assert [c.name for c in only_custom.conditions] == ["pair"]
 
 
@@ -227,9 +275,29 @@ def cli_plugins(monkeypatch, plugins):
 
 def test_cli_runs_an_experiment_and_writes_the_report(tmp_path, cli_plugins):
     out = tmp_path / "exp"
-    args = ["experiment", "--domain", "toy", "--operator", "toy-random", "--operator", "toy-b",
-            "--nodes", "2", "--budget", "8", "--rounds", "2", "--repeats", "1",
-            "--eval-workers", "0", "--progress", "quiet", "--out", str(out)]
+    args = [
+        "experiment",
+        "--domain",
+        "toy",
+        "--operator",
+        "toy-random",
+        "--operator",
+        "toy-b",
+        "--nodes",
+        "2",
+        "--budget",
+        "8",
+        "--rounds",
+        "2",
+        "--repeats",
+        "1",
+        "--eval-workers",
+        "0",
+        "--progress",
+        "quiet",
+        "--out",
+        str(out),
+    ]
     result = CliRunner().invoke(cli.dei, args)
     assert result.exit_code == 0, result.output
     assert "solo" in result.output and "diverse" in result.output
@@ -237,17 +305,41 @@ def test_cli_runs_an_experiment_and_writes_the_report(tmp_path, cli_plugins):
     again = CliRunner().invoke(cli.dei, args)
     assert again.exit_code == 1
     assert "--resume" in again.output
-    resumed = CliRunner().invoke(cli.dei, ["experiment", "--resume", str(out), "--repeats", "2",
-                                           "--progress", "quiet", "--no-report"])
+    resumed = CliRunner().invoke(
+        cli.dei,
+        [
+            "experiment",
+            "--resume",
+            str(out),
+            "--repeats",
+            "2",
+            "--progress",
+            "quiet",
+            "--no-report",
+        ],
+    )
     assert resumed.exit_code == 0, resumed.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["conditions"]["homo"]["budget"]["calls"] == [8, 8]
 
 
 def test_cli_errors_are_one_line(tmp_path, cli_plugins):
-    result = CliRunner().invoke(cli.dei, [
-        "experiment", "--domain", "toy", "--operator", "toy-random", "--operator", "toy-b",
-        "--budget", "10", "--out", str(tmp_path / "x")])
+    result = CliRunner().invoke(
+        cli.dei,
+        [
+            "experiment",
+            "--domain",
+            "toy",
+            "--operator",
+            "toy-random",
+            "--operator",
+            "toy-b",
+            "--budget",
+            "10",
+            "--out",
+            str(tmp_path / "x"),
+        ],
+    )
     assert result.exit_code == 1
     assert result.output.strip().count("\n") == 0
     assert result.output.startswith("error: --budget 10 does not split equally")
