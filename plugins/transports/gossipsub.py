@@ -71,7 +71,7 @@ class GossipSubParams:
 
     d: int = 3
     d_low: int = 2
-    d_high: int = 5
+    d_high: int = 4
     d_lazy: int = 3
     heartbeat: float = 1.0
     mcache_len: int = 300
@@ -101,14 +101,16 @@ class GossipSubParams:
     def from_options(cls, options: dict[str, Any]) -> GossipSubParams:
         """Builds parameters from transport options, ignoring keys that are not parameters.
 
-        ``d`` alone rescales ``d_low``/``d_high``/``d_lazy`` as the spec's ratios suggest.
+        ``d`` alone rescales ``d_low`` (``d - 1``), ``d_high`` (``d + max(1, d // 3)``) and
+        ``d_lazy`` (``d``). ``d_high`` is kept tighter than libp2p's ``2 * d``: own messages are
+        flood-published, so every extra mesh link mostly adds duplicates.
         """
         names = {f.name for f in attrs.fields(cls)}
         values = {k: v for k, v in options.items() if k in names and v is not None}
         if "d" in values:
             d = int(values["d"])
             values.setdefault("d_low", max(1, d - 1) if d > 1 else 1)
-            values.setdefault("d_high", max(d, 2 * d - 1))
+            values.setdefault("d_high", d + max(1, d // 3))
             values.setdefault("d_lazy", d)
         for key in ("heartbeat",):
             if key in values:
@@ -191,7 +193,7 @@ class GossipSubRouter(Transport):
     async def start(self) -> None:
         """Starts the link, announces ``hello`` and runs the receive and heartbeat tasks."""
         await self.link.start()
-        self._refresh_peers(announce=True)
+        self.announce()
         self._tasks.append(asyncio.create_task(self._receive_loop(), name="gossipsub-recv"))
         self._tasks.append(asyncio.create_task(self._heartbeat_loop(), name="gossipsub-hb"))
 
@@ -270,6 +272,10 @@ class GossipSubRouter(Transport):
         for peer in targets:
             self._emit(peer, frame)
         return mid
+
+    def announce(self) -> None:
+        """Learns the link's peers and tells them we (re)started (``hello``)."""
+        self._refresh_peers(announce=True)
 
     def handle_frame(self, link_peer: str, data: bytes) -> None:
         """Processes one frame from the link; bad frames are counted and ignored."""

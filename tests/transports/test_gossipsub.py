@@ -210,7 +210,7 @@ def test_params_from_options():
     assert (p.d, p.d_low, p.d_high, p.d_lazy, p.heartbeat, p.flood_publish) == (
         4,
         3,
-        7,
+        5,
         4,
         0.5,
         False,

@@ -1,0 +1,28 @@
+"""The virtual-time GossipSub benchmark: 64 nodes at 10% loss reach everyone, few duplicates."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import gossip_sim  # noqa: E402
+
+
+def test_64_nodes_10_percent_loss():
+    result = gossip_sim.simulate(64, 0.1, 30, seed=3)
+    assert result["delivery_ratio"] == 1.0
+    assert result["duplicates_per_delivery"] <= 3.0
+    assert 1.0 <= result["mean_hops"] <= result["max_hops"]
+
+
+def test_cli_prints_one_json_line(capsys):
+    assert gossip_sim.main(["--nodes", "8", "--loss", "0.2", "--messages", "5", "--json"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "\n" not in line
+    figures = json.loads(line)
+    for key in ("delivery_ratio", "duplicates_per_delivery", "mean_hops", "max_hops"):
+        assert key in figures
+    assert figures["messages_per_node"] > 0
