@@ -1,0 +1,199 @@
+"""Tests of ``report.md`` and the plots, for runs and experiments, including degenerate runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent / "toy"))
+
+import toy_domain  # noqa: E402
+
+from dei_framework import cli, hookimpl  # noqa: E402
+from dei_framework.config import NodeConfig, RunConfig  # noqa: E402
+from dei_framework.domain import DomainSpec  # noqa: E402
+from dei_framework.ensemble import run  # noqa: E402
+from dei_framework.errors import ConfigError  # noqa: E402
+from dei_framework.experiment import plan_from_flags, run_experiment  # noqa: E402
+from dei_framework.operators import Operator, OperatorReply, OperatorSpec  # noqa: E402
+from dei_framework.plugins import load_plugins  # noqa: E402
+from dei_framework.report import write_run_report  # noqa: E402
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+class PlainToy(toy_domain.ToyDomain):
+    """The toy domain without reference programs: generality is never measured."""
+
+    name = "toy-plain"
+
+    def generality(self, program):
+        return None
+
+
+class JunkOperator(Operator):
+    """Never writes a valid program: the run ends with zero elites."""
+
+    offline = True
+    label = "toy-junk"
+    max_in_flight = 4
+
+    async def propose(self, request):
+        return OperatorReply(text="I cannot help with that.")
+
+
+class ReportPlugins:
+    @hookimpl
+    def dei_domains(self):
+        return [DomainSpec(name="toy-plain", factory=PlainToy, description="toy, no generality")]
+
+    @hookimpl
+    def dei_operators(self):
+        return [
+            OperatorSpec(
+                name="toy-junk",
+                factory=lambda settings, domain: JunkOperator(),
+                domains=("toy", "toy-plain"),
+                description="junk",
+            ),
+            OperatorSpec(
+                name="toy-b",
+                factory=lambda settings, domain: toy_domain.ToyOperator("toy-b"),
+                domains=("toy", "toy-plain"),
+                description="toy, second label",
+            ),
+            OperatorSpec(
+                name="toy-any",
+                factory=lambda settings, domain: toy_domain.ToyOperator("toy-any"),
+                domains=("toy-plain",),
+                description="toy operator for toy-plain",
+            ),
+        ]
+
+
+@pytest.fixture(scope="module")
+def plugins():
+    return load_plugins([toy_domain, ReportPlugins()])
+
+
+def toy_run(path: Path, plugins, *, domain="toy", operators=("toy-random", "toy-b"), budget=16):
+    nodes = [NodeConfig(name=f"node-{i}", operator=op) for i, op in enumerate(operators)]
+    config = RunConfig(domain=domain, nodes=nodes, budget=budget, rounds=2, eval_workers=0)
+    run(config, path, registry=plugins)
+    return path
+
+
+def assert_png(path: Path, min_bytes: int = 5000) -> None:
+    data = path.read_bytes()
+    assert data.startswith(PNG_SIGNATURE), path
+    assert len(data) > min_bytes, (path, len(data))
+
+
+def linked_images(report: Path) -> list[str]:
+    text = report.read_text()
+    return [part.split(")")[0] for part in text.split("](")[1:]]
+
+
+def test_run_report(tmp_path, plugins):
+    path = toy_run(tmp_path / "run", plugins)
+    report = write_run_report(path)
+    assert report == path / "report.md"
+    text = report.read_text()
+    for node in ("node-0", "node-1"):
+        assert node in text
+    for heading in ("## Merged archive", "## Nodes", "## Per round", "## Operator divergence",
+                    "## Budget"):  # fmt: skip
+        assert heading in text
+    images = linked_images(report)
+    assert {"plots/heatmaps.png", "plots/progress.png", "plots/generality.png"} <= set(images)
+    for image in images:
+        assert not Path(image).is_absolute()
+        assert_png(path / image)
+    summary = json.loads((path / "summary.json").read_text())
+    assert f"{summary['merged']['coverage']:.1%}" in text
+
+
+def test_single_node_without_generality(tmp_path, plugins):
+    path = toy_run(tmp_path / "run", plugins, domain="toy-plain", operators=("toy-any",), budget=8)
+    text = write_run_report(path).read_text()
+    assert "node-0" in text
+    assert "plots/generality.png" not in text  # nothing measured, no empty plot
+    assert_png(path / "plots" / "heatmaps.png")
+
+
+def test_zero_valid_elites(tmp_path, plugins):
+    path = toy_run(tmp_path / "run", plugins, operators=("toy-junk",), budget=8)
+    summary = json.loads((path / "summary.json").read_text())
+    assert summary["invalid"] == 8
+    report = write_run_report(path)
+    assert "node-0" in report.read_text()
+    for image in linked_images(report):
+        assert_png(path / image, min_bytes=1000)
+
+
+def test_run_without_round_files(tmp_path, plugins):
+    path = toy_run(tmp_path / "run", plugins)
+    shutil.rmtree(path / "nodes")
+    text = write_run_report(path).read_text()
+    assert "heatmaps.png" not in text
+    assert "node-1" in text
+
+
+@pytest.fixture(scope="module")
+def experiment_dir(tmp_path_factory, plugins):
+    out = tmp_path_factory.mktemp("experiment")
+    flags = dict(domain="toy", operators=("toy-random", "toy-b"), budget=16, rounds=2, repeats=2,
+                 seed=1, eval_workers=0, conditions="solo,homo,diverse")  # fmt: skip
+    run_experiment(plan_from_flags(flags, plugins), out, registry=plugins)
+    return out
+
+
+def test_experiment_report(experiment_dir):
+    report = write_run_report(experiment_dir)
+    text = report.read_text()
+    for name in ("solo", "homo", "diverse"):
+        assert f"| {name} |" in text
+    for node in ("node-0", "node-1", "node-2", "node-3"):
+        assert node in text
+    images = linked_images(report)
+    expected = {"plots/final.png", "plots/progress.png", "plots/generality.png",
+                "plots/heatmaps.png"}  # fmt: skip
+    assert expected <= set(images)
+    for image in images:
+        assert_png(experiment_dir / image)
+    assert "Equal compute holds" in text
+
+
+def test_interrupted_experiment_report(tmp_path, experiment_dir):
+    copy = tmp_path / "copy"
+    shutil.copytree(experiment_dir, copy)
+    (copy / "summary.json").unlink()
+    (copy / "homo" / "repeat-1" / "summary.json").unlink()
+    text = write_run_report(copy).read_text()
+    assert "Unfinished: homo (1/2)" in text
+
+
+def test_not_a_run(tmp_path):
+    with pytest.raises(ConfigError, match="neither a run nor an experiment"):
+        write_run_report(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match="has not finished"):
+        write_run_report(tmp_path)
+
+
+def test_report_command(tmp_path, plugins, monkeypatch):
+    monkeypatch.setattr(cli, "registry", lambda: plugins)
+    path = toy_run(tmp_path / "run", plugins, budget=8)
+    result = CliRunner().invoke(cli.dei, ["report", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "report.md" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    failed = CliRunner().invoke(cli.dei, ["report", str(empty)])
+    assert failed.exit_code == 1
+    assert failed.output.startswith("error: ") and failed.output.count("\n") == 1
