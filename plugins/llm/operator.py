@@ -205,6 +205,7 @@ class LLMOperator(Operator):
         self.max_in_flight = self.options.concurrency
         self._litellm = import_litellm()
         self._stats = _Stats()
+        self._fatal: OperatorError | None = None
         # One semaphore per event loop: asyncio primitives bind to the loop that first
         # contends for them, and tests (or a library user) may drive us from several loops.
         self._semaphores: dict[int, asyncio.Semaphore] = {}
@@ -226,6 +227,10 @@ class LLMOperator(Operator):
         """
         messages = [dict(message) for message in request.messages]
         async with self._semaphore():
+            if self._fatal is not None:
+                # A wrong key or model stays wrong: calls queued behind the one that found out
+                # fail at once instead of each knocking on the provider's door.
+                raise OperatorError(str(self._fatal))
             self._stats.in_flight += 1
             try:
                 return await self._propose(messages)
@@ -277,7 +282,8 @@ class LLMOperator(Operator):
         except Exception as exc:
             kind, _ = _classify(exc)
             if kind == "fatal":
-                raise OperatorError(self._fatal_message(exc)) from exc
+                self._fatal = OperatorError(self._fatal_message(exc))
+                raise self._fatal from exc
             self._stats.transient_failures += 1
             what = "gave up after" if kind == "retry" else "not retried, failed after"
             raise TransientOperatorFailure(

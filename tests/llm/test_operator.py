@@ -264,3 +264,20 @@ def test_api_key_env_option(stub, monkeypatch):
     with pytest.raises(ConfigError, match="NODE_KEY is not set"):
         LLMOptions.from_mapping({"api_key_env": "NODE_KEY"})
     assert "sk-" not in repr(LLMOptions.from_mapping({"api_key": "sk-secret"}))
+
+
+def test_fatal_error_is_sticky(stub):
+    """Calls queued behind a wrong key fail at once, without reaching the server."""
+    stub.default = status(401, retry_after=None)
+    stub.script(status(401, retry_after=None))
+    op = _operator(stub, concurrency=1)
+
+    async def main():
+        return await asyncio.gather(
+            *(op.propose(_request(f"n/0/{i}")) for i in range(5)), return_exceptions=True
+        )
+
+    results = _run(main())
+    assert all(isinstance(r, OperatorError) for r in results)
+    assert len({str(r) for r in results}) == 1
+    assert stub.requests == 1
