@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 
 import attrs
-
 from dei_coreware.assembler import AssemblerSettings, AssemblyError, assemble
 from dei_coreware.redcode import Warrior
+
 from dei_framework.errors import InvalidProgram
 
 #: Opcodes and pseudo-opcodes: a line whose first or second word is one of these is code.

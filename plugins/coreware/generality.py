@@ -1,0 +1,119 @@
+"""Generality: the share of a fixed set of human warriors a champion beats or ties one-on-one.
+
+DEI and DRQ measure how general a champion is against warriors it never trained against: a
+set of human-written warriors (317 in the papers), each fought one-on-one for R rounds. The
+champion *beats or ties* an opponent when its pMARS score (3 per win, 1 per tie) is at least
+the opponent's. Seeds derive from the opponent's file name, so a champion's generality does not
+depend on the order of the set, on the run, or on the machine.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+from dei_coreware.assembler import AssemblerSettings, AssemblyError, assemble_file
+from dei_coreware.mars import MarsSettings, run_battle
+from dei_coreware.redcode import Warrior
+
+#: The bundled warriors: the default initial opponents and the default generality set.
+BUNDLED = Path(__file__).resolve().parent / "warriors"
+#: Largest seed pMARS's 32-bit generator takes.
+MAX_SEED = 2**31 - 1
+
+
+@attrs.frozen
+class WarriorSet:
+    """Warriors read from a folder of ``.red`` files.
+
+    Attributes:
+        folder: Where they were read from.
+        warriors: ``(file name, load image)`` pairs, sorted by file name.
+        skipped: ``(file name, assembler error)`` of the files that do not assemble.
+    """
+
+    folder: str
+    warriors: tuple[tuple[str, Warrior], ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen
+class GeneralityResult:
+    """A champion's generality against a warrior set.
+
+    Attributes:
+        share: ``beaten_or_tied / used`` (0 when the set is empty).
+        beaten_or_tied: Opponents whose score the champion matched or exceeded.
+        used: Opponents fought (the set's assembling warriors).
+        skipped: Files of the set that do not assemble (left out).
+        outcomes: ``(file name, champion score, opponent score)`` per opponent.
+    """
+
+    share: float
+    beaten_or_tied: int
+    used: int
+    skipped: int
+    outcomes: tuple[tuple[str, int, int], ...] = ()
+
+
+def load_warrior_set(folder: str | Path, settings: AssemblerSettings) -> WarriorSet:
+    """Assembles every ``*.red`` file of a folder, skipping (and recording) those that fail.
+
+    Raises:
+        FileNotFoundError: ``folder`` is not a directory.
+    """
+    path = Path(folder)
+    if not path.is_dir():
+        raise FileNotFoundError(f"warrior set {str(path)!r} is not a directory")
+    warriors: list[tuple[str, Warrior]] = []
+    skipped: list[tuple[str, str]] = []
+    for file in sorted(path.glob("*.red")):
+        try:
+            warriors.append((file.name, assemble_file(file, settings=settings)))
+        except (AssemblyError, OSError) as exc:
+            skipped.append((file.name, str(exc)))
+    return WarriorSet(folder=str(path), warriors=tuple(warriors), skipped=tuple(skipped))
+
+
+def pairing_seed(name: str, mindistance: int, salt: int = 0) -> int:
+    """The placement seed of the pairing with warrior file ``name`` (stable across runs)."""
+    digest = zlib.crc32(f"{salt}/{name}".encode())
+    return mindistance + digest % (MAX_SEED - mindistance)
+
+
+def generality(
+    champion: Warrior,
+    opponents: Sequence[tuple[str, Warrior]],
+    settings: MarsSettings,
+    *,
+    rounds: int,
+    skipped: int = 0,
+    salt: int = 0,
+) -> GeneralityResult:
+    """Fights ``champion`` one-on-one against each opponent and counts the beaten or tied.
+
+    The champion is warrior 0; the MARS alternates the first mover every round, so with an
+    even ``rounds`` both sides move first equally often.
+
+    Args:
+        champion: The warrior to test.
+        opponents: ``(name, warrior)`` pairs (a :attr:`WarriorSet.warriors`).
+        settings: Simulator settings (core size, cycle limit...).
+        rounds: Rounds per pairing.
+        skipped: Files of the set left out (recorded in the result).
+        salt: Mixed into the seeds (0 reproduces the published figures).
+    """
+    outcomes = []
+    beaten = 0
+    for name, warrior in opponents:
+        result = run_battle([champion, warrior], settings, rounds=rounds, workers=1,
+                            seed=pairing_seed(name, settings.mindistance, salt),
+                            observe=False)  # fmt: skip
+        mine, theirs = result.scores
+        beaten += mine >= theirs
+        outcomes.append((name, mine, theirs))
+    used = len(outcomes)
+    return GeneralityResult(share=beaten / used if used else 0.0, beaten_or_tied=beaten,
+                            used=used, skipped=skipped, outcomes=tuple(outcomes))  # fmt: skip

@@ -1,0 +1,68 @@
+"""DEI plugin entry point of Core War: the ``coreware`` domain, its offline operators and CLI."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from dei_framework import hookimpl
+from dei_framework.domain import Domain, DomainSpec
+from dei_framework.operators import Operator, OperatorSettings, OperatorSpec
+
+
+def _domain(options: Mapping[str, Any]) -> Domain:
+    from dei_coreware.domain import CorewarDomain
+
+    return CorewarDomain(options)
+
+
+def _assembler_settings(domain: Domain):
+    from dei_coreware.assembler import AssemblerSettings
+    from dei_coreware.domain import CorewarDomain
+
+    if isinstance(domain, CorewarDomain):
+        return domain.settings.assembler_settings()
+    return AssemblerSettings()
+
+
+def _gp(settings: OperatorSettings, domain: Domain) -> Operator:
+    from dei_coreware.operators.gp import GPOperator
+
+    return GPOperator(_assembler_settings(domain), label=settings.spec)
+
+
+def _templates(settings: OperatorSettings, domain: Domain) -> Operator:
+    from dei_coreware.operators.templates import TemplateOperator
+
+    return TemplateOperator(_assembler_settings(domain), label=settings.spec)
+
+
+@hookimpl
+def dei_domains() -> list[DomainSpec]:
+    return [
+        DomainSpec(name="coreware", factory=_domain,
+                   description="Core War: Redcode warriors in a pMARS-exact MARS (DRQ/DEI)"),
+    ]  # fmt: skip
+
+
+@hookimpl
+def dei_operators() -> list[OperatorSpec]:
+    return [
+        OperatorSpec(name="gp", factory=_gp, offline=True, domains=("coreware",),
+                     description="Core War genetic programming: instruction edits, crossover"),
+        OperatorSpec(name="templates", factory=_templates, offline=True, domains=("coreware",),
+                     description="Core War strategy archetypes with random constants"),
+    ]  # fmt: skip
+
+
+@hookimpl
+def dei_cli_commands() -> list[Any]:
+    # The simulator's CLI may not exist yet in a given checkout; the domain works without it.
+    try:
+        module = importlib.import_module("dei_coreware.cli")
+    except ModuleNotFoundError as exc:
+        if exc.name == "dei_coreware.cli":
+            return []
+        raise
+    return [module.coreware_group]
