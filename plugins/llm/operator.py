@@ -31,6 +31,7 @@ import os
 import random
 import re
 import time
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,6 +65,13 @@ KEY_ENV_VARS = {
 
 #: Statuses worth retrying: timeouts, conflicts, too early, rate limits and server errors.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
+
+#: How litellm and the SDKs say that no API key was configured at all.
+_MISSING_KEY = re.compile(
+    r"missing credentials|api_key client option must be set|no api key|"
+    r"api[ _-]?key (is )?(not (found|set|provided)|missing|required)",
+    re.IGNORECASE,
+)
 
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "litellm", "httpx", "openai")
 _MESSAGE_LIMIT = 240
@@ -311,6 +319,10 @@ class LLMOperator(Operator):
             kwargs["api_base"] = options.api_base
         if options.api_key:
             kwargs["api_key"] = options.api_key
+        elif self._needs_placeholder_key():
+            # Local OpenAI-compatible servers (llama.cpp, MLX, LM Studio) accept any key, but
+            # the OpenAI SDK refuses to send a request without one.
+            kwargs["api_key"] = "sk-no-key-local-server"
         # litellm's own timeout does not cover every provider path (custom handlers, slow
         # streaming of headers); wait_for makes the limit hard.
         try:
@@ -319,6 +331,15 @@ class LLMOperator(Operator):
             )
         except TimeoutError as exc:
             raise _HardTimeout(f"no reply within {options.timeout:g} s") from exc
+
+    def _needs_placeholder_key(self) -> bool:
+        """True for ``openai/...`` at a loopback ``api_base`` with no key anywhere."""
+        if not self.model.startswith("openai/") or not self.options.api_base:
+            return False
+        if os.environ.get("OPENAI_API_KEY"):
+            return False
+        host = urllib.parse.urlsplit(self.options.api_base).hostname or ""
+        return host in ("localhost", "::1") or host.startswith("127.")
 
     def _reply(self, response: Any, attempts: int) -> OperatorReply:
         try:
@@ -396,6 +417,9 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return "giveup", "context window exceeded" if "Context" in name else "content refused"
     if isinstance(exc, _HardTimeout | _MalformedReply | TimeoutError | json.JSONDecodeError):
         return "retry", "transient"
+    if _MISSING_KEY.search(str(getattr(exc, "message", None) or exc)):
+        # litellm reports a key missing on our side as a 500; retrying cannot conjure one.
+        return "fatal", "authentication failed"
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and not name.startswith(("APIConnection", "Timeout")):
         if status == 401 or name == "AuthenticationError":

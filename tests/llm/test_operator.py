@@ -281,3 +281,20 @@ def test_fatal_error_is_sticky(stub):
     assert all(isinstance(r, OperatorError) for r in results)
     assert len({str(r) for r in results}) == 1
     assert stub.requests == 1
+
+
+def test_missing_key_is_fatal_without_reaching_the_server(stub, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    op = LLMOperator(
+        "openai/stub-model", LLMOptions(api_base="http://10.255.255.1:9/v1", retry_base=0.01)
+    )
+    with pytest.raises(OperatorError, match=r"authentication failed \(check OPENAI_API_KEY\)"):
+        _run(op.propose(_request()))
+    assert op.status()["retries"] == 0
+
+
+def test_local_openai_compatible_server_needs_no_key(stub, monkeypatch):
+    """llama.cpp / MLX style: ``openai/<model>`` at a loopback api_base, no key set."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    reply = _run(_operator(stub).propose(_request()))
+    assert reply.attempts == 1 and stub.completed == 1
