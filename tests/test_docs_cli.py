@@ -1,0 +1,73 @@
+"""docs/cli.md documents every command and option the installed CLI offers.
+
+The commands are walked from click itself, plugin contributions included (``dei coreware ...``,
+``dei symreg ...``), so a new option without documentation fails here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+
+from dei_framework import cli
+
+CLI_MD = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+
+
+def commands() -> Iterator[tuple[str, click.Command]]:
+    """Every command with its full invocation (``dei-run``, ``dei plugins``, ...)."""
+    yield "dei-run", cli.dei_run
+
+    def walk(path: str, command: click.Command) -> Iterator[tuple[str, click.Command]]:
+        yield path, command
+        if isinstance(command, click.Group):
+            context = click.Context(command, info_name=path.split()[-1])
+            for name in command.list_commands(context):
+                yield from walk(f"{path} {name}", command.get_command(context, name))
+
+    yield from walk("dei", cli.dei)
+
+
+def long_options(command: click.Command) -> list[str]:
+    names = []
+    for param in command.params:
+        if isinstance(param, click.Option):
+            names.extend(o for o in (*param.opts, *param.secondary_opts) if o.startswith("--"))
+    return [name for name in names if name not in ("--help", "--version")]
+
+
+ALL = list(commands())
+
+
+def test_the_walk_finds_the_plugin_commands():
+    paths = [path for path, _ in ALL]
+    assert {"dei-run", "dei plugins", "dei report", "dei experiment"} <= set(paths)
+    assert "dei symreg score" in paths  # a third-party plugin's command
+
+
+@pytest.mark.parametrize(("path", "command"), ALL, ids=[path for path, _ in ALL])
+def test_command_and_options_are_documented(path, command):
+    text = CLI_MD.read_text()
+    assert f"`{path}" in text, f"docs/cli.md has no section for `{path}`"
+    section = _section(text, path)
+    missing = [name for name in long_options(command)
+               if not re.search(rf"`{re.escape(name)}[ `=\[]", section)]  # fmt: skip
+    assert not missing, f"docs/cli.md, `{path}`: undocumented options {missing}"
+    for argument in (p for p in command.params if isinstance(p, click.Argument)):
+        assert argument.human_readable_name.upper() in section, (
+            f"docs/cli.md, `{path}`: argument {argument.human_readable_name} not described"
+        )
+
+
+def _section(text: str, path: str) -> str:
+    """The text from the heading that names ``path`` to the next heading of the same level."""
+    match = re.search(rf"^(#+) `{re.escape(path)}`.*$", text, re.MULTILINE)
+    assert match, f"docs/cli.md needs a heading like: ## `{path}`"
+    level = len(match.group(1))
+    rest = text[match.end() :]
+    end = re.search(rf"^#{{1,{level}}} ", rest, re.MULTILINE)
+    return rest[: end.start()] if end else rest
