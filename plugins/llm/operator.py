@@ -368,8 +368,12 @@ class LLMOperator(Operator):
         return cost if cost >= 0 and cost == cost else 0.0  # drop NaN and negatives
 
     def _describe(self, exc: BaseException) -> str:
+        bug = _plugin_bug(exc)
+        if bug is not None:
+            exc = bug
         status = getattr(exc, "status_code", None)
-        text = _one_line(getattr(exc, "message", None) or str(exc) or type(exc).__name__)
+        text = str(getattr(exc, "message", None) or exc or type(exc).__name__)
+        text = _one_line(text.split("Traceback (most recent call last)")[0])
         # litellm prefixes "litellm.RateLimitError: RateLimitError: OpenAIException - "; keep
         # the provider's own words.
         text = re.sub(r"^(litellm\.\w+:\s*)?(\w+Error:\s*)?(\w+Exception\s*-\s*)?", "", text)
@@ -417,6 +421,8 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return "giveup", "context window exceeded" if "Context" in name else "content refused"
     if isinstance(exc, _HardTimeout | _MalformedReply | TimeoutError | json.JSONDecodeError):
         return "retry", "transient"
+    if _plugin_bug(exc) is not None:
+        return "fatal", "provider plugin error"
     if _MISSING_KEY.search(str(getattr(exc, "message", None) or exc)):
         # litellm reports a key missing on our side as a 500; retrying cannot conjure one.
         return "fatal", "authentication failed"
@@ -449,6 +455,34 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return "retry", "transient"
     # Anything else is a bug (ours, a custom provider's): retrying would only hide it.
     return "fatal", "unexpected error"
+
+
+#: Exceptions that mean a programming error when raised by code outside these libraries.
+_BUG_TYPES = (TypeError, ValueError, KeyError, AttributeError, NameError, IndexError,
+              AssertionError, NotImplementedError)  # fmt: skip
+_LIBRARY_MODULES = ("litellm", "openai", "httpx", "httpcore", "anyio", "asyncio", "aiohttp",
+                    "pydantic", "json", "tenacity", "dei_llm")  # fmt: skip
+
+
+def _plugin_bug(exc: BaseException) -> BaseException | None:
+    """The programming error behind ``exc`` if it was raised in a custom provider's code.
+
+    litellm wraps whatever a ``CustomLLM`` raises into ``APIConnectionError``, which looks
+    retryable; a ``KeyError`` in a plugin is a bug that retrying would only hide.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__module__ == "builtins" and isinstance(current, _BUG_TYPES):
+            frame = current.__traceback__
+            while frame is not None and frame.tb_next is not None:
+                frame = frame.tb_next
+            module = str(frame.tb_frame.f_globals.get("__name__", "")) if frame else ""
+            if module and not module.startswith(_LIBRARY_MODULES):
+                return current
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _retry_after(exc: BaseException | None) -> float | None:

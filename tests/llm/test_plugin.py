@@ -11,8 +11,8 @@ import echo_provider
 import pytest
 
 from dei_framework import plugins
-from dei_framework.errors import ConfigError, PluginError
-from dei_framework.operators import OperatorRequest, OperatorSettings
+from dei_framework.errors import ConfigError, OperatorError, PluginError
+from dei_framework.operators import OperatorRequest, OperatorSettings, TransientOperatorFailure
 
 
 def _request() -> OperatorRequest:
@@ -134,3 +134,42 @@ def test_register_providers_directly():
         llm_plugin.register_providers([("bad", object())])
     with pytest.raises(PluginError, match="pairs"):
         llm_plugin.register_providers(["nope"])
+
+
+def _failing_provider(name: str, exc: Exception):
+    import litellm
+
+    class Failing(litellm.CustomLLM):
+        calls = 0
+
+        async def acompletion(self, *args, **kwargs):
+            type(self).calls += 1
+            raise exc
+
+    handler = Failing()
+    llm_plugin.register_providers([(name, handler)])
+    return handler
+
+
+def test_provider_plugin_bug_stops_without_retry():
+    from dei_llm.operator import LLMOperator, LLMOptions
+
+    handler = _failing_provider("buggyprov", KeyError("choices"))
+    op = LLMOperator("buggyprov/m", LLMOptions(retry_base=0.01, max_retries=3))
+    with pytest.raises(OperatorError, match=r"^buggyprov/m: provider plugin error: KeyError"):
+        asyncio.run(op.propose(_request()))
+    assert handler.calls == 1
+
+
+def test_provider_plugin_transient_error_is_retried():
+    import litellm
+    from dei_llm.operator import LLMOperator, LLMOptions
+
+    exc = litellm.exceptions.ServiceUnavailableError(
+        message="overloaded", llm_provider="busyprov", model="m"
+    )
+    handler = _failing_provider("busyprov", exc)
+    op = LLMOperator("busyprov/m", LLMOptions(retry_base=0.01, max_retries=2))
+    with pytest.raises(TransientOperatorFailure) as info:
+        asyncio.run(op.propose(_request()))
+    assert info.value.attempts == 3 and handler.calls == 3
