@@ -210,13 +210,16 @@ def parse_conditions(
 def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> ExperimentPlan:
     """Resolves ``dei experiment`` flags (every ``dei-run`` option plus the experiment's own)."""
     from dei_framework.cli import DEFAULT_CALLS_PER_NODE, resolve_config
+    from dei_framework.config import load_toml
 
-    if flags.get("iterations") is not None:
-        raise ConfigError("experiments take --budget (total calls per condition), "
-                          "not --iterations")  # fmt: skip
+    file = load_toml(flags["config_file"]) if flags.get("config_file") else {}
+    if flags.get("iterations") is not None or file.get("iterations") is not None:
+        raise ConfigError("experiments take --budget (total calls per condition), not --iterations")
     if flags.get("replay"):
-        raise ConfigError("dei experiment does not replay; replay single runs with "
-                          "dei-run --replay OUT/<condition>/repeat-<k>")  # fmt: skip
+        raise ConfigError(
+            "dei experiment does not replay; replay single runs with "
+            "dei-run --replay OUT/<condition>/repeat-<k>"
+        )
     # One base node per operator: it carries that operator's options (api_base, [[node]] ...).
     base = resolve_config({**flags, "nodes": None, "budget": None, "iterations": None}, plugins)
     operators = list(dict.fromkeys(node.operator for node in base.nodes))
@@ -225,7 +228,11 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     if not names and not flags.get("condition"):
         names = list(BUILTIN_CONDITIONS)
     conditions = parse_conditions(names, flags.get("condition") or (), operators, nodes)
-    budget = flags.get("budget") or DEFAULT_CALLS_PER_NODE * max(c.nodes for c in conditions)
+    budget = (
+        flags.get("budget")
+        or file.get("budget")
+        or DEFAULT_CALLS_PER_NODE * max(c.nodes for c in conditions)
+    )
     for condition in conditions:
         for operator in condition.operators:
             plugins.operator(operator)  # unknown operator names fail before any run starts

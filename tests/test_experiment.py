@@ -346,3 +346,14 @@ def test_cli_errors_are_one_line(tmp_path, cli_plugins):
     missing = CliRunner().invoke(cli.dei, ["experiment", "--resume", str(tmp_path)])
     assert missing.exit_code == 1
     assert "not an experiment directory" in missing.output
+
+
+def test_config_file_budget_and_iterations(tmp_path, plugins):
+    config = tmp_path / "dei.toml"
+    config.write_text('domain = "toy"\noperators = ["toy-random", "toy-b"]\nbudget = 16\n')
+    plan = plan_from_flags({"config_file": str(config), "rounds": 2, "conditions": "solo"}, plugins)
+    assert plan.budget == 16
+    assert plan.base.domain == "toy"
+    config.write_text('domain = "toy"\noperators = ["toy-random"]\niterations = 4\n')
+    with pytest.raises(ConfigError, match="not --iterations"):
+        plan_from_flags({"config_file": str(config)}, plugins)
