@@ -94,7 +94,6 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
     int next[MAXW];
     uint32_t *qbase[MAXW];
     int64_t executed[MAXW], spawned[MAXW], death_cycle[MAXW], death_left[MAXW];
-    uint8_t *cov = NULL;
     int i;
 
     const int32_t *pos = s->positions + (size_t)round * N;
@@ -114,7 +113,6 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
         wq[i].tail = 1;
         wq[i].tasks = 1;
         qbase[i][0] = (uint32_t)((pos[i] + s->start[i]) % cs);
-        if (OBS) s->cover[(size_t)i * cs + qbase[i][0]] = 1;
         next[i] = (i + 1) % N;
         executed[i] = spawned[i] = 0;
         death_cycle[i] = -1;
@@ -141,7 +139,6 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
         int v_ = (v);                             \
         q[w->tail & qmask] = (uint32_t)v_;        \
         w->tail++;                                \
-        if (OBS) cov[v_] = 1;                     \
     } while (0)
 #define FR(x) (RW ? fold((x), pc, cs, rl) : ((x) >= cs ? (x) - cs : (x)))
 #define FW(x) (RW ? fold((x), pc, cs, wl) : ((x) >= cs ? (x) - cs : (x)))
@@ -150,10 +147,11 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
     for (;;) {
         w = &wq[W];
         q = qbase[W];
-        if (OBS) cov = s->cover + (size_t)W * cs;
         executed[W]++;
         pc = (int)q[w->head & qmask];
         w->head++;
+        /* memory_coverage: distinct addresses this warrior executed */
+        if (OBS) s->cover[(size_t)W * cs + pc] = 1;
         IR = core[pc];
 
         /* Operands, evaluated in register as pMARS does. One 64-way switch on the mode pair

@@ -44,8 +44,9 @@ class RoundObservables:
         death_cycle: Cycle in which the warrior's last process died, ``None`` if it survived.
         share_sum: Sum over cycles ``t`` below the limit of ``alive_i(t) / number_alive(t)``.
         processes_spawned: Successful ``SPL`` executions (processes created).
-        memory_coverage: Distinct core addresses that entered the warrior's process queue
-            (the start address included); 0 when ``observe=False``.
+        memory_coverage: Distinct core addresses the warrior executed, i.e. that entered its
+            process queue and got their turn (an imp covers one address per cycle, up to
+            coresize); 0 when ``observe=False``.
         instructions_executed: Instructions the warrior executed.
         winners: Indices of the survivors (one winner, several for a tie, empty if all died).
     """
