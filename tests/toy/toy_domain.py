@@ -7,6 +7,7 @@ and its largest number. Cheap, deterministic and picklable, like a real domain m
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 from collections.abc import Sequence
@@ -64,11 +65,16 @@ class ToyOperator(Operator):
 
     offline = True
 
-    def __init__(self, label: str = "toy-random", max_in_flight: int = 4) -> None:
+    def __init__(
+        self, label: str = "toy-random", max_in_flight: int = 4, delay: float = 0.0
+    ) -> None:
         self.label = label
         self.max_in_flight = max_in_flight
+        self.delay = delay
 
     async def propose(self, request: OperatorRequest) -> OperatorReply:
+        if self.delay:
+            await asyncio.sleep(self.delay)
         rng = random.Random(request.seed)
         if rng.random() < 0.05:
             return OperatorReply(text="I cannot help with that.")
@@ -94,6 +100,8 @@ def dei_domains():
 @hookimpl
 def dei_operators():
     return [
-        OperatorSpec(name="toy-random", factory=lambda settings, domain: ToyOperator(),
+        OperatorSpec(name="toy-random",
+                     factory=lambda settings, domain: ToyOperator(
+                         delay=float(settings.options.get("delay", 0.0))),
                      domains=("toy",), description="random integers (tests)"),
     ]  # fmt: skip

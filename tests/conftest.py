@@ -1,0 +1,52 @@
+"""Shared fixtures: the toy plugin distribution, installed for real so entry points find it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TOY_SOURCE = REPO / "tests" / "toy"
+
+
+@pytest.fixture(scope="session")
+def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder where the `dei-toy` distribution is installed (pip install --target)."""
+    target = tmp_path_factory.mktemp("toy-site")
+    build = tmp_path_factory.mktemp("toy-build")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--target", str(target), str(TOY_SOURCE)],
+        check=True, cwd=build,
+    )  # fmt: skip
+    return target
+
+
+@pytest.fixture
+def toy_env(toy_site: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Environment for subprocesses (and sys.path for this one) that sees the toy plugin."""
+    monkeypatch.syspath_prepend(str(toy_site))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(toy_site), env.get("PYTHONPATH")]))
+    return env
+
+
+def run_console(script: str, *args: str, env: dict[str, str] | None = None,
+                timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+    """Runs one of the project's real console scripts (`dei-run`, `dei`)."""
+    result = subprocess.run(
+        [script, *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"{script} failed ({result.returncode}):\n{result.stderr[-3000:]}")
+    return result
+
+
+@pytest.fixture
+def cli():
+    """The console-script runner (`cli("dei-run", "--domain", ...)`)."""
+    return run_console

@@ -1,0 +1,85 @@
+"""Budget ledger: equal split, hard caps under concurrency, honest counting, persistence."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from dei_framework import BudgetExhausted, BudgetLedger, ConfigError, OperatorReply, split_budget
+from dei_framework.budget import NodeUsage
+
+
+def test_split_is_equal_or_refused() -> None:
+    assert split_budget(240, ["a", "b", "c", "d"]) == {"a": 60, "b": 60, "c": 60, "d": 60}
+    with pytest.raises(ConfigError, match="multiple of 3"):
+        split_budget(100, ["a", "b", "c"])
+    with pytest.raises(ConfigError):
+        split_budget(1, ["a", "b"])
+
+
+def test_cap_holds_under_32_concurrent_calls() -> None:
+    ledger = BudgetLedger(quotas={"n": 10})
+    started = []
+
+    async def call(i: int) -> None:
+        failures_left = 1 if i % 7 == 0 else 0
+        while True:
+            try:
+                ledger.reserve("n")
+            except BudgetExhausted:
+                return
+            started.append(i)
+            await asyncio.sleep(0.001 * (i % 5))
+            if failures_left:  # some calls fail once and give their slot back
+                failures_left -= 1
+                ledger.release("n", attempts=2)
+            else:
+                ledger.commit("n", OperatorReply(text="x", prompt_tokens=3, completion_tokens=4,
+                                                 cost_usd=0.001))  # fmt: skip
+                return
+
+    async def main() -> None:
+        await asyncio.gather(*(call(i) for i in range(32)))
+
+    peak = 0
+    original = ledger.reserve
+
+    def watching_reserve(node: str) -> None:
+        nonlocal peak
+        original(node)
+        usage = ledger.usage[node]
+        peak = max(peak, usage.calls + usage.in_flight)
+
+    ledger.reserve = watching_reserve
+    asyncio.run(main())
+    usage = ledger.usage["n"]
+    assert usage.calls == 10 and usage.in_flight == 0
+    assert peak <= 10  # never one call over, even counting calls in flight
+    failed = len(started) - 10
+    assert usage.attempts == 10 + 2 * failed
+    assert usage.prompt_tokens == 30 and usage.completion_tokens == 40
+    assert usage.cost_usd == pytest.approx(0.01)
+    with pytest.raises(BudgetExhausted):
+        ledger.reserve("n")
+
+
+def test_commit_without_reservation_is_a_bug() -> None:
+    ledger = BudgetLedger(quotas={"n": 1})
+    with pytest.raises(RuntimeError):
+        ledger.commit("n", OperatorReply(text=""))
+
+
+def test_totals_limit_and_persistence() -> None:
+    ledger = BudgetLedger(quotas={"a": 2, "b": 2}, models={"a": "gp", "b": "templates"})
+    for node in ("a", "b", "a"):
+        ledger.reserve(node)
+        ledger.commit(node, OperatorReply(text="", attempts=2), seconds=0.5)
+    data = ledger.to_json()
+    assert data["calls"] == 3 and data["limit"] == 4 and data["attempts"] == 6
+    assert data["nodes"]["a"]["model"] == "gp" and data["nodes"]["b"]["calls"] == 1
+    restored = BudgetLedger.from_json(data)
+    assert restored.remaining("a") == 0 and restored.remaining("b") == 1
+    assert restored.to_json()["nodes"] == data["nodes"]
+    assert BudgetLedger(quotas={"x": None}).remaining("x") is None
+    assert isinstance(restored.totals(), NodeUsage)

@@ -1,0 +1,169 @@
+"""The whole loop on the toy domain: dei-run end to end, resume after kill -9, replay, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dei_framework import NodeConfig, RunConfig, load_plugins, run
+
+TOY_ARGS = ["--domain", "toy", "--operator", "toy-random", "--eval-workers", "0",
+            "--progress", "quiet", "--no-report"]  # fmt: skip
+
+
+def events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def test_toy_ensemble_end_to_end(toy_env, cli, tmp_path) -> None:
+    out = tmp_path / "run"
+    result = cli("dei-run", *TOY_ARGS, "--nodes", "3", "--budget", "90", "--rounds", "3",
+                 "--seed", "7", "--out", str(out), env=toy_env)  # fmt: skip
+    assert f"summary: {out / 'summary.json'}" in result.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["budget"]["calls"] == 90 and summary["budget"]["limit"] == 90
+    assert [n["calls"] for n in summary["nodes"].values()] == [30, 30, 30]
+    assert 0 < summary["merged"]["coverage"] <= 1
+    assert summary["merged"]["qd_score"] > 0
+    assert len(summary["merged"]["per_round"]) == 3
+    log = events(out)
+    evaluated = [e for e in log if e["event"] == "evaluated" and e["kind"] in ("new", "mutate")]
+    assert len(evaluated) == 90
+    assert all(set(e) >= {"id", "node", "round", "operator", "parent", "fitness", "descriptor",
+                          "cell", "status", "timings"} for e in evaluated)  # fmt: skip
+    assert Counter(e["status"] for e in evaluated)["invalid"] > 0  # toy operator writes junk
+    assert all(e["error"].startswith("line 1:") for e in evaluated if e["status"] == "invalid")
+    rounds = [e for e in log if e["event"] == "round"]
+    assert len(rounds) == 9
+    # every node received the other nodes' champions through the in-memory GossipSub
+    received = [e for e in log if e["event"] == "received"]
+    assert {e["node"] for e in received} == {"node-0", "node-1", "node-2"}
+    for node in summary["nodes"].values():
+        assert node["niche_novelty"] is not None and 0 <= node["niche_novelty"] <= 1
+        assert node["generality"] is not None
+    assert (out / "nodes" / "node-0" / "round-002.json").exists()
+    assert json.loads((out / "config.json").read_text())["budget"] == 90
+
+
+def _config(**overrides) -> RunConfig:
+    values = dict(domain="toy", nodes=[NodeConfig(name="solo", operator="toy-random")],
+                  budget=40, rounds=2, seed=3, eval_workers=0, sharing="none")  # fmt: skip
+    values.update(overrides)
+    return RunConfig(**values)
+
+
+def test_same_seed_same_run_different_seed_different_run(toy_env, tmp_path) -> None:
+    registry = load_plugins()
+    a = run(_config(), tmp_path / "a", registry=registry)
+    b = run(_config(), tmp_path / "b", registry=registry)
+    c = run(_config(seed=4), tmp_path / "c", registry=registry)
+
+    def candidates(path: Path) -> list:
+        return [(e["id"], e.get("fitness"), e.get("cell")) for e in events(path)
+                if e["event"] == "evaluated"]  # fmt: skip
+
+    assert candidates(tmp_path / "a") == candidates(tmp_path / "b")
+    assert candidates(tmp_path / "a") != candidates(tmp_path / "c")
+    assert a["merged"] == b["merged"]
+    assert c["budget"]["calls"] == 40
+
+
+def test_replay_reproduces_a_multi_node_run_exactly(toy_env, cli, tmp_path) -> None:
+    out = tmp_path / "orig"
+    cli("dei-run", *TOY_ARGS, "--nodes", "2", "--budget", "40", "--rounds", "3",
+        "--out", str(out), env=toy_env)  # fmt: skip
+    replay = tmp_path / "replay"
+    cli("dei-run", "--replay", str(out), "--out", str(replay), "--progress", "quiet",
+        "--no-report", env=toy_env)  # fmt: skip
+    original, again = (json.loads((p / "summary.json").read_text()) for p in (out, replay))
+    assert again["merged"] == original["merged"]
+    for name in original["nodes"]:
+        assert again["nodes"][name]["champion"] == original["nodes"][name]["champion"]
+        assert again["nodes"][name]["calls"] == original["nodes"][name]["calls"]
+
+    def key(path: Path) -> list:
+        return sorted((e["id"], e.get("fitness"), e.get("status")) for e in events(path)
+                      if e["event"] == "evaluated")  # fmt: skip
+
+    assert key(replay) == key(out)
+
+
+def test_resume_after_kill_9_finishes_the_budget_without_repeating_work(toy_env, cli, tmp_path):
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'domain = "toy"\nnodes = 2\nbudget = 200\nrounds = 4\nseed = 11\n'
+        "checkpoint_seconds = 0.05\neval_workers = 0\n"
+        '[operator_options]\ndelay = 0.02\n'
+    )
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        ["dei-run", "--config", str(config), "--operator", "toy-random", "--out", str(out),
+         "--progress", "quiet", "--no-report"],
+        env=toy_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        checkpoint = out / "checkpoint.json"
+        if checkpoint.exists() and len(events(out)) > 60:
+            break
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (out / "summary.json").exists(), "the run finished before it could be killed"
+
+    cli("dei-run", "--resume", str(out), "--progress", "quiet", "--no-report", env=toy_env)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["budget"]["calls"] == 200
+    assert [n["calls"] for n in summary["nodes"].values()] == [100, 100]
+    ids = [e["id"] for e in events(out) if e["event"] == "evaluated"]
+    assert len(ids) == len(set(ids)), "a candidate was evaluated twice in the event log"
+    made = [e for e in events(out) if e["event"] == "evaluated" and e["kind"] in ("new", "mutate")]
+    assert len(made) == 200
+    assert sum(1 for e in events(out) if e["event"] == "round") == 8
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--domain", "nosuch"], "unknown domain 'nosuch'"),
+        (["--domain", "toy", "--operator", "nosuch"], "unknown operator 'nosuch'"),
+        (["--domain", "toy", "--operator", "toy-random", "--nodes", "3", "--budget", "100"],
+         "does not split equally"),
+        (["--domain", "toy", "--operator", "toy-random", "--rounds", "0"], "at least 1"),
+        (["--domain", "toy", "--operator", "toy-random", "--config", "/nonexistent.toml"],
+         "not found"),
+        (["--domain", "toy", "--operator", "toy-random", "--sharing", "gossip-all"],
+         "unknown sharing policy"),
+        (["--domain", "toy", "--operator", "toy-random", "--axes", "length,nope"],
+         "no descriptor axis nope"),
+    ],
+)
+def test_bad_options_give_one_clear_line(toy_env, cli, tmp_path, args, message) -> None:
+    result = cli("dei-run", *args, "--out", str(tmp_path / "x"), "--progress", "quiet",
+                 env=toy_env, check=False)  # fmt: skip
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len([line for line in result.stderr.splitlines() if line.startswith("error:")]) == 1
+
+
+def test_config_file_sets_options_and_flags_override(toy_env, cli, tmp_path) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'domain = "toy"\nbudget = 20\nrounds = 2\nseed = 5\neval_workers = 0\n'
+        '[[node]]\noperator = "toy-random"\nname = "alpha"\n'
+        '[[node]]\noperator = "toy-random"\nname = "beta"\n'
+    )
+    out = tmp_path / "run"
+    cli("dei-run", "--config", str(config), "--rounds", "1", "--out", str(out), "--progress",
+        "quiet", "--no-report", env=toy_env)  # fmt: skip
+    resolved = json.loads((out / "config.json").read_text())
+    assert [n["name"] for n in resolved["nodes"]] == ["alpha", "beta"]
+    assert resolved["rounds"] == 1 and resolved["seed"] == 5 and resolved["budget"] == 20
