@@ -41,9 +41,11 @@ TSP_THRESHOLDS = (1, 10, 100, 1000, 10000)
 MC_THRESHOLDS = (10, 100, 500, 1000, 4000)
 OPCODE_THRESHOLDS = (4, 6, 8, 10, 14)
 LENGTH_THRESHOLDS = (5, 12, 20, 35, 60)
-#: Bundled warriors that make the default initial opponents: four different strategies
-#: (bomber, stone, scanner, replicator) that are small and kill weak candidates quickly.
-DEFAULT_OPPONENTS = ("dwarf", "stone", "scanner", "paper")
+#: Bundled warriors that make the default initial opponents: four strategies (bomber, stone,
+#: replicator, core clear) that are small and kill weak candidates quickly. None of them bombs
+#: with SPL: a stun bomb makes its victim's processes spawn, which would push every candidate's
+#: TSP into the top rows of the grid (spawns count for the warrior that executes the SPL).
+DEFAULT_OPPONENTS = ("dwarf", "stone", "paper", "clear")
 #: Parsed programs kept per process (opponents are re-parsed every round).
 _PARSE_CACHE = 4096
 

@@ -177,13 +177,13 @@ def _mod(k: int) -> Callable[[random.Random, int], int]:
 ARCHETYPES: dict[str, Archetype] = {
     a.name: a
     for a in (
-        Archetype("imp", _draw(decoys=_between(0, 12), spl=_between(0, 3)), _imp,
+        Archetype("imp", _draw(decoys=_between(0, 12), spl=_between(0, 9)), _imp,
                   "imp (one self-copying MOV)"),
         Archetype("dwarf", _draw(step=_step, bomb=_between(0, 1), decoys=_between(0, 6),
-                                 spl=_between(0, 4)), _dwarf, "dwarf bomber"),
+                                 spl=_between(0, 6)), _dwarf, "dwarf bomber"),
         Archetype("stone", _draw(step=_mod(5), first=_between(2, 400), tail=_between(0, 9),
                                  decoys=_between(0, 8)), _stone, "stone with a SPL 0 spawner"),
-        Archetype("paper", _draw(dist=_between(100, 7900), spl=_between(0, 3)), _paper,
+        Archetype("paper", _draw(dist=_between(100, 7900), spl=_between(0, 5)), _paper,
                   "paper (replicator)"),
         Archetype("scanner", _draw(step=_step, gap=_between(2, 20), bomb=_between(0, 1),
                                    spl=_between(0, 2)), _scanner, "scanner with SPL stun bombs"),
