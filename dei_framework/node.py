@@ -51,7 +51,8 @@ class Node:
         self.registry = registry
         self.recorded = recorded
         self.identity = identity or NodeIdentity.generate()
-        self.inbox = inbox or InboxFilter(domain=domain_name)
+        # Champions are rare (one per node and round); the limit only stops floods.
+        self.inbox = inbox or InboxFilter(domain=domain_name, rate_per_minute=120, burst=60)
         self.published = 0
         self.own_messages = 0
         loop._receive = self.receive
