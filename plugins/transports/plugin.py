@@ -57,10 +57,35 @@ def make_inmemory(node_names: Sequence[str], options: Mapping[str, Any]) -> list
     if len(set(node_names)) != len(node_names):
         raise ConfigError("node names must be unique")
     hub = Hub(loss=loss, latency=_latency(options.get("latency")), seed=seed)
+    for groups, start, end in _windows(options.get("partition"), "partition"):
+        hub.partition([g.split(",") for g in groups.split("|")], start, end)
+    for node, start, end in _windows(options.get("outage"), "outage"):
+        if node not in node_names:
+            raise ConfigError(f"outage: unknown node {node!r}")
+        hub.outage(node, start, end)
     return [
         GossipSubRouter(hub.link(name), params, seed=seed * 7919 + index)
         for index, name in enumerate(node_names)
     ]
+
+
+def _windows(value: Any, option: str) -> list[tuple[str, float, float]]:
+    """Parses fault windows ``WHAT@START-END`` (seconds of hub time), ``;``-separated.
+
+    ``partition=node-0,node-1|node-2@1-3`` splits the nodes in two groups from 1 s to 3 s;
+    ``outage=node-2@0.5-2`` crashes ``node-2`` (it loses everything) from 0.5 s to 2 s.
+    """
+    windows = []
+    for item in filter(None, str(value or "").split(";")):
+        what, _, span = item.partition("@")
+        start, _, end = span.partition("-")
+        try:
+            windows.append((what.strip(), float(start), float(end)))
+        except ValueError:
+            raise ConfigError(
+                f"{option} takes WHAT@START-END in seconds, got {item!r}"
+            ) from None
+    return windows
 
 
 def make_axl(node_names: Sequence[str], options: Mapping[str, Any]) -> list[Transport]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 import re
 from collections.abc import Sequence
 
@@ -16,7 +17,13 @@ from dei_framework import hookimpl
 from dei_framework.descriptors import AxisSpec, ThresholdAxis, UniformAxis
 from dei_framework.domain import Domain, DomainSpec, Evaluation, Program
 from dei_framework.errors import InvalidProgram
-from dei_framework.operators import Operator, OperatorReply, OperatorRequest, OperatorSpec
+from dei_framework.operators import (
+    Operator,
+    OperatorReply,
+    OperatorRequest,
+    OperatorSpec,
+    TransientOperatorFailure,
+)
 
 
 class ToyDomain(Domain):
@@ -66,15 +73,22 @@ class ToyOperator(Operator):
     offline = True
 
     def __init__(
-        self, label: str = "toy-random", max_in_flight: int = 4, delay: float = 0.0
+        self,
+        label: str = "toy-random",
+        max_in_flight: int = 4,
+        delay: float = 0.0,
+        fail_for: float = 0.0,
     ) -> None:
         self.label = label
         self.max_in_flight = max_in_flight
         self.delay = delay
+        self.fail_until = time.monotonic() + fail_for  # a provider that is down for a while
 
     async def propose(self, request: OperatorRequest) -> OperatorReply:
         if self.delay:
             await asyncio.sleep(self.delay)
+        if time.monotonic() < self.fail_until:
+            raise TransientOperatorFailure("provider down", attempts=3)
         rng = random.Random(request.seed)
         if rng.random() < 0.05:
             return OperatorReply(text="I cannot help with that.")
@@ -102,6 +116,7 @@ def dei_operators():
     return [
         OperatorSpec(name="toy-random",
                      factory=lambda settings, domain: ToyOperator(
-                         delay=float(settings.options.get("delay", 0.0))),
+                         delay=float(settings.options.get("delay", 0.0)),
+                         fail_for=float(settings.options.get("fail_for", 0.0))),
                      domains=("toy",), description="random integers (tests)"),
     ]  # fmt: skip
