@@ -241,7 +241,8 @@ class TemplateOperator(Operator):
         coresize = self.settings.coresize
         tagged = read_tag(request.parent.text) if request.parent is not None else None
         if request.kind != "mutate" or tagged is None or rng.random() < SWITCH:
-            name = rng.choice(sorted(ARCHETYPES))
+            current = tagged[0] if tagged is not None else None
+            name = rng.choice(sorted(set(ARCHETYPES) - {current}))
             return write_archetype(name, ARCHETYPES[name].draw(rng, coresize), coresize)
         name, params = tagged
         fresh = ARCHETYPES[name].draw(rng, coresize)
