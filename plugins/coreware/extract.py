@@ -58,9 +58,7 @@ def is_code_line(line: str) -> bool:
     # second; prose almost never does ("Add a bomb" is caught by the operand check below).
     first = body.strip().split(None, 1)[0].rstrip(":").split(".", 1)[0].upper()
     second_words = body.strip().split(None, 2)
-    second = (
-        second_words[1].split(".", 1)[0].upper() if len(second_words) > 1 else ""
-    )
+    second = second_words[1].split(".", 1)[0].upper() if len(second_words) > 1 else ""
     if first in _CODE_WORDS:
         return _plausible_operands(body.strip().split(None, 1)[1:])
     if second in _CODE_WORDS and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*:?", second_words[0]):

@@ -9,6 +9,7 @@ from dei_coreware import domain as domain_module
 from dei_coreware.domain import CorewarDomain, placement_seed
 from dei_coreware.generality import BUNDLED, load_warrior_set, pairing_seed
 from dei_coreware.prompts import SYSTEM
+
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.errors import ConfigError, InvalidProgram
 from dei_framework.operators import Parent

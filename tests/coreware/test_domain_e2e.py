@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from dei_framework import NodeConfig, RunConfig, run
 
 DEI_RUN = [sys.executable, "-c", "from dei_framework.cli import dei_run_main; dei_run_main()"]

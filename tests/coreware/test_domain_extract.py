@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from dei_coreware.extract import clean, extract, is_code_line
+
 from dei_framework.errors import InvalidProgram
 
 DWARF = "add #4, 3\nmov 2, @2\njmp -2\ndat #0, #0\n"
@@ -34,7 +35,10 @@ def test_missing_end_header_and_closing_fence() -> None:
 
 
 def test_windows_newlines_and_tabs() -> None:
-    reply = "```redcode\r\nloop\tadd #4, bomb\r\n\tmov bomb, @bomb\r\n\tjmp loop\r\nbomb\tdat 0, 0\r\n```"
+    reply = (
+        "```redcode\r\nloop\tadd #4, bomb\r\n\tmov bomb, @bomb\r\n\tjmp loop\r\n"
+        "bomb\tdat 0, 0\r\n```"
+    )
     found = extract(reply)
     assert "\r" not in found.source and "\t" not in found.source
     assert len(found.warrior) == 4

@@ -9,6 +9,7 @@ from dei_coreware.domain import CorewarDomain
 from dei_coreware.generality import BUNDLED
 from dei_coreware.operators import GPOperator, TemplateOperator
 from dei_coreware.operators.templates import ARCHETYPES, read_tag, write_archetype
+
 from dei_framework.errors import InvalidProgram
 from dei_framework.operators import OperatorRequest, Parent
 from dei_framework.plugins import load_plugins

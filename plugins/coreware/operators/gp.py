@@ -120,9 +120,7 @@ class GPOperator(Operator):
             start = rng.randrange(len(lines))
         return lines, min(max(start, 0), len(lines) - 1)
 
-    def _crossover(
-        self, rng: random.Random, lines: list[Line], other: list[Line]
-    ) -> list[Line]:
+    def _crossover(self, rng: random.Random, lines: list[Line], other: list[Line]) -> list[Line]:
         cut_a = rng.randint(1, len(lines))
         cut_b = rng.randrange(len(other))
         child = lines[:cut_a] + other[cut_b:]

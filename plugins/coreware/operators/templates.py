@@ -53,8 +53,7 @@ class Archetype:
 
 def _imp(p: Params, coresize: int) -> str:
     return (
-        _decoys(p["decoys"]) + "start\n" + _spl_prefix(p["spl"])
-        + "imp     mov.i   #0, 1\n"
+        _decoys(p["decoys"]) + "start\n" + _spl_prefix(p["spl"]) + "imp     mov.i   #0, 1\n"
         "        end     start\n"
     )
 
@@ -62,7 +61,10 @@ def _imp(p: Params, coresize: int) -> str:
 def _dwarf(p: Params, coresize: int) -> str:
     bomb = "dat     #0, #0" if p["bomb"] == 0 else "spl     #0, 0"
     return (
-        f"step    equ     {p['step']}\n" + _decoys(p["decoys"]) + "start\n" + _spl_prefix(p["spl"])
+        f"step    equ     {p['step']}\n"
+        + _decoys(p["decoys"])
+        + "start\n"
+        + _spl_prefix(p["spl"])
         + "loop    add.ab  #step, ptr\n"
         "        mov.i   ptr, @ptr\n"
         "        jmp     loop\n"
@@ -78,8 +80,7 @@ def _stone(p: Params, coresize: int) -> str:
         "loop    mov.i   bomb, @ptr\n"
         f"ptr     add.ab  #step, #{p['first']}\n"
         "        jmp     loop\n"
-        f"bomb    dat     #0, #{p['tail']}\n" + _decoys(p["decoys"])
-        + "        end     start\n"
+        f"bomb    dat     #0, #{p['tail']}\n" + _decoys(p["decoys"]) + "        end     start\n"
     )
 
 
@@ -105,7 +106,9 @@ def _scanner(p: Params, coresize: int) -> str:
     stun = "spl     #0, 0" if p["bomb"] == 0 else "dat     #0, #0"
     return (
         f"step    equ     {p['step']}\n"
-        f"gap     equ     {p['gap']}\n" + "start\n" + _spl_prefix(p["spl"])
+        f"gap     equ     {p['gap']}\n"
+        + "start\n"
+        + _spl_prefix(p["spl"])
         + "scan    add.f   inc, look\n"
         "look    sne.i   gap, 0\n"
         "        jmp     scan\n"
@@ -124,16 +127,14 @@ def _clear(p: Params, coresize: int) -> str:
         head + "wipe    mov.i   bomb, >ptr\n"
         f"        djn.f   wipe, >ptr\n"
         f"ptr     dat     #0, #{p['gate']}\n"
-        f"bomb    dat     #0, #{p['tail']}\n" + _decoys(p["decoys"])
-        + "        end     clear\n"
+        f"bomb    dat     #0, #{p['tail']}\n" + _decoys(p["decoys"]) + "        end     clear\n"
     )
 
 
 def _ring(p: Params, coresize: int) -> str:
     step = pow(3, -1, coresize) if math.gcd(3, coresize) == 1 else coresize // 3 + 1
     return (
-        f"step    equ     {step}\n" + _decoys(p["decoys"])
-        + "start   mov.i   imp, imp+step\n"
+        f"step    equ     {step}\n" + _decoys(p["decoys"]) + "start   mov.i   imp, imp+step\n"
         "        mov.i   imp, imp+2*step\n"
         "        spl     first\n"
         "        spl     third\n"
@@ -147,7 +148,9 @@ def _ring(p: Params, coresize: int) -> str:
 
 def _vampire(p: Params, coresize: int) -> str:
     return (
-        f"step    equ     {p['step']}\n" + "start\n" + _spl_prefix(p["spl"])
+        f"step    equ     {p['step']}\n"
+        + "start\n"
+        + _spl_prefix(p["spl"])
         + "loop    add.f   hop, fang\n"
         "        mov.i   fang, @fang\n"
         "        jmp     loop\n"
@@ -177,21 +180,51 @@ def _mod(k: int) -> Callable[[random.Random, int], int]:
 ARCHETYPES: dict[str, Archetype] = {
     a.name: a
     for a in (
-        Archetype("imp", _draw(decoys=_between(0, 12), spl=_between(0, 9)), _imp,
-                  "imp (one self-copying MOV)"),
-        Archetype("dwarf", _draw(step=_step, bomb=_between(0, 1), decoys=_between(0, 6),
-                                 spl=_between(0, 6)), _dwarf, "dwarf bomber"),
-        Archetype("stone", _draw(step=_mod(5), first=_between(2, 400), tail=_between(0, 9),
-                                 decoys=_between(0, 8)), _stone, "stone with a SPL 0 spawner"),
-        Archetype("paper", _draw(dist=_between(100, 7900), spl=_between(0, 5)), _paper,
-                  "paper (replicator)"),
-        Archetype("scanner", _draw(step=_step, gap=_between(2, 20), bomb=_between(0, 1),
-                                   spl=_between(0, 2)), _scanner, "scanner with SPL stun bombs"),
-        Archetype("clear", _draw(gate=_between(3, 60), tail=_between(0, 9), spl=_between(0, 1),
-                                 decoys=_between(0, 20)), _clear, "core clear"),
+        Archetype(
+            "imp",
+            _draw(decoys=_between(0, 12), spl=_between(0, 9)),
+            _imp,
+            "imp (one self-copying MOV)",
+        ),
+        Archetype(
+            "dwarf",
+            _draw(step=_step, bomb=_between(0, 1), decoys=_between(0, 6), spl=_between(0, 6)),
+            _dwarf,
+            "dwarf bomber",
+        ),
+        Archetype(
+            "stone",
+            _draw(step=_mod(5), first=_between(2, 400), tail=_between(0, 9), decoys=_between(0, 8)),
+            _stone,
+            "stone with a SPL 0 spawner",
+        ),
+        Archetype(
+            "paper",
+            _draw(dist=_between(100, 7900), spl=_between(0, 5)),
+            _paper,
+            "paper (replicator)",
+        ),
+        Archetype(
+            "scanner",
+            _draw(step=_step, gap=_between(2, 20), bomb=_between(0, 1), spl=_between(0, 2)),
+            _scanner,
+            "scanner with SPL stun bombs",
+        ),
+        Archetype(
+            "clear",
+            _draw(
+                gate=_between(3, 60),
+                tail=_between(0, 9),
+                spl=_between(0, 1),
+                decoys=_between(0, 20),
+            ),
+            _clear,
+            "core clear",
+        ),
         Archetype("ring", _draw(decoys=_between(0, 10)), _ring, "three-point imp ring"),
-        Archetype("vampire", _draw(step=_step, spl=_between(0, 3)), _vampire,
-                  "vampire with a SPL 0 pit"),
+        Archetype(
+            "vampire", _draw(step=_step, spl=_between(0, 3)), _vampire, "vampire with a SPL 0 pit"
+        ),
     )
 }
 
