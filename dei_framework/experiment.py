@@ -107,7 +107,12 @@ class ExperimentPlan:
                               seed=self.seed(repeat))  # fmt: skip
         # The protocol itself: every condition spends exactly the same total budget.
         total = sum(config.node_quotas().values())
-        assert total == self.budget, f"{condition.name}: {total} calls != budget {self.budget}"
+        # (A real check, not ``assert``: it must hold under ``python -O`` too.)
+        if total != self.budget or config.budget != self.budget:
+            raise ConfigError(
+                f"equal compute violated: condition {condition.name!r} would get {total} "
+                f"calls, not {self.budget}"
+            )
         return config
 
     def run_dir(self, out: Path, condition: Condition, repeat: int) -> Path:
