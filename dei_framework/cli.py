@@ -260,9 +260,30 @@ def write_report(run_dir: Path) -> Path | None:
     return write_run_report(run_dir)
 
 
+# click >= 8.2 raises this for a bare group invocation; it is a request for help, not an error.
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+def _standalone(command: click.Command, prog_name: str) -> None:
+    """Runs a click command so that usage errors too end as one line and exit status 1."""
+    try:
+        result = command.main(prog_name=prog_name, standalone_mode=False)
+    except _NO_ARGS_IS_HELP as exc:
+        click.echo(exc.format_message())
+        sys.exit(0)
+    except click.ClickException as exc:
+        hint = f" (see {prog_name} --help)" if isinstance(exc, click.UsageError) else ""
+        fail(f"{exc.format_message()}{hint}")
+    except click.exceptions.Abort:
+        fail("aborted")
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    sys.exit(result if isinstance(result, int) else 0)
+
+
 def dei_run_main() -> None:
     """Console script entry point of ``dei-run``."""
-    dei_run(prog_name="dei-run")
+    _standalone(dei_run, "dei-run")
 
 
 # --- dei ------------------------------------------------------------------------------------------
@@ -323,4 +344,4 @@ dei.add_command(experiment_command())
 
 def main() -> None:
     """Console script entry point of ``dei``."""
-    dei(prog_name="dei")
+    _standalone(dei, "dei")

@@ -6,6 +6,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from dei_framework.envelope import ChampionEnvelope, NodeIdentity
 from dei_framework.node import Node
 from dei_framework.search import SearchLoop
@@ -118,3 +120,37 @@ def test_hostile_peers_are_dropped_counted_and_bounded() -> None:
     assert dropped["malformed"] + dropped["version"] + dropped["oversize"] == len(junk)
     assert len(node.inbox._seen) <= node.inbox.max_seen
     assert isinstance(SearchLoop, type)
+
+
+def test_assembler_fuzzing_raises_only_the_documented_error() -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz_assembler.py"
+    result = subprocess.run([sys.executable, str(script), "--seconds", "5", "--seed", "7"],
+                            capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    report = json.loads(result.stdout)
+    assert report["inputs"] > 100
+    assert report["other_exceptions"] == 0, report["failures"]
+    assert report["assembly_errors"] > 0 and report["assembled"] > 0
+    assert report["slowest_seconds"] < 5  # a hang guard, not a speed claim
+
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["dei", "report", "/nonexistent-run"],
+        ["dei", "nosuch-command"],
+        ["dei-run", "--rounds", "abc"],
+        ["dei-run", "--bogus-flag"],
+        ["dei", "coreware", "battle", "/nonexistent.red"],
+        ["dei", "plugins", "--json", "extra-argument"],
+        ["dei", "experiment", "--repeats", "-3", "--domain", "toy"],
+    ],
+)
+def test_every_cli_command_answers_bad_input_with_one_line(argv, toy_env, cli) -> None:
+    result = cli(argv[0], *argv[1:], env=toy_env, check=False)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
