@@ -63,7 +63,8 @@ def _dei_run(cli, env, domain: str, stub, out: Path, *extra: str, check: bool = 
     return cli(
         "dei-run", "--domain", domain, "--transport", "inmemory", "--nodes", "2",
         "--operator", MODEL, "--api-base", stub.base_url, "--budget", "8", "--rounds", "2",
-        "--seed", "1", "--out", str(out), "--progress", "quiet", "--no-report", *extra,
+        "--seed", "1", "--out", str(out), "--progress", "quiet", "--no-report",
+        "--eval-workers", "0", *extra,
         env=env, check=check, timeout=300,
     )  # fmt: skip
 
