@@ -32,6 +32,7 @@ import random
 import re
 import time
 import urllib.parse
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -216,7 +217,8 @@ class LLMOperator(Operator):
         self._fatal: OperatorError | None = None
         # One semaphore per event loop: asyncio primitives bind to the loop that first
         # contends for them, and tests (or a library user) may drive us from several loops.
-        self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._semaphores = weakref.WeakKeyDictionary()
 
     @classmethod
     def from_settings(cls, model: str, settings: OperatorSettings) -> LLMOperator:
@@ -256,10 +258,10 @@ class LLMOperator(Operator):
     # --- internals ----------------------------------------------------------------------------
 
     def _semaphore(self) -> asyncio.Semaphore:
-        loop_id = id(asyncio.get_running_loop())
-        semaphore = self._semaphores.get(loop_id)
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.get(loop)
         if semaphore is None:
-            semaphore = self._semaphores[loop_id] = asyncio.Semaphore(self.options.concurrency)
+            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.options.concurrency)
         return semaphore
 
     async def _propose(self, messages: list[dict[str, Any]]) -> OperatorReply:
