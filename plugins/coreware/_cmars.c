@@ -18,7 +18,8 @@
 
 typedef struct {
     uint16_t a, b;
-    uint8_t op, am, bm, pad;
+    uint8_t op, am, bm;
+    uint8_t mp; /* am * 8 + bm, kept with the modes so dispatch needs no arithmetic */
 } cell_t;
 
 enum { DAT, MOV, ADD, SUB, MUL, DIV, MOD, JMP, JMZ, JMN, DJN, SPL, SLT, CMP, SEQ, SNE, NOP,
@@ -27,6 +28,14 @@ enum { mA, mB, mAB, mBA, mF, mX, mI };
 enum { IMM, DIR, AIND, BIND, APRE, BPRE, APOST, BPOST };
 
 #define OPM(o, m) (((o) << 3) + (m))
+
+/* Non-zero when two cells differ in opcode, modifier or modes (mp follows the modes). */
+static inline uint32_t kind_word(const cell_t *c) {
+    uint32_t k;
+    memcpy(&k, &c->op, sizeof k);
+    return k;
+}
+#define SAME_KIND(x, y) (kind_word(core + (x)) != kind_word(core + (y)))
 
 /* Output columns per (round, warrior), int64. */
 enum { O_DEATH_CYCLE, O_ALIVE_CYCLES, O_SPAWNED, O_COVERAGE, O_EXECUTED, O_DEATH_LEFT,
@@ -63,7 +72,9 @@ typedef struct {
 } sim_t;
 
 typedef struct {
-    uint32_t head, tail;
+    uint32_t *q;      /* ring buffer of qmask + 1 addresses */
+    uint32_t head;    /* pops so far: also the warrior's executed-instruction count */
+    uint32_t tail;
     int tasks;
 } wq_t;
 
@@ -92,8 +103,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
     cell_t *const core = s->core;
     wq_t wq[MAXW];
     int next[MAXW];
-    uint32_t *qbase[MAXW];
-    int64_t executed[MAXW], spawned[MAXW], death_cycle[MAXW], death_left[MAXW];
+    int64_t spawned[MAXW], death_cycle[MAXW], death_left[MAXW];
     int i;
 
     const int32_t *pos = s->positions + (size_t)round * N;
@@ -102,19 +112,19 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
 
     /* Core cleared to DAT.F $0, $0; warriors copied in at their positions. */
     {
-        cell_t init = {0, 0, OPM(DAT, mF), DIR, DIR, 0};
+        cell_t init = {0, 0, OPM(DAT, mF), DIR, DIR, DIR * 8 + DIR};
         for (i = 0; i < cs; i++) core[i] = init;
     }
     if (OBS) memset(s->cover, 0, (size_t)N * cs);
     for (i = 0; i < N; i++) {
         memcpy(core + pos[i], s->code[i], sizeof(cell_t) * s->len[i]);
-        qbase[i] = s->queue + (size_t)i * (qmask + 1);
+        wq[i].q = s->queue + (size_t)i * (qmask + 1);
         wq[i].head = 0;
         wq[i].tail = 1;
         wq[i].tasks = 1;
-        qbase[i][0] = (uint32_t)((pos[i] + s->start[i]) % cs);
+        wq[i].q[0] = (uint32_t)((pos[i] + s->start[i]) % cs);
         next[i] = (i + 1) % N;
-        executed[i] = spawned[i] = 0;
+        spawned[i] = 0;
         death_cycle[i] = -1;
         death_left[i] = 0;
     }
@@ -146,8 +156,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
 
     for (;;) {
         w = &wq[W];
-        q = qbase[W];
-        executed[W]++;
+        q = w->q;
         pc = (int)q[w->head & qmask];
         w->head++;
         /* memory_coverage: distinct addresses this warrior executed */
@@ -236,7 +245,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
 #define MODE_CASE(MA, MB) case (MA) * 8 + (MB): EVAL_A(MA); EVAL_B(MB); break;
 #define MODE_ROW(MA) MODE_CASE(MA, 0) MODE_CASE(MA, 1) MODE_CASE(MA, 2) MODE_CASE(MA, 3) \
                      MODE_CASE(MA, 4) MODE_CASE(MA, 5) MODE_CASE(MA, 6) MODE_CASE(MA, 7)
-        switch ((IR.am << 3) | IR.bm) {
+        switch (IR.mp) {
             MODE_ROW(0) MODE_ROW(1) MODE_ROW(2) MODE_ROW(3)
             MODE_ROW(4) MODE_ROW(5) MODE_ROW(6)
             MODE_CASE(7, 0) MODE_CASE(7, 1) MODE_CASE(7, 2) MODE_CASE(7, 3)
@@ -383,8 +392,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
             if (bb != aa || ba != ab) break;
             goto skip;
         case OPM(CMP, mI): case OPM(SEQ, mI):
-            if (core[raddrB].op != core[addrA].op || core[raddrB].am != core[addrA].am ||
-                core[raddrB].bm != core[addrA].bm || ba != aa || bb != ab)
+            if (SAME_KIND(raddrB, addrA) || ba != aa || bb != ab)
                 break;
             goto skip;
 
@@ -407,8 +415,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
             if (bb != aa || ba != ab) goto skip;
             break;
         case OPM(SNE, mI):
-            if (core[raddrB].op != core[addrA].op || core[raddrB].am != core[addrA].am ||
-                core[raddrB].bm != core[addrA].bm || ba != aa || bb != ab)
+            if (SAME_KIND(raddrB, addrA) || ba != aa || bb != ab)
                 goto skip;
             break;
 
@@ -519,7 +526,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
         o[O_DEATH_CYCLE] = wq[i].tasks ? -1 : death_cycle[i];
         o[O_ALIVE_CYCLES] = wq[i].tasks ? cycles : death_cycle[i];
         o[O_SPAWNED] = spawned[i];
-        o[O_EXECUTED] = executed[i];
+        o[O_EXECUTED] = wq[i].head;
         o[O_DEATH_LEFT] = wq[i].tasks ? 0 : death_left[i];
         o[O_SURVIVED] = wq[i].tasks ? 1 : 0;
         if (OBS) {
@@ -630,6 +637,7 @@ static PyObject *run_rounds(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_buffer code = {0}, pos = {0}, st = {0}, psp = {0}, lr = {0}, ow = {0}, osh = {0}, orr = {0};
     int have = 0;
+    cell_t *codecopy = NULL;
     if (N < 1 || N > MAXW || PySequence_Fast_GET_SIZE(starts) != N ||
         PySequence_Fast_GET_SIZE(psps) != N) {
         PyErr_SetString(PyExc_ValueError, "bad number of warriors");
@@ -670,7 +678,21 @@ static PyObject *run_rounds(PyObject *self, PyObject *args) {
     if (get_buffer(or_o, &orr, 1, (Py_ssize_t)rounds * R_NCOLS * 8, "out_r") < 0) goto done;
     have |= 128;
 
-    const cell_t *cp = (const cell_t *)code.buf;
+    /* Private copy of the load images with the mode-pair byte filled in. */
+    codecopy = (cell_t *)malloc(sizeof(cell_t) * (size_t)total);
+    if (!codecopy) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(codecopy, code.buf, sizeof(cell_t) * (size_t)total);
+    for (long k = 0; k < total; k++) {
+        if (codecopy[k].am > 7 || codecopy[k].bm > 7 || codecopy[k].op >= NUM_OPCODES * 8) {
+            PyErr_SetString(PyExc_ValueError, "bad opcode or mode in code");
+            goto done;
+        }
+        codecopy[k].mp = (uint8_t)(codecopy[k].am * 8 + codecopy[k].bm);
+    }
+    const cell_t *cp = codecopy;
     for (int i = 0; i < N; i++) {
         s.code[i] = cp;
         cp += s.len[i];
@@ -723,6 +745,7 @@ static PyObject *run_rounds(PyObject *self, PyObject *args) {
     result = Py_None;
     Py_INCREF(result);
 done:
+    free(codecopy);
     if (have & 1) PyBuffer_Release(&code);
     if (have & 2) PyBuffer_Release(&st);
     if (have & 4) PyBuffer_Release(&pos);
