@@ -237,6 +237,9 @@ def dei_run(**flags: Any) -> None:
     with progress:
         summary = run(config, out, registry=plugins, resume=bool(resume_dir),
                       replay_from=replay_dir, progress=progress.update)  # fmt: skip
+    for name, node in summary["nodes"].items():
+        if node.get("stopped"):
+            click.echo(f"warning: node {name} stopped early: {node['stopped']}", err=True)
     report = None
     if not flags.get("no_report"):
         report = write_report(out)
