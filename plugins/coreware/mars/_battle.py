@@ -215,7 +215,7 @@ def run_battle(
     def fresh_pspace() -> tuple[np.ndarray, np.ndarray]:
         # pMARS starts p-space zeroed and location 0 at coresize - 1 ("unlikely number").
         return (
-            np.zeros(max(psp) + 1 and (max(psp) + 1) * psize, dtype=np.uint16),
+            np.zeros((max(psp) + 1) * psize, dtype=np.uint16),
             np.full(n, coresize - 1, dtype=np.uint16),
         )
 
