@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 from dei_coreware.mars import (
     MarsError,
@@ -235,6 +236,24 @@ def test_pspace_last_result_and_sequential_rounds() -> None:
     one = run_battle([flip], settings, seed=SEED)
     assert [r.winners for r in one.rounds] == [(), (0,), (), (0,)]
     assert run_battle([flip], settings, seed=SEED, workers=2) == one
+
+
+def test_pin_shares_pspace() -> None:
+    writer = _w(("STP", "AB", "#", 5, "#", 1), ("JMP", "B", "$", 0, "$", 0))
+    reader = _w(
+        ("LDP", "AB", "#", 1, "$", 3),
+        ("JMN", "B", "$", 3, "$", 2),
+        ("JMP", "B", "$", 0, "$", 0),
+        ("DAT", "F", "$", 0, "$", 0),
+        ("DAT", "F", "$", 0, "$", 0),
+    )
+    settings = MarsSettings(rounds=2, cycles=100)
+    # own p-spaces: the reader always reads 0 and survives
+    assert run_battle([writer, reader], settings, seed=SEED).results == [[0, 0, 2]]
+    # same PIN: the reader sees the 5 the writer stored (in round 0 and, kept, in round 1)
+    shared = [attrs.evolve(writer, pin=7), attrs.evolve(reader, pin=7)]
+    assert run_battle(shared, settings, seed=SEED).results == [[2, 0, 0]]
+    assert run_battle(shared, settings, seed=SEED, workers=2).results == [[2, 0, 0]]
 
 
 def test_read_and_write_limits_fold_addresses() -> None:
