@@ -19,7 +19,7 @@ def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("toy-site")
     build = tmp_path_factory.mktemp("toy-build")
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
          "--target", str(target), str(TOY_SOURCE)],
         check=True, cwd=build,
     )  # fmt: skip
