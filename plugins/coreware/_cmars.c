@@ -73,6 +73,7 @@ typedef struct {
 
 typedef struct {
     uint32_t *q;      /* ring buffer of qmask + 1 addresses */
+    uint8_t *cov;     /* coverage map (coresize bytes) when observing */
     uint32_t head;    /* pops so far: also the warrior's executed-instruction count */
     uint32_t tail;
     int tasks;
@@ -119,6 +120,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
     for (i = 0; i < N; i++) {
         memcpy(core + pos[i], s->code[i], sizeof(cell_t) * s->len[i]);
         wq[i].q = s->queue + (size_t)i * (qmask + 1);
+        wq[i].cov = OBS ? s->cover + (size_t)i * cs : NULL;
         wq[i].head = 0;
         wq[i].tail = 1;
         wq[i].tasks = 1;
@@ -160,7 +162,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
         pc = (int)q[w->head & qmask];
         w->head++;
         /* memory_coverage: distinct addresses this warrior executed */
-        if (OBS) s->cover[(size_t)W * cs + pc] = 1;
+        if (OBS) w->cov[pc] = 1;
         IR = core[pc];
 
         /* Operands, evaluated in register as pMARS does. One 64-way switch on the mode pair
