@@ -17,7 +17,9 @@ Usage::
 
     python benchmarks/mars_speed.py [--pmars /tmp/pmars/src/pmars] [--repeats 3]
 
-Prints one JSON object. Timings are the best of ``--repeats`` runs.
+Prints one JSON object. Timings are the best of ``--repeats`` runs; the load averages before
+and after tell whether other processes competed for the cores (the thread speed-up needs two
+idle cores).
 """
 
 from __future__ import annotations
@@ -62,7 +64,12 @@ def main() -> None:
     duels = [b for b in battles if len(b["warriors"]) == 2]
     settings = MarsSettings.from_flags(duels[0]["settings"])
     fights = [([Warrior.from_json(images[f]) for f in b["warriors"]], b) for b in duels]
-    out: dict[str, Any] = {"cpu_count": os.cpu_count(), "battles": len(duels)}
+    # Other processes on the machine distort every number here; the load average says how much.
+    out: dict[str, Any] = {
+        "cpu_count": os.cpu_count(),
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
+        "battles": len(duels),
+    }
 
     def all_duels(observe: bool) -> int:
         total = 0
@@ -136,6 +143,7 @@ def main() -> None:
         }
     else:
         out["pmars"] = None
+    out["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=2))
 
 
