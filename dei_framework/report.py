@@ -233,12 +233,13 @@ def _line_plot(
 ) -> bool:
     """Lines (with an optional ±spread band) against round; returns whether anything was drawn."""
     drawn = False
-    for label, means, spreads in series:
+    for index, (label, means, spreads) in enumerate(series):
         x = [i for i, m in enumerate(means) if m is not None]
         if not x:
             continue
         y = np.array([means[i] for i in x], dtype=float)
-        (line,) = ax.plot(x, y, marker="o", label=label)
+        # Colour by position, so a series keeps its colour when another one is missing.
+        (line,) = ax.plot(x, y, marker="o", label=label, color=f"C{index % 10}")
         if spreads is not None:
             s = np.array([spreads[i] if spreads[i] is not None else 0.0 for i in x], dtype=float)
             ax.fill_between(x, y - s, y + s, alpha=0.2, color=line.get_color())
@@ -538,7 +539,9 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
             stats = conditions[name]["merged"][field]
             if stats["mean"] is None:
                 continue
-            ax.bar(x, stats["mean"], yerr=stats["std"] or 0.0, capsize=4, alpha=0.6)
+            ax.bar(
+                x, stats["mean"], yerr=stats["std"] or 0.0, capsize=4, alpha=0.6, color=f"C{x % 10}"
+            )
             values = [v for v in stats["values"] if v is not None]
             ax.scatter([x] * len(values), values, color="black", s=12, zorder=3)
         ax.set_xticks(range(len(names)), names)
@@ -589,7 +592,9 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
             stats = conditions[name]["niche_novelty"]
             if stats["mean"] is None:
                 continue
-            ax.bar(x, stats["mean"], yerr=stats["std"] or 0.0, capsize=4, alpha=0.6)
+            ax.bar(
+                x, stats["mean"], yerr=stats["std"] or 0.0, capsize=4, alpha=0.6, color=f"C{x % 10}"
+            )
             values = [v for v in stats["values"] if v is not None]
             ax.scatter([x] * len(values), values, color="black", s=12, zorder=3)
         ax.set_xticks(range(len(names)), names)
