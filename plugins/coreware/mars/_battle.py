@@ -139,6 +139,11 @@ def run_battle(
     result in its location 0, across rounds). Rounds therefore run in parallel only when no
     warrior uses ``LDP`` or ``STP``; otherwise ``workers`` is ignored and they run in order.
 
+    One deliberate difference from pMARS: when a warrior dies on the very last step of a round
+    with three or more warriors alive, pMARS's step counter goes below zero and the round goes
+    on until one warrior is left (possibly forever); here such a round stops after one more
+    full cycle budget and counts as a tie of the survivors.
+
     Args:
         warriors: Load images (fields are reduced modulo coresize).
         settings: Simulator settings.
