@@ -74,8 +74,8 @@ typedef struct {
 typedef struct {
     uint32_t *q;      /* ring buffer of qmask + 1 addresses */
     uint8_t *cov;     /* coverage map (coresize bytes) when observing */
-    uint32_t head;    /* pops so far: also the warrior's executed-instruction count */
-    uint32_t tail;
+    uint64_t head;    /* pops so far: also the warrior's executed-instruction count */
+    uint64_t tail;
     int tasks;
 } wq_t;
 
@@ -528,7 +528,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
         o[O_DEATH_CYCLE] = wq[i].tasks ? -1 : death_cycle[i];
         o[O_ALIVE_CYCLES] = wq[i].tasks ? cycles : death_cycle[i];
         o[O_SPAWNED] = spawned[i];
-        o[O_EXECUTED] = wq[i].head;
+        o[O_EXECUTED] = (int64_t)wq[i].head;
         o[O_DEATH_LEFT] = wq[i].tasks ? 0 : death_left[i];
         o[O_SURVIVED] = wq[i].tasks ? 1 : 0;
         if (OBS) {
