@@ -158,6 +158,7 @@ class Ensemble:
                 evaluator=self.evaluator, ledger=self.ledger, space=self.space,
                 settings=settings, max_champions=config.max_champions, record=self._record,
                 replies=replies.get(name), on_round=self._on_round(name),
+                checkpoint=self._checkpoint,
                 on_event=lambda event: self.progress("evaluated", event),
             )  # fmt: skip
             if name in states:
@@ -196,7 +197,6 @@ class Ensemble:
             self.progress("round", entry)
             notify(self.registry, "dei_round_ended", node=name, round=entry["round"],
                    stats=entry)  # fmt: skip
-            self._checkpoint()
 
         return ended
 

@@ -95,6 +95,8 @@ class SearchLoop:
         replies: Recorded replies to serve before asking the operator (replay and resume).
         on_round: Called with the round event and the finished archive when a round ends.
         on_event: Called with each ``evaluated`` event.
+        checkpoint: Called when a round has ended and the node's state moved on (a good moment
+            to write a checkpoint).
     """
 
     def __init__(
@@ -115,6 +117,7 @@ class SearchLoop:
         replies: list[dict] | None = None,
         on_round: Callable[[dict, GridArchive], None] = lambda event, archive: None,
         on_event: Callable[[dict], None] = lambda event: None,
+        checkpoint: Callable[[], None] = lambda: None,
     ) -> None:
         self.name = name
         self.domain = domain
@@ -130,6 +133,7 @@ class SearchLoop:
         self._replies = list(replies or [])
         self._on_round = on_round
         self._on_event = on_event
+        self._checkpoint = checkpoint
         # Resumable state.
         self.round = 0
         self.seq = 0
@@ -444,20 +448,23 @@ class SearchLoop:
             "generality": None,
         }  # fmt: skip
         finished = self.archive
+        # The round's files are written before its event is logged, and the state moves to the
+        # next round in the same step as the log, so a checkpoint never sees a half-ended round.
+        self._on_round(entry, finished)
         self.history.append(entry)
         if champion is not None:
             self.pool.add_champion(Opponent(text=champion.text, source="own", node=self.name,
                                             round=self.round, operator=champion.operator))
             self._start_generality(self.round, champion.text)
-        self._record([entry], [])
-        self._on_round(entry, finished)
         self.previous_cells = {elite.cell for elite in finished}
         self.round += 1
         self.seq = self.completed = 0
         self.warm = False
         self._novelty = (0, 0)
         self.archive = self._new_archive(self.round)
+        self._record([entry], [])
         self._mark_boundary()
+        self._checkpoint()
         if champion is not None and self._publish is not None:
             await self._publish(finished, self.round - 1)
 

@@ -167,3 +167,38 @@ def test_config_file_sets_options_and_flags_override(toy_env, cli, tmp_path) -> 
     resolved = json.loads((out / "config.json").read_text())
     assert [n["name"] for n in resolved["nodes"]] == ["alpha", "beta"]
     assert resolved["rounds"] == 1 and resolved["seed"] == 5 and resolved["budget"] == 20
+
+
+def test_a_resumed_run_ends_exactly_as_an_uninterrupted_one(toy_env, cli, tmp_path) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'domain = "toy"\nbudget = 120\nrounds = 4\nseed = 21\nsharing = "none"\n'
+        "checkpoint_seconds = 0.05\neval_workers = 0\n"
+        '[operator_options]\ndelay = 0.03\n'
+    )
+    common = ["--config", str(config), "--operator", "toy-random", "--progress", "quiet",
+              "--no-report"]  # fmt: skip
+    clean = tmp_path / "clean"
+    cli("dei-run", *common, "--out", str(clean), env=toy_env)
+    killed = tmp_path / "killed"
+    process = subprocess.Popen(["dei-run", *common, "--out", str(killed)], env=toy_env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.03)
+        if (killed / "checkpoint.json").exists() and len(events(killed)) > 50:
+            break
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (killed / "summary.json").exists()
+    cli("dei-run", "--resume", str(killed), "--progress", "quiet", "--no-report", env=toy_env)
+
+    def outcome(path: Path) -> tuple:
+        summary = json.loads((path / "summary.json").read_text())
+        made = sorted((e["id"], e["fitness"], e["status"]) for e in events(path)
+                      if e["event"] == "evaluated")  # fmt: skip
+        rounds = [json.loads((path / "nodes" / "node-0" / f"round-{r:03d}.json").read_text())
+                  ["archive"] for r in range(4)]  # fmt: skip
+        return summary["merged"], summary["budget"]["calls"], made, rounds
+
+    assert outcome(killed) == outcome(clean)

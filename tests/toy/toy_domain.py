@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 import re
+import time
 from collections.abc import Sequence
 
 from dei_framework import hookimpl
