@@ -109,7 +109,6 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
 
     const int32_t *pos = s->positions + (size_t)round * N;
     int W = s->starters[round];
-    int prev = (W + N - 1) % N;
 
     /* Core cleared to DAT.F $0, $0; warriors copied in at their positions. */
     {
@@ -143,7 +142,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
     wq_t *w;
     uint32_t *q;
     int pc, addrA, addrB, raddrB, t, ptr;
-    int aa, ab, ba, bb;
+    unsigned aa, ab, ba, bb;
     cell_t IR;
 
 #define PUSH(v)                                   \
@@ -476,7 +475,6 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
         if (t >= cs) t -= cs;
         PUSH(t);
     nopush:
-        prev = W;
         W = next[W];
         if (__builtin_expect(--cycle <= 0, 0)) {
             if (cycle == 0 || cycle < floor_cycle) break;
@@ -497,7 +495,13 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
         cycle = cycle - 1 - (cycle - 1) / left;
         left--;
         if (left < 2) break;
-        next[prev] = next[W];
+        {
+            /* unlink W from the ring of living warriors (found by walking it: deaths are
+             * rare, so the hot loop does not track the previous warrior) */
+            int prev = W;
+            while (next[prev] != W) prev = next[prev];
+            next[prev] = next[W];
+        }
         W = next[W];
         if (--cycle == 0 || cycle < floor_cycle) break;
     }
