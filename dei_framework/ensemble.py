@@ -134,6 +134,7 @@ class Ensemble:
                     OperatorSettings(spec=node.operator, node=node.name, options=node.options),
                     self.domain,
                 )
+        self.operators = operators
         transports: list = [None] * len(config.nodes)
         if self.replay_from is None and self.policy.top_k + int(self.policy.to_opponents) > 0:
             transport_spec = registry.transport(config.transport)
@@ -194,7 +195,7 @@ class Ensemble:
             self.round_archives[name][entry["round"]] = archive
             self.run_dir.write_round(name, entry["round"],
                                      {"archive": archive.to_json(), **entry})  # fmt: skip
-            self.progress("round", entry)
+            self.progress("round", {**entry, "operator_status": self.operators[name].status()})
             notify(self.registry, "dei_round_ended", node=name, round=entry["round"],
                    stats=entry)  # fmt: skip
 
@@ -241,6 +242,8 @@ class Ensemble:
         while True:
             await asyncio.sleep(self.config.checkpoint_seconds)
             self._checkpoint()
+            for name, operator in self.operators.items():
+                self.progress("status", {"node": name, "operator_status": operator.status()})
 
     # --- results --------------------------------------------------------------------------------
 

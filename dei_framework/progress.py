@@ -18,7 +18,7 @@ class Progress:
         self.quotas = config.node_quotas()
         self.rows: dict[str, dict[str, Any]] = {
             node.name: {"operator": node.operator, "round": 0, "calls": 0, "invalid": 0,
-                        "best": None, "coverage": 0.0}
+                        "best": None, "coverage": 0.0, "errors": 0, "retries": 0}
             for node in config.nodes
         }  # fmt: skip
         self._live = None
@@ -41,6 +41,9 @@ class Progress:
         row = self.rows.get(data.get("node", ""))
         if row is None:
             return
+        status = data.get("operator_status") or {}
+        row["errors"] = status.get("errors", row["errors"])
+        row["retries"] = status.get("retries", row["retries"])
         if kind == "evaluated" and data.get("kind") in ("new", "mutate"):
             row["calls"] += 1
             row["invalid"] += data.get("status") == "invalid"
@@ -56,11 +59,14 @@ class Progress:
                     f"{data['stats']['num_elites']} elites, coverage "
                     f"{data['stats']['coverage']:.1%}, champion fitness "
                     f"{champion.get('fitness', float('nan')):.3f}, calls {row['calls']}"
-                    f"/{self.quotas[data['node']]}",
+                    f"/{self.quotas[data['node']]} ({row['operator']}; errors {row['errors']}, "
+                    f"retries {row['retries']})",
                     file=sys.stderr, flush=True,
                 )  # fmt: skip
             elif self.mode == "json":
                 print(json.dumps({k: v for k, v in data.items() if k != "champion"}), flush=True)
+        elif kind == "status" and self.mode == "json":
+            print(json.dumps({"event": "status", **data}), flush=True)
         if self._live is not None:
             self._live.update(self._table())
 
@@ -68,13 +74,15 @@ class Progress:
         from rich.table import Table
 
         table = Table(title=f"DEI {self.config.domain}: {len(self.rows)} nodes")
-        for column in ("node", "operator", "round", "calls", "invalid", "best", "coverage"):
+        for column in ("node", "operator", "round", "calls", "invalid", "best", "coverage",
+                       "errors", "retries"):
             table.add_column(column)
         for name, row in self.rows.items():
             best = "-" if row["best"] is None else f"{row['best']:.3f}"
             table.add_row(name, row["operator"], f"{row['round']}/{self.config.rounds}",
                           f"{row['calls']}/{self.quotas[name]}", str(row["invalid"]), best,
-                          f"{row['coverage']:.0%}")  # fmt: skip
+                          f"{row['coverage']:.0%}", str(row["errors"]),
+                          str(row["retries"]))  # fmt: skip
         return table
 
 
