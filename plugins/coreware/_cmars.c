@@ -71,12 +71,15 @@ typedef struct {
     uint8_t *cover;  /* nwar x coresize, only when observing */
 } sim_t;
 
-typedef struct {
+typedef struct wq {
+    struct wq *next;  /* next living warrior in move order */
     uint32_t *q;      /* ring buffer of qmask + 1 addresses */
     uint8_t *cov;     /* coverage map (coresize bytes) when observing */
     uint64_t head;    /* pops so far: also the warrior's executed-instruction count */
     uint64_t tail;
     int tasks;
+    int index;        /* warrior number */
+    int64_t spawned;  /* successful SPLs */
 } wq_t;
 
 #define ALWAYS_INLINE __attribute__((always_inline)) inline
@@ -103,12 +106,10 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
     const uint32_t qmask = s->qmask;
     cell_t *const core = s->core;
     wq_t wq[MAXW];
-    int next[MAXW];
-    int64_t spawned[MAXW], death_cycle[MAXW], death_left[MAXW];
+    int64_t death_cycle[MAXW], death_left[MAXW];
     int i;
 
     const int32_t *pos = s->positions + (size_t)round * N;
-    int W = s->starters[round];
 
     /* Core cleared to DAT.F $0, $0; warriors copied in at their positions. */
     {
@@ -124,8 +125,9 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
         wq[i].tail = 1;
         wq[i].tasks = 1;
         wq[i].q[0] = (uint32_t)((pos[i] + s->start[i]) % cs);
-        next[i] = (i + 1) % N;
-        spawned[i] = 0;
+        wq[i].next = &wq[(i + 1) % N];
+        wq[i].index = i;
+        wq[i].spawned = 0;
         death_cycle[i] = -1;
         death_left[i] = 0;
     }
@@ -139,7 +141,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
     int left = N;
     long long last_t = 0;
 
-    wq_t *w;
+    wq_t *w = &wq[s->starters[round]];
     uint32_t *q;
     int pc, addrA, addrB, raddrB, t, ptr;
     unsigned aa, ab, ba, bb;
@@ -156,7 +158,6 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
 #define WRAP(x) ((x) >= cs ? (x) - cs : (x))
 
     for (;;) {
-        w = &wq[W];
         q = w->q;
         pc = (int)q[w->head & qmask];
         w->head++;
@@ -369,7 +370,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
             PUSH(t);
             if (w->tasks >= s->processes) goto nopush;
             w->tasks++;
-            spawned[W]++;
+            w->spawned++;
             PUSH(addrA);
             goto nopush;
 
@@ -444,11 +445,11 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
             break;
 
         /* P-space: location 0 is the warrior's own previous-round result. */
-#define PS_GET(idx) ((idx) % psz ? s->pspace[(size_t)s->psp[W] * psz + (idx) % psz] \
-                                 : s->last_result[W])
+#define PS_GET(idx) ((idx) % psz ? s->pspace[(size_t)s->psp[w->index] * psz + (idx) % psz] \
+                                 : s->last_result[w->index])
 #define PS_SET(idx, v) do { if ((idx) % psz) \
-        s->pspace[(size_t)s->psp[W] * psz + (idx) % psz] = (uint16_t)(v); \
-        else s->last_result[W] = (uint16_t)(v); } while (0)
+        s->pspace[(size_t)s->psp[w->index] * psz + (idx) % psz] = (uint16_t)(v); \
+        else s->last_result[w->index] = (uint16_t)(v); } while (0)
         case OPM(LDP, mA): core[addrB].a = PS_GET(aa); break;
         case OPM(LDP, mB): case OPM(LDP, mF): case OPM(LDP, mX): case OPM(LDP, mI):
             core[addrB].b = PS_GET(ab); break;
@@ -475,7 +476,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
         if (t >= cs) t -= cs;
         PUSH(t);
     nopush:
-        W = next[W];
+        w = w->next;
         if (__builtin_expect(--cycle <= 0, 0)) {
             if (cycle == 0 || cycle < floor_cycle) break;
         }
@@ -488,8 +489,8 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
             long long tc = cycles - (c + left - 1) / left;
             if (tc < 0) tc = 0;
             if (tc > cycles - 1) tc = cycles - 1;
-            death_cycle[W] = tc;
-            death_left[W] = left;
+            death_cycle[w->index] = tc;
+            death_left[w->index] = left;
             last_t = tc;
         }
         cycle = cycle - 1 - (cycle - 1) / left;
@@ -498,11 +499,11 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
         {
             /* unlink W from the ring of living warriors (found by walking it: deaths are
              * rare, so the hot loop does not track the previous warrior) */
-            int prev = W;
-            while (next[prev] != W) prev = next[prev];
-            next[prev] = next[W];
+            wq_t *prev = w;
+            while (prev->next != w) prev = prev->next;
+            prev->next = w->next;
         }
-        W = next[W];
+        w = w->next;
         if (--cycle == 0 || cycle < floor_cycle) break;
     }
 #undef PUSH
@@ -531,7 +532,7 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
         int64_t *o = ow + (size_t)i * O_NCOLS;
         o[O_DEATH_CYCLE] = wq[i].tasks ? -1 : death_cycle[i];
         o[O_ALIVE_CYCLES] = wq[i].tasks ? cycles : death_cycle[i];
-        o[O_SPAWNED] = spawned[i];
+        o[O_SPAWNED] = wq[i].spawned;
         o[O_EXECUTED] = (int64_t)wq[i].head;
         o[O_DEATH_LEFT] = wq[i].tasks ? 0 : death_left[i];
         o[O_SURVIVED] = wq[i].tasks ? 1 : 0;
