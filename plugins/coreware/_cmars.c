@@ -247,12 +247,12 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
 #define MODE_CASE(MA, MB) case (MA) * 8 + (MB): EVAL_A(MA); EVAL_B(MB); break;
 #define MODE_ROW(MA) MODE_CASE(MA, 0) MODE_CASE(MA, 1) MODE_CASE(MA, 2) MODE_CASE(MA, 3) \
                      MODE_CASE(MA, 4) MODE_CASE(MA, 5) MODE_CASE(MA, 6) MODE_CASE(MA, 7)
+        /* mp < 64 and op is a valid (opcode, modifier) pair: run_rounds() checks the load
+         * images and execution only copies cells, so both switches need no range check. */
         switch (IR.mp) {
             MODE_ROW(0) MODE_ROW(1) MODE_ROW(2) MODE_ROW(3)
-            MODE_ROW(4) MODE_ROW(5) MODE_ROW(6)
-            MODE_CASE(7, 0) MODE_CASE(7, 1) MODE_CASE(7, 2) MODE_CASE(7, 3)
-            MODE_CASE(7, 4) MODE_CASE(7, 5) MODE_CASE(7, 6)
-            default: EVAL_A(7); EVAL_B(7); break;
+            MODE_ROW(4) MODE_ROW(5) MODE_ROW(6) MODE_ROW(7)
+            default: __builtin_unreachable();
         }
 #undef MODE_ROW
 #undef MODE_CASE
@@ -463,8 +463,11 @@ static ALWAYS_INLINE void sim_round(sim_t *s, int round, const int OBS, const in
 #undef PS_GET
 #undef PS_SET
 
-        default: /* DAT and anything unknown */
+        case OPM(DAT, mA): case OPM(DAT, mB): case OPM(DAT, mAB): case OPM(DAT, mBA):
+        case OPM(DAT, mF): case OPM(DAT, mX): case OPM(DAT, mI):
             goto die;
+        default:
+            __builtin_unreachable();
         }
         /* next instruction */
         t = pc + 1;
@@ -693,7 +696,8 @@ static PyObject *run_rounds(PyObject *self, PyObject *args) {
     }
     memcpy(codecopy, code.buf, sizeof(cell_t) * (size_t)total);
     for (long k = 0; k < total; k++) {
-        if (codecopy[k].am > 7 || codecopy[k].bm > 7 || codecopy[k].op >= NUM_OPCODES * 8) {
+        if (codecopy[k].am > 7 || codecopy[k].bm > 7 || codecopy[k].op >= NUM_OPCODES * 8 ||
+            (codecopy[k].op & 7) > mI) {
             PyErr_SetString(PyExc_ValueError, "bad opcode or mode in code");
             goto done;
         }
