@@ -154,3 +154,17 @@ def test_every_cli_command_answers_bad_input_with_one_line(argv, toy_env, cli) -
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_simulator_survives_random_load_images_and_settings() -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz_mars.py"
+    result = subprocess.run([sys.executable, str(script), "--battles", "300", "--seed", "11"],
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode == 0, f"simulator crashed ({result.returncode}): {result.stderr}"
+    report = json.loads(result.stdout)
+    assert report["battles"] == 300
+    assert report["battles"] - report["mars_errors"] > 250  # most settings are valid
+    assert report["instructions"] > 0
