@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import random
+import re
+import subprocess
 from pathlib import Path
 
 import attrs
@@ -14,7 +18,7 @@ from dei_coreware.mars import (
     round_placements,
     run_battle,
 )
-from dei_coreware.redcode import Instruction, Warrior
+from dei_coreware.redcode import MODES, MODIFIERS, OPCODES, Instruction, Warrior
 
 
 def _reference(corewar_dir: Path) -> tuple[list[dict], dict]:
@@ -336,3 +340,73 @@ def test_flags() -> None:
         MarsSettings.from_flags("-x 1")
     with pytest.raises(MarsError, match="flag -s needs an integer"):
         MarsSettings.from_flags("-s big")
+
+
+# --- differential test against a real pMARS (opt-in) ------------------------------------------
+
+
+def test_against_pmars_binary(corewar_dir: Path, tmp_path: Path) -> None:
+    """Random battles (read/write limits, p-space sizes, PINs, 1-4 warriors) vs a pMARS binary.
+
+    Opt-in: set ``DEI_PMARS`` to a pMARS 0.9.4 binary built with ``-DEXT94 -DRWLIMIT``.
+    """
+    binary = os.environ.get("DEI_PMARS")
+    if not binary or not Path(binary).is_file():
+        pytest.skip("set DEI_PMARS to a pMARS binary to compare against it")
+    rng = random.Random(20)
+    opcodes = [op for op in OPCODES if op not in ("CMP", "DAT")]
+    images = _reference(corewar_dir)[1]
+    names = sorted(images)
+    folder = corewar_dir / "warriors" / "koenigstuhl-94nop"
+    for case in range(60):
+        coresize = 8000
+        if case % 2:  # Koenigstuhl warriors, hill settings plus limits and p-space size
+            files = [str(folder / f) for f in rng.sample(names, rng.choice([2, 3, 4]))]
+            warriors = [Warrior.from_json(images[Path(f).name]) for f in files]
+            flags = {"-r": 3, "-c": 80000, "-p": 8000, "-l": 100, "-d": 100}
+        else:  # small random warriors that loop, with LDP/STP and PINs
+            coresize = rng.choice([800, 2400, 8000])
+            warriors, files = [], []
+            for k in range(rng.choice([1, 2, 3])):
+                n = rng.randint(3, 20)
+                rows = [
+                    (
+                        rng.choice(opcodes),
+                        rng.choice(MODIFIERS),
+                        rng.choice(MODES),
+                        rng.randint(-n, n),
+                        rng.choice(MODES),
+                        rng.randint(-n, n),
+                    )
+                    for _ in range(n - 1)
+                ] + [("JMP", "B", "$", 1 - n, "$", 0)]
+                pin = rng.choice([None, 7])
+                text = "".join(f" {o}.{m} {am}{a}, {bm}{b}\n" for o, m, am, a, bm, b in rows)
+                start = rng.randrange(n)
+                text += (f" PIN {pin}\n" if pin else "") + f" END {start}\n"
+                (tmp_path / f"w{k}.red").write_text(f";redcode-94\n;name w{k}\n{text}")
+                files.append(str(tmp_path / f"w{k}.red"))
+                instructions = tuple(
+                    Instruction(o, m, am, a % coresize, bm, b % coresize)
+                    for o, m, am, a, bm, b in rows
+                )
+                warriors.append(
+                    Warrior(instructions=instructions, start=start, name=f"w{k}", pin=pin)
+                )
+            flags = {"-r": 5, "-c": rng.choice([500, 5000]), "-p": 64, "-l": 20, "-d": 40}
+        limits = [d for d in (200, 400, 800, 1200, 2000) if coresize % d == 0]
+        flags |= {"-s": coresize, "-S": rng.choice([1, 3, 50]), "-F": rng.randint(100, 10**7)}
+        flags |= {"-R": rng.choice([coresize, *limits]), "-W": rng.choice([coresize, *limits])}
+        args = [str(x) for kv in flags.items() for x in kv]
+        out = subprocess.run([binary, "-b", *args, *files], capture_output=True, text=True).stdout
+        scores = [int(x) for x in re.findall(r"scores (-?\d+)", out)]
+        results = [
+            [int(v) for v in line.split(":")[1].split()]
+            for line in out.splitlines()
+            if "Results:" in line
+        ]
+        settings = MarsSettings.from_flags(
+            [a for kv in flags.items() if kv[0] != "-F" for a in (kv[0], str(kv[1]))]
+        )
+        result = run_battle(warriors, settings, seed=flags["-F"], workers=2)
+        assert (result.scores, result.results) == (scores, results), (case, args, files)
