@@ -22,7 +22,7 @@ from dei_framework.config import RunConfig
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
 from dei_framework.envelope import NodeIdentity
-from dei_framework.errors import ConfigError, DEIError
+from dei_framework.errors import ConfigError, DEIError, PluginError
 from dei_framework.evaluation import Evaluator
 from dei_framework.metrics import cell_histograms, mean_or_none, merged_stats, operator_divergence
 from dei_framework.node import Node
@@ -85,9 +85,15 @@ class Ensemble:
 
     def _build(self) -> None:
         config, registry = self.config, self.registry
-        self.domain = registry.domain(config.domain).factory(dict(config.domain_options))
+        self.domain = _build_plugin(
+            registry.domains, config.domain, registry.domain(config.domain).factory,
+            dict(config.domain_options),
+        )  # fmt: skip
         self.space = build_space(self.domain, config.axes, registry)
-        self.policy = registry.sharing_policy(config.sharing).factory(dict(config.sharing_options))
+        self.policy = _build_plugin(
+            registry.sharing, config.sharing, registry.sharing_policy(config.sharing).factory,
+            dict(config.sharing_options),
+        )  # fmt: skip
         self.ledger = BudgetLedger(
             quotas=config.node_quotas(),
             models={node.name: node.operator for node in config.nodes},
@@ -130,16 +136,18 @@ class Ensemble:
 
                 operators[node.name] = RecordedOperator(label=node.operator)
             else:
-                operators[node.name] = spec.factory(
+                operators[node.name] = _build_plugin(
+                    registry.operators, spec.name, spec.factory,
                     OperatorSettings(spec=node.operator, node=node.name, options=node.options),
                     self.domain,
-                )
+                )  # fmt: skip
         self.operators = operators
         transports: list = [None] * len(config.nodes)
         if self.replay_from is None and self.policy.top_k + int(self.policy.to_opponents) > 0:
             transport_spec = registry.transport(config.transport)
             transports = list(
-                transport_spec.factory(config.node_names, dict(config.transport_options))
+                _build_plugin(registry.transports, config.transport, transport_spec.factory,
+                              config.node_names, dict(config.transport_options))  # fmt: skip
             )
             if len(transports) != len(config.nodes):
                 raise ConfigError(
@@ -297,6 +305,19 @@ class Ensemble:
             "invalid": sum(1 for e in events if e.get("status") == "invalid"),
             "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
         }
+
+
+def _build_plugin(table: dict, name: str, factory: Callable, *args: Any) -> Any:
+    """Calls a plugin's factory; a bug in it becomes one error naming the plugin."""
+    try:
+        return factory(*args)
+    except DEIError:
+        raise
+    except Exception as exc:
+        plugin = table[name].plugin if name in table else "?"
+        raise PluginError(
+            f"plugin {plugin!r} failed to create {name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def run(
