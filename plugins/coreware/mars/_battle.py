@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -87,6 +88,18 @@ class BattleResult:
     def instructions_executed(self) -> int:
         """Instructions executed by all warriors in all rounds."""
         return sum(sum(r.instructions_executed) for r in self.rounds)
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(size: int) -> ThreadPoolExecutor:
+    """A shared pool of ``size`` threads (kept: starting threads per battle costs too much)."""
+    with _POOLS_LOCK:
+        if size not in _POOLS:
+            _POOLS[size] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="mars")
+        return _POOLS[size]
 
 
 def _pack(warrior: Warrior, coresize: int, index: int) -> bytes:
@@ -204,19 +217,6 @@ def run_battle(
         psp,
     )
 
-    def run(lo: int, hi: int, pspace: np.ndarray, last: np.ndarray) -> None:
-        _cmars.run_rounds(
-            *args,
-            positions[lo:hi],
-            starters[lo:hi],
-            observe,
-            pspace,
-            last,
-            out_w[lo:hi],
-            out_share[lo:hi],
-            out_r[lo:hi],
-        )
-
     def fresh_pspace() -> tuple[np.ndarray, np.ndarray]:
         # pMARS starts p-space zeroed and location 0 at coresize - 1 ("unlikely number").
         return (
@@ -224,16 +224,28 @@ def run_battle(
             np.full(n, coresize - 1, dtype=np.uint16),
         )
 
+    def run(chunk: slice | np.ndarray) -> None:
+        # One C call per chunk: the GIL is released for all of its rounds.
+        w, sh, r = out_w[chunk], out_share[chunk], out_r[chunk]
+        _cmars.run_rounds(
+            *args, positions[chunk], starters[chunk], observe, *fresh_pspace(), w, sh, r
+        )
+        if not isinstance(chunk, slice):  # fancy indexing copied: scatter the results back
+            out_w[chunk], out_share[chunk], out_r[chunk] = w, sh, r
+
     uses_pspace = any(ins.opcode in _PSPACE_OPCODES for w in warriors for ins in w.instructions)
-    if rounds:
-        if workers == 1 or uses_pspace or rounds == 1:
-            run(0, rounds, *fresh_pspace())
-        else:
-            # One round per task: round lengths vary a lot, so small tasks balance best.
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(run, r, r + 1, *fresh_pspace()) for r in range(rounds)]
-                for f in futures:
-                    f.result()
+    workers = min(workers, rounds)
+    if workers <= 1 or uses_pspace:
+        if rounds:
+            run(slice(0, rounds))
+    else:
+        # Interleaved chunks (rounds k, k + workers, ...) balance uneven round lengths without
+        # a task per round; the calling thread runs the first chunk itself.
+        chunks = [np.arange(k, rounds, workers) for k in range(workers)]
+        futures = [_pool(workers - 1).submit(run, c) for c in chunks[1:]]
+        run(chunks[0])
+        for f in futures:
+            f.result()
     return _summarise(n, rounds, first_round, placements, starters, out_w, out_share, out_r)
 
 
