@@ -697,8 +697,8 @@ static PyObject *run_rounds(PyObject *self, PyObject *args) {
     memcpy(codecopy, code.buf, sizeof(cell_t) * (size_t)total);
     for (long k = 0; k < total; k++) {
         if (codecopy[k].am > 7 || codecopy[k].bm > 7 || codecopy[k].op >= NUM_OPCODES * 8 ||
-            (codecopy[k].op & 7) > mI) {
-            PyErr_SetString(PyExc_ValueError, "bad opcode or mode in code");
+            (codecopy[k].op & 7) > mI || codecopy[k].a >= coresize || codecopy[k].b >= coresize) {
+            PyErr_SetString(PyExc_ValueError, "bad opcode, mode or field in code");
             goto done;
         }
         codecopy[k].mp = (uint8_t)(codecopy[k].am * 8 + codecopy[k].bm);
