@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 import threading
 from collections.abc import Sequence
@@ -239,11 +240,18 @@ def run_battle(
         if rounds:
             run(slice(0, rounds))
     else:
-        # Interleaved chunks (rounds k, k + workers, ...) balance uneven round lengths without
-        # a task per round; the calling thread runs the first chunk itself.
-        chunks = [np.arange(k, rounds, workers) for k in range(workers)]
-        futures = [_pool(workers - 1).submit(run, c) for c in chunks[1:]]
-        run(chunks[0])
+        # Rounds are handed out one at a time from a shared counter, so a thread that drew
+        # short rounds takes more of them; the calling thread works too.
+        counter = itertools.count()
+
+        def drain() -> None:
+            for index in iter(counter.__next__, None):
+                if index >= rounds:
+                    return
+                run(slice(index, index + 1))
+
+        futures = [_pool(workers - 1).submit(drain) for _ in range(workers - 1)]
+        drain()
         for f in futures:
             f.result()
     return _summarise(n, rounds, first_round, placements, starters, out_w, out_share, out_r)
