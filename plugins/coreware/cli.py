@@ -6,6 +6,7 @@ The lead registers :data:`coreware_group` through the plugin hook (``dei_cli_com
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -66,8 +67,9 @@ def coreware_group() -> None:
 @click.option("-W", "write_limit", type=int, default=0, help="Write limit [default: none].")
 @click.option("-b", "brief", is_flag=True,
               help="Brief output (for pMARS compatibility; output is always brief).")  # fmt: skip
-@click.option("--workers", type=int, default=1, show_default=True,
-              help="Threads running rounds in parallel (same result for any value).")  # fmt: skip
+@click.option("--workers", type=int, default=None,
+              help="Threads running rounds in parallel (same result for any value) "
+                   "[default: one per core].")  # fmt: skip
 @click.argument("files", nargs=-1, required=True)
 def battle(
     rounds: int,
@@ -81,7 +83,7 @@ def battle(
     read_limit: int,
     write_limit: int,
     brief: bool,
-    workers: int,
+    workers: int | None,
     files: tuple[str, ...],
 ) -> None:
     """Runs a battle of the Redcode FILES and prints what ``pmars -b`` prints."""
@@ -110,7 +112,8 @@ def battle(
         if seed is None:
             # pMARS seeds from the clock without -F; any valid -F value is as good.
             seed = random.randint(settings.mindistance, 2**31 - 1)
-        result = run_battle(warriors, settings, seed=seed, workers=workers, observe=False)
+        result = run_battle(warriors, settings, seed=seed, observe=False,
+                            workers=workers if workers is not None else os.cpu_count() or 1)
     except MarsError as exc:
         _fail(str(exc))
         return
