@@ -535,16 +535,7 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
         (axes[0], "coverage", "merged coverage"),
         (axes[1], "qd_score", "merged QD-score"),
     ):
-        for x, name in enumerate(names):
-            stats = conditions[name]["merged"][field]
-            if stats["mean"] is None:
-                continue
-            ax.bar(
-                x, stats["mean"], yerr=stats["std"] or 0.0, capsize=4, alpha=0.6, color=f"C{x % 10}"
-            )
-            values = [v for v in stats["values"] if v is not None]
-            ax.scatter([x] * len(values), values, color="black", s=12, zorder=3)
-        ax.set_xticks(range(len(names)), names)
+        _bars_with_dots(ax, names, [conditions[name]["merged"][field] for name in names])
         ax.set_ylabel(label)
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(f"Final merged archive at equal compute ({summary.get('budget')} calls per "
@@ -588,16 +579,7 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
     # Niche novelty per condition: mean over nodes and repeats, every (node, repeat) a dot.
     if any(c["niche_novelty"]["mean"] is not None for c in conditions.values()):
         fig, ax = plt.subplots(figsize=(6, 4))
-        for x, name in enumerate(names):
-            stats = conditions[name]["niche_novelty"]
-            if stats["mean"] is None:
-                continue
-            ax.bar(
-                x, stats["mean"], yerr=stats["std"] or 0.0, capsize=4, alpha=0.6, color=f"C{x % 10}"
-            )
-            values = [v for v in stats["values"] if v is not None]
-            ax.scatter([x] * len(values), values, color="black", s=12, zorder=3)
-        ax.set_xticks(range(len(names)), names)
+        _bars_with_dots(ax, names, [conditions[name]["niche_novelty"] for name in names])
         ax.set_ylabel("niche novelty")
         ax.set_title("Niche novelty per condition (mean ± std over nodes and repeats)")
         ax.grid(axis="y", alpha=0.3)
@@ -628,3 +610,14 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
         )
         images["heatmaps"] = f"{PLOTS}/heatmaps.png"
     return images
+
+
+def _bars_with_dots(ax, names: list[str], stats: list[dict[str, Any]]) -> None:
+    """One bar per condition (mean ± std) with every repeat's value as a dot."""
+    for x, item in enumerate(stats):
+        if item["mean"] is None:
+            continue
+        ax.bar(x, item["mean"], yerr=item["std"] or 0.0, capsize=4, alpha=0.6, color=f"C{x % 10}")
+        values = [v for v in item["values"] if v is not None]
+        ax.scatter([x] * len(values), values, color="black", s=12, zorder=3)
+    ax.set_xticks(range(len(names)), names)
