@@ -22,6 +22,20 @@ def events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
+def kill_midway(args: list[str], out: Path, env: dict, *, min_events: int) -> None:
+    """Starts `dei-run`, SIGKILLs it once it has checkpointed and logged `min_events` lines."""
+    process = subprocess.Popen(["dei-run", *args], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.03)
+        if (out / "checkpoint.json").exists() and len(events(out)) > min_events:
+            break
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (out / "summary.json").exists(), "the run finished before it could be killed"
+
+
 def test_toy_ensemble_end_to_end(toy_env, cli, tmp_path) -> None:
     out = tmp_path / "run"
     result = cli("dei-run", *TOY_ARGS, "--nodes", "3", "--budget", "90", "--rounds", "3",
@@ -103,20 +117,8 @@ def test_resume_after_kill_9_finishes_the_budget_without_repeating_work(toy_env,
         '[operator_options]\ndelay = 0.02\n'
     )
     out = tmp_path / "run"
-    process = subprocess.Popen(
-        ["dei-run", "--config", str(config), "--operator", "toy-random", "--out", str(out),
-         "--progress", "quiet", "--no-report"],
-        env=toy_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
-        checkpoint = out / "checkpoint.json"
-        if checkpoint.exists() and len(events(out)) > 60:
-            break
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    assert not (out / "summary.json").exists(), "the run finished before it could be killed"
+    kill_midway(["--config", str(config), "--operator", "toy-random", "--out", str(out),
+                 "--progress", "quiet", "--no-report"], out, toy_env, min_events=60)  # fmt: skip
 
     cli("dei-run", "--resume", str(out), "--progress", "quiet", "--no-report", env=toy_env)
     summary = json.loads((out / "summary.json").read_text())
@@ -181,16 +183,7 @@ def test_a_resumed_run_ends_exactly_as_an_uninterrupted_one(toy_env, cli, tmp_pa
     clean = tmp_path / "clean"
     cli("dei-run", *common, "--out", str(clean), env=toy_env)
     killed = tmp_path / "killed"
-    process = subprocess.Popen(["dei-run", *common, "--out", str(killed)], env=toy_env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        time.sleep(0.03)
-        if (killed / "checkpoint.json").exists() and len(events(killed)) > 50:
-            break
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    assert not (killed / "summary.json").exists()
+    kill_midway([*common, "--out", str(killed)], killed, toy_env, min_events=50)
     cli("dei-run", "--resume", str(killed), "--progress", "quiet", "--no-report", env=toy_env)
 
     def outcome(path: Path) -> tuple:
