@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from dei_framework.archive import AddStatus, Elite, GridArchive
+from dei_framework.archive import Elite, GridArchive
 from dei_framework.budget import BudgetLedger
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain, Program
@@ -262,7 +262,7 @@ class SearchLoop:
 
     async def _warm_start(self, opponents: list[Program]) -> None:
         """Fresh archive: re-evaluate initial opponents, past champions and peers' champions."""
-        own = [(o.text, "initial" if o.source == "initial" else f"{o.source}:{o.node}", o)
+        own = [(o.text, "initial" if o.source == "initial" else f"{o.source}:{o.node}")
                for o in self.pool.opponents()]  # fmt: skip
         received = list(self._receive(self.round))
         received_events: list[dict] = []
@@ -275,7 +275,7 @@ class SearchLoop:
                                                 round=item.round, operator=item.operator))
         opponents[:] = self._opponent_programs()
         seed = self._eval_seed()
-        texts = [text for text, _, _ in own] + [item.text for item in received]
+        texts = [text for text, _ in own] + [item.text for item in received]
         outcomes = await asyncio.gather(
             *(self.evaluator.evaluate(text, opponents, seed=seed) for text in texts)
         )
@@ -283,9 +283,9 @@ class SearchLoop:
         novel = valid_received = 0
         for index, outcome in enumerate(outcomes):
             if index < len(own):
-                _, label, _ = own[index]
                 elite_id = f"{self.name}-r{self.round}-w{index}"
-                status, event = self._admit(outcome, elite_id, label, None, "warm", seed_only=False)
+                event = self._admit(outcome, elite_id, own[index][1], None, "warm",
+                                    seed_only=False)
             else:
                 item = received[index - len(own)]
                 elite_id = f"{self.name}-r{self.round}-p{index - len(own)}"
@@ -296,8 +296,8 @@ class SearchLoop:
                 if not self.settings.peers_seed_cells:
                     outcome = attrs.evolve(outcome, evaluation=None,
                                            error="not admitted (sharing policy)")
-                status, event = self._admit(outcome, elite_id, f"peer:{item.node}", None, "peer",
-                                            seed_only=True)
+                event = self._admit(outcome, elite_id, f"peer:{item.node}", None, "peer",
+                                    seed_only=True)
             events.append(event)
         self.warm = True
         self._novelty = (novel, valid_received)
@@ -314,7 +314,8 @@ class SearchLoop:
         *,
         seed_only: bool,
         timings: dict[str, float] | None = None,
-    ) -> tuple[AddStatus | None, dict]:
+    ) -> dict:
+        """Offers an outcome to the archive and returns its ``evaluated`` event."""
         event: dict[str, Any] = {
             "event": "evaluated", "id": elite_id, "node": self.name, "round": self.round,
             "operator": operator, "kind": kind, "parent": parent,
@@ -324,7 +325,6 @@ class SearchLoop:
                          cell=None)  # fmt: skip
             if parent is not None and outcome.error:
                 self.lineage_errors[parent] = outcome.error
-            status = None
         else:
             evaluation = outcome.evaluation
             elite = Elite(
@@ -336,7 +336,7 @@ class SearchLoop:
             event.update(status=status.label, fitness=elite.fitness,
                          descriptor=dict(elite.descriptor), cell=list(elite.cell))  # fmt: skip
         event["timings"] = {"eval_s": round(outcome.seconds, 6), **(timings or {})}
-        return status, event
+        return event
 
     def _plan(self, slot_seq: int) -> tuple[str, Parent | None, list[Parent]]:
         rng = np.random.default_rng(derive_seed(self.settings.seed, self.name, self.round,
@@ -412,7 +412,7 @@ class SearchLoop:
         events, calls = [], []
         for (seq, (call, reply, seconds)), outcome in zip(done, outcomes, strict=True):
             elite_id = f"{self.name}-r{self.round}-s{seq}"
-            _, event = self._admit(outcome, elite_id, self.operator.label, call["parent"],
+            event = self._admit(outcome, elite_id, self.operator.label, call["parent"],
                                    call["kind"], seed_only=False,
                                    timings={"call_s": round(seconds, 6)})  # fmt: skip
             events.append(event)
