@@ -189,8 +189,11 @@ class CorewarDomain(Domain):
         self._mars = self.settings.mars_settings()
         self._assembler = self.settings.assembler_settings()
         self._opponent_files = resolve_opponent_files(self.settings.opponents)
-        if self.settings.human_set is not None and not Path(self.settings.human_set).is_dir():
-            raise ConfigError(f"--human-set {self.settings.human_set!r} is not a folder")
+        if self.settings.human_set is not None:
+            if not Path(self.settings.human_set).is_dir():
+                raise ConfigError(f"--human-set {self.settings.human_set!r} is not a folder")
+            if not any(Path(self.settings.human_set).glob("*.red")):
+                raise ConfigError(f"--human-set {self.settings.human_set!r} holds no .red files")
         self._initial: list[str] | None = None
         # Per-process caches, rebuilt lazily in each worker (see __getstate__).
         self._parsed: dict[str, Program] = {}

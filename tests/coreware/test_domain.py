@@ -24,7 +24,7 @@ def domain() -> CorewarDomain:
     return CorewarDomain({"rounds": 4})
 
 
-def test_options_from_the_command_line_are_converted_and_checked() -> None:
+def test_options_from_the_command_line_are_converted_and_checked(tmp_path) -> None:
     built = CorewarDomain({"rounds": "6", "coresize": 8000, "generality-rounds": "2"})
     assert built.settings.rounds == 6 and built.settings.generality_rounds == 2
     assert built.options()["opponents"] == ["dwarf", "stone", "paper", "clear"]
@@ -38,6 +38,8 @@ def test_options_from_the_command_line_are_converted_and_checked() -> None:
         CorewarDomain({"opponents": "no-such-warrior"})
     with pytest.raises(ConfigError, match="human-set"):
         CorewarDomain({"human_set": "/no/such/folder"})
+    with pytest.raises(ConfigError, match="holds no .red files"):
+        CorewarDomain({"human_set": str(tmp_path)})
 
 
 def test_opponents_option_takes_bundled_names_files_and_folders(tmp_path) -> None:
