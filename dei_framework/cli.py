@@ -222,6 +222,15 @@ def dei_run(**flags: Any) -> None:
     resume_dir, replay_dir = flags.get("resume"), flags.get("replay")
     if resume_dir and replay_dir:
         raise ConfigError("--resume and --replay exclude each other")
+    if resume_dir or replay_dir:
+        ignored = sorted(
+            f"--{name.replace('_', '-')}" for name, value in flags.items()
+            if name not in ("resume", "replay", "out", "progress", "no_report")
+            and value not in (None, (), False)
+        )  # fmt: skip
+        if ignored:
+            click.echo("warning: the recorded configuration is used; ignoring "
+                       + ", ".join(ignored), err=True)  # fmt: skip
     if resume_dir:
         config = RunConfig.from_json(RunDir(resume_dir).read_config())
         out = Path(resume_dir)
