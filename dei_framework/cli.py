@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import functools
 import json
+import secrets
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import click
 
 from dei_framework.config import RunConfig, build_nodes, load_toml
@@ -165,6 +167,11 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         common["api_base"] = pick("api_base")
     nodes = build_nodes(count=count, operators=operators, node_tables=node_tables,
                         common_options=common)  # fmt: skip
+    if pick("transport") != "inmemory" and not any("name" in table for table in node_tables):
+        # One node per process across machines: every draw derives from (seed, node name), so
+        # identical default names would make same-operator nodes search identically.
+        suffix = secrets.token_hex(3)
+        nodes = tuple(attrs.evolve(node, name=f"{node.name}-{suffix}") for node in nodes)
     budget, iterations = pick("budget"), pick("iterations")
     if budget is None and iterations is None:
         budget = DEFAULT_CALLS_PER_NODE * len(nodes)
