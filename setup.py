@@ -17,8 +17,12 @@ PACKAGE_ROOTS = {
 }
 
 
+# Folders that hold only data files, shipped as packages so setuptools installs them.
+DATA_PACKAGES = {"dei_coreware.warriors": "plugins/coreware/warriors"}
+
+
 def _packages() -> tuple[list[str], dict[str, str]]:
-    packages, package_dir = [], {}
+    packages, package_dir = list(DATA_PACKAGES), dict(DATA_PACKAGES)
     for name, root in PACKAGE_ROOTS.items():
         for init in sorted(Path(root).rglob("__init__.py")):
             folder = init.parent
