@@ -130,15 +130,32 @@ def battle(
 @coreware_group.command("assemble")
 @click.option("--json", "as_json", is_flag=True, required=True,
               help="Print one JSON object keyed by file (the only output format).")  # fmt: skip
+@click.option("-s", "coresize", type=int, default=8000, show_default=True, help="Core size.")
+@click.option("-c", "cycles", type=int, default=80000, show_default=True,
+              help="Cycles (the MAXCYCLES constant).")  # fmt: skip
+@click.option("-p", "processes", type=int, default=8000, show_default=True,
+              help="Processes (the MAXPROCESSES constant).")  # fmt: skip
+@click.option("-l", "maxlength", type=int, default=100, show_default=True,
+              help="Maximum warrior length.")  # fmt: skip
+@click.option("-d", "mindistance", type=int, default=100, show_default=True,
+              help="Minimum distance (the MINDISTANCE constant).")  # fmt: skip
 @click.argument("files", nargs=-1, required=True)
-def assemble_command(as_json: bool, files: tuple[str, ...]) -> None:
+def assemble_command(
+    as_json: bool, coresize: int, cycles: int, processes: int, maxlength: int, mindistance: int,
+    files: tuple[str, ...],
+) -> None:  # fmt: skip
     """Assembles Redcode FILES; prints ``{path: load image or {"error": "line N: ..."}}``."""
     del as_json
+    try:
+        settings = AssemblerSettings(coresize=coresize, maxcycles=cycles, maxprocesses=processes,
+                                     maxlength=maxlength, mindistance=mindistance)  # fmt: skip
+    except (ValueError, TypeError) as exc:
+        raise click.UsageError(str(exc)) from None
     out: dict[str, dict] = {}
     failed = False
     for path in files:
         try:
-            out[path] = assemble(_read(path)).to_json()
+            out[path] = assemble(_read(path), settings=settings).to_json()
         except (AssemblyError, MarsError) as exc:
             out[path] = {"error": str(exc)}
             failed = True

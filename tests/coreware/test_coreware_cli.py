@@ -104,3 +104,17 @@ def test_assemble_json(tmp_path: Path) -> None:
     data = json.loads(mixed.stdout)
     assert list(data) == [imp, bad]
     assert data[bad]["error"].startswith("line 2: ")
+
+
+def test_assemble_takes_the_core_settings(tmp_path: Path) -> None:
+    source = tmp_path / "w.red"
+    source.write_text("start mov 0, CORESIZE-1\n dat #MAXLENGTH, #MINDISTANCE\n end start\n")
+    result = CliRunner().invoke(
+        coreware_group, ["assemble", "--json", "-s", "800", "-l", "20", "-d", "30", str(source)]
+    )
+    assert result.exit_code == 0, result.output
+    image = json.loads(result.output)[str(source)]
+    assert image["instructions"] == [["MOV", "I", "$", 0, "$", 799], ["DAT", "F", "#", 20, "#", 30]]
+    default = json.loads(CliRunner().invoke(coreware_group, ["assemble", "--json", str(source)])
+                         .output)[str(source)]  # fmt: skip
+    assert default["instructions"][0][5] == 7999
