@@ -147,6 +147,7 @@ class SearchLoop:
         self._generality_tasks: dict[int, asyncio.Task] = {}
         self._failed_batches = 0
         self._novelty = (0, 0)
+        self._known: dict[str, Program | None] = {}
         self.boundary: dict[str, Any] = {}
         self._mark_boundary()
 
@@ -230,14 +231,21 @@ class SearchLoop:
                 if entry["round"] == round_index:
                     entry["generality"] = value
 
-    def _opponent_programs(self) -> list[Program]:
-        programs = []
-        for opponent in self.pool.opponents():
+    def _parse_known(self, text: str) -> Program | None:
+        """Parses a program the node already holds (an opponent or champion), once per run.
+
+        These parses run on the event loop, so they are cached rather than repeated each round.
+        """
+        if text not in self._known:
             try:
-                programs.append(self.domain.parse(opponent.text))
-            except Exception:  # an opponent that no longer parses is simply left out
-                continue
-        return programs
+                self._known[text] = self.domain.parse(text)
+            except Exception:  # a program that no longer parses is simply left out
+                self._known[text] = None
+        return self._known[text]
+
+    def _opponent_programs(self) -> list[Program]:
+        parsed = (self._parse_known(opponent.text) for opponent in self.pool.opponents())
+        return [program for program in parsed if program is not None]
 
     def _eval_seed(self) -> int:
         # One seed per node and round: every candidate of a round meets the same conditions.
@@ -469,9 +477,8 @@ class SearchLoop:
             await self._publish(finished, self.round - 1)
 
     def _start_generality(self, round_index: int, text: str) -> None:
-        try:
-            program = self.domain.parse(text)
-        except Exception:
+        program = self._parse_known(text)
+        if program is None:
             return
         self._generality_tasks[round_index] = asyncio.create_task(
             self.evaluator.generality(program)
