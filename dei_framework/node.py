@@ -15,7 +15,10 @@ from dei_framework.envelope import ChampionEnvelope, EnvelopeError, InboxFilter,
 from dei_framework.plugins import PluginRegistry, notify
 from dei_framework.search import Received, SearchLoop
 from dei_framework.sharing import SharingPolicy
-from dei_framework.transport import Transport
+from dei_framework.transport import Delivery, Transport
+
+#: Messages examined per round start; honest traffic is a few champions per peer and round.
+MAX_DELIVERIES_PER_DRAIN = 2000
 
 
 class Node:
@@ -73,7 +76,14 @@ class Node:
         if self.transport is None:
             return []
         received = []
-        for delivery in self.transport.drain():
+        deliveries = self.transport.drain()
+        if len(deliveries) > MAX_DELIVERIES_PER_DRAIN:
+            # Verifying a signature costs CPU on the event loop, so a flood must not stall the
+            # node; taking the peers' messages in turn keeps one flooding peer from crowding
+            # out the others.
+            self.inbox.dropped["inbox_overflow"] += len(deliveries) - MAX_DELIVERIES_PER_DRAIN
+            deliveries = _round_robin(deliveries)[:MAX_DELIVERIES_PER_DRAIN]
+        for delivery in deliveries:
             envelope = self.inbox.accept(delivery)
             if envelope is not None and envelope.key == self.identity.public_key_hex:
                 self.own_messages += 1  # gossip can bring a node's own champion back
@@ -111,3 +121,12 @@ class Node:
             "dropped": dict(self.inbox.dropped),
             "transport": self.transport.stats() if self.transport is not None else {},
         }
+
+
+def _round_robin(deliveries: list[Delivery]) -> list[Delivery]:
+    """Interleaves deliveries by transport-level sender, keeping each sender's order."""
+    by_peer: dict[str, list[Delivery]] = {}
+    for delivery in deliveries:
+        by_peer.setdefault(delivery.from_peer, []).append(delivery)
+    queues = list(by_peer.values())
+    return [queue[i] for i in range(max(map(len, queues))) for queue in queues if i < len(queue)]
