@@ -197,6 +197,17 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     )  # fmt: skip
 
 
+def warn_ignored(flags: dict[str, Any], *, keep: tuple[str, ...]) -> None:
+    """Warns about flags a recorded configuration overrides (on --resume and --replay)."""
+    ignored = sorted(
+        f"--{name.replace('_', '-')}" for name, value in flags.items()
+        if name not in keep and value not in (None, (), False)
+    )  # fmt: skip
+    if ignored:
+        click.echo("warning: the recorded configuration is used; ignoring " + ", ".join(ignored),
+                   err=True)  # fmt: skip
+
+
 def default_operators(plugins: PluginRegistry, domain: str) -> list[str]:
     """The offline operators that work with ``domain`` (the offline default ensemble)."""
     names = [
@@ -230,14 +241,7 @@ def dei_run(**flags: Any) -> None:
     if resume_dir and replay_dir:
         raise ConfigError("--resume and --replay exclude each other")
     if resume_dir or replay_dir:
-        ignored = sorted(
-            f"--{name.replace('_', '-')}" for name, value in flags.items()
-            if name not in ("resume", "replay", "out", "progress", "no_report")
-            and value not in (None, (), False)
-        )  # fmt: skip
-        if ignored:
-            click.echo("warning: the recorded configuration is used; ignoring "
-                       + ", ".join(ignored), err=True)  # fmt: skip
+        warn_ignored(flags, keep=("resume", "replay", "out", "progress", "no_report"))
     if resume_dir:
         config = RunConfig.from_json(RunDir(resume_dir).read_config())
         out = Path(resume_dir)

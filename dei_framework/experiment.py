@@ -524,6 +524,7 @@ def experiment_command() -> click.Command:
         """
         plugins = cli.registry()
         if flags.get("resume"):
+            cli.warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report"))
             out = Path(flags["resume"])
             plan = load_plan(out)
             if flags.get("repeats"):
