@@ -9,6 +9,7 @@ import json
 import os
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -43,6 +44,26 @@ def _assembler_settings(settings: MarsSettings, warriors: int) -> AssemblerSetti
     )
 
 
+def _core_options(command: Callable) -> Callable:
+    """The pMARS core flags shared by ``battle`` and ``assemble`` (they also set CORESIZE...)."""
+    options = [
+        click.option("-s", "coresize", type=int, default=8000, show_default=True,
+                     help="Core size (CORESIZE)."),
+        click.option("-c", "cycles", type=int, default=80000, show_default=True,
+                     help="Cycles until a tie (MAXCYCLES)."),
+        click.option("-p", "processes", type=int, default=8000, show_default=True,
+                     help="Maximum processes per warrior (MAXPROCESSES)."),
+        click.option("-l", "maxlength", type=int, default=100, show_default=True,
+                     help="Maximum warrior length (MAXLENGTH)."),
+        click.option("-d", "mindistance", type=int, default=0,
+                     help="Minimum distance between warriors (MINDISTANCE) "
+                          "[default: the -l value]."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.group("coreware")
 def coreware_group() -> None:
     """Core War: run battles exactly as pMARS 0.9.4 and assemble Redcode."""
@@ -50,15 +71,7 @@ def coreware_group() -> None:
 
 @coreware_group.command("battle", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-r", "rounds", type=int, default=1, show_default=True, help="Rounds to play.")
-@click.option("-s", "coresize", type=int, default=8000, show_default=True, help="Core size.")
-@click.option("-c", "cycles", type=int, default=80000, show_default=True,
-              help="Cycles until a tie.")  # fmt: skip
-@click.option("-p", "processes", type=int, default=8000, show_default=True,
-              help="Maximum processes per warrior.")  # fmt: skip
-@click.option("-l", "maxlength", type=int, default=100, show_default=True,
-              help="Maximum warrior length.")  # fmt: skip
-@click.option("-d", "mindistance", type=int, default=0,
-              help="Minimum distance between warriors [default: the -l value].")  # fmt: skip
+@_core_options
 @click.option("-F", "seed", type=int, default=None,
               help="Fixed position seed (pMARS -F); random when omitted.")  # fmt: skip
 @click.option("-S", "pspacesize", type=int, default=0,
@@ -130,15 +143,7 @@ def battle(
 @coreware_group.command("assemble")
 @click.option("--json", "as_json", is_flag=True, required=True,
               help="Print one JSON object keyed by file (the only output format).")  # fmt: skip
-@click.option("-s", "coresize", type=int, default=8000, show_default=True, help="Core size.")
-@click.option("-c", "cycles", type=int, default=80000, show_default=True,
-              help="Cycles (the MAXCYCLES constant).")  # fmt: skip
-@click.option("-p", "processes", type=int, default=8000, show_default=True,
-              help="Processes (the MAXPROCESSES constant).")  # fmt: skip
-@click.option("-l", "maxlength", type=int, default=100, show_default=True,
-              help="Maximum warrior length.")  # fmt: skip
-@click.option("-d", "mindistance", type=int, default=100, show_default=True,
-              help="Minimum distance (the MINDISTANCE constant).")  # fmt: skip
+@_core_options
 @click.argument("files", nargs=-1, required=True)
 def assemble_command(
     as_json: bool, coresize: int, cycles: int, processes: int, maxlength: int, mindistance: int,
@@ -147,10 +152,11 @@ def assemble_command(
     """Assembles Redcode FILES; prints ``{path: load image or {"error": "line N: ..."}}``."""
     del as_json
     try:
-        settings = AssemblerSettings(coresize=coresize, maxcycles=cycles, maxprocesses=processes,
-                                     maxlength=maxlength, mindistance=mindistance)  # fmt: skip
-    except (ValueError, TypeError) as exc:
-        raise click.UsageError(str(exc)) from None
+        mars = MarsSettings(coresize=coresize, cycles=cycles, processes=processes,
+                            maxlength=maxlength, mindistance=mindistance or maxlength)
+    except MarsError as exc:
+        _fail(str(exc))
+    settings = _assembler_settings(mars, warriors=2)
     out: dict[str, dict] = {}
     failed = False
     for path in files:
