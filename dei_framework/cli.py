@@ -29,6 +29,9 @@ DEFAULTS: dict[str, Any] = {
     "sharing": "champion",
     "new_fraction": 0.1,
     "max_champions": 20,
+    "max_peer_champions": 20,
+    "emitter": "uniform",
+    "archive": "grid",
     "checkpoint_seconds": 2.0,
 }
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
@@ -100,6 +103,8 @@ RUN_OPTIONS = [
     click.option("--rounds", type=int, help="Red Queen rounds per node (default 3)."),
     click.option("--sharing", help="Champion-sharing policy (default: champion)."),
     click.option("--axes", help="Comma-separated descriptor axes (default: the domain's)."),
+    click.option("--emitter", help="How parents are chosen (default: uniform; see `dei plugins`)."),
+    click.option("--archive", help="Archive kind (default: grid; cvt for 3+ axes)."),
     click.option("--seed", type=int, help="Run seed (default 0)."),
     click.option("--human-set", type=click.Path(file_okay=False),
                  help="Folder of reference programs for generality (Core War: human warriors)."),
@@ -139,7 +144,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     known = {"domain", "transport", "nodes", "operator", "operators", "api_base", "budget",
              "iterations", "rounds", "sharing", "axes", "seed", "human_set", "eval_workers",
              "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
-             "transport_options", "sharing_options", "operator_options", "axl_api", "out"}
+             "transport_options", "sharing_options", "operator_options", "axl_api", "out",
+             "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions"}
     unknown = set(file) - known
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -192,6 +198,9 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         budget=budget, iterations=iterations, seed=pick("seed"), sharing=pick("sharing"),
         sharing_options=file.get("sharing_options", {}), axes=axes,
         new_fraction=pick("new_fraction"), max_champions=pick("max_champions"),
+        max_peer_champions=pick("max_peer_champions"), emitter=pick("emitter"),
+        emitter_options=file.get("emitter_options", {}), archive=pick("archive"),
+        archive_options=file.get("archive_options", {}),
         eval_workers=pick("eval_workers"), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
     )  # fmt: skip

@@ -26,6 +26,8 @@ REGISTRATION_HOOKS = {
     "dei_transports": "transport",
     "dei_sharing_policies": "sharing policy",
     "dei_descriptor_axes": "descriptor axis",
+    "dei_emitters": "emitter",
+    "dei_archives": "archive",
 }
 
 
@@ -52,6 +54,8 @@ class PluginRegistry:
     transports: dict[str, Registered] = attrs.Factory(dict)
     sharing: dict[str, Registered] = attrs.Factory(dict)
     axes: dict[str, Registered] = attrs.Factory(dict)
+    emitters: dict[str, Registered] = attrs.Factory(dict)
+    archives: dict[str, Registered] = attrs.Factory(dict)
     problems: list[str] = attrs.Factory(list)
 
     def _table(self, hook: str) -> dict[str, Registered]:
@@ -61,6 +65,8 @@ class PluginRegistry:
             "dei_transports": self.transports,
             "dei_sharing_policies": self.sharing,
             "dei_descriptor_axes": self.axes,
+            "dei_emitters": self.emitters,
+            "dei_archives": self.archives,
         }[hook]
 
     def _lookup(self, table: dict[str, Registered], kind: str, name: str) -> Any:
@@ -81,6 +87,14 @@ class PluginRegistry:
     def sharing_policy(self, name: str):
         """The :class:`~dei_framework.sharing.SharingSpec` called ``name``."""
         return self._lookup(self.sharing, "sharing policy", name)
+
+    def emitter(self, name: str):
+        """The :class:`~dei_framework.emitters.EmitterSpec` called ``name``."""
+        return self._lookup(self.emitters, "emitter", name)
+
+    def archive(self, name: str):
+        """The :class:`~dei_framework.archives.ArchiveSpec` called ``name``."""
+        return self._lookup(self.archives, "archive", name)
 
     def operator(self, spec: str):
         """The :class:`~dei_framework.operators.OperatorSpec` serving ``--operator spec``.
@@ -123,6 +137,8 @@ class PluginRegistry:
             "transports": rows(self.transports),
             "sharing": rows(self.sharing),
             "axes": rows(self.axes, lambda spec: {"domain": spec.domain}),
+            "emitters": rows(self.emitters),
+            "archives": rows(self.archives),
         }
 
 
