@@ -22,6 +22,7 @@ import attrs
 
 from dei_framework.domain import Domain, Evaluation, Program
 from dei_framework.errors import InvalidProgram
+from dei_framework.scheduler import Result, WorkItem
 
 _WORKER_DOMAIN: Domain | None = None
 
@@ -42,10 +43,23 @@ class Outcome:
     error: str | None = None
     seconds: float = 0.0
 
+    def result(self, item: WorkItem, *, operator: str = "", **info: Any) -> Result:
+        """The scheduler :class:`~dei_framework.scheduler.Result` of ``item`` (for ``tell``)."""
+        text = self.program.text if self.program is not None else None
+        if self.evaluation is None:
+            return Result(item=item, text=text, error=self.error, operator=operator, info=info)
+        return Result(item=item, text=text, fitness=float(self.evaluation.fitness),
+                      descriptor=dict(self.evaluation.descriptor), operator=operator,
+                      info=info)  # fmt: skip
+
 
 def _install(domain: Domain) -> None:
     global _WORKER_DOMAIN
     _WORKER_DOMAIN = domain
+
+
+def _finite_number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
 
 def check_evaluation(
@@ -61,7 +75,7 @@ def check_evaluation(
     if not isinstance(evaluation, Evaluation):
         return f"domain returned {type(evaluation).__name__}, not an Evaluation"
     fitness = evaluation.fitness
-    if isinstance(fitness, bool) or not isinstance(fitness, int | float) or not math.isfinite(fitness):
+    if not _finite_number(fitness):
         return f"domain returned fitness {fitness!r}, not a finite number"
     descriptor = evaluation.descriptor
     if not isinstance(descriptor, Mapping):
@@ -74,9 +88,32 @@ def check_evaluation(
         if extra:
             return f"domain returned unknown descriptor key {', '.join(map(repr, extra))}"
     for key, value in descriptor.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if not _finite_number(value):
             return f"domain returned descriptor {key!r} = {value!r}, not a finite number"
     return None
+
+
+def evaluate(
+    domain: Domain,
+    text: str,
+    opponents: Sequence[Program],
+    *,
+    seed: int,
+    axes: Collection[str] = (),
+    known: Collection[str] | None = None,
+) -> Outcome:
+    """Parses and evaluates ``text`` in this process; never raises for a bad program or a
+    domain answer that breaks the contract (see :func:`check_evaluation`).
+
+    Args:
+        domain: The domain.
+        text: Operator output or program text.
+        opponents: Parsed opponents.
+        seed: Evaluation seed.
+        axes: Descriptor keys that must be present.
+        known: Every descriptor key allowed (``None``: any).
+    """
+    return _parse_and_evaluate(domain, text, opponents, seed, tuple(axes), known)
 
 
 def _parse_and_evaluate(

@@ -30,7 +30,9 @@ import numpy as np
 
 from dei_framework.archives import AddStatus, ArchiveBase, ArchiveFactory, GridArchive
 from dei_framework.descriptors import DescriptorSpace
+from dei_framework.domain import Domain
 from dei_framework.emitters import EmitterBase, UniformEmitter
+from dei_framework.operators import OperatorRequest
 from dei_framework.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
 from dei_framework.records import Candidate
 from dei_framework.sharing import Admit, SharingPolicy, TopKSharing
@@ -83,6 +85,14 @@ class WorkItem:
     def needs_call(self) -> bool:
         """``True`` when an operator must write the program first."""
         return self.kind in ("new", "mutate")
+
+    def request(self, domain: Domain) -> OperatorRequest:
+        """The operator request of a call item, with the domain's chat messages."""
+        messages = domain.messages(self.kind, parent=self.parent, others=self.others,
+                                   feedback=self.feedback)  # fmt: skip
+        return OperatorRequest(key=self.key, kind=self.kind, messages=messages,
+                               parent=self.parent, others=self.others, feedback=self.feedback,
+                               seed=self.seed)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
@@ -149,7 +159,7 @@ class Admission:
         result, item = self.result, self.result.item
         if result.call_failed:
             return None
-        operator = result.operator or (item.program.operator if item.program else "")
+        operator = item.program.operator if item.program else result.operator
         event: dict[str, Any] = {
             "event": "evaluated", "id": item.id, "node": item.node, "round": item.round,
             "operator": operator, "kind": item.kind,
@@ -241,7 +251,8 @@ class Scheduler:
         peer_window: int = PEER_WINDOW,
     ) -> None:
         if rounds < 1 or calls < 0 or lag < 0:
-            raise ValueError(f"need rounds >= 1, calls >= 0, lag >= 0; got {rounds}, {calls}, {lag}")
+            raise ValueError(f"need rounds >= 1, calls >= 0, lag >= 0; got {rounds}, {calls}, "
+                             f"{lag}")
         self.name = name
         self.space = space
         self.calls = calls
@@ -274,11 +285,22 @@ class Scheduler:
         self._asked: dict[int, WorkItem] = {}  # asked, not yet admitted, by order
         self._buffer: dict[int, Result] = {}  # told, waiting for earlier orders
 
+    @classmethod
+    def for_domain(cls, domain: Domain, *, name: str, calls: int, **settings: Any) -> Scheduler:
+        """A scheduler over ``domain``'s default axes, initial opponents and fitness floor.
+
+        ``settings`` are the other constructor arguments (``rounds``, ``seed``, ``emitter``...).
+        """
+        offered = {spec.name: spec.axis for spec in domain.descriptor_axes()}
+        space = DescriptorSpace([offered[axis] for axis in domain.default_axes])
+        return cls(name=name, space=space, initial_opponents=domain.initial_opponents(),
+                   calls=calls, qd_offset=domain.fitness_floor, **settings)  # fmt: skip
+
     # --- queries --------------------------------------------------------------------------------
 
     def _new_archive(self, round_index: int) -> ArchiveBase:
-        return self._archive_factory(space=self.space, qd_offset=self.qd_offset,
-                                     seed=derive_seed(self.seed, self.name, round_index, "archive"))  # fmt: skip
+        seed = derive_seed(self.seed, self.name, round_index, "archive")
+        return self._archive_factory(space=self.space, qd_offset=self.qd_offset, seed=seed)
 
     @property
     def finished(self) -> bool:
@@ -333,7 +355,9 @@ class Scheduler:
         eval_seed = self.eval_seed()
         items = []
         for index, opponent in enumerate(own):
-            label = "initial" if opponent.source == "initial" else f"{opponent.source}:{opponent.node}"
+            label = opponent.source
+            if opponent.source != "initial":
+                label = f"{opponent.source}:{opponent.node}"
             items.append(self._item(kind="warm", order=len(items), suffix=f"w{index}",
                                     eval_seed=eval_seed,
                                     program=attrs.evolve(opponent, operator=label)))  # fmt: skip
@@ -351,8 +375,8 @@ class Scheduler:
     def _item(self, *, kind: Kind, order: int, suffix: str, eval_seed: int, **fields) -> WorkItem:
         key = f"{self.name}/r{self.round}/{suffix}"
         return WorkItem(id=f"{self.name}-r{self.round}-{suffix}", key=key, node=self.name,
-                        round=self.round, order=order, kind=kind,
-                        seed=derive_seed(self.seed, key), eval_seed=eval_seed, **fields)  # fmt: skip
+                        round=self.round, order=order, kind=kind, seed=derive_seed(self.seed, key),
+                        eval_seed=eval_seed, **fields)  # fmt: skip
 
     def _plan(self) -> None:
         """Plans every call slot the lag rule and the quota allow now (deterministic point)."""
@@ -361,8 +385,8 @@ class Scheduler:
         quota = self.round_quota(self.round)
         while True:
             slot = self._next_slot
-            outstanding = slot - (self._next_order - self._warm)
-            if slot - self.lag > self._next_order - self._warm or self.completed + outstanding >= quota:
+            admitted = self._next_order - self._warm  # call slots admitted
+            if slot - self.lag > admitted or self.completed + slot - admitted >= quota:
                 return
             self._planned.append(self._plan_slot(slot))
             self._next_slot += 1
@@ -411,8 +435,9 @@ class Scheduler:
             self._next_order += 1
             self._plan()
         round_end = None
-        if (self.started and self._next_order >= self._warm and not self._planned
-                and not self._asked and self.completed >= self.round_quota(self.round)):  # fmt: skip
+        quota_done = self.completed >= self.round_quota(self.round)
+        if self.started and self._next_order >= self._warm and not self._planned \
+                and not self._asked and quota_done:
             round_end = self._end_round()
         return TellReport(admitted=tuple(admitted), round_end=round_end)
 
@@ -428,7 +453,7 @@ class Scheduler:
             if item.kind == "mutate":
                 self.emitter.tell(item.parent, None, AddStatus.NOT_ADDED)
             return Admission(result=result, candidate=None, status=None)
-        operator = result.operator or (item.program.operator if item.program else "")
+        operator = item.program.operator if item.program else result.operator
         candidate = Candidate(
             id=item.id, text=result.text or "", fitness=float(result.fitness),
             descriptor=dict(result.descriptor), cell=self.archive.cell_of(result.descriptor),
@@ -466,7 +491,7 @@ class Scheduler:
         self.history.append(event)
         if champion is not None:
             self.pool.add_champion(Candidate(text=champion.text, source="own", node=self.name,
-                                             round=self.round, operator=champion.operator))  # fmt: skip
+                                             round=self.round, operator=champion.operator))
         self.previous_cells = {elite.cell for elite in finished}
         self.round += 1
         self.started = False

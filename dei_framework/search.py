@@ -26,7 +26,6 @@ from dei_framework.evaluation import Evaluator
 from dei_framework.operators import (
     Operator,
     OperatorReply,
-    OperatorRequest,
     TransientOperatorFailure,
 )
 from dei_framework.records import Candidate
@@ -228,21 +227,13 @@ class SearchDriver:
             info["call_s"] = round(seconds, 6)
         outcome = await self.evaluator.evaluate(text, self._opponents, seed=item.eval_seed,
                                                 axes=self.scheduler.space.names)  # fmt: skip
-        timings = {"eval_s": round(outcome.seconds, 6), **info}
-        if outcome.evaluation is None:
-            return Result(item=item, error=outcome.error, operator=operator,
-                          text=outcome.program.text if outcome.program else None,
-                          info={"timings": timings})  # fmt: skip
-        return Result(item=item, text=outcome.program.text, operator=operator,
-                      fitness=float(outcome.evaluation.fitness),
-                      descriptor=dict(outcome.evaluation.descriptor),
-                      info={"timings": timings})  # fmt: skip
+        return outcome.result(item, operator=operator,
+                              timings={"eval_s": round(outcome.seconds, 6), **info})
 
     async def _call(self, item: WorkItem) -> tuple[OperatorReply | None, float]:
         """The slot's operator call (or its recorded reply); ``None`` when it failed
         transiently. Completed calls are logged at once."""
-        messages = self.domain.messages(item.kind, parent=item.parent, others=item.others,
-                                        feedback=item.feedback)  # fmt: skip
+        request = item.request(self.domain)
         call = {"key": item.key, "node": self.name, "round": item.round, "kind": item.kind,
                 "parent": item.parent.id if item.parent else None, "operator": self.operator.label,
                 "id": item.id}  # fmt: skip
@@ -255,10 +246,6 @@ class SearchDriver:
                 self.record([], [{**recorded.record, "replayed": True}])
             self._failures = 0
             return reply, 0.0
-        request = OperatorRequest(
-            key=item.key, kind=item.kind, messages=messages, parent=item.parent,
-            others=item.others, feedback=item.feedback, seed=item.seed,
-        )  # fmt: skip
         self.ledger.reserve(self.name)
         started = time.perf_counter()
         try:
@@ -280,7 +267,7 @@ class SearchDriver:
         seconds = time.perf_counter() - started
         self.ledger.commit(self.name, reply, seconds=seconds)
         self._failures = 0
-        self.record([], [{**call, "messages": list(messages), "seconds": round(seconds, 6),
+        self.record([], [{**call, "messages": list(request.messages), "seconds": round(seconds, 6),
                           "reply": attrs.asdict(reply)}])  # fmt: skip
         return reply, seconds
 

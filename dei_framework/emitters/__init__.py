@@ -36,7 +36,7 @@ BUILTIN_EMITTERS = (
     EmitterSpec(name="uniform", factory=_uniform,
                 description="the paper's choice: parents uniform over occupied cells"),
     EmitterSpec(name="improvement", factory=_improvement,
-                description="curiosity: parents whose children improved the archive (option prior)"),
+                description="curiosity: parents whose children improved cells (option prior)"),
 )  # fmt: skip
 
 __all__ = ["BUILTIN_EMITTERS", "EmitterBase", "EmitterSpec", "ImprovementEmitter",
