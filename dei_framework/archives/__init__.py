@@ -23,9 +23,10 @@ from dei_framework.errors import ConfigError
 
 
 def _cvt(options: Mapping[str, Any]) -> ArchiveFactory:
-    unknown = set(options) - {"cells", "samples"}
+    unknown = set(options) - {"cells", "samples", "centroid_seed"}
     if unknown:
-        raise ConfigError(f"cvt archive: unknown options {sorted(unknown)} (known: cells, samples)")
+        raise ConfigError(f"cvt archive: unknown options {sorted(unknown)} "
+                          "(known: cells, samples, centroid_seed)")
     return partial(CVTArchive, **options)
 
 
@@ -40,7 +41,7 @@ BUILTIN_ARCHIVES = (
     ArchiveSpec(name="grid", factory=_grid,
                 description="the paper's MAP-Elites grid over the binned descriptor axes"),
     ArchiveSpec(name="cvt", factory=_cvt,
-                description="CVT-MAP-Elites: seeded Voronoi cells (options cells, samples)"),
+                description="CVT-MAP-Elites: seeded Voronoi cells (options cells, samples, centroid_seed)"),
 )  # fmt: skip
 
 __all__ = ["BUILTIN_ARCHIVES", "AddStatus", "ArchiveBase", "ArchiveFactory", "ArchiveSpec",

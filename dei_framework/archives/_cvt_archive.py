@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -31,16 +32,18 @@ class CVTArchive(ArchiveBase):
     """A centroidal Voronoi tessellation archive (Vassiliades et al., 2018).
 
     The centroids come from k-means over uniform samples of the unit cube, drawn from
-    ``seed``: the same seed always gives the same cells, so a resumed or replayed run finds
-    its elites in the same places. Each descriptor is mapped to the unit cube axis by axis
+    ``centroid_seed`` (not from ``seed``): every round, node and resumed or replayed run of
+    the same settings has the same cells, so cells can be compared across rounds (niche
+    novelty) and nodes (merges). Each descriptor is mapped to the unit cube axis by axis
     (see :func:`unit_value`) and falls in the cell of its nearest centroid.
 
     Args:
         space: The descriptor space (its axes give the names and ranges; any number of axes).
         cells: Number of centroids.
         samples: Uniform samples k-means runs on (more gives more even cells).
+        centroid_seed: Seed of the centroids.
         qd_offset: Subtracted from every fitness in the QD-score.
-        seed: Seed of the centroids and of :meth:`sample`.
+        seed: Seed of :meth:`sample`.
 
     Raises:
         ConfigError: ``cells`` is not a positive integer or exceeds ``samples``.
@@ -53,7 +56,8 @@ class CVTArchive(ArchiveBase):
         *,
         space: DescriptorSpace,
         cells: int = 128,
-        samples: int = 20_000,
+        samples: int = 10_000,
+        centroid_seed: int = 0,
         qd_offset: float = 0.0,
         seed: int | None = None,
     ) -> None:
@@ -62,7 +66,7 @@ class CVTArchive(ArchiveBase):
         if samples < cells:
             raise ConfigError(f"cvt archive: samples ({samples}) must be at least cells ({cells})")
         super().__init__(space=space, qd_offset=qd_offset, seed=seed)
-        self.centroids = _kmeans(len(space.axes), cells, samples, seed)
+        self.centroids = _kmeans(len(space.axes), cells, samples, centroid_seed)
 
     @property
     def cells(self) -> int:
@@ -80,14 +84,18 @@ class CVTArchive(ArchiveBase):
         return {**super().to_json(), "cells": self.cells}
 
 
-def _kmeans(dims: int, cells: int, samples: int, seed: int | None, iterations: int = 20):
+@functools.lru_cache(maxsize=16)
+def _kmeans(dims: int, cells: int, samples: int, seed: int, iterations: int = 20) -> np.ndarray:
+    """Lloyd's k-means over seeded uniform samples (cached: every round reuses the cells)."""
     rng = np.random.default_rng(seed)
     points = rng.random((samples, dims))
     centroids = points[rng.choice(samples, size=cells, replace=False)].copy()
     for _ in range(iterations):
-        nearest = np.argmin(((points[:, None, :] - centroids[None, :, :]) ** 2).sum(axis=2), axis=1)
-        for index in range(cells):
-            members = points[nearest == index]
-            if len(members):
-                centroids[index] = members.mean(axis=0)
+        distances = (points**2).sum(1)[:, None] - 2 * points @ centroids.T + (centroids**2).sum(1)
+        nearest = np.argmin(distances, axis=1)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, nearest, points)
+        counts = np.bincount(nearest, minlength=cells)[:, None]
+        centroids = np.where(counts > 0, sums / np.maximum(counts, 1), centroids)
+    centroids.flags.writeable = False
     return centroids

@@ -238,9 +238,10 @@ def test_improvement_emitter_favours_parents_whose_children_improved() -> None:
 
 def test_cvt_archive_has_seeded_cells_over_three_axes() -> None:
     space = DescriptorSpace([spec.axis for spec in DOMAIN.descriptor_axes()])
-    a, b = CVTArchive(space=space, cells=20, seed=3), CVTArchive(space=space, cells=20, seed=3)
-    assert (a.centroids == b.centroids).all() and a.cells == 20
-    assert (CVTArchive(space=space, cells=20, seed=4).centroids != a.centroids).any()
+    a, b = CVTArchive(space=space, cells=20, seed=3), CVTArchive(space=space, cells=20, seed=9)
+    assert (a.centroids == b.centroids).all() and a.cells == 20  # cells do not move per round
+    other = CVTArchive(space=space, cells=20, centroid_seed=4)
+    assert (other.centroids != a.centroids).any()
     first = Candidate(text="x", fitness=1.0, descriptor={"length": 3, "peak": 10, "first": 40})
     assert a.add(first) == AddStatus.NEW and str(AddStatus.NEW) == "NEW"
     assert a.add(first.__class__(**{**first.to_json(), "fitness": 0.5})) == AddStatus.NOT_ADDED
