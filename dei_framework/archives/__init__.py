@@ -41,7 +41,7 @@ BUILTIN_ARCHIVES = (
     ArchiveSpec(name="grid", factory=_grid,
                 description="the paper's MAP-Elites grid over the binned descriptor axes"),
     ArchiveSpec(name="cvt", factory=_cvt,
-                description="CVT-MAP-Elites: seeded Voronoi cells (options cells, samples, centroid_seed)"),
+                description="Voronoi cells for 3+ axes (options cells, samples, centroid_seed)"),
 )  # fmt: skip
 
 __all__ = ["BUILTIN_ARCHIVES", "AddStatus", "ArchiveBase", "ArchiveFactory", "ArchiveSpec",
