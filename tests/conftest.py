@@ -32,11 +32,17 @@ def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _pip_install(TOY_SOURCE, tmp_path_factory)
 
 
+@pytest.fixture(scope="session")
+def searchplug_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder where the `dei-searchplug` distribution is installed."""
+    return _pip_install(SEARCHPLUG_SOURCE, tmp_path_factory)
+
+
 @pytest.fixture
-def searchplug_env(toy_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory,
+def searchplug_env(toy_env: dict[str, str], searchplug_site: Path,
                    monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Like `toy_env`, plus the `dei-searchplug` distribution (emitter, archive, sharing)."""
-    site = _pip_install(SEARCHPLUG_SOURCE, tmp_path_factory)
+    site = searchplug_site
     monkeypatch.syspath_prepend(str(site))
     return {**toy_env, "PYTHONPATH": os.pathsep.join([str(site), toy_env["PYTHONPATH"]])}
 
