@@ -213,6 +213,7 @@ class Ensemble:
                 receive=node.receive, publish=node.publish, replies=replies.get(name),
                 on_round=self._on_round(name), checkpoint=self._checkpoint,
                 on_event=lambda event: self.progress("evaluated", event),
+                axes=tuple(dict.fromkeys((*spaces[name].names, *self.space.names))),
             )  # fmt: skip
 
     def _record(self, events: list[dict], calls: list[dict]) -> None:

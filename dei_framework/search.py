@@ -67,6 +67,8 @@ class SearchDriver:
         on_round: Called with the round event and the finished archive when a round ends.
         on_event: Called with each ``evaluated`` event.
         checkpoint: Called when a round has ended (a good moment to write a checkpoint).
+        axes: Descriptor keys every evaluation must report (default: the scheduler's axes;
+            an ensemble adds the run's common axes, into which reports map every node).
     """
 
     def __init__(
@@ -84,6 +86,7 @@ class SearchDriver:
         on_round: Callable[[dict, ArchiveBase], None] = lambda event, archive: None,
         on_event: Callable[[dict], None] = lambda event: None,
         checkpoint: Callable[[], None] = lambda: None,
+        axes: Sequence[str] | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.name = scheduler.name
@@ -98,6 +101,7 @@ class SearchDriver:
         self.on_round = on_round
         self.on_event = on_event
         self.checkpoint = checkpoint
+        self.axes = tuple(axes if axes is not None else scheduler.space.names)
         self.generality_tasks: dict[int, asyncio.Task] = {}
         self._failures = 0
         self._known: dict[str, Program | str] = {}
@@ -226,7 +230,7 @@ class SearchDriver:
             text, operator = reply.text, self.operator.label
             info["call_s"] = round(seconds, 6)
         outcome = await self.evaluator.evaluate(text, self._opponents, seed=item.eval_seed,
-                                                axes=self.scheduler.space.names)  # fmt: skip
+                                                axes=self.axes)  # fmt: skip
         return outcome.result(item, operator=operator,
                               timings={"eval_s": round(outcome.seconds, 6), **info})
 

@@ -52,7 +52,7 @@ def test_config_file_selects_components_per_node(searchplug_env, cli, tmp_path):
         'domain = "toy"\nbudget = 40\nrounds = 2\neval_workers = 0\n'
         '[[node]]\noperator = "toy-random"\n'
         '[[node]]\noperator = "toy-random"\nemitter = "improvement"\narchive = "cvt"\n'
-        'sharing = "none"\naxes = "length,peak"\n'
+        'sharing = "none"\naxes = "peak"\n'
         "[archive_options]\n"
     )
     out = tmp_path / "run"
@@ -62,7 +62,11 @@ def test_config_file_selects_components_per_node(searchplug_env, cli, tmp_path):
              if e["event"] == "round"}  # fmt: skip
     assert kinds == {("node-0", "uniform", "grid"), ("node-1", "improvement", "cvt")}
     summary = json.loads((out / "summary.json").read_text())
+    # node-1 searched the peak axis alone; the merge maps its elites into the run's grid.
     assert summary["space"]["cells"] == 25 and 0 < summary["merged"]["coverage"] <= 1
+    node_1 = json.loads((out / "nodes" / "node-1" / "round-001.json").read_text())["archive"]
+    assert [axis["name"] for axis in node_1["space"]] == ["peak"]
+    assert all({"length", "peak"} <= set(e["descriptor"]) for e in node_1["elites"])
 
 
 def test_unknown_component_names_give_one_clear_line(searchplug_env, cli, tmp_path):
