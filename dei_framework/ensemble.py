@@ -34,6 +34,11 @@ from dei_framework.search import RecordedCall, SearchDriver
 
 Progress = Callable[[str, dict[str, Any]], None]
 
+#: Scheduler lag per slot of operator concurrency: a slot is planned once every slot more than
+#: ``4 x max_in_flight`` before it was admitted, so a reply up to ~4x slower than the others
+#: holds nothing back (benchmarks/pipeline_offline.py measures the effect).
+LAG_PER_SLOT = 4
+
 
 def build_space(domain: Domain, axes: tuple[str, ...], registry: PluginRegistry) -> DescriptorSpace:
     """The grid: the selected axes (or the domain's defaults), plugin binnings overriding."""
@@ -178,7 +183,7 @@ class Ensemble:
                 name=name, space=spaces[name], initial_opponents=self.domain.initial_opponents(),
                 calls=self.ledger.quotas[name], rounds=config.rounds, seed=config.seed,
                 new_fraction=config.new_fraction,
-                lag=lags.get(name, 2 * operators[name].max_in_flight),
+                lag=lags.get(name, LAG_PER_SLOT * operators[name].max_in_flight),
                 archive=_build_plugin(registry.archives, archive_name,
                                       registry.archive(archive_name).factory,
                                       dict(config.archive_options)),
