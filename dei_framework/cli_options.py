@@ -33,7 +33,6 @@ class RunOption:
         option: The click option; its parameter name (``human_set``) is also the key.
         target: The options table the value goes to.
         convert: Applied to the value before it is stored (e.g. resolve a path).
-        description: One line for listings (defaults to the option's help).
     """
 
     option: click.Option
@@ -47,6 +46,7 @@ class RunOption:
 
     @property
     def description(self) -> str:
+        """One line for listings: the option's help."""
         return self.option.help or ""
 
     def apply(self, value: Any, tables: dict[str, dict[str, Any]]) -> None:
