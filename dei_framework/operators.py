@@ -8,11 +8,12 @@ operators may ignore the messages and work on the parent's text directly.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import attrs
 
+from dei_framework.context import FactoryContext
 from dei_framework.domain import Domain
 from dei_framework.records import Message, Parent
 
@@ -104,19 +105,20 @@ class TransientOperatorFailure(Exception):
 
 
 @attrs.frozen(kw_only=True)
-class OperatorSettings:
-    """Per-node settings an operator factory receives (from flags and the TOML config).
+class OperatorSettings(FactoryContext):
+    """The context an operator factory receives for one node (from flags and the TOML config).
 
     Attributes:
         spec: What the user typed for ``--operator`` (a name or a model string).
         node: The node the operator serves.
         options: Everything else (``api_base``, ``temperature``, ``max_tokens``, ``timeout``,
             ``concurrency``, ...), already merged: node table over global table over flags.
+        registry: The run's plugins (see :class:`~dei_framework.context.FactoryContext`).
+        seed: The run seed.
     """
 
     spec: str
     node: str
-    options: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 #: ``factory(settings, domain)`` returns the node's operator or raises ``ConfigError``.

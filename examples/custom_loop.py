@@ -31,9 +31,9 @@ if __name__ == "__main__":
         parser.add_argument(flag, type=int, default=default)
     args = parser.parse_args()
     try:
-        domain = (plugins := load_plugins()).domain(args.domain).factory({})
-        settings = OperatorSettings(spec=args.operator, node="custom")
-        operator = plugins.operator(args.operator).factory(settings, domain)
+        domain = (reg := load_plugins()).domain(args.domain).factory({})
+        settings = OperatorSettings(spec=args.operator, node="custom", registry=reg, seed=args.seed)
+        operator = reg.operator(args.operator).factory(settings, domain)
     except DEIError as exc:
         sys.exit(f"error: {exc}")
     for event in asyncio.run(search(domain, operator, args)):  # one JSON line per round
