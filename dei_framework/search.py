@@ -65,7 +65,7 @@ class SearchDriver:
         publish: Called with a finished round's archive and its round (sharing).
         replies: Recorded calls by request key (resume and replay).
         on_round: Called with the round event and the finished archive when a round ends.
-        on_event: Called with each ``evaluated`` event.
+        on_event: Called with the ``evaluated`` event of each operator-made candidate.
         checkpoint: Called when a round has ended (a good moment to write a checkpoint).
         axes: Descriptor keys every evaluation must report (default: the scheduler's axes;
             an ensemble adds the run's common axes, into which reports map every node).
@@ -204,7 +204,8 @@ class SearchDriver:
         events = [event for a in report.admitted if (event := a.event()) is not None]
         self.record(events, [])
         for event in events:
-            self.on_event(event)
+            if event["kind"] in ("new", "mutate"):  # progress counts operator-made candidates
+                self.on_event(event)
         if report.round_end is not None:
             self._round_end = report.round_end
 
