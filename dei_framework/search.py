@@ -226,7 +226,10 @@ class SearchDriver:
         if item.needs_call:
             reply, seconds = await self._call(item)
             if reply is None:
-                await asyncio.sleep(min(2.0 ** min(self._failures, 8) * 0.05, 10.0))
+                # Back off as the old batch loop did: the exponent grows once per slot-width
+                # of consecutive failures.
+                rounds_failed = self._failures / self.operator.max_in_flight
+                await asyncio.sleep(min(2.0 ** min(rounds_failed, 8) * 0.05, 10.0))
                 return Result(item=item, call_failed=True)
             text, operator = reply.text, self.operator.label
             info["call_s"] = round(seconds, 6)
