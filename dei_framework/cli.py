@@ -226,6 +226,8 @@ def default_out(domain: str) -> Path:
 
 @click.command(name="dei-run", context_settings={"help_option_names": ["-h", "--help"]})
 @run_options
+@click.option("--watch", is_flag=True, help="Serve the run's live web page (as `dei watch`) and "
+              "print its URL; after the run it keeps serving until Ctrl-C.")
 @user_errors
 def dei_run(**flags: Any) -> None:
     """Run a DEI ensemble: N nodes, each bound to its own operator, sharing round champions.
@@ -241,7 +243,7 @@ def dei_run(**flags: Any) -> None:
     if resume_dir and replay_dir:
         raise ConfigError("--resume and --replay exclude each other")
     if resume_dir or replay_dir:
-        warn_ignored(flags, keep=("resume", "replay", "out", "progress", "no_report"))
+        warn_ignored(flags, keep=("resume", "replay", "out", "progress", "no_report", "watch"))
     if resume_dir:
         config = RunConfig.from_json(RunDir(resume_dir).read_config())
         out = Path(resume_dir)
@@ -253,6 +255,7 @@ def dei_run(**flags: Any) -> None:
         out = Path(flags["out"]) if flags.get("out") else default_out(config.domain)
         if (out / "config.json").exists():
             raise ConfigError(f"{out} already holds a run; use --resume {out} or another --out")
+    watching = watch_in_background(out) if flags.get("watch") else None
     progress = make_progress(flags.get("progress") or "auto", config)
     with progress:
         summary = run(config, out, registry=plugins, resume=bool(resume_dir),
@@ -272,6 +275,8 @@ def dei_run(**flags: Any) -> None:
     click.echo(f"summary: {out / 'summary.json'}")
     if report:
         click.echo(f"report: {report}")
+    if watching is not None:
+        serve_until_interrupted(watching)
 
 
 def write_report(run_dir: Path) -> Path | None:
@@ -361,8 +366,14 @@ def report_command(run_dir: str) -> None:
 
 # Built in its own module from the dei-run options above, so registered after them.
 from dei_framework.experiment import experiment_command  # noqa: E402
+from dei_framework.watch.command import (  # noqa: E402
+    serve_until_interrupted,
+    watch_command,
+    watch_in_background,
+)
 
 dei.add_command(experiment_command())
+dei.add_command(watch_command())
 
 
 def main() -> None:
