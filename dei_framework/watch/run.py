@@ -413,15 +413,22 @@ class WatchedRun:
     # --- program texts --------------------------------------------------------------------------
 
     def elite(self, elite_id: str) -> dict[str, Any]:
-        """What is known of one elite, with its program text when it can be found."""
+        """What is known of one elite, with its program text when it can be found.
+
+        ``text_source`` says where the text came from: ``archive`` (the program as the archive
+        holds it) or ``reply`` (the operator's raw reply, for an elite of the round in
+        progress that no checkpoint holds yet); ``None`` when it was not found.
+        """
         with self._lock:
             found = self._find_cell(elite_id)
             text = self.model.texts.get(elite_id) or self._checkpoint_texts.get(elite_id)
             if text is None and found is not None:
                 text = self._round_file_text(elite_id, found.get("node"), found.get("round"))
+            source = "archive" if text is not None else None
             if text is None:
                 text = self._call_text(elite_id)
-        return {"id": elite_id, **(found or {}), "text": text}
+                source = "reply" if text is not None else None
+        return {"id": elite_id, **(found or {}), "text": text, "text_source": source}
 
     def _find_cell(self, elite_id: str) -> dict[str, Any] | None:
         for archive in [self.model.merged, *(n.archive for n in self.model.nodes.values())]:

@@ -28,7 +28,7 @@ def finished_run(toy_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 @pytest.fixture(scope="session")
 def finished_experiment(toy_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished toy experiment: solo and homo (one toy operator only), solo first, two repeats each."""
+    """A finished toy experiment: solo then homo (one toy operator only), two repeats each."""
     out = tmp_path_factory.mktemp("watch") / "experiment"
     _run(["dei", "experiment", *TOY_ARGS, "--conditions", "solo,homo", "--budget", "48",
           "--rounds", "2", "--repeats", "2", "--out", str(out)], _env(toy_site))  # fmt: skip

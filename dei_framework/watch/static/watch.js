@@ -418,7 +418,8 @@ document.addEventListener("mousemove", async (event) => {
   if (id) {
     const found = await elite(id);
     if (!$("tip").hidden && $("tip").innerHTML.startsWith(html.slice(0, 40))) {
-      showTip(html + (found.text ? `<pre>${esc(found.text)}</pre>` : `<br><span class="k">program text not available yet</span>`), event);
+      const source = found.text_source === "reply" ? `<br><span class="k">the operator's reply (the archive's copy comes with the next checkpoint)</span>` : "";
+      showTip(html + (found.text ? `${source}<pre>${esc(found.text)}</pre>` : `<br><span class="k">program text not available yet</span>`), event);
     }
   }
 });
