@@ -24,13 +24,15 @@ from typing import Any
 
 import attrs
 
-from dei_framework.watch.state import MAX_CAUSES, MAX_TRANSFERS, RunState
+from dei_framework.watch.state import MAX_CAUSES, RunState
 from dei_framework.watch.tail import JsonlTail, Rewound
 
 #: Seconds between looks for new event files (node processes starting, repeats beginning).
 RESCAN_SECONDS = 2.0
 #: Bytes read per step while catching up with a large file.
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 1 << 20
+#: Rounds of champion flow in the state (the most recent ones; totals are in ``edges``).
+FLOW_ROUNDS = 30
 #: A run whose files have not changed for this long (and has no summary) is shown as idle.
 IDLE_SECONDS = 30.0
 
@@ -249,7 +251,8 @@ class WatchedRun:
                 "statuses": dict(node.statuses) if node else {},
                 "errors": [
                     {"cause": cause, "count": count, "example": node.examples.get(cause, "")}
-                    for cause, count in node.causes.most_common(MAX_CAUSES)
+                    for cause, count in sorted(node.causes.items(),
+                                               key=lambda item: -item[1])[:MAX_CAUSES]
                 ] if node else [],
                 "stopped": (node.stopped if node else None) or final.get("stopped"),
                 "usage": node_usage,
@@ -307,8 +310,25 @@ class WatchedRun:
             "space": space,
             "nodes": nodes,
             "merged": merged,
-            "champions": sorted(model.champions.values(), key=lambda c: (c["round"], c["node"])),
-            "transfers": [t.to_json() for t in model.transfers[-MAX_TRANSFERS:]],
+            **self._flow(),
+        }
+
+    def _flow(self) -> dict[str, Any]:
+        """Champions and transfers of the last :data:`FLOW_ROUNDS` rounds, and all-time edges."""
+        model = self.model
+        latest = max([c["round"] for c in model.champions.values()] +
+                     [t.round for t in model.transfers[-1:]], default=0)  # fmt: skip
+        first = max(0, latest - FLOW_ROUNDS + 1)
+        champions = [c for c in model.champions.values() if c["round"] >= first]
+        transfers = []
+        for transfer in reversed(model.transfers):
+            if transfer.round < first:
+                break
+            transfers.append(transfer.to_json())
+        return {
+            "flow_from_round": first,
+            "champions": sorted(champions, key=lambda c: (c["round"], c["node"])),
+            "transfers": transfers[::-1],
             "transfers_total": len(model.transfers),
             "edges": model.edges(),
         }

@@ -23,8 +23,6 @@ import attrs
 
 #: Points kept per curve; older points are thinned (every other one dropped) beyond this.
 CURVE_POINTS = 400
-#: Transfers returned by :meth:`RunState.to_json` (the most recent ones).
-MAX_TRANSFERS = 2000
 #: Error causes listed per node (the most frequent ones).
 MAX_CAUSES = 6
 #: Event kinds of candidates that are not operator calls (re-evaluated opponents, peers).
@@ -43,7 +41,7 @@ class Curve:
         self._skipped = 0
         self._last: tuple[float, ...] | None = None
 
-    def add(self, point: tuple[float, ...]) -> None:
+    def add(self, *point: float) -> None:
         self._last = point
         self._skipped += 1
         if self._skipped < self.stride:
@@ -156,8 +154,8 @@ class NodeState:
         self.calls = 0
         self.round_calls = 0
         self.invalid = 0
-        self.statuses: Counter[str] = Counter()
-        self.causes: Counter[str] = Counter()
+        self.statuses: dict[str, int] = {}
+        self.causes: dict[str, int] = {}
         self.examples: dict[str, str] = {}
         self.archive = Archive()
         self.previous_cells: frozenset[tuple[int, ...]] = frozenset()
@@ -192,7 +190,7 @@ class RunState:
         self.merged_curve = Curve()
         self.calls = 0
         self.events = 0
-        self.kinds: Counter[str] = Counter()
+        self.kinds: dict[str, int] = {}
         self.champions: dict[tuple[str, int], dict[str, Any]] = {}
         self.transfers: list[Transfer] = []
         self._pending: dict[tuple[str, int], list[Transfer]] = {}
@@ -213,7 +211,10 @@ class RunState:
         """Takes one event (any kind; unknown kinds are only counted)."""
         self.events += 1
         kind = event.get("event")
-        self.kinds[str(kind)] += 1
+        if type(kind) is not str:
+            kind = _text(kind)
+        kinds = self.kinds
+        kinds[kind] = kinds.get(kind, 0) + 1
         name = event.get("node")
         if not isinstance(name, str):
             return
@@ -251,44 +252,52 @@ class RunState:
                     self.merged.put(cell, elite)
 
     def _evaluated(self, node: NodeState, event: Mapping[str, Any]) -> None:
-        kind = str(event.get("kind") or "")
-        status = str(event.get("status") or "")
-        operator = str(event.get("operator") or "")
-        node.statuses[status] += 1
+        # The hot path (nearly every event): plain dict operations only.
+        get = event.get
+        kind, status = get("kind"), get("status")
+        if type(kind) is not str or type(status) is not str:
+            kind, status = _text(kind), _text(status)
+        statuses = node.statuses
+        statuses[status] = statuses.get(status, 0) + 1
+        current = get("round") == node.round
         if kind not in NOT_CALLS:
             node.calls += 1
             self.calls += 1
-            if event.get("round") == node.round:
-                node.round_calls += 1
-            if node.operator is None and operator:
-                node.operator = operator
+            node.round_calls += current
+            if node.operator is None and get("operator"):
+                node.operator = str(get("operator"))
+            if status == "invalid":
+                node.invalid += 1
         if status == "invalid":
-            node.invalid += kind not in NOT_CALLS
-            cause = error_cause(event.get("error"))
-            node.causes[cause] += 1
-            node.examples.setdefault(cause, str(event.get("error") or "")[:300])
-        cell = _cell(event.get("cell"))
+            cause = error_cause(get("error"))
+            node.causes[cause] = node.causes.get(cause, 0) + 1
+            node.examples.setdefault(cause, str(get("error") or "")[:300])
         if kind == "peer":
-            self._landed(node, event, status, cell)
-        fitness = event.get("fitness")
-        if (status in ADMITTED and cell is not None and isinstance(fitness, (int, float))
-                and event.get("round") == node.round):  # fmt: skip
-            self._note_extent(cell)
-            elite = Cell(
-                id=str(event.get("id") or ""), fitness=float(fitness), node=node.name,
-                round=node.round, operator=operator, kind=kind,
-                descriptor=event.get("descriptor") or {},
-            )  # fmt: skip
-            node.archive.put(cell, elite)
-            if node.best_ever is None or elite.fitness > node.best_ever:
-                node.best_ever = elite.fitness
-            # Within a round a cell's fitness only rises, and the merge holds only current
-            # rounds' elites, so the best per cell stays the best (ties keep the holder).
-            held = self.merged.cells.get(cell)
-            if held is None or elite.fitness > held.fitness:
-                self.merged.put(cell, elite)
-        node.curve.add((node.calls, len(node.archive.cells), node.archive.fitness_sum))
-        self.merged_curve.add((self.calls, len(self.merged.cells), self.merged.fitness_sum))
+            self._landed(node, event, status, _cell(get("cell")))
+        if status in ADMITTED and current:
+            self._admit(node, event)
+        archive, merged = node.archive, self.merged
+        node.curve.add(node.calls, len(archive.cells), archive.fitness_sum)
+        self.merged_curve.add(self.calls, len(merged.cells), merged.fitness_sum)
+
+    def _admit(self, node: NodeState, event: Mapping[str, Any]) -> None:
+        cell, fitness = _cell(event.get("cell")), event.get("fitness")
+        if cell is None or not isinstance(fitness, (int, float)) or isinstance(fitness, bool):
+            return
+        self._note_extent(cell)
+        elite = Cell(
+            id=str(event.get("id") or ""), fitness=float(fitness), node=node.name,
+            round=node.round, operator=str(event.get("operator") or ""),
+            kind=str(event.get("kind") or ""), descriptor=event.get("descriptor") or {},
+        )  # fmt: skip
+        node.archive.put(cell, elite)
+        if node.best_ever is None or elite.fitness > node.best_ever:
+            node.best_ever = elite.fitness
+        # Within a round a cell's fitness only rises, and the merge holds only current rounds'
+        # elites, so the best per cell stays the best (ties keep the holder).
+        held = self.merged.cells.get(cell)
+        if held is None or elite.fitness > held.fitness:
+            self.merged.put(cell, elite)
 
     def _received(self, node: NodeState, event: Mapping[str, Any]) -> None:
         transfer = Transfer(
@@ -380,9 +389,13 @@ def error_cause(error: Any) -> str:
 
 
 def _cell(value: Any) -> tuple[int, ...] | None:
-    if isinstance(value, (list, tuple)) and all(isinstance(i, int) for i in value):
+    if type(value) is list and all(type(i) is int for i in value):
         return tuple(value)
     return None
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
 
 
 def _int(value: Any) -> int:

@@ -107,13 +107,15 @@ class JsonlTail:
 def parse_lines(data: bytes) -> list[dict[str, Any]]:
     """The JSON objects of newline-separated ``data``; lines that are not objects are skipped."""
     objects = []
-    for line in data.splitlines():
-        if not line.strip():
+    loads = json.loads
+    # Decoded once (not per line); split on "\n" only, as the writer separates lines.
+    for line in data.decode("utf-8", "replace").split("\n"):
+        if not line or line.isspace():
             continue
         try:
-            value = json.loads(line)
+            value = loads(line)
         except ValueError:
             continue
-        if isinstance(value, dict):
+        if type(value) is dict:
             objects.append(value)
     return objects

@@ -282,6 +282,8 @@ def test_unknown_events_fields_and_garbage_are_tolerated() -> None:
         {"event": "something_new", "node": "z", "whatever": [1, 2]},
         {"event": "evaluated"},  # no node
         {"no": "kind"},
+        {"event": ["weird"], "node": "z", "round": 0},
+        ev("z", 0, "s9", ["weird"], 1.0, [5, 5], kind={"odd": 1}),
         ev("z", 0, "s0", "new", 1.0, [0, 0], cost_usd=0.01, opponents=["x"]),
         ev("z", 0, "s1", "new", None, [1, 1]),  # no fitness: not admitted
         ev("z", 0, "s2", "new", 1.0, ["a"]),  # a malformed cell
@@ -291,10 +293,10 @@ def test_unknown_events_fields_and_garbage_are_tolerated() -> None:
         {"event": "node_stopped", "node": "z", "round": 1, "reason": "provider refused"},
     ])  # fmt: skip
     z = state.nodes["z"]
-    assert z.calls == 4 and len(z.archive.cells) == 1 and z.invalid == 1
+    assert z.calls == 5 and len(z.archive.cells) == 1 and z.invalid == 1
     assert z.causes == {"line N: bad '…' at N": 1}
     assert z.stopped == "provider refused" and z.rounds_done == 1
-    assert state.events == 9 and state.kinds["something_new"] == 1
+    assert state.events == 11 and state.kinds["something_new"] == 1
 
 
 def test_error_cause_groups_messages_that_differ_only_in_details() -> None:
@@ -306,7 +308,7 @@ def test_error_cause_groups_messages_that_differ_only_in_details() -> None:
 def test_curves_stay_bounded_and_keep_the_latest_point() -> None:
     curve = Curve()
     for i in range(100_000):
-        curve.add((i, i, i))
+        curve.add(i, i, i)
     values = curve.values()
     assert len(values) <= CURVE_POINTS + 1
     assert values[0] == (0, 0, 0) and values[-1] == (99_999, 99_999, 99_999)

@@ -255,7 +255,7 @@ function mergedStats(merged, state) {
     ["archive", `${int(merged.num_elites)} elites · coverage ${pct(merged.coverage)}`],
     ["QD-score", num(merged.qd_score)],
     ["champion", merged.best ? `${esc(merged.best.node)} · fitness ${num(merged.best.fitness, 3)}` : "–"],
-    ["sharing", `${int(state.transfers_total)} champions received · ${int(state.transfers.filter((t) => t.status === "filled").length)} filled an empty cell`],
+    ["sharing", `${int(state.transfers_total)} champions received · ${int(state.edges.reduce((n, e) => n + e.filled, 0))} filled an empty cell · ${int(state.edges.reduce((n, e) => n + e.novel, 0))} new niches`],
   ];
   // Final figures of summary.json, including any a newer DEI adds (e.g. common-ground ones).
   const figure = (v) => (Number.isInteger(v) ? int(v) : num(v, 3));
@@ -277,17 +277,20 @@ function renderFlow(state) {
     `<span style="color:#ff006e">ring: a niche new to the receiver</span>`;
   const svg = $("flow");
   const nodes = state.nodes.map((n) => n.name);
-  const maxRound = Math.max(0, (state.run.rounds ?? 1) - 1,
+  // The last rounds only (the server sends a window); the edges give all-time totals.
+  const minRound = state.flow_from_round || 0;
+  const maxRound = Math.max(minRound, Math.min((state.run.rounds ?? 1) - 1, minRound + 29),
     ...state.champions.map((c) => c.round), ...state.transfers.map((t) => t.round));
   const left = 90, right = 20, lane = 34, top = 22;
   const width = Math.max(600, svg.clientWidth || 900), height = top + lane * nodes.length + 8;
-  const step = (width - left - right) / Math.max(1, maxRound + 0.5);
-  const X = (round) => left + step * (round + 0.25), Y = (name) => top + lane * (nodes.indexOf(name) + 0.5);
+  const step = (width - left - right) / Math.max(1, maxRound - minRound + 0.5);
+  const X = (round) => left + step * (Math.max(round, minRound - 0.5) - minRound + 0.25);
+  const Y = (name) => top + lane * (nodes.indexOf(name) + 0.5);
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("height", height);
   svg.replaceChildren();
-  const labelEvery = Math.ceil((maxRound + 1) / 20);
-  for (let r = 0; r <= maxRound; r += labelEvery) el("text", { x: X(r) - 10, y: 12 }, svg).textContent = `round ${r}`;
+  const labelEvery = Math.ceil((maxRound - minRound + 1) / 15);
+  for (let r = minRound; r <= maxRound; r += labelEvery) el("text", { x: X(r) - 10, y: 12 }, svg).textContent = `round ${r}`;
   for (const name of nodes) {
     el("line", { class: "lane", x1: left, x2: width - right, y1: Y(name), y2: Y(name) }, svg);
     const label = el("text", { x: 4, y: Y(name) + 4 }, svg);
