@@ -326,9 +326,11 @@ function renderFlow(state) {
 // --- curves ------------------------------------------------------------------------------------
 
 function renderCharts(state) {
+  // x: calls per node; the merged curve's calls (all nodes') are divided by the node count.
+  const perNode = Math.max(1, state.nodes.length);
   const series = (field) => [
     ...state.nodes.map((n) => ({ name: n.name, color: color(n.name), points: n.curve.map((p) => [p[0], p[field]]) })),
-    { name: "merged", color: "#111", merged: true, points: state.merged.curve.map((p) => [p[0], p[field]]) },
+    { name: "merged", color: "#111", merged: true, points: state.merged.curve.map((p) => [p[0] / perNode, p[field]]) },
   ];
   lineChart($("coverage-chart"), series(1), (v) => pct(v));
   lineChart($("qd-chart"), series(2), (v) => num(v, 1));
@@ -354,7 +356,6 @@ function lineChart(svg, series, format) {
   }
   el("line", { class: "axis", x1: left, x2: left, y1: top, y2: height - bottom }, svg);
   el("line", { class: "axis", x1: left, x2: width - right, y1: height - bottom, y2: height - bottom }, svg);
-  el("text", { x: width - right - 30, y: height - 8 }, svg).textContent = "calls";
   series.forEach((s, i) => {
     const points = s.points.filter((p) => p[1] !== null && p[1] !== undefined);
     if (!points.length) return;
