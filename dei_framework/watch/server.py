@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import sys
 import threading
 from http import HTTPStatus
@@ -79,6 +80,11 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "dei-watch"
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        if not self.server.host_allowed(self.headers.get("Host", "")):
+            # A page elsewhere that re-resolves its own name to 127.0.0.1 (DNS rebinding)
+            # would send its own name here: only this machine's names are answered.
+            self._error(HTTPStatus.FORBIDDEN, "unexpected Host header")
+            return
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
         try:
@@ -118,7 +124,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, STATIC[name], body)
 
     def _json(self, data: Any) -> None:
-        body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
+        try:
+            body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
+        except ValueError:  # an infinite or NaN value from a log: browsers cannot parse those
+            body = json.dumps(_finite(data), separators=(",", ":"), allow_nan=False).encode()
         self._send(HTTPStatus.OK, "application/json", body)
 
     def _error(self, status: HTTPStatus, message: str) -> None:
@@ -144,6 +153,32 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], watch: Watch) -> None:
         self.watch = watch
         super().__init__(address, _Handler)
+
+    @property
+    def loopback(self) -> bool:
+        host = str(self.server_address[0])
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return host == "localhost"
+
+    def host_allowed(self, header: str) -> bool:
+        """On loopback, only requests addressed to this machine's own names are served."""
+        if not self.loopback:
+            return True
+        name = urlsplit(f"//{header}").hostname or ""
+        return name in ("localhost", "127.0.0.1", "::1") or name.startswith("127.")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with infinite and NaN floats replaced by ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
 
 
 class WatchServer:
@@ -181,11 +216,8 @@ class WatchServer:
 
     @property
     def loopback(self) -> bool:
-        host = str(self._server.server_address[0])
-        try:
-            return ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return host == "localhost"
+        """Whether only this machine can reach the server."""
+        return self._server.loopback
 
     def start(self) -> WatchServer:
         """Serves in a daemon thread (it stops with the process or :meth:`close`)."""

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import pytest
 from watch_helpers import TOY, get, read_url, slow_toy_config, wait_for
+
+from dei_framework.watch.server import WatchServer
 
 
 def admitted(node: dict) -> int:
@@ -129,3 +133,39 @@ def test_bad_watch_arguments_are_one_line_errors(tmp_path, cli) -> None:
     assert "--port" in result.stderr
     result = cli("dei", "watch", str(tmp_path), "--port", "70000", check=False)
     assert result.returncode == 1 and "70000" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_requests_for_other_host_names_are_refused_on_loopback(finished_run) -> None:
+    server = WatchServer(finished_run, port=0).start()
+    try:
+        port = int(server.url.rsplit(":", 1)[1].strip("/"))
+        for host, status in ((f"127.0.0.1:{port}", 200), (f"localhost:{port}", 200),
+                             ("evil.example:80", 403), (f"attacker.test:{port}", 403)):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            connection.putrequest("GET", "/api/runs", skip_host=True)
+            connection.putheader("Host", host)
+            connection.endheaders()
+            assert connection.getresponse().status == status, host
+            connection.close()
+    finally:
+        server.close()
+
+
+def test_infinite_values_in_a_log_still_give_parseable_json(tmp_path) -> None:
+    events = [
+        {"event": "evaluated", "id": "a-r0-s0", "node": "a", "round": 0, "kind": "mutate",
+         "status": "new", "fitness": 1.0, "cell": [0, 0], "descriptor": {"x": float("inf")}},
+        {"event": "round", "node": "a", "round": 0, "stats": {},
+         "champion": {"id": "a-r0-s0", "fitness": float("nan"), "cell": [0, 0]}},
+    ]  # fmt: skip
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    server = WatchServer(tmp_path, port=0).start()
+    try:
+        body = urllib.request.urlopen(server.url + "api/state", timeout=30).read().decode()
+    finally:
+        server.close()
+    assert "Infinity" not in body and "NaN" not in body
+    state = json.loads(body)
+    assert state["nodes"][0]["cells"][0]["descriptor"] == {"x": None}
+    assert state["champions"][0]["fitness"] is None
+    assert state["space"]["inferred"] and state["space"]["shape"] == [1, 1]
