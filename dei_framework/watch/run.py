@@ -75,7 +75,6 @@ class _Source:
     tail: JsonlTail
     config: _SideFile
     checkpoint: _SideFile
-    summary: _SideFile
 
 
 class WatchedRun:
@@ -142,14 +141,13 @@ class WatchedRun:
         changed |= self.summary.poll()
         try:
             for source in list(self._sources.values()):
-                while True:
-                    events = source.tail.read(CHUNK_BYTES if deadline is not None else None)
-                    if not events:
-                        break
+                while events := source.tail.read(None if deadline is None else CHUNK_BYTES):
                     changed = True
                     self._apply(events)
                     if deadline is not None and time.monotonic() >= deadline:
                         break
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
         except Rewound:
             # `dei-run --resume` cut the log back to its checkpoint: start again.
             self._reset()
@@ -171,7 +169,6 @@ class WatchedRun:
                     dir=directory, tail=JsonlTail(directory / "events.jsonl"),
                     config=_SideFile(directory / "config.json"),
                     checkpoint=_SideFile(directory / "checkpoint.json"),
-                    summary=_SideFile(directory / "summary.json"),
                 )  # fmt: skip
         return len(self._sources) > known
 

@@ -247,7 +247,17 @@ function nodeStats(node) {
     ["cost", `${node.cost_cap_usd ? bar(usage.cost_usd || 0, node.cost_cap_usd) : ""}${money(usage.cost_usd)}${node.cost_cap_usd ? " / $" + num(node.cost_cap_usd, 4) : ""}`],
     ["archive", `${int(node.num_elites)} elites · coverage ${pct(node.coverage)} · QD ${num(node.qd_score)}`],
     ["champion", node.best ? `fitness ${num(node.best.fitness, 3)} in (${node.best.cell.join(", ")})` : "–"],
+    ...operatorStatus(node.operator_status),
   ].map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("");
+}
+
+// The operator's own counters (LLM operators: errors, retries, the last error), at the end.
+function operatorStatus(status) {
+  if (!status || !Object.keys(status).length) return [];
+  const counts = Object.entries(status).filter(([k, v]) => typeof v === "number" && v && k !== "calls" && k !== "in_flight");
+  const rows = counts.length ? [["operator", counts.map(([k, v]) => `${int(v)} ${esc(k.replace(/_/g, " "))}`).join(", ")]] : [];
+  if (status.last_error) rows.push(["last error", `<span class="stopped">${esc(status.last_error)}</span>`]);
+  return rows;
 }
 
 function mergedStats(merged, state) {
