@@ -8,7 +8,8 @@ The pieces, each usable on its own:
   and merged archives, champions and their transfers, errors, curves);
 - :class:`~dei_framework.watch.run.WatchedRun` follows one run directory (all its event files,
   config, checkpoints, summary) and produces the ``/api/state`` document;
-- :class:`~dei_framework.watch.server.WatchServer` serves the page and the JSON API.
+- :class:`~dei_framework.watch.server.WatchServer` serves the page and the JSON API
+  (:func:`~dei_framework.watch.server.serve` is ``dei watch``).
 
 Example:
     >>> from dei_framework.watch import WatchedRun

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from dei_framework.watch.state import MAX_CAUSES, RunState
+from dei_framework.watch.state import MAX_CAUSES, NodeState, RunState
 from dei_framework.watch.tail import JsonlTail, Rewound
 
 #: Seconds between looks for new event files (node processes starting, repeats beginning).
@@ -220,52 +220,21 @@ class WatchedRun:
         rounds = config.get("rounds") if isinstance(config.get("rounds"), int) else None
         quotas = self._quotas(config, summary)
         usage = self._usage(summary)
-        configured = [n["name"] for n in config.get("nodes", []) if isinstance(n, Mapping)]
-        names = list(dict.fromkeys([*configured, *model.nodes]))
-        operators = {n["name"]: n.get("operator") for n in config.get("nodes", [])
-                     if isinstance(n, Mapping)}  # fmt: skip
+        operators = {node["name"]: node.get("operator") for node in config["nodes"]}
+        names = list(dict.fromkeys([*operators, *model.nodes]))
         cost_cap = config.get("max_cost_usd")
         node_cost_cap = cost_cap / len(names) if isinstance(cost_cap, (int, float)) and names \
             else None  # fmt: skip
         final_nodes = _mapping(summary.get("nodes"))
-        nodes = []
-        for name in names:
-            node = model.node(name) if name in model.nodes else None
-            quota = quotas.get(name)
-            node_usage = usage.get(name, {})
-            final = _mapping(final_nodes.get(name))
-            entry: dict[str, Any] = {
-                "name": name,
-                "operator": operators.get(name) or (node.operator if node else None),
-                "round": node.round if node else 0,
-                "rounds": rounds,
-                "rounds_done": node.rounds_done if node else 0,
-                "round_calls": node.round_calls if node else 0,
-                "round_quota": _round_quota(quota, rounds, node.round if node else 0),
-                "calls": node.calls if node else 0,
-                "quota": quota,
-                "invalid": node.invalid if node else 0,
-                "statuses": dict(node.statuses) if node else {},
-                "errors": [
-                    {"cause": cause, "count": count, "example": node.examples.get(cause, "")}
-                    for cause, count in sorted(node.causes.items(),
-                                               key=lambda item: -item[1])[:MAX_CAUSES]
-                ] if node else [],
-                "stopped": (node.stopped if node else None) or final.get("stopped"),
-                "usage": node_usage,
-                "cost_cap_usd": node_cost_cap,
-                "operator_status": final.get("operator_status"),
-                "best_ever": node.best_ever if node else None,
-                "round_stats": node.round_stats if node else [],
-                "curve": _curve(node.curve.values(), cells, offset) if node else [],
-                **(node.archive.to_json(cells, offset) if node else
-                   {"num_elites": 0, "coverage": 0.0 if cells else None, "qd_score": 0.0,
-                    "best": None, "cells": []}),
-            }  # fmt: skip
-            for key in ("pid", "transport"):
-                if key in final:
-                    entry[key] = final[key]
-            nodes.append(entry)
+        nodes = [
+            self._node_state(
+                model.nodes.get(name) or NodeState(name), operator=operators.get(name),
+                quota=quotas.get(name), rounds=rounds, usage=usage.get(name, {}),
+                cost_cap=node_cost_cap, final=_mapping(final_nodes.get(name)), cells=cells,
+                offset=offset,
+            )
+            for name in names
+        ]  # fmt: skip
         merged = {
             **model.merged.to_json(cells, offset),
             "curve": _curve(model.merged_curve.values(), cells, offset),
@@ -309,6 +278,49 @@ class WatchedRun:
             "merged": merged,
             **self._flow(),
         }
+
+    @staticmethod
+    def _node_state(
+        node: NodeState,
+        *,
+        operator: str | None,
+        quota: int | None,
+        rounds: int | None,
+        usage: Mapping[str, Any],
+        cost_cap: float | None,
+        final: Mapping[str, Any],
+        cells: int | None,
+        offset: float,
+    ) -> dict[str, Any]:
+        """One entry of ``nodes`` (see docs/watch.md)."""
+        causes = sorted(node.causes.items(), key=lambda item: -item[1])[:MAX_CAUSES]
+        entry = {
+            "name": node.name,
+            "operator": operator or node.operator,
+            "round": node.round,
+            "rounds": rounds,
+            "rounds_done": node.rounds_done,
+            "round_calls": node.round_calls,
+            "round_quota": _round_quota(quota, rounds, node.round),
+            "calls": node.calls,
+            "quota": quota,
+            "invalid": node.invalid,
+            "statuses": dict(node.statuses),
+            "errors": [{"cause": cause, "count": count, "example": node.examples.get(cause, "")}
+                       for cause, count in causes],
+            "stopped": node.stopped or final.get("stopped"),
+            "usage": dict(usage),
+            "cost_cap_usd": cost_cap,
+            "operator_status": final.get("operator_status"),
+            "best_ever": node.best_ever,
+            "round_stats": node.round_stats,
+            "curve": _curve(node.curve.values(), cells, offset),
+            **node.archive.to_json(cells, offset),
+        }  # fmt: skip
+        for key in ("pid", "transport"):  # written by one-process-per-node runs
+            if key in final:
+                entry[key] = final[key]
+        return entry
 
     def _flow(self) -> dict[str, Any]:
         """Champions and transfers of the last :data:`FLOW_ROUNDS` rounds, and all-time edges."""

@@ -237,9 +237,49 @@ class WatchServer:
         self._server.server_close()
 
 
-def announce(server: WatchServer) -> None:
+def _announce(server: WatchServer) -> None:
     """Prints the URL (and a warning when other machines can reach it) on stderr."""
     print(f"watch: {server.url}", file=sys.stderr, flush=True)
     if not server.loopback:
         print("warning: the watch page is reachable from other machines on this network; "
-              "it shows programs and prompts of the run", file=sys.stderr, flush=True)  # fmt: skip
+              "it shows the run's programs", file=sys.stderr, flush=True)  # fmt: skip
+
+
+def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
+    """``dei watch``: serves ``root`` in this thread, printing the URL, until Ctrl-C.
+
+    Raises:
+        ConfigError: the address is not usable.
+    """
+    server = WatchServer(root, host=host, port=port)
+    _announce(server)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+
+
+def watch_in_background(root: str | Path) -> WatchServer:
+    """``dei-run --watch``: serves ``root`` from a daemon thread and prints the URL.
+
+    Uses the default port, or a free one when that is taken.
+    """
+    try:
+        server = WatchServer(root, port=DEFAULT_PORT)
+    except ConfigError:
+        server = WatchServer(root, port=0)
+    _announce(server.start())
+    return server
+
+
+def serve_until_interrupted(server: WatchServer) -> None:
+    """Keeps a finished run's page up until Ctrl-C (``dei-run --watch`` after the run)."""
+    print(f"watch: still serving {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
