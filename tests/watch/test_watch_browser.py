@@ -12,7 +12,7 @@ import subprocess
 from html.parser import HTMLParser
 
 import pytest
-from watch_helpers import TOY, get, read_url, slow_toy_config, wait_for
+from watch_helpers import get, read_url, wait_for, watched_run
 
 from dei_framework.watch.run import WatchedRun
 
@@ -62,17 +62,7 @@ def dump(url: str) -> Page:
 
 
 def test_page_renders_node_panels_and_champion_flow_and_updates(toy_env, tmp_path) -> None:
-    out = tmp_path / "run"
-    watch = subprocess.Popen(["dei", "watch", str(out), "--port", "0"], env=toy_env,
-                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    run = None
-    try:
-        url = read_url(watch)
-        run = subprocess.Popen(
-            ["dei-run", *TOY, "--progress", "quiet", "--nodes", "4", "--budget", "320",
-             "--rounds", "4", "--config", str(slow_toy_config(tmp_path, 0.5)), "--out", str(out)],
-            env=toy_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+    with watched_run(toy_env, tmp_path, delay=0.5) as (url, _, _):
         wait_for(lambda s: len(s["nodes"]) == 4 and all(n["calls"] for n in s["nodes"]),
                  url + "api/state")  # fmt: skip
         first = dump(url)
@@ -81,11 +71,6 @@ def test_page_renders_node_panels_and_champion_flow_and_updates(toy_env, tmp_pat
                          url + "api/state")  # fmt: skip
         second = dump(url)
         assert get(url + "api/state")["run"]["status"] == "running", "run ended too soon"
-    finally:
-        for process in (run, watch):
-            if process is not None and process.poll() is None:
-                process.send_signal(signal.SIGINT)
-                process.wait(timeout=30)
     nodes = [n["name"] for n in state["nodes"]]
     for page in (first, second):
         assert list(page.panels) == ["merged", *nodes]  # one panel per node, plus the merged one

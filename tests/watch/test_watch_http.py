@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from watch_helpers import TOY, get, read_url, slow_toy_config, wait_for
+from watch_helpers import TOY, get, read_url, slow_toy_config, wait_for, watched_run
 
 from dei_framework.watch.server import WatchServer
 
@@ -23,24 +23,8 @@ def admitted(node: dict) -> int:
 
 @pytest.fixture
 def live_run(toy_env, tmp_path):
-    """Starts `dei watch` on a directory, then a 4-node toy run into it; yields the watch URL."""
-    out = tmp_path / "run"
-    watch = subprocess.Popen(["dei", "watch", str(out), "--port", "0"], env=toy_env,
-                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    run = None
-    try:
-        url = read_url(watch)
-        run = subprocess.Popen(
-            ["dei-run", *TOY, "--progress", "quiet", "--nodes", "4", "--budget", "320",
-             "--rounds", "4", "--config", str(slow_toy_config(tmp_path, 0.25)), "--out", str(out)],
-            env=toy_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        yield url, out, run
-    finally:
-        for process in (run, watch):
-            if process is not None and process.poll() is None:
-                process.send_signal(signal.SIGINT)
-                process.wait(timeout=30)
+    with watched_run(toy_env, tmp_path, delay=0.25) as started:
+        yield started
 
 
 def test_api_state_advances_during_a_four_node_run(live_run) -> None:

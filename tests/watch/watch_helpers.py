@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 TOY = ["--domain", "toy", "--operator", "toy-random", "--eval-workers", "0", "--no-report"]
@@ -43,3 +46,27 @@ def wait_for(predicate, url: str, timeout: float = 120) -> dict:
             return state
         time.sleep(0.1)
     raise AssertionError(f"timed out; last state run: {state['run']}")
+
+
+@contextlib.contextmanager
+def watched_run(env: dict[str, str], tmp_path: Path, *, delay: float) -> Iterator[tuple]:
+    """`dei watch` on a new directory, then a 4-node toy run (80 calls per node, 4 rounds,
+    ``delay`` seconds per call) into it; yields ``(url, run directory, run process)``."""
+    out = tmp_path / "run"
+    watch = subprocess.Popen(["dei", "watch", str(out), "--port", "0"], env=env,
+                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    run = None
+    try:
+        url = read_url(watch)
+        run = subprocess.Popen(
+            ["dei-run", *TOY, "--progress", "quiet", "--nodes", "4", "--budget", "320",
+             "--rounds", "4", "--config", str(slow_toy_config(tmp_path, delay)),
+             "--out", str(out)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        yield url, out, run
+    finally:
+        for process in (run, watch):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                process.wait(timeout=30)
