@@ -32,6 +32,7 @@ class Page(HTMLParser):
         self.panels: dict[str, dict[str, str]] = {}
         self.champions = self.transfers = self.filled = self.curves = 0
         self.version = None
+        self.html = html
         self.feed(html)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -52,9 +53,11 @@ class Page(HTMLParser):
 
 
 def dump(url: str) -> Page:
+    """The DOM of ``url`` after 4 s of the page's (virtual) time in headless Chromium."""
     result = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--window-size=1400,1200", "--virtual-time-budget=4000", "--dump-dom", url],
+         "--no-proxy-server", "--window-size=1400,1200", "--virtual-time-budget=4000",
+         "--dump-dom", url],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
@@ -88,22 +91,17 @@ def test_finished_experiment_page_offers_its_runs(finished_experiment, toy_env) 
                              text=True)  # fmt: skip
     try:
         url = read_url(watch)
-        result = subprocess.run(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--virtual-time-budget=4000", "--dump-dom", url + "#run=homo%2Frepeat-1"],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        page = dump(url + "#run=homo%2Frepeat-1")
     finally:
         watch.send_signal(signal.SIGINT)
         watch.wait(timeout=30)
-    page = Page(result.stdout)
     expected = WatchedRun(finished_experiment / "homo" / "repeat-1").state(seconds=None)
     assert list(page.panels) == ["merged", "node-0", "node-1", "node-2", "node-3"]
     assert page.champions == len(expected["champions"]) == 4 * 2
     assert page.transfers == len(expected["transfers"])
     assert page.filled == len(expected["merged"]["cells"]) + sum(
         len(n["cells"]) for n in expected["nodes"])  # 2-D grid: one drawn cell per elite
-    options = re.findall(r"<option[^>]*>([^<]*)</option>", result.stdout)
+    options = re.findall(r"<option[^>]*>([^<]*)</option>", page.html)
     assert options == ["solo", "homo", "repeat-0", "repeat-1"]
-    assert re.search(r'<option value="homo/repeat-1" selected="">', result.stdout)
-    assert "finished" in result.stdout
+    assert re.search(r'<option value="homo/repeat-1" selected="">', page.html)
+    assert "finished" in page.html

@@ -12,7 +12,15 @@ import urllib.error
 import urllib.request
 
 import pytest
-from watch_helpers import TOY, get, read_url, slow_toy_config, wait_for, watched_run
+from watch_helpers import (
+    TOY,
+    get,
+    read_url,
+    slow_toy_config,
+    urlopen,
+    wait_for,
+    watched_run,
+)
 
 from dei_framework.watch.server import WatchServer
 
@@ -64,18 +72,18 @@ def test_since_returns_unchanged_when_nothing_happened(finished_run, toy_env) ->
             "version": state["version"], "unchanged": True}
         assert get(f"{url}api/state?since=0")["nodes"]
         assert get(url + "api/runs")["runs"] == [{"path": "", "condition": None, "repeat": None}]
-        page = urllib.request.urlopen(url, timeout=30).read().decode()
+        page = urlopen(url).read().decode()
         assert '<script src="/static/watch.js">' in page and "http" not in page.split(
             "<body>")[1].replace("http://www.w3.org", "")  # nothing fetched from elsewhere
         for name in ("watch.js", "watch.css"):
-            assert urllib.request.urlopen(f"{url}static/{name}", timeout=30).status == 200
+            assert urlopen(f"{url}static/{name}").status == 200
         for bad in ("static/../run.py", "nope", "api/state?run=..", "api/elite?run=/etc"):
             with pytest.raises(urllib.error.HTTPError) as caught:
-                urllib.request.urlopen(url + bad, timeout=30)
+                urlopen(url + bad)
             assert caught.value.code == 404
         request = urllib.request.Request(url + "api/state", method="POST", data=b"x")
         with pytest.raises(urllib.error.HTTPError) as caught:
-            urllib.request.urlopen(request, timeout=30)
+            urlopen(request)
         assert caught.value.code == 405
     finally:
         watch.send_signal(signal.SIGINT)
@@ -145,7 +153,7 @@ def test_infinite_values_in_a_log_still_give_parseable_json(tmp_path) -> None:
     (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     server = WatchServer(tmp_path, port=0).start()
     try:
-        body = urllib.request.urlopen(server.url + "api/state", timeout=30).read().decode()
+        body = urlopen(server.url + "api/state").read().decode()
     finally:
         server.close()
     assert "Infinity" not in body and "NaN" not in body

@@ -21,8 +21,17 @@ def slow_toy_config(tmp_path: Path, delay: float) -> Path:
     return path
 
 
+#: Talks to the loopback server directly, whatever proxy the environment configures.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def urlopen(url: str | urllib.request.Request):
+    """Opens ``url`` without any proxy (raises ``HTTPError`` for error statuses)."""
+    return _DIRECT.open(url, timeout=30)
+
+
 def get(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=30) as response:
+    with urlopen(url) as response:
         return json.loads(response.read())
 
 
