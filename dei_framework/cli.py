@@ -60,6 +60,9 @@ def registry() -> PluginRegistry:
 RUN_OPTIONS = [
     click.option("--domain", help="Search domain (see `dei plugins`)."),
     click.option("--transport", help="How nodes share champions: inmemory (default) or axl."),
+    click.option("--delivery", type=click.Choice(["auto", "virtual", "wallclock"]),
+                 help="Champion delivery: virtual time (deterministic; the default in one "
+                 "process) or wallclock (as the transport delivers; default across processes)."),
     click.option("--nodes", type=int, help="Number of nodes (default: one per --operator; "
                  f"{DEFAULT_NODES} for the offline default)."),
     click.option("--operator", "operators", multiple=True, metavar="SPEC",

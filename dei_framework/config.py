@@ -29,6 +29,10 @@ def _positive(name: str):
     return check
 
 
+#: Champion delivery modes (``RunConfig.delivery``, ``--delivery``).
+DELIVERIES = ("auto", "virtual", "wallclock")
+
+
 @attrs.frozen(kw_only=True)
 class NodeConfig:
     """One node: its operator and the operator's settings.
@@ -81,6 +85,9 @@ class RunConfig:
         eval_workers: Worker processes for evaluation (0: threads in this process).
         domain_options: Domain options (``[domain_options]`` table and domain flags).
         transport_options: Transport options (``[transport_options]`` table and flags).
+        delivery: How champions reach peers: ``"virtual"`` (by virtual time: deterministic;
+            in-process transports only), ``"wallclock"`` (as the transport delivers them) or
+            ``"auto"`` (virtual for in-process transports, else wall clock).
         checkpoint_seconds: Minimum seconds between in-round checkpoints.
     """
 
@@ -104,6 +111,7 @@ class RunConfig:
     eval_workers: int | None = None
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
+    delivery: str = "auto"
     checkpoint_seconds: float = 2.0
 
     def __attrs_post_init__(self) -> None:
@@ -111,6 +119,9 @@ class RunConfig:
             raise ConfigError("a run needs at least one node")
         if (self.budget is None) == (self.iterations is None):
             raise ConfigError("give exactly one of --budget and --iterations")
+        if self.delivery not in DELIVERIES:
+            raise ConfigError(f"delivery must be one of {', '.join(DELIVERIES)}, "
+                              f"got {self.delivery!r}")  # fmt: skip
         if not 0.0 <= self.new_fraction <= 1.0:
             raise ConfigError(f"new_fraction must be within [0, 1], got {self.new_fraction}")
 
@@ -218,6 +229,7 @@ DEFAULTS: dict[str, Any] = {
     "emitter": "uniform",
     "archive": "grid",
     "checkpoint_seconds": 2.0,
+    "delivery": "auto",
 }
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
 DEFAULT_CALLS_PER_NODE = 40
@@ -241,7 +253,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "iterations", "rounds", "sharing", "axes", "seed", "eval_workers",
              "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
              "transport_options", "sharing_options", "operator_options", "out",
-             "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions"}
+             "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
+             "delivery"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -300,6 +313,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         archive_options=file.get("archive_options", {}),
         eval_workers=pick("eval_workers"), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
+        delivery=pick("delivery"),
     )  # fmt: skip
 
 

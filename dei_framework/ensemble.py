@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dei_framework import chaos
 from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.budget import BudgetLedger, NodeUsage
-from dei_framework.config import RunConfig
+from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
 from dei_framework.envelope import NodeIdentity
@@ -26,11 +27,13 @@ from dei_framework.errors import ConfigError, DEIError, PluginError
 from dei_framework.evaluation import Evaluator
 from dei_framework.metrics import cell_histograms, mean_or_none, merged_stats, operator_divergence
 from dei_framework.node import Node
-from dei_framework.operators import OperatorSettings
+from dei_framework.operators import Operator, OperatorSettings
 from dei_framework.plugins import PluginRegistry, load_plugins, notify
 from dei_framework.runlog import RunDir, read_jsonl
 from dei_framework.scheduler import Scheduler
 from dei_framework.search import RecordedCall, SearchDriver
+from dei_framework.timeline import NodeClock, Timeline
+from dei_framework.transport import TransportSpec
 
 Progress = Callable[[str, dict[str, Any]], None]
 
@@ -117,10 +120,12 @@ class Ensemble:
         replies: dict[str, dict[str, RecordedCall]] = defaultdict(dict)
         received: dict[str, dict[int, list[dict]]] | None = None
         states: dict[str, dict] = {}
+        postings: list[dict] = []
         if self.resume:
             checkpoint = self.run_dir.read_checkpoint()
             if checkpoint is not None:
                 states = checkpoint["nodes"]
+                postings = checkpoint.get("timeline", [])
                 offsets = checkpoint["offsets"]
                 # Calls completed before the checkpoint are in its budget and log; calls after
                 # it were paid for too: both are served again by key, the latter logged anew.
@@ -162,8 +167,14 @@ class Ensemble:
                     self.domain,
                 )  # fmt: skip
         self.operators = operators
+        chaos.install(self.evaluator, operators)
         transports: list = [None] * len(config.nodes)
-        if self.replay_from is None and any(policy.shares for policy in policies.values()):
+        self.timeline: Timeline | None = None
+        shares = self.replay_from is None and any(policy.shares for policy in policies.values())
+        if shares and self.delivery(registry.transport(config.transport)) == "virtual":
+            self.timeline = Timeline(config.node_names)
+            self.timeline.restore(postings)
+        elif shares:
             transport_spec = registry.transport(config.transport)
             transports = list(
                 _build_plugin(registry.transports, config.transport, transport_spec.factory,
@@ -208,19 +219,50 @@ class Ensemble:
             node_dir = self.run_dir.path / "nodes" / name
             node_dir.mkdir(parents=True, exist_ok=True)
             identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
+            clock = None
+            if self.timeline is not None:
+                clock = NodeClock(latency=_nominal_latency(node_config, operators[name]),
+                                  slots=operators[name].max_in_flight,
+                                  quota=scheduler.round_quota)  # fmt: skip
             node = Node(name=name, transport=transport, policy=policies[name],
                         domain_name=self.domain.name, registry=self.registry,
                         recorded=None if received is None else received.get(name, {}),
-                        identity=identity)  # fmt: skip
+                        identity=identity, timeline=self.timeline, clock=clock)  # fmt: skip
             self.nodes.append(node)
             self.drivers[name] = SearchDriver(
                 scheduler=scheduler, domain=self.domain, operator=operators[name],
                 evaluator=self.evaluator, ledger=self.ledger, record=self._record,
-                receive=node.receive, publish=node.publish, replies=replies.get(name),
+                receive=node.receive_round, publish=node.publish, replies=replies.get(name),
                 on_round=self._on_round(name), checkpoint=self._checkpoint,
                 on_event=lambda event: self.progress("evaluated", event),
                 axes=tuple(dict.fromkeys((*spaces[name].names, *self.space.names))),
             )  # fmt: skip
+
+    def delivery(self, spec: TransportSpec) -> str:
+        """``"virtual"`` or ``"wallclock"``: the run's champion delivery with transport ``spec``.
+
+        Raises:
+            ConfigError: Virtual delivery asked of a transport between processes, or transport
+                options (a simulated network) given with virtual delivery, which bypasses it.
+        """
+        config = self.config
+        if config.delivery == "auto":
+            mode = "virtual" if spec.in_process else "wallclock"
+        elif config.delivery == "virtual" and not spec.in_process:
+            raise ConfigError(
+                f"--delivery virtual needs an in-process transport; {config.transport!r} "
+                "connects processes (its runs record what each node received: use --replay "
+                "to reproduce one)"
+            )
+        else:
+            mode = config.delivery
+        if mode == "virtual" and config.transport_options:
+            raise ConfigError(
+                f"transport options ({', '.join(sorted(config.transport_options))}) shape the "
+                f"{config.transport!r} network in wall-clock time, which virtual-time delivery "
+                "does not use; add --delivery wallclock to use them"
+            )
+        return mode
 
     def _record(self, events: list[dict], calls: list[dict]) -> None:
         self.run_dir.log_calls(calls)
@@ -258,6 +300,7 @@ class Ensemble:
         self.run_dir.write_checkpoint({
             "nodes": {name: driver.state_json() for name, driver in self.drivers.items()},
             "offsets": self.run_dir.offsets(),
+            "timeline": self.timeline.to_json() if self.timeline is not None else [],
         })  # fmt: skip
 
     # --- running --------------------------------------------------------------------------------
@@ -272,7 +315,7 @@ class Ensemble:
                 await transport.start()
             checkpointer = asyncio.create_task(self._checkpoint_periodically())
             try:
-                await asyncio.gather(*(driver.run() for driver in self.drivers.values()))
+                await asyncio.gather(*(self._run_node(node) for node in self.nodes))
             finally:
                 checkpointer.cancel()
             self._checkpoint()
@@ -290,6 +333,12 @@ class Ensemble:
         self.run_dir.close()
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
         return summary
+
+    async def _run_node(self, node: Node) -> None:
+        try:
+            await self.drivers[node.name].run()
+        finally:  # finished, stopped or failed: its peers must not wait for its clock
+            node.finish()
 
     async def _checkpoint_periodically(self) -> None:
         while True:
@@ -352,6 +401,19 @@ class Ensemble:
             "invalid": sum(1 for e in events if e.get("status") == "invalid"),
             "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
         }
+
+
+def _nominal_latency(node: NodeConfig, operator: Operator) -> float:
+    """The node's nominal seconds per call: its ``nominal_latency`` option, or the operator's."""
+    value = node.options.get("nominal_latency", operator.nominal_latency)
+    try:
+        latency = float(value)
+    except (TypeError, ValueError):
+        latency = -1.0
+    if not 0.0 < latency < float("inf") or isinstance(value, bool):
+        raise ConfigError(f"{node.name}: nominal_latency must be a positive number of seconds, "
+                          f"got {value!r}")  # fmt: skip
+    return latency
 
 
 def _build_plugin(table: dict, name: str, factory: Callable, *args: Any) -> Any:

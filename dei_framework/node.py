@@ -3,7 +3,9 @@
 Publishing never waits for peers (the transport queues); the inbox is drained at each round's
 start, every message is verified, and what survives is handed to the node's search driver
 (through the ``receive`` callable it is given) to be parsed and re-evaluated locally. A
-replayed node takes the champions it received from the record instead.
+replayed node takes the champions it received from the record instead; a node on a
+:class:`~dei_framework.timeline.Timeline` (virtual-time delivery, the in-process default) takes
+what its peers published before its round start in virtual time, waiting for them if needed.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dei_framework.envelope import ChampionEnvelope, EnvelopeError, InboxFilter,
 from dei_framework.plugins import PluginRegistry, notify
 from dei_framework.records import Candidate
 from dei_framework.sharing import SharingPolicy
+from dei_framework.timeline import NodeClock, Timeline
 from dei_framework.transport import Delivery, Transport
 
 #: Messages examined per round start; honest traffic is a few champions per peer and round.
@@ -34,6 +37,8 @@ class Node:
         recorded: ``{round: [received events]}`` to use instead of the transport (replay).
         identity: The node's ed25519 identity; its messages are signed with it.
         inbox: Admission control for received messages (verification, dedup, rate limit).
+        timeline: Deliver by virtual time through this timeline instead of ``transport``.
+        clock: The node's virtual clock (with ``timeline``).
     """
 
     def __init__(
@@ -47,7 +52,11 @@ class Node:
         recorded: Mapping[int, Sequence[dict[str, Any]]] | None = None,
         identity: NodeIdentity | None = None,
         inbox: InboxFilter | None = None,
+        timeline: Timeline | None = None,
+        clock: NodeClock | None = None,
     ) -> None:
+        if (timeline is None) != (clock is None):
+            raise ValueError("a node on a timeline needs a clock, and a clock needs a timeline")
         self.name = name
         self.transport = transport
         self.policy = policy
@@ -55,6 +64,12 @@ class Node:
         self.registry = registry
         self.recorded = recorded
         self.identity = identity or NodeIdentity.generate()
+        self.timeline = timeline
+        self.clock = clock
+        if inbox is None and timeline is not None:
+            # The timeline carries only this process's own nodes, and a wall-clock rate limit
+            # would make what is dropped depend on timing.
+            inbox = InboxFilter(domain=domain_name, rate_per_minute=1e12, burst=1e12)
         # Champions are rare (one per node and round); the limit only stops floods.
         self.inbox = inbox or InboxFilter(domain=domain_name, rate_per_minute=120, burst=60)
         self.published = 0
@@ -70,8 +85,27 @@ class Node:
             ]  # fmt: skip
         if self.transport is None:
             return []
+        return self._accept(self.transport.drain())
+
+    async def receive_round(self, round_index: int) -> list[Candidate]:
+        """:meth:`receive`, or on a timeline: promises this round's publication stamp, waits
+        until no peer can still publish before this round's start (virtual time), and takes
+        what they published since the previous round start."""
+        if self.timeline is None or self.recorded is not None:
+            return self.receive(round_index)
+        self.timeline.promise(self.name, self.clock.publication(round_index))
+        since = self.clock.start(round_index - 1) if round_index > 0 else None
+        deliveries = await self.timeline.collect(self.name, since, self.clock.start(round_index))
+        return self._accept(deliveries)
+
+    def finish(self) -> None:
+        """The node publishes nothing more: peers waiting for its virtual clock go on."""
+        if self.timeline is not None:
+            self.timeline.finish(self.name)
+
+    def _accept(self, deliveries: list[Delivery]) -> list[Candidate]:
+        """Verified champions of other nodes among ``deliveries``."""
         received = []
-        deliveries = self.transport.drain()
         if len(deliveries) > MAX_DELIVERIES_PER_DRAIN:
             # Verifying a signature costs CPU on the event loop, so a flood must not stall the
             # node; taking the peers' messages in turn keeps one flooding peer from crowding
@@ -93,19 +127,35 @@ class Node:
 
     async def publish(self, archive: ArchiveBase, round_index: int) -> None:
         """Shares the round's selected elites; returns without waiting for any peer."""
+        if self.timeline is not None:
+            stamp = self.clock.publication(round_index)
+            for elite in self.policy.select(archive):
+                payload = self._envelope(elite, round_index)
+                if payload is not None:
+                    self.timeline.post(self.name, stamp, payload)
+                    self.published += 1
+            self.timeline.promise(self.name, self.clock.publication(round_index + 1))
+            return
         if self.transport is None:
             return
         for elite in self.policy.select(archive):
-            envelope = ChampionEnvelope(
-                domain=self.domain_name, node=self.name, key=self.identity.public_key_hex,
-                round=round_index, operator=elite.operator, program=elite.text,
-                fitness=elite.fitness, descriptor=dict(elite.descriptor),
-            )  # fmt: skip
-            try:
-                await self.transport.publish(envelope.encode(self.identity))
+            payload = self._envelope(elite, round_index)
+            if payload is not None:
+                await self.transport.publish(payload)
                 self.published += 1
-            except EnvelopeError:
-                self.inbox.dropped["unpublishable"] += 1
+
+    def _envelope(self, elite: Candidate, round_index: int) -> bytes | None:
+        """The signed envelope of one elite (``None``, and counted, when it cannot be sent)."""
+        envelope = ChampionEnvelope(
+            domain=self.domain_name, node=self.name, key=self.identity.public_key_hex,
+            round=round_index, operator=elite.operator, program=elite.text,
+            fitness=elite.fitness, descriptor=dict(elite.descriptor),
+        )  # fmt: skip
+        try:
+            return envelope.encode(self.identity)
+        except EnvelopeError:
+            self.inbox.dropped["unpublishable"] += 1
+            return None
 
     def stats(self) -> dict[str, Any]:
         """Sharing counters for the summary."""
@@ -113,7 +163,8 @@ class Node:
             "published": self.published,
             "accepted": self.inbox.accepted,
             "dropped": dict(self.inbox.dropped),
-            "transport": self.transport.stats() if self.transport is not None else {},
+            "transport": (self.transport.stats() if self.transport is not None
+                          else self.timeline.stats() if self.timeline is not None else {}),
         }
 
 

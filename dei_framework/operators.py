@@ -79,6 +79,11 @@ class Operator(abc.ABC):
     offline: bool = True
     #: How many calls of this operator may be in flight at once on its node.
     max_in_flight: int = 4
+    #: Nominal seconds per call, for virtual-time champion delivery (docs/architecture.md,
+    #: "Determinism"): a round of ``Q`` calls lasts ``Q * nominal_latency / max_in_flight``
+    #: virtual seconds. Only ratios between a run's nodes matter. Offline operators default
+    #: to 0.05 s, LLM operators to 10 s; the node option ``nominal_latency`` overrides it.
+    nominal_latency: float = 0.05
 
     @abc.abstractmethod
     async def propose(self, request: OperatorRequest) -> OperatorReply:

@@ -12,6 +12,7 @@ offsets, taken together between two awaits) is therefore consistent at any momen
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -61,7 +62,8 @@ class SearchDriver:
         evaluator: Shared evaluation pool.
         ledger: Shared budget ledger.
         record: Called with finished events and call records (the run log).
-        receive: Returns the peer champions to take in at a round's start.
+        receive: Returns the peer champions to take in at a round's start (or an awaitable of
+            them: virtual-time delivery may wait for peers).
         publish: Called with a finished round's archive and its round (sharing).
         replies: Recorded calls by request key (resume and replay).
         on_round: Called with the round event and the finished archive when a round ends.
@@ -80,7 +82,9 @@ class SearchDriver:
         evaluator: Evaluator,
         ledger: BudgetLedger,
         record: Callable[[list[dict], list[dict]], None] = lambda events, calls: None,
-        receive: Callable[[int], Sequence[Candidate]] = lambda round_index: (),
+        receive: Callable[[int], Sequence[Candidate] | Awaitable[Sequence[Candidate]]] = (
+            lambda round_index: ()
+        ),
         publish: Callable[[ArchiveBase, int], Awaitable[None]] | None = None,
         replies: Mapping[str, RecordedCall] | None = None,
         on_round: Callable[[dict, ArchiveBase], None] = lambda event, archive: None,
@@ -181,7 +185,10 @@ class SearchDriver:
     async def _start_round(self) -> None:
         """Validates received champions off the event loop, then starts the round."""
         received = []
-        for champion in self.receive(self.scheduler.round):
+        champions = self.receive(self.scheduler.round)
+        if inspect.isawaitable(champions):
+            champions = await champions
+        for champion in champions:
             parsed = await self.evaluator.parse(champion.text)
             if isinstance(parsed, Program):  # junk never enters the pool
                 received.append(attrs.evolve(champion, text=parsed.text))
@@ -215,9 +222,11 @@ class SearchDriver:
         self.record([end.event], [])
         if end.champion is not None:
             self._start_generality(end.event["round"], end.champion.text)
-        self.checkpoint()
         if end.champion is not None and self.publish is not None:
+            # Published before the checkpoint, so that a resumed run has it (virtual-time
+            # delivery checkpoints what was published).
             await self.publish(end.archive, end.event["round"])
+        self.checkpoint()
 
     async def _work(self, item: WorkItem) -> Result:
         """One slot: the operator call (if any), then the evaluation."""

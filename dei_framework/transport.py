@@ -75,8 +75,13 @@ class TransportSpec:
             only one node per process and raise :class:`~dei_framework.errors.ConfigError`
             otherwise.
         description: One line for ``dei plugins``.
+        in_process: ``True`` when it connects nodes of one process only (like ``inmemory``):
+            such a run delivers champions by virtual time by default (``delivery = "auto"``),
+            through the core's :class:`~dei_framework.timeline.Timeline`, and the transport
+            itself is used only with ``delivery = "wallclock"``.
     """
 
     name: str
     factory: TransportFactory
     description: str = ""
+    in_process: bool = False

@@ -205,6 +205,8 @@ class LLMOperator(Operator):
     """
 
     offline = False
+    #: A typical chat completion of a program, for virtual-time delivery (seconds per call).
+    nominal_latency = 10.0
 
     def __init__(self, model: str, options: LLMOptions | None = None, *, node: str = "") -> None:
         self.model = model

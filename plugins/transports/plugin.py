@@ -117,7 +117,9 @@ def dei_transports() -> list[TransportSpec]:
         TransportSpec(
             name="inmemory",
             factory=make_inmemory,
-            description="GossipSub over an in-process hub (options: loss, latency, seed, d, ...)",
+            description="in-process: by virtual time (deterministic); with --delivery wallclock, "
+            "GossipSub over a hub (options: loss, latency, seed, d, ...)",
+            in_process=True,
         ),
         TransportSpec(
             name="axl",
