@@ -51,6 +51,9 @@ def test_a_provider_down_for_a_while_stalls_only_its_node(toy_env, tmp_path) -> 
 
     config = RunConfig(
         domain="toy", budget=80, rounds=2, seed=1, eval_workers=0,
+        # Virtual-time delivery (the default) would make "steady" wait for "flaky"'s clock at
+        # its round start: the price of determinism. Wall-clock delivery never waits.
+        delivery="wallclock",
         nodes=[NodeConfig(name="steady", operator="toy-random"),
                NodeConfig(name="flaky", operator="toy-random", options={"fail_for": 1.5})],
     )  # fmt: skip
