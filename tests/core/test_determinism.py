@@ -139,8 +139,11 @@ def _outcome(path: Path) -> dict:
         "archives": archives,
         "evaluated": sorted((e["id"], e["fitness"], e["status"], e["cell"]) for e in log
                             if e["event"] == "evaluated"),  # fmt: skip
-        "received": [(e["node"], e["round"], e["from"], e["from_round"], e["program"])
-                     for e in log if e["event"] == "received"],  # fmt: skip
+        # per node and round, in the order taken (nodes log concurrently, so the interleaving
+        # of different nodes' lines in the file follows the wall clock)
+        "received": sorted(((e["node"], e["round"], e["from"], e["from_round"], e["program"])
+                            for e in log if e["event"] == "received"),
+                           key=lambda r: (r[0], r[1])),  # fmt: skip
     }
 
 
