@@ -23,8 +23,9 @@ def test_loss_partition_and_crash_still_deliver_every_champion(toy_env, cli, tmp
     config = tmp_path / "run.toml"
     config.write_text(
         'domain = "toy"\nnodes = 3\nbudget = 240\nrounds = 8\nseed = 2\neval_workers = 0\n'
+        'delivery = "wallclock"\n'
         '[operator_options]\ndelay = 0.25\n'
-        'delivery = "wallclock"\n[transport_options]\nloss = 0.3\nheartbeat = 0.1\nseed = 5\n'
+        '[transport_options]\nloss = 0.3\nheartbeat = 0.1\nseed = 5\n'
         'partition = "node-0|node-1,node-2@0.2-1.6"\noutage = "node-2@1.8-2.8"\n'
     )
     out = tmp_path / "run"
