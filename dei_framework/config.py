@@ -58,6 +58,12 @@ class RunConfig:
         domain_options: Domain options (``[domain_options]`` table and domain flags).
         transport_options: Transport options (``[transport_options]`` table and flags).
         checkpoint_seconds: Minimum seconds between in-round checkpoints.
+        compute_axis: What equal compute is measured on: ``calls`` (the paper; ``budget`` counts
+            calls), ``tokens`` (``budget`` counts tokens of every billed attempt) or ``cost``
+            (``max_cost_usd`` is the budget).
+        max_cost_usd: Hard money cap of the run in US dollars, split equally across nodes.
+        max_attempts_per_node: Hard cap on each node's attempts (retries and failures included).
+        max_attempts_per_call: Most attempts one call may make.
     """
 
     domain: str
@@ -76,11 +82,35 @@ class RunConfig:
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
     checkpoint_seconds: float = 2.0
+    compute_axis: str = "calls"
+    max_cost_usd: float | None = None
+    max_attempts_per_node: int | None = attrs.field(
+        default=None, validator=_positive("--max-attempts-per-node")
+    )
+    max_attempts_per_call: int | None = attrs.field(
+        default=None, validator=_positive("--max-attempts-per-call")
+    )
 
     def __attrs_post_init__(self) -> None:
+        from dei_framework.budget import COMPUTE_AXES
+
         if not self.nodes:
             raise ConfigError("a run needs at least one node")
-        if (self.budget is None) == (self.iterations is None):
+        if self.compute_axis not in COMPUTE_AXES:
+            raise ConfigError(f"--compute-axis must be one of {', '.join(COMPUTE_AXES)}, "
+                              f"got {self.compute_axis!r}")  # fmt: skip
+        if self.max_cost_usd is not None and not self.max_cost_usd > 0:
+            raise ConfigError(f"--max-cost-usd must be positive, got {self.max_cost_usd}")
+        if self.compute_axis == "cost":
+            if self.max_cost_usd is None:
+                raise ConfigError("--compute-axis cost needs --max-cost-usd (the budget)")
+            if self.budget is not None and self.iterations is not None:
+                raise ConfigError("give at most one of --budget and --iterations")
+        elif self.compute_axis == "tokens":
+            if self.budget is None or self.iterations is not None:
+                raise ConfigError("--compute-axis tokens needs --budget (total tokens), "
+                                  "not --iterations")  # fmt: skip
+        elif (self.budget is None) == (self.iterations is None):
             raise ConfigError("give exactly one of --budget and --iterations")
         if not 0.0 <= self.new_fraction <= 1.0:
             raise ConfigError(f"new_fraction must be within [0, 1], got {self.new_fraction}")
@@ -89,13 +119,40 @@ class RunConfig:
     def node_names(self) -> list[str]:
         return [node.name for node in self.nodes]
 
-    def node_quotas(self) -> dict[str, int]:
-        """Calls per node: the budget split equally, or iterations x rounds."""
+    def node_quotas(self) -> dict[str, int | None]:
+        """Calls per node: the budget split equally, or iterations x rounds (``None``: calls
+        are not capped, on a ``tokens`` axis or a ``cost`` axis without a call budget)."""
         from dei_framework.budget import split_budget
 
-        if self.budget is not None:
+        if self.budget is not None and self.compute_axis != "tokens":
             return split_budget(self.budget, self.node_names)
-        return {name: self.iterations * self.rounds for name in self.node_names}
+        if self.iterations is not None:
+            return {name: self.iterations * self.rounds for name in self.node_names}
+        return dict.fromkeys(self.node_names)
+
+    def node_caps(self) -> dict[str, Any]:
+        """Each node's token, money and attempt caps (:class:`~dei_framework.budget.NodeCaps`):
+        the run's token budget and money cap split equally, like calls."""
+        from dei_framework.budget import NodeCaps, split_budget
+
+        count = len(self.nodes)
+        tokens = (split_budget(self.budget, self.node_names)
+                  if self.compute_axis == "tokens" else {})  # fmt: skip
+        cost = None if self.max_cost_usd is None else self.max_cost_usd / count
+        return {
+            name: NodeCaps(tokens=tokens.get(name), cost_usd=cost,
+                           attempts=self.max_attempts_per_node)
+            for name in self.node_names
+        }  # fmt: skip
+
+    def compute_limit(self) -> float | None:
+        """The run's total budget on its compute axis."""
+        if self.compute_axis == "cost":
+            return self.max_cost_usd
+        quotas = self.node_quotas().values()
+        if self.compute_axis == "tokens":
+            return self.budget
+        return None if None in quotas else sum(quotas)
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=True)
@@ -111,7 +168,7 @@ class RunConfig:
 
 #: Options a ``[[node]]`` table may set besides ``operator``.
 NODE_OPTION_KEYS = ("api_base", "api_key_env", "temperature", "max_tokens", "timeout",
-                    "concurrency", "max_retries")  # fmt: skip
+                    "concurrency", "max_retries", "price")  # fmt: skip
 
 
 def build_nodes(

@@ -25,7 +25,7 @@ from dei_framework.archive import Elite, GridArchive
 from dei_framework.budget import BudgetLedger
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain, Program
-from dei_framework.errors import OperatorError
+from dei_framework.errors import BudgetExhausted, OperatorError
 from dei_framework.evaluation import Evaluator, Outcome
 from dei_framework.operators import (
     Operator,
@@ -35,6 +35,7 @@ from dei_framework.operators import (
     TransientOperatorFailure,
 )
 from dei_framework.opponents import Opponent, OpponentPool
+from dei_framework.replay import Recording, messages_digest, recorded_usage, replayed_reply
 
 #: Consecutive batches without one completed call after which a node gives up.
 MAX_FAILED_BATCHES = 30
@@ -92,7 +93,8 @@ class SearchLoop:
         record: Called with finished events and call records after each batch (the run log).
         receive: Returns the peer champions to take in at a round's start (may be empty).
         publish: Called with the round's elites to share, the round and the champion.
-        replies: Recorded replies to serve before asking the operator (replay and resume).
+        replies: Recorded calls to serve, by request key, before asking the operator (replay
+            and resume).
         on_round: Called with the round event and the finished archive when a round ends.
         on_event: Called with each ``evaluated`` event.
         checkpoint: Called when a round has ended and the node's state moved on (a good moment
@@ -114,7 +116,7 @@ class SearchLoop:
         record: Callable[[list[dict], list[dict]], None] = lambda events, calls: None,
         receive: Callable[[int], Sequence[Received]] = lambda round_index: (),
         publish: Callable[[GridArchive, int], Awaitable[None]] | None = None,
-        replies: list[dict] | None = None,
+        replies: Recording | None = None,
         on_round: Callable[[dict, GridArchive], None] = lambda event, archive: None,
         on_event: Callable[[dict], None] = lambda event: None,
         checkpoint: Callable[[], None] = lambda: None,
@@ -130,7 +132,8 @@ class SearchLoop:
         self._record = record
         self._receive = receive
         self._publish = publish
-        self._replies = list(replies or [])
+        self._replies = replies
+        self._failed_calls: list[dict] = []
         self._on_round = on_round
         self._on_event = on_event
         self._checkpoint = checkpoint
@@ -165,7 +168,8 @@ class SearchLoop:
         return self.stopped is not None or self.round >= self.settings.rounds
 
     def round_quota(self, round_index: int) -> int | None:
-        """Calls this node makes in ``round_index``: its quota spread evenly over rounds."""
+        """Calls this node makes in ``round_index``: its quota spread evenly over rounds
+        (``None``: not counted in calls; a tokens or cost budget is spread by the ledger)."""
         quota = self.ledger.quotas[self.name]
         if quota is None:
             return None
@@ -257,6 +261,8 @@ class SearchLoop:
             await self._warm_start(opponents)
         quota = self.round_quota(self.round)
         while quota is None or self.completed < quota:
+            if self._budget_spent():
+                break
             slots = self.operator.max_in_flight
             if quota is not None:
                 slots = min(slots, quota - self.completed)
@@ -267,6 +273,17 @@ class SearchLoop:
                 break
             await self._batch(slots, opponents)
         await self._end_round()
+
+    def _budget_spent(self) -> bool:
+        """Whether the round's share on a tokens/cost axis is spent or a cap stops the node."""
+        reason = self.ledger.exhausted(self.name)
+        if reason is not None:
+            if self.stopped is None:
+                self.stopped = f"{self.name}: {reason}"
+                self._record([{"event": "node_stopped", "node": self.name, "round": self.round,
+                               "reason": self.stopped}], [])  # fmt: skip
+            return True
+        return self.ledger.round_done(self.name, self.round, self.settings.rounds)
 
     async def _warm_start(self, opponents: list[Program]) -> None:
         """Fresh archive: re-evaluate initial opponents, past champions and peers' champions."""
@@ -364,42 +381,54 @@ class SearchLoop:
     async def _call(
         self, seq: int, kind: str, parent: Parent | None, others: list[Parent]
     ) -> tuple[dict, OperatorReply, float] | None:
-        """One operator call (or a recorded reply); ``None`` when it failed transiently."""
+        """One operator call (or a recorded reply); ``None`` when it failed transiently (its
+        record then waits in ``_failed_calls`` for the batch to log it)."""
         feedback = self.lineage_errors.get(parent.id) if parent else None
         messages = self.domain.messages(kind, parent=parent, others=others, feedback=feedback)
         key = f"{self.name}/r{self.round}/s{seq}"
+        call = {"key": key, "node": self.name, "round": self.round, "kind": kind,
+                "parent": parent.id if parent else None, "operator": self.operator.label,
+                "messages_sha256": messages_digest(messages)}  # fmt: skip
+        try:
+            meter = self.ledger.reserve(self.name)
+        except BudgetExhausted:  # a cap was reached while this batch was planned
+            return None
+        recorded = self._replies.take(key, messages) if self._replies is not None else None
+        if recorded is not None:
+            meter.record(**recorded_usage(recorded))
+            reply = replayed_reply(recorded)
+            seconds = recorded.get("seconds", 0.0)
+            if reply is None:
+                meter.release(seconds=seconds)
+                self._failed_calls.append({**recorded, "replayed": True})
+                return None
+            meter.commit(reply, seconds=seconds)
+            return {**call, "messages": recorded.get("messages"), "replayed": True}, reply, 0.0
         request = OperatorRequest(
             key=key, kind=kind, messages=messages, parent=parent, others=others,
-            feedback=feedback, seed=derive_seed(self.settings.seed, key),
+            feedback=feedback, seed=derive_seed(self.settings.seed, key), meter=meter,
         )  # fmt: skip
-        call = {"key": key, "node": self.name, "round": self.round, "kind": kind,
-                "parent": parent.id if parent else None, "operator": self.operator.label}
-        if self._replies:
-            recorded = self._replies.pop(0)
-            call.update(kind=recorded["kind"], parent=recorded["parent"])
-            reply = OperatorReply(**recorded["reply"])
-            self.ledger.reserve(self.name)
-            self.ledger.commit(self.name, reply, seconds=recorded.get("seconds", 0.0))
-            return {**call, "messages": recorded.get("messages"), "replayed": True}, reply, 0.0
-        self.ledger.reserve(self.name)
         started = time.perf_counter()
         try:
             reply = await self.operator.propose(request)
-        except TransientOperatorFailure as exc:
-            self.ledger.release(self.name, attempts=exc.attempts,
-                                seconds=time.perf_counter() - started)  # fmt: skip
+        except (TransientOperatorFailure, BudgetExhausted) as exc:
+            seconds = time.perf_counter() - started
+            meter.release(attempts=getattr(exc, "attempts", 0), seconds=seconds)
+            self._failed_calls.append({**call, "messages": list(messages), "failed": str(exc),
+                                       "seconds": round(seconds, 6), "usage": meter.to_json()})
             return None
         except OperatorError:
-            self.ledger.release(self.name, seconds=time.perf_counter() - started)
+            meter.release(seconds=time.perf_counter() - started)
             raise
         except Exception as exc:  # an operator plugin's bug stops its node, not the run
-            self.ledger.release(self.name, seconds=time.perf_counter() - started)
+            meter.release(seconds=time.perf_counter() - started)
             raise OperatorError(
                 f"{self.name}: operator {self.operator.label!r} failed: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         seconds = time.perf_counter() - started
-        self.ledger.commit(self.name, reply, seconds=seconds)
+        meter.commit(reply, seconds=seconds)
+        call["usage"] = meter.to_json()
         return {**call, "messages": list(messages)}, reply, seconds
 
     async def _batch(self, slots: int, opponents: list[Program]) -> None:
@@ -417,7 +446,8 @@ class SearchLoop:
             *(self.evaluator.evaluate(reply.text, opponents, seed=seed)
               for _, (_, reply, _) in done)
         )
-        events, calls = [], []
+        events, calls = [], self._failed_calls
+        self._failed_calls = []
         for (seq, (call, reply, seconds)), outcome in zip(done, outcomes, strict=True):
             elite_id = f"{self.name}-r{self.round}-s{seq}"
             event = self._admit(outcome, elite_id, self.operator.label, call["parent"],

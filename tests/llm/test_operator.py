@@ -42,7 +42,7 @@ def test_reply_text_usage_and_request(stub):
     reply = _run(op.propose(_request()))
     assert reply.text == "MOV 0, 1"
     assert (reply.prompt_tokens, reply.completion_tokens, reply.attempts) == (17, 5, 1)
-    assert reply.cost_usd == 0.0  # stub-model has no price: 0, not an error
+    assert reply.cost_usd is None  # stub-model has no price: unknown, never a made-up 0
     assert reply.model == "stub-model"
     body = stub.bodies[-1]
     assert body["model"] == "stub-model"
