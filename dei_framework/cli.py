@@ -192,7 +192,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         suffix = secrets.token_hex(3)
         nodes = tuple(attrs.evolve(node, name=f"{node.name}-{suffix}") for node in nodes)
     budget, iterations = pick("budget"), pick("iterations")
-    if budget is None and iterations is None:
+    if budget is None and iterations is None and pick("compute_axis") != "cost":
         budget = DEFAULT_CALLS_PER_NODE * len(nodes)
     domain_options = dict(file.get("domain_options", {}))
     if pick("human_set"):

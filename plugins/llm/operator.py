@@ -3,8 +3,11 @@
 One :class:`LLMOperator` serves one node and is bound to one model string (``openai/gpt-4.1-mini``,
 ``anthropic/claude-haiku-4-5``, ``ollama/qwen2.5-coder``, ``hosted_vllm/...``, or a provider a
 plugin registers through ``dei_llm_providers``). It sends the domain's chat messages unchanged
-and returns the raw reply text with the provider's usage and, where litellm knows the price,
-the cost.
+and returns the raw reply text with the provider's usage and the cost of all the call's
+attempts (``None`` when the model's price is unknown: ``price`` option, ``--price``, or
+litellm's bundled table). Every attempt is opened on the request's meter with its worst-case
+cost before it goes out and settled afterwards with the usage the provider reported, failed
+attempts included, so the ledger's money caps hold under concurrency.
 
 Failures fall into three groups:
 
