@@ -320,3 +320,19 @@ def test_reask_mismatched_asks_only_the_changed_calls(cli, env, stub, tmp_path):
     assert from_record and asked
     assert all(c["kind"] == "new" for c in from_record)
     assert stub.requests - served == len(asked)
+
+
+def test_experiment_checks_equal_compute_on_the_chosen_axis():
+    from dei_framework.experiment import equal_on_axis
+
+    def run(calls, limit, caps):
+        return {"budget": {"calls": calls, "limit": limit,
+                           "nodes": {f"node-{i}": {"exhausted_cap": cap}
+                                     for i, cap in enumerate(caps)}}}  # fmt: skip
+
+    assert equal_on_axis("calls", [run(8, 8, [None]), run(8, 8, [None, None])], 8)
+    assert not equal_on_axis("calls", [run(8, 8, [None]), run(6, 8, [None])], 8)
+    # On tokens, equal means every node spent its share up to the last attempt that fitted.
+    assert equal_on_axis("tokens", [run(5, 2000, ["token"]), run(9, 2000, ["token", "token"])], 0)
+    assert not equal_on_axis("tokens", [run(5, 2000, ["token", None])], 0)  # one stopped early
+    assert not equal_on_axis("cost", [run(5, 1.0, ["cost"]), run(5, 2.0, ["cost"])], 0)
