@@ -414,8 +414,10 @@ class SearchLoop:
         except (TransientOperatorFailure, BudgetExhausted) as exc:
             seconds = time.perf_counter() - started
             meter.release(attempts=getattr(exc, "attempts", 0), seconds=seconds)
-            self._failed_calls.append({**call, "messages": list(messages), "failed": str(exc),
-                                       "seconds": round(seconds, 6), "usage": meter.to_json()})
+            if meter.usage.attempts:  # a call refused before its first attempt cost nothing
+                self._failed_calls.append({**call, "messages": list(messages),
+                                           "failed": str(exc), "seconds": round(seconds, 6),
+                                           "usage": meter.to_json()})  # fmt: skip
             return None
         except OperatorError:
             meter.release(seconds=time.perf_counter() - started)
