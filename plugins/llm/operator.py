@@ -34,6 +34,7 @@ import math
 import os
 import random
 import re
+import sys
 import time
 import urllib.parse
 import weakref
@@ -53,7 +54,6 @@ from dei_framework.operators import (
     TransientOperatorFailure,
     UsageMeter,
 )
-from dei_framework.plugins import raise_warning
 
 #: API-key environment variables litellm reads, by provider prefix (for error messages only).
 KEY_ENV_VARS = {
@@ -431,10 +431,9 @@ class LLMOperator(Operator):
         if price is None or not (math.isfinite(price.input) and math.isfinite(price.output)):
             if self.model not in _UNPRICED_WARNED:
                 _UNPRICED_WARNED.add(self.model)
-                raise_warning(
-                    f"{self.model} has no known price: its cost is recorded as unknown (null); "
-                    f"give one with --price {self.model}=IN,OUT (USD per million tokens)"
-                )
+                print(f"warning: {self.model} has no known price: its cost is recorded as unknown "
+                      f"(null); give one with --price {self.model}=IN,OUT (USD per million "
+                      "tokens)", file=sys.stderr)  # fmt: skip
             return None
         return price
 
