@@ -355,23 +355,9 @@ class BudgetLedger:
         usage = self.usage[node]
         return quota - usage.calls - usage.in_flight
 
-    def round_done(self, node: str, round_index: int, rounds: int) -> bool:
-        """Whether ``node`` has spent its share for rounds up to ``round_index`` on a ``tokens``
-        or ``cost`` axis (a call axis spreads calls over rounds by count instead)."""
-        share = self.share(node)
-        if self.axis == "calls" or share is None:
-            return False
-        if self.usage[node].exhausted_cap == _AXIS_CAP[self.axis]:
-            return True  # the budget itself is used up: every later round makes no calls
-        return self.spent(node) >= share * (round_index + 1) / rounds
-
     def exhausted(self, node: str) -> str | None:
-        """Why ``node`` must stop early: a cap other than its budget share was reached, or
-        ``None`` (a spent budget share on the compute axis is the normal end, not a stop)."""
-        usage = self.usage[node]
-        if usage.exhausted_cap == _AXIS_CAP.get(self.axis):
-            return None
-        return usage.exhausted
+        """Why ``node`` can start no more calls (a cap was reached), or ``None``."""
+        return self.usage[node].exhausted
 
     # --- calls ----------------------------------------------------------------------------------
 
@@ -536,10 +522,6 @@ class BudgetLedger:
             ledger.usage[node].restore(info)
         ledger.resume_wall(data.get("wall_seconds", 0.0))
         return ledger
-
-
-#: The cap that is the budget itself on each compute axis.
-_AXIS_CAP = {"tokens": "token", "cost": "cost"}
 
 
 def _cap_reason(what: str, cap: float, used: float, need: float) -> str:

@@ -38,11 +38,20 @@ class NodeConfig:
         operator: ``--operator`` value for this node (an operator name or a model string).
         options: Operator options (``api_base``, ``temperature``, ``max_tokens``, ``timeout``,
             ``concurrency`` ...), node table over global settings.
+        emitter: This node's emitter (empty: the run's).
+        archive: This node's archive (empty: the run's).
+        sharing: This node's sharing policy (empty: the run's).
+        axes: This node's descriptor axes (empty: the run's); results are mapped into the
+            run's axes for the merged archive and reports.
     """
 
     name: str
     operator: str
     options: Mapping[str, Any] = attrs.field(factory=dict)
+    emitter: str = ""
+    archive: str = ""
+    sharing: str = ""
+    axes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
 
 @attrs.frozen(kw_only=True)
@@ -61,8 +70,14 @@ class RunConfig:
         sharing: Sharing policy name.
         sharing_options: Options of the policy (``[sharing]`` table).
         axes: Descriptor axes of the grid (empty: the domain's default).
+        emitter: Emitter name (how parents are chosen).
+        emitter_options: Options of the emitter (``[emitter_options]`` table).
+        archive: Archive name (``grid``, ``cvt`` ...).
+        archive_options: Options of the archive (``[archive_options]`` table).
         new_fraction: Share of calls that write a new program instead of mutating an elite.
-        max_champions: Recent champions kept as opponents (DRQ's k).
+        max_champions: Own recent champions kept as opponents (DRQ's k).
+        max_peer_champions: Received champions kept as opponents (a separate window, so own
+            Red Queen memory is the same in Solo and ensemble runs).
         eval_workers: Worker processes for evaluation (0: threads in this process).
         domain_options: Domain options (``[domain_options]`` table and domain flags).
         transport_options: Transport options (``[transport_options]`` table and flags).
@@ -85,8 +100,13 @@ class RunConfig:
     sharing: str = "champion"
     sharing_options: Mapping[str, Any] = attrs.field(factory=dict)
     axes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    emitter: str = "uniform"
+    emitter_options: Mapping[str, Any] = attrs.field(factory=dict)
+    archive: str = "grid"
+    archive_options: Mapping[str, Any] = attrs.field(factory=dict)
     new_fraction: float = 0.1
     max_champions: int = 20
+    max_peer_champions: int = 20
     eval_workers: int | None = None
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
@@ -113,12 +133,13 @@ class RunConfig:
         if self.compute_axis == "cost":
             if self.max_cost_usd is None:
                 raise ConfigError("--compute-axis cost needs --max-cost-usd (the budget)")
-            if self.budget is not None and self.iterations is not None:
-                raise ConfigError("give at most one of --budget and --iterations")
+            if (self.budget is None) == (self.iterations is None):
+                raise ConfigError("give exactly one of --budget and --iterations (calls at "
+                                  "most; --max-cost-usd is the budget)")  # fmt: skip
         elif self.compute_axis == "tokens":
-            if self.budget is None or self.iterations is not None:
-                raise ConfigError("--compute-axis tokens needs --budget (total tokens), "
-                                  "not --iterations")  # fmt: skip
+            if self.budget is None or self.iterations is None:
+                raise ConfigError("--compute-axis tokens needs --budget (total tokens) and "
+                                  "--iterations (calls per node per round at most)")  # fmt: skip
         elif (self.budget is None) == (self.iterations is None):
             raise ConfigError("give exactly one of --budget and --iterations")
         if not 0.0 <= self.new_fraction <= 1.0:
@@ -128,16 +149,14 @@ class RunConfig:
     def node_names(self) -> list[str]:
         return [node.name for node in self.nodes]
 
-    def node_quotas(self) -> dict[str, int | None]:
-        """Calls per node: the budget split equally, or iterations x rounds (``None``: calls
-        are not capped, on a ``tokens`` axis or a ``cost`` axis without a call budget)."""
+    def node_quotas(self) -> dict[str, int]:
+        """Calls per node: the budget split equally, or iterations x rounds (on a ``tokens``
+        axis, where ``budget`` counts tokens, always the latter)."""
         from dei_framework.budget import split_budget
 
         if self.budget is not None and self.compute_axis != "tokens":
             return split_budget(self.budget, self.node_names)
-        if self.iterations is not None:
-            return {name: self.iterations * self.rounds for name in self.node_names}
-        return dict.fromkeys(self.node_names)
+        return {name: self.iterations * self.rounds for name in self.node_names}
 
     def node_caps(self) -> dict[str, Any]:
         """Each node's token, money and attempt caps (:class:`~dei_framework.budget.NodeCaps`):
@@ -158,10 +177,9 @@ class RunConfig:
         """The run's total budget on its compute axis."""
         if self.compute_axis == "cost":
             return self.max_cost_usd
-        quotas = self.node_quotas().values()
         if self.compute_axis == "tokens":
             return self.budget
-        return None if None in quotas else sum(quotas)
+        return sum(self.node_quotas().values())
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=True)
@@ -172,12 +190,17 @@ class RunConfig:
     def from_json(cls, data: Mapping[str, Any]) -> RunConfig:
         values = dict(data)
         values["nodes"] = tuple(NodeConfig(**node) for node in data["nodes"])
+        values.setdefault("max_peer_champions", values.get("max_champions", 20))
         return cls(**values)
 
 
 #: Options a ``[[node]]`` table may set besides ``operator``.
 NODE_OPTION_KEYS = ("api_base", "api_key_env", "temperature", "max_tokens", "timeout",
                     "concurrency", "max_retries", "price")  # fmt: skip
+
+
+#: Search settings a ``[[node]]`` table may set for its node alone.
+NODE_SEARCH_KEYS = ("emitter", "archive", "sharing", "axes")
 
 
 def build_nodes(
@@ -202,7 +225,7 @@ def build_nodes(
     nodes = []
     for index in range(count):
         table = dict(node_tables[index]) if index < len(node_tables) else {}
-        unknown = set(table) - {"operator", "name", *NODE_OPTION_KEYS}
+        unknown = set(table) - {"operator", "name", *NODE_SEARCH_KEYS, *NODE_OPTION_KEYS}
         if unknown:
             raise ConfigError(f"[[node]] table {index} has unknown keys: {sorted(unknown)}")
         operator = table.pop("operator", None) or (operators[index % len(operators)]
@@ -210,8 +233,11 @@ def build_nodes(
         if not operator:
             raise ConfigError(f"node {index} has no operator")
         name = table.pop("name", f"node-{index}")
+        search = {key: table.pop(key) for key in NODE_SEARCH_KEYS if key in table}
+        if isinstance(search.get("axes"), str):
+            search["axes"] = tuple(a.strip() for a in search["axes"].split(",") if a.strip())
         nodes.append(NodeConfig(name=name, operator=operator,
-                                options={**common_options, **table}))
+                                options={**common_options, **table}, **search))
     names = [node.name for node in nodes]
     if len(set(names)) != len(names):
         raise ConfigError(f"node names repeat: {names}")
@@ -243,6 +269,9 @@ DEFAULTS: dict[str, Any] = {
     "sharing": "champion",
     "new_fraction": 0.1,
     "max_champions": 20,
+    "max_peer_champions": 20,
+    "emitter": "uniform",
+    "archive": "grid",
     "checkpoint_seconds": 2.0,
 }
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
@@ -267,6 +296,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "iterations", "rounds", "sharing", "axes", "seed", "eval_workers",
              "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
              "transport_options", "sharing_options", "operator_options", "out",
+             "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
              "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
@@ -306,7 +336,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         suffix = secrets.token_hex(3)
         nodes = tuple(attrs.evolve(node, name=f"{node.name}-{suffix}") for node in nodes)
     budget, iterations = pick("budget"), pick("iterations")
-    if budget is None and iterations is None and pick("compute_axis") != "cost":
+    if budget is None and iterations is None:
         budget = DEFAULT_CALLS_PER_NODE * len(nodes)
     domain_options = tables["domain_options"]
     domain_options.update(_key_values(flags.get("domain_option") or (), "--domain-option"))
@@ -321,6 +351,9 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         budget=budget, iterations=iterations, seed=pick("seed"), sharing=pick("sharing"),
         sharing_options=tables["sharing_options"], axes=axes,
         new_fraction=pick("new_fraction"), max_champions=pick("max_champions"),
+        max_peer_champions=pick("max_peer_champions"), emitter=pick("emitter"),
+        emitter_options=file.get("emitter_options", {}), archive=pick("archive"),
+        archive_options=file.get("archive_options", {}),
         eval_workers=pick("eval_workers"), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
         compute_axis=pick("compute_axis") or "calls", max_cost_usd=pick("max_cost_usd"),

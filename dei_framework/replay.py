@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dei_framework.errors import OperatorError, ReplayMismatch
@@ -36,18 +36,19 @@ class Recording:
     """The recorded calls of one node, served by request key.
 
     Args:
-        calls: Call records from ``calls.jsonl`` (completed and failed calls).
+        calls: Recorded calls by request key; each value has the ``calls.jsonl`` line as its
+            ``record`` (:class:`~dei_framework.search.RecordedCall`).
         on_mismatch: ``"stop"`` raises :class:`~dei_framework.errors.ReplayMismatch` at the
             first call whose key is missing or whose messages differ; ``"ask"`` lets the
             caller ask the operator instead (``--reask-mismatched``, and resume).
         source: Where the record came from, for messages.
     """
 
-    def __init__(self, calls: Iterable[Mapping[str, Any]], *, on_mismatch: str = "stop",
+    def __init__(self, calls: Mapping[str, Any], *, on_mismatch: str = "stop",
                  source: str = "the record") -> None:  # fmt: skip
         if on_mismatch not in ("stop", "ask"):
             raise ValueError(f"on_mismatch must be 'stop' or 'ask', not {on_mismatch!r}")
-        self._calls = {call["key"]: dict(call) for call in calls}
+        self._calls = dict(calls)
         self.on_mismatch = on_mismatch
         self.source = source
         #: Keys of the calls that did not match and were asked again.
@@ -56,25 +57,25 @@ class Recording:
     def __len__(self) -> int:
         return len(self._calls)
 
-    def take(self, key: str, messages: Sequence[Message]) -> dict[str, Any] | None:
-        """The record of call ``key`` if it matches, else ``None`` (ask the operator).
+    def take(self, key: str, messages: Sequence[Message]) -> Any | None:
+        """The recorded call ``key`` if its messages match, else ``None`` (ask the operator).
 
         Raises:
             ReplayMismatch: the call is not in the record or its messages differ, and
                 ``on_mismatch`` is ``"stop"``.
         """
-        record = self._calls.pop(key, None)
+        recorded = self._calls.pop(key, None)
         digest = messages_digest(messages)
-        if record is None:
+        if recorded is None:
             problem = "is not in the record (the plan or the budget changed)"
         else:
-            recorded = recorded_digest(record)
-            if recorded == digest:
-                return record
-            problem = (f"has different messages: {digest[:19]}… now, {str(recorded)[:19]}… "
+            expected = recorded_digest(recorded.record)
+            if expected == digest:
+                return recorded
+            problem = (f"has different messages: {digest[:19]}… now, {str(expected)[:19]}… "
                        "recorded (the prompts, the parents or the domain changed)")  # fmt: skip
         if self.on_mismatch == "ask":
-            if record is not None:
+            if recorded is not None:
                 self.reasked.append(key)
             return None
         raise ReplayMismatch(
