@@ -21,7 +21,7 @@ import attrs
 from dei_framework.archives import ArchiveBase
 from dei_framework.budget import BudgetLedger
 from dei_framework.domain import Domain, Program
-from dei_framework.errors import BudgetExhausted, OperatorError
+from dei_framework.errors import BudgetExhausted, OperatorError, ReplayMismatch
 from dei_framework.evaluation import Evaluator
 from dei_framework.operators import (
     Operator,
@@ -163,6 +163,12 @@ class SearchDriver:
                 except OperatorError as exc:
                     fatal = fatal or exc
                     continue
+                except ReplayMismatch:
+                    # Stops the run: settle the other slots first so none is left unretrieved.
+                    for other in (*tasks, *done):
+                        other.cancel()
+                    await asyncio.gather(*tasks, *done, return_exceptions=True)
+                    raise
                 self._handle(scheduler.tell([result]))
                 if self._failures >= MAX_FAILURES_PER_SLOT * self.operator.max_in_flight:
                     fatal = fatal or OperatorError(

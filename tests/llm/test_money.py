@@ -300,7 +300,7 @@ def test_replay_of_changed_prompts_stops_at_the_first_mismatch(cli, env, stub, t
                  "--progress", "quiet", "--no-report", env=env, check=False)  # fmt: skip
     assert result.returncode == 1
     line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith(f"error: replay: call {first['key']} has different messages")
+    assert line.startswith(f"error: replay: call {first['key']} has different messages"), line
     assert "--reask-mismatched" in line and "Traceback" not in result.stderr
     assert stub.requests == served
 
