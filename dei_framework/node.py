@@ -164,7 +164,7 @@ class Node:
             "accepted": self.inbox.accepted,
             "dropped": dict(self.inbox.dropped),
             "transport": (self.transport.stats() if self.transport is not None
-                          else self.timeline.stats() if self.timeline is not None else {}),
+                          else self.timeline.stats(self.name) if self.timeline is not None else {}),
         }
 
 

@@ -120,7 +120,8 @@ class Timeline:
         # Nothing is ever published before (0, 0): a promise no one has to wait for.
         self._promises: dict[str, Stamp] = dict.fromkeys(self.nodes, (0.0, 0))
         self._waiters: list[asyncio.Future[None]] = []
-        self.waits = 0
+        #: Round starts at which each node had to wait for a peer's clock.
+        self.waits: dict[str, int] = dict.fromkeys(self.nodes, 0)
 
     def _notify(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -158,7 +159,7 @@ class Timeline:
         """Waits until no peer can post before ``until``, then returns the peers' postings with
         ``since <= stamp < until``, by stamp, then sender, then sequence."""
         if not self.ready(node, until):
-            self.waits += 1
+            self.waits[node] += 1
         while not self.ready(node, until):
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
@@ -172,8 +173,10 @@ class Timeline:
                   and (since is None or p.stamp >= since)]  # fmt: skip
         return sorted(chosen, key=lambda p: (p.stamp, p.sender, p.seq))
 
-    def stats(self) -> dict[str, Any]:
-        return {"delivery": "virtual", "posted": len(self.postings), "waits": self.waits}
+    def stats(self, node: str) -> dict[str, Any]:
+        """``node``'s counters for the summary: postings, and round starts that waited."""
+        posted = sum(1 for p in self.postings if p.sender == node)
+        return {"delivery": "virtual", "posted": posted, "waits": self.waits[node]}
 
     def to_json(self) -> list[dict[str, Any]]:
         """The postings (what a resumed run needs: promises start over)."""
