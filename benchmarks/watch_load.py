@@ -56,6 +56,7 @@ class Writer:
             "event": "evaluated", "id": elite_id, "node": node, "round": self.round[node],
             "operator": operator, "kind": kind,
             "parent": None if kind != "mutate" else f"{node}-r{self.round[node]}-s0",
+            "slot": self.seq[node] % 4,
         }  # fmt: skip
         if kind == "mutate" and rng.random() < 0.05:
             event.update(status="invalid", error=f"line {rng.randint(1, 40)}: unknown opcode "
@@ -68,8 +69,9 @@ class Writer:
                 "not_added"  # fmt: skip
             if status != "not_added":
                 archive[cell] = fitness
-            event.update(status=status, fitness=fitness, cell=list(cell),
-                         descriptor={"tsp": cell[0] * 100.5, "mc": cell[1] * 10.5})
+            event.update(status=status, fitness=fitness,
+                         descriptor={"tsp": cell[0] * 100.5, "mc": cell[1] * 10.5},
+                         cell=list(cell))  # fmt: skip
         event["timings"] = {"eval_s": 0.05, "call_s": 0.8}
         return event
 
