@@ -139,7 +139,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     known = {"domain", "transport", "nodes", "operator", "operators", "api_base", "budget",
              "iterations", "rounds", "sharing", "axes", "seed", "human_set", "eval_workers",
              "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
-             "transport_options", "sharing_options", "operator_options", "axl_api", "out"}
+             "transport_options", "sharing_options", "operator_options", "axl_api", "out",
+             "members"}
     unknown = set(file) - known
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -194,6 +195,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         new_fraction=pick("new_fraction"), max_champions=pick("max_champions"),
         eval_workers=pick("eval_workers"), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
+        members=file.get("members") or (),
     )  # fmt: skip
 
 

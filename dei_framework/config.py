@@ -58,6 +58,10 @@ class RunConfig:
         domain_options: Domain options (``[domain_options]`` table and domain flags).
         transport_options: Transport options (``[transport_options]`` table and flags).
         checkpoint_seconds: Minimum seconds between in-round checkpoints.
+        members: The run's membership: ed25519 public keys (64 hex) of the nodes allowed to
+            share champions. Empty: an open run (any validly signed champion is considered).
+            Champions signed by other keys are dropped and counted (``nonmember``); networked
+            transports also drop frames from peers outside it (``rejected_nonmember``).
     """
 
     domain: str
@@ -76,6 +80,7 @@ class RunConfig:
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
     checkpoint_seconds: float = 2.0
+    members: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _members(v))
 
     def __attrs_post_init__(self) -> None:
         if not self.nodes:
@@ -107,6 +112,15 @@ class RunConfig:
         values = dict(data)
         values["nodes"] = tuple(NodeConfig(**node) for node in data["nodes"])
         return cls(**values)
+
+
+def _members(value: Any) -> tuple[str, ...]:
+    from dei_framework.envelope import EnvelopeError, parse_members
+
+    try:
+        return tuple(sorted(parse_members(value or None) or ()))
+    except EnvelopeError as exc:
+        raise ConfigError(f"members: {exc}") from None
 
 
 #: Options a ``[[node]]`` table may set besides ``operator``.

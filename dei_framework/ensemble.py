@@ -147,7 +147,7 @@ class Ensemble:
             transport_spec = registry.transport(config.transport)
             transports = list(
                 _build_plugin(registry.transports, config.transport, transport_spec.factory,
-                              config.node_names, dict(config.transport_options))  # fmt: skip
+                              config.node_names, _transport_options(config))  # fmt: skip
             )
             if len(transports) != len(config.nodes):
                 raise ConfigError(
@@ -184,11 +184,16 @@ class Ensemble:
             node_dir = self.run_dir.path / "nodes" / name
             node_dir.mkdir(parents=True, exist_ok=True)
             identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
+            if config.members and identity.public_key_hex not in config.members:
+                raise ConfigError(
+                    f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
+                    "not in the run's members"
+                )
             self.nodes.append(
                 Node(loop=loop, transport=transport, policy=self.policy,
                      domain_name=self.domain.name, registry=self.registry,
                      recorded=None if received is None else received.get(name, {}),
-                     identity=identity)
+                     identity=identity, members=config.members)
             )  # fmt: skip
 
     def _record(self, events: list[dict], calls: list[dict]) -> None:
@@ -305,6 +310,14 @@ class Ensemble:
             "invalid": sum(1 for e in events if e.get("status") == "invalid"),
             "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
         }
+
+
+def _transport_options(config: RunConfig) -> dict[str, Any]:
+    """The transport's options; the run's membership is passed as ``members`` unless set."""
+    options = dict(config.transport_options)
+    if config.members:
+        options.setdefault("members", list(config.members))
+    return options
 
 
 def _build_plugin(table: dict, name: str, factory: Callable, *args: Any) -> Any:
