@@ -71,7 +71,8 @@ class GossipSubParams:
         max_iwant_replies: Messages served per peer per heartbeat in reply to IWANT.
         max_inbox: Undrained deliveries kept (oldest dropped first).
         max_outbox: Frames queued per peer before the oldest is dropped.
-        max_peers: Peers with state (beyond it new peers are ignored).
+        max_peers: Peers with state. Beyond it a new peer gets no state (it is neither meshed
+            nor gossiped to), but the messages its frames carry are still delivered.
         subscribe: Join the topic mesh; ``False`` publishes through fanout only.
     """
 
@@ -92,7 +93,7 @@ class GossipSubParams:
     max_iwant_replies: int = 500
     max_inbox: int = 10_000
     max_outbox: int = 1_000
-    max_peers: int = 1_000
+    max_peers: int = 4_096
     subscribe: bool = True
 
     def __attrs_post_init__(self) -> None:
@@ -286,6 +287,7 @@ class GossipSubRouter(Transport):
         frame = Frame(sender=self.peer_id, messages=[message]).encode()
         for peer in targets:
             self._emit(peer, frame)
+        self.counters["data_frames_sent"] += len(targets)
         return mid
 
     def announce(self) -> None:
@@ -311,7 +313,11 @@ class GossipSubRouter(Transport):
             return
         if peer not in self.known:
             if len(self.known) >= self.params.max_peers:
+                # No room for its state, but what it carries still counts: refusing it would
+                # cut the peers beyond the cap off the topic.
                 self.counters["peers_refused"] += 1
+                for message in frame.messages:
+                    self._on_message(peer, message)
                 return
             self.link.learn_peer(peer)
             self.subscribed.add(peer)
@@ -415,6 +421,7 @@ class GossipSubRouter(Transport):
         for target in self.mesh - {peer, message.origin}:
             self._emit(target, frame)
             self.counters["forwarded"] += 1
+            self.counters["data_frames_sent"] += 1
 
     def _on_graft(self, peer: str) -> None:
         p = self.params
@@ -466,6 +473,7 @@ class GossipSubRouter(Transport):
             # Stay well under the frame cap (base64 grows payloads by a third).
             if batch and size + len(out.payload) * 4 // 3 + 512 > MAX_FRAME_BYTES // 2:
                 self._emit(peer, Frame(sender=self.peer_id, messages=batch).encode())
+                self.counters["data_frames_sent"] += 1
                 batch, size = [], 0
             batch.append(out)
             size += len(out.payload) * 4 // 3 + 512
@@ -473,6 +481,7 @@ class GossipSubRouter(Transport):
             self._iwant_served[peer] += 1
         if batch:
             self._emit(peer, Frame(sender=self.peer_id, messages=batch).encode())
+            self.counters["data_frames_sent"] += 1
             self.counters["iwant_served"] += len(batch)
 
     # --- helpers ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Run membership over real AXL nodes: an outsider's key gets nothing admitted, and it is counted."""
+"""Run membership over real AXL nodes: an outsider gets nothing admitted, and it is counted."""
 
 from __future__ import annotations
 
