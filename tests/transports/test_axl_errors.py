@@ -27,7 +27,8 @@ def _toy_config(tmp_path, api: str) -> str:
 def test_absent_node_is_one_line(cli, toy_env, tmp_path):
     api = f"http://127.0.0.1:{free_port()}"
     result = cli("dei-run", "--config", _toy_config(tmp_path, api), "--out",
-                 str(tmp_path / "run"), "--progress", "quiet", env=toy_env, check=False)  # fmt: skip
+                 str(tmp_path / "run"), "--progress", "quiet", env=toy_env,
+                 check=False)  # fmt: skip
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
