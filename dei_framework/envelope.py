@@ -328,11 +328,11 @@ class InboxFilter:
 
     Checks, in order (the first that fails names the drop reason): size, JSON, schema version,
     domain, fields, signature by the claimed key (``forged``/``unsigned``), run membership of
-    that key (``nonmember``), replay (``replay``), the per-round cap (``round_cap``) and the
-    per-sender token bucket (``rate_limited``). Nothing from a peer reaches the search before
-    all of them pass. Memory is bounded: at most ``max_seen`` message ids and ``max_senders``
-    token buckets are kept (least recently used ones are forgotten first); non-members never
-    get a bucket.
+    that key (``nonmember``), replay (``replay``), the per-sender token bucket
+    (``rate_limited``) and the per-round cap (``round_cap``). Nothing from a peer reaches the
+    search before all of them pass. Memory is bounded: at most ``max_seen`` message ids and
+    ``max_senders`` token buckets are kept (least recently used ones are forgotten first);
+    non-members never get a bucket.
 
     Attributes:
         domain: Reject envelopes of other domains (``None`` accepts any).
@@ -387,12 +387,14 @@ class InboxFilter:
             self._seen.move_to_end(mid)
             self.dropped["replay"] += 1
             return None
+        bucket = self._bucket(envelope.key or envelope.node)
+        if bucket.tokens < 1.0:
+            self.dropped["rate_limited"] += 1
+            return None
         if self.max_per_round is not None and self._round_accepted >= self.max_per_round:
             self.dropped["round_cap"] += 1
             return None
-        if not self._take_token(envelope.key or envelope.node):
-            self.dropped["rate_limited"] += 1
-            return None
+        bucket.tokens -= 1.0
         # Only accepted ids are remembered: a copy dropped for rate may be accepted later.
         self._seen[mid] = None
         if len(self._seen) > self.max_seen:
@@ -401,7 +403,8 @@ class InboxFilter:
         self._round_accepted += 1
         return envelope
 
-    def _take_token(self, sender: str) -> bool:
+    def _bucket(self, sender: str) -> _Bucket:
+        """The sender's token bucket, refilled up to now."""
         capacity = self.burst if self.burst is not None else self.rate_per_minute
         now = self.clock()
         bucket = self._buckets.get(sender)
@@ -415,10 +418,7 @@ class InboxFilter:
             elapsed = max(0.0, now - bucket.stamp)
             bucket.tokens = min(capacity, bucket.tokens + elapsed * self.rate_per_minute / 60.0)
             bucket.stamp = now
-        if bucket.tokens < 1.0:
-            return False
-        bucket.tokens -= 1.0
-        return True
+        return bucket
 
 
 def _typed(body: dict, key: str, kind: type | tuple[type, ...]):
