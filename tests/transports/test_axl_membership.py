@@ -91,7 +91,8 @@ def test_run_membership_lands_in_summary(axl_cluster, toy_env, tmp_path):
     nodes = axl_cluster(3, keys=[keys[n] for n in names])
     members = [NodeIdentity.load(keys[n]).public_key_hex for n in ("alpha", "beta")]
     processes = []
-    for name, node in zip(names, nodes, strict=True):
+    # The intruder starts first, so it is up during the members' whole run.
+    for name, node in reversed(list(zip(names, nodes, strict=True))):
         out = tmp_path / name
         # The node's envelope identity is its AXL key: one key per node.
         (out / "nodes" / name).mkdir(parents=True)
@@ -102,7 +103,7 @@ def test_run_membership_lands_in_summary(axl_cluster, toy_env, tmp_path):
             'domain = "toy"\ntransport = "axl"\nbudget = 72\nrounds = 6\nseed = 1\n'
             f"eval_workers = 0\n{membership}"
             f'[[node]]\nname = "{name}"\noperator = "toy-random"\n'
-            '[operator_options]\ndelay = 0.3\n'
+            '[operator_options]\ndelay = 0.5\n'
             f'[transport_options]\nheartbeat = 0.2\naxl_api = "{node.api}"\n'
         )
         processes.append(subprocess.Popen(
