@@ -38,12 +38,13 @@ def simulate(
     settle: int = 30,
     seed: int = 1,
     flood_publish: bool = True,
+    max_peers: int | None = None,
 ) -> dict[str, Any]:
-    """Runs one simulation and returns its figures."""
+    """Runs one simulation and returns its figures (``max_peers``: the router's peer cap)."""
     clock = VirtualClock()
     hub = Hub(loss=loss, latency=latency, seed=seed, scheduler=clock)
     params = GossipSubParams.from_options(
-        {"d": d, "heartbeat": heartbeat, "flood_publish": flood_publish}
+        {"d": d, "heartbeat": heartbeat, "flood_publish": flood_publish, "max_peers": max_peers}
     )
     routers: list[GossipSubRouter] = []
     for index in range(nodes):
