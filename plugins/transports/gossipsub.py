@@ -487,6 +487,12 @@ class GossipSubRouter(Transport):
     # --- helpers ----------------------------------------------------------------------------
 
     def _refresh_peers(self, *, announce: bool) -> None:
+        if self.members is not None:
+            # Members are reachable by key even when the link's view does not list them (AXL's
+            # spanning tree may show only a node's own branch): links that discover peers
+            # learn them (a no-op for the hub, which lists every reachable peer).
+            for member in self.members - {self.peer_id}:
+                self.link.learn_peer(member)
         current = set(self.link.peers()) - {self.peer_id}
         if self.members is not None:
             current &= self.members

@@ -125,6 +125,8 @@ def test_run_membership_lands_in_summary(axl_cluster, toy_env, tmp_path):
     # gamma's AXL node peers with alpha's, so alpha hears gamma's frames (and counts them);
     # beta is only reachable through AXL's tree and gamma never learns of it.
     assert rejected["alpha"] > 0, rejected
+    # The members found each other by key although beta's and alpha's AXL nodes are peered
+    # directly (node 1 -> node 0): both received each other's champions (checked above).
     gamma_log = (tmp_path / "gamma" / "events.jsonl").read_text().splitlines()
     assert not [e for e in map(json.loads, gamma_log) if e["event"] == "received"]
     config = json.loads((tmp_path / "alpha" / "config.json").read_text())
