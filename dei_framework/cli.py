@@ -344,13 +344,13 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         fail(f"{exc} (the partial run is in {out})")
     stopped = {name: node["stopped"] for name, node in summary["nodes"].items()
                if node.get("stopped")}  # fmt: skip
-    for name, reason in stopped.items():
-        click.echo(f"warning: node {name} stopped early: {reason}", err=True)
     budget = summary["budget"]
     if budget["calls"] == 0 and budget["limit"] != 0:
         causes = sorted(set(stopped.values())) or ["no operator call succeeded"]
-        fail(f"no operator call completed ({'; '.join(causes)}); the record of the run is "
-             f"in {out}")  # fmt: skip
+        fail(f"no operator call completed: {'; '.join(causes)} (the record of the run is "
+             f"in {out})")  # fmt: skip
+    for name, reason in stopped.items():
+        click.echo(f"warning: node {name} stopped early: {reason}", err=True)
     report = None
     if not flags.get("no_report"):
         report = write_report(out)
