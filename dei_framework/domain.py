@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from dei_framework.descriptors import AxisSpec
+from dei_framework.descriptors import AxisSpec, check_descriptor
 from dei_framework.operators import Message, Parent
 
 
@@ -41,7 +41,7 @@ class Evaluation:
     """
 
     fitness: float
-    descriptor: Mapping[str, float]
+    descriptor: Mapping[str, float] = attrs.field(validator=lambda _, __, v: check_descriptor(v))
     info: Mapping[str, Any] = attrs.field(factory=dict)
 
 

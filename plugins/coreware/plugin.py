@@ -1,4 +1,4 @@
-"""DEI plugin entry point of Core War: the ``coreware`` domain, its offline operators and CLI."""
+"""DEI plugin entry point of Core War: the ``coreware`` domain, its axes, offline operators, CLI."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dei_framework import hookimpl
+from dei_framework.descriptors import AxisSpec
 from dei_framework.domain import Domain, DomainSpec
 from dei_framework.operators import Operator, OperatorSettings, OperatorSpec
 
@@ -44,6 +45,13 @@ def dei_domains() -> list[DomainSpec]:
         DomainSpec(name="coreware", factory=_domain,
                    description="Core War: Redcode warriors in a pMARS-exact MARS (DRQ/DEI)"),
     ]  # fmt: skip
+
+
+@hookimpl
+def dei_descriptor_axes() -> list[AxisSpec]:
+    from dei_coreware.domain import descriptor_axes
+
+    return descriptor_axes()
 
 
 @hookimpl
