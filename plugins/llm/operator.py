@@ -391,7 +391,7 @@ class LLMOperator(Operator):
     def _fatal_message(self, exc: BaseException) -> str:
         _, cause = _classify(exc)
         provider = self.model.split("/", 1)[0]
-        url = self.options.api_base or _request_url(exc)
+        url = self.options.api_base
         where = f" at {url}" if url else ""
         if cause == "no API key":
             # The provider's own words add nothing and name a dozen variables; name ours.
@@ -419,17 +419,6 @@ class LLMOperator(Operator):
                 cause += f" for {host}"
             return _truncate(f"{self.model}{where}: {cause} ({hint}check --api-base): {detail}")
         return _truncate(f"{self.model}{where}: {cause}: {self._describe(exc)}", 400)
-
-
-def _request_url(exc: BaseException) -> str | None:
-    """The base URL of the request that failed, from the httpx request behind ``exc``."""
-    for cause in _causes(exc):
-        request = getattr(cause, "request", None)
-        url = getattr(request, "url", None) if request is not None else None
-        if url is not None:
-            text = str(url)
-            return text.removesuffix("/chat/completions") if text else None
-    return None
 
 
 class _HardTimeout(Exception):
