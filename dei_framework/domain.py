@@ -13,8 +13,8 @@ from typing import Any
 
 import attrs
 
-from dei_framework.descriptors import AxisSpec, check_descriptor
-from dei_framework.operators import Message, Parent
+from dei_framework.descriptors import AxisSpec
+from dei_framework.records import Candidate, Message
 
 
 @attrs.frozen
@@ -41,7 +41,7 @@ class Evaluation:
     """
 
     fitness: float
-    descriptor: Mapping[str, float] = attrs.field(validator=lambda _, __, v: check_descriptor(v))
+    descriptor: Mapping[str, float]
     info: Mapping[str, Any] = attrs.field(factory=dict)
 
 
@@ -89,8 +89,8 @@ class Domain(abc.ABC):
         self,
         kind: str,
         *,
-        parent: Parent | None = None,
-        others: Sequence[Parent] = (),
+        parent: Candidate | None = None,
+        others: Sequence[Candidate] = (),
         feedback: str | None = None,
     ) -> list[Message]:
         """Chat messages for an LLM operator (system prompt first).

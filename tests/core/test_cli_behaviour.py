@@ -11,7 +11,7 @@ import pytest
 from midway import kill_midway
 
 from dei_framework.cli import dei, dei_run
-from dei_framework.domain import Evaluation
+from dei_framework.descriptors import DescriptorSpace, ThresholdAxis
 from dei_framework.errors import PluginError
 
 
@@ -84,5 +84,6 @@ def test_progress_after_resume_counts_from_the_resumed_totals(toy_env, cli, tmp_
 
 
 def test_a_descriptor_given_as_a_tuple_is_a_clear_error() -> None:
+    space = DescriptorSpace((ThresholdAxis("tsp", (1, 2)), ThresholdAxis("mc", (0.5,))))
     with pytest.raises(PluginError, match=r"must map axis names to values.*got tuple \(3, 0\.4\)"):
-        Evaluation(fitness=1.0, descriptor=(3, 0.4))
+        space.cell((3, 0.4))
