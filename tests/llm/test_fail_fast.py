@@ -87,7 +87,8 @@ def test_a_rejecting_server_stops_every_node_without_retrying(
     stub.default = status(code)
     result, seconds = _dei_run(cli, env, tmp_path / "run", "--operator", "openai/stub-model",
                                "--api-base", stub.base_url)  # fmt: skip
-    assert result.returncode == 1 and seconds < 60
+    assert result.returncode == 1, result.stderr
+    assert seconds < 110  # a hang guard: most of it is importing litellm on a loaded machine
     error = _one_error_line(result.stderr)
     assert f"openai/stub-model at {stub.base_url}: {cause}" in error
     # Never retried: at most the calls in flight together when the first refusal came.
