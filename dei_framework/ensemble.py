@@ -10,9 +10,10 @@ This is what ``dei-run`` does, and what library users call to run a configured e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,17 @@ from dei_framework.errors import ConfigError, DEIError, PluginError
 from dei_framework.evaluation import Evaluator
 from dei_framework.metrics import cell_histograms, mean_or_none, merged_stats, operator_divergence
 from dei_framework.node import Node
-from dei_framework.operators import OperatorSettings
+from dei_framework.operators import Operator, OperatorSettings
 from dei_framework.plugins import PluginRegistry, load_plugins, notify
+from dei_framework.replay import RecordedOperator, Recording
 from dei_framework.runlog import RunDir, read_jsonl
 from dei_framework.scheduler import Scheduler
 from dei_framework.search import RecordedCall, SearchDriver
 
 Progress = Callable[[str, dict[str, Any]], None]
+
+#: Seconds a transport or operator may take to close before the run goes on without it.
+CLOSE_SECONDS = 5.0
 
 #: Scheduler lag per slot of operator concurrency: a slot is planned once every slot more than
 #: ``4 x max_in_flight`` before it was admitted, so a reply up to ~4x slower than the others
@@ -66,7 +71,8 @@ class Ensemble:
         resume: Continue the run recorded in ``run_dir`` from its last checkpoint.
         replay_from: Rerun the run recorded there with its recorded replies and receptions
             (no operator is called, no transport is used).
-        progress: Called with ``(kind, data)`` for live display (``evaluated``, ``round``).
+                        progress=progress, reask_mismatched=reask_mismatched)  # fmt: skip
+    return ensemble.run()
     """
 
     def __init__(
@@ -78,14 +84,22 @@ class Ensemble:
         resume: bool = False,
         replay_from: RunDir | None = None,
         progress: Progress | None = None,
+        reask_mismatched: bool = False,
     ) -> None:
         self.config = config
+        self.reask_mismatched = reask_mismatched
         self.run_dir = run_dir
         self.registry = registry or load_plugins()
         self.resume = resume
         self.replay_from = replay_from
         self.progress = progress or (lambda kind, data: None)
         self.round_archives: dict[str, dict[int, GridArchive]] = defaultdict(dict)
+        #: The run has written its configuration (a failure after this keeps the directory).
+        self.started = False
+        #: :meth:`stop` was called.
+        self.stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
 
     # --- construction ---------------------------------------------------------------------------
 
@@ -110,7 +124,9 @@ class Ensemble:
         self.ledger = BudgetLedger(
             quotas=config.node_quotas(),
             models={node.name: node.operator for node in config.nodes},
-        )
+            caps=config.node_caps(), attempts_per_call=config.max_attempts_per_call,
+            axis=config.compute_axis, limit=config.compute_limit(),
+        )  # fmt: skip
         offered = {spec.name for spec in self.domain.descriptor_axes()} | set(registry.axes)
         self.evaluator = Evaluator(self.domain, workers=config.eval_workers,
                                    descriptor_keys=offered)  # fmt: skip
@@ -122,6 +138,7 @@ class Ensemble:
             if checkpoint is not None:
                 states = checkpoint["nodes"]
                 offsets = checkpoint["offsets"]
+                self.ledger.resume_wall(checkpoint.get("wall_seconds", 0.0))
                 # Calls completed before the checkpoint are in its budget and log; calls after
                 # it were paid for too: both are served again by key, the latter logged anew.
                 kept = len(list(read_jsonl(self.run_dir.calls_path, limit=offsets["calls.jsonl"])))
@@ -150,9 +167,7 @@ class Ensemble:
                     f"operator {node.operator!r} works with domains {', '.join(spec.domains)}, "
                     f"not {config.domain!r}"
                 )
-            if self.replay_from is not None:
-                from dei_framework.replay import RecordedOperator
-
+            if self.replay_from is not None and not self.reask_mismatched:
                 operators[node.name] = RecordedOperator(label=node.operator)
             else:
                 operators[node.name] = _build_plugin(
@@ -162,6 +177,12 @@ class Ensemble:
                     self.domain,
                 )  # fmt: skip
         self.operators = operators
+        check_metering(config, operators)
+        if self.replay_from is not None:
+            on_mismatch, source = ("ask" if self.reask_mismatched else "stop",
+                                   f"the record in {self.replay_from.path}")  # fmt: skip
+        else:
+            on_mismatch, source = "ask", "the calls made before the interruption"
         transports: list = [None] * len(config.nodes)
         if self.replay_from is None and any(policy.shares for policy in policies.values()):
             transport_spec = registry.transport(config.transport)
@@ -196,9 +217,7 @@ class Ensemble:
             )  # fmt: skip
             if name in states:
                 scheduler.restore(states[name])
-                usage = self.ledger.usage[name]
-                for key, value in states[name]["usage"].items():
-                    setattr(usage, key, value)
+                self.ledger.usage[name].restore(states[name]["usage"])
                 for entry in scheduler.history:
                     path = self.run_dir.round_path(name, entry["round"])
                     if path.exists():
@@ -221,7 +240,8 @@ class Ensemble:
             self.drivers[name] = SearchDriver(
                 scheduler=scheduler, domain=self.domain, operator=operators[name],
                 evaluator=self.evaluator, ledger=self.ledger, record=self._record,
-                receive=node.receive, publish=node.publish, replies=replies.get(name),
+                receive=node.receive, publish=node.publish,
+                replies=Recording(replies.get(name, {}), on_mismatch=on_mismatch, source=source),
                 on_round=self._on_round(name), checkpoint=self._checkpoint,
                 on_event=lambda event: self.progress("evaluated", event),
                 axes=tuple(dict.fromkeys((*spaces[name].names, *self.space.names))),
@@ -233,6 +253,8 @@ class Ensemble:
         for event in events:
             if event.get("event") == "evaluated":
                 notify(self.registry, "dei_candidate_evaluated", event=event)
+            elif event.get("event") == "node_stopped":
+                self.progress("stopped", event)
 
     def _on_round(self, name: str) -> Callable[[dict, ArchiveBase], None]:
         def ended(entry: dict, archive: ArchiveBase) -> None:
@@ -263,15 +285,64 @@ class Ensemble:
         self.run_dir.write_checkpoint({
             "nodes": {name: driver.state_json() for name, driver in self.drivers.items()},
             "offsets": self.run_dir.offsets(),
+            "wall_seconds": round(self.ledger.wall_seconds, 3),
         })  # fmt: skip
 
     # --- running --------------------------------------------------------------------------------
 
+    def run(self) -> dict[str, Any]:
+        """Runs every node to the end in a new event loop; returns the summary.
+
+        A run stopped by :meth:`stop` (or by Ctrl-C, which ``asyncio.run`` turns into a
+        cancellation) writes a checkpoint, kills its evaluation workers and raises
+        :class:`KeyboardInterrupt`; ``dei-run --resume`` continues it. A run that fails before
+        it started leaves no directory behind.
+
+        Raises:
+            DEIError: a configuration problem (unknown plugin name, bad option, ...).
+            KeyboardInterrupt: the run was stopped; its checkpoint is written.
+        """
+        fresh = not self.resume and not self.run_dir.config_path.exists()
+        try:
+            try:
+                return asyncio.run(self.run_async())
+            except asyncio.CancelledError:
+                if not self.stopping:
+                    raise
+                raise KeyboardInterrupt from None
+        except BaseException:
+            if fresh and not self.started:
+                self.run_dir.discard()
+            raise
+
+    def stop(self) -> None:
+        """Asks the run to stop: every node stops at its next await, the run checkpoints.
+
+        Safe to call from a signal handler (of the thread running the event loop) or from
+        another thread; :meth:`run` then raises :class:`KeyboardInterrupt`.
+        """
+        self.stopping = True
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(task.cancel)
+
+    def kill_workers(self) -> None:
+        """Kills the evaluation worker processes at once (a second Ctrl-C, just before exit)."""
+        evaluator = getattr(self, "evaluator", None)
+        if evaluator is not None:
+            evaluator.kill_workers()
+
     async def run_async(self) -> dict[str, Any]:
         """Runs every node to the end; returns the summary (also written to ``summary.json``)."""
+        self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
+        if self.stopping:
+            raise asyncio.CancelledError
         self._build()
         self.run_dir.write_config(self.config.to_json())
+        self.started = True
+        self._report_resumed()
         started = [node.transport for node in self.nodes if node.transport is not None]
+        interrupted = False
         try:
             for transport in started:
                 await transport.start()
@@ -281,20 +352,50 @@ class Ensemble:
             finally:
                 checkpointer.cancel()
             self._checkpoint()
+        except asyncio.CancelledError:
+            # Each node's boundary is consistent with the run log at any await: that is what
+            # the periodic checkpoints rely on too.
+            interrupted = True
+            self._checkpoint()
+            raise
         finally:
             for transport in started:
                 try:
-                    await transport.close()
+                    await asyncio.wait_for(transport.close(), CLOSE_SECONDS)
                 except Exception:  # closing must not hide the run's own outcome
                     pass
             for operator in self.operators.values():
-                await operator.aclose()
-            self.evaluator.close()
+                closing = operator.aclose()
+                if interrupted:  # an interrupt must end the run even if a provider hangs
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(closing, CLOSE_SECONDS)
+                else:
+                    await closing
+            self.evaluator.close(wait=not interrupted)
+            self.run_dir.close()
         summary = self.summary()
         self.run_dir.write_summary(summary)
         self.run_dir.close()
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
         return summary
+
+    def _report_resumed(self) -> None:
+        """Gives the progress display each node's totals so far (non-zero on ``--resume``)."""
+        invalid: dict[str, int] = defaultdict(int)
+        if self.resume:
+            for event in read_jsonl(self.run_dir.events_path):
+                if event.get("event") == "evaluated" and event.get("kind") in ("new", "mutate"):
+                    invalid[event["node"]] += event.get("status") == "invalid"
+        for node in self.nodes:
+            loop = self.drivers[node.name]
+            last = loop.history[-1] if loop.history else None
+            self.progress("resumed", {
+                "node": node.name, "calls": self.ledger.usage[node.name].calls,
+                "invalid": invalid[node.name], "rounds_done": len(loop.history),
+                "coverage": last["stats"]["coverage"] if last else 0.0,
+                "best": max((e["champion"]["fitness"] for e in loop.history if e["champion"]),
+                            default=None),
+            })  # fmt: skip
 
     async def _checkpoint_periodically(self) -> None:
         while True:
@@ -326,6 +427,7 @@ class Ensemble:
                 "model": loop.operator.label,
                 "calls": usage.calls,
                 "attempts": usage.attempts,
+                "cost_usd": usage.to_json()["cost_usd"],
                 "quota": self.ledger.quotas[node.name],
                 "rounds_completed": len(loop.history),
                 "generality": final.get("generality") if final else None,
@@ -354,6 +456,7 @@ class Ensemble:
                 cell_histograms(self._in_common_space(events), self.space.shape)
             ),
             "budget": self.ledger.to_json(),
+            "compute_axis": self.ledger.axis,
             "invalid": sum(1 for e in events if e.get("status") == "invalid"),
             "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
         }
@@ -365,6 +468,29 @@ def _transport_options(config: RunConfig) -> dict[str, Any]:
     if config.members:
         options.setdefault("members", list(config.members))
     return options
+
+
+def check_metering(config: RunConfig, operators: Mapping[str, Operator]) -> None:
+    """Refuses caps the operators cannot honour, before any call is made.
+
+    Raises:
+        ConfigError: A money cap (``--max-cost-usd``) with an operator that cannot price its
+            calls, or a ``tokens``/``cost`` compute axis with one that does not report usage.
+    """
+    for name, operator in operators.items():
+        if isinstance(operator, RecordedOperator):
+            continue
+        if config.max_cost_usd is not None and not operator.priced:
+            raise ConfigError(
+                f"--max-cost-usd: {name}'s model {operator.label} has no known price, so its "
+                f"calls cannot be capped; give one with --price {operator.label}=IN,OUT "
+                "(USD per million input and output tokens)"
+            )
+        if config.compute_axis != "calls" and not operator.metered:
+            raise ConfigError(
+                f"--compute-axis {config.compute_axis}: {name}'s operator {operator.label} does "
+                "not report tokens per attempt; use --compute-axis calls"
+            )
 
 
 def _build_plugin(table: dict, name: str, factory: Callable, *args: Any) -> Any:
@@ -388,17 +514,16 @@ def run(
     resume: bool = False,
     replay_from: str | Path | None = None,
     progress: Progress | None = None,
+    reask_mismatched: bool = False,
 ) -> dict[str, Any]:
     """Runs an ensemble to completion and returns its summary.
 
     Raises:
         DEIError: a configuration problem (unknown plugin name, bad option, ...).
+        KeyboardInterrupt: Ctrl-C stopped the run; its checkpoint is written.
     """
     run_dir = RunDir(out)
     replay = RunDir(replay_from) if replay_from is not None else None
     ensemble = Ensemble(config, run_dir, registry=registry, resume=resume, replay_from=replay,
-                        progress=progress)  # fmt: skip
-    try:
-        return asyncio.run(ensemble.run_async())
-    except DEIError:
-        raise
+                        progress=progress, reask_mismatched=reask_mismatched)  # fmt: skip
+    return ensemble.run()

@@ -3,37 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from midway import events, kill_midway
 
 from dei_framework import NodeConfig, RunConfig, load_plugins, run
 
 TOY_ARGS = ["--domain", "toy", "--operator", "toy-random", "--eval-workers", "0",
             "--progress", "quiet", "--no-report"]  # fmt: skip
-
-
-def events(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
-def kill_midway(args: list[str], out: Path, env: dict, *, min_events: int) -> None:
-    """Starts `dei-run`, SIGKILLs it once it has checkpointed and logged `min_events` lines."""
-    process = subprocess.Popen(["dei-run", *args], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        time.sleep(0.03)
-        if (out / "checkpoint.json").exists() and len(events(out)) > min_events:
-            break
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    assert not (out / "summary.json").exists(), "the run finished before it could be killed"
 
 
 def test_toy_ensemble_end_to_end(toy_env, cli, tmp_path) -> None:
@@ -119,9 +98,17 @@ def test_resume_after_kill_9_finishes_the_budget_without_repeating_work(toy_env,
     out = tmp_path / "run"
     kill_midway(["--config", str(config), "--operator", "toy-random", "--out", str(out),
                  "--progress", "quiet", "--no-report"], out, toy_env, min_events=60)  # fmt: skip
+    # The checkpoint carries the wall time so far; pretend the first session ran 1000 s longer
+    # so that a ledger whose clock restarted from zero could not pass.
+    checkpoint = json.loads((out / "checkpoint.json").read_text())
+    before = checkpoint["wall_seconds"]
+    assert before > 0
+    checkpoint["wall_seconds"] = before + 1000
+    (out / "checkpoint.json").write_text(json.dumps(checkpoint))
 
     cli("dei-run", "--resume", str(out), "--progress", "quiet", "--no-report", env=toy_env)
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["budget"]["wall_seconds"] >= before + 1000
     assert summary["budget"]["calls"] == 200
     assert [n["calls"] for n in summary["nodes"].values()] == [100, 100]
     ids = [e["id"] for e in events(out) if e["event"] == "evaluated"]
