@@ -32,6 +32,7 @@ from dei_framework.errors import (
     InvalidProgram,
     OperatorError,
     PluginError,
+    ReferenceOverlap,
     TransportError,
 )
 from dei_framework.hookspecs import hookimpl, hookspec
@@ -54,8 +55,8 @@ __all__ = [
     "DEIError", "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Elite", "Evaluation",
     "GridArchive", "InvalidProgram", "LogAxis", "NodeConfig", "Operator", "OperatorError",
     "OperatorReply", "OperatorRequest", "OperatorSettings", "OperatorSpec", "Opponent",
-    "OpponentPool", "Parent", "PluginError", "Program", "RunConfig", "SharingPolicy",
-    "SharingSpec", "ThresholdAxis", "TransientOperatorFailure", "Transport", "TransportError",
+    "OpponentPool", "Parent", "PluginError", "Program", "ReferenceOverlap", "RunConfig",
+    "SharingPolicy", "SharingSpec", "ThresholdAxis", "TransientOperatorFailure", "Transport", "TransportError",
     "TransportSpec", "UniformAxis", "hookimpl", "hookspec", "load_plugins", "run",
     "split_budget",
 ]  # fmt: skip

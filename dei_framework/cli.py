@@ -37,10 +37,10 @@ DEFAULT_CALLS_PER_NODE = 40
 DEFAULT_NODES = 4
 
 
-def fail(message: str) -> None:
-    """Prints one error line and exits with status 1."""
+def fail(message: str, status: int = 1) -> None:
+    """Prints one error line and exits with ``status``."""
     click.echo(f"error: {message}", err=True)
-    sys.exit(1)
+    sys.exit(status)
 
 
 def user_errors(function: Callable) -> Callable:
@@ -51,7 +51,7 @@ def user_errors(function: Callable) -> Callable:
         try:
             return function(*args, **kwargs)
         except DEIError as exc:
-            fail(str(exc))
+            fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted; continue with: dei-run --resume <run dir>", err=True)
             sys.exit(130)
@@ -109,6 +109,9 @@ RUN_OPTIONS = [
                  help="A transport option, repeatable."),
     click.option("--axl-api", help="AXL node API URL for --transport axl "
                                    "(default http://127.0.0.1:9002)."),
+    click.option("--common-ground", is_flag=True, default=None,
+                 help="Re-evaluate merged-archive elites and champions against the domain's "
+                      "reference set (always on in experiments)."),
     click.option("--eval-workers", type=int,
                  help="Evaluation worker processes (default: one per core; 0: in-process)."),
     click.option("--out", type=click.Path(file_okay=False),
@@ -139,7 +142,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     known = {"domain", "transport", "nodes", "operator", "operators", "api_base", "budget",
              "iterations", "rounds", "sharing", "axes", "seed", "human_set", "eval_workers",
              "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
-             "transport_options", "sharing_options", "operator_options", "axl_api", "out"}
+             "transport_options", "sharing_options", "operator_options", "axl_api", "out",
+             "common_ground"}
     unknown = set(file) - known
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -194,6 +198,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         new_fraction=pick("new_fraction"), max_champions=pick("max_champions"),
         eval_workers=pick("eval_workers"), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
+        common_ground=bool(pick("common_ground")),
     )  # fmt: skip
 
 

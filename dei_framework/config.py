@@ -58,6 +58,9 @@ class RunConfig:
         domain_options: Domain options (``[domain_options]`` table and domain flags).
         transport_options: Transport options (``[transport_options]`` table and flags).
         checkpoint_seconds: Minimum seconds between in-round checkpoints.
+        common_ground: After the run, re-evaluate every merged-archive elite and round
+            champion against the domain's reference set (``merged.common`` in the summary;
+            always on in experiments).
     """
 
     domain: str
@@ -76,6 +79,7 @@ class RunConfig:
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
     checkpoint_seconds: float = 2.0
+    common_ground: bool = False
 
     def __attrs_post_init__(self) -> None:
         if not self.nodes:

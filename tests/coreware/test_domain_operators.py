@@ -16,7 +16,7 @@ from dei_framework.plugins import load_plugins
 
 PARENTS = [
     Parent(id=f"p-{file.stem}", text=file.read_text(), fitness=1.0)
-    for file in sorted(BUNDLED.glob("*.red"))
+    for file in sorted(BUNDLED.glob("*/*.red"))
 ]
 
 
