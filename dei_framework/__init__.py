@@ -56,7 +56,7 @@ __all__ = [
     "GridArchive", "InvalidProgram", "LogAxis", "NodeConfig", "Operator", "OperatorError",
     "OperatorReply", "OperatorRequest", "OperatorSettings", "OperatorSpec", "Opponent",
     "OpponentPool", "Parent", "PluginError", "Program", "ReferenceOverlap", "RunConfig",
-    "SharingPolicy", "SharingSpec", "ThresholdAxis", "TransientOperatorFailure", "Transport", "TransportError",
-    "TransportSpec", "UniformAxis", "hookimpl", "hookspec", "load_plugins", "run",
-    "split_budget",
+    "SharingPolicy", "SharingSpec", "ThresholdAxis", "TransientOperatorFailure", "Transport",
+    "TransportError", "TransportSpec", "UniformAxis", "hookimpl", "hookspec", "load_plugins",
+    "run", "split_budget",
 ]  # fmt: skip

@@ -134,8 +134,9 @@ def merge_common(
                 found[elite.id] = elite
     entries = [
         {"text": elite.text, "cell": list(elite.cell), "fitness": found[elite.id].fitness,
-         "common_fitness": elite.fitness, "node": elite.node, "raw_cell": list(found[elite.id].cell),
-         "operator": elite.operator, "round": elite.round, "id": elite.id}
+         "common_fitness": elite.fitness, "node": elite.node,
+         "raw_cell": list(found[elite.id].cell), "operator": elite.operator,
+         "round": elite.round, "id": elite.id}
         for elite in merged
     ]  # fmt: skip
     return merged, entries

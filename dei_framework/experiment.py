@@ -502,7 +502,9 @@ def summarize_condition(
     }
 
 
-def _champions_common_fitness(runs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+def _champions_common_fitness(
+    runs: Sequence[Mapping[str, Any]], names: Sequence[str]
+) -> dict[str, Any]:
     """The final champions' common-ground fitness over nodes and repeats."""
     return describe([((run["nodes"].get(name) or {}).get("champion") or {}).get("common_fitness")
                      for run in runs for name in names])  # fmt: skip

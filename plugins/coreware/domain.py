@@ -365,8 +365,10 @@ class CorewarDomain(Domain):
                 "than it is. Use a generality set without them, other opponents, or "
                 "--domain-option generality_overlap=drop to leave them out of the generality set"
             )
-        logger.warning("coreware: left %d warrior(s) out of the generality set %s because the "
-                       "initial opponents include them: %s", len(shared), folder, pairs)  # fmt: skip
+        logger.warning(
+            "coreware: left %d warrior(s) out of the generality set %s because the initial "
+            "opponents include them: %s", len(shared), folder, pairs,
+        )  # fmt: skip
         return frozenset(shared)
 
     def generality_reference(self) -> list[str]:

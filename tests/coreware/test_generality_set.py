@@ -6,7 +6,12 @@ import json
 
 import pytest
 from dei_coreware.domain import DEFAULT_OPPONENTS, CorewarDomain
-from dei_coreware.generality import BUNDLED_GENERALITY, BUNDLED_OPPONENTS, bundled_warrior, canonical
+from dei_coreware.generality import (
+    BUNDLED_GENERALITY,
+    BUNDLED_OPPONENTS,
+    bundled_warrior,
+    canonical,
+)
 
 from dei_framework.common import reference_record
 from dei_framework.errors import ReferenceOverlap
