@@ -217,7 +217,8 @@ def default_operators(plugins: PluginRegistry, domain: str) -> list[str]:
     """The offline operators that work with ``domain`` (the offline default ensemble)."""
     names = [
         name for name, entry in sorted(plugins.operators.items())
-        if entry.spec.offline and (not entry.spec.domains or domain in entry.spec.domains)
+        if entry.spec.offline and entry.spec.default
+        and (not entry.spec.domains or domain in entry.spec.domains)
     ]  # fmt: skip
     if not names:
         raise ConfigError(f"no offline operator is registered for domain {domain!r}; "
