@@ -180,6 +180,8 @@ def test_a_family_mutation_is_deterministic_and_stays_close_to_its_parent() -> N
                     fitness=1.0)  # fmt: skip
     request = OperatorRequest(key="k", kind="mutate", messages=[], parent=parent, seed=5)
     assert operator.write(request) == operator.write(request)
-    children = {operator.write(OperatorRequest(key="k", kind="mutate", messages=[],
-                                               parent=parent, seed=s)) for s in range(20)}
-    assert parent.text not in children and len(children) > 10
+    children = [operator.write(OperatorRequest(key="k", kind="mutate", messages=[],
+                                               parent=parent, seed=s)) for s in range(20)]
+    # A re-drawn constant can come out the same (a bomb kind has two values): mostly new.
+    assert sum(child != parent.text for child in children) >= 15
+    assert len(set(children)) > 10
