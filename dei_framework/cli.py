@@ -20,6 +20,7 @@ import click
 from dei_framework.config import RunConfig, build_nodes, load_toml
 from dei_framework.errors import ConfigError, DEIError
 from dei_framework.plugins import PluginRegistry, load_plugins
+from dei_framework.presets import PRESETS, get_preset, overridden
 
 #: Defaults of ``dei-run`` options that a config file may also set.
 DEFAULTS: dict[str, Any] = {
@@ -122,6 +123,9 @@ RUN_OPTIONS = [
                  help="Rerun a recorded run from its recorded replies, without any network."),
     click.option("--config", "config_file", type=click.Path(dir_okay=False),
                  help="TOML file with any of these options (flags override it)."),
+    click.option("--preset", type=click.Choice(sorted(PRESETS)),
+                 help="A named protocol under the file and flags: dei-paper sets the DEI "
+                      "paper's settings (docs/paper-protocol.md)."),
     click.option("--progress", type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
                  default="auto", show_default=True,
                  help="Live display, one line per round, JSON lines on stdout, or nothing."),
@@ -143,15 +147,23 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "iterations", "rounds", "sharing", "axes", "seed", "human_set", "eval_workers",
              "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
              "transport_options", "sharing_options", "operator_options", "axl_api", "out",
-             "common_ground"}
+             "common_ground", "preset"}
     unknown = set(file) - known
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
 
-    def pick(name: str) -> Any:
+    preset = get_preset(flags.get("preset") or file.get("preset"))
+
+    def mine(name: str) -> Any:
         value = flags.get(name)
         if value is None or value == ():
             value = file.get(name)
+        return value
+
+    def pick(name: str) -> Any:
+        value = mine(name)
+        if value is None and preset is not None:
+            value = preset.settings.get(name)
         return DEFAULTS.get(name) if value is None else value
 
     domain = pick("domain")
@@ -166,7 +178,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     if not operators and not node_tables:
         operators = default_operators(plugins, domain)
         count = count or DEFAULT_NODES
-    common = dict(file.get("operator_options", {}))
+    common = {**(preset.operator_options if preset else {}), **file.get("operator_options", {})}
     if pick("api_base"):
         common["api_base"] = pick("api_base")
     nodes = build_nodes(count=count, operators=operators, node_tables=node_tables,
@@ -176,10 +188,12 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         # identical default names would make same-operator nodes search identically.
         suffix = secrets.token_hex(3)
         nodes = tuple(attrs.evolve(node, name=f"{node.name}-{suffix}") for node in nodes)
-    budget, iterations = pick("budget"), pick("iterations")
+    iterations = pick("iterations")
+    budget = mine("budget") if iterations is not None else pick("budget")
     if budget is None and iterations is None:
         budget = DEFAULT_CALLS_PER_NODE * len(nodes)
-    domain_options = dict(file.get("domain_options", {}))
+    domain_options = {**(preset.domain_options if preset else {}),
+                      **file.get("domain_options", {})}  # fmt: skip
     if pick("human_set"):
         domain_options["human_set"] = str(Path(pick("human_set")).resolve())
     domain_options.update(_key_values(flags.get("domain_option") or (), "--domain-option"))
@@ -188,6 +202,14 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         transport_options["axl_api"] = pick("axl_api")
     transport_options.update(_key_values(flags.get("transport_option") or (),
                                          "--transport-option"))  # fmt: skip
+    if preset is not None:
+        chosen = {name: mine(name) for name in preset.settings}
+        chosen["domain_options"] = {**file.get("domain_options", {}),
+                                    **_key_values(flags.get("domain_option") or (), "")}
+        changed = overridden(preset, chosen)
+        if changed:
+            click.echo(f"warning: not the {preset.name} protocol any more: "
+                       + ", ".join(changed), err=True)  # fmt: skip
     axes = pick("axes") or ()
     if isinstance(axes, str):
         axes = tuple(a.strip() for a in axes.split(",") if a.strip())

@@ -35,6 +35,7 @@ import click
 from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.errors import ConfigError
 from dei_framework.plugins import PluginRegistry
+from dei_framework.presets import get_preset
 from dei_framework.runlog import write_json_atomic
 from dei_framework.stats import compare
 
@@ -89,12 +90,14 @@ class ExperimentPlan:
         conditions: The conditions, in order.
         budget: Total operator calls of every condition (identical by construction).
         repeats: Repeats per condition; repeat ``k`` uses seed ``base.seed + k``.
+        preset: The ``--preset`` the plan was built with, if any (recorded, not re-applied).
     """
 
     base: RunConfig
     conditions: tuple[Condition, ...] = attrs.field(converter=tuple)
     budget: int
     repeats: int
+    preset: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.repeats < 1:
@@ -143,6 +146,7 @@ class ExperimentPlan:
             "conditions": [c.to_json() for c in self.conditions],
             "budget": self.budget,
             "repeats": self.repeats,
+            "preset": self.preset,
         }
 
     @classmethod
@@ -153,6 +157,7 @@ class ExperimentPlan:
                              for c in data["conditions"]),
             budget=int(data["budget"]),
             repeats=int(data["repeats"]),
+            preset=data.get("preset"),
         )  # fmt: skip
 
 
@@ -243,6 +248,9 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     from dei_framework.config import load_toml
 
     file = load_toml(flags["config_file"]) if flags.get("config_file") else {}
+    preset = get_preset(flags.get("preset") or file.get("preset"))
+    protocol = dict(preset.settings) if preset else {}
+    protocol.update(preset.experiment if preset else {})
     if flags.get("iterations") is not None or file.get("iterations") is not None:
         raise ConfigError("experiments take --budget (total calls per condition), not --iterations")
     if flags.get("replay"):
@@ -253,14 +261,21 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     # One base node per operator: it carries that operator's options (api_base, [[node]] ...).
     base = resolve_config({**flags, "nodes": None, "budget": None, "iterations": None}, plugins)
     operators = list(dict.fromkeys(node.operator for node in base.nodes))
-    nodes = flags.get("nodes") or DEFAULT_EXPERIMENT_NODES
-    names = [n.strip() for n in (flags.get("conditions") or "").split(",") if n.strip()]
+    nodes = flags.get("nodes") or protocol.get("nodes") or DEFAULT_EXPERIMENT_NODES
+    listed = flags.get("conditions") or protocol.get("conditions") or ""
+    names = [n.strip() for n in listed.split(",") if n.strip()]
     if not names and not flags.get("condition"):
         names = list(BUILTIN_CONDITIONS)
     conditions = parse_conditions(names, flags.get("condition") or (), operators, nodes)
+    for key in ("nodes", "budget"):
+        value = flags.get(key) or file.get(key)
+        if preset is not None and value is not None and value != protocol.get(key):
+            click.echo(f"warning: not the {preset.name} protocol any more: --{key} {value} "
+                       f"(preset: {protocol.get(key)})", err=True)  # fmt: skip
     budget = (
         flags.get("budget")
         or file.get("budget")
+        or protocol.get("budget")
         or DEFAULT_CALLS_PER_NODE * max(c.nodes for c in conditions)
     )
     for condition in conditions:
@@ -272,7 +287,8 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     _build_plugin(plugins.domains, base.domain, plugins.domain(base.domain).factory,
                   dict(base.domain_options))  # fmt: skip
     return ExperimentPlan(base=attrs.evolve(base, budget=budget), conditions=conditions,
-                          budget=budget, repeats=flags.get("repeats") or 1)  # fmt: skip
+                          budget=budget, repeats=flags.get("repeats") or 1,
+                          preset=preset.name if preset else None)  # fmt: skip
 
 
 def load_plan(out: Path) -> ExperimentPlan:
