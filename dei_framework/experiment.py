@@ -375,8 +375,11 @@ def run_experiment(
             with display:
                 summary = run(config, run_dir, registry=registry, resume=resume,
                               progress=display.update)  # fmt: skip
-            announce(f"{label}: coverage {summary['merged'].get('coverage', 0.0):.1%}, "
-                     f"QD-score {summary['merged'].get('qd_score', 0.0):.2f}, "
+            common = summary["merged"].get("common") or {}
+            announce(f"{label}: common-ground coverage {common.get('coverage', 0.0):.1%}, "
+                     f"QD-score {common.get('qd_score', 0.0):.2f} (raw "
+                     f"{summary['merged'].get('coverage', 0.0):.1%}, "
+                     f"{summary['merged'].get('qd_score', 0.0):.2f}), "
                      f"{summary['budget']['calls']}/{summary['budget']['limit']} calls, "
                      f"{time.monotonic() - started:.0f}s")  # fmt: skip
     summary = summarize_experiment(out, plan)
@@ -685,9 +688,12 @@ def experiment_command() -> click.Command:
         report = None if flags.get("no_report") else cli.write_report(out)
         for name, cond in summary["conditions"].items():
             cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
+            common = cond["merged"].get("common") or {}
             click.echo(
-                f"{name:<10} {cond['nodes']} node(s)  coverage {_pm(cov, '.1%')}  "
-                f"QD-score {_pm(qd, '.2f')}  calls {cond['budget']['calls']}"
+                f"{name:<10} {cond['nodes']} node(s)  common ground: coverage "
+                f"{_pm(common.get('coverage') or {}, '.1%')}  QD-score "
+                f"{_pm(common.get('qd_score') or {}, '.2f')}  (raw: {_pm(cov, '.1%')}, "
+                f"{_pm(qd, '.2f')})  calls {cond['budget']['calls']}"
             )
         click.echo(f"summary: {out / 'summary.json'}")
         if report:
