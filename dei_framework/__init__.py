@@ -9,6 +9,7 @@ The core is domain-agnostic. What it offers library users:
 * :class:`BudgetLedger` — equal-compute call accounting with hard caps.
 * :class:`Domain`, :class:`Operator`, :class:`Transport` — the plugin contracts, with
   :data:`hookimpl` and the hook specifications in :mod:`dei_framework.hookspecs`.
+* :class:`FactoryContext` — what plugin factories receive (registry, options, seed).
 * :class:`RunConfig`, :class:`NodeConfig` and :func:`run` — run an ensemble from Python.
 * :class:`DEIError` — the base of every error a user can cause.
 """
@@ -16,6 +17,7 @@ The core is domain-agnostic. What it offers library users:
 from dei_framework.archive import AddStatus, ArchiveStats, Elite, GridArchive
 from dei_framework.budget import BudgetLedger, split_budget
 from dei_framework.config import NodeConfig, RunConfig
+from dei_framework.context import FactoryContext
 from dei_framework.descriptors import (
     AxisSpec,
     DescriptorSpace,
@@ -53,10 +55,10 @@ from dei_framework.transport import Delivery, Transport, TransportSpec
 __all__ = [
     "AddStatus", "ArchiveStats", "AxisSpec", "BudgetExhausted", "BudgetLedger", "ConfigError",
     "DEIError", "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Elite", "Evaluation",
-    "GridArchive", "InvalidProgram", "LogAxis", "NodeConfig", "Operator", "OperatorError",
-    "OperatorReply", "OperatorRequest", "OperatorSettings", "OperatorSpec", "Opponent",
-    "OpponentPool", "Parent", "PluginError", "Program", "ReferenceOverlap", "RunConfig",
-    "SharingPolicy", "SharingSpec", "ThresholdAxis", "TransientOperatorFailure", "Transport",
-    "TransportError", "TransportSpec", "UniformAxis", "hookimpl", "hookspec", "load_plugins",
-    "run", "split_budget",
+    "FactoryContext", "GridArchive", "InvalidProgram", "LogAxis", "NodeConfig", "Operator",
+    "OperatorError", "OperatorReply", "OperatorRequest", "OperatorSettings", "OperatorSpec",
+    "Opponent", "OpponentPool", "Parent", "PluginError", "Program", "ReferenceOverlap",
+    "RunConfig", "SharingPolicy", "SharingSpec", "ThresholdAxis", "TransientOperatorFailure",
+    "Transport", "TransportError", "TransportSpec", "UniformAxis", "hookimpl", "hookspec",
+    "load_plugins", "run", "split_budget",
 ]  # fmt: skip

@@ -7,35 +7,20 @@ from __future__ import annotations
 
 import functools
 import json
-import secrets
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 import click
 
-from dei_framework.config import RunConfig, build_nodes, load_toml
+from dei_framework import experiment
+from dei_framework.config import DEFAULT_NODES, RunConfig, resolve_config
 from dei_framework.errors import ConfigError, DEIError
 from dei_framework.plugins import PluginRegistry, load_plugins
-from dei_framework.presets import PRESETS, get_preset, overridden
-
-#: Defaults of ``dei-run`` options that a config file may also set.
-DEFAULTS: dict[str, Any] = {
-    "transport": "inmemory",
-    "rounds": 3,
-    "seed": 0,
-    "sharing": "champion",
-    "new_fraction": 0.1,
-    "max_champions": 20,
-    "checkpoint_seconds": 2.0,
-}
-#: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
-DEFAULT_CALLS_PER_NODE = 40
-#: Nodes of the offline default run (operators cycled).
-DEFAULT_NODES = 4
+from dei_framework.presets import PRESETS
 
 
 def fail(message: str, status: int = 1) -> None:
@@ -69,20 +54,6 @@ def registry() -> PluginRegistry:
     return loaded
 
 
-def _key_values(pairs: tuple[str, ...], flag: str) -> dict[str, Any]:
-    """``KEY=VALUE`` flags into a dict; values parse as JSON where they can (numbers, bools)."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"{flag} takes KEY=VALUE, got {pair!r}")
-        try:
-            options[key.replace("-", "_")] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key.replace("-", "_")] = value
-    return options
-
-
 # --- dei-run --------------------------------------------------------------------------------------
 
 RUN_OPTIONS = [
@@ -102,14 +73,10 @@ RUN_OPTIONS = [
     click.option("--sharing", help="Champion-sharing policy (default: champion)."),
     click.option("--axes", help="Comma-separated descriptor axes (default: the domain's)."),
     click.option("--seed", type=int, help="Run seed (default 0)."),
-    click.option("--human-set", type=click.Path(file_okay=False),
-                 help="Folder of reference programs for generality (Core War: human warriors)."),
     click.option("--domain-option", "domain_option", multiple=True, metavar="KEY=VALUE",
                  help="A domain option, repeatable."),
     click.option("--transport-option", "transport_option", multiple=True, metavar="KEY=VALUE",
                  help="A transport option, repeatable."),
-    click.option("--axl-api", help="AXL node API URL for --transport axl "
-                                   "(default http://127.0.0.1:9002)."),
     click.option("--common-ground", is_flag=True, default=None,
                  help="Re-evaluate merged-archive elites and champions against the domain's "
                       "reference set (always on in experiments)."),
@@ -134,94 +101,47 @@ RUN_OPTIONS = [
 
 
 def run_options(function: Callable) -> Callable:
+    """Adds the core ``dei-run`` options (plugins add theirs through :class:`RunCommand`)."""
     for option in reversed(RUN_OPTIONS):
         function = option(function)
     return function
 
 
-def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
-    """Merges defaults, the TOML file and flags (in that order of precedence, flags last)."""
-    file: dict[str, Any] = load_toml(flags["config_file"]) if flags.get("config_file") else {}
-    file = {key.replace("-", "_"): value for key, value in file.items()}
-    known = {"domain", "transport", "nodes", "operator", "operators", "api_base", "budget",
-             "iterations", "rounds", "sharing", "axes", "seed", "human_set", "eval_workers",
-             "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
-             "transport_options", "sharing_options", "operator_options", "axl_api", "out",
-             "common_ground", "preset"}
-    unknown = set(file) - known
-    if unknown:
-        raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
+class RunCommand(click.Command):
+    """A command taking ``dei-run``'s options plus those plugins add (``dei_run_options``).
 
-    preset = get_preset(flags.get("preset") or file.get("preset"))
+    Plugin options are looked up when the command parses or shows help, so a plugin option
+    behaves like a core one; one whose name or flag is already taken is left out with a warning.
+    """
 
-    def mine(name: str) -> Any:
-        value = flags.get(name)
-        if value is None or value == ():
-            value = file.get(name)
-        return value
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        own = list(self.params)
+        help_option = self.get_help_option(ctx)
+        taken = {name for param in own for name in (param.name, *param.opts)}
+        if help_option is not None:
+            taken |= {help_option.name, *help_option.opts}
+        added: list[click.Parameter] = []
+        for name, entry in registry().run_options.items():
+            option = entry.spec.option
+            clash = taken & {option.name, *option.opts}
+            if clash:
+                _warn_once(
+                    f"plugin {entry.plugin!r} adds option {name!r} that "
+                    f"{self.name} already has ({', '.join(sorted(clash))}); ignored"
+                )
+                continue
+            taken |= {option.name, *option.opts}
+            added.append(option)
+        return [*own, *added, *([help_option] if help_option is not None else [])]
 
-    def pick(name: str) -> Any:
-        value = mine(name)
-        if value is None and preset is not None:
-            value = preset.settings.get(name)
-        return DEFAULTS.get(name) if value is None else value
 
-    domain = pick("domain")
-    if not domain:
-        raise ConfigError("no domain given: use --domain (see `dei plugins`)")
-    plugins.domain(domain)
-    operators = list(flags.get("operators") or file.get("operators") or file.get("operator") or [])
-    if isinstance(operators, str):
-        operators = [operators]
-    node_tables = list(file.get("node", []))
-    count = pick("nodes")
-    if not operators and not node_tables:
-        operators = default_operators(plugins, domain)
-        count = count or DEFAULT_NODES
-    common = {**(preset.operator_options if preset else {}), **file.get("operator_options", {})}
-    if pick("api_base"):
-        common["api_base"] = pick("api_base")
-    nodes = build_nodes(count=count, operators=operators, node_tables=node_tables,
-                        common_options=common)  # fmt: skip
-    if pick("transport") != "inmemory" and not any("name" in table for table in node_tables):
-        # One node per process across machines: every draw derives from (seed, node name), so
-        # identical default names would make same-operator nodes search identically.
-        suffix = secrets.token_hex(3)
-        nodes = tuple(attrs.evolve(node, name=f"{node.name}-{suffix}") for node in nodes)
-    iterations = pick("iterations")
-    budget = mine("budget") if iterations is not None else pick("budget")
-    if budget is None and iterations is None:
-        budget = DEFAULT_CALLS_PER_NODE * len(nodes)
-    domain_options = {**(preset.domain_options if preset else {}),
-                      **file.get("domain_options", {})}  # fmt: skip
-    if pick("human_set"):
-        domain_options["human_set"] = str(Path(pick("human_set")).resolve())
-    domain_options.update(_key_values(flags.get("domain_option") or (), "--domain-option"))
-    transport_options = dict(file.get("transport_options", {}))
-    if pick("axl_api"):
-        transport_options["axl_api"] = pick("axl_api")
-    transport_options.update(_key_values(flags.get("transport_option") or (),
-                                         "--transport-option"))  # fmt: skip
-    if preset is not None:
-        chosen = {name: mine(name) for name in preset.settings}
-        chosen["domain_options"] = {**file.get("domain_options", {}),
-                                    **_key_values(flags.get("domain_option") or (), "")}
-        changed = overridden(preset, chosen)
-        if changed:
-            click.echo(f"warning: not the {preset.name} protocol any more: "
-                       + ", ".join(changed), err=True)  # fmt: skip
-    axes = pick("axes") or ()
-    if isinstance(axes, str):
-        axes = tuple(a.strip() for a in axes.split(",") if a.strip())
-    return RunConfig(
-        domain=domain, transport=pick("transport"), nodes=nodes, rounds=pick("rounds"),
-        budget=budget, iterations=iterations, seed=pick("seed"), sharing=pick("sharing"),
-        sharing_options=file.get("sharing_options", {}), axes=axes,
-        new_fraction=pick("new_fraction"), max_champions=pick("max_champions"),
-        eval_workers=pick("eval_workers"), domain_options=domain_options,
-        transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
-        common_ground=bool(pick("common_ground")),
-    )  # fmt: skip
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        click.echo(f"warning: {message}", err=True)
 
 
 def warn_ignored(flags: dict[str, Any], *, keep: tuple[str, ...]) -> None:
@@ -235,24 +155,12 @@ def warn_ignored(flags: dict[str, Any], *, keep: tuple[str, ...]) -> None:
                    err=True)  # fmt: skip
 
 
-def default_operators(plugins: PluginRegistry, domain: str) -> list[str]:
-    """The offline operators that work with ``domain`` (the offline default ensemble)."""
-    names = [
-        name for name, entry in sorted(plugins.operators.items())
-        if entry.spec.offline and entry.spec.default
-        and (not entry.spec.domains or domain in entry.spec.domains)
-    ]  # fmt: skip
-    if not names:
-        raise ConfigError(f"no offline operator is registered for domain {domain!r}; "
-                          "give one with --operator")  # fmt: skip
-    return names
-
-
 def default_out(domain: str) -> Path:
     return Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{domain}"
 
 
-@click.command(name="dei-run", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(name="dei-run", cls=RunCommand,
+               context_settings={"help_option_names": ["-h", "--help"]})
 @run_options
 @user_errors
 def dei_run(**flags: Any) -> None:
@@ -387,10 +295,87 @@ def report_command(run_dir: str) -> None:
     click.echo(f"report: {path}")
 
 
-# Built in its own module from the dei-run options above, so registered after them.
-from dei_framework.experiment import experiment_command  # noqa: E402
+@dei.command("experiment", cls=RunCommand,
+             context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--conditions",
+    metavar="LIST",
+    help="Comma-separated built-in conditions: solo, homo, diverse "
+    "(default: all three unless --condition is given).",
+)
+@click.option(
+    "--condition",
+    multiple=True,
+    metavar="NAME=OP,OP,...",
+    help="A custom condition, one node per listed operator; repeatable.",
+)
+@click.option(
+    "--repeats", type=int, help="Runs per condition; repeat k uses seed+k (default 1)."
+)
+@run_options
+@user_errors
+def experiment_command(**flags: Any) -> None:
+    """Equal-compute experiment: Solo vs Homo vs Diverse ensembles over repeated seeds.
 
-dei.add_command(experiment_command())
+    --budget is the total operator calls of every condition: Solo runs 1 node with all
+    of it, Homo --nodes (default 4) nodes of the first --operator, Diverse --nodes nodes
+    cycling the --operator values. --out is the experiment directory; --resume DIR
+    continues an interrupted experiment (--repeats may then be raised).
+    """
+    plugins = registry()
+    if flags.get("resume"):
+        warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report"))
+        out = Path(flags["resume"])
+        plan = experiment.load_plan(out)
+        if flags.get("repeats"):
+            plan = attrs.evolve(plan, repeats=flags["repeats"])
+    else:
+        plan = experiment.plan_from_flags(flags, plugins)
+        out = (
+            Path(flags["out"])
+            if flags.get("out")
+            else Path("experiments") / default_out(plan.base.domain).name
+        )
+        if (out / "experiment.json").exists() or (out / "config.json").exists():
+            raise ConfigError(f"{out} already holds a run or experiment; use --resume {out} "
+                              "or another --out")  # fmt: skip
+    progress = flags.get("progress") or "auto"
+    # Runs show their own progress; the experiment's lines go to stderr, so that
+    # --progress json keeps stdout machine-readable.
+    announce = (
+        (lambda line: None)
+        if progress == "quiet"
+        else (lambda line: click.echo(line, err=True))
+    )
+    try:
+        summary = experiment.run_experiment(plan, out, registry=plugins, progress=progress,
+                                            announce=announce)  # fmt: skip
+    except KeyboardInterrupt:
+        click.echo(f"interrupted; continue with: dei experiment --resume {out}", err=True)
+        sys.exit(130)
+    report = None if flags.get("no_report") else write_report(out)
+    for name, cond in summary["conditions"].items():
+        cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
+        common = cond["merged"].get("common") or {}
+        click.echo(
+            f"{name:<10} {cond['nodes']} node(s)  common ground: coverage "
+            f"{_pm(common.get('coverage') or {}, '.1%')}  QD-score "
+            f"{_pm(common.get('qd_score') or {}, '.2f')}  (raw: {_pm(cov, '.1%')}, "
+            f"{_pm(qd, '.2f')})  calls {cond['budget']['calls']}"
+        )
+    click.echo(f"summary: {out / 'summary.json'}")
+    if report:
+        click.echo(f"report: {report}")
+
+
+def _pm(stats: Mapping[str, Any], spec: str) -> str:
+    """``mean ± std`` formatted with ``spec`` (``-`` when missing)."""
+    if stats.get("mean") is None:
+        return "-"
+    text = format(stats["mean"], spec)
+    if stats.get("std") is not None:
+        text += " ± " + format(stats["std"], spec)
+    return text
 
 
 def main() -> None:

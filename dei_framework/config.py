@@ -1,15 +1,25 @@
-"""Run configuration: every ``dei-run`` option, from a TOML file and flags (flags win)."""
+"""Run configuration: every ``dei-run`` option, from a TOML file and flags (flags win).
+
+:func:`resolve_config` turns ``dei-run`` / ``dei experiment`` flags (core and plugin ones) plus
+a ``--config`` file into a :class:`RunConfig`.
+"""
 
 from __future__ import annotations
 
+import json
+import secrets
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from dei_framework.errors import ConfigError
+from dei_framework.presets import get_preset, overridden, warn_overrides
+
+if TYPE_CHECKING:
+    from dei_framework.registry import PluginRegistry
 
 
 def _positive(name: str):
@@ -169,3 +179,143 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path}: {exc}") from None
+
+
+# --- from flags and a config file -------------------------------------------------------------
+
+#: Defaults of ``dei-run`` options that a config file may also set.
+DEFAULTS: dict[str, Any] = {
+    "transport": "inmemory",
+    "rounds": 3,
+    "seed": 0,
+    "sharing": "champion",
+    "new_fraction": 0.1,
+    "max_champions": 20,
+    "checkpoint_seconds": 2.0,
+}
+#: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
+DEFAULT_CALLS_PER_NODE = 40
+#: Nodes of the offline default run (operators cycled).
+DEFAULT_NODES = 4
+
+
+def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
+    """Merges defaults, the TOML file and flags (in that order of precedence, flags last).
+
+    Flags that plugins add (``dei_run_options``) go to the options table their
+    :class:`~dei_framework.cli_options.RunOption` names; ``--domain-option`` and
+    ``--transport-option`` override them.
+
+    Raises:
+        ConfigError: Unknown config keys, unknown plugin names, invalid values.
+    """
+    file: dict[str, Any] = load_toml(flags["config_file"]) if flags.get("config_file") else {}
+    file = {key.replace("-", "_"): value for key, value in file.items()}
+    known = {"domain", "transport", "nodes", "operator", "operators", "api_base", "budget",
+             "iterations", "rounds", "sharing", "axes", "seed", "eval_workers",
+             "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
+             "transport_options", "sharing_options", "operator_options", "out",
+             "common_ground", "preset"}
+    unknown = set(file) - known - set(plugins.run_options)
+    if unknown:
+        raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
+
+    preset = get_preset(flags.get("preset") or file.get("preset"))
+
+    def mine(name: str) -> Any:
+        value = flags.get(name)
+        if value is None or value == ():
+            value = file.get(name)
+        return value
+
+    def pick(name: str) -> Any:
+        value = mine(name)
+        if value is None and preset is not None:
+            value = preset.settings.get(name)
+        return DEFAULTS.get(name) if value is None else value
+
+    domain = pick("domain")
+    if not domain:
+        raise ConfigError("no domain given: use --domain (see `dei plugins`)")
+    plugins.domain(domain)
+    operators = list(flags.get("operators") or file.get("operators") or file.get("operator") or [])
+    if isinstance(operators, str):
+        operators = [operators]
+    node_tables = list(file.get("node", []))
+    count = pick("nodes")
+    if not operators and not node_tables:
+        operators = default_operators(plugins, domain)
+        count = count or DEFAULT_NODES
+    tables = {target: dict(file.get(target, {})) for target in
+              ("domain_options", "transport_options", "sharing_options", "operator_options")}
+    if preset is not None:  # the preset's tables lie under the file's
+        tables["domain_options"] = {**preset.domain_options, **tables["domain_options"]}
+        tables["operator_options"] = {**preset.operator_options, **tables["operator_options"]}
+    for name, entry in plugins.run_options.items():  # flags plugins add (--human-set, ...)
+        if name not in known:  # a clash with a core option is left out (and warned about)
+            entry.spec.apply(pick(name), tables)
+    common = tables["operator_options"]
+    if pick("api_base"):
+        common["api_base"] = pick("api_base")
+    nodes = build_nodes(count=count, operators=operators, node_tables=node_tables,
+                        common_options=common)  # fmt: skip
+    if pick("transport") != "inmemory" and not any("name" in table for table in node_tables):
+        # One node per process across machines: every draw derives from (seed, node name), so
+        # identical default names would make same-operator nodes search identically.
+        suffix = secrets.token_hex(3)
+        nodes = tuple(attrs.evolve(node, name=f"{node.name}-{suffix}") for node in nodes)
+    iterations = pick("iterations")
+    budget = mine("budget") if iterations is not None else pick("budget")
+    if budget is None and iterations is None:
+        budget = DEFAULT_CALLS_PER_NODE * len(nodes)
+    domain_options = tables["domain_options"]
+    domain_options.update(_key_values(flags.get("domain_option") or (), "--domain-option"))
+    transport_options = tables["transport_options"]
+    transport_options.update(_key_values(flags.get("transport_option") or (),
+                                         "--transport-option"))  # fmt: skip
+    if preset is not None:
+        chosen: dict[str, Any] = {name: mine(name) for name in preset.settings}
+        chosen["domain_options"] = {**file.get("domain_options", {}),
+                                    **_key_values(flags.get("domain_option") or (), "")}
+        warn_overrides(preset, overridden(preset, chosen))
+    axes = pick("axes") or ()
+    if isinstance(axes, str):
+        axes = tuple(a.strip() for a in axes.split(",") if a.strip())
+    return RunConfig(
+        domain=domain, transport=pick("transport"), nodes=nodes, rounds=pick("rounds"),
+        budget=budget, iterations=iterations, seed=pick("seed"), sharing=pick("sharing"),
+        sharing_options=tables["sharing_options"], axes=axes,
+        new_fraction=pick("new_fraction"), max_champions=pick("max_champions"),
+        eval_workers=pick("eval_workers"), domain_options=domain_options,
+        transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
+        common_ground=bool(pick("common_ground")),
+    )  # fmt: skip
+
+
+def default_operators(plugins: PluginRegistry, domain: str) -> list[str]:
+    """The offline operators that work with ``domain`` (the offline default ensemble)."""
+    names = [
+        name for name, entry in sorted(plugins.operators.items())
+        if entry.spec.offline and entry.spec.default
+        and (not entry.spec.domains or domain in entry.spec.domains)
+    ]  # fmt: skip
+    if not names:
+        raise ConfigError(f"no offline operator is registered for domain {domain!r}; "
+                          "give one with --operator")  # fmt: skip
+    return names
+
+
+def _key_values(pairs: tuple[str, ...], flag: str) -> dict[str, Any]:
+    """``KEY=VALUE`` flags into a dict; values parse as JSON where they can (numbers, bools)."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{flag} takes KEY=VALUE, got {pair!r}")
+        try:
+            options[key.replace("-", "_")] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.replace("-", "_")] = value
+    return options
+
+

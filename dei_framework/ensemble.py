@@ -155,7 +155,8 @@ class Ensemble:
             else:
                 operators[node.name] = _build_plugin(
                     registry.operators, spec.name, spec.factory,
-                    OperatorSettings(spec=node.operator, node=node.name, options=node.options),
+                    OperatorSettings(spec=node.operator, node=node.name, options=node.options,
+                                     registry=registry, seed=config.seed),
                     self.domain,
                 )  # fmt: skip
         self.operators = operators

@@ -23,19 +23,23 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
-import click
 
-from dei_framework.config import NodeConfig, RunConfig
+from dei_framework.config import (
+    DEFAULT_CALLS_PER_NODE,
+    NodeConfig,
+    RunConfig,
+    load_toml,
+    resolve_config,
+)
 from dei_framework.errors import ConfigError
 from dei_framework.plugins import PluginRegistry
-from dei_framework.presets import get_preset
+from dei_framework.presets import get_preset, warn_overrides
 from dei_framework.runlog import write_json_atomic
 from dei_framework.stats import compare
 
@@ -244,9 +248,6 @@ def parse_conditions(
 
 def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> ExperimentPlan:
     """Resolves ``dei experiment`` flags (every ``dei-run`` option plus the experiment's own)."""
-    from dei_framework.cli import DEFAULT_CALLS_PER_NODE, resolve_config
-    from dei_framework.config import load_toml
-
     file = load_toml(flags["config_file"]) if flags.get("config_file") else {}
     preset = get_preset(flags.get("preset") or file.get("preset"))
     protocol = dict(preset.settings) if preset else {}
@@ -267,11 +268,12 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     if not names and not flags.get("condition"):
         names = list(BUILTIN_CONDITIONS)
     conditions = parse_conditions(names, flags.get("condition") or (), operators, nodes)
-    for key in ("nodes", "budget"):
-        value = flags.get(key) or file.get(key)
-        if preset is not None and value is not None and value != protocol.get(key):
-            click.echo(f"warning: not the {preset.name} protocol any more: --{key} {value} "
-                       f"(preset: {protocol.get(key)})", err=True)  # fmt: skip
+    if preset is not None:
+        warn_overrides(preset, [
+            f"--{key} {flags.get(key) or file.get(key)} (preset: {protocol.get(key)})"
+            for key in ("nodes", "budget")
+            if (flags.get(key) or file.get(key)) not in (None, protocol.get(key))
+        ])  # fmt: skip
     budget = (
         flags.get("budget")
         or file.get("budget")
@@ -616,102 +618,3 @@ def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) ->
         "conditions": conditions,
         "comparisons": comparisons(conditions),
     }
-
-
-# --- command line -----------------------------------------------------------------------------
-
-
-def experiment_command() -> click.Command:
-    """Builds the ``dei experiment`` command (built lazily: it reuses ``dei-run``'s options,
-    and :mod:`dei_framework.cli` imports this module to register it)."""
-    # Looked up through the module when the command runs, so tests can swap the registry.
-    from dei_framework import cli
-    from dei_framework.cli import run_options, user_errors
-
-    @click.command("experiment", context_settings={"help_option_names": ["-h", "--help"]})
-    @click.option(
-        "--conditions",
-        metavar="LIST",
-        help="Comma-separated built-in conditions: solo, homo, diverse "
-        "(default: all three unless --condition is given).",
-    )
-    @click.option(
-        "--condition",
-        multiple=True,
-        metavar="NAME=OP,OP,...",
-        help="A custom condition, one node per listed operator; repeatable.",
-    )
-    @click.option(
-        "--repeats", type=int, help="Runs per condition; repeat k uses seed+k (default 1)."
-    )
-    @run_options
-    @user_errors
-    def command(**flags: Any) -> None:
-        """Equal-compute experiment: Solo vs Homo vs Diverse ensembles over repeated seeds.
-
-        --budget is the total operator calls of every condition: Solo runs 1 node with all
-        of it, Homo --nodes (default 4) nodes of the first --operator, Diverse --nodes nodes
-        cycling the --operator values. --out is the experiment directory; --resume DIR
-        continues an interrupted experiment (--repeats may then be raised).
-        """
-        plugins = cli.registry()
-        if flags.get("resume"):
-            cli.warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report"))
-            out = Path(flags["resume"])
-            plan = load_plan(out)
-            if flags.get("repeats"):
-                plan = attrs.evolve(plan, repeats=flags["repeats"])
-        else:
-            plan = plan_from_flags(flags, plugins)
-            out = (
-                Path(flags["out"])
-                if flags.get("out")
-                else _default_out(cli.default_out, plan.base.domain)
-            )
-            if (out / "experiment.json").exists() or (out / "config.json").exists():
-                raise ConfigError(f"{out} already holds a run or experiment; use --resume {out} "
-                                  "or another --out")  # fmt: skip
-        progress = flags.get("progress") or "auto"
-        # Runs show their own progress; the experiment's lines go to stderr, so that
-        # --progress json keeps stdout machine-readable.
-        announce = (
-            (lambda line: None)
-            if progress == "quiet"
-            else (lambda line: click.echo(line, err=True))
-        )
-        try:
-            summary = run_experiment(plan, out, registry=plugins, progress=progress,
-                                     announce=announce)  # fmt: skip
-        except KeyboardInterrupt:
-            click.echo(f"interrupted; continue with: dei experiment --resume {out}", err=True)
-            sys.exit(130)
-        report = None if flags.get("no_report") else cli.write_report(out)
-        for name, cond in summary["conditions"].items():
-            cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
-            common = cond["merged"].get("common") or {}
-            click.echo(
-                f"{name:<10} {cond['nodes']} node(s)  common ground: coverage "
-                f"{_pm(common.get('coverage') or {}, '.1%')}  QD-score "
-                f"{_pm(common.get('qd_score') or {}, '.2f')}  (raw: {_pm(cov, '.1%')}, "
-                f"{_pm(qd, '.2f')})  calls {cond['budget']['calls']}"
-            )
-        click.echo(f"summary: {out / 'summary.json'}")
-        if report:
-            click.echo(f"report: {report}")
-
-    return command
-
-
-def _default_out(default_out: Callable[[str], Path], domain: str) -> Path:
-    path = default_out(domain)
-    return Path("experiments") / path.name
-
-
-def _pm(stats: Mapping[str, Any], spec: str) -> str:
-    """``mean ± std`` formatted with ``spec`` (``-`` when missing)."""
-    if stats.get("mean") is None:
-        return "-"
-    text = format(stats["mean"], spec)
-    if stats.get("std") is not None:
-        text += " ± " + format(stats["std"], spec)
-    return text

@@ -7,10 +7,23 @@ match the specifications below. Third-party plugins are found through the entry-
     [project.entry-points.dei_framework]
     myplugin = "my_package.plugin"
 
-Registration hooks (``dei_domains``, ``dei_operators``, ...) are collected from every plugin:
-each returns a list, and the lists are concatenated. Names must be unique across plugins.
-Observation hooks are called for every plugin, their return values are ignored, and an
-exception raised by one is reported (naming the plugin) without stopping the run.
+Every hook is called through pluggy, so ``@hookimpl(tryfirst=True)``, ``trylast=True``,
+``wrapper=True`` (new-style wrappers) and ``hookwrapper=True`` behave as pluggy documents:
+implementations run ``tryfirst`` first, then the plain ones from the last registered to the
+first, then ``trylast``; wrappers run around all of them.
+
+Registration hooks (``dei_domains``, ``dei_operators``, ...) return a list. The core calls
+them plugin by plugin and concatenates the lists, attributing each item to its plugin; names
+must be unique across plugins (the first registered wins, a clash is reported).
+
+Observation hooks (``dei_candidate_evaluated``, ...) are called for every plugin and their
+return values are ignored. An exception raised in one is caught by the core's guard (the
+outermost wrapper), reported once naming the plugin, and that plugin's implementation of the
+hook is left out from then on; the run goes on. Observers ordered after the failing one miss
+the event during which it failed.
+
+Plugins may add hooks of their own through :func:`dei_addhooks` (the ``llm`` plugin adds
+``dei_llm_providers`` this way); the core never calls those, the plugin that added them does.
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
+    from dei_framework.cli_options import RunOption
     from dei_framework.descriptors import AxisSpec
     from dei_framework.domain import DomainSpec
     from dei_framework.operators import OperatorSpec
@@ -30,6 +44,31 @@ if TYPE_CHECKING:
 
 hookspec = pluggy.HookspecMarker("dei_framework")
 hookimpl = pluggy.HookimplMarker("dei_framework")
+
+
+# --- the contract itself -----------------------------------------------------------------------
+
+
+@hookspec(historic=True)
+def dei_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    """Adds hook specifications a plugin defines (as pytest's ``pytest_addhooks``).
+
+    Called once for every plugin as it is registered (a historic hook, so plugins registered
+    later get the call too). Implement it as::
+
+        @hookimpl
+        def dei_addhooks(pluginmanager):
+            from my_package import hookspecs
+            pluginmanager.add_hookspecs(hookspecs)
+
+    The added specifications use the same markers (:data:`hookspec`, :data:`hookimpl`); the
+    plugin that adds a hook calls it itself (``pluginmanager.hook.<name>(...)``, e.g. from a
+    factory through ``context.registry.manager``). A plugin implementing a hook that another,
+    optional plugin adds should mark it ``@hookimpl(optionalhook=True)``.
+
+    Args:
+        pluginmanager: The ``pluggy.PluginManager`` of the run.
+    """
 
 
 # --- registration -------------------------------------------------------------------------------
@@ -77,20 +116,22 @@ def dei_descriptor_axes() -> list[AxisSpec]:
 
 
 @hookspec
-def dei_cli_commands() -> list[click.Command]:
-    """Adds sub-commands to the ``dei`` group (e.g. ``dei coreware ...``).
+def dei_run_options() -> list[RunOption]:
+    """Adds options to ``dei-run`` and ``dei experiment`` (e.g. Core War's ``--human-set``).
 
-    Called once when the CLI starts. Return click commands or groups.
+    Called once when the CLI starts. Each :class:`~dei_framework.cli_options.RunOption` names a
+    flag, which options table its value goes to (``domain_options``, ``transport_options``,
+    ...) and under which key; the same key is accepted at the top level of a ``--config`` file.
+    An option whose name clashes with a core option or an earlier plugin's is reported and left
+    out.
     """
 
 
 @hookspec
-def dei_llm_providers() -> list[Any]:
-    """Registers in-process LLM providers for the ``llm`` operator.
+def dei_cli_commands() -> list[click.Command]:
+    """Adds sub-commands to the ``dei`` group (e.g. ``dei coreware ...``).
 
-    Return ``(provider_name, handler)`` pairs where ``handler`` is a ``litellm.CustomLLM``
-    instance; the provider is then used by model string ``provider_name/model``. Called only
-    when an LLM operator is first created.
+    Called once when the CLI starts. Return click commands or groups.
     """
 
 

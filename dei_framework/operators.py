@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
+from dei_framework.context import FactoryContext
+
 if TYPE_CHECKING:
     from dei_framework.domain import Domain
 
@@ -123,19 +125,20 @@ class TransientOperatorFailure(Exception):
 
 
 @attrs.frozen(kw_only=True)
-class OperatorSettings:
-    """Per-node settings an operator factory receives (from flags and the TOML config).
+class OperatorSettings(FactoryContext):
+    """The context an operator factory receives for one node (from flags and the TOML config).
 
     Attributes:
         spec: What the user typed for ``--operator`` (a name or a model string).
         node: The node the operator serves.
         options: Everything else (``api_base``, ``temperature``, ``max_tokens``, ``timeout``,
             ``concurrency``, ...), already merged: node table over global table over flags.
+        registry: The run's plugins (see :class:`~dei_framework.context.FactoryContext`).
+        seed: The run seed.
     """
 
     spec: str
     node: str
-    options: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 #: ``factory(settings, domain)`` returns the node's operator or raises ``ConfigError``.

@@ -1,8 +1,8 @@
-"""Plugin discovery and the registry of what plugins provide.
+"""Plugin discovery: the pluggy manager, the entry-point group, and loading into a registry.
 
 Plugins arrive through the entry-point group ``dei_framework`` (the reference plugins too).
 Each entry point is loaded on its own, so one broken plugin is reported by name and the rest
-keep working.
+keep working. Plugins may add hook specifications of their own (``dei_addhooks``).
 """
 
 from __future__ import annotations
@@ -11,123 +11,28 @@ import importlib.metadata
 from collections.abc import Iterable
 from typing import Any
 
-import attrs
 import pluggy
 
 from dei_framework import _builtin, hookspecs
-from dei_framework.errors import ConfigError, PluginError
+from dei_framework.errors import PluginError
+from dei_framework.registry import (
+    GUARD_NAME,
+    REGISTRATION_HOOKS,
+    ObserverGuard,
+    PluginRegistry,
+    Registered,
+)
 
 ENTRY_POINT_GROUP = "dei_framework"
-
-#: Registration hooks and the kind of thing each registers (used in messages and listings).
-REGISTRATION_HOOKS = {
-    "dei_domains": "domain",
-    "dei_operators": "operator",
-    "dei_transports": "transport",
-    "dei_sharing_policies": "sharing policy",
-    "dei_descriptor_axes": "descriptor axis",
-}
-
-
-@attrs.frozen
-class Registered:
-    """One thing a plugin registered, with the plugin it came from."""
-
-    spec: Any
-    plugin: str
-
-
-@attrs.define
-class PluginRegistry:
-    """Everything registered by the loaded plugins, by kind and name.
-
-    Attributes:
-        manager: The pluggy manager (observation hooks are called through ``manager.hook``).
-        problems: One message per plugin that failed to load or register.
-    """
-
-    manager: pluggy.PluginManager
-    domains: dict[str, Registered] = attrs.Factory(dict)
-    operators: dict[str, Registered] = attrs.Factory(dict)
-    transports: dict[str, Registered] = attrs.Factory(dict)
-    sharing: dict[str, Registered] = attrs.Factory(dict)
-    axes: dict[str, Registered] = attrs.Factory(dict)
-    problems: list[str] = attrs.Factory(list)
-
-    def _table(self, hook: str) -> dict[str, Registered]:
-        return {
-            "dei_domains": self.domains,
-            "dei_operators": self.operators,
-            "dei_transports": self.transports,
-            "dei_sharing_policies": self.sharing,
-            "dei_descriptor_axes": self.axes,
-        }[hook]
-
-    def _lookup(self, table: dict[str, Registered], kind: str, name: str) -> Any:
-        if name in table:
-            return table[name].spec
-        known = ", ".join(sorted(table)) or "none"
-        hint = f" (plugin problems: {'; '.join(self.problems)})" if self.problems else ""
-        raise ConfigError(f"unknown {kind} {name!r}; registered: {known}{hint}")
-
-    def domain(self, name: str):
-        """The :class:`~dei_framework.domain.DomainSpec` called ``name``."""
-        return self._lookup(self.domains, "domain", name)
-
-    def transport(self, name: str):
-        """The :class:`~dei_framework.transport.TransportSpec` called ``name``."""
-        return self._lookup(self.transports, "transport", name)
-
-    def sharing_policy(self, name: str):
-        """The :class:`~dei_framework.sharing.SharingSpec` called ``name``."""
-        return self._lookup(self.sharing, "sharing policy", name)
-
-    def operator(self, spec: str):
-        """The :class:`~dei_framework.operators.OperatorSpec` serving ``--operator spec``.
-
-        An exact name wins; otherwise the first operator family whose ``accepts`` claims it.
-        """
-        if spec in self.operators:
-            return self.operators[spec].spec
-        for entry in self.operators.values():
-            if entry.spec.accepts is not None and entry.spec.accepts(spec):
-                return entry.spec
-        return self._lookup(self.operators, "operator", spec)
-
-    def cli_commands(self) -> list[Any]:
-        """Click commands contributed by plugins (broken contributions are skipped)."""
-        return [spec for spec, _ in self._collect("dei_cli_commands")]
-
-    def _collect(self, hook: str) -> Iterable[tuple[Any, str]]:
-        for impl in getattr(self.manager.hook, hook).get_hookimpls():
-            plugin = self.manager.get_name(impl.plugin) or repr(impl.plugin)
-            try:
-                items = impl.function() or []
-                yield from ((item, plugin) for item in items)
-            except Exception as exc:  # a third party's bug must not take the CLI down
-                self.problems.append(f"plugin {plugin!r} failed in {hook}: {exc!r}")
-
-    def listing(self) -> dict[str, list[dict[str, Any]]]:
-        """What ``dei plugins --json`` prints."""
-
-        def rows(table: dict[str, Registered], extra=lambda spec: {}) -> list[dict[str, Any]]:
-            return [
-                {"name": name, "plugin": entry.plugin, **extra(entry.spec),
-                 "description": getattr(entry.spec, "description", "")}
-                for name, entry in sorted(table.items())
-            ]  # fmt: skip
-
-        return {
-            "domains": rows(self.domains),
-            "operators": rows(self.operators, lambda spec: {"offline": spec.offline}),
-            "transports": rows(self.transports),
-            "sharing": rows(self.sharing),
-            "axes": rows(self.axes, lambda spec: {"domain": spec.domain}),
-        }
 
 
 def load_plugins(extra: Iterable[Any] = (), *, entry_points: bool = True) -> PluginRegistry:
     """Creates the plugin manager and the registry.
+
+    Order: the core's hook specifications, the core's own plugin, the entry-point plugins,
+    then ``extra``; each plugin's ``dei_addhooks`` runs as it is registered (a historic hook,
+    as pytest's ``pytest_addhooks``). Registration hooks are then collected, and the observer
+    guard is registered last, so it is the outermost wrapper of every observation hook.
 
     Args:
         extra: Plugin objects or modules to register besides the entry points (for library
@@ -140,6 +45,7 @@ def load_plugins(extra: Iterable[Any] = (), *, entry_points: bool = True) -> Plu
     """
     manager = pluggy.PluginManager("dei_framework")
     manager.add_hookspecs(hookspecs)
+    manager.hook.dei_addhooks.call_historic(kwargs={"pluginmanager": manager})
     manager.register(_builtin, name="dei_framework")
     problems: list[str] = []
     if entry_points:
@@ -149,21 +55,20 @@ def load_plugins(extra: Iterable[Any] = (), *, entry_points: bool = True) -> Plu
             if manager.has_plugin(name):  # the same distribution found twice on sys.path
                 continue
             try:
-                manager.register(entry_point.load(), name=name)
+                plugin = entry_point.load()
             except Exception as exc:  # report, keep the other plugins
                 problems.append(
                     f"plugin {entry_point.name!r} (from {dist}) could not be loaded: {exc!r}"
                 )
+                continue
+            _register(manager, plugin, name, problems, f"{entry_point.name!r} (from {dist})")
     for plugin in extra:
-        try:
-            manager.register(plugin)
-        except Exception as exc:
-            problems.append(f"plugin {plugin!r} could not be registered: {exc!r}")
+        _register(manager, plugin, None, problems, repr(plugin))
 
     registry = PluginRegistry(manager=manager, problems=problems)
-    for hook, kind in REGISTRATION_HOOKS.items():
-        table = registry._table(hook)
-        for spec, plugin in registry._collect(hook):
+    for hook, (kind, table_name) in REGISTRATION_HOOKS.items():
+        table: dict[str, Registered] = getattr(registry, table_name)
+        for spec, plugin in registry.collect(hook):
             name = getattr(spec, "name", None)
             if not isinstance(name, str) or not name:
                 registry.problems.append(f"plugin {plugin!r} registered a {kind} without a name")
@@ -174,7 +79,24 @@ def load_plugins(extra: Iterable[Any] = (), *, entry_points: bool = True) -> Plu
                 )
             else:
                 table[name] = Registered(spec=spec, plugin=plugin)
+    manager.register(ObserverGuard(registry), name=GUARD_NAME)
     return registry
+
+
+def _register(
+    manager: pluggy.PluginManager, plugin: Any, name: str | None, problems: list[str], label: str
+) -> None:
+    """Registers one plugin; a plugin that fails (bad hook signature, failing ``dei_addhooks``)
+    is reported and left out entirely. One already registered (found through its entry point
+    and also passed in ``extra``) is kept as it is."""
+    if manager.is_registered(plugin):
+        return
+    try:
+        manager.register(plugin, name=name)
+    except Exception as exc:
+        if manager.is_registered(plugin):
+            manager.unregister(plugin)
+        problems.append(f"plugin {label} could not be registered: {exc!r}")
 
 
 def _plugin_name(dist: str, entry_name: str) -> str:
@@ -183,23 +105,9 @@ def _plugin_name(dist: str, entry_name: str) -> str:
 
 
 def notify(registry: PluginRegistry, hook: str, **kwargs: Any) -> None:
-    """Calls an observation hook on every plugin; a failing observer is reported, not fatal."""
-    for impl in getattr(registry.manager.hook, hook).get_hookimpls():
-        try:
-            impl.function(**{name: kwargs[name] for name in impl.argnames})
-        except Exception as exc:
-            plugin = registry.manager.get_name(impl.plugin)
-            message = f"plugin {plugin!r} failed in {hook}: {exc!r}"
-            if message not in registry.problems:
-                registry.problems.append(message)
-                raise_warning(message)
+    """Calls an observation hook on every plugin (see :meth:`PluginRegistry.notify`)."""
+    registry.notify(hook, **kwargs)
 
 
-def raise_warning(message: str) -> None:
-    """Reports a plugin problem once on stderr without stopping the run."""
-    import sys
-
-    print(f"warning: {message}", file=sys.stderr)
-
-
-__all__ = ["ENTRY_POINT_GROUP", "PluginError", "PluginRegistry", "Registered", "load_plugins"]
+__all__ = ["ENTRY_POINT_GROUP", "PluginError", "PluginRegistry", "Registered", "load_plugins",
+           "notify"]  # fmt: skip

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+import click
 
 from dei_framework.errors import ConfigError
 
@@ -104,6 +105,13 @@ def overridden(preset: Preset, chosen: Mapping[str, Any]) -> list[str]:
         if key in options and _norm(options[key]) != _norm(value):
             notes.append(f"domain option {key}={options[key]} (preset: {value})")
     return notes
+
+
+def warn_overrides(preset: Preset, notes: list[str]) -> None:
+    """Says on stderr that the user's values leave the preset's protocol (nothing if none)."""
+    if notes:
+        click.echo(f"warning: not the {preset.name} protocol any more: {', '.join(notes)}",
+                   err=True)  # fmt: skip
 
 
 def _norm(value: Any) -> Any:

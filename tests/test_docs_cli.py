@@ -36,11 +36,18 @@ def commands() -> Iterator[tuple[str, click.Command]]:
 
 
 def long_options(command: click.Command) -> list[str]:
+    """Every long option, those plugins add (``dei_run_options``) included."""
     names = []
-    for param in command.params:
+    for param in command.get_params(click.Context(command)):
         if isinstance(param, click.Option):
             names.extend(o for o in (*param.opts, *param.secondary_opts) if o.startswith("--"))
     return [name for name in names if name not in ("--help", "--version")]
+
+
+def test_plugin_run_options_are_walked():
+    assert {"--human-set", "--axl-api"} <= set(long_options(cli.dei_run))
+    experiment = cli.dei.get_command(click.Context(cli.dei), "experiment")
+    assert {"--human-set", "--axl-api"} <= set(long_options(experiment))
 
 
 ALL = list(commands())

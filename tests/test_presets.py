@@ -9,7 +9,7 @@ import attrs
 import pytest
 from dei_coreware.domain import CorewarOptions
 
-from dei_framework import cli
+from dei_framework import config as cfg
 from dei_framework.errors import ConfigError
 from dei_framework.experiment import plan_from_flags
 from dei_framework.plugins import load_plugins
@@ -55,7 +55,7 @@ def test_the_preset_holds_the_papers_values() -> None:
 
 
 def test_dei_run_with_the_preset_gets_exactly_those_settings() -> None:
-    config = cli.resolve_config({"preset": "dei-paper", "operators": ("gp", "templates")},
+    config = cfg.resolve_config({"preset": "dei-paper", "operators": ("gp", "templates")},
                                 load_plugins())  # fmt: skip
     assert (config.domain, len(config.nodes), config.rounds, config.budget) == (
         "coreware", 4, 20, 4960)
@@ -66,7 +66,7 @@ def test_dei_run_with_the_preset_gets_exactly_those_settings() -> None:
 
 
 def test_flags_win_over_the_preset_and_say_so(capsys) -> None:
-    config = cli.resolve_config({"preset": "dei-paper", "operators": ("gp",), "rounds": 8,
+    config = cfg.resolve_config({"preset": "dei-paper", "operators": ("gp",), "rounds": 8,
                                  "domain_option": ("cycles=8000",)}, load_plugins())
     assert config.rounds == 8 and config.domain_options["cycles"] == 8000
     assert config.domain_options["coresize"] == 8000
@@ -74,7 +74,7 @@ def test_flags_win_over_the_preset_and_say_so(capsys) -> None:
     assert "not the dei-paper protocol any more" in err
     assert "--rounds 8 (preset: 20)" in err and "cycles=8000 (preset: 80000)" in err
     # --iterations replaces the preset's budget instead of clashing with it.
-    assert cli.resolve_config({"preset": "dei-paper", "operators": ("gp",), "iterations": 3},
+    assert cfg.resolve_config({"preset": "dei-paper", "operators": ("gp",), "iterations": 3},
                               load_plugins()).budget is None  # fmt: skip
 
 
@@ -104,11 +104,11 @@ def test_paper_protocol_doc_lists_what_the_preset_sets() -> None:
 
 #: How to read each default listed in docs/deviations.md from the code.
 DEFAULTS = {
-    "`rounds`": lambda: str(cli.DEFAULTS["rounds"]),
-    "`budget` per node": lambda: str(cli.DEFAULT_CALLS_PER_NODE),
+    "`rounds`": lambda: str(cfg.DEFAULTS["rounds"]),
+    "`budget` per node": lambda: str(cfg.DEFAULT_CALLS_PER_NODE),
     "`generality_rounds`": lambda: str(CorewarOptions().generality_rounds),
     "`opponents`": lambda: ",".join(CorewarOptions().opponents),
-    "`transport`": lambda: cli.DEFAULTS["transport"],
+    "`transport`": lambda: cfg.DEFAULTS["transport"],
     "`human_set`": lambda: (
         "bundled generality folder (6 warriors)"
         if CorewarOptions().human_set is None and _bundled_generality() == 6 else "changed"

@@ -1,12 +1,17 @@
-"""DEI plugin entry point of Core War: the ``coreware`` domain, its offline operators and CLI."""
+"""DEI plugin entry point of Core War: the ``coreware`` domain, its offline operators, the
+``--human-set`` run option and the ``dei coreware`` commands."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+import click
+
 from dei_framework import hookimpl
+from dei_framework.cli_options import RunOption
 from dei_framework.domain import Domain, DomainSpec
 from dei_framework.operators import Operator, OperatorSettings, OperatorSpec
 
@@ -74,6 +79,20 @@ def dei_operators() -> list[OperatorSpec]:
         *(OperatorSpec(name=name, factory=_family(name), offline=True, domains=("coreware",),
                        description=description, default=False)
           for name, description in _FAMILIES.items()),
+    ]  # fmt: skip
+
+
+@hookimpl
+def dei_run_options() -> list[RunOption]:
+    return [
+        RunOption(
+            option=click.Option(
+                ["--human-set"], type=click.Path(file_okay=False),
+                help="Folder of reference programs for generality (Core War: human warriors).",
+            ),
+            target="domain_options",
+            convert=lambda folder: str(Path(folder).resolve()),
+        ),
     ]  # fmt: skip
 
 

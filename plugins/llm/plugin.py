@@ -5,15 +5,17 @@
 Nothing here imports litellm at module level: ``dei plugins`` and every other command that
 does not call a model stays fast.
 
-In-process providers (``dei_llm_providers`` hook) are collected when the first LLM operator is
-created and handed to litellm through its documented ``custom_provider_map``; a model string
-``<provider_name>/<model>`` then reaches the plugin's ``litellm.CustomLLM`` handler.
+The plugin adds its own hook, ``dei_llm_providers`` (see :mod:`dei_llm.hookspecs`), to the
+plugin contract. When an LLM operator is created, the providers of the run's plugins (from
+the factory's ``settings.registry``, in-process plugins included) are handed to litellm
+through its documented ``custom_provider_map``; a model string ``<provider_name>/<model>``
+then reaches the plugin's ``litellm.CustomLLM`` handler.
 """
 
 from __future__ import annotations
 
 import re
-import threading
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from dei_llm.operator import LLMOperator
 
     from dei_framework.domain import Domain
+    from dei_framework.registry import PluginRegistry
 
 #: Prefix that forces the LLM family for a model string (``llm:provider/model``).
 PREFIX = "llm:"
@@ -34,9 +37,6 @@ PREFIX = "llm:"
 # provider/model: a provider name (letters, digits, _ . -) then a non-empty model that may
 # itself contain slashes (``openrouter/meta-llama/llama-3.1-8b-instruct``).
 _MODEL_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*/\S+")
-
-_providers_lock = threading.Lock()
-_providers_loaded = False
 
 
 def is_model_string(spec: str) -> bool:
@@ -90,39 +90,20 @@ def create_operator(settings: OperatorSettings, domain: Domain | None = None) ->
     from dei_llm.operator import LLMOperator
 
     operator = LLMOperator.from_settings(model, settings)
-    ensure_providers()
+    if settings.registry is not None:
+        register_providers(providers_from(settings.registry))
     return operator
 
 
-def ensure_providers() -> None:
-    """Registers the ``dei_llm_providers`` of all installed plugins with litellm, once."""
-    global _providers_loaded
-    with _providers_lock:
-        if _providers_loaded:
-            return
-        _providers_loaded = True
-    # The factory receives no plugin manager, so load the entry-point plugins again (cheap:
-    # their modules are already imported) just to ask them for providers.
-    from dei_framework import plugins
-
-    registry = plugins.load_plugins()
-    register_providers(providers_from(registry.manager))
-
-
-def providers_from(manager: pluggy.PluginManager) -> list[tuple[str, Any]]:
-    """The ``(provider_name, handler)`` pairs every plugin of ``manager`` registers.
+def providers_from(registry: PluginRegistry) -> list[tuple[str, Any]]:
+    """The ``(provider_name, handler)`` pairs the plugins of ``registry`` register.
 
     A plugin whose hook fails is skipped with a warning naming it, like other plugin faults.
     """
-    from dei_framework.plugins import raise_warning
-
-    pairs: list[tuple[str, Any]] = []
-    for impl in manager.hook.dei_llm_providers.get_hookimpls():
-        plugin = manager.get_name(impl.plugin) or repr(impl.plugin)
-        try:
-            pairs.extend(impl.function() or [])
-        except Exception as exc:
-            raise_warning(f"plugin {plugin!r} failed in dei_llm_providers: {exc!r}")
+    before = len(registry.problems)
+    pairs = [pair for pair, _ in registry.collect("dei_llm_providers")]
+    for problem in registry.problems[before:]:
+        print(f"warning: {problem}", file=sys.stderr)
     return pairs
 
 
@@ -162,11 +143,11 @@ def register_providers(pairs: Iterable[tuple[str, Any]]) -> list[str]:
     return names
 
 
-def _reset_providers() -> None:
-    """Forgets that providers were loaded (tests)."""
-    global _providers_loaded
-    with _providers_lock:
-        _providers_loaded = False
+@hookimpl
+def dei_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    from dei_llm import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 @hookimpl

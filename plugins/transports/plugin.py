@@ -1,4 +1,4 @@
-"""The ``dei_transports`` hook: registers the ``inmemory`` and ``axl`` transports.
+"""The transports plugin: registers the ``inmemory`` and ``axl`` transports and ``--axl-api``.
 
 Options (``--transport-opt KEY=VALUE`` or a mapping from the run configuration) are shared by
 both transports where they concern GossipSub: ``d``, ``d_low``, ``d_high``, ``d_lazy``,
@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import click
 from dei_transports.gossipsub import GossipSubParams, GossipSubRouter
 from dei_transports.inmemory import Hub
 
+from dei_framework.cli_options import RunOption
 from dei_framework.errors import ConfigError
 from dei_framework.hookspecs import hookimpl
 from dei_framework.transport import Transport, TransportSpec
@@ -121,5 +123,19 @@ def dei_transports() -> list[TransportSpec]:
             name="axl",
             factory=make_axl,
             description="GossipSub over a local AXL node's HTTP API (option axl_api=URL)",
+        ),
+    ]
+
+
+@hookimpl
+def dei_run_options() -> list[RunOption]:
+    """``--axl-api URL``: stored as the transport option ``axl_api``."""
+    return [
+        RunOption(
+            option=click.Option(
+                ["--axl-api"],
+                help="AXL node API URL for --transport axl (default http://127.0.0.1:9002).",
+            ),
+            target="transport_options",
         ),
     ]

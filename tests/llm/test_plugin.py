@@ -102,22 +102,17 @@ def test_import_does_not_load_litellm():
     assert out.stdout.strip() == "False"
 
 
-def test_custom_provider_through_the_plugin_manager(monkeypatch):
-    """A provider from a plugin works like any other model string."""
-    real_load = plugins.load_plugins
-    monkeypatch.setattr(
-        plugins, "load_plugins", lambda *a, **kw: real_load([echo_provider], entry_points=False)
-    )
-    llm_plugin._reset_providers()
+def test_custom_provider_from_an_in_process_plugin():
+    """A provider from a plugin registered in-process (not through an entry point) is found:
+    the factory gets the run's registry and asks its plugins, nothing is rediscovered."""
+    registry = plugins.load_plugins([echo_provider])
     echo_provider.CALLS.clear()
-    try:
-        op = llm_plugin.create_operator(
-            OperatorSettings(spec="echoprov/anything", node="node-0", options={"timeout": 5}),
-            None,
-        )
-        reply = asyncio.run(op.propose(_request()))
-    finally:
-        llm_plugin._reset_providers()
+    op = llm_plugin.create_operator(
+        OperatorSettings(spec="echoprov/anything", node="node-0", options={"timeout": 5},
+                         registry=registry),
+        None,
+    )  # fmt: skip
+    reply = asyncio.run(op.propose(_request()))
     assert reply.text.startswith("echo from anything")
     assert (reply.prompt_tokens, reply.completion_tokens, reply.attempts) == (3, 5, 1)
     assert reply.cost_usd == 0.0
@@ -125,6 +120,31 @@ def test_custom_provider_through_the_plugin_manager(monkeypatch):
     import litellm
 
     assert "echoprov" in {item["provider"] for item in litellm.custom_provider_map}
+
+
+def test_the_llm_plugin_owns_its_provider_hook():
+    """``dei_llm_providers`` is not in the core contract; the llm plugin adds it."""
+    from dei_framework import hookspecs
+
+    assert not hasattr(hookspecs, "dei_llm_providers")
+    registry = plugins.load_plugins([echo_provider])
+    assert registry.manager.hook.dei_llm_providers.spec is not None
+    assert [name for name, _ in llm_plugin.providers_from(registry)] == ["echoprov"]
+    bare = plugins.load_plugins(entry_points=False)
+    assert not hasattr(bare.manager.hook, "dei_llm_providers")
+
+
+def test_a_failing_provider_plugin_is_named_and_skipped(capsys):
+    from dei_framework import hookimpl
+
+    class Broken:
+        @hookimpl
+        def dei_llm_providers(self):
+            raise RuntimeError("no handler today")
+
+    registry = plugins.load_plugins([Broken(), echo_provider])
+    assert [name for name, _ in llm_plugin.providers_from(registry)] == ["echoprov"]
+    assert "no handler today" in capsys.readouterr().err
 
 
 def test_register_providers_directly():

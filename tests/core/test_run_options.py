@@ -1,0 +1,66 @@
+"""Plugins add options to dei-run and dei experiment (``dei_run_options``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
+
+import toy_domain  # noqa: E402
+
+from dei_framework import cli, hookimpl, load_plugins  # noqa: E402
+from dei_framework.cli_options import RunOption  # noqa: E402
+from dei_framework.config import resolve_config  # noqa: E402
+from dei_framework.errors import ConfigError  # noqa: E402
+
+
+class ToyOptions:
+    @hookimpl
+    def dei_run_options(self):
+        return [
+            RunOption(option=click.Option(["--toy-width"], type=int, help="Toy width."),
+                      target="domain_options", convert=lambda value: value * 2),
+            RunOption(option=click.Option(["--seed"], help="Clashes with the core."),
+                      target="domain_options"),
+        ]  # fmt: skip
+
+
+def test_reference_plugins_contribute_human_set_and_axl_api(tmp_path) -> None:
+    registry = load_plugins()
+    assert registry.run_options["human_set"].plugin.endswith("coreware")
+    assert registry.run_options["axl_api"].plugin.endswith("transports")
+    config_file = tmp_path / "run.toml"
+    config_file.write_text('axl_api = "http://127.0.0.1:9100"\n')
+    config = resolve_config({"domain": "coreware", "human_set": str(tmp_path),
+                             "config_file": str(config_file)}, registry)  # fmt: skip
+    assert config.domain_options["human_set"] == str(tmp_path.resolve())
+    assert config.transport_options["axl_api"] == "http://127.0.0.1:9100"
+    flagged = resolve_config({"domain": "coreware", "axl_api": "http://127.0.0.1:9200",
+                              "transport_option": ("axl_api=http://127.0.0.1:9300",),
+                              "config_file": str(config_file)}, registry)  # fmt: skip
+    assert flagged.transport_options["axl_api"] == "http://127.0.0.1:9300"
+
+
+def test_an_in_process_plugin_option_works_on_both_commands(monkeypatch, tmp_path) -> None:
+    registry = load_plugins([toy_domain, ToyOptions()])
+    monkeypatch.setattr(cli, "registry", lambda: registry)
+    runner = CliRunner()
+    for args in (["--help"], ["experiment", "--help"]):
+        command = cli.dei_run if args == ["--help"] else cli.dei
+        result = runner.invoke(command, args)
+        assert result.exit_code == 0 and "--toy-width" in result.output
+    assert "already has (--seed, seed); ignored" in result.output + (result.stderr or "")
+    config = resolve_config({"domain": "toy", "toy_width": 3, "seed": 9}, registry)
+    assert config.domain_options == {"toy_width": 6} and config.seed == 9
+    with pytest.raises(ConfigError, match="unknown keys"):
+        (tmp_path / "bad.toml").write_text("no_such_key = 1\n")
+        resolve_config({"domain": "toy", "config_file": str(tmp_path / "bad.toml")}, registry)
+    (tmp_path / "ok.toml").write_text("toy_width = 5\n")
+    from_file = resolve_config({"domain": "toy", "config_file": str(tmp_path / "ok.toml")},
+                               registry)  # fmt: skip
+    assert from_file.domain_options == {"toy_width": 10}
