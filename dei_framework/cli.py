@@ -21,6 +21,8 @@ from dei_framework.config import DEFAULT_NODES, RunConfig, resolve_config
 from dei_framework.errors import ConfigError, DEIError
 from dei_framework.plugins import PluginRegistry, load_plugins
 from dei_framework.presets import PRESETS
+from dei_framework.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
+from dei_framework.watch.server import serve, serve_until_interrupted, watch_in_background
 
 
 def fail(message: str, status: int = 1) -> None:
@@ -162,6 +164,8 @@ def default_out(domain: str) -> Path:
 @click.command(name="dei-run", cls=RunCommand,
                context_settings={"help_option_names": ["-h", "--help"]})
 @run_options
+@click.option("--watch", is_flag=True, help="Serve the run's live web page (as `dei watch`) and "
+              "print its URL; after the run it keeps serving until Ctrl-C.")
 @user_errors
 def dei_run(**flags: Any) -> None:
     """Run a DEI ensemble: N nodes, each bound to its own operator, sharing round champions.
@@ -177,7 +181,7 @@ def dei_run(**flags: Any) -> None:
     if resume_dir and replay_dir:
         raise ConfigError("--resume and --replay exclude each other")
     if resume_dir or replay_dir:
-        warn_ignored(flags, keep=("resume", "replay", "out", "progress", "no_report"))
+        warn_ignored(flags, keep=("resume", "replay", "out", "progress", "no_report", "watch"))
     if resume_dir:
         config = RunConfig.from_json(RunDir(resume_dir).read_config())
         out = Path(resume_dir)
@@ -189,6 +193,7 @@ def dei_run(**flags: Any) -> None:
         out = Path(flags["out"]) if flags.get("out") else default_out(config.domain)
         if (out / "config.json").exists():
             raise ConfigError(f"{out} already holds a run; use --resume {out} or another --out")
+    watching = watch_in_background(out) if flags.get("watch") else None
     progress = make_progress(flags.get("progress") or "auto", config)
     with progress:
         summary = run(config, out, registry=plugins, resume=bool(resume_dir),
@@ -208,6 +213,8 @@ def dei_run(**flags: Any) -> None:
     click.echo(f"summary: {out / 'summary.json'}")
     if report:
         click.echo(f"report: {report}")
+    if watching is not None:
+        serve_until_interrupted(watching)
 
 
 def write_report(run_dir: Path) -> Path | None:
@@ -376,6 +383,28 @@ def _pm(stats: Mapping[str, Any], spec: str) -> str:
     if stats.get("std") is not None:
         text += " ± " + format(stats["std"], spec)
     return text
+
+
+@dei.command("watch", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_WATCH_PORT,
+              show_default=True, help="Port to serve on (0 picks a free one).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to serve on. Anything but loopback (e.g. 0.0.0.0) shows the run's "
+                   "programs to your network.")  # fmt: skip
+@user_errors
+def watch_command(run_dir: Path, port: int, host: str) -> None:
+    """Serve a live web view of a run or experiment directory (finished or in progress).
+
+    Open the printed URL in a browser: one heatmap per node and one of the merged archive,
+    the champions flowing between nodes, budgets, errors and coverage/QD-score curves.
+    The JSON behind it is at /api/state (see docs/watch.md). Ctrl-C stops serving.
+    """
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"{run_dir} is a file; give a run or experiment directory")
+    if not run_dir.exists():
+        click.echo(f"warning: {run_dir} does not exist yet; the page waits for it", err=True)
+    serve(run_dir, host=host, port=port)
 
 
 def main() -> None:

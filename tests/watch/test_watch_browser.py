@@ -1,0 +1,107 @@
+"""The watch page in a real browser: Debian's headless Chromium, during a 4-node run.
+
+Skips (with the reason) only where no Chromium is installed; `.ci/run` installs it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+from watch_helpers import get, read_url, wait_for, watched_run
+
+from dei_framework.watch.run import WatchedRun
+
+CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="headless Chromium is not installed (Debian: apt-get install chromium; .ci/run "
+    "installs it)",
+)
+
+
+class Page(HTMLParser):
+    """What the rendered DOM shows: panels with their data, flow elements, curves."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.panels: dict[str, dict[str, str]] = {}
+        self.champions = self.transfers = self.filled = self.curves = 0
+        self.version = None
+        self.html = html
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "body":
+            self.version = a.get("data-version")
+        if tag == "article" and "panel" in classes:
+            self.panels[a["data-node"]] = a
+        elif tag == "circle" and "champion" in classes:
+            self.champions += 1
+        elif tag == "path" and "transfer" in classes:
+            self.transfers += 1
+        elif tag == "rect" and "filled" in classes:
+            self.filled += 1
+        elif tag == "path" and a.get("data-series"):
+            self.curves += 1
+
+
+def dump(url: str) -> Page:
+    """The DOM of ``url`` after 4 s of the page's (virtual) time in headless Chromium."""
+    result = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--no-proxy-server", "--window-size=1400,1200", "--virtual-time-budget=4000",
+         "--dump-dom", url],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return Page(result.stdout)
+
+
+def test_page_renders_node_panels_and_champion_flow_and_updates(toy_env, tmp_path) -> None:
+    with watched_run(toy_env, tmp_path, delay=0.5) as (url, _, _):
+        wait_for(lambda s: len(s["nodes"]) == 4 and all(n["calls"] for n in s["nodes"]),
+                 url + "api/state")  # fmt: skip
+        first = dump(url)
+        # Later: a round has ended, champions have travelled, the run is still going.
+        state = wait_for(lambda s: s["transfers"] and s["run"]["status"] == "running",
+                         url + "api/state")  # fmt: skip
+        second = dump(url)
+        assert get(url + "api/state")["run"]["status"] == "running", "run ended too soon"
+    nodes = [n["name"] for n in state["nodes"]]
+    for page in (first, second):
+        assert list(page.panels) == ["merged", *nodes]  # one panel per node, plus the merged one
+        assert page.filled > 0 and page.curves == 2 * 5  # coverage and QD-score, 4 nodes + merged
+    assert int(second.version) > int(first.version)
+    for name in ["merged", *nodes]:
+        assert int(second.panels[name]["data-calls"]) > int(first.panels[name]["data-calls"])
+    assert second.champions >= max(first.champions, 4)  # one per node and finished round
+    assert second.transfers >= max(first.transfers, 1)
+
+
+def test_finished_experiment_page_offers_its_runs(finished_experiment, toy_env) -> None:
+    watch = subprocess.Popen(["dei", "watch", str(finished_experiment), "--port", "0"],
+                             env=toy_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             text=True)  # fmt: skip
+    try:
+        url = read_url(watch)
+        page = dump(url + "#run=homo%2Frepeat-1")
+    finally:
+        watch.send_signal(signal.SIGINT)
+        watch.wait(timeout=30)
+    expected = WatchedRun(finished_experiment / "homo" / "repeat-1").state(seconds=None)
+    assert list(page.panels) == ["merged", "node-0", "node-1", "node-2", "node-3"]
+    assert page.champions == len(expected["champions"]) == 4 * 2
+    assert page.transfers == len(expected["transfers"])
+    assert page.filled == len(expected["merged"]["cells"]) + sum(
+        len(n["cells"]) for n in expected["nodes"])  # 2-D grid: one drawn cell per elite
+    options = re.findall(r"<option[^>]*>([^<]*)</option>", page.html)
+    assert options == ["solo", "homo", "repeat-0", "repeat-1"]
+    assert re.search(r'<option value="homo/repeat-1" selected="">', page.html)
+    assert "finished" in page.html

@@ -1,0 +1,163 @@
+"""`dei watch` and `dei-run --watch` over real HTTP, during real 4-node in-memory runs."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from watch_helpers import (
+    TOY,
+    get,
+    read_url,
+    slow_toy_config,
+    urlopen,
+    wait_for,
+    watched_run,
+)
+
+from dei_framework.watch.server import WatchServer
+
+
+def admitted(node: dict) -> int:
+    return node["statuses"].get("new", 0) + node["statuses"].get("improve_existing", 0)
+
+
+@pytest.fixture
+def live_run(toy_env, tmp_path):
+    with watched_run(toy_env, tmp_path, delay=0.25) as started:
+        yield started
+
+
+def test_api_state_advances_during_a_four_node_run(live_run) -> None:
+    url, out, run = live_run
+    assert url.startswith("http://127.0.0.1:")  # loopback unless --host says otherwise
+    state_url = url + "api/state"
+    first = wait_for(lambda s: len(s["nodes"]) == 4 and all(n["calls"] for n in s["nodes"]),
+                     state_url)  # fmt: skip
+    assert first["run"]["status"] == "running"
+    time.sleep(1.5)
+    second = get(state_url)
+    assert second["version"] > first["version"]
+    for before, after in zip(first["nodes"], second["nodes"], strict=True):
+        assert before["name"] == after["name"]
+        assert after["calls"] > before["calls"]  # every node is making calls
+        assert after["quota"] == 80
+    assert sum(map(admitted, second["nodes"])) > sum(map(admitted, first["nodes"]))
+    assert second["merged"]["curve"][-1][0] > first["merged"]["curve"][-1][0]
+    cell = second["nodes"][0]["cells"][0]
+    elite = get(f"{url}api/elite?id={cell['id']}")
+    assert elite["fitness"] == cell["fitness"] and elite["text"]
+    assert run.wait(timeout=300) == 0, run.stderr.read()
+    final = wait_for(lambda s: s["run"]["status"] == "finished", state_url)
+    summary = json.loads((out / "summary.json").read_text())
+    assert final["merged"]["qd_score"] == pytest.approx(summary["merged"]["qd_score"])
+    assert [n["calls"] for n in final["nodes"]] == [80] * 4
+    assert len(final["champions"]) == 16 and final["transfers"]
+
+
+def test_since_returns_unchanged_when_nothing_happened(finished_run, toy_env) -> None:
+    watch = subprocess.Popen(["dei", "watch", str(finished_run), "--port", "0"], env=toy_env,
+                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        url = read_url(watch)
+        state = get(url + "api/state")
+        assert get(f"{url}api/state?since={state['version']}") == {
+            "version": state["version"], "unchanged": True}
+        assert get(f"{url}api/state?since=0")["nodes"]
+        assert get(url + "api/runs")["runs"] == [{"path": "", "condition": None, "repeat": None}]
+        page = urlopen(url).read().decode()
+        assert '<script src="/static/watch.js">' in page and "http" not in page.split(
+            "<body>")[1].replace("http://www.w3.org", "")  # nothing fetched from elsewhere
+        for name in ("watch.js", "watch.css"):
+            assert urlopen(f"{url}static/{name}").status == 200
+        for bad in ("static/../run.py", "nope", "api/state?run=..", "api/elite?run=/etc"):
+            with pytest.raises(urllib.error.HTTPError) as caught:
+                urlopen(url + bad)
+            assert caught.value.code == 404
+        request = urllib.request.Request(url + "api/state", method="POST", data=b"x")
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urlopen(request)
+        assert caught.value.code == 405
+    finally:
+        watch.send_signal(signal.SIGINT)
+        assert watch.wait(timeout=30) == 0
+
+
+def test_dei_run_watch_serves_its_own_run_and_stays_up_until_ctrl_c(toy_env, tmp_path) -> None:
+    out = tmp_path / "run"
+    run = subprocess.Popen(
+        ["dei-run", *TOY, "--progress", "quiet", "--nodes", "4", "--budget", "80", "--rounds",
+         "2", "--config", str(slow_toy_config(tmp_path, 0.05)), "--out", str(out), "--watch"],
+        env=toy_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        url = read_url(run)
+        final = wait_for(lambda s: s["run"]["status"] == "finished", url + "api/state")
+        assert len(final["nodes"]) == 4 and final["run"]["calls"] == 80
+        assert "still serving" in run.stderr.readline()
+        assert run.poll() is None  # the page stays up after the run
+    finally:
+        run.send_signal(signal.SIGINT)
+        assert run.wait(timeout=30) == 0
+    assert "done: 4 nodes" in run.stdout.read()
+
+
+def test_bad_watch_arguments_are_one_line_errors(tmp_path, cli) -> None:
+    file = tmp_path / "file.txt"
+    file.write_text("x")
+    result = cli("dei", "watch", str(file), check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"error: {file} is a file; give a run or experiment directory"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("dei", "watch", str(tmp_path), "--port", str(port), check=False)
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
+    assert f"cannot serve on 127.0.0.1:{port}" in result.stderr
+    assert "--port" in result.stderr
+    result = cli("dei", "watch", str(tmp_path), "--port", "70000", check=False)
+    assert result.returncode == 1 and "70000" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_requests_for_other_host_names_are_refused_on_loopback(finished_run) -> None:
+    server = WatchServer(finished_run, port=0).start()
+    try:
+        port = int(server.url.rsplit(":", 1)[1].strip("/"))
+        for host, status in ((f"127.0.0.1:{port}", 200), (f"localhost:{port}", 200),
+                             ("evil.example:80", 403), (f"attacker.test:{port}", 403)):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            connection.putrequest("GET", "/api/runs", skip_host=True)
+            connection.putheader("Host", host)
+            connection.endheaders()
+            assert connection.getresponse().status == status, host
+            connection.close()
+    finally:
+        server.close()
+
+
+def test_infinite_values_in_a_log_still_give_parseable_json(tmp_path) -> None:
+    events = [
+        {"event": "evaluated", "id": "a-r0-s0", "node": "a", "round": 0, "kind": "mutate",
+         "status": "new", "fitness": 1.0, "cell": [0, 0], "descriptor": {"x": float("inf")}},
+        {"event": "round", "node": "a", "round": 0, "stats": {},
+         "champion": {"id": "a-r0-s0", "fitness": float("nan"), "cell": [0, 0]}},
+    ]  # fmt: skip
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    server = WatchServer(tmp_path, port=0).start()
+    try:
+        body = urlopen(server.url + "api/state").read().decode()
+    finally:
+        server.close()
+    assert "Infinity" not in body and "NaN" not in body
+    state = json.loads(body)
+    assert state["nodes"][0]["cells"][0]["descriptor"] == {"x": None}
+    assert state["champions"][0]["fitness"] is None
+    assert state["space"]["inferred"] and state["space"]["shape"] == [1, 1]
