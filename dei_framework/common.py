@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from dei_framework.archive import Elite, GridArchive
+from dei_framework.archives import Elite, GridArchive
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain, Program
 from dei_framework.errors import ConfigError, InvalidProgram
