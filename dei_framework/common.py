@@ -24,11 +24,12 @@ from typing import Any
 
 import attrs
 
-from dei_framework.archives import Elite, GridArchive
+from dei_framework.archives import GridArchive
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain, Program
 from dei_framework.errors import ConfigError, InvalidProgram
 from dei_framework.evaluation import Evaluator, Outcome
+from dei_framework.records import Elite
 
 
 def reference_record(texts: Iterable[str]) -> dict[str, Any]:
