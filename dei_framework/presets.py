@@ -42,7 +42,8 @@ class Preset:
 
 #: The DEI paper (arXiv 2605.27130): 4 nodes, 20 rounds, 250 calls per round per condition
 #: (4960 = 62 per node per round x 4 nodes x 20 rounds: the nearest total that splits into whole
-#: equal quotas), 10 % new programs, the last 20 champions as opponents, champion-only sharing,
+#: equal quotas), 10 % new programs, parents drawn uniformly over occupied cells of a grid
+#: archive, the last 20 own champions as opponents, champion-only sharing,
 #: DRQ's MARS (core 8000, 80 000 cycles, 8000 processes, length 100, distance 100) and 20
 #: battle rounds per evaluation, sampling temperature 1.0, Solo vs Homo vs Diverse.
 DEI_PAPER = Preset(
@@ -57,6 +58,8 @@ DEI_PAPER = Preset(
         "max_champions": 20,
         "sharing": "champion",
         "axes": ("tsp", "mc"),
+        "emitter": "uniform",
+        "archive": "grid",
     },
     domain_options={
         "coresize": 8000,

@@ -20,7 +20,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 #: The paper's settings (shared/docs/dei-notes.md), typed in independently of the preset.
 PAPER = {
     "domain": "coreware", "nodes": 4, "rounds": 20, "new_fraction": 0.1, "max_champions": 20,
-    "sharing": "champion", "axes": ("tsp", "mc"),
+    "sharing": "champion", "axes": ("tsp", "mc"), "emitter": "uniform", "archive": "grid",
     # 250 calls per round and condition, 20 rounds; 62 per node per round is the nearest
     # whole equal split over 4 nodes.
     "budget": 62 * 4 * 20,
