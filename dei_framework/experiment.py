@@ -77,8 +77,10 @@ class Condition:
 
     @property
     def folder(self) -> str:
-        """The folder of its runs: the name, with ``/`` (from model strings) as ``_``."""
-        return self.name.replace("/", "_")
+        """The folder of its runs: the name with ``:`` as ``-`` and ``/`` (from model strings) as
+        ``_``, so that it is a valid file name everywhere (``homo:openai/gpt-4.1`` ->
+        ``homo-openai_gpt-4.1``)."""
+        return self.name.replace(":", "-").replace("/", "_")
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "operators": list(self.operators)}

@@ -106,8 +106,10 @@ def test_repeats_share_seeds_across_conditions(experiment):
     assert summary["seeds"] == [7, 8]
     for name, condition in summary["conditions"].items():
         assert [run["seed"] for run in condition["runs"]] == [7, 8]
-        for k in range(2):
-            assert (out / name / f"repeat-{k}" / "summary.json").exists()
+        for k, run in enumerate(condition["runs"]):
+            # Folders are valid file names everywhere: "homo:toy-b" runs in "homo-toy-b/".
+            assert run["dir"] == f"{name.replace(':', '-')}/repeat-{k}"
+            assert (out / run["dir"] / "summary.json").exists()
     assert json.loads((out / "summary.json").read_text()) == summary
 
 
@@ -140,7 +142,7 @@ def test_aggregates_match_the_runs(experiment):
 def test_every_condition_has_common_ground_figures_and_merged_archives(experiment):
     out, plan, summary = experiment
     references = set()
-    for name, condition in summary["conditions"].items():
+    for condition in summary["conditions"].values():
         common = condition["merged"]["common"]
         assert common["coverage"]["n"] == 2 and common["qd_score"]["n"] == 2
         assert 0.0 < common["coverage"]["mean"] <= 1.0
@@ -148,12 +150,10 @@ def test_every_condition_has_common_ground_figures_and_merged_archives(experimen
         references.add(common["reference"]["sha256"])
         # The toy's reference set is its two initial opponents.
         assert common["reference"]["count"] == 2
-        for k in range(2):
-            path = out / name / f"repeat-{k}" / "merged_archive.json"
-            elites = json.loads(path.read_text())
+        for run in condition["runs"]:
+            elites = json.loads((out / run["dir"] / "merged_archive.json").read_text())
             keys = {"text", "cell", "fitness", "common_fitness", "node"}
             assert elites and keys <= set(elites[0])
-            run = condition["runs"][k]
             # merged.common describes exactly this archive.
             assert len(elites) == run["merged"]["common"]["num_elites"]
             assert sum(e["common_fitness"] for e in elites) == pytest.approx(
@@ -166,10 +166,9 @@ def test_every_condition_has_common_ground_figures_and_merged_archives(experimen
 def test_the_same_text_gets_the_same_common_fitness_in_every_condition(experiment, plugins):
     out, plan, summary = experiment
     seen: dict[str, dict[str, float]] = {}
-    for name in summary["conditions"]:
-        for k in range(2):
-            for elite in json.loads((out / name / f"repeat-{k}" / "merged_archive.json")
-                                    .read_text()):  # fmt: skip
+    for name, condition in summary["conditions"].items():
+        for k, run in enumerate(condition["runs"]):
+            for elite in json.loads((out / run["dir"] / "merged_archive.json").read_text()):
                 seen.setdefault(elite["text"], {})[f"{name}/{k}"] = elite["common_fitness"]
     shared = {text: found for text, found in seen.items()
               if len({key.split("/")[0] for key in found}) >= 2}  # fmt: skip
@@ -213,8 +212,8 @@ def test_homo_stays_one_condition_with_one_operator():
     assert [(c.name, c.operators) for c in conditions] == [("solo", ("a",)),
                                                            ("homo", ("a", "a", "a"))]
     expanded = parse_conditions(["homo"], [], ["a", "openai/m", "a"], 2)
-    assert [(c.name, c.folder) for c in expanded] == [("homo:a", "homo:a"),
-                                                      ("homo:openai/m", "homo:openai_m")]
+    assert [(c.name, c.folder) for c in expanded] == [("homo:a", "homo-a"),
+                                                      ("homo:openai/m", "homo-openai_m")]
 
 
 def test_describe_by_hand():
@@ -403,7 +402,7 @@ def test_cli_runs_an_experiment_and_writes_the_report(tmp_path, cli_plugins):
     assert resumed.exit_code == 0, resumed.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["conditions"]["homo:toy-random"]["budget"]["calls"] == [8, 8]
-    assert (out / "homo:toy-b" / "repeat-1" / "merged_archive.json").exists()
+    assert (out / "homo-toy-b" / "repeat-1" / "merged_archive.json").exists()
 
 
 def test_cli_errors_are_one_line(tmp_path, cli_plugins):

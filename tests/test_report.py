@@ -179,7 +179,7 @@ def test_interrupted_experiment_report(tmp_path, experiment_dir):
     copy = tmp_path / "copy"
     shutil.copytree(experiment_dir, copy)
     (copy / "summary.json").unlink()
-    (copy / "homo:toy-b" / "repeat-1" / "summary.json").unlink()
+    (copy / "homo-toy-b" / "repeat-1" / "summary.json").unlink()
     text = write_run_report(copy).read_text()
     assert "Unfinished: homo:toy-b (1/2)" in text
 
