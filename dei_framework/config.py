@@ -86,6 +86,10 @@ class RunConfig:
         common_ground: After the run, re-evaluate every merged-archive elite and round
             champion against the domain's reference set (``merged.common`` in the summary;
             always on in experiments).
+        members: The run's membership: ed25519 public keys (64 hex) of the nodes allowed to
+            share champions. Empty: an open run (any validly signed champion is considered).
+            Champions signed by other keys are dropped and counted (``nonmember``); networked
+            transports also drop frames from peers outside it (``rejected_nonmember``).
         compute_axis: What equal compute is measured on: ``calls`` (the paper; ``budget`` counts
             calls), ``tokens`` (``budget`` counts tokens of every billed attempt) or ``cost``
             (``max_cost_usd`` is the budget).
@@ -116,6 +120,7 @@ class RunConfig:
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
     checkpoint_seconds: float = 2.0
     common_ground: bool = False
+    members: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _members(v))
     compute_axis: str = "calls"
     max_cost_usd: float | None = None
     max_attempts_per_node: int | None = attrs.field(
@@ -197,6 +202,15 @@ class RunConfig:
         values["nodes"] = tuple(NodeConfig(**node) for node in data["nodes"])
         values.setdefault("max_peer_champions", values.get("max_champions", 20))
         return cls(**values)
+
+
+def _members(value: Any) -> tuple[str, ...]:
+    from dei_framework.envelope import EnvelopeError, parse_members
+
+    try:
+        return tuple(sorted(parse_members(value or None) or ()))
+    except EnvelopeError as exc:
+        raise ConfigError(f"members: {exc}") from None
 
 
 #: Options a ``[[node]]`` table may set besides ``operator``.
@@ -303,7 +317,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "transport_options", "sharing_options", "operator_options", "out",
              "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
              "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
-             "common_ground", "preset"}
+             "common_ground", "preset", "members"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -380,6 +394,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         eval_workers=pick("eval_workers"), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
         common_ground=bool(pick("common_ground")),
+        members=file.get("members") or (),
         compute_axis=pick("compute_axis") or "calls", max_cost_usd=pick("max_cost_usd"),
         max_attempts_per_node=pick("max_attempts_per_node"),
         max_attempts_per_call=pick("max_attempts_per_call"),
