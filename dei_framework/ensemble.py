@@ -10,6 +10,7 @@ This is what ``dei-run`` does, and what library users call to run a configured e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -19,6 +20,15 @@ from typing import Any
 from dei_framework import chaos
 from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.budget import BudgetLedger, NodeUsage
+from dei_framework.common import (
+    Reference,
+    build_reference,
+    common_fitness,
+    evaluate_texts,
+    merge_common,
+    raw_entries,
+    reference_record,
+)
 from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
@@ -30,13 +40,16 @@ from dei_framework.node import Node
 from dei_framework.operators import Operator, OperatorSettings
 from dei_framework.plugins import PluginRegistry, load_plugins, notify
 from dei_framework.replay import RecordedOperator, Recording
-from dei_framework.runlog import RunDir, read_jsonl
+from dei_framework.runlog import RunDir, read_jsonl, write_json_atomic
 from dei_framework.scheduler import Scheduler
 from dei_framework.search import RecordedCall, SearchDriver
 from dei_framework.timeline import NodeClock, Timeline
 from dei_framework.transport import TransportSpec
 
 Progress = Callable[[str, dict[str, Any]], None]
+
+#: Seconds a transport or operator may take to close before the run goes on without it.
+CLOSE_SECONDS = 5.0
 
 #: Scheduler lag per slot of operator concurrency: a slot is planned once every slot more than
 #: ``4 x max_in_flight`` before it was admitted, so a reply up to ~4x slower than the others
@@ -70,9 +83,8 @@ class Ensemble:
         resume: Continue the run recorded in ``run_dir`` from its last checkpoint.
         replay_from: Rerun the run recorded there with its recorded replies and receptions
             (no operator is called, no transport is used).
-        reask_mismatched: With ``replay_from``: ask the real operator for calls that do not
-            match the record instead of stopping at the first.
-        progress: Called with ``(kind, data)`` for live display (``evaluated``, ``round``).
+                        progress=progress, reask_mismatched=reask_mismatched)  # fmt: skip
+    return ensemble.run()
     """
 
     def __init__(
@@ -94,6 +106,17 @@ class Ensemble:
         self.replay_from = replay_from
         self.progress = progress or (lambda kind, data: None)
         self.round_archives: dict[str, dict[int, GridArchive]] = defaultdict(dict)
+        # Opponents each node fought per round (for the fitness scale of its raw figures).
+        self.round_opponents: dict[str, dict[int, int]] = defaultdict(dict)
+        self.reference: Reference | None = None
+        self.common_outcomes: dict = {}
+        self.merged_entries: list[dict[str, Any]] = []
+        #: The run has written its configuration (a failure after this keeps the directory).
+        self.started = False
+        #: :meth:`stop` was called.
+        self.stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
 
     # --- construction ---------------------------------------------------------------------------
 
@@ -104,6 +127,8 @@ class Ensemble:
             dict(config.domain_options),
         )  # fmt: skip
         self.space = build_space(self.domain, config.axes, registry)
+        if config.common_ground:
+            self.reference = build_reference(self.domain)
         spaces = {node.name: build_space(self.domain, node.axes or self.space.names, registry)
                   for node in config.nodes}  # fmt: skip
         policies = {
@@ -190,7 +215,7 @@ class Ensemble:
             transport_spec = registry.transport(config.transport)
             transports = list(
                 _build_plugin(registry.transports, config.transport, transport_spec.factory,
-                              config.node_names, dict(config.transport_options))  # fmt: skip
+                              config.node_names, _transport_options(config))  # fmt: skip
             )
             if len(transports) != len(config.nodes):
                 raise ConfigError(
@@ -221,6 +246,7 @@ class Ensemble:
                 scheduler.restore(states[name])
                 self.ledger.usage[name].restore(states[name]["usage"])
                 for entry in scheduler.history:
+                    self._note_opponents(name, entry)
                     path = self.run_dir.round_path(name, entry["round"])
                     if path.exists():
                         self.round_archives[name][entry["round"]] = self._common(
@@ -229,6 +255,11 @@ class Ensemble:
             node_dir = self.run_dir.path / "nodes" / name
             node_dir.mkdir(parents=True, exist_ok=True)
             identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
+            if config.members and identity.public_key_hex not in config.members:
+                raise ConfigError(
+                    f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
+                    "not in the run's members"
+                )
             clock = None
             if self.timeline is not None:
                 clock = NodeClock(latency=_nominal_latency(node_config, operators[name]),
@@ -237,7 +268,8 @@ class Ensemble:
             node = Node(name=name, transport=transport, policy=policies[name],
                         domain_name=self.domain.name, registry=self.registry,
                         recorded=None if received is None else received.get(name, {}),
-                        identity=identity, timeline=self.timeline, clock=clock)  # fmt: skip
+                        identity=identity, members=config.members, timeline=self.timeline,
+                        clock=clock)  # fmt: skip
             self.nodes.append(node)
             self.drivers[name] = SearchDriver(
                 scheduler=scheduler, domain=self.domain, operator=operators[name],
@@ -281,10 +313,13 @@ class Ensemble:
         for event in events:
             if event.get("event") == "evaluated":
                 notify(self.registry, "dei_candidate_evaluated", event=event)
+            elif event.get("event") == "node_stopped":
+                self.progress("stopped", event)
 
     def _on_round(self, name: str) -> Callable[[dict, ArchiveBase], None]:
         def ended(entry: dict, archive: ArchiveBase) -> None:
             self.round_archives[name][entry["round"]] = self._common(archive.to_json())
+            self._note_opponents(name, entry)
             self.run_dir.write_round(name, entry["round"],
                                      {"archive": archive.to_json(), **entry})  # fmt: skip
             self.progress("round", {**entry, "operator_status": self.operators[name].status()})
@@ -292,6 +327,10 @@ class Ensemble:
                    stats=entry)  # fmt: skip
 
         return ended
+
+    def _note_opponents(self, name: str, entry: dict) -> None:
+        if entry.get("opponents") is not None:
+            self.round_opponents[name][entry["round"]] = len(entry["opponents"])
 
     def _common(self, archive: dict[str, Any]) -> GridArchive:
         """A node's archive mapped into the run's grid (the common space of merges and reports,
@@ -317,11 +356,59 @@ class Ensemble:
 
     # --- running --------------------------------------------------------------------------------
 
+    def run(self) -> dict[str, Any]:
+        """Runs every node to the end in a new event loop; returns the summary.
+
+        A run stopped by :meth:`stop` (or by Ctrl-C, which ``asyncio.run`` turns into a
+        cancellation) writes a checkpoint, kills its evaluation workers and raises
+        :class:`KeyboardInterrupt`; ``dei-run --resume`` continues it. A run that fails before
+        it started leaves no directory behind.
+
+        Raises:
+            DEIError: a configuration problem (unknown plugin name, bad option, ...).
+            KeyboardInterrupt: the run was stopped; its checkpoint is written.
+        """
+        fresh = not self.resume and not self.run_dir.config_path.exists()
+        try:
+            try:
+                return asyncio.run(self.run_async())
+            except asyncio.CancelledError:
+                if not self.stopping:
+                    raise
+                raise KeyboardInterrupt from None
+        except BaseException:
+            if fresh and not self.started:
+                self.run_dir.discard()
+            raise
+
+    def stop(self) -> None:
+        """Asks the run to stop: every node stops at its next await, the run checkpoints.
+
+        Safe to call from a signal handler (of the thread running the event loop) or from
+        another thread; :meth:`run` then raises :class:`KeyboardInterrupt`.
+        """
+        self.stopping = True
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(task.cancel)
+
+    def kill_workers(self) -> None:
+        """Kills the evaluation worker processes at once (a second Ctrl-C, just before exit)."""
+        evaluator = getattr(self, "evaluator", None)
+        if evaluator is not None:
+            evaluator.kill_workers()
+
     async def run_async(self) -> dict[str, Any]:
         """Runs every node to the end; returns the summary (also written to ``summary.json``)."""
+        self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
+        if self.stopping:
+            raise asyncio.CancelledError
         self._build()
         self.run_dir.write_config(self.config.to_json())
+        self.started = True
+        self._report_resumed()
         started = [node.transport for node in self.nodes if node.transport is not None]
+        interrupted = False
         try:
             for transport in started:
                 await transport.start()
@@ -331,16 +418,33 @@ class Ensemble:
             finally:
                 checkpointer.cancel()
             self._checkpoint()
+            if self.reference is not None:
+                self.common_outcomes = await evaluate_texts(
+                    self.evaluator, self._common_texts(), self.reference
+                )
+        except asyncio.CancelledError:
+            # Each node's boundary is consistent with the run log at any await: that is what
+            # the periodic checkpoints rely on too.
+            interrupted = True
+            self._checkpoint()
+            raise
         finally:
             for transport in started:
                 try:
-                    await transport.close()
+                    await asyncio.wait_for(transport.close(), CLOSE_SECONDS)
                 except Exception:  # closing must not hide the run's own outcome
                     pass
             for operator in self.operators.values():
-                await operator.aclose()
-            self.evaluator.close()
+                closing = operator.aclose()
+                if interrupted:  # an interrupt must end the run even if a provider hangs
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(closing, CLOSE_SECONDS)
+                else:
+                    await closing
+            self.evaluator.close(wait=not interrupted)
+            self.run_dir.close()
         summary = self.summary()
+        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merged_entries)
         self.run_dir.write_summary(summary)
         self.run_dir.close()
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
@@ -352,6 +456,33 @@ class Ensemble:
         finally:  # finished, stopped or failed: its peers must not wait for its clock
             node.finish()
 
+    def _report_resumed(self) -> None:
+        """Gives the progress display each node's totals so far (non-zero on ``--resume``).
+
+        The display counts operator-made candidates as they are admitted, so a resumed run
+        starts from those admitted before the checkpoint (the log is cut back to it) — not from
+        the ledger, which also bills calls that completed but were not admitted yet: the
+        resumed driver asks their items again, serves the recorded replies without charging
+        them twice, and the display counts them when they are admitted.
+        """
+        calls: dict[str, int] = defaultdict(int)
+        invalid: dict[str, int] = defaultdict(int)
+        if self.resume:
+            for event in read_jsonl(self.run_dir.events_path):
+                if event.get("event") == "evaluated" and event.get("kind") in ("new", "mutate"):
+                    calls[event["node"]] += 1
+                    invalid[event["node"]] += event.get("status") == "invalid"
+        for node in self.nodes:
+            loop = self.drivers[node.name]
+            last = loop.history[-1] if loop.history else None
+            self.progress("resumed", {
+                "node": node.name, "calls": calls[node.name],
+                "invalid": invalid[node.name], "rounds_done": len(loop.history),
+                "coverage": last["stats"]["coverage"] if last else 0.0,
+                "best": max((e["champion"]["fitness"] for e in loop.history if e["champion"]),
+                            default=None),
+            })  # fmt: skip
+
     async def _checkpoint_periodically(self) -> None:
         while True:
             await asyncio.sleep(self.config.checkpoint_seconds)
@@ -361,6 +492,43 @@ class Ensemble:
 
     # --- results --------------------------------------------------------------------------------
 
+    def _final_archives(self) -> list[GridArchive]:
+        return [archives[max(archives)] for archives in self.round_archives.values() if archives]
+
+    def _common_texts(self) -> list[str]:
+        """Every final-archive elite and every round champion: what common ground measures."""
+        texts = [elite.text for archive in self._final_archives() for elite in archive]
+        for driver in self.drivers.values():
+            texts += [e["champion"]["text"] for e in driver.history if e.get("champion")]
+        return texts
+
+    def _merged(self) -> dict[str, Any]:
+        """Raw merge statistics, the common-ground block, and ``merged_archive.json``."""
+        finals = self._final_archives()
+        merged = merged_stats(finals) if finals else {"coverage": 0.0, "qd_score": 0.0}
+        if self.reference is None:
+            self.merged_entries = raw_entries(GridArchive.merge(finals)) if finals else []
+            return merged
+        archive, self.merged_entries = merge_common(
+            finals, self.common_outcomes, self.space, qd_offset=self.domain.fitness_floor
+        )
+        failed = sum(1 for o in self.common_outcomes.values() if o.evaluation is None)
+        merged["common"] = {
+            **archive.stats().to_json(),
+            "reference": dict(self.reference.record),
+            "seed": self.reference.seed,
+            "fitness_scale": self.reference.fitness_scale,
+            "failed": failed,
+        }
+        return merged
+
+    def _fitness_scales(self, name: str) -> list[float | None]:
+        fought = self.round_opponents.get(name, {})
+        return [
+            float(self.domain.fitness_scale(fought[e["round"]])) if e["round"] in fought else None
+            for e in self.drivers[name].history
+        ]
+
     def summary(self) -> dict[str, Any]:
         """The run's results: merged archive, per-node metrics, budget, sharing counters."""
         rounds = sorted({r for archives in self.round_archives.values() for r in archives})
@@ -368,8 +536,7 @@ class Ensemble:
         for round_index in rounds:
             archives = [a[round_index] for a in self.round_archives.values() if round_index in a]
             per_round.append({"round": round_index, **merged_stats(archives)})
-        finals = [archives[max(archives)] for archives in self.round_archives.values() if archives]
-        merged = merged_stats(finals) if finals else {"coverage": 0.0, "qd_score": 0.0}
+        merged = self._merged()
         events = list(read_jsonl(self.run_dir.events_path))
         nodes = {}
         for node in self.nodes:
@@ -377,6 +544,10 @@ class Ensemble:
             usage: NodeUsage = self.ledger.usage[node.name]
             generality = [e.get("generality") for e in loop.history]
             final = loop.history[-1] if loop.history else None
+            champion = dict(final["champion"]) if final and final.get("champion") else None
+            if champion is not None and self.reference is not None:
+                champion["common_fitness"] = common_fitness(self.common_outcomes,
+                                                            champion["text"])  # fmt: skip
             nodes[node.name] = {
                 "operator": loop.operator.label,
                 "model": loop.operator.label,
@@ -392,7 +563,12 @@ class Ensemble:
                 "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
                 "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
                 "qd_score_per_round": [e["stats"]["qd_score"] for e in loop.history],
-                "champion": final["champion"] if final else None,
+                "champion": champion,
+                "champion_common_fitness_per_round": [
+                    common_fitness(self.common_outcomes, (e.get("champion") or {}).get("text"))
+                    for e in loop.history
+                ] if self.reference is not None else None,
+                "fitness_scale_per_round": self._fitness_scales(node.name),
                 "stopped": loop.stopped,
                 "sharing": node.stats(),
                 "operator_status": loop.operator.status(),
@@ -406,6 +582,7 @@ class Ensemble:
             "space": {"axes": list(self.space.names), "shape": list(self.space.shape),
                       "cells": self.space.cells},  # fmt: skip
             "merged": {**merged, "per_round": per_round},
+            "generality": {"reference": _generality_reference(self.domain)},
             "nodes": nodes,
             "operator_divergence": operator_divergence(
                 cell_histograms(self._in_common_space(events), self.space.shape)
@@ -428,6 +605,19 @@ def _nominal_latency(node: NodeConfig, operator: Operator) -> float:
         raise ConfigError(f"{node.name}: nominal_latency must be a positive number of seconds, "
                           f"got {value!r}")  # fmt: skip
     return latency
+
+
+def _generality_reference(domain: Domain) -> dict[str, Any] | None:
+    texts = domain.generality_reference()
+    return None if texts is None else reference_record(texts)
+
+
+def _transport_options(config: RunConfig) -> dict[str, Any]:
+    """The transport's options; the run's membership is passed as ``members`` unless set."""
+    options = dict(config.transport_options)
+    if config.members:
+        options.setdefault("members", list(config.members))
+    return options
 
 
 def check_metering(config: RunConfig, operators: Mapping[str, Operator]) -> None:
@@ -480,12 +670,10 @@ def run(
 
     Raises:
         DEIError: a configuration problem (unknown plugin name, bad option, ...).
+        KeyboardInterrupt: Ctrl-C stopped the run; its checkpoint is written.
     """
     run_dir = RunDir(out)
     replay = RunDir(replay_from) if replay_from is not None else None
     ensemble = Ensemble(config, run_dir, registry=registry, resume=resume, replay_from=replay,
                         progress=progress, reask_mismatched=reask_mismatched)  # fmt: skip
-    try:
-        return asyncio.run(ensemble.run_async())
-    except DEIError:
-        raise
+    return ensemble.run()

@@ -23,6 +23,8 @@ from dei_framework.transport import Delivery, Transport
 
 #: Messages examined per round start; honest traffic is a few champions per peer and round.
 MAX_DELIVERIES_PER_DRAIN = 2000
+#: Received champions admitted per round (each is evaluated before it may be used).
+MAX_ADMITTED_PER_ROUND = 64
 
 
 class Node:
@@ -39,6 +41,7 @@ class Node:
         inbox: Admission control for received messages (verification, dedup, rate limit).
         timeline: Deliver by virtual time through this timeline instead of ``transport``.
         clock: The node's virtual clock (with ``timeline``).
+        members: The run's membership (public keys); ``()`` accepts any signed champion.
     """
 
     def __init__(
@@ -54,6 +57,7 @@ class Node:
         inbox: InboxFilter | None = None,
         timeline: Timeline | None = None,
         clock: NodeClock | None = None,
+        members: Sequence[str] = (),
     ) -> None:
         if (timeline is None) != (clock is None):
             raise ValueError("a node on a timeline needs a clock, and a clock needs a timeline")
@@ -66,12 +70,14 @@ class Node:
         self.identity = identity or NodeIdentity.generate()
         self.timeline = timeline
         self.clock = clock
-        if inbox is None and timeline is not None:
-            # The timeline carries only this process's own nodes, and a wall-clock rate limit
-            # would make what is dropped depend on timing.
-            inbox = InboxFilter(domain=domain_name, rate_per_minute=1e12, burst=1e12)
-        # Champions are rare (one per node and round); the limit only stops floods.
-        self.inbox = inbox or InboxFilter(domain=domain_name, rate_per_minute=120, burst=60)
+        # Champions are rare (one per node and round); the rate limit only stops floods. On a
+        # timeline (this process's own nodes only) a wall-clock rate limit would make what is
+        # dropped depend on timing, so there is none.
+        rate = 1e12 if timeline is not None else 120
+        self.inbox = inbox or InboxFilter(domain=domain_name, rate_per_minute=rate,
+                                          burst=rate if timeline is not None else 60,
+                                          members=members or None,
+                                          max_per_round=MAX_ADMITTED_PER_ROUND)  # fmt: skip
         self.published = 0
         self.own_messages = 0
 
@@ -106,6 +112,7 @@ class Node:
     def _accept(self, deliveries: list[Delivery]) -> list[Candidate]:
         """Verified champions of other nodes among ``deliveries``."""
         received = []
+        self.inbox.start_round()
         if len(deliveries) > MAX_DELIVERIES_PER_DRAIN:
             # Verifying a signature costs CPU on the event loop, so a flood must not stall the
             # node; taking the peers' messages in turn keeps one flooding peer from crowding

@@ -1,5 +1,5 @@
-"""DEI plugin entry point of Core War: the ``coreware`` domain, its offline operators, the
-``--human-set`` run option and the ``dei coreware`` commands."""
+"""DEI plugin entry point of Core War: the ``coreware`` domain, its descriptor axes, offline
+operators, the ``--human-set`` run option and the ``dei coreware`` commands."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import click
 
 from dei_framework import hookimpl
 from dei_framework.cli_options import RunOption
+from dei_framework.descriptors import AxisSpec
 from dei_framework.domain import Domain, DomainSpec
 from dei_framework.operators import Operator, OperatorSettings, OperatorSpec
 
@@ -43,6 +44,24 @@ def _templates(settings: OperatorSettings, domain: Domain) -> Operator:
     return TemplateOperator(_assembler_settings(domain), label=settings.spec)
 
 
+def _family(name: str):
+    def build(settings: OperatorSettings, domain: Domain) -> Operator:
+        from dei_coreware.operators.families import FAMILIES, FamilyOperator
+
+        return FamilyOperator(FAMILIES[name], _assembler_settings(domain), label=settings.spec)
+
+    return build
+
+
+#: The operator families (see dei_coreware.operators.families) with their one-line description.
+_FAMILIES = {
+    "bombers": "Core War family: dwarf, stone, core clear; fresh constants and edits",
+    "papers": "Core War family: paper replicators; fresh constants and edits",
+    "scanners": "Core War family: scanner, vampire; fresh constants and edits",
+    "imps": "Core War family: imp, imp ring; fresh constants and edits",
+}
+
+
 @hookimpl
 def dei_domains() -> list[DomainSpec]:
     return [
@@ -52,12 +71,22 @@ def dei_domains() -> list[DomainSpec]:
 
 
 @hookimpl
+def dei_descriptor_axes() -> list[AxisSpec]:
+    from dei_coreware.domain import descriptor_axes
+
+    return descriptor_axes()
+
+
+@hookimpl
 def dei_operators() -> list[OperatorSpec]:
     return [
         OperatorSpec(name="gp", factory=_gp, offline=True, domains=("coreware",),
                      description="Core War genetic programming: instruction edits, crossover"),
         OperatorSpec(name="templates", factory=_templates, offline=True, domains=("coreware",),
                      description="Core War strategy archetypes with random constants"),
+        *(OperatorSpec(name=name, factory=_family(name), offline=True, domains=("coreware",),
+                       description=description, default=False)
+          for name, description in _FAMILIES.items()),
     ]  # fmt: skip
 
 
