@@ -2,10 +2,16 @@
 
 The core is domain-agnostic. What it offers library users:
 
-* :class:`GridArchive`, :class:`AddStatus`, :class:`Elite`, :class:`ArchiveStats` — MAP-Elites.
+* :class:`Scheduler` — one node's Red Queen MAP-Elites as ask/tell (:class:`WorkItem` out,
+  :class:`Result` in, :class:`TellReport` back); :func:`evaluate` scores a program in-process.
+* :class:`Candidate` — the one program record (``Elite``, ``Parent``, ``Opponent`` alias it).
+* :class:`ArchiveBase`, :class:`GridArchive`, :class:`CVTArchive`, :class:`AddStatus`,
+  :class:`ArchiveStats` — archives; :class:`EmitterBase`, :class:`UniformEmitter`,
+  :class:`ImprovementEmitter` — parent choice.
 * :class:`DescriptorSpace` and the axes :class:`ThresholdAxis`, :class:`UniformAxis`,
   :class:`LogAxis`.
-* :class:`OpponentPool` — the Red Queen opponents; :class:`SharingPolicy` — champion sharing.
+* :class:`OpponentPool` — the Red Queen opponents; :class:`SharingPolicy` (a protocol),
+  :class:`TopKSharing` and :class:`Admit` — champion sharing.
 * :class:`BudgetLedger` — equal-compute call accounting with hard caps.
 * :class:`Domain`, :class:`Operator`, :class:`Transport` — the plugin contracts, with
   :data:`hookimpl` and the hook specifications in :mod:`dei_framework.hookspecs`.
@@ -14,7 +20,14 @@ The core is domain-agnostic. What it offers library users:
 * :class:`DEIError` — the base of every error a user can cause.
 """
 
-from dei_framework.archive import AddStatus, ArchiveStats, Elite, GridArchive
+from dei_framework.archives import (
+    AddStatus,
+    ArchiveBase,
+    ArchiveSpec,
+    ArchiveStats,
+    CVTArchive,
+    GridArchive,
+)
 from dei_framework.budget import BudgetLedger, split_budget
 from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.context import FactoryContext
@@ -26,6 +39,7 @@ from dei_framework.descriptors import (
     UniformAxis,
 )
 from dei_framework.domain import Domain, DomainSpec, Evaluation, Program
+from dei_framework.emitters import EmitterBase, EmitterSpec, ImprovementEmitter, UniformEmitter
 from dei_framework.ensemble import run
 from dei_framework.errors import (
     BudgetExhausted,
@@ -36,6 +50,7 @@ from dei_framework.errors import (
     PluginError,
     TransportError,
 )
+from dei_framework.evaluation import evaluate
 from dei_framework.hookspecs import hookimpl, hookspec
 from dei_framework.operators import (
     Operator,
@@ -43,15 +58,19 @@ from dei_framework.operators import (
     OperatorRequest,
     OperatorSettings,
     OperatorSpec,
-    Parent,
     TransientOperatorFailure,
 )
-from dei_framework.opponents import Opponent, OpponentPool
+from dei_framework.opponents import OpponentPool
 from dei_framework.plugins import load_plugins
-from dei_framework.sharing import SharingPolicy, SharingSpec
+from dei_framework.records import Candidate, Elite, Opponent, Parent
+from dei_framework.scheduler import Admission, Result, RoundEnd, Scheduler, TellReport, WorkItem
+from dei_framework.sharing import Admit, SharingPolicy, SharingSpec, TopKSharing
 from dei_framework.transport import Delivery, Transport, TransportSpec
 
 __all__ = [
+    "Admission", "Admit", "ArchiveBase", "ArchiveSpec", "CVTArchive", "Candidate",
+    "EmitterBase", "EmitterSpec", "ImprovementEmitter", "Result", "RoundEnd", "Scheduler",
+    "TellReport", "TopKSharing", "UniformEmitter", "WorkItem", "evaluate",
     "AddStatus", "ArchiveStats", "AxisSpec", "BudgetExhausted", "BudgetLedger", "ConfigError",
     "DEIError", "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Elite", "Evaluation",
     "FactoryContext", "GridArchive", "InvalidProgram", "LogAxis", "NodeConfig", "Operator",

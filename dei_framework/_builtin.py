@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dei_framework.archives import BUILTIN_ARCHIVES, ArchiveSpec
+from dei_framework.emitters import BUILTIN_EMITTERS, EmitterSpec
 from dei_framework.hookspecs import hookimpl
 from dei_framework.sharing import BUILTIN_POLICIES, SharingSpec
 
@@ -9,3 +11,13 @@ from dei_framework.sharing import BUILTIN_POLICIES, SharingSpec
 @hookimpl
 def dei_sharing_policies() -> list[SharingSpec]:
     return list(BUILTIN_POLICIES)
+
+
+@hookimpl
+def dei_emitters() -> list[EmitterSpec]:
+    return list(BUILTIN_EMITTERS)
+
+
+@hookimpl
+def dei_archives() -> list[ArchiveSpec]:
+    return list(BUILTIN_ARCHIVES)

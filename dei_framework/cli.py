@@ -73,6 +73,8 @@ RUN_OPTIONS = [
     click.option("--rounds", type=int, help="Red Queen rounds per node (default 3)."),
     click.option("--sharing", help="Champion-sharing policy (default: champion)."),
     click.option("--axes", help="Comma-separated descriptor axes (default: the domain's)."),
+    click.option("--emitter", help="How parents are chosen (default: uniform; see `dei plugins`)."),
+    click.option("--archive", help="Archive kind (default: grid; cvt for 3+ axes)."),
     click.option("--seed", type=int, help="Run seed (default 0)."),
     click.option("--domain-option", "domain_option", multiple=True, metavar="KEY=VALUE",
                  help="A domain option, repeatable."),

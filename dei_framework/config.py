@@ -38,11 +38,20 @@ class NodeConfig:
         operator: ``--operator`` value for this node (an operator name or a model string).
         options: Operator options (``api_base``, ``temperature``, ``max_tokens``, ``timeout``,
             ``concurrency`` ...), node table over global settings.
+        emitter: This node's emitter (empty: the run's).
+        archive: This node's archive (empty: the run's).
+        sharing: This node's sharing policy (empty: the run's).
+        axes: This node's descriptor axes (empty: the run's); results are mapped into the
+            run's axes for the merged archive and reports.
     """
 
     name: str
     operator: str
     options: Mapping[str, Any] = attrs.field(factory=dict)
+    emitter: str = ""
+    archive: str = ""
+    sharing: str = ""
+    axes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
 
 @attrs.frozen(kw_only=True)
@@ -61,8 +70,14 @@ class RunConfig:
         sharing: Sharing policy name.
         sharing_options: Options of the policy (``[sharing]`` table).
         axes: Descriptor axes of the grid (empty: the domain's default).
+        emitter: Emitter name (how parents are chosen).
+        emitter_options: Options of the emitter (``[emitter_options]`` table).
+        archive: Archive name (``grid``, ``cvt`` ...).
+        archive_options: Options of the archive (``[archive_options]`` table).
         new_fraction: Share of calls that write a new program instead of mutating an elite.
-        max_champions: Recent champions kept as opponents (DRQ's k).
+        max_champions: Own recent champions kept as opponents (DRQ's k).
+        max_peer_champions: Received champions kept as opponents (a separate window, so own
+            Red Queen memory is the same in Solo and ensemble runs).
         eval_workers: Worker processes for evaluation (0: threads in this process).
         domain_options: Domain options (``[domain_options]`` table and domain flags).
         transport_options: Transport options (``[transport_options]`` table and flags).
@@ -83,8 +98,13 @@ class RunConfig:
     sharing: str = "champion"
     sharing_options: Mapping[str, Any] = attrs.field(factory=dict)
     axes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    emitter: str = "uniform"
+    emitter_options: Mapping[str, Any] = attrs.field(factory=dict)
+    archive: str = "grid"
+    archive_options: Mapping[str, Any] = attrs.field(factory=dict)
     new_fraction: float = 0.1
     max_champions: int = 20
+    max_peer_champions: int = 20
     eval_workers: int | None = None
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
@@ -120,6 +140,7 @@ class RunConfig:
     def from_json(cls, data: Mapping[str, Any]) -> RunConfig:
         values = dict(data)
         values["nodes"] = tuple(NodeConfig(**node) for node in data["nodes"])
+        values.setdefault("max_peer_champions", values.get("max_champions", 20))
         return cls(**values)
 
 
@@ -135,6 +156,10 @@ def _members(value: Any) -> tuple[str, ...]:
 #: Options a ``[[node]]`` table may set besides ``operator``.
 NODE_OPTION_KEYS = ("api_base", "api_key_env", "temperature", "max_tokens", "timeout",
                     "concurrency", "max_retries")  # fmt: skip
+
+
+#: Search settings a ``[[node]]`` table may set for its node alone.
+NODE_SEARCH_KEYS = ("emitter", "archive", "sharing", "axes")
 
 
 def build_nodes(
@@ -159,7 +184,7 @@ def build_nodes(
     nodes = []
     for index in range(count):
         table = dict(node_tables[index]) if index < len(node_tables) else {}
-        unknown = set(table) - {"operator", "name", *NODE_OPTION_KEYS}
+        unknown = set(table) - {"operator", "name", *NODE_SEARCH_KEYS, *NODE_OPTION_KEYS}
         if unknown:
             raise ConfigError(f"[[node]] table {index} has unknown keys: {sorted(unknown)}")
         operator = table.pop("operator", None) or (operators[index % len(operators)]
@@ -167,8 +192,11 @@ def build_nodes(
         if not operator:
             raise ConfigError(f"node {index} has no operator")
         name = table.pop("name", f"node-{index}")
+        search = {key: table.pop(key) for key in NODE_SEARCH_KEYS if key in table}
+        if isinstance(search.get("axes"), str):
+            search["axes"] = tuple(a.strip() for a in search["axes"].split(",") if a.strip())
         nodes.append(NodeConfig(name=name, operator=operator,
-                                options={**common_options, **table}))
+                                options={**common_options, **table}, **search))
     names = [node.name for node in nodes]
     if len(set(names)) != len(names):
         raise ConfigError(f"node names repeat: {names}")
@@ -200,6 +228,9 @@ DEFAULTS: dict[str, Any] = {
     "sharing": "champion",
     "new_fraction": 0.1,
     "max_champions": 20,
+    "max_peer_champions": 20,
+    "emitter": "uniform",
+    "archive": "grid",
     "checkpoint_seconds": 2.0,
 }
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
@@ -223,7 +254,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     known = {"domain", "transport", "nodes", "operator", "operators", "api_base", "budget",
              "iterations", "rounds", "sharing", "axes", "seed", "eval_workers",
              "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
-             "transport_options", "sharing_options", "operator_options", "out", "members"}
+             "transport_options", "sharing_options", "operator_options", "out", "members",
+             "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -277,6 +309,9 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         budget=budget, iterations=iterations, seed=pick("seed"), sharing=pick("sharing"),
         sharing_options=tables["sharing_options"], axes=axes,
         new_fraction=pick("new_fraction"), max_champions=pick("max_champions"),
+        max_peer_champions=pick("max_peer_champions"), emitter=pick("emitter"),
+        emitter_options=file.get("emitter_options", {}), archive=pick("archive"),
+        archive_options=file.get("archive_options", {}),
         eval_workers=pick("eval_workers"), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
         members=file.get("members") or (),

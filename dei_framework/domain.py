@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from dei_framework.descriptors import AxisSpec
-from dei_framework.operators import Message, Parent
+from dei_framework.records import Candidate, Message
 
 
 @attrs.frozen
@@ -89,8 +89,8 @@ class Domain(abc.ABC):
         self,
         kind: str,
         *,
-        parent: Parent | None = None,
-        others: Sequence[Parent] = (),
+        parent: Candidate | None = None,
+        others: Sequence[Candidate] = (),
         feedback: str | None = None,
     ) -> list[Message]:
         """Chat messages for an LLM operator (system prompt first).

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dei_framework.archive import GridArchive
+from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.budget import BudgetLedger, NodeUsage
 from dei_framework.config import RunConfig
 from dei_framework.descriptors import DescriptorSpace
@@ -29,9 +29,15 @@ from dei_framework.node import Node
 from dei_framework.operators import OperatorSettings
 from dei_framework.plugins import PluginRegistry, load_plugins, notify
 from dei_framework.runlog import RunDir, read_jsonl
-from dei_framework.search import SearchLoop, SearchSettings
+from dei_framework.scheduler import Scheduler
+from dei_framework.search import RecordedCall, SearchDriver
 
 Progress = Callable[[str, dict[str, Any]], None]
+
+#: Scheduler lag per slot of operator concurrency: a slot is planned once every slot more than
+#: ``4 x max_in_flight`` before it was admitted, so a reply up to ~4x slower than the others
+#: holds nothing back (benchmarks/pipeline_offline.py measures the effect).
+LAG_PER_SLOT = 4
 
 
 def build_space(domain: Domain, axes: tuple[str, ...], registry: PluginRegistry) -> DescriptorSpace:
@@ -90,16 +96,25 @@ class Ensemble:
             dict(config.domain_options),
         )  # fmt: skip
         self.space = build_space(self.domain, config.axes, registry)
-        self.policy = _build_plugin(
-            registry.sharing, config.sharing, registry.sharing_policy(config.sharing).factory,
-            dict(config.sharing_options),
-        )  # fmt: skip
+        spaces = {node.name: build_space(self.domain, node.axes or self.space.names, registry)
+                  for node in config.nodes}  # fmt: skip
+        policies = {
+            node.name: _build_plugin(
+                registry.sharing, node.sharing or config.sharing,
+                registry.sharing_policy(node.sharing or config.sharing).factory,
+                dict(config.sharing_options),
+            )
+            for node in config.nodes
+        }  # fmt: skip
+        self.policy = policies[config.nodes[0].name]
         self.ledger = BudgetLedger(
             quotas=config.node_quotas(),
             models={node.name: node.operator for node in config.nodes},
         )
-        self.evaluator = Evaluator(self.domain, workers=config.eval_workers)
-        replies: dict[str, list[dict]] = defaultdict(list)
+        offered = {spec.name for spec in self.domain.descriptor_axes()} | set(registry.axes)
+        self.evaluator = Evaluator(self.domain, workers=config.eval_workers,
+                                   descriptor_keys=offered)  # fmt: skip
+        replies: dict[str, dict[str, RecordedCall]] = defaultdict(dict)
         received: dict[str, dict[int, list[dict]]] | None = None
         states: dict[str, dict] = {}
         if self.resume:
@@ -107,21 +122,25 @@ class Ensemble:
             if checkpoint is not None:
                 states = checkpoint["nodes"]
                 offsets = checkpoint["offsets"]
-                # Calls completed after the checkpoint were paid for: serve them again.
-                all_calls = list(read_jsonl(self.run_dir.calls_path))
-                kept = list(read_jsonl(self.run_dir.calls_path, limit=offsets["calls.jsonl"]))
-                for call in all_calls[len(kept):]:
-                    replies[call["node"]].append(call)
+                # Calls completed before the checkpoint are in its budget and log; calls after
+                # it were paid for too: both are served again by key, the latter logged anew.
+                kept = len(list(read_jsonl(self.run_dir.calls_path, limit=offsets["calls.jsonl"])))
+                for index, call in enumerate(read_jsonl(self.run_dir.calls_path)):
+                    replies[call["node"]][call["key"]] = RecordedCall(record=call,
+                                                                      logged=index < kept)
                 self.run_dir.truncate(offsets)
             else:
                 self.run_dir.truncate({"events.jsonl": 0, "calls.jsonl": 0})
+        lags: dict[str, int] = {}
         if self.replay_from is not None:
             received = defaultdict(lambda: defaultdict(list))
             for call in read_jsonl(self.replay_from.calls_path):
-                replies[call["node"]].append(call)
+                replies[call["node"]][call["key"]] = RecordedCall(record=call)
             for event in read_jsonl(self.replay_from.events_path):
                 if event.get("event") == "received":
                     received[event["node"]][event["round"]].append(event)
+            recorded = self.replay_from.read_checkpoint() or {"nodes": {}}
+            lags = {name: state["lag"] for name, state in recorded["nodes"].items()}
 
         operators = {}
         for node in config.nodes:
@@ -144,7 +163,7 @@ class Ensemble:
                 )  # fmt: skip
         self.operators = operators
         transports: list = [None] * len(config.nodes)
-        if self.replay_from is None and self.policy.top_k + int(self.policy.to_opponents) > 0:
+        if self.replay_from is None and any(policy.shares for policy in policies.values()):
             transport_spec = registry.transport(config.transport)
             transports = list(
                 _build_plugin(registry.transports, config.transport, transport_spec.factory,
@@ -155,31 +174,35 @@ class Ensemble:
                     f"transport {config.transport!r} gave {len(transports)} endpoints for "
                     f"{len(config.nodes)} nodes"
                 )
-        settings = SearchSettings(
-            rounds=config.rounds, new_fraction=config.new_fraction, seed=config.seed,
-            peers_to_opponents=self.policy.to_opponents,
-            peers_seed_cells=self.policy.seed_empty_cells,
-        )  # fmt: skip
         self.nodes: list[Node] = []
+        self.drivers: dict[str, SearchDriver] = {}
         for node_config, transport in zip(config.nodes, transports, strict=True):
             name = node_config.name
-            loop = SearchLoop(
-                name=name, domain=self.domain, operator=operators[name],
-                evaluator=self.evaluator, ledger=self.ledger, space=self.space,
-                settings=settings, max_champions=config.max_champions, record=self._record,
-                replies=replies.get(name), on_round=self._on_round(name),
-                checkpoint=self._checkpoint,
-                on_event=lambda event: self.progress("evaluated", event),
+            emitter_name = node_config.emitter or config.emitter
+            archive_name = node_config.archive or config.archive
+            scheduler = Scheduler(
+                name=name, space=spaces[name], initial_opponents=self.domain.initial_opponents(),
+                calls=self.ledger.quotas[name], rounds=config.rounds, seed=config.seed,
+                new_fraction=config.new_fraction,
+                lag=lags.get(name, LAG_PER_SLOT * operators[name].max_in_flight),
+                archive=_build_plugin(registry.archives, archive_name,
+                                      registry.archive(archive_name).factory,
+                                      dict(config.archive_options)),
+                emitter=_build_plugin(registry.emitters, emitter_name,
+                                      registry.emitter(emitter_name).factory,
+                                      dict(config.emitter_options)),
+                sharing=policies[name], qd_offset=self.domain.fitness_floor,
+                own_window=config.max_champions, peer_window=config.max_peer_champions,
             )  # fmt: skip
             if name in states:
-                loop.restore(states[name])
+                scheduler.restore(states[name])
                 usage = self.ledger.usage[name]
                 for key, value in states[name]["usage"].items():
                     setattr(usage, key, value)
-                for entry in loop.history:
+                for entry in scheduler.history:
                     path = self.run_dir.round_path(name, entry["round"])
                     if path.exists():
-                        self.round_archives[name][entry["round"]] = GridArchive.from_json(
+                        self.round_archives[name][entry["round"]] = self._common(
                             json.loads(path.read_text())["archive"]
                         )
             node_dir = self.run_dir.path / "nodes" / name
@@ -190,11 +213,18 @@ class Ensemble:
                     f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
                     "not in the run's members"
                 )
-            self.nodes.append(
-                Node(loop=loop, transport=transport, policy=self.policy,
-                     domain_name=self.domain.name, registry=self.registry,
-                     recorded=None if received is None else received.get(name, {}),
-                     identity=identity, members=config.members)
+            node = Node(name=name, transport=transport, policy=policies[name],
+                        domain_name=self.domain.name, registry=self.registry,
+                        recorded=None if received is None else received.get(name, {}),
+                        identity=identity, members=config.members)  # fmt: skip
+            self.nodes.append(node)
+            self.drivers[name] = SearchDriver(
+                scheduler=scheduler, domain=self.domain, operator=operators[name],
+                evaluator=self.evaluator, ledger=self.ledger, record=self._record,
+                receive=node.receive, publish=node.publish, replies=replies.get(name),
+                on_round=self._on_round(name), checkpoint=self._checkpoint,
+                on_event=lambda event: self.progress("evaluated", event),
+                axes=tuple(dict.fromkeys((*spaces[name].names, *self.space.names))),
             )  # fmt: skip
 
     def _record(self, events: list[dict], calls: list[dict]) -> None:
@@ -204,9 +234,9 @@ class Ensemble:
             if event.get("event") == "evaluated":
                 notify(self.registry, "dei_candidate_evaluated", event=event)
 
-    def _on_round(self, name: str) -> Callable[[dict, GridArchive], None]:
-        def ended(entry: dict, archive: GridArchive) -> None:
-            self.round_archives[name][entry["round"]] = archive
+    def _on_round(self, name: str) -> Callable[[dict, ArchiveBase], None]:
+        def ended(entry: dict, archive: ArchiveBase) -> None:
+            self.round_archives[name][entry["round"]] = self._common(archive.to_json())
             self.run_dir.write_round(name, entry["round"],
                                      {"archive": archive.to_json(), **entry})  # fmt: skip
             self.progress("round", {**entry, "operator_status": self.operators[name].status()})
@@ -215,9 +245,23 @@ class Ensemble:
 
         return ended
 
+    def _common(self, archive: dict[str, Any]) -> GridArchive:
+        """A node's archive mapped into the run's grid (the common space of merges and reports,
+        whatever the node's archive kind and axes)."""
+        return GridArchive(space=self.space, qd_offset=self.domain.fitness_floor).fill_from_json(
+            archive
+        )
+
+    def _in_common_space(self, events: list[dict]) -> list[dict]:
+        """Events with their cells in the run's grid (nodes may use other axes or archives)."""
+        return [
+            {**e, "cell": list(self.space.cell(e["descriptor"]))} if e.get("descriptor") else e
+            for e in events
+        ]
+
     def _checkpoint(self) -> None:
         self.run_dir.write_checkpoint({
-            "nodes": {node.name: node.loop.boundary for node in self.nodes},
+            "nodes": {name: driver.state_json() for name, driver in self.drivers.items()},
             "offsets": self.run_dir.offsets(),
         })  # fmt: skip
 
@@ -233,7 +277,7 @@ class Ensemble:
                 await transport.start()
             checkpointer = asyncio.create_task(self._checkpoint_periodically())
             try:
-                await asyncio.gather(*(node.loop.run() for node in self.nodes))
+                await asyncio.gather(*(driver.run() for driver in self.drivers.values()))
             finally:
                 checkpointer.cancel()
             self._checkpoint()
@@ -243,8 +287,8 @@ class Ensemble:
                     await transport.close()
                 except Exception:  # closing must not hide the run's own outcome
                     pass
-            for node in self.nodes:
-                await node.loop.operator.aclose()
+            for operator in self.operators.values():
+                await operator.aclose()
             self.evaluator.close()
         summary = self.summary()
         self.run_dir.write_summary(summary)
@@ -273,7 +317,7 @@ class Ensemble:
         events = list(read_jsonl(self.run_dir.events_path))
         nodes = {}
         for node in self.nodes:
-            loop = node.loop
+            loop = self.drivers[node.name]
             usage: NodeUsage = self.ledger.usage[node.name]
             generality = [e.get("generality") for e in loop.history]
             final = loop.history[-1] if loop.history else None
@@ -306,7 +350,9 @@ class Ensemble:
                       "cells": self.space.cells},  # fmt: skip
             "merged": {**merged, "per_round": per_round},
             "nodes": nodes,
-            "operator_divergence": operator_divergence(cell_histograms(events, self.space.shape)),
+            "operator_divergence": operator_divergence(
+                cell_histograms(self._in_common_space(events), self.space.shape)
+            ),
             "budget": self.ledger.to_json(),
             "invalid": sum(1 for e in events if e.get("status") == "invalid"),
             "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),

@@ -2,23 +2,27 @@
 
 The domain is installed once per worker (not pickled with every task). A candidate that
 crashes the domain, or even kills its worker process, becomes an invalid candidate with a
-message; it never takes the node down.
+message; it never takes the node down. So does a domain answer that breaks the contract (a
+descriptor that is not a mapping, a missing or unknown descriptor key, a fitness or descriptor
+value that is not a finite number): the message names the problem and the run goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import math
 import multiprocessing
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from dei_framework.domain import Domain, Evaluation, Program
 from dei_framework.errors import InvalidProgram
+from dei_framework.scheduler import Result, WorkItem
 
 _WORKER_DOMAIN: Domain | None = None
 
@@ -39,14 +43,86 @@ class Outcome:
     error: str | None = None
     seconds: float = 0.0
 
+    def result(self, item: WorkItem, *, operator: str = "", **info: Any) -> Result:
+        """The scheduler :class:`~dei_framework.scheduler.Result` of ``item`` (for ``tell``)."""
+        text = self.program.text if self.program is not None else None
+        if self.evaluation is None:
+            return Result(item=item, text=text, error=self.error, operator=operator, info=info)
+        return Result(item=item, text=text, fitness=float(self.evaluation.fitness),
+                      descriptor=dict(self.evaluation.descriptor), operator=operator,
+                      info=info)  # fmt: skip
+
 
 def _install(domain: Domain) -> None:
     global _WORKER_DOMAIN
     _WORKER_DOMAIN = domain
 
 
+def _finite_number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def check_evaluation(
+    evaluation: object, required: Collection[str], known: Collection[str] | None
+) -> str | None:
+    """Why a domain's answer breaks the contract, or ``None`` when it is usable.
+
+    Args:
+        evaluation: What ``Domain.evaluate`` returned.
+        required: Descriptor keys the node's archive needs.
+        known: Every key the domain may report (``None``: any key).
+    """
+    if not isinstance(evaluation, Evaluation):
+        return f"domain returned {type(evaluation).__name__}, not an Evaluation"
+    fitness = evaluation.fitness
+    if not _finite_number(fitness):
+        return f"domain returned fitness {fitness!r}, not a finite number"
+    descriptor = evaluation.descriptor
+    if not isinstance(descriptor, Mapping):
+        return f"domain returned a descriptor of type {type(descriptor).__name__}, not a mapping"
+    missing = sorted(set(required) - set(descriptor))
+    if missing:
+        return f"domain returned no descriptor value for axis {', '.join(map(repr, missing))}"
+    if known is not None:
+        extra = sorted(set(map(str, descriptor)) - set(known) - set(required))
+        if extra:
+            return f"domain returned unknown descriptor key {', '.join(map(repr, extra))}"
+    for key, value in descriptor.items():
+        if not _finite_number(value):
+            return f"domain returned descriptor {key!r} = {value!r}, not a finite number"
+    return None
+
+
+def evaluate(
+    domain: Domain,
+    text: str,
+    opponents: Sequence[Program],
+    *,
+    seed: int,
+    axes: Collection[str] = (),
+    known: Collection[str] | None = None,
+) -> Outcome:
+    """Parses and evaluates ``text`` in this process; never raises for a bad program or a
+    domain answer that breaks the contract (see :func:`check_evaluation`).
+
+    Args:
+        domain: The domain.
+        text: Operator output or program text.
+        opponents: Parsed opponents.
+        seed: Evaluation seed.
+        axes: Descriptor keys that must be present.
+        known: Every descriptor key allowed (``None``: any).
+    """
+    return _parse_and_evaluate(domain, text, opponents, seed, tuple(axes), known)
+
+
 def _parse_and_evaluate(
-    domain: Domain | None, text: str, opponents: Sequence[Program], seed: int
+    domain: Domain | None,
+    text: str,
+    opponents: Sequence[Program],
+    seed: int,
+    required: Collection[str] = (),
+    known: Collection[str] | None = None,
 ) -> Outcome:
     domain = domain or _WORKER_DOMAIN
     started = time.perf_counter()
@@ -64,7 +140,21 @@ def _parse_and_evaluate(
             error=f"evaluation failed: {type(exc).__name__}: {exc}",
             seconds=time.perf_counter() - started,
         )
+    problem = check_evaluation(evaluation, required, known)
+    if problem is not None:
+        return Outcome(program=program, error=f"evaluation failed: {problem}",
+                       seconds=time.perf_counter() - started)  # fmt: skip
     return Outcome(program=program, evaluation=evaluation, seconds=time.perf_counter() - started)
+
+
+def _parse(domain: Domain | None, text: str) -> Program | str:
+    domain = domain or _WORKER_DOMAIN
+    try:
+        return domain.parse(text)
+    except InvalidProgram as exc:
+        return str(exc)
+    except Exception as exc:  # a parser bug on hostile input is the input's problem here
+        return f"parse failed: {type(exc).__name__}: {exc}"
 
 
 def _generality(domain: Domain | None, program: Program) -> float | None:
@@ -79,58 +169,88 @@ class Evaluator:
         domain: The domain (must be picklable when ``workers > 0``).
         workers: Worker processes; ``0`` runs in threads of this process (for cheap domains and
             tests), ``None`` uses one per CPU core.
+        descriptor_keys: Every descriptor key the domain may report (its axes and the plugin
+            axes of the run); another key makes the candidate invalid. ``None`` accepts any.
     """
 
-    def __init__(self, domain: Domain, *, workers: int | None = None) -> None:
+    def __init__(
+        self,
+        domain: Domain,
+        *,
+        workers: int | None = None,
+        descriptor_keys: Collection[str] | None = None,
+    ) -> None:
         self.domain = domain
+        self.descriptor_keys = None if descriptor_keys is None else frozenset(descriptor_keys)
         self.workers = (os.cpu_count() or 1) if workers is None else workers
-        self._pool: concurrent.futures.Executor | None = None
+        # Generality runs on its own one-worker lane: it never queues ahead of candidates.
+        self._pools: dict[str, concurrent.futures.Executor] = {}
 
-    def _executor(self) -> concurrent.futures.Executor:
-        if self._pool is None:
+    def _executor(self, lane: str = "candidates") -> concurrent.futures.Executor:
+        if lane not in self._pools:
+            workers = 1 if lane == "generality" else self.workers
             if self.workers == 0:
-                self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4)
+                self._pools[lane] = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=1 if lane == "generality" else 4
+                )
             else:
                 # spawn, not fork: forking a process that runs an event loop and HTTP clients
                 # can copy held locks into the child.
-                self._pool = concurrent.futures.ProcessPoolExecutor(
-                    max_workers=self.workers,
+                self._pools[lane] = concurrent.futures.ProcessPoolExecutor(
+                    max_workers=workers,
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_install,
                     initargs=(self.domain,),
                 )
-        return self._pool
+        return self._pools[lane]
 
     def _local_domain(self) -> Domain | None:
         return self.domain if self.workers == 0 else None
 
-    async def _run(self, function, *args: Any) -> Any:
+    async def _run(self, function, *args: Any, lane: str = "candidates") -> Any:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(
-                self._executor(), function, self._local_domain(), *args
+                self._executor(lane), function, self._local_domain(), *args
             )
         except concurrent.futures.process.BrokenProcessPool:
             # A worker died (e.g. killed by the OS); start a fresh pool for the next tasks.
-            self._pool = None
+            self._pools.pop(lane, None)
             raise
 
-    async def evaluate(self, text: str, opponents: Sequence[Program], *, seed: int) -> Outcome:
-        """Parses and evaluates operator output; never raises for bad programs."""
+    async def evaluate(
+        self, text: str, opponents: Sequence[Program], *, seed: int, axes: Collection[str] = ()
+    ) -> Outcome:
+        """Parses and evaluates operator output; never raises for bad programs.
+
+        Args:
+            text: Operator output (or a program text).
+            opponents: The parsed opponents.
+            seed: Evaluation seed.
+            axes: Descriptor keys the caller's archive needs (a missing one is invalid).
+        """
         try:
-            return await self._run(_parse_and_evaluate, text, list(opponents), seed)
+            return await self._run(_parse_and_evaluate, text, list(opponents), seed,
+                                   tuple(axes), self.descriptor_keys)  # fmt: skip
         except concurrent.futures.process.BrokenProcessPool:
             return Outcome(error="evaluation failed: the worker process died")
+
+    async def parse(self, text: str) -> Program | str:
+        """Parses a program off the event loop; returns the program or why it is invalid."""
+        try:
+            return await self._run(_parse, text)
+        except concurrent.futures.process.BrokenProcessPool:
+            return "parse failed: the worker process died"
 
     async def generality(self, program: Program) -> float | None:
         """The domain's generality of a champion (``None`` if the domain has none or it fails)."""
         try:
-            return await self._run(_generality, program)
+            return await self._run(_generality, program, lane="generality")
         except Exception:
             return None
 
     def close(self) -> None:
         """Stops the workers."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        for pool in self._pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)
+        self._pools.clear()

@@ -35,9 +35,11 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
+    from dei_framework.archives import ArchiveSpec
     from dei_framework.cli_options import RunOption
     from dei_framework.descriptors import AxisSpec
     from dei_framework.domain import DomainSpec
+    from dei_framework.emitters import EmitterSpec
     from dei_framework.operators import OperatorSpec
     from dei_framework.sharing import SharingSpec
     from dei_framework.transport import TransportSpec
@@ -103,6 +105,26 @@ def dei_sharing_policies() -> list[SharingSpec]:
     """Registers champion-sharing policies (``--sharing NAME``).
 
     Called once when the plugin manager loads.
+    """
+
+
+@hookspec
+def dei_emitters() -> list[EmitterSpec]:
+    """Registers emitters — how a node chooses parents (``--emitter NAME``).
+
+    Called once when the plugin manager loads; all results are collected. Each
+    :class:`~dei_framework.emitters.EmitterSpec` has a ``factory(options)`` returning one
+    node's :class:`~dei_framework.emitters.EmitterBase`.
+    """
+
+
+@hookspec
+def dei_archives() -> list[ArchiveSpec]:
+    """Registers archives (``--archive NAME``).
+
+    Called once when the plugin manager loads; all results are collected. Each
+    :class:`~dei_framework.archives.ArchiveSpec` has a ``factory(options)`` returning a callable
+    ``(space=, qd_offset=, seed=) -> ArchiveBase`` that builds each round's fresh archive.
     """
 
 

@@ -1,8 +1,9 @@
-"""A node: one search loop wired to a transport and a sharing policy.
+"""A node's sharing side: its transport endpoint, identity, inbox filter and sharing policy.
 
 Publishing never waits for peers (the transport queues); the inbox is drained at each round's
-start, every message is validated, and what survives goes back to the search loop to be
-re-evaluated locally. A replayed node takes the champions it received from the record instead.
+start, every message is verified, and what survives is handed to the node's search driver
+(through the ``receive`` callable it is given) to be parsed and re-evaluated locally. A
+replayed node takes the champions it received from the record instead.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dei_framework.archive import GridArchive
+from dei_framework.archives import ArchiveBase
 from dei_framework.envelope import ChampionEnvelope, EnvelopeError, InboxFilter, NodeIdentity
 from dei_framework.plugins import PluginRegistry, notify
-from dei_framework.search import Received, SearchLoop
+from dei_framework.records import Candidate
 from dei_framework.sharing import SharingPolicy
 from dei_framework.transport import Delivery, Transport
 
@@ -27,7 +28,7 @@ class Node:
     """One DEI node.
 
     Args:
-        loop: The node's search loop (its ``receive``/``publish`` are wired here).
+        name: The node's name.
         transport: The node's transport endpoint, or ``None`` (replay, or a lone node).
         policy: The sharing policy.
         domain_name: Messages of other domains are dropped.
@@ -41,7 +42,7 @@ class Node:
     def __init__(
         self,
         *,
-        loop: SearchLoop,
+        name: str,
         transport: Transport | None,
         policy: SharingPolicy,
         domain_name: str,
@@ -51,7 +52,7 @@ class Node:
         inbox: InboxFilter | None = None,
         members: Sequence[str] = (),
     ) -> None:
-        self.loop = loop
+        self.name = name
         self.transport = transport
         self.policy = policy
         self.domain_name = domain_name
@@ -64,19 +65,13 @@ class Node:
                                           max_per_round=MAX_ADMITTED_PER_ROUND)  # fmt: skip
         self.published = 0
         self.own_messages = 0
-        loop._receive = self.receive
-        loop._publish = self.publish
 
-    @property
-    def name(self) -> str:
-        return self.loop.name
-
-    def receive(self, round_index: int) -> list[Received]:
+    def receive(self, round_index: int) -> list[Candidate]:
         """Drains the inbox (or the record) into validated champions from other nodes."""
         if self.recorded is not None:
             return [
-                Received(text=e["program"], node=e["from"], round=e["from_round"],
-                         operator=e["operator"])
+                Candidate(text=e["program"], node=e["from"], round=e["from_round"],
+                          operator=e["operator"], source="peer")
                 for e in self.recorded.get(round_index, ())
             ]  # fmt: skip
         if self.transport is None:
@@ -96,15 +91,14 @@ class Node:
                 self.own_messages += 1  # gossip can bring a node's own champion back
                 continue
             if envelope is not None:
-                received.append(Received(text=envelope.program, node=envelope.node,
-                                         round=envelope.round, operator=envelope.operator))
+                received.append(envelope_candidate(envelope))
             if self.registry is not None:
                 notify(self.registry, "dei_champion_received", node=self.name, envelope=envelope,
                        accepted=envelope is not None,
                        reason="ok" if envelope is not None else "dropped")  # fmt: skip
         return received
 
-    async def publish(self, archive: GridArchive, round_index: int) -> None:
+    async def publish(self, archive: ArchiveBase, round_index: int) -> None:
         """Shares the round's selected elites; returns without waiting for any peer."""
         if self.transport is None:
             return
@@ -128,6 +122,12 @@ class Node:
             "dropped": dict(self.inbox.dropped),
             "transport": self.transport.stats() if self.transport is not None else {},
         }
+
+
+def envelope_candidate(envelope: ChampionEnvelope) -> Candidate:
+    """The candidate record of a received champion (its claimed fitness is not kept)."""
+    return Candidate(text=envelope.program, node=envelope.node, round=envelope.round,
+                     operator=envelope.operator, source="peer")  # fmt: skip
 
 
 def _round_robin(deliveries: list[Delivery]) -> list[Delivery]:

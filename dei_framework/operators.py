@@ -8,34 +8,14 @@ operators may ignore the messages and work on the parent's text directly.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import attrs
 
 from dei_framework.context import FactoryContext
-
-if TYPE_CHECKING:
-    from dei_framework.domain import Domain
-
-Message = Mapping[str, str]
-
-
-@attrs.frozen(kw_only=True)
-class Parent:
-    """An elite handed to an operator for mutation.
-
-    Attributes:
-        id: The elite's candidate id.
-        text: Its program text.
-        fitness: Its fitness in the current round.
-        descriptor: Its raw descriptor values by axis name.
-    """
-
-    id: str
-    text: str
-    fitness: float
-    descriptor: Mapping[str, float] = attrs.field(factory=dict)
+from dei_framework.domain import Domain
+from dei_framework.records import Message, Parent
 
 
 @attrs.frozen(kw_only=True)
@@ -142,7 +122,7 @@ class OperatorSettings(FactoryContext):
 
 
 #: ``factory(settings, domain)`` returns the node's operator or raises ``ConfigError``.
-OperatorFactory = Callable[[OperatorSettings, "Domain"], Operator]
+OperatorFactory = Callable[[OperatorSettings, Domain], Operator]
 
 
 @attrs.frozen(kw_only=True)

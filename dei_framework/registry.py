@@ -32,6 +32,8 @@ REGISTRATION_HOOKS: dict[str, tuple[str, str]] = {
     "dei_transports": ("transport", "transports"),
     "dei_sharing_policies": ("sharing policy", "sharing"),
     "dei_descriptor_axes": ("descriptor axis", "axes"),
+    "dei_emitters": ("emitter", "emitters"),
+    "dei_archives": ("archive", "archives"),
     "dei_run_options": ("run option", "run_options"),
 }
 #: Observation hooks: called for every plugin, results ignored, failures isolated.
@@ -67,6 +69,8 @@ class PluginRegistry:
     transports: dict[str, Registered] = attrs.Factory(dict)
     sharing: dict[str, Registered] = attrs.Factory(dict)
     axes: dict[str, Registered] = attrs.Factory(dict)
+    emitters: dict[str, Registered] = attrs.Factory(dict)
+    archives: dict[str, Registered] = attrs.Factory(dict)
     run_options: dict[str, Registered] = attrs.Factory(dict)
     problems: list[str] = attrs.Factory(list)
     #: Plugins left out of an observation hook after they raised in it, by hook name.
@@ -92,6 +96,14 @@ class PluginRegistry:
     def sharing_policy(self, name: str):
         """The :class:`~dei_framework.sharing.SharingSpec` called ``name``."""
         return self._lookup(self.sharing, "sharing policy", name)
+
+    def emitter(self, name: str):
+        """The :class:`~dei_framework.emitters.EmitterSpec` called ``name``."""
+        return self._lookup(self.emitters, "emitter", name)
+
+    def archive(self, name: str):
+        """The :class:`~dei_framework.archives.ArchiveSpec` called ``name``."""
+        return self._lookup(self.archives, "archive", name)
 
     def operator(self, spec: str):
         """The :class:`~dei_framework.operators.OperatorSpec` serving ``--operator spec``.
@@ -197,6 +209,8 @@ class PluginRegistry:
             "transports": rows(self.transports),
             "sharing": rows(self.sharing),
             "axes": rows(self.axes, lambda spec: {"domain": spec.domain}),
+            "emitters": rows(self.emitters),
+            "archives": rows(self.archives),
         }
 
 

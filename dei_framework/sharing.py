@@ -1,44 +1,80 @@
-"""Champion-sharing policies: what a node publishes at a round's end and what it does with
-what it receives.
+"""Champion-sharing policies: what a node publishes at a round's end (``select``) and what it
+admits of what it receives (``on_receive``).
 
-Whatever the policy, a received program is re-evaluated locally before it can enter the
-archive: a peer's claimed fitness and descriptor are never trusted.
+Whatever the policy, a received program is parsed and re-evaluated locally before it can enter
+the opponent pool or the archive: a peer's claimed fitness and descriptor are never trusted.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from dei_framework.archive import Elite, GridArchive
+from dei_framework.archives import ArchiveBase
 from dei_framework.errors import ConfigError
+from dei_framework.records import Candidate
 
 
-@attrs.frozen(kw_only=True)
-class SharingPolicy:
+class Admit(enum.Flag):
+    """Where a received champion may go (combine with ``|``)."""
+
+    NOTHING = 0
+    #: Into the Red Queen opponent pool (its peer window).
+    OPPONENTS = enum.auto()
+    #: Into empty cells of the fresh archive, once re-evaluated locally.
+    CELLS = enum.auto()
+
+
+@runtime_checkable
+class SharingPolicy(Protocol):
     """How one node shares champions.
 
     Attributes:
         name: The policy's registered name.
+        shares: ``False`` when the policy neither publishes nor admits anything (no transport
+            is started for it).
+    """
+
+    name: str
+    shares: bool
+
+    def select(self, archive: ArchiveBase) -> list[Candidate]:
+        """The elites to publish from a finished round's archive."""
+
+    def on_receive(self, champion: Candidate) -> Admit:
+        """Where a received (already parsed, not yet re-evaluated) champion may go."""
+
+
+@attrs.frozen(kw_only=True)
+class TopKSharing:
+    """Publishes the ``top_k`` best elites of a round; admits received ones to ``admit``.
+
+    Attributes:
+        name: The registered name.
         top_k: How many of the round's best elites to publish (0 publishes nothing).
-        to_opponents: Received champions join the opponent pool (cross-model Red Queen pressure).
-        seed_empty_cells: Received champions, once re-evaluated, fill empty archive cells.
+        admit: Where received champions may go.
     """
 
     name: str
     top_k: int = 1
-    to_opponents: bool = True
-    seed_empty_cells: bool = True
+    admit: Admit = Admit.OPPONENTS | Admit.CELLS
 
-    def select(self, archive: GridArchive) -> list[Elite]:
-        """The elites to publish from a finished round's archive, best first."""
+    @property
+    def shares(self) -> bool:
+        return self.top_k > 0 or bool(self.admit)
+
+    def select(self, archive: ArchiveBase) -> list[Candidate]:
         ranked = sorted(archive, key=lambda elite: -elite.fitness)
         return ranked[: self.top_k]
 
+    def on_receive(self, champion: Candidate) -> Admit:
+        return self.admit
 
-#: ``factory(options)`` builds a policy; options come from the ``[sharing]`` config table.
+
+#: ``factory(options)`` builds a policy; options come from the ``[sharing_options]`` table.
 SharingFactory = Callable[[Mapping[str, Any]], SharingPolicy]
 
 
@@ -55,14 +91,14 @@ def _top_k(options: Mapping[str, Any]) -> SharingPolicy:
     k = options.get("k", 3)
     if not isinstance(k, int) or k < 1:
         raise ConfigError(f"sharing top-k: k must be a positive integer, got {k!r}")
-    return SharingPolicy(name="top-k", top_k=k)
+    return TopKSharing(name="top-k", top_k=k)
 
 
 #: The policies the core itself registers (through its built-in plugin).
 BUILTIN_POLICIES = (
     SharingSpec(
         name="champion",
-        factory=lambda options: SharingPolicy(name="champion"),
+        factory=lambda options: TopKSharing(name="champion"),
         description="publish the round champion; receivers add it to opponents and empty cells",
     ),
     SharingSpec(
@@ -72,14 +108,12 @@ BUILTIN_POLICIES = (
     ),
     SharingSpec(
         name="opponents-only",
-        factory=lambda options: SharingPolicy(name="opponents-only", seed_empty_cells=False),
+        factory=lambda options: TopKSharing(name="opponents-only", admit=Admit.OPPONENTS),
         description="publish the champion; receivers only add it to their opponents",
     ),
     SharingSpec(
         name="none",
-        factory=lambda options: SharingPolicy(
-            name="none", top_k=0, to_opponents=False, seed_empty_cells=False
-        ),
+        factory=lambda options: TopKSharing(name="none", top_k=0, admit=Admit.NOTHING),
         description="share nothing: independent nodes (a baseline)",
     ),
 )

@@ -11,19 +11,40 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TOY_SOURCE = REPO / "tests" / "toy"
+SEARCHPLUG_SOURCE = REPO / "tests" / "searchplug"
+
+
+def _pip_install(source: Path, factory: pytest.TempPathFactory) -> Path:
+    """Installs a distribution into a fresh folder (pip install --target); returns it."""
+    target = factory.mktemp(f"{source.name}-site")
+    build = factory.mktemp(f"{source.name}-build")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+         "--target", str(target), str(source)],
+        check=True, cwd=build,
+    )  # fmt: skip
+    return target
 
 
 @pytest.fixture(scope="session")
 def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder where the `dei-toy` distribution is installed (pip install --target)."""
-    target = tmp_path_factory.mktemp("toy-site")
-    build = tmp_path_factory.mktemp("toy-build")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-         "--target", str(target), str(TOY_SOURCE)],
-        check=True, cwd=build,
-    )  # fmt: skip
-    return target
+    return _pip_install(TOY_SOURCE, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def searchplug_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder where the `dei-searchplug` distribution is installed."""
+    return _pip_install(SEARCHPLUG_SOURCE, tmp_path_factory)
+
+
+@pytest.fixture
+def searchplug_env(toy_env: dict[str, str], searchplug_site: Path,
+                   monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Like `toy_env`, plus the `dei-searchplug` distribution (emitter, archive, sharing)."""
+    site = searchplug_site
+    monkeypatch.syspath_prepend(str(site))
+    return {**toy_env, "PYTHONPATH": os.pathsep.join([str(site), toy_env["PYTHONPATH"]])}
 
 
 @pytest.fixture

@@ -107,9 +107,15 @@ def test_merge_keeps_the_best_elite_per_cell() -> None:
     merged = GridArchive.merge([a, b])
     assert {e.id for e in merged} == {"b1", "a2", "b3"}
     assert merged.stats().qd_score == pytest.approx(2.0 + 3.0 + 0.2)
+    # Archives over other axes are projected into the first one's space ...
     other = GridArchive(space=DescriptorSpace([UniformAxis("tsp", 0, 1, 2)]))
-    with pytest.raises(ConfigError):
-        GridArchive.merge([a, other])
+    other.add(Elite(id="o1", text="o1", fitness=9.0, descriptor={"tsp": 0.5, "mc": 5000}))
+    assert GridArchive.merge([a, other]).elite_at((0, 5)).id == "o1"
+    # ... which needs every elite to carry a value for each of its axes.
+    lacking = GridArchive(space=DescriptorSpace([UniformAxis("tsp", 0, 1, 2)]))
+    lacking.add(Elite(id="o2", text="o2", fitness=1.0, descriptor={"tsp": 0.5}))
+    with pytest.raises(ConfigError, match="no value for axis 'mc'"):
+        GridArchive.merge([a, lacking])
 
 
 def test_json_round_trip_is_lossless() -> None:

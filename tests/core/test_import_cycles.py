@@ -20,8 +20,8 @@ PACKAGE = Path(dei_framework.__file__).parent
 NAME = "dei_framework"
 
 #: Cycles known and being removed elsewhere; each must still exist (so the entry is deleted
-#: when it is fixed). ``domain`` <-> ``operators`` goes with the candidate record rework (#13).
-KNOWN = {frozenset({"domain", "operators"})}
+#: when it is fixed). None left: ``domain`` <-> ``operators`` went with the candidate record.
+KNOWN: set[frozenset[str]] = set()
 
 
 def module_graph() -> dict[str, set[str]]:

@@ -1,0 +1,29 @@
+"""ArchiveSpec: how a plugin registers an archive."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from dei_framework.archives._archive_base import ArchiveBase
+
+#: Builds an empty archive: ``factory(space=..., qd_offset=..., seed=...)``.
+ArchiveFactory = Callable[..., ArchiveBase]
+
+
+@attrs.frozen(kw_only=True)
+class ArchiveSpec:
+    """An archive a plugin registers through ``dei_archives``.
+
+    Attributes:
+        name: What users type after ``--archive``.
+        factory: ``factory(options)`` returns an :data:`ArchiveFactory` (options come from the
+            ``[archive_options]`` table).
+        description: One line for ``dei plugins``.
+    """
+
+    name: str
+    factory: Callable[[Mapping[str, Any]], ArchiveFactory]
+    description: str = ""

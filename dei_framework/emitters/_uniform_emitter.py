@@ -1,0 +1,19 @@
+"""UniformEmitter: the paper's parent choice, uniform over occupied cells."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dei_framework.archives import ArchiveBase
+from dei_framework.emitters._emitter_base import EmitterBase
+from dei_framework.records import Candidate
+
+
+class UniformEmitter(EmitterBase):
+    """Draws every parent uniformly (with replacement) from the occupied cells (DRQ / DEI)."""
+
+    name = "uniform"
+
+    def select(self, archive: ArchiveBase, rng: np.random.Generator, count: int) -> list[Candidate]:
+        occupied = list(archive)
+        return [occupied[int(i)] for i in rng.integers(len(occupied), size=count)]

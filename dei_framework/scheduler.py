@@ -1,0 +1,552 @@
+"""The ask/tell core of one node: Red Queen MAP-Elites rounds as a synchronous state machine.
+
+:class:`Scheduler` holds everything a node decides — the archive, the opponent pool, the
+emitter, the round quotas — and nothing it waits for: no event loop, no operator, no transport.
+A driver (the built-in :class:`~dei_framework.search.SearchDriver`, or a loop of your own) asks
+it for work, performs the work any way it likes, and tells it the results::
+
+    scheduler.start_round(received=[...])        # at each round's start (optional when lone)
+    while not scheduler.finished:
+        items = scheduler.ask(4)                 # WorkItems: evaluate this text, or call first
+        results = [do(item) for item in items]   # operator call + evaluation, in any order
+        report = scheduler.tell(results)         # admissions (AddStatus), maybe a RoundEnd
+
+Determinism by construction (no batch barrier): :meth:`Scheduler.tell` accepts results in any
+order and admits them in slot order through a reorder buffer. Mutation slot ``s`` is planned —
+its parents drawn by the emitter from a generator seeded by ``(seed, node, round, s)`` —
+exactly when every slot before ``s - lag`` has been admitted, from the archive as it stands
+then. So the plans, and therefore a seeded offline run, are the same whatever the timing;
+:meth:`Scheduler.ask` returns fewer items than asked when the next slot is not planned yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+import numpy as np
+
+from dei_framework.archives import AddStatus, ArchiveBase, ArchiveFactory, GridArchive
+from dei_framework.descriptors import DescriptorSpace
+from dei_framework.domain import Domain
+from dei_framework.emitters import EmitterBase, UniformEmitter
+from dei_framework.operators import OperatorRequest
+from dei_framework.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
+from dei_framework.records import Candidate
+from dei_framework.sharing import Admit, SharingPolicy, TopKSharing
+
+Kind = Literal["warm", "peer", "new", "mutate"]
+
+
+def derive_seed(*parts: int | str) -> int:
+    """A 31-bit seed derived from parts (ints or strings), stable across Python versions."""
+    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & 0x7FFFFFFF
+
+
+@attrs.frozen(kw_only=True)
+class WorkItem:
+    """One unit of work the scheduler hands out.
+
+    Attributes:
+        id: Candidate id of what this item produces (``node-r2-s17``, ``-w3`` warm, ``-p0``
+            peer).
+        key: Stable request key (``node/r2/s17``): recorded calls are found by it on resume
+            and replay.
+        node: The node.
+        round: The round.
+        order: Admission position within the round (warm and peer items first).
+        kind: ``"new"`` or ``"mutate"`` (call the operator, then evaluate its reply), ``"warm"``
+            (re-evaluate a pool opponent) or ``"peer"`` (evaluate a received champion).
+        seed: Seed for the operator call.
+        eval_seed: Seed for the evaluation (one per node and round: equal conditions).
+        parent: The elite to mutate (``"mutate"`` only).
+        others: More elites for inspiration or crossover.
+        feedback: The last parse error in the parent's lineage.
+        program: For ``"warm"`` and ``"peer"`` items, the program to evaluate.
+    """
+
+    id: str
+    key: str
+    node: str
+    round: int
+    order: int
+    kind: Kind
+    seed: int
+    eval_seed: int
+    parent: Candidate | None = None
+    others: tuple[Candidate, ...] = attrs.field(default=(), converter=tuple)
+    feedback: str | None = None
+    program: Candidate | None = None
+
+    @property
+    def needs_call(self) -> bool:
+        """``True`` when an operator must write the program first."""
+        return self.kind in ("new", "mutate")
+
+    def request(self, domain: Domain) -> OperatorRequest:
+        """The operator request of a call item, with the domain's chat messages."""
+        messages = domain.messages(self.kind, parent=self.parent, others=self.others,
+                                   feedback=self.feedback)  # fmt: skip
+        return OperatorRequest(key=self.key, kind=self.kind, messages=messages,
+                               parent=self.parent, others=self.others, feedback=self.feedback,
+                               seed=self.seed)  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        data = attrs.asdict(self, recurse=False)
+        data["parent"] = self.parent.to_json() if self.parent else None
+        data["others"] = [o.to_json() for o in self.others]
+        data["program"] = self.program.to_json() if self.program else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WorkItem:
+        values = dict(data)
+        values["parent"] = Candidate.from_json(data["parent"]) if data["parent"] else None
+        values["others"] = tuple(Candidate.from_json(o) for o in data["others"])
+        values["program"] = Candidate.from_json(data["program"]) if data["program"] else None
+        return cls(**values)
+
+
+@attrs.frozen(kw_only=True)
+class Result:
+    """What doing one work item gave.
+
+    Attributes:
+        item: The item.
+        text: Canonical program text (``None`` when nothing parsed).
+        fitness: Measured fitness (``None`` when invalid).
+        descriptor: Measured raw descriptor (``None`` when invalid).
+        error: Why the candidate is invalid (parse or evaluation message).
+        call_failed: The operator call failed transiently: nothing to admit, and the slot's
+            call does not count against the round's quota.
+        operator: Label of the operator that wrote the program (for calls).
+        info: Extra fields for the ``evaluated`` event (timings ...).
+    """
+
+    item: WorkItem
+    text: str | None = None
+    fitness: float | None = None
+    descriptor: Mapping[str, float] | None = None
+    error: str | None = None
+    call_failed: bool = False
+    operator: str = ""
+    info: Mapping[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return self.fitness is not None and self.descriptor is not None
+
+
+@attrs.frozen(kw_only=True)
+class Admission:
+    """One result admitted (in slot order).
+
+    Attributes:
+        result: The result.
+        candidate: The candidate offered to the archive (``None`` when invalid or failed).
+        status: What the archive did (``None`` when invalid or failed).
+    """
+
+    result: Result
+    candidate: Candidate | None
+    status: AddStatus | None
+
+    def event(self) -> dict[str, Any] | None:
+        """The ``evaluated`` event of the run log (``None`` for a failed call)."""
+        result, item = self.result, self.result.item
+        if result.call_failed:
+            return None
+        operator = item.program.operator if item.program else result.operator
+        event: dict[str, Any] = {
+            "event": "evaluated", "id": item.id, "node": item.node, "round": item.round,
+            "operator": operator, "kind": item.kind,
+            "parent": item.parent.id if item.parent else None, "slot": item.order,
+        }  # fmt: skip
+        if self.candidate is None:
+            event.update(status="invalid", error=result.error, fitness=None, descriptor=None,
+                         cell=None)  # fmt: skip
+        else:
+            event.update(status=self.status.label, fitness=self.candidate.fitness,
+                         descriptor=dict(self.candidate.descriptor),
+                         cell=list(self.candidate.cell))  # fmt: skip
+        event.update(result.info)
+        return event
+
+
+@attrs.frozen(kw_only=True)
+class RoundEnd:
+    """A round that just ended.
+
+    Attributes:
+        event: The ``round`` event (calls, stats, champion, opponents fought, novelty...).
+        archive: The round's final archive.
+        champion: Its best elite, or ``None``.
+    """
+
+    event: dict[str, Any]
+    archive: ArchiveBase
+    champion: Candidate | None
+
+
+@attrs.frozen(kw_only=True)
+class TellReport:
+    """What :meth:`Scheduler.tell` did.
+
+    Attributes:
+        admitted: Results admitted by this call, in slot order (earlier-told results that were
+            waiting for a slower slot are admitted now too).
+        round_end: The round that ended, if one did.
+    """
+
+    admitted: tuple[Admission, ...] = ()
+    round_end: RoundEnd | None = None
+
+
+class Scheduler:
+    """Red Queen MAP-Elites for one node, as ask/tell.
+
+    Args:
+        name: Node name (part of every id, key and seed).
+        space: The descriptor space of this node's archive.
+        initial_opponents: Texts of the initial opponents (warm start of round 0).
+        calls: Operator calls of the whole run, spread evenly over the rounds.
+        rounds: Red Queen rounds.
+        seed: Run seed; every draw derives from ``(seed, name, round, slot)``.
+        new_fraction: Share of calls that write a new program instead of mutating an elite.
+        others: Elites besides the parent handed to each mutation.
+        lag: How far planning may run ahead of admission: slot ``s`` is planned once every slot
+            before ``s - lag`` is admitted. Give about twice the driver's concurrency; the
+            same value is needed to reproduce a run.
+        archive: Builds each round's fresh archive (``archive(space=, qd_offset=, seed=)``).
+        emitter: Chooses parents (default: the paper's uniform sampling).
+        sharing: Decides where received champions may go (default: opponents and cells).
+        qd_offset: The domain's lowest fitness (QD-score offset).
+        own_window: Own champions kept in the opponent pool.
+        peer_window: Received champions kept in the opponent pool.
+
+    Raises:
+        ValueError: ``rounds``, ``calls`` or ``lag`` out of range.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        space: DescriptorSpace,
+        initial_opponents: Sequence[str],
+        calls: int,
+        rounds: int = 3,
+        seed: int = 0,
+        new_fraction: float = 0.1,
+        others: int = 2,
+        lag: int = 8,
+        archive: ArchiveFactory = GridArchive,
+        emitter: EmitterBase | None = None,
+        sharing: SharingPolicy | None = None,
+        qd_offset: float = 0.0,
+        own_window: int = OWN_WINDOW,
+        peer_window: int = PEER_WINDOW,
+    ) -> None:
+        if rounds < 1 or calls < 0 or lag < 0:
+            raise ValueError(f"need rounds >= 1, calls >= 0, lag >= 0; got {rounds}, {calls}, "
+                             f"{lag}")
+        self.name = name
+        self.space = space
+        self.calls = calls
+        self.rounds = rounds
+        self.seed = seed
+        self.new_fraction = new_fraction
+        self.others = others
+        self.lag = lag
+        self.emitter = emitter or UniformEmitter()
+        self.sharing = sharing or TopKSharing(name="champion")
+        self.qd_offset = qd_offset
+        self._archive_factory = archive
+        self.pool = OpponentPool(initial_opponents, own_window=own_window,
+                                 peer_window=peer_window)  # fmt: skip
+        # Resumable state.
+        self.round = 0
+        self.started = False
+        self.archive = self._new_archive(0)
+        self.previous_cells: set[tuple[int, ...]] = set()
+        self.lineage_errors: dict[str, str] = {}
+        self.history: list[dict[str, Any]] = []
+        self.stopped: str | None = None
+        self.completed = 0  # calls admitted this round
+        self._opponents_fought: list[dict[str, Any]] = []
+        self._warm = 0  # warm + peer items of this round (they take orders 0 .. _warm - 1)
+        self._next_order = 0  # next order to admit
+        self._next_slot = 0  # next call slot to plan
+        self._novel = self._valid_received = 0
+        self._planned: list[WorkItem] = []  # planned, not yet asked
+        self._asked: dict[int, WorkItem] = {}  # asked, not yet admitted, by order
+        self._buffer: dict[int, Result] = {}  # told, waiting for earlier orders
+
+    @classmethod
+    def for_domain(cls, domain: Domain, *, name: str, calls: int, **settings: Any) -> Scheduler:
+        """A scheduler over ``domain``'s default axes, initial opponents and fitness floor.
+
+        ``settings`` are the other constructor arguments (``rounds``, ``seed``, ``emitter``...).
+        """
+        offered = {spec.name: spec.axis for spec in domain.descriptor_axes()}
+        space = DescriptorSpace([offered[axis] for axis in domain.default_axes])
+        return cls(name=name, space=space, initial_opponents=domain.initial_opponents(),
+                   calls=calls, qd_offset=domain.fitness_floor, **settings)  # fmt: skip
+
+    # --- queries --------------------------------------------------------------------------------
+
+    def _new_archive(self, round_index: int) -> ArchiveBase:
+        seed = derive_seed(self.seed, self.name, round_index, "archive")
+        return self._archive_factory(space=self.space, qd_offset=self.qd_offset, seed=seed)
+
+    @property
+    def finished(self) -> bool:
+        """No work is left: every round ran, or the node stopped."""
+        return self.stopped is not None or self.round >= self.rounds
+
+    def round_quota(self, round_index: int) -> int:
+        """Calls made in ``round_index``: the run's calls spread evenly over rounds."""
+        base, extra = divmod(self.calls, self.rounds)
+        return base + (1 if round_index < extra else 0)
+
+    @property
+    def opponents(self) -> list[Candidate]:
+        """Who this round's candidates fight (fixed from :meth:`start_round` to the round end)."""
+        return self.pool.opponents()
+
+    @property
+    def in_flight(self) -> int:
+        """Items asked but not yet admitted."""
+        return len(self._asked)
+
+    def eval_seed(self) -> int:
+        """The evaluation seed of the current round (every candidate meets the same conditions)."""
+        return derive_seed(self.seed, self.name, self.round, "eval")
+
+    # --- the round ------------------------------------------------------------------------------
+
+    def start_round(self, received: Iterable[Candidate] = ()) -> list[Candidate]:
+        """Starts the current round: fresh archive, warm start, received champions.
+
+        Args:
+            received: Champions from peers, already parsed (``text`` canonical) and checked by
+                the caller; ``node``, ``round`` and ``operator`` say where they came from.
+
+        Returns:
+            The received champions the sharing policy admitted anywhere (for the run log).
+        """
+        if self.started or self.finished:
+            raise RuntimeError("start_round: the round already started or the run is finished")
+        own = self.pool.opponents()
+        accepted = []
+        peers: list[tuple[Candidate, bool]] = []
+        for champion in received:
+            admit = self.sharing.on_receive(champion)
+            if not admit:
+                continue
+            accepted.append(champion)
+            if Admit.OPPONENTS in admit:
+                self.pool.add_champion(attrs.evolve(champion, source="peer"))
+            peers.append((champion, Admit.CELLS in admit))
+        self._opponents_fought = self.pool.describe()
+        eval_seed = self.eval_seed()
+        items = []
+        for index, opponent in enumerate(own):
+            label = opponent.source
+            if opponent.source != "initial":
+                label = f"{opponent.source}:{opponent.node}"
+            items.append(self._item(kind="warm", order=len(items), suffix=f"w{index}",
+                                    eval_seed=eval_seed,
+                                    program=attrs.evolve(opponent, operator=label)))  # fmt: skip
+        for index, (champion, to_cells) in enumerate(peers):
+            program = attrs.evolve(champion, operator=f"peer:{champion.node}",
+                                   source="peer" if to_cells else "peer-excluded")  # fmt: skip
+            items.append(self._item(kind="peer", order=len(items), suffix=f"p{index}",
+                                    eval_seed=eval_seed, program=program))  # fmt: skip
+        self._warm = len(items)
+        self._planned = items
+        self.started = True
+        self._plan()
+        return accepted
+
+    def _item(self, *, kind: Kind, order: int, suffix: str, eval_seed: int, **fields) -> WorkItem:
+        key = f"{self.name}/r{self.round}/{suffix}"
+        return WorkItem(id=f"{self.name}-r{self.round}-{suffix}", key=key, node=self.name,
+                        round=self.round, order=order, kind=kind, seed=derive_seed(self.seed, key),
+                        eval_seed=eval_seed, **fields)  # fmt: skip
+
+    def _plan(self) -> None:
+        """Plans every call slot the lag rule and the quota allow now (deterministic point)."""
+        if self._next_order < self._warm:
+            return  # the archive is still warming up
+        quota = self.round_quota(self.round)
+        while True:
+            slot = self._next_slot
+            admitted = self._next_order - self._warm  # call slots admitted
+            if slot - self.lag > admitted or self.completed + slot - admitted >= quota:
+                return
+            self._planned.append(self._plan_slot(slot))
+            self._next_slot += 1
+
+    def _plan_slot(self, slot: int) -> WorkItem:
+        rng = np.random.default_rng(derive_seed(self.seed, self.name, self.round, slot))
+        common = {"order": self._warm + slot, "suffix": f"s{slot}", "eval_seed": self.eval_seed()}
+        if len(self.archive) == 0 or rng.random() < self.new_fraction:
+            return self._item(kind="new", **common)
+        parent, *others = self.emitter.select(self.archive, rng, 1 + self.others)
+        others = tuple(o for o in others if o.id != parent.id)
+        return self._item(kind="mutate", parent=parent, others=others,
+                          feedback=self.lineage_errors.get(parent.id), **common)  # fmt: skip
+
+    def ask(self, n: int = 1) -> list[WorkItem]:
+        """Up to ``n`` items to work on, in slot order (fewer, possibly none, when the next
+        slots wait for earlier ones to be admitted, or the round's quota is planned).
+
+        A round that was not started is started with no received champions.
+        """
+        if self.finished:
+            return []
+        if not self.started:
+            self.start_round()
+        items, self._planned = self._planned[:n], self._planned[n:]
+        for item in items:
+            self._asked[item.order] = item
+        return items
+
+    def tell(self, results: Iterable[Result]) -> TellReport:
+        """Takes results in any order; admits every result whose earlier slots are all in.
+
+        Returns:
+            The admissions made now (in slot order) and the round end, if the round ended.
+        """
+        for result in results:
+            order = result.item.order
+            if result.item.round != self.round or order not in self._asked:
+                raise ValueError(f"tell: {result.item.key} was not asked or was already told")
+            self._buffer[order] = result
+        admitted = []
+        while self._next_order in self._buffer:
+            result = self._buffer.pop(self._next_order)
+            del self._asked[self._next_order]
+            admitted.append(self._admit(result))
+            self._next_order += 1
+            self._plan()
+        round_end = None
+        quota_done = self.completed >= self.round_quota(self.round)
+        if self.started and self._next_order >= self._warm and not self._planned \
+                and not self._asked and quota_done:
+            round_end = self._end_round()
+        return TellReport(admitted=tuple(admitted), round_end=round_end)
+
+    def _admit(self, result: Result) -> Admission:
+        item = result.item
+        if result.call_failed:
+            return Admission(result=result, candidate=None, status=None)
+        if item.needs_call:
+            self.completed += 1
+        if not result.valid:
+            if item.parent is not None and result.error:
+                self.lineage_errors[item.parent.id] = result.error
+            if item.kind == "mutate":
+                self.emitter.tell(item.parent, None, AddStatus.NOT_ADDED)
+            return Admission(result=result, candidate=None, status=None)
+        operator = item.program.operator if item.program else result.operator
+        candidate = Candidate(
+            id=item.id, text=result.text or "", fitness=float(result.fitness),
+            descriptor=dict(result.descriptor), cell=self.archive.cell_of(result.descriptor),
+            node=self.name, operator=operator, round=self.round,
+            parent=item.parent.id if item.parent else None,
+        )  # fmt: skip
+        if item.kind == "peer":
+            self._valid_received += 1
+            if candidate.cell not in self.previous_cells:
+                self._novel += 1
+            if item.program.source == "peer-excluded":
+                return Admission(result=attrs.evolve(result, error="not admitted (sharing policy)",
+                                                     fitness=None, descriptor=None),
+                                 candidate=None, status=None)  # fmt: skip
+            status = self.archive.add_if_empty(candidate)
+        else:
+            status = self.archive.add(candidate)
+        if item.kind == "mutate":
+            self.emitter.tell(item.parent, candidate, status)
+        return Admission(result=result, candidate=candidate, status=status)
+
+    def _end_round(self) -> RoundEnd:
+        finished = self.archive
+        champion = finished.best()
+        event = {
+            "event": "round", "node": self.name, "round": self.round,
+            "calls": self.completed, "stats": finished.stats().to_json(),
+            "champion": champion.to_json() if champion else None,
+            "received": self._valid_received,
+            "niche_novelty": self._novel / self._valid_received if self._valid_received else None,
+            "opponents": self._opponents_fought,
+            "emitter": self.emitter.name, "archive_kind": finished.kind,
+            "generality": None,
+        }  # fmt: skip
+        self.history.append(event)
+        if champion is not None:
+            self.pool.add_champion(Candidate(text=champion.text, source="own", node=self.name,
+                                             round=self.round, operator=champion.operator))
+        self.previous_cells = {elite.cell for elite in finished}
+        self.round += 1
+        self.started = False
+        self.completed = self._warm = self._next_order = self._next_slot = 0
+        self._novel = self._valid_received = 0
+        self._opponents_fought = []
+        self.archive = self._new_archive(self.round)
+        self.emitter.reset()
+        return RoundEnd(event=event, archive=finished, champion=champion)
+
+    def stop(self, reason: str) -> None:
+        """Stops the node for good (e.g. its operator failed beyond retrying)."""
+        self.stopped = reason
+
+    # --- checkpoints ----------------------------------------------------------------------------
+
+    def state_json(self) -> dict[str, Any]:
+        """Everything needed to continue later, taken at any moment between two calls.
+
+        Results told but not yet admitted are not kept: their items are listed again as
+        outstanding, so a resumed driver asks them again (the calls are found by their keys in
+        the run's call record).
+        """
+        outstanding = sorted([*self._asked.values(), *self._planned], key=lambda i: i.order)
+        return {
+            "round": self.round, "started": self.started, "lag": self.lag,
+            "completed": self.completed, "warm": self._warm, "next_order": self._next_order,
+            "next_slot": self._next_slot, "novel": self._novel,
+            "valid_received": self._valid_received, "opponents_fought": self._opponents_fought,
+            "outstanding": [item.to_json() for item in outstanding],
+            "archive": self.archive.to_json(),
+            "previous_cells": [list(c) for c in sorted(self.previous_cells)],
+            "pool": self.pool.to_json(), "lineage_errors": dict(self.lineage_errors),
+            "history": self.history, "stopped": self.stopped,
+            "emitter": self.emitter.state_json(),
+        }  # fmt: skip
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Continues from :meth:`state_json` output."""
+        self.round = state["round"]
+        self.started = state["started"]
+        self.lag = state["lag"]
+        self.completed = state["completed"]
+        self._warm = state["warm"]
+        self._next_order = state["next_order"]
+        self._next_slot = state["next_slot"]
+        self._novel = state["novel"]
+        self._valid_received = state["valid_received"]
+        self._opponents_fought = list(state["opponents_fought"])
+        self._planned = [WorkItem.from_json(item) for item in state["outstanding"]]
+        self._asked, self._buffer = {}, {}
+        self.archive = self._new_archive(self.round).fill_from_json(state["archive"])
+        self.previous_cells = {tuple(c) for c in state["previous_cells"]}
+        self.pool = OpponentPool.from_json(state["pool"])
+        self.lineage_errors = dict(state["lineage_errors"])
+        self.history = list(state["history"])
+        self.stopped = state["stopped"]
+        self.emitter.restore(state["emitter"])

@@ -1,0 +1,279 @@
+"""The ask/tell core: deterministic admission in any order, the lag rule, checkpoints, Red Queen
+memory windows, sharing policies and emitters, on a small in-test domain."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Sequence
+
+import pytest
+
+from dei_framework import (
+    AddStatus,
+    Admit,
+    Candidate,
+    CVTArchive,
+    DescriptorSpace,
+    Domain,
+    Evaluation,
+    GridArchive,
+    ImprovementEmitter,
+    InvalidProgram,
+    OpponentPool,
+    Program,
+    Scheduler,
+    ThresholdAxis,
+    UniformAxis,
+    evaluate,
+)
+from dei_framework.budget import BudgetLedger
+from dei_framework.descriptors import AxisSpec
+from dei_framework.evaluation import Evaluator
+from dei_framework.operators import Operator, OperatorReply, OperatorRequest
+from dei_framework.search import SearchDriver
+from dei_framework.sharing import BUILTIN_POLICIES
+
+
+class Sums(Domain):
+    """Programs are lists of small integers; fitness rewards sums near 100 and beating opponents."""
+
+    name = "sums"
+    default_axes = ("length", "peak")
+
+    def parse(self, reply: str) -> Program:
+        tokens = reply.split()
+        if not tokens or not all(t.isdigit() and int(t) < 50 for t in tokens):
+            raise InvalidProgram(f"line 1: not a list of integers below 50: {reply[:20]!r}")
+        return Program(text=" ".join(tokens), data=[int(t) for t in tokens])
+
+    def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
+        total = sum(program.data)
+        beaten = sum(total > sum(o.data) for o in opponents) / max(len(opponents), 1)
+        return Evaluation(fitness=beaten + 1 - min(abs(total - 100), 100) / 100,
+                          descriptor={"length": len(program.data), "peak": max(program.data),
+                                      "first": program.data[0]})  # fmt: skip
+
+    def descriptor_axes(self):
+        return [AxisSpec(name="length", axis=ThresholdAxis("length", (2, 4, 6, 8))),
+                AxisSpec(name="peak", axis=UniformAxis("peak", 0, 50, 5)),
+                AxisSpec(name="first", axis=UniformAxis("first", 0, 50, 5))]  # fmt: skip
+
+    def initial_opponents(self) -> list[str]:
+        return ["1 1", "20 20"]
+
+    def messages(self, kind, *, parent=None, others=(), feedback=None):
+        return [{"role": "user", "content": kind}]
+
+
+DOMAIN = Sums()
+
+
+def propose(item) -> str:
+    """A deterministic offline operator (what any seeded operator is)."""
+    rng = random.Random(item.seed)
+    if rng.random() < 0.1:
+        return "junk"
+    if item.kind == "new":
+        return " ".join(str(rng.randrange(50)) for _ in range(rng.randint(1, 8)))
+    numbers = item.parent.text.split()
+    numbers[rng.randrange(len(numbers))] = str(rng.randrange(50))
+    if rng.random() < 0.3 and len(numbers) < 8:
+        numbers.append(str(rng.randrange(50)))
+    return " ".join(numbers)
+
+
+def work(scheduler: Scheduler, item):
+    opponents = [DOMAIN.parse(o.text) for o in scheduler.opponents]
+    text = propose(item) if item.needs_call else item.program.text
+    return evaluate(DOMAIN, text, opponents, seed=item.eval_seed,
+                    axes=scheduler.space.names).result(item, operator="sums-op")  # fmt: skip
+
+
+def scheduler(**settings) -> Scheduler:
+    return Scheduler.for_domain(DOMAIN, name="n", **{"calls": 90, "rounds": 3, "seed": 4,
+                                                     "lag": 6, **settings})  # fmt: skip
+
+
+def drive(s: Scheduler, rng: random.Random | None, *, concurrency: int = 4) -> list[dict]:
+    """Runs to the end with ``concurrency`` slots, finishing them in ``rng``'s order."""
+    in_flight, events = [], []
+    while not s.finished:
+        in_flight += [(item, work(s, item)) for item in s.ask(concurrency - len(in_flight))]
+        assert in_flight, "the scheduler handed out nothing while nothing was in flight"
+        pick = rng.randrange(len(in_flight)) if rng else 0
+        _, result = in_flight.pop(pick)
+        report = s.tell([result])
+        events += [a.event() for a in report.admitted]
+    return events
+
+
+def test_any_completion_order_gives_the_same_run() -> None:
+    reference = scheduler()
+    reference_events = drive(reference, None)
+    for trial in range(4):
+        other = scheduler()
+        assert drive(other, random.Random(trial), concurrency=1 + trial * 2) == reference_events
+        assert other.history == reference.history
+    assert [e["round"] for e in reference.history] == [0, 1, 2]
+    assert sum(e["calls"] for e in reference.history) == 90
+    made = [e for e in reference_events if e["kind"] in ("new", "mutate")]
+    assert len(made) == 90 and [e["slot"] for e in made[:3]] == [2, 3, 4]
+    assert any(e["status"] == "invalid" for e in made)
+    assert {e["status"] for e in made} >= {"new", "not_added"}
+
+
+def test_a_different_seed_or_lag_gives_a_different_run() -> None:
+    base = drive(scheduler(), None)
+    assert drive(scheduler(seed=5), None) != base
+    assert drive(scheduler(lag=0), None) != base
+
+
+def test_ask_waits_for_the_lag_and_tell_admits_in_slot_order() -> None:
+    s = scheduler(lag=2)
+    warm = s.ask(10)
+    assert [i.kind for i in warm] == ["warm", "warm"]  # calls wait for the warmed archive
+    assert s.ask(1) == []
+    report = s.tell([work(s, warm[1])])
+    assert report.admitted == ()  # slot 1 waits for slot 0
+    report = s.tell([work(s, warm[0])])
+    assert [a.result.item.order for a in report.admitted] == [0, 1]
+    calls = s.ask(10)
+    assert [i.key for i in calls] == ["n/r0/s0", "n/r0/s1", "n/r0/s2"]  # slots 0 .. lag
+    s.tell([work(s, calls[2]), work(s, calls[1])])
+    assert s.ask(10) == []  # slot 3 needs slot 0 admitted
+    s.tell([work(s, calls[0])])
+    assert [i.key for i in s.ask(10)] == ["n/r0/s3", "n/r0/s4", "n/r0/s5"]
+    with pytest.raises(ValueError, match="not asked or was already told"):
+        s.tell([work(s, calls[0])])
+
+
+def test_a_checkpoint_taken_mid_round_resumes_exactly() -> None:
+    reference = scheduler()
+    reference_events = drive(reference, None)
+    interrupted = scheduler()
+    events, in_flight = [], []
+    for _ in range(40):  # stop somewhere in round 1 with work in flight and results buffered
+        in_flight += [(i, work(interrupted, i)) for i in interrupted.ask(4 - len(in_flight))]
+        _, result = in_flight.pop(len(in_flight) - 1)
+        events += [a.event() for a in interrupted.tell([result]).admitted]
+    assert interrupted.round == 1 and interrupted.in_flight > 1
+    resumed = scheduler()
+    resumed.restore(interrupted.state_json())
+    events += drive(resumed, random.Random(7))
+    assert events == reference_events
+    assert resumed.history == reference.history
+
+
+def test_red_queen_memory_keeps_separate_windows() -> None:
+    pool = OpponentPool(["1 1"], own_window=2, peer_window=3)
+    for r in range(4):
+        assert pool.add_champion(Candidate(text=f"{r} 9", source="own", node="a", round=r))
+    for r in range(5):
+        pool.add_champion(Candidate(text=f"{r} 8", source="peer", node="b", round=r))
+    assert not pool.add_champion(Candidate(text="1 1", source="peer", node="b", round=9))
+    assert [(o["source"], o["round"]) for o in pool.describe()] == [
+        ("initial", -1), ("own", 2), ("own", 3), ("peer", 2), ("peer", 3), ("peer", 4)]
+    # A flood of received champions never evicts the node's own memory.
+    assert OpponentPool.from_json(pool.to_json()).describe() == pool.describe()
+
+
+def test_round_events_list_the_pool_fought_and_received_champions_enter_by_policy() -> None:
+    solo, flooded = scheduler(own_window=20), scheduler(own_window=20, peer_window=1)
+    drive(solo, None)
+    while not flooded.finished:
+        flooded.start_round([Candidate(text=f"{flooded.round} 4 {k}", node="peer-x",
+                                       round=flooded.round, operator="op") for k in range(3)])
+        drive_round(flooded)
+    own = [[o for o in e["opponents"] if o["source"] == "own"] for e in flooded.history]
+    assert own == [[o for o in e["opponents"] if o["source"] == "own"] for e in solo.history]
+    assert own[2] == [{"source": "own", "round": 0, "node": "n"},
+                      {"source": "own", "round": 1, "node": "n"}]  # fmt: skip
+    assert [o for o in flooded.history[2]["opponents"] if o["source"] == "peer"] == [
+        {"source": "peer", "round": 2, "node": "peer-x"}]
+    assert flooded.history[0]["received"] == 3
+
+
+def drive_round(s: Scheduler) -> None:
+    round_index = s.round
+    while s.round == round_index and not s.finished:
+        items = s.ask(4)
+        s.tell([work(s, item) for item in items])
+
+
+def test_builtin_sharing_policies() -> None:
+    policies = {spec.name: spec.factory({}) for spec in BUILTIN_POLICIES}
+    champion = Candidate(text="1 2", node="p", round=0)
+    assert {name: p.on_receive(champion) for name, p in policies.items()} == {
+        "champion": Admit.OPPONENTS | Admit.CELLS, "top-k": Admit.OPPONENTS | Admit.CELLS,
+        "opponents-only": Admit.OPPONENTS, "none": Admit.NOTHING}  # fmt: skip
+    s = scheduler()
+    drive_round(s)
+    archive = s.history[0]
+    assert archive["champion"] is not None
+    finished = GridArchive(space=s.space).fill_from_json({"elites": [archive["champion"]]})
+    assert [e.text for e in policies["champion"].select(finished)] == [archive["champion"]["text"]]
+    assert policies["none"].select(finished) == [] and not policies["none"].shares
+    # opponents-only: the received champion is evaluated (novelty) but fills no cell.
+    s = scheduler(sharing=policies["opponents-only"])
+    s.start_round([Candidate(text="30 30 30", node="p", round=0, operator="op")])
+    drive_round(s)
+    assert s.history[0]["received"] == 1
+    assert {"source": "peer", "round": 0, "node": "p"} in s.history[0]["opponents"]
+
+
+def test_improvement_emitter_favours_parents_whose_children_improved() -> None:
+    emitter = ImprovementEmitter(prior=1.0)
+    good, bad = Candidate(text="1", id="good"), Candidate(text="2", id="bad")
+    for _ in range(5):
+        emitter.tell(good, None, AddStatus.NEW)
+        emitter.tell(bad, None, AddStatus.NOT_ADDED)
+    assert emitter.weight(good) == 1.0 and emitter.weight(bad) == pytest.approx(1 / 6)
+    restored = ImprovementEmitter()
+    restored.restore(emitter.state_json())
+    assert restored.weight(bad) == emitter.weight(bad)
+    s = scheduler(emitter=ImprovementEmitter())
+    assert drive(s, random.Random(1)) == drive(scheduler(emitter=ImprovementEmitter()), None)
+
+
+def test_cvt_archive_has_seeded_cells_over_three_axes() -> None:
+    space = DescriptorSpace([spec.axis for spec in DOMAIN.descriptor_axes()])
+    a, b = CVTArchive(space=space, cells=20, seed=3), CVTArchive(space=space, cells=20, seed=9)
+    assert (a.centroids == b.centroids).all() and a.cells == 20  # cells do not move per round
+    other = CVTArchive(space=space, cells=20, centroid_seed=4)
+    assert (other.centroids != a.centroids).any()
+    first = Candidate(text="x", fitness=1.0, descriptor={"length": 3, "peak": 10, "first": 40})
+    assert a.add(first) == AddStatus.NEW and str(AddStatus.NEW) == "NEW"
+    assert a.add(first.__class__(**{**first.to_json(), "fitness": 0.5})) == AddStatus.NOT_ADDED
+    s = Scheduler(name="n", space=space, initial_opponents=DOMAIN.initial_opponents(), calls=60,
+                  archive=lambda **kw: CVTArchive(cells=30, **kw))
+    drive(s, random.Random(2))
+    assert all(e["archive_kind"] == "cvt" and e["stats"]["cells"] == 30 for e in s.history)
+
+
+class JunkAwareOperator(Operator):
+    label = "sums-op"
+    max_in_flight = 3
+
+    async def propose(self, request: OperatorRequest) -> OperatorReply:
+        await asyncio.sleep(random.Random(request.seed).random() * 0.01)  # out-of-order replies
+        return OperatorReply(text="10 20 30" if request.kind == "new" else request.parent.text)
+
+
+def test_the_driver_validates_received_champions_before_they_enter_the_pool() -> None:
+    received = [Candidate(text="not a program", node="evil", round=0, operator="x"),
+                Candidate(text="49 49 49", node="friend", round=0, operator="y")]  # fmt: skip
+    s = scheduler(calls=12, rounds=2)
+    events: list[dict] = []
+    driver = SearchDriver(
+        scheduler=s, domain=DOMAIN, operator=JunkAwareOperator(),
+        evaluator=Evaluator(DOMAIN, workers=0), ledger=BudgetLedger(quotas={"n": 12}),
+        receive=lambda r: received if r == 1 else [],
+        record=lambda evs, calls: events.extend(evs),
+    )  # fmt: skip
+    asyncio.run(driver.run())
+    rounds = [e for e in events if e["event"] == "round"]
+    assert [o["node"] for o in rounds[1]["opponents"] if o["source"] == "peer"] == ["friend"]
+    assert [e["from"] for e in events if e["event"] == "received"] == ["friend"]
+    assert len([e for e in events if e["event"] == "evaluated" and e["kind"] == "mutate"]) > 0
+    assert [r["calls"] for r in rounds] == [6, 6]
