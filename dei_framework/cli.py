@@ -168,6 +168,7 @@ def dei_run(**flags: Any) -> None:
     With only --domain, runs a small offline ensemble of the domain's offline operators.
     """
     from dei_framework.ensemble import run
+    from dei_framework.launcher import Launcher, local_network
     from dei_framework.progress import make_progress
     from dei_framework.runlog import RunDir
 
@@ -189,10 +190,25 @@ def dei_run(**flags: Any) -> None:
         if (out / "config.json").exists():
             raise ConfigError(f"{out} already holds a run; use --resume {out} or another --out")
     watching = watch_in_background(out) if flags.get("watch") else None
-    progress = make_progress(flags.get("progress") or "auto", config)
-    with progress:
-        summary = run(config, out, registry=plugins, resume=bool(resume_dir),
-                      replay_from=replay_dir, progress=progress.update)  # fmt: skip
+    network = None if replay_dir else local_network(config, plugins, out)
+    if network is not None:
+        # A transport that runs one node per process (AXL): one `dei node` process per node.
+        quiet = flags.get("progress") in ("quiet", "json")
+        child_args = ("--eval-workers", str(config.eval_workers)) \
+            if config.eval_workers is not None and not resume_dir else ()  # fmt: skip
+        launcher = Launcher(config=config, run_dir=out, network=network, registry=plugins,
+                            resume=bool(resume_dir), child_args=child_args,
+                            echo=None if quiet else (lambda line: click.echo(line, err=True)))
+        summary = launcher.run()
+        if launcher.failed:
+            for name, cause in launcher.failed.items():
+                click.echo(f"error: node {name} failed ({cause}); continue it with: "
+                           f"dei-run --resume {out}", err=True)  # fmt: skip
+    else:
+        progress = make_progress(flags.get("progress") or "auto", config)
+        with progress:
+            summary = run(config, out, registry=plugins, resume=bool(resume_dir),
+                          replay_from=replay_dir, progress=progress.update)  # fmt: skip
     for name, node in summary["nodes"].items():
         if node.get("stopped"):
             click.echo(f"warning: node {name} stopped early: {node['stopped']}", err=True)
@@ -210,6 +226,8 @@ def dei_run(**flags: Any) -> None:
         click.echo(f"report: {report}")
     if watching is not None:
         serve_until_interrupted(watching)
+    if network is not None and launcher.failed:
+        sys.exit(1)
 
 
 def write_report(run_dir: Path) -> Path | None:
@@ -375,6 +393,124 @@ def _pm(stats: Mapping[str, Any], spec: str) -> str:
     if stats.get("std") is not None:
         text += " ± " + format(stats["std"], spec)
     return text
+
+
+@dei.command("node", cls=RunCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="The shared run configuration: a TOML file naming every node ([[node]] "
+                   "tables with name = ...), or a run directory's config.json.")
+@click.option("--name", required=True, help="The node of the configuration this process runs.")
+@click.option("--out", type=click.Path(file_okay=False),
+              help="The run directory; this node writes processes/<name>/ in it.")
+@click.option("--resume", type=click.Path(file_okay=False, exists=True),
+              help="Continue this node in the run directory DIR from its last checkpoint.")
+@click.option("--transport-option", "transport_option", multiple=True, metavar="KEY=VALUE",
+              help="A transport option, repeatable (overrides the configuration's).")
+@click.option("--eval-workers", type=int,
+              help="Evaluation worker processes (default: the configuration's).")
+@click.option("--progress", type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
+              default="auto", show_default=True, help="As for dei-run.")
+@user_errors
+def node_command(**flags: Any) -> None:
+    """Run one node of a shared run in this process (one process per node, e.g. over AXL).
+
+    Every node of the run is started with the same configuration and its own --name; on one
+    machine `dei-run --transport axl` starts them all (and their AXL nodes) for you.
+    """
+    from dei_framework.config import _key_values
+    from dei_framework.ensemble import run
+    from dei_framework.progress import make_progress
+    from dei_framework.runlog import RunDir, write_json_atomic
+
+    plugins = registry()
+    name = flags["name"]
+    if flags.get("resume"):
+        if flags.get("config_file") or flags.get("out"):
+            raise ConfigError("--resume DIR takes the configuration recorded in DIR; "
+                              "drop --config and --out")  # fmt: skip
+        out = Path(flags["resume"])
+        node_dir = RunDir(out).process_path(name)
+        if not (node_dir / "config.json").exists():
+            raise ConfigError(f"{node_dir} holds no run of node {name!r} to resume")
+        config = RunConfig.from_json(RunDir(node_dir).read_config())
+    else:
+        if not flags.get("config_file"):
+            raise ConfigError("give the shared run configuration with --config (or --resume)")
+        path = Path(flags["config_file"])
+        if path.suffix == ".json":
+            try:
+                config = RunConfig.from_json(json.loads(path.read_text()))
+            except (OSError, ValueError, TypeError, KeyError) as exc:
+                raise ConfigError(f"{path} is not a run configuration: {exc}") from None
+        else:
+            config = resolve_config({"config_file": str(path)}, plugins)
+        out = Path(flags["out"]) if flags.get("out") else default_out(config.domain)
+        node_dir = RunDir(out).process_path(name)
+        if (node_dir / "config.json").exists():
+            raise ConfigError(f"{node_dir} already holds node {name!r}; use "
+                              f"dei node --resume {out} --name {name}")  # fmt: skip
+    tables = {"transport_options": dict(config.transport_options),
+              "domain_options": dict(config.domain_options),
+              "sharing_options": dict(config.sharing_options),
+              "operator_options": {}}  # fmt: skip
+    for option, entry in plugins.run_options.items():
+        entry.spec.apply(flags.get(option), tables)
+    tables["transport_options"].update(
+        _key_values(flags.get("transport_option") or (), "--transport-option"))
+    config = attrs.evolve(config, transport_options=tables["transport_options"],
+                          domain_options=tables["domain_options"],
+                          sharing_options=tables["sharing_options"])  # fmt: skip
+    if flags.get("eval_workers") is not None:
+        config = attrs.evolve(config, eval_workers=flags["eval_workers"])
+    if name not in config.node_names:
+        raise ConfigError(f"node {name!r} is not in the run's nodes "
+                          f"({', '.join(config.node_names)})")  # fmt: skip
+    spec = plugins.transport(config.transport)
+    if spec.local_network is None and config.sharing != "none":
+        raise ConfigError(f"transport {config.transport!r} connects only nodes of one process; "
+                          "a node in its own process needs a networked one (--transport axl)")
+    if not (out / "config.json").exists():
+        write_json_atomic(out / "config.json", config.to_json())
+    progress = make_progress(flags.get("progress") or "auto", config)
+    with progress:
+        summary = run(config, node_dir, registry=plugins, resume=bool(flags.get("resume")),
+                      progress=progress.update, local=name)  # fmt: skip
+    node = summary["nodes"][name]
+    if node.get("stopped"):
+        click.echo(f"warning: node {name} stopped early: {node['stopped']}", err=True)
+    click.echo(f"done: node {name} (pid {node['pid']}), {node['calls']}/{node['quota']} calls, "
+               f"{node['sharing'].get('accepted', 0)} champions received")
+    click.echo(f"summary: {node_dir / 'summary.json'}")
+
+
+@dei.command("merge", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--no-report", is_flag=True, help="Do not write report.md and plots.")
+@user_errors
+def merge_command(run_dir: Path, no_report: bool) -> None:
+    """Merge the node processes of a run (RUN_DIR/processes/<node>/) into one summary and report.
+
+    `dei-run --transport axl` does this itself; after a run over several machines, copy each
+    machine's processes/<node>/ into one directory (with the shared config.json) and merge.
+    """
+    from dei_framework.ensemble import Ensemble
+    from dei_framework.runlog import RunDir
+
+    directory = RunDir(run_dir)
+    config = RunConfig.from_json(directory.read_config())
+    missing = [n for n in config.node_names if not directory.process_path(n).is_dir()]
+    if len(missing) == len(config.node_names):
+        raise ConfigError(f"{run_dir} has no node process directories (processes/<node>/)")
+    if missing:
+        click.echo(f"warning: no process directory for {', '.join(missing)}", err=True)
+    summary = Ensemble(config, directory, registry=registry()).merge_processes()
+    report = None if no_report else write_report(run_dir)
+    budget = summary["budget"]
+    click.echo(f"merged: {len(summary['nodes'])} nodes, {budget['calls']}/{budget['limit']} "
+               f"calls, merged coverage {summary['merged'].get('coverage', 0):.1%}")
+    click.echo(f"summary: {run_dir / 'summary.json'}")
+    if report:
+        click.echo(f"report: {report}")
 
 
 @dei.command("watch", context_settings={"help_option_names": ["-h", "--help"]})
