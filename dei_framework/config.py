@@ -254,8 +254,9 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     known = {"domain", "transport", "nodes", "operator", "operators", "api_base", "budget",
              "iterations", "rounds", "sharing", "axes", "seed", "eval_workers",
              "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
-             "transport_options", "sharing_options", "operator_options", "out", "members",
-             "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions"}
+             "transport_options", "sharing_options", "operator_options", "out",
+             "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
+             "members"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
