@@ -292,17 +292,22 @@ def build_binary() -> str:
 class AxlLocalNetwork(LocalNetwork):
     """One loopback AXL node per DEI node, for running a run's nodes as processes on one machine.
 
-    Node ``i`` peers with node ``0`` and node ``i - 1`` (loopback only, never AXL's public
-    defaults), so losing any one AXL node leaves the others connected. An AXL node that dies
-    while the run goes on is restarted with the same key and ports (:meth:`check`).
+    With ``peering="full"`` node ``i`` peers with every node before it (each pair of nodes is
+    one overlay hop apart); with ``"chain"`` with node ``0`` and node ``i - 1`` only. Either way
+    addresses are loopback only, never AXL's public defaults, and losing any one AXL node leaves
+    the others connected. An AXL node that dies while the run goes on is restarted with the same
+    key and ports (:meth:`check`).
 
     Attributes:
         names: The DEI node names.
         home: Where each AXL node's folder goes (``home/<name>/axl``).
+        peering: ``"full"`` or ``"chain"``.
     """
 
     names: list[str]
     home: Path = attrs.field(converter=Path)
+    peering: str = attrs.field(default="full",
+                               validator=attrs.validators.in_(("full", "chain")))
     nodes: dict[str, AxlNodeProcess] = attrs.field(factory=dict, init=False)
     restarts: dict[str, int] = attrs.field(factory=dict, init=False)
 
@@ -317,7 +322,9 @@ class AxlLocalNetwork(LocalNetwork):
         listen = [f"tls://127.0.0.1:{port}" for port, _ in ports]
         try:
             for index, name in enumerate(self.names):
-                peers = sorted({listen[0], listen[max(0, index - 1)]} - {listen[index]})
+                earlier = listen[:index] if self.peering == "full" else \
+                    [listen[0], listen[max(0, index - 1)]]  # fmt: skip
+                peers = sorted(set(earlier) - {listen[index]})
                 node = AxlNodeProcess(binary, home=self.home / name / "axl", peers=peers,
                                       key_path=keys.get(name), listen_port=ports[index][0],
                                       api_port=ports[index][1])  # fmt: skip
