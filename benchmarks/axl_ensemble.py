@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/axl_ensemble.py --nodes 8 --idle 10 --publish 20 --json
+    python benchmarks/axl_ensemble.py --nodes 8 --idle 10 --publish 30 --interval 5 --json
 
 Starts ``--nodes`` AXL nodes the way ``dei-run --transport axl`` does on one machine
 (``AxlLocalNetwork``: node ``i`` peers with nodes ``0`` and ``i - 1``, loopback only), and one
@@ -207,11 +207,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=8)
     parser.add_argument("--idle", type=float, default=10.0)
-    parser.add_argument("--publish", type=float, default=20.0)
-    parser.add_argument("--interval", type=float, default=1.0,
+    parser.add_argument("--publish", type=float, default=30.0)
+    parser.add_argument("--interval", type=float, default=5.0,
                         help="Seconds between one node's champions (DEI: one per round).")
     parser.add_argument("--warmup", type=float, default=3.0)
-    parser.add_argument("--settle", type=float, default=3.0)
+    parser.add_argument("--settle", type=float, default=5.0)
     parser.add_argument("--peering", choices=("full", "chain"), default="full",
                         help="AXL peerings: every pair (dei-run's default) or a chain.")
     parser.add_argument("--json", action="store_true")

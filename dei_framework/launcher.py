@@ -53,6 +53,31 @@ def local_network(
                               run_dir / "processes")  # fmt: skip
 
 
+def parent_death_signal(sig: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the child receive ``sig`` when its parent dies (Linux).
+
+    A launcher killed with SIGKILL can stop nothing itself; this way its children (node
+    processes: SIGINT, they keep their checkpoint; AXL nodes: SIGTERM) do not outlive it.
+    ``None`` where the system has no ``prctl``.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def set_signal() -> None:
+        prctl(1, int(sig), 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), sig)
+
+    return set_signal
+
+
 def node_command(*args: str) -> list[str]:
     """The command line of a ``dei`` sub-command run with this interpreter."""
     return [sys.executable, "-m", "dei_framework", *args]
@@ -162,6 +187,7 @@ class Launcher:
             node_command(*args), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             start_new_session=True,  # Ctrl-C reaches the launcher, which stops children in turn
+            preexec_fn=parent_death_signal(signal.SIGINT),
         )  # fmt: skip
         previous = self.children.get(name)
         self.children[name] = _Child(name=name, process=process, log=log,
@@ -286,7 +312,14 @@ class Launcher:
             self._say(f"  {sender} (pid {pids.get(sender)}) -> {receiver} "
                       f"(pid {pids.get(receiver)}): {count}")  # fmt: skip
         if not edges:
-            self._say("  none")
+            self._say("  none at a round start")
+        for name, node in summary["nodes"].items():
+            sharing = node.get("sharing") or {}
+            delivered = (sharing.get("transport") or {}).get("delivered")
+            if delivered is not None:
+                self._say(f"  {name} (pid {node.get('pid')}): {delivered} messages delivered by "
+                          f"{self.config.transport}, {sharing.get('accepted', 0)} champions "
+                          "taken in at a round start")  # fmt: skip
         return summary
 
 

@@ -36,6 +36,7 @@ import httpx
 
 from dei_framework.envelope import NodeIdentity
 from dei_framework.errors import TransportError
+from dei_framework.launcher import parent_death_signal
 from dei_framework.transport import LocalNetwork
 
 #: The port AXL's userspace TCP stack uses between nodes; must be equal on all nodes and never
@@ -146,6 +147,8 @@ class AxlNodeProcess:
             ``identity.pem`` can be used, so the AXL key and the envelope key are one.
         listen_port: Peering port (free port when 0).
         api_port: API port (free port when 0).
+        parent_death_signal: Signal the node gets when the process that started it dies
+            (Linux; ``None``: it outlives it).
     """
 
     binary: str
@@ -154,6 +157,7 @@ class AxlNodeProcess:
     key_path: Path | None = None
     listen_port: int = 0
     api_port: int = 0
+    parent_death_signal: int | None = None
     process: subprocess.Popen[bytes] | None = attrs.field(default=None, init=False)
     _log: IO[bytes] | None = attrs.field(default=None, init=False)
 
@@ -206,7 +210,9 @@ class AxlNodeProcess:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env={**os.environ, "HOME": str(self.home)},
-        )
+            preexec_fn=None if self.parent_death_signal is None
+            else parent_death_signal(self.parent_death_signal),
+        )  # fmt: skip
 
     def alive(self) -> bool:
         """Whether the process is running."""
@@ -327,7 +333,8 @@ class AxlLocalNetwork(LocalNetwork):
                 peers = sorted(set(earlier) - {listen[index]})
                 node = AxlNodeProcess(binary, home=self.home / name / "axl", peers=peers,
                                       key_path=keys.get(name), listen_port=ports[index][0],
-                                      api_port=ports[index][1])  # fmt: skip
+                                      api_port=ports[index][1],
+                                      parent_death_signal=signal.SIGTERM)  # fmt: skip
                 node.start()
                 self.nodes[name] = node
             for node in self.nodes.values():

@@ -125,7 +125,7 @@ def test_headline_run_one_process_per_node_over_axl(axl_binary, tmp_path, cli) -
     """`dei-run --domain coreware --transport axl --nodes 3` with nothing else set up."""
     out = tmp_path / "run"
     result = cli("dei-run", "--domain", "coreware", "--transport", "axl", "--nodes", "3",
-                 "--budget", "36", "--rounds", "2", "--out", str(out),
+                 "--budget", "120", "--rounds", "2", "--out", str(out),
                  env={**os.environ, "DEI_AXL_BIN": axl_binary}, timeout=600)  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
     nodes = summary["nodes"]
@@ -136,7 +136,7 @@ def test_headline_run_one_process_per_node_over_axl(axl_binary, tmp_path, cli) -
     config = json.loads((out / "config.json").read_text())
     assert sorted(config["members"]) == sorted(n["transport_process"]["axl_key"]
                                                for n in nodes.values())  # fmt: skip
-    assert summary["budget"]["calls"] == 36 and summary["evaluated"] > 0
+    assert summary["budget"]["calls"] == 120 and summary["evaluated"] > 0
     assert (out / "report.md").exists()
     # One merged run, like an in-memory one: its files and the same summary sections.
     memory = tmp_path / "memory"
@@ -155,6 +155,13 @@ def test_headline_run_one_process_per_node_over_axl(axl_binary, tmp_path, cli) -
     assert "received over axl" in result.stderr
     assert "champions delivered between OS processes over axl" in result.stderr
     assert all(alive(pid) is False for pid in [*pids.values(), *axl_pids])
+    # dei watch reads the launched run as one run, each event once.
+    from dei_framework.watch.run import WatchedRun
+
+    state = WatchedRun(out).state(seconds=None)
+    assert sorted(n["name"] for n in state["nodes"]) == sorted(nodes)
+    assert state["run"]["calls"] == 120 and state["run"]["status"] == "finished"
+    assert {n["name"]: n["pid"] for n in state["nodes"]} == pids
 
 
 def test_node_process_killed_with_sigkill_is_resumed_and_catches_up(axl_env, tmp_path) -> None:
@@ -274,3 +281,16 @@ def test_ctrl_c_stops_every_child_and_resume_finishes_the_run(axl_env, tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert_exact_ledger(out, summary)
+
+
+def test_children_do_not_outlive_a_launcher_killed_with_sigkill(axl_env, tmp_path) -> None:
+    out = tmp_path / "run"
+    launcher = launch(write_config(tmp_path / "run.toml"), out, axl_env)
+    children = wait_for(lambda: len(processes(out)) == 3 and processes(out),
+                        what="three node processes")  # fmt: skip
+    pids = [p for entry in children.values() for p in (entry["pid"], entry["axl_pid"])]
+    assert all(alive(pid) for pid in pids)
+    launcher.kill()
+    launcher.communicate(timeout=30)
+    wait_for(lambda: not [pid for pid in pids if alive(pid)], timeout=45,
+             what="the children to stop with their launcher")  # fmt: skip
