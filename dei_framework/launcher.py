@@ -148,8 +148,9 @@ class Launcher:
         previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             options = self.network.start({name: self._key_path(name) for name in keys})
-            self._say(f"{self.config.transport} network up: " + ", ".join(
-                f"{name} at {opts.get('axl_api', opts)}" for name, opts in options.items()))
+            for name, opts in options.items():
+                settings = " ".join(f"{key}={value}" for key, value in opts.items())
+                self._say(f"{name}: {self.config.transport} network ready ({settings})")
             self.options = options
             for name in self.config.node_names:
                 if (run_dir.process_path(name) / "summary.json").exists():
@@ -283,8 +284,10 @@ class Launcher:
             )
         elif event.get("event") == "round":
             stats = event.get("stats") or {}
-            self._say(f"{name} (pid {pid}): round {int(event.get('round', 0)) + 1}/"
-                      f"{self.config.rounds} done, coverage {stats.get('coverage', 0):.1%}")
+            self._say(
+                f"{name} (pid {pid}): round {int(event.get('round', 0)) + 1}/"
+                f"{self.config.rounds} done, coverage {stats.get('coverage', 0):.1%}"
+            )
 
     # --- merging ------------------------------------------------------------------------------
 
