@@ -183,9 +183,14 @@ def run(nodes: int, idle: float, publish: float, interval: float, warmup: float,
         "champions_published": published,
         "champions_received": len(latencies),
         "delivery_ratio": round(len(latencies) / (published * (nodes - 1)), 4)
-        if published else None,  # fmt: skip
-        "latency_ms": {"p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99),
-                       "max": round(latencies[-1], 1) if latencies else None},  # fmt: skip
+        if published
+        else None,  # fmt: skip
+        "latency_ms": {
+            "p50": pct(0.5),
+            "p90": pct(0.9),
+            "p99": pct(0.99),
+            "max": round(latencies[-1], 1) if latencies else None,
+        },  # fmt: skip
         "idle_api_requests_per_s_per_node": mean(idle_requests),
         "idle_api_requests_per_s_range": spread(idle_requests),
         "idle_cpu_percent_per_node": {
@@ -208,12 +213,20 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=8)
     parser.add_argument("--idle", type=float, default=10.0)
     parser.add_argument("--publish", type=float, default=30.0)
-    parser.add_argument("--interval", type=float, default=5.0,
-                        help="Seconds between one node's champions (DEI: one per round).")
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=5.0,
+        help="Seconds between one node's champions (DEI: one per round).",
+    )
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--settle", type=float, default=5.0)
-    parser.add_argument("--peering", choices=("full", "chain"), default="full",
-                        help="AXL peerings: every pair (dei-run's default) or a chain.")
+    parser.add_argument(
+        "--peering",
+        choices=("full", "chain"),
+        default="full",
+        help="AXL peerings: every pair (dei-run's default) or a chain.",
+    )
     parser.add_argument("--json", action="store_true")
     # worker mode (internal)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -225,8 +238,9 @@ def main() -> None:
     if args.worker:
         print(json.dumps(asyncio.run(_worker(args))))
         return
-    result = run(args.nodes, args.idle, args.publish, args.interval, args.warmup, args.settle,
-                 args.peering)
+    result = run(
+        args.nodes, args.idle, args.publish, args.interval, args.warmup, args.settle, args.peering
+    )
     print(json.dumps(result) if args.json else json.dumps(result, indent=1))
 
 

@@ -32,8 +32,8 @@ def write_config(path: Path, *, delay: float = 1.0, names=NAMES, rounds: int = R
     nodes = "".join(f'[[node]]\nname = "{n}"\noperator = "toy-random"\n' for n in names)
     path.write_text(
         f'domain = "toy"\ntransport = "axl"\nbudget = {len(names) * rounds * CALLS_PER_ROUND}\n'
-        f'rounds = {rounds}\nseed = 3\neval_workers = 0\ncheckpoint_seconds = 0.5\n{nodes}'
-        f'[operator_options]\ndelay = {delay}\n[transport_options]\nheartbeat = 0.2\n'
+        f"rounds = {rounds}\nseed = 3\neval_workers = 0\ncheckpoint_seconds = 0.5\n{nodes}"
+        f"[operator_options]\ndelay = {delay}\n[transport_options]\nheartbeat = 0.2\n"
     )
     return path
 
