@@ -483,7 +483,10 @@ def node_command(**flags: Any) -> None:
         _key_values(flags.get("transport_option") or (), "--transport-option"))
     config = attrs.evolve(config, transport_options=tables["transport_options"],
                           domain_options=tables["domain_options"],
-                          sharing_options=tables["sharing_options"])  # fmt: skip
+                          sharing_options=tables["sharing_options"],
+                          nodes=tuple(attrs.evolve(node, options={**node.options,
+                                                                  **tables["operator_options"]})
+                                      for node in config.nodes))  # fmt: skip
     if flags.get("eval_workers") is not None:
         config = attrs.evolve(config, eval_workers=flags["eval_workers"])
     if name not in config.node_names:
