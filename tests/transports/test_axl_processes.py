@@ -207,8 +207,10 @@ def test_axl_node_killed_mid_run_is_restarted_and_nothing_is_lost(axl_env, tmp_p
     after = [e for e in log if e["event"] == "received" and e["node"] == "c"
              and e["round"] > killed_round + 1]  # fmt: skip
     assert {e["from"] for e in after} == {"a", "b"}, after
+    # c's champion of the round it was in when its AXL node died (published after the restart)
+    # or a later one reached the others.
     assert any(e["event"] == "received" and e["from"] == "c"
-               and e["from_round"] > killed_round + 1 for e in log)  # fmt: skip
+               and e["from_round"] >= killed_round for e in log)  # fmt: skip
 
 
 def test_late_joining_node_gets_and_gives_champions(axl_cluster, toy_env, tmp_path, cli) -> None:
