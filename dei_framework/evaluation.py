@@ -5,17 +5,26 @@ crashes the domain, or even kills its worker process, becomes an invalid candida
 message; it never takes the node down. So does a domain answer that breaks the contract (a
 descriptor that is not a mapping, a missing or unknown descriptor key, a fitness or descriptor
 value that is not a finite number): the message names the problem and the run goes on.
+
+Workers belong to the process that started them: they ignore Ctrl-C and SIGTERM (a terminal
+sends Ctrl-C to the whole process group; the main process decides when evaluation stops and
+kills them itself), and a watcher thread ends each worker within
+:data:`PARENT_POLL_SECONDS` when its parent is gone, even when the parent died by ``kill -9``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import math
 import multiprocessing
+import multiprocessing.context
 import os
+import signal
+import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -25,6 +34,9 @@ from dei_framework.errors import InvalidProgram
 from dei_framework.scheduler import Result, WorkItem
 
 _WORKER_DOMAIN: Domain | None = None
+
+#: How often a worker checks that the process that started it is still alive.
+PARENT_POLL_SECONDS = 0.5
 
 
 @attrs.frozen(kw_only=True)
@@ -53,9 +65,64 @@ class Outcome:
                       info=info)  # fmt: skip
 
 
-def _install(domain: Domain) -> None:
+_STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def _stop_signals_blocked() -> Iterator[None]:
+    """Defers Ctrl-C and SIGTERM in this thread; children started meanwhile inherit the block.
+
+    A child must not die of the Ctrl-C a terminal sends to the whole process group while it
+    is still importing, before :func:`_install` can ignore the signal (it would print a
+    traceback and break the pool). The parent only receives its signal a moment later.
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class _QuietSpawnProcess(multiprocessing.context.SpawnProcess):
+    """A spawned process that starts with Ctrl-C and SIGTERM blocked."""
+
+    def start(self) -> None:
+        with _stop_signals_blocked():
+            super().start()
+
+
+class _QuietSpawnContext(multiprocessing.context.SpawnContext):
+    """The spawn start method, with :class:`_QuietSpawnProcess` as its process class."""
+
+    Process = _QuietSpawnProcess
+
+
+def _install(domain: Domain, parent: int) -> None:
+    """Worker initializer: ignore stop signals, watch the parent, then install the domain."""
+    for number in _STOP_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    _watch_parent(parent)
     global _WORKER_DOMAIN
     _WORKER_DOMAIN = domain
+
+
+def _watch_parent(parent: int) -> None:
+    """Ends this process once ``parent`` is no longer its parent (it died, we were reparented).
+
+    Polling ``getppid`` works with every start method and needs no inherited descriptor; a
+    parent that died before this call is caught by the first check. The thread runs whenever
+    the evaluation releases the GIL, and at the latest when it returns.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(0)  # no cleanup to do: results go to a parent that no longer exists
+
+    if os.getppid() != parent:
+        os._exit(0)
+    threading.Thread(target=watch, name="dei-parent-watch", daemon=True).start()
 
 
 def _finite_number(value: object) -> bool:
@@ -196,12 +263,13 @@ class Evaluator:
             else:
                 # spawn, not fork: forking a process that runs an event loop and HTTP clients
                 # can copy held locks into the child.
-                self._pools[lane] = concurrent.futures.ProcessPoolExecutor(
-                    max_workers=workers,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_install,
-                    initargs=(self.domain,),
-                )
+                with _stop_signals_blocked():  # the resource tracker starts here
+                    self._pools[lane] = concurrent.futures.ProcessPoolExecutor(
+                        max_workers=workers,
+                        mp_context=_QuietSpawnContext(),
+                        initializer=_install,
+                        initargs=(self.domain, os.getpid()),
+                    )
         return self._pools[lane]
 
     def _local_domain(self) -> Domain | None:
@@ -249,8 +317,43 @@ class Evaluator:
         except Exception:
             return None
 
-    def close(self) -> None:
-        """Stops the workers."""
-        for pool in self._pools.values():
-            pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, *, wait: bool = True) -> None:
+        """Stops the workers.
+
+        Args:
+            wait: Let the evaluations under way finish (the end of a run). ``False`` (an
+                interrupt) kills the workers at once and reaps them: nothing they compute
+                could still be used.
+        """
+        pools = list(self._pools.values())
         self._pools.clear()
+        if wait:
+            for pool in pools:
+                pool.shutdown(wait=True, cancel_futures=True)
+            return
+        processes = [process for pool in pools for process in _worker_processes(pool)]
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.join(timeout=2.0)
+
+    def kill_workers(self) -> None:
+        """Kills the worker processes at once, without touching the pool's bookkeeping.
+
+        Safe to call from a signal handler just before the process exits.
+        """
+        for pool in list(self._pools.values()):
+            for process in _worker_processes(pool):
+                process.kill()
+
+
+def _worker_processes(pool: concurrent.futures.Executor) -> list:
+    """The live ``multiprocessing.Process`` objects of a process pool (none for threads).
+
+    ``ProcessPoolExecutor`` has no public handle on its workers before Python 3.14
+    (``kill_workers``); its ``_processes`` map has been stable since 3.2.
+    """
+    processes = getattr(pool, "_processes", None) or {}
+    return [process for process in list(processes.values()) if process.is_alive()]

@@ -9,8 +9,10 @@ was killed by a signal from its last checkpoint, and reports one that failed (ex
 waiting on it. At the end it merges the processes' directories into the run directory, so the
 summary and report are those of an in-memory run (plus each node's ``pid``).
 
-Ctrl-C (or SIGTERM) stops every child cleanly: SIGINT to the node processes (they keep their
-last checkpoint), then the network; ``dei-run --resume <run dir>`` continues.
+Ctrl-C (or SIGTERM) stops every child cleanly: ``dei-run``'s interrupt handling calls
+:meth:`Launcher.stop`, which sends SIGINT to the node processes (each stops as ``dei-run``
+does, keeping its checkpoint), then stops the network; a second Ctrl-C kills them
+(:meth:`Launcher.kill_workers`). ``dei-run --resume <run dir>`` continues.
 """
 
 from __future__ import annotations
@@ -117,6 +119,8 @@ class Launcher:
     pids: dict[str, int] = attrs.field(factory=dict, init=False)
     failed: dict[str, str] = attrs.field(factory=dict, init=False)
     options: dict[str, dict[str, Any]] = attrs.field(factory=dict, init=False)
+    started: bool = attrs.field(default=False, init=False)
+    stopping: bool = attrs.field(default=False, init=False)
     _offsets: dict[str, int] = attrs.field(factory=dict, init=False)
 
     def _say(self, line: str) -> None:
@@ -145,13 +149,13 @@ class Launcher:
             )
         if not self.resume:
             run_dir.write_config(self.config.to_json())
-        previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             options = self.network.start({name: self._key_path(name) for name in keys})
             for name, opts in options.items():
                 settings = " ".join(f"{key}={value}" for key, value in opts.items())
                 self._say(f"{name}: {self.config.transport} network ready ({settings})")
             self.options = options
+            self.started = True
             for name in self.config.node_names:
                 if (run_dir.process_path(name) / "summary.json").exists():
                     self._say(f"{name}: already finished")
@@ -166,9 +170,22 @@ class Launcher:
         finally:
             self._stop_children()
             self.network.stop()
-            signal.signal(signal.SIGTERM, previous)
         self._follow()
         return self._merge()
+
+    def stop(self) -> None:
+        """Asks the run to stop (from a signal handler): :meth:`run` stops the children and
+        raises ``KeyboardInterrupt``; before any child started, raises it at once."""
+        self.stopping = True
+        if not self.started:
+            raise KeyboardInterrupt
+
+    def kill_workers(self) -> None:
+        """Kills the node processes at once (a second Ctrl-C, just before exit); their AXL
+        nodes stop with the launcher (parent-death signal)."""
+        for child in self.children.values():
+            if child.process.poll() is None:
+                child.process.kill()
 
     def _key_path(self, name: str) -> Path:
         return RunDir(self.run_dir).process_path(name) / "nodes" / name / "identity.pem"
@@ -206,6 +223,8 @@ class Launcher:
 
     def _supervise(self) -> None:
         while any(child.process.poll() is None for child in self.children.values()):
+            if self.stopping:
+                raise KeyboardInterrupt
             time.sleep(POLL_SECONDS)
             repaired = self.network.check()
             for line in repaired:
@@ -336,7 +355,3 @@ def _tail(path: Path, lines: int = 3) -> str:
     except OSError:
         return ""
     return " | ".join(text[-lines:])
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
