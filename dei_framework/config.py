@@ -311,8 +311,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
              "transport_options", "sharing_options", "operator_options", "out",
              "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
-             "members",
-             "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call"}
+             "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
+             "members"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
