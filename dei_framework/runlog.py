@@ -31,7 +31,7 @@ from dei_framework.errors import ConfigError
 def write_json_atomic(path: Path, data: Any) -> None:
     """Writes JSON so that a crash leaves either the old file or the new one, never a mix."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer process
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(data, handle, indent=1, allow_nan=False, default=_json_default)
         handle.flush()
