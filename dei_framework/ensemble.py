@@ -23,6 +23,15 @@ import attrs
 
 from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.budget import BudgetLedger, NodeUsage
+from dei_framework.common import (
+    Reference,
+    build_reference,
+    common_fitness,
+    evaluate_texts,
+    merge_common,
+    raw_entries,
+    reference_record,
+)
 from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
@@ -34,7 +43,7 @@ from dei_framework.node import Node
 from dei_framework.operators import Operator, OperatorSettings
 from dei_framework.plugins import PluginRegistry, load_plugins, notify
 from dei_framework.replay import RecordedOperator, Recording
-from dei_framework.runlog import RunDir, read_jsonl
+from dei_framework.runlog import RunDir, read_jsonl, write_json_atomic
 from dei_framework.scheduler import Scheduler
 from dei_framework.search import RecordedCall, SearchDriver
 
@@ -108,6 +117,11 @@ class Ensemble:
         self.replay_from = replay_from
         self.progress = progress or (lambda kind, data: None)
         self.round_archives: dict[str, dict[int, GridArchive]] = defaultdict(dict)
+        # Opponents each node fought per round (for the fitness scale of its raw figures).
+        self.round_opponents: dict[str, dict[int, int]] = defaultdict(dict)
+        self.reference: Reference | None = None
+        self.common_outcomes: dict = {}
+        self.merged_entries: list[dict[str, Any]] = []
         #: The run has written its configuration (a failure after this keeps the directory).
         self.started = False
         #: :meth:`stop` was called.
@@ -134,6 +148,8 @@ class Ensemble:
         config, registry = self.config, self.registry
         self._build_domain()
         local_nodes = self.local_nodes
+        if config.common_ground:
+            self.reference = build_reference(self.domain)
         spaces = {node.name: build_space(self.domain, node.axes or self.space.names, registry)
                   for node in local_nodes}  # fmt: skip
         policies = {
@@ -247,6 +263,7 @@ class Ensemble:
                 scheduler.restore(states[name])
                 self.ledger.usage[name].restore(states[name]["usage"])
                 for entry in scheduler.history:
+                    self._note_opponents(name, entry)
                     path = self.run_dir.round_path(name, entry["round"])
                     if path.exists():
                         self.round_archives[name][entry["round"]] = self._common(
@@ -287,6 +304,7 @@ class Ensemble:
     def _on_round(self, name: str) -> Callable[[dict, ArchiveBase], None]:
         def ended(entry: dict, archive: ArchiveBase) -> None:
             self.round_archives[name][entry["round"]] = self._common(archive.to_json())
+            self._note_opponents(name, entry)
             self.run_dir.write_round(name, entry["round"],
                                      {"archive": archive.to_json(), **entry})  # fmt: skip
             self.progress("round", {**entry, "operator_status": self.operators[name].status()})
@@ -294,6 +312,10 @@ class Ensemble:
                    stats=entry)  # fmt: skip
 
         return ended
+
+    def _note_opponents(self, name: str, entry: dict) -> None:
+        if entry.get("opponents") is not None:
+            self.round_opponents[name][entry["round"]] = len(entry["opponents"])
 
     def _common(self, archive: dict[str, Any]) -> GridArchive:
         """A node's archive mapped into the run's grid (the common space of merges and reports,
@@ -382,6 +404,10 @@ class Ensemble:
             finally:
                 checkpointer.cancel()
             self._checkpoint()
+            if self.reference is not None:
+                self.common_outcomes = await evaluate_texts(
+                    self.evaluator, self._common_texts(), self.reference
+                )
         except asyncio.CancelledError:
             # Each node's boundary is consistent with the run log at any await: that is what
             # the periodic checkpoints rely on too.
@@ -404,23 +430,33 @@ class Ensemble:
             self.evaluator.close(wait=not interrupted)
             self.run_dir.close()
         summary = self.summary()
+        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merged_entries)
         self.run_dir.write_summary(summary)
         self.run_dir.close()
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
         return summary
 
     def _report_resumed(self) -> None:
-        """Gives the progress display each node's totals so far (non-zero on ``--resume``)."""
+        """Gives the progress display each node's totals so far (non-zero on ``--resume``).
+
+        The display counts operator-made candidates as they are admitted, so a resumed run
+        starts from those admitted before the checkpoint (the log is cut back to it) — not from
+        the ledger, which also bills calls that completed but were not admitted yet: the
+        resumed driver asks their items again, serves the recorded replies without charging
+        them twice, and the display counts them when they are admitted.
+        """
+        calls: dict[str, int] = defaultdict(int)
         invalid: dict[str, int] = defaultdict(int)
         if self.resume:
             for event in read_jsonl(self.run_dir.events_path):
                 if event.get("event") == "evaluated" and event.get("kind") in ("new", "mutate"):
+                    calls[event["node"]] += 1
                     invalid[event["node"]] += event.get("status") == "invalid"
         for node in self.nodes:
             loop = self.drivers[node.name]
             last = loop.history[-1] if loop.history else None
             self.progress("resumed", {
-                "node": node.name, "calls": self.ledger.usage[node.name].calls,
+                "node": node.name, "calls": calls[node.name],
                 "invalid": invalid[node.name], "rounds_done": len(loop.history),
                 "coverage": last["stats"]["coverage"] if last else 0.0,
                 "best": max((e["champion"]["fitness"] for e in loop.history if e["champion"]),
@@ -497,12 +533,50 @@ class Ensemble:
                                          "attempts_per_call": config.max_attempts_per_call})
         budget = {**ledger.to_json(), "wall_seconds": round(wall, 3)}
         summary = self._summary(nodes, budget)
+        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merged_entries)
         self.run_dir.write_config(config.to_json())
         self.run_dir.write_summary(summary)
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
         return summary
 
     # --- results --------------------------------------------------------------------------------
+
+    def _final_archives(self) -> list[GridArchive]:
+        return [archives[max(archives)] for archives in self.round_archives.values() if archives]
+
+    def _common_texts(self) -> list[str]:
+        """Every final-archive elite and every round champion: what common ground measures."""
+        texts = [elite.text for archive in self._final_archives() for elite in archive]
+        for driver in self.drivers.values():
+            texts += [e["champion"]["text"] for e in driver.history if e.get("champion")]
+        return texts
+
+    def _merged(self) -> dict[str, Any]:
+        """Raw merge statistics, the common-ground block, and ``merged_archive.json``."""
+        finals = self._final_archives()
+        merged = merged_stats(finals) if finals else {"coverage": 0.0, "qd_score": 0.0}
+        if self.reference is None:
+            self.merged_entries = raw_entries(GridArchive.merge(finals)) if finals else []
+            return merged
+        archive, self.merged_entries = merge_common(
+            finals, self.common_outcomes, self.space, qd_offset=self.domain.fitness_floor
+        )
+        failed = sum(1 for o in self.common_outcomes.values() if o.evaluation is None)
+        merged["common"] = {
+            **archive.stats().to_json(),
+            "reference": dict(self.reference.record),
+            "seed": self.reference.seed,
+            "fitness_scale": self.reference.fitness_scale,
+            "failed": failed,
+        }
+        return merged
+
+    def _fitness_scales(self, name: str) -> list[float | None]:
+        fought = self.round_opponents.get(name, {})
+        return [
+            float(self.domain.fitness_scale(fought[e["round"]])) if e["round"] in fought else None
+            for e in self.drivers[name].history
+        ]
 
     def summary(self) -> dict[str, Any]:
         """The run's results: merged archive, per-node metrics, budget, sharing counters."""
@@ -512,6 +586,10 @@ class Ensemble:
             usage: NodeUsage = self.ledger.usage[node.name]
             generality = [e.get("generality") for e in loop.history]
             final = loop.history[-1] if loop.history else None
+            champion = dict(final["champion"]) if final and final.get("champion") else None
+            if champion is not None and self.reference is not None:
+                champion["common_fitness"] = common_fitness(self.common_outcomes,
+                                                            champion["text"])  # fmt: skip
             nodes[node.name] = {
                 "operator": loop.operator.label,
                 "model": loop.operator.label,
@@ -527,7 +605,12 @@ class Ensemble:
                 "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
                 "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
                 "qd_score_per_round": [e["stats"]["qd_score"] for e in loop.history],
-                "champion": final["champion"] if final else None,
+                "champion": champion,
+                "champion_common_fitness_per_round": [
+                    common_fitness(self.common_outcomes, (e.get("champion") or {}).get("text"))
+                    for e in loop.history
+                ] if self.reference is not None else None,
+                "fitness_scale_per_round": self._fitness_scales(node.name),
                 "stopped": loop.stopped,
                 "sharing": node.stats(),
                 "operator_status": loop.operator.status(),
@@ -541,8 +624,7 @@ class Ensemble:
         for round_index in rounds:
             archives = [a[round_index] for a in self.round_archives.values() if round_index in a]
             per_round.append({"round": round_index, **merged_stats(archives)})
-        finals = [archives[max(archives)] for archives in self.round_archives.values() if archives]
-        merged = merged_stats(finals) if finals else {"coverage": 0.0, "qd_score": 0.0}
+        merged = self._merged()
         events = list(read_jsonl(self.run_dir.events_path))
         return {
             "domain": self.config.domain,
@@ -553,6 +635,7 @@ class Ensemble:
             "space": {"axes": list(self.space.names), "shape": list(self.space.shape),
                       "cells": self.space.cells},  # fmt: skip
             "merged": {**merged, "per_round": per_round},
+            "generality": {"reference": _generality_reference(self.domain)},
             "nodes": nodes,
             "operator_divergence": operator_divergence(
                 cell_histograms(self._in_common_space(events), self.space.shape)
@@ -570,6 +653,11 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def _generality_reference(domain: Domain) -> dict[str, Any] | None:
+    texts = domain.generality_reference()
+    return None if texts is None else reference_record(texts)
 
 
 def _transport_options(config: RunConfig) -> dict[str, Any]:
