@@ -407,17 +407,26 @@ class Ensemble:
         return summary
 
     def _report_resumed(self) -> None:
-        """Gives the progress display each node's totals so far (non-zero on ``--resume``)."""
+        """Gives the progress display each node's totals so far (non-zero on ``--resume``).
+
+        The display counts operator-made candidates as they are admitted, so a resumed run
+        starts from those admitted before the checkpoint (the log is cut back to it) — not from
+        the ledger, which also bills calls that completed but were not admitted yet: the
+        resumed driver asks their items again, serves the recorded replies without charging
+        them twice, and the display counts them when they are admitted.
+        """
+        calls: dict[str, int] = defaultdict(int)
         invalid: dict[str, int] = defaultdict(int)
         if self.resume:
             for event in read_jsonl(self.run_dir.events_path):
                 if event.get("event") == "evaluated" and event.get("kind") in ("new", "mutate"):
+                    calls[event["node"]] += 1
                     invalid[event["node"]] += event.get("status") == "invalid"
         for node in self.nodes:
             loop = self.drivers[node.name]
             last = loop.history[-1] if loop.history else None
             self.progress("resumed", {
-                "node": node.name, "calls": self.ledger.usage[node.name].calls,
+                "node": node.name, "calls": calls[node.name],
                 "invalid": invalid[node.name], "rounds_done": len(loop.history),
                 "coverage": last["stats"]["coverage"] if last else 0.0,
                 "best": max((e["champion"]["fitness"] for e in loop.history if e["champion"]),
