@@ -316,6 +316,13 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         causes = sorted(set(stopped.values())) or ["no operator call succeeded"]
         fail(f"no operator call completed: {'; '.join(causes)} (the record of the run is "
              f"in {out})")  # fmt: skip
+    # A node that reached a cap the user set (money, tokens, attempts, its share on the
+    # tokens/cost axis) ended as asked: said on stderr, but not an incomplete run.
+    capped = {name: reason for name, reason in stopped.items()
+              if budget["nodes"].get(name, {}).get("exhausted")}  # fmt: skip
+    for name, reason in capped.items():
+        click.echo(f"node {name} ended at its cap: {reason}", err=True)
+    stopped = {name: reason for name, reason in stopped.items() if name not in capped}
     for name, reason in stopped.items():
         click.echo(f"warning: node {name} stopped early: {reason}", err=True)
     for name in summary["budget"].get("unpriced_nodes", []):
