@@ -1,6 +1,8 @@
 """Evaluation off the event loop: parsing and evaluating candidates in worker processes.
 
-The domain is installed once per worker (not pickled with every task). A candidate that
+The domain is installed once per worker, and each round's opponents once per worker too: an
+evaluation job carries the text, the seed and the id of an :class:`OpponentSet`, never the
+opponents. A candidate that
 crashes the domain, or even kills its worker process, becomes an invalid candidate with a
 message; it never takes the node down. So does a domain answer that breaks the contract (a
 descriptor that is not a mapping, a missing or unknown descriptor key, a fitness or descriptor
@@ -11,10 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import math
 import multiprocessing
 import os
+import pickle
+import tempfile
 import time
+from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +31,48 @@ from dei_framework.errors import InvalidProgram
 from dei_framework.scheduler import Result, WorkItem
 
 _WORKER_DOMAIN: Domain | None = None
+#: Opponent sets a worker keeps loaded (most recently used first out last): a node uses one set
+#: per round, so this covers that many nodes on different rounds before a set is read again.
+WORKER_OPPONENT_SETS = 16
+_WORKER_OPPONENTS: OrderedDict[str, list[Program]] = OrderedDict()
+
+
+@attrs.frozen
+class OpponentRef:
+    """What an evaluation job carries instead of the opponents: the set's id and the file the
+    worker loads it from on first use."""
+
+    id: str
+    path: str
+
+
+@attrs.frozen(kw_only=True)
+class OpponentSet:
+    """A round's parsed opponents, installed in the evaluation workers once
+    (:meth:`Evaluator.install`).
+
+    Attributes:
+        ref: The id (a digest of the pickled programs) and file jobs refer to.
+        programs: The programs (used directly when evaluating in threads).
+        size: Bytes of the pickled programs, i.e. what every job would carry without the set.
+    """
+
+    ref: OpponentRef
+    programs: tuple[Program, ...]
+    size: int
+
+
+def _worker_opponents(ref: OpponentRef) -> list[Program]:
+    """The worker's copy of an opponent set, read from its file the first time it is used."""
+    programs = _WORKER_OPPONENTS.get(ref.id)
+    if programs is None:
+        with open(ref.path, "rb") as file:
+            programs = pickle.load(file)
+        _WORKER_OPPONENTS[ref.id] = programs
+        while len(_WORKER_OPPONENTS) > WORKER_OPPONENT_SETS:
+            _WORKER_OPPONENTS.popitem(last=False)
+    _WORKER_OPPONENTS.move_to_end(ref.id)
+    return programs
 
 
 @attrs.frozen(kw_only=True)
@@ -53,9 +101,16 @@ class Outcome:
                       info=info)  # fmt: skip
 
 
-def _install(domain: Domain) -> None:
+#: Niceness added to the generality lane's worker: the OS runs candidate evaluations first when
+#: the cores are busy.
+GENERALITY_NICENESS = 10
+
+
+def _install(domain: Domain, niceness: int = 0) -> None:
     global _WORKER_DOMAIN
     _WORKER_DOMAIN = domain
+    if niceness and hasattr(os, "nice"):
+        os.nice(niceness)
 
 
 def _finite_number(value: object) -> bool:
@@ -119,13 +174,15 @@ def evaluate(
 def _parse_and_evaluate(
     domain: Domain | None,
     text: str,
-    opponents: Sequence[Program],
+    opponents: Sequence[Program] | OpponentRef,
     seed: int,
     required: Collection[str] = (),
     known: Collection[str] | None = None,
 ) -> Outcome:
     domain = domain or _WORKER_DOMAIN
     started = time.perf_counter()
+    if isinstance(opponents, OpponentRef):
+        opponents = _worker_opponents(opponents)
     try:
         program = domain.parse(text)
     except InvalidProgram as exc:
@@ -183,8 +240,35 @@ class Evaluator:
         self.domain = domain
         self.descriptor_keys = None if descriptor_keys is None else frozenset(descriptor_keys)
         self.workers = (os.cpu_count() or 1) if workers is None else workers
-        # Generality runs on its own one-worker lane: it never queues ahead of candidates.
+        # Generality runs on its own one-worker lane, a low-priority process: it never queues
+        # ahead of candidates and yields the CPU to them.
         self._pools: dict[str, concurrent.futures.Executor] = {}
+        self._sets: dict[str, OpponentSet] = {}
+        self._set_dir: tempfile.TemporaryDirectory | None = None
+
+    def install(self, opponents: Sequence[Program]) -> OpponentSet:
+        """Makes ``opponents`` available to the workers once; evaluation jobs then carry only
+        the set's id. Installing the same programs again returns the same set.
+
+        The programs are pickled once into a file of a private temporary directory (removed by
+        :meth:`close`); each worker reads a set the first time a job names it and keeps the
+        :data:`WORKER_OPPONENT_SETS` most recently used.
+        """
+        data = pickle.dumps(list(opponents), protocol=pickle.HIGHEST_PROTOCOL)
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        known = self._sets.get(digest)
+        if known is not None:
+            return known
+        if self._set_dir is None:
+            self._set_dir = tempfile.TemporaryDirectory(prefix="dei-opponents-")
+        path = os.path.join(self._set_dir.name, f"{digest}.pickle")
+        partial = f"{path}.partial"
+        with open(partial, "wb") as file:
+            file.write(data)
+        os.replace(partial, path)  # a worker never reads a half-written set
+        self._sets[digest] = OpponentSet(ref=OpponentRef(digest, path), programs=tuple(opponents),
+                                         size=len(data))  # fmt: skip
+        return self._sets[digest]
 
     def _executor(self, lane: str = "candidates") -> concurrent.futures.Executor:
         if lane not in self._pools:
@@ -200,7 +284,7 @@ class Evaluator:
                     max_workers=workers,
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_install,
-                    initargs=(self.domain,),
+                    initargs=(self.domain, GENERALITY_NICENESS if lane == "generality" else 0),
                 )
         return self._pools[lane]
 
@@ -219,19 +303,28 @@ class Evaluator:
             raise
 
     async def evaluate(
-        self, text: str, opponents: Sequence[Program], *, seed: int, axes: Collection[str] = ()
+        self,
+        text: str,
+        opponents: OpponentSet | Sequence[Program],
+        *,
+        seed: int,
+        axes: Collection[str] = (),
     ) -> Outcome:
         """Parses and evaluates operator output; never raises for bad programs.
 
         Args:
             text: Operator output (or a program text).
-            opponents: The parsed opponents.
+            opponents: The round's :meth:`install`-ed opponent set (the job carries its id), or
+                parsed opponents (installed here: pass a set to skip re-pickling them).
             seed: Evaluation seed.
             axes: Descriptor keys the caller's archive needs (a missing one is invalid).
         """
+        if not isinstance(opponents, OpponentSet):
+            opponents = self.install(opponents)
+        sent = opponents.programs if self.workers == 0 else opponents.ref
         try:
-            return await self._run(_parse_and_evaluate, text, list(opponents), seed,
-                                   tuple(axes), self.descriptor_keys)  # fmt: skip
+            return await self._run(_parse_and_evaluate, text, sent, seed, tuple(axes),
+                                   self.descriptor_keys)  # fmt: skip
         except concurrent.futures.process.BrokenProcessPool:
             return Outcome(error="evaluation failed: the worker process died")
 
@@ -254,3 +347,7 @@ class Evaluator:
         for pool in self._pools.values():
             pool.shutdown(wait=True, cancel_futures=True)
         self._pools.clear()
+        self._sets.clear()
+        if self._set_dir is not None:
+            self._set_dir.cleanup()
+            self._set_dir = None

@@ -22,7 +22,7 @@ from dei_framework.archives import ArchiveBase
 from dei_framework.budget import BudgetLedger
 from dei_framework.domain import Domain, Program
 from dei_framework.errors import OperatorError
-from dei_framework.evaluation import Evaluator
+from dei_framework.evaluation import Evaluator, OpponentSet
 from dei_framework.operators import (
     Operator,
     OperatorReply,
@@ -105,7 +105,7 @@ class SearchDriver:
         self.generality_tasks: dict[int, asyncio.Task] = {}
         self._failures = 0
         self._known: dict[str, Program | str] = {}
-        self._opponents: list[Program] = []
+        self._opponents: OpponentSet | None = None
         self._round_end: RoundEnd | None = None
 
     @property
@@ -192,13 +192,15 @@ class SearchDriver:
         await self._load_opponents()
 
     async def _load_opponents(self) -> None:
-        """Parses the round's opponents once per run (off the event loop)."""
-        self._opponents = []
+        """Parses the round's opponents once per run (off the event loop) and installs them in
+        the evaluation workers once per round."""
+        opponents = []
         for opponent in self.scheduler.opponents:
             if opponent.text not in self._known:
                 self._known[opponent.text] = await self.evaluator.parse(opponent.text)
             if isinstance(self._known[opponent.text], Program):
-                self._opponents.append(self._known[opponent.text])
+                opponents.append(self._known[opponent.text])
+        self._opponents = self.evaluator.install(opponents)
 
     def _handle(self, report: TellReport) -> None:
         events = [event for a in report.admitted if (event := a.event()) is not None]
