@@ -37,7 +37,7 @@ Progress = Callable[[str, dict[str, Any]], None]
 #: Scheduler lag per slot of operator concurrency: a slot is planned once every slot more than
 #: ``4 x max_in_flight`` before it was admitted, so a reply up to ~4x slower than the others
 #: holds nothing back (benchmarks/pipeline_offline.py measures the effect).
-LAG_PER_SLOT = 4
+LAG_PER_SLOT = 8
 
 
 def build_space(domain: Domain, axes: tuple[str, ...], registry: PluginRegistry) -> DescriptorSpace:
