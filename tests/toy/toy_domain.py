@@ -84,15 +84,17 @@ class ToyOperator(Operator):
         max_in_flight: int = 4,
         delay: float = 0.0,
         fail_for: float = 0.0,
+        jitter: float = 0.0,
     ) -> None:
         self.label = label
         self.max_in_flight = max_in_flight
         self.delay = delay
+        self.jitter = jitter  # extra random (unseeded) latency: replies finish in any order
         self.fail_until = time.monotonic() + fail_for  # a provider that is down for a while
 
     async def propose(self, request: OperatorRequest) -> OperatorReply:
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        if self.delay or self.jitter:
+            await asyncio.sleep(self.delay + random.random() * self.jitter)
         if time.monotonic() < self.fail_until:
             raise TransientOperatorFailure("provider down", attempts=3)
         rng = random.Random(request.seed)
@@ -123,6 +125,7 @@ def dei_operators():
         OperatorSpec(name="toy-random",
                      factory=lambda settings, domain: ToyOperator(
                          delay=float(settings.options.get("delay", 0.0)),
+                         jitter=float(settings.options.get("jitter", 0.0)),
                          fail_for=float(settings.options.get("fail_for", 0.0))),
                      domains=("toy",), description="random integers (tests)"),
     ]  # fmt: skip
