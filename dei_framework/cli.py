@@ -70,6 +70,16 @@ RUN_OPTIONS = [
     click.option("--budget", type=int, help="Total operator calls, split equally across nodes."),
     click.option("--iterations", type=int,
                  help="Operator calls per node per round (instead of --budget)."),
+    click.option("--compute-axis", type=click.Choice(["calls", "tokens", "cost"]),
+                 help="What equal compute is measured on (default calls, as in the paper): "
+                      "--budget counts calls or tokens; for cost, --max-cost-usd is the budget."),
+    click.option("--max-cost-usd", type=float,
+                 help="Hard money cap of the run in USD, split equally across nodes; every "
+                      "attempt reserves its worst-case cost first."),
+    click.option("--max-attempts-per-node", type=int,
+                 help="Hard cap on each node's attempts, retries and failures included."),
+    click.option("--max-attempts-per-call", type=int,
+                 help="Most attempts one operator call may make."),
     click.option("--rounds", type=int, help="Red Queen rounds per node (default 3)."),
     click.option("--sharing", help="Champion-sharing policy (default: champion)."),
     click.option("--axes", help="Comma-separated descriptor axes (default: the domain's)."),
@@ -88,6 +98,9 @@ RUN_OPTIONS = [
                  help="Continue the run in this directory from its last checkpoint."),
     click.option("--replay", type=click.Path(file_okay=False, exists=True),
                  help="Rerun a recorded run from its recorded replies, without any network."),
+    click.option("--reask-mismatched", is_flag=True,
+                 help="With --replay: ask the operator again for calls whose request no longer "
+                      "matches the record, instead of stopping at the first."),
     click.option("--config", "config_file", type=click.Path(dir_okay=False),
                  help="TOML file with any of these options (flags override it)."),
     click.option("--progress", type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
@@ -175,8 +188,11 @@ def dei_run(**flags: Any) -> None:
     resume_dir, replay_dir = flags.get("resume"), flags.get("replay")
     if resume_dir and replay_dir:
         raise ConfigError("--resume and --replay exclude each other")
+    if flags.get("reask_mismatched") and not replay_dir:
+        raise ConfigError("--reask-mismatched only applies to --replay")
     if resume_dir or replay_dir:
-        warn_ignored(flags, keep=("resume", "replay", "out", "progress", "no_report", "watch"))
+        warn_ignored(flags, keep=("resume", "replay", "out", "progress", "no_report", "watch",
+                                  "reask_mismatched"))
     if resume_dir:
         config = RunConfig.from_json(RunDir(resume_dir).read_config())
         out = Path(resume_dir)
@@ -192,16 +208,24 @@ def dei_run(**flags: Any) -> None:
     progress = make_progress(flags.get("progress") or "auto", config)
     with progress:
         summary = run(config, out, registry=plugins, resume=bool(resume_dir),
-                      replay_from=replay_dir, progress=progress.update)  # fmt: skip
+                      replay_from=replay_dir, progress=progress.update,
+                      reask_mismatched=bool(flags.get("reask_mismatched")))  # fmt: skip
     for name, node in summary["nodes"].items():
         if node.get("stopped"):
             click.echo(f"warning: node {name} stopped early: {node['stopped']}", err=True)
+    for name in summary["budget"].get("unpriced_nodes", []):
+        model = summary["budget"]["nodes"][name]["model"]
+        click.echo(f"warning: node {name}: cost unknown (no price for {model}; give one with "
+                   "--price MODEL=IN,OUT)", err=True)  # fmt: skip
     report = None
     if not flags.get("no_report"):
         report = write_report(out)
     budget = summary["budget"]
+    cost = "unknown" if budget["cost_usd"] is None else f"${budget['cost_usd']:.4f}"
+    spent = (f"{budget['calls']}/{budget['limit']} calls" if budget.get("axis", "calls") == "calls"
+             else f"{budget['calls']} calls, {budget['spent']}/{budget['limit']} {budget['axis']}")
     click.echo(
-        f"done: {len(summary['nodes'])} nodes, {budget['calls']}/{budget['limit']} calls, "
+        f"done: {len(summary['nodes'])} nodes, {spent}, cost {cost}, "
         f"merged coverage {summary['merged'].get('coverage', 0):.1%}, "
         f"QD-score {summary['merged'].get('qd_score', 0):.2f}"
     )

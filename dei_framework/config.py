@@ -82,6 +82,12 @@ class RunConfig:
         domain_options: Domain options (``[domain_options]`` table and domain flags).
         transport_options: Transport options (``[transport_options]`` table and flags).
         checkpoint_seconds: Minimum seconds between in-round checkpoints.
+        compute_axis: What equal compute is measured on: ``calls`` (the paper; ``budget`` counts
+            calls), ``tokens`` (``budget`` counts tokens of every billed attempt) or ``cost``
+            (``max_cost_usd`` is the budget).
+        max_cost_usd: Hard money cap of the run in US dollars, split equally across nodes.
+        max_attempts_per_node: Hard cap on each node's attempts (retries and failures included).
+        max_attempts_per_call: Most attempts one call may make.
     """
 
     domain: str
@@ -105,11 +111,36 @@ class RunConfig:
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
     checkpoint_seconds: float = 2.0
+    compute_axis: str = "calls"
+    max_cost_usd: float | None = None
+    max_attempts_per_node: int | None = attrs.field(
+        default=None, validator=_positive("--max-attempts-per-node")
+    )
+    max_attempts_per_call: int | None = attrs.field(
+        default=None, validator=_positive("--max-attempts-per-call")
+    )
 
     def __attrs_post_init__(self) -> None:
+        from dei_framework.budget import COMPUTE_AXES
+
         if not self.nodes:
             raise ConfigError("a run needs at least one node")
-        if (self.budget is None) == (self.iterations is None):
+        if self.compute_axis not in COMPUTE_AXES:
+            raise ConfigError(f"--compute-axis must be one of {', '.join(COMPUTE_AXES)}, "
+                              f"got {self.compute_axis!r}")  # fmt: skip
+        if self.max_cost_usd is not None and not self.max_cost_usd > 0:
+            raise ConfigError(f"--max-cost-usd must be positive, got {self.max_cost_usd}")
+        if self.compute_axis == "cost":
+            if self.max_cost_usd is None:
+                raise ConfigError("--compute-axis cost needs --max-cost-usd (the budget)")
+            if (self.budget is None) == (self.iterations is None):
+                raise ConfigError("give exactly one of --budget and --iterations (calls at "
+                                  "most; --max-cost-usd is the budget)")  # fmt: skip
+        elif self.compute_axis == "tokens":
+            if self.budget is None or self.iterations is None:
+                raise ConfigError("--compute-axis tokens needs --budget (total tokens) and "
+                                  "--iterations (calls per node per round at most)")  # fmt: skip
+        elif (self.budget is None) == (self.iterations is None):
             raise ConfigError("give exactly one of --budget and --iterations")
         if not 0.0 <= self.new_fraction <= 1.0:
             raise ConfigError(f"new_fraction must be within [0, 1], got {self.new_fraction}")
@@ -119,12 +150,36 @@ class RunConfig:
         return [node.name for node in self.nodes]
 
     def node_quotas(self) -> dict[str, int]:
-        """Calls per node: the budget split equally, or iterations x rounds."""
+        """Calls per node: the budget split equally, or iterations x rounds (on a ``tokens``
+        axis, where ``budget`` counts tokens, always the latter)."""
         from dei_framework.budget import split_budget
 
-        if self.budget is not None:
+        if self.budget is not None and self.compute_axis != "tokens":
             return split_budget(self.budget, self.node_names)
         return {name: self.iterations * self.rounds for name in self.node_names}
+
+    def node_caps(self) -> dict[str, Any]:
+        """Each node's token, money and attempt caps (:class:`~dei_framework.budget.NodeCaps`):
+        the run's token budget and money cap split equally, like calls."""
+        from dei_framework.budget import NodeCaps, split_budget
+
+        count = len(self.nodes)
+        tokens = (split_budget(self.budget, self.node_names)
+                  if self.compute_axis == "tokens" else {})  # fmt: skip
+        cost = None if self.max_cost_usd is None else self.max_cost_usd / count
+        return {
+            name: NodeCaps(tokens=tokens.get(name), cost_usd=cost,
+                           attempts=self.max_attempts_per_node)
+            for name in self.node_names
+        }  # fmt: skip
+
+    def compute_limit(self) -> float | None:
+        """The run's total budget on its compute axis."""
+        if self.compute_axis == "cost":
+            return self.max_cost_usd
+        if self.compute_axis == "tokens":
+            return self.budget
+        return sum(self.node_quotas().values())
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=True)
@@ -141,7 +196,7 @@ class RunConfig:
 
 #: Options a ``[[node]]`` table may set besides ``operator``.
 NODE_OPTION_KEYS = ("api_base", "api_key_env", "temperature", "max_tokens", "timeout",
-                    "concurrency", "max_retries")  # fmt: skip
+                    "concurrency", "max_retries", "price")  # fmt: skip
 
 
 #: Search settings a ``[[node]]`` table may set for its node alone.
@@ -241,7 +296,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "iterations", "rounds", "sharing", "axes", "seed", "eval_workers",
              "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
              "transport_options", "sharing_options", "operator_options", "out",
-             "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions"}
+             "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
+             "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -300,6 +356,9 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         archive_options=file.get("archive_options", {}),
         eval_workers=pick("eval_workers"), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
+        compute_axis=pick("compute_axis") or "calls", max_cost_usd=pick("max_cost_usd"),
+        max_attempts_per_node=pick("max_attempts_per_node"),
+        max_attempts_per_call=pick("max_attempts_per_call"),
     )  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,9 @@ from dei_framework.errors import ConfigError, DEIError, PluginError
 from dei_framework.evaluation import Evaluator
 from dei_framework.metrics import cell_histograms, mean_or_none, merged_stats, operator_divergence
 from dei_framework.node import Node
-from dei_framework.operators import OperatorSettings
+from dei_framework.operators import Operator, OperatorSettings
 from dei_framework.plugins import PluginRegistry, load_plugins, notify
+from dei_framework.replay import RecordedOperator, Recording
 from dei_framework.runlog import RunDir, read_jsonl
 from dei_framework.scheduler import Scheduler
 from dei_framework.search import RecordedCall, SearchDriver
@@ -68,6 +69,8 @@ class Ensemble:
         resume: Continue the run recorded in ``run_dir`` from its last checkpoint.
         replay_from: Rerun the run recorded there with its recorded replies and receptions
             (no operator is called, no transport is used).
+        reask_mismatched: With ``replay_from``: ask the real operator for calls that do not
+            match the record instead of stopping at the first.
         progress: Called with ``(kind, data)`` for live display (``evaluated``, ``round``).
     """
 
@@ -80,8 +83,10 @@ class Ensemble:
         resume: bool = False,
         replay_from: RunDir | None = None,
         progress: Progress | None = None,
+        reask_mismatched: bool = False,
     ) -> None:
         self.config = config
+        self.reask_mismatched = reask_mismatched
         self.run_dir = run_dir
         self.registry = registry or load_plugins()
         self.resume = resume
@@ -112,7 +117,9 @@ class Ensemble:
         self.ledger = BudgetLedger(
             quotas=config.node_quotas(),
             models={node.name: node.operator for node in config.nodes},
-        )
+            caps=config.node_caps(), attempts_per_call=config.max_attempts_per_call,
+            axis=config.compute_axis, limit=config.compute_limit(),
+        )  # fmt: skip
         offered = {spec.name for spec in self.domain.descriptor_axes()} | set(registry.axes)
         self.evaluator = Evaluator(self.domain, workers=config.eval_workers,
                                    descriptor_keys=offered)  # fmt: skip
@@ -124,6 +131,7 @@ class Ensemble:
             if checkpoint is not None:
                 states = checkpoint["nodes"]
                 offsets = checkpoint["offsets"]
+                self.ledger.resume_wall(checkpoint.get("wall_seconds", 0.0))
                 # Calls completed before the checkpoint are in its budget and log; calls after
                 # it were paid for too: both are served again by key, the latter logged anew.
                 kept = len(list(read_jsonl(self.run_dir.calls_path, limit=offsets["calls.jsonl"])))
@@ -152,9 +160,7 @@ class Ensemble:
                     f"operator {node.operator!r} works with domains {', '.join(spec.domains)}, "
                     f"not {config.domain!r}"
                 )
-            if self.replay_from is not None:
-                from dei_framework.replay import RecordedOperator
-
+            if self.replay_from is not None and not self.reask_mismatched:
                 operators[node.name] = RecordedOperator(label=node.operator)
             else:
                 operators[node.name] = _build_plugin(
@@ -164,6 +170,12 @@ class Ensemble:
                     self.domain,
                 )  # fmt: skip
         self.operators = operators
+        check_metering(config, operators)
+        if self.replay_from is not None:
+            on_mismatch, source = ("ask" if self.reask_mismatched else "stop",
+                                   f"the record in {self.replay_from.path}")  # fmt: skip
+        else:
+            on_mismatch, source = "ask", "the calls made before the interruption"
         transports: list = [None] * len(config.nodes)
         if self.replay_from is None and any(policy.shares for policy in policies.values()):
             transport_spec = registry.transport(config.transport)
@@ -198,9 +210,7 @@ class Ensemble:
             )  # fmt: skip
             if name in states:
                 scheduler.restore(states[name])
-                usage = self.ledger.usage[name]
-                for key, value in states[name]["usage"].items():
-                    setattr(usage, key, value)
+                self.ledger.usage[name].restore(states[name]["usage"])
                 for entry in scheduler.history:
                     path = self.run_dir.round_path(name, entry["round"])
                     if path.exists():
@@ -218,7 +228,8 @@ class Ensemble:
             self.drivers[name] = SearchDriver(
                 scheduler=scheduler, domain=self.domain, operator=operators[name],
                 evaluator=self.evaluator, ledger=self.ledger, record=self._record,
-                receive=node.receive, publish=node.publish, replies=replies.get(name),
+                receive=node.receive, publish=node.publish,
+                replies=Recording(replies.get(name, {}), on_mismatch=on_mismatch, source=source),
                 on_round=self._on_round(name), checkpoint=self._checkpoint,
                 on_event=lambda event: self.progress("evaluated", event),
                 axes=tuple(dict.fromkeys((*spaces[name].names, *self.space.names))),
@@ -260,6 +271,7 @@ class Ensemble:
         self.run_dir.write_checkpoint({
             "nodes": {name: driver.state_json() for name, driver in self.drivers.items()},
             "offsets": self.run_dir.offsets(),
+            "wall_seconds": round(self.ledger.wall_seconds, 3),
         })  # fmt: skip
 
     # --- running --------------------------------------------------------------------------------
@@ -323,6 +335,7 @@ class Ensemble:
                 "model": loop.operator.label,
                 "calls": usage.calls,
                 "attempts": usage.attempts,
+                "cost_usd": usage.to_json()["cost_usd"],
                 "quota": self.ledger.quotas[node.name],
                 "rounds_completed": len(loop.history),
                 "generality": final.get("generality") if final else None,
@@ -351,9 +364,33 @@ class Ensemble:
                 cell_histograms(self._in_common_space(events), self.space.shape)
             ),
             "budget": self.ledger.to_json(),
+            "compute_axis": self.ledger.axis,
             "invalid": sum(1 for e in events if e.get("status") == "invalid"),
             "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
         }
+
+
+def check_metering(config: RunConfig, operators: Mapping[str, Operator]) -> None:
+    """Refuses caps the operators cannot honour, before any call is made.
+
+    Raises:
+        ConfigError: A money cap (``--max-cost-usd``) with an operator that cannot price its
+            calls, or a ``tokens``/``cost`` compute axis with one that does not report usage.
+    """
+    for name, operator in operators.items():
+        if isinstance(operator, RecordedOperator):
+            continue
+        if config.max_cost_usd is not None and not operator.priced:
+            raise ConfigError(
+                f"--max-cost-usd: {name}'s model {operator.label} has no known price, so its "
+                f"calls cannot be capped; give one with --price {operator.label}=IN,OUT "
+                "(USD per million input and output tokens)"
+            )
+        if config.compute_axis != "calls" and not operator.metered:
+            raise ConfigError(
+                f"--compute-axis {config.compute_axis}: {name}'s operator {operator.label} does "
+                "not report tokens per attempt; use --compute-axis calls"
+            )
 
 
 def _build_plugin(table: dict, name: str, factory: Callable, *args: Any) -> Any:
@@ -377,6 +414,7 @@ def run(
     resume: bool = False,
     replay_from: str | Path | None = None,
     progress: Progress | None = None,
+    reask_mismatched: bool = False,
 ) -> dict[str, Any]:
     """Runs an ensemble to completion and returns its summary.
 
@@ -386,7 +424,7 @@ def run(
     run_dir = RunDir(out)
     replay = RunDir(replay_from) if replay_from is not None else None
     ensemble = Ensemble(config, run_dir, registry=registry, resume=resume, replay_from=replay,
-                        progress=progress)  # fmt: skip
+                        progress=progress, reask_mismatched=reask_mismatched)  # fmt: skip
     try:
         return asyncio.run(ensemble.run_async())
     except DEIError:

@@ -32,3 +32,7 @@ class OperatorError(DEIError):
 
 class TransportError(DEIError):
     """A transport could not be started or used (e.g. a non-loopback API address)."""
+
+
+class ReplayMismatch(ConfigError):
+    """A replayed call does not match the record (its key is missing or its messages differ)."""

@@ -109,13 +109,15 @@ class ExperimentPlan:
         )  # fmt: skip
         config = attrs.evolve(self.base, nodes=nodes, budget=self.budget, iterations=None,
                               seed=self.seed(repeat))  # fmt: skip
-        # The protocol itself: every condition spends exactly the same total budget.
-        total = sum(config.node_quotas().values())
-        # (A real check, not ``assert``: it must hold under ``python -O`` too.)
-        if total != self.budget or config.budget != self.budget:
+        # The protocol itself: every condition gets exactly the same total budget on the
+        # compute axis (a real check, not ``assert``: it must hold under ``python -O`` too).
+        total, expected = config.compute_limit(), self.base.compute_limit()
+        if config.compute_axis == "calls":
+            expected = self.budget
+        if total != expected or config.budget != self.budget:
             raise ConfigError(
                 f"equal compute violated: condition {condition.name!r} would get {total} "
-                f"calls, not {self.budget}"
+                f"{config.compute_axis}, not {expected}"
             )
         return config
 
@@ -221,7 +223,7 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     file = load_toml(flags["config_file"]) if flags.get("config_file") else {}
     if flags.get("iterations") is not None or file.get("iterations") is not None:
         raise ConfigError("experiments take --budget (total calls per condition), not --iterations")
-    if flags.get("replay"):
+    if flags.get("replay") or flags.get("reask_mismatched"):
         raise ConfigError(
             "dei experiment does not replay; replay single runs with "
             "dei-run --replay OUT/<condition>/repeat-<k>"
@@ -419,6 +421,7 @@ def summarize_condition(
 
     calls = [run["budget"]["calls"] for run in runs]
     limits = [run["budget"]["limit"] for run in runs]
+    axis = next((run["budget"].get("axis", "calls") for run in runs), "calls")
     return {
         "operators": list(condition.operators),
         "nodes": condition.nodes,
@@ -444,12 +447,32 @@ def summarize_condition(
             "limits": limits,
             "attempts": [run["budget"].get("attempts") for run in runs],
             "cost_usd": [run["budget"].get("cost_usd") for run in runs],
-            "equal_compute": all(c == budget for c in calls) and all(x == budget for x in limits),
+            "axis": axis,
+            "spent": [run["budget"].get("spent", run["budget"]["calls"]) for run in runs],
+            "equal_compute": equal_on_axis(axis, runs, budget),
         },
         "invalid": [run.get("invalid") for run in runs],
         "evaluated": [run.get("evaluated") for run in runs],
         "runs": runs,
     }
+
+
+def equal_on_axis(axis: str, runs: Sequence[Mapping[str, Any]], budget: int) -> bool:
+    """Whether the runs of a condition got equal compute on ``axis``.
+
+    On ``calls`` every run made exactly ``budget`` calls. On ``tokens`` and ``cost`` every node
+    spent its share up to the worst case of one attempt: each ended because the next attempt no
+    longer fitted its share (``exhausted_cap``), and all runs had the same limit.
+    """
+    if axis == "calls":
+        return all(run["budget"]["calls"] == budget and run["budget"]["limit"] == budget
+                   for run in runs)  # fmt: skip
+    cap = {"tokens": "token", "cost": "cost"}[axis]
+    limits = {run["budget"]["limit"] for run in runs}
+    return len(limits) <= 1 and all(
+        node.get("exhausted_cap") == cap
+        for run in runs for node in run["budget"]["nodes"].values()
+    )  # fmt: skip
 
 
 def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) -> dict[str, Any]:
@@ -483,5 +506,6 @@ def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) ->
         "seeds": [plan.seed(k) for k in range(plan.repeats)],
         "space": space,
         "equal_compute": all(c["budget"]["equal_compute"] for c in conditions.values()),
+        "compute_axis": plan.base.compute_axis,
         "conditions": conditions,
     }

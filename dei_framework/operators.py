@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import attrs
 
@@ -31,6 +31,9 @@ class OperatorRequest:
         others: A few more elites (e.g. for crossover), possibly empty.
         feedback: The last parse error in this parent's lineage, if any.
         seed: A seed derived from the run seed, for operators that draw random numbers.
+        meter: The call's account with the budget ledger; operators that bill per attempt
+            open and settle every attempt on it (see :class:`UsageMeter`). ``None`` outside a
+            run (library use, tests).
     """
 
     key: str
@@ -40,6 +43,30 @@ class OperatorRequest:
     others: Sequence[Parent] = ()
     feedback: str | None = None
     seed: int = 0
+    meter: UsageMeter | None = attrs.field(default=None, eq=False, repr=False)
+
+
+class UsageMeter(Protocol):
+    """What an operator that bills per attempt reports to the ledger, attempt by attempt.
+
+    ``open_attempt`` comes before a request goes out, with the attempt's worst case; it raises
+    :class:`~dei_framework.errors.BudgetExhausted` when the attempt could break a cap (the
+    operator then ends the call by letting it propagate). ``settle_attempt`` follows every
+    opened attempt, failed ones included, with the usage the provider reported (``None``
+    tokens when it reported none; ``None`` cost when the price is unknown).
+    """
+
+    async def open_attempt(
+        self, *, prompt_tokens: int, max_tokens: int, cost_usd: float | None
+    ) -> None: ...
+
+    def settle_attempt(
+        self,
+        *,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        cost_usd: float | None = 0.0,
+    ) -> None: ...
 
 
 @attrs.frozen(kw_only=True)
@@ -48,9 +75,11 @@ class OperatorReply:
 
     Attributes:
         text: The raw reply (may contain prose and code fences; the domain extracts the program).
-        prompt_tokens: Prompt tokens as reported by the provider (0 for offline operators).
-        completion_tokens: Completion tokens as reported by the provider.
-        cost_usd: Cost of the call where the price is known, else 0.
+        prompt_tokens: Prompt tokens as reported by the provider, summed over the call's
+            attempts (0 for offline operators).
+        completion_tokens: Completion tokens as reported by the provider, summed likewise.
+        cost_usd: Cost of all the call's attempts in USD; ``None`` when the price is unknown
+            (never a made-up 0).
         attempts: How many attempts this call took (1 plus retries).
         model: The model that answered, where it differs from the operator label.
     """
@@ -58,7 +87,7 @@ class OperatorReply:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
     attempts: int = 1
     model: str = ""
 
@@ -79,6 +108,12 @@ class Operator(abc.ABC):
     offline: bool = True
     #: How many calls of this operator may be in flight at once on its node.
     max_in_flight: int = 4
+    #: Whether the cost of a call is known before it is made (offline operators cost nothing);
+    #: a money cap is refused for operators that cannot price their calls.
+    priced: bool = True
+    #: Whether the operator reports billed tokens per attempt on the request's meter (a
+    #: ``tokens`` or ``cost`` compute axis needs it).
+    metered: bool = False
 
     @abc.abstractmethod
     async def propose(self, request: OperatorRequest) -> OperatorReply:

@@ -77,6 +77,23 @@ def _load_summary(path: Path) -> dict[str, Any]:
 # --- formatting ---------------------------------------------------------------------------------
 
 
+def _budget_notes(budget: dict[str, Any]) -> list[str]:
+    """Lines on what the budget table cannot show: the compute axis, unknown costs, caps hit."""
+    notes = []
+    axis = budget.get("axis", "calls")
+    if axis != "calls":
+        notes.append(f"\nEqual compute on **{axis}**: {budget.get('spent')} of "
+                     f"{budget.get('limit')} spent.\n")  # fmt: skip
+    for name in budget.get("unpriced_nodes") or []:
+        model = (budget.get("nodes") or {}).get(name, {}).get("model", "?")
+        notes.append(f"\nCost of {name} unknown: no price for {model} (give one with "
+                     "`--price MODEL=IN,OUT`); the total cost is unknown too.\n")  # fmt: skip
+    for name, usage in (budget.get("nodes") or {}).items():
+        if usage.get("exhausted"):
+            notes.append(f"\n{name} reached a cap: {usage['exhausted']}.\n")
+    return notes
+
+
 def _num(value: Any, spec: str = ".3f") -> str:
     """A number formatted with ``spec``; ``–`` for missing values."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -341,6 +358,7 @@ def _run_report(path: Path, summary: Mapping[str, Any]) -> str:
         f"\nWall time {_num(budget.get('wall_seconds'), '.1f')} s; "
         f"{summary.get('evaluated', '?')} evaluations, {summary.get('invalid', '?')} invalid.\n"
     )
+    out.extend(_budget_notes(budget))
     out.append("\n## Champions\n")
     for name, node in nodes.items():
         champion = node.get("champion")

@@ -4,7 +4,8 @@ Layout::
 
     config.json          the resolved RunConfig
     events.jsonl         one JSON object per line: "evaluated", "received", "round", "node"
-    calls.jsonl          every completed operator call: request key, prompt, reply, usage
+    calls.jsonl          every operator call (failed ones too): request key, prompt and its
+                         hash, reply, usage of all its attempts
     checkpoint.json      the state to resume from (written atomically)
     nodes/<node>/round-NNN.json   each finished round's archive and champion
     summary.json         the run's results (written at the end)

@@ -21,7 +21,7 @@ import attrs
 from dei_framework.archives import ArchiveBase
 from dei_framework.budget import BudgetLedger
 from dei_framework.domain import Domain, Program
-from dei_framework.errors import OperatorError
+from dei_framework.errors import BudgetExhausted, OperatorError, ReplayMismatch
 from dei_framework.evaluation import Evaluator, OpponentSet
 from dei_framework.operators import (
     Operator,
@@ -29,6 +29,7 @@ from dei_framework.operators import (
     TransientOperatorFailure,
 )
 from dei_framework.records import Candidate
+from dei_framework.replay import Recording, messages_digest, recorded_usage, replayed_reply
 from dei_framework.scheduler import Result, RoundEnd, Scheduler, TellReport, WorkItem, derive_seed
 
 #: Consecutive failed calls, per slot of concurrency, after which a node gives up.
@@ -63,7 +64,7 @@ class SearchDriver:
         record: Called with finished events and call records (the run log).
         receive: Returns the peer champions to take in at a round's start.
         publish: Called with a finished round's archive and its round (sharing).
-        replies: Recorded calls by request key (resume and replay).
+        replies: Recorded calls served by request key and messages hash (resume and replay).
         on_round: Called with the round event and the finished archive when a round ends.
         on_event: Called with the ``evaluated`` event of each operator-made candidate.
         checkpoint: Called when a round has ended (a good moment to write a checkpoint).
@@ -82,7 +83,7 @@ class SearchDriver:
         record: Callable[[list[dict], list[dict]], None] = lambda events, calls: None,
         receive: Callable[[int], Sequence[Candidate]] = lambda round_index: (),
         publish: Callable[[ArchiveBase, int], Awaitable[None]] | None = None,
-        replies: Mapping[str, RecordedCall] | None = None,
+        replies: Recording | None = None,
         on_round: Callable[[dict, ArchiveBase], None] = lambda event, archive: None,
         on_event: Callable[[dict], None] = lambda event: None,
         checkpoint: Callable[[], None] = lambda: None,
@@ -97,7 +98,7 @@ class SearchDriver:
         self.record = record
         self.receive = receive
         self.publish = publish
-        self.replies = dict(replies or {})
+        self.replies = replies
         self.on_round = on_round
         self.on_event = on_event
         self.checkpoint = checkpoint
@@ -148,7 +149,9 @@ class SearchDriver:
                 for item in scheduler.ask(max(free, 0)):
                     paid = item.key in self._early  # made early: charged already
                     if item.needs_call and not paid and remaining is not None and remaining <= 0:
-                        scheduler.stop(f"{self.name}: call budget used up")
+                        reason = self.ledger.exhausted(self.name)
+                        scheduler.stop(reason and f"{self.name}: {reason}"
+                                       or f"{self.name}: call budget used up")  # fmt: skip
                         break
                     tasks.add(asyncio.create_task(self._work(item)))
                 if scheduler.draining:
@@ -171,6 +174,13 @@ class SearchDriver:
                 except OperatorError as exc:
                     fatal = fatal or exc
                     continue
+                except ReplayMismatch:
+                    # Stops the run: settle the other slots first so none is left unretrieved.
+                    early = tuple(self._early.values())
+                    for other in (*tasks, *done, *early):
+                        other.cancel()
+                    await asyncio.gather(*tasks, *done, *early, return_exceptions=True)
+                    raise
                 self._handle(scheduler.tell([result]))
                 if self._failures >= MAX_FAILURES_PER_SLOT * self.operator.max_in_flight:
                     fatal = fatal or OperatorError(
@@ -283,43 +293,61 @@ class SearchDriver:
 
     async def _call(self, item: WorkItem) -> tuple[OperatorReply | None, float]:
         """The slot's operator call (or its recorded reply); ``None`` when it failed
-        transiently. Completed calls are logged at once."""
+        transiently or a cap refused it. Calls are logged at once, failed ones with what they
+        were billed."""
         request = item.request(self.domain)
         call = {"key": item.key, "node": self.name, "round": item.round, "kind": item.kind,
                 "parent": item.parent.id if item.parent else None, "operator": self.operator.label,
-                "id": item.id}  # fmt: skip
-        recorded = self.replies.pop(item.key, None)
+                "id": item.id, "messages_sha256": messages_digest(request.messages)}  # fmt: skip
+        recorded = (self.replies.take(item.key, request.messages)
+                    if self.replies is not None else None)  # fmt: skip
         if recorded is not None:
-            reply = OperatorReply(**recorded.record["reply"])
+            reply = replayed_reply(recorded.record)
             if not recorded.logged:
-                self.ledger.reserve(self.name)
-                self.ledger.commit(self.name, reply, seconds=recorded.record.get("seconds", 0.0))
+                meter = self.ledger.reserve(self.name)
+                meter.record(**recorded_usage(recorded.record))
+                seconds = recorded.record.get("seconds", 0.0)
+                if reply is None:
+                    meter.release(seconds=seconds)
+                else:
+                    meter.commit(reply, seconds=seconds)
                 self.record([], [{**recorded.record, "replayed": True}])
+            if reply is None:
+                self._failures += 1
+                return None, 0.0
             self._failures = 0
             return reply, 0.0
-        self.ledger.reserve(self.name)
+        try:
+            meter = self.ledger.reserve(self.name)
+        except BudgetExhausted:  # a cap was reached while this slot was planned
+            return None, 0.0
+        request = attrs.evolve(request, meter=meter)
         started = time.perf_counter()
         try:
             reply = await self.operator.propose(request)
-        except TransientOperatorFailure as exc:
-            self.ledger.release(self.name, attempts=exc.attempts,
-                                seconds=time.perf_counter() - started)  # fmt: skip
-            self._failures += 1
+        except (TransientOperatorFailure, BudgetExhausted) as exc:
+            seconds = time.perf_counter() - started
+            meter.release(attempts=getattr(exc, "attempts", 0), seconds=seconds)
+            if meter.usage.attempts:  # a call refused before its first attempt cost nothing
+                self.record([], [{**call, "messages": list(request.messages), "failed": str(exc),
+                                  "seconds": round(seconds, 6), "usage": meter.to_json()}])
+            if not isinstance(exc, BudgetExhausted):
+                self._failures += 1
             return None, 0.0
         except OperatorError:
-            self.ledger.release(self.name, seconds=time.perf_counter() - started)
+            meter.release(seconds=time.perf_counter() - started)
             raise
         except Exception as exc:  # an operator plugin's bug stops its node, not the run
-            self.ledger.release(self.name, seconds=time.perf_counter() - started)
+            meter.release(seconds=time.perf_counter() - started)
             raise OperatorError(
                 f"{self.name}: operator {self.operator.label!r} failed: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         seconds = time.perf_counter() - started
-        self.ledger.commit(self.name, reply, seconds=seconds)
+        meter.commit(reply, seconds=seconds)
         self._failures = 0
         self.record([], [{**call, "messages": list(request.messages), "seconds": round(seconds, 6),
-                          "reply": attrs.asdict(reply)}])  # fmt: skip
+                          "reply": attrs.asdict(reply), "usage": meter.to_json()}])  # fmt: skip
         return reply, seconds
 
     def _start_generality(self, round_index: int, text: str) -> None:

@@ -3,8 +3,11 @@
 One :class:`LLMOperator` serves one node and is bound to one model string (``openai/gpt-4.1-mini``,
 ``anthropic/claude-haiku-4-5``, ``ollama/qwen2.5-coder``, ``hosted_vllm/...``, or a provider a
 plugin registers through ``dei_llm_providers``). It sends the domain's chat messages unchanged
-and returns the raw reply text with the provider's usage and, where litellm knows the price,
-the cost.
+and returns the raw reply text with the provider's usage and the cost of all the call's
+attempts (``None`` when the model's price is unknown: ``price`` option, ``--price``, or
+litellm's bundled table). Every attempt is opened on the request's meter with its worst-case
+cost before it goes out and settled afterwards with the usage the provider reported, failed
+attempts included, so the ledger's money caps hold under concurrency.
 
 Failures fall into three groups:
 
@@ -27,9 +30,11 @@ import asyncio
 import email.utils
 import json
 import logging
+import math
 import os
 import random
 import re
+import sys
 import time
 import urllib.parse
 import weakref
@@ -39,13 +44,15 @@ from typing import Any
 import attrs
 import tenacity
 
-from dei_framework.errors import ConfigError, OperatorError
+from dei_framework.budget import Price
+from dei_framework.errors import BudgetExhausted, ConfigError, OperatorError
 from dei_framework.operators import (
     Operator,
     OperatorReply,
     OperatorRequest,
     OperatorSettings,
     TransientOperatorFailure,
+    UsageMeter,
 )
 
 #: API-key environment variables litellm reads, by provider prefix (for error messages only).
@@ -114,6 +121,9 @@ class LLMOptions:
         retry_base: Backoff base in seconds (wait ~ ``retry_base * 2**n`` with jitter).
         retry_max: Upper bound of one backoff wait, ``Retry-After`` included, in seconds.
         params: Extra keyword arguments passed to ``litellm.acompletion`` (e.g. ``top_p``).
+        price: The model's price (``price = [IN, OUT]`` in USD per million tokens), overriding
+            litellm's price table; ``None`` to look the model up there.
+        prices: Prices by model string (``--price MODEL=IN,OUT``); ``price`` wins.
     """
 
     api_base: str | None = None
@@ -127,6 +137,8 @@ class LLMOptions:
     retry_base: float = 1.0
     retry_max: float = 60.0
     params: Mapping[str, Any] = attrs.field(factory=dict)
+    price: Price | None = None
+    prices: Mapping[str, Price] = attrs.field(factory=dict)
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> LLMOptions:
@@ -178,7 +190,26 @@ class LLMOptions:
             if not isinstance(params, Mapping):
                 raise ConfigError("option params must be a table of litellm arguments")
             values["params"] = dict(params)
+        if options.get("price") is not None:
+            values["price"] = _price("price", options["price"])
+        prices = options.get("prices")
+        if prices is not None:
+            if not isinstance(prices, Mapping):
+                raise ConfigError("option prices must be a table of model = [IN, OUT]")
+            values["prices"] = {str(model): _price(f"price of {model}", value)
+                                for model, value in prices.items()}  # fmt: skip
         return cls(**values)
+
+
+def _price(name: str, value: Any) -> Price:
+    try:
+        return Price.parse(value)
+    except ConfigError as exc:
+        raise ConfigError(f"option {name}: {exc}") from None
+
+
+#: Models whose unknown price was already reported (one warning per model and process).
+_UNPRICED_WARNED: set[str] = set()
 
 
 @attrs.define
@@ -213,6 +244,9 @@ class LLMOperator(Operator):
         self.options = options or LLMOptions()
         self.max_in_flight = self.options.concurrency
         self._litellm = import_litellm()
+        self.price = self._find_price()
+        self.priced = self.price is not None
+        self.metered = True
         self._stats = _Stats()
         self._fatal: OperatorError | None = None
         # One semaphore per event loop: asyncio primitives bind to the loop that first
@@ -236,6 +270,7 @@ class LLMOperator(Operator):
                 (context window, content filter); ``attempts`` says how many were made.
         """
         messages = [dict(message) for message in request.messages]
+        meter = request.meter if request.meter is not None else _NoMeter()
         async with self._semaphore():
             if self._fatal is not None:
                 # A wrong key or model stays wrong: calls queued behind the one that found out
@@ -243,7 +278,7 @@ class LLMOperator(Operator):
                 raise OperatorError(str(self._fatal))
             self._stats.in_flight += 1
             try:
-                return await self._propose(messages)
+                return await self._propose(messages, meter)
             finally:
                 self._stats.in_flight -= 1
 
@@ -264,9 +299,13 @@ class LLMOperator(Operator):
             semaphore = self._semaphores[loop] = asyncio.Semaphore(self.options.concurrency)
         return semaphore
 
-    async def _propose(self, messages: list[dict[str, Any]]) -> OperatorReply:
+    async def _propose(self, messages: list[dict[str, Any]], meter: UsageMeter) -> OperatorReply:
         options = self.options
         attempts = 0
+        billed = _Billed()
+        prompt_bound = _prompt_token_bound(messages)
+        worst = (None if self.price is None
+                 else self.price.cost(prompt_bound, options.max_tokens))  # fmt: skip
 
         def on_retry(state: tenacity.RetryCallState) -> None:
             self._stats.retries += 1
@@ -281,14 +320,29 @@ class LLMOperator(Operator):
         try:
             async for attempt in retrying:
                 with attempt:
+                    await meter.open_attempt(prompt_tokens=prompt_bound,
+                                             max_tokens=options.max_tokens, cost_usd=worst)
                     attempts += 1
+                    usage: tuple[int, int] | None = None
                     try:
                         response = await self._attempt(messages)
+                        usage = _usage_of(response)
                         reply = self._reply(response, attempts)
                     except Exception as exc:
+                        usage = usage or _usage_of_error(exc)
                         self._stats.errors += 1
                         self._stats.last_error = self._describe(exc)
                         raise
+                    finally:
+                        # Every attempt is settled, failed and cancelled ones too: a provider
+                        # that reports usage on a failure has billed it.
+                        cost = billed.add(usage, self.price)
+                        meter.settle_attempt(prompt_tokens=usage and usage[0],
+                                             completion_tokens=usage and usage[1],
+                                             cost_usd=cost)  # fmt: skip
+        except BudgetExhausted as exc:
+            # A cap refused the next attempt: the call ends here, what it used is settled.
+            raise BudgetExhausted(str(exc)) from None
         except Exception as exc:
             kind, _ = _classify(exc)
             if kind == "fatal":
@@ -301,7 +355,8 @@ class LLMOperator(Operator):
                 attempts=attempts,
             ) from exc
         self._stats.calls += 1
-        return reply
+        return attrs.evolve(reply, prompt_tokens=billed.prompt, completion_tokens=billed.completion,
+                            cost_usd=billed.cost)  # fmt: skip
 
     async def _attempt(self, messages: list[dict[str, Any]]) -> Any:
         options = self.options
@@ -356,18 +411,31 @@ class LLMOperator(Operator):
             text=text if isinstance(text, str) else "",
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            cost_usd=self._cost(response),
             attempts=attempts,
             model=str(getattr(response, "model", "") or ""),
         )
 
-    def _cost(self, response: Any) -> float:
-        """The call's cost in USD where litellm knows the price; 0 otherwise, never an error."""
+    def _find_price(self) -> Price | None:
+        """The model's price: the ``price``/``prices`` option, else litellm's bundled table;
+        ``None`` (with one warning per model) when neither knows it."""
+        options = self.options
+        price = options.price or options.prices.get(self.model)
+        if price is not None:
+            return price
         try:
-            cost = float(self._litellm.completion_cost(completion_response=response) or 0.0)
-        except Exception:  # unknown model, local server, custom provider: price unknown
-            return 0.0
-        return cost if cost >= 0 and cost == cost else 0.0  # drop NaN and negatives
+            info = self._litellm.get_model_info(self.model)
+            price = Price(input=float(info["input_cost_per_token"]) * 1e6,
+                          output=float(info["output_cost_per_token"]) * 1e6)  # fmt: skip
+        except Exception:  # not in the table (local servers, custom providers, new models)
+            price = None
+        if price is None or not (math.isfinite(price.input) and math.isfinite(price.output)):
+            if self.model not in _UNPRICED_WARNED:
+                _UNPRICED_WARNED.add(self.model)
+                print(f"warning: {self.model} has no known price: its cost is recorded as unknown "
+                      f"(null); give one with --price {self.model}=IN,OUT (USD per million "
+                      "tokens)", file=sys.stderr)  # fmt: skip
+            return None
+        return price
 
     def _describe(self, exc: BaseException) -> str:
         bug = _plugin_bug(exc)
@@ -535,6 +603,77 @@ class _Backoff:
             return min(asked + random.uniform(0, self.base * 0.1), self.cap)
         step = min(self.base * 2 ** (state.attempt_number - 1), self.cap)
         return step / 2 + random.uniform(0, step / 2)
+
+
+class _NoMeter:
+    """Stands in for the ledger's meter when the operator is used without one (library use)."""
+
+    async def open_attempt(self, **_: Any) -> None:
+        return None
+
+    def settle_attempt(self, **_: Any) -> None:
+        return None
+
+
+@attrs.define
+class _Billed:
+    """What one call's attempts were billed so far (tokens as reported; cost at the price)."""
+
+    prompt: int = 0
+    completion: int = 0
+    cost: float | None = 0.0
+
+    def add(self, usage: tuple[int, int] | None, price: Price | None) -> float | None:
+        """Adds one attempt's usage; returns its cost (``None``: unknown price)."""
+        if usage is None:
+            return 0.0  # nothing reported, nothing to price
+        self.prompt += usage[0]
+        self.completion += usage[1]
+        if price is None:
+            if usage[0] or usage[1]:
+                self.cost = None
+                return None
+            return 0.0
+        cost = price.cost(*usage)
+        if self.cost is not None:
+            self.cost += cost
+        return cost
+
+
+def _usage_of(response: Any) -> tuple[int, int] | None:
+    """``(prompt_tokens, completion_tokens)`` a response reported, or ``None``."""
+    usage = response.get("usage") if isinstance(response, Mapping) else getattr(
+        response, "usage", None
+    )
+    if usage is None:
+        return None
+    if isinstance(usage, Mapping):
+        return _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+    return _int(getattr(usage, "prompt_tokens", 0)), _int(getattr(usage, "completion_tokens", 0))
+
+
+def _usage_of_error(exc: BaseException) -> tuple[int, int] | None:
+    """The usage a failed attempt's HTTP reply reported (some providers bill failures)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        response = getattr(current, "response", None)
+        try:
+            body = json.loads(response.text) if response is not None else None
+        except Exception:  # not JSON, not an httpx response, or a body already consumed
+            body = None
+        if isinstance(body, Mapping) and isinstance(body.get("usage"), Mapping):
+            return _usage_of(body)
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _prompt_token_bound(messages: list[dict[str, Any]]) -> int:
+    """An upper bound of the prompt's tokens for any tokenizer: one per UTF-8 byte (no token
+    is shorter than a byte) plus a margin for the chat template's tokens."""
+    size = sum(len(str(message.get("content", "")).encode()) for message in messages)
+    return size + 8 * len(messages) + 16
 
 
 def _int(value: Any) -> int:

@@ -20,6 +20,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import click
+
+from dei_framework.cli_options import RunOption
 from dei_framework.errors import ConfigError, PluginError
 from dei_framework.hookspecs import hookimpl
 from dei_framework.operators import OperatorSettings, OperatorSpec
@@ -148,6 +151,37 @@ def dei_addhooks(pluginmanager: pluggy.PluginManager) -> None:
     from dei_llm import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
+
+
+def parse_price_flags(pairs: Iterable[str]) -> dict[str, str]:
+    """``--price MODEL=IN,OUT`` values into ``{model: "IN,OUT"}`` (checked by the operator).
+
+    Raises:
+        ConfigError: A value is not ``MODEL=IN,OUT``.
+    """
+    prices = {}
+    for pair in pairs:
+        model, sep, value = str(pair).rpartition("=")
+        if not sep or not model.strip() or "," not in value:
+            raise ConfigError(f"--price takes MODEL=IN,OUT (USD per million input and output "
+                              f"tokens), got {pair!r}")  # fmt: skip
+        prices[model.strip()] = value.strip()
+    return prices
+
+
+@hookimpl
+def dei_run_options() -> list[RunOption]:
+    return [
+        RunOption(
+            option=click.Option(
+                ["--price", "prices"], multiple=True, metavar="MODEL=IN,OUT",
+                help="Price of a model in USD per million input and output tokens, "
+                     "repeatable (for models litellm has no price for).",
+            ),
+            target="operator_options",
+            convert=parse_price_flags,
+        ),
+    ]  # fmt: skip
 
 
 @hookimpl

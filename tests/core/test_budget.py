@@ -83,3 +83,79 @@ def test_totals_limit_and_persistence() -> None:
     assert restored.to_json()["nodes"] == data["nodes"]
     assert BudgetLedger(quotas={"x": None}).remaining("x") is None
     assert isinstance(restored.totals(), NodeUsage)
+
+
+def test_money_cap_waits_for_reservations_and_refuses_what_could_break_it() -> None:
+    from dei_framework.budget import NodeCaps
+
+    ledger = BudgetLedger(quotas={"n": None}, caps={"n": NodeCaps(cost_usd=1.0)})
+    peak_exposure = 0.0
+    outcomes = []
+
+    async def call(i: int) -> None:
+        nonlocal peak_exposure
+        try:
+            meter = ledger.reserve("n")
+        except BudgetExhausted:
+            outcomes.append("refused")
+            return
+        try:
+            # Worst case $0.40 per attempt; the attempt really costs $0.10.
+            await meter.open_attempt(prompt_tokens=100, max_tokens=100, cost_usd=0.4)
+        except BudgetExhausted:
+            meter.release(attempts=0)
+            outcomes.append("refused")
+            return
+        usage = ledger.usage["n"]
+        peak_exposure = max(peak_exposure, usage.cost_usd + usage.reserved_usd)
+        await asyncio.sleep(0.001 * (i % 3))
+        meter.settle_attempt(prompt_tokens=50, completion_tokens=50, cost_usd=0.1)
+        meter.commit(OperatorReply(text="x"))
+        outcomes.append("done")
+
+    async def main() -> None:
+        await asyncio.gather(*(call(i) for i in range(20)))
+
+    asyncio.run(main())
+    usage = ledger.usage["n"]
+    assert peak_exposure <= 1.0 + 1e-12  # spent plus worst cases in flight never above the cap
+    # Calls went on while $0.40 still fitted: 0.6 + 0.4 = 1.0 fits, 0.7 + 0.4 does not.
+    assert outcomes.count("done") == usage.calls == 7
+    assert usage.cost_usd == pytest.approx(0.7) and usage.tokens == 700
+    assert usage.exhausted_cap == "cost" and "money cap of $1 reached" in usage.exhausted
+    assert usage.in_flight == usage.open_attempts == 0
+    with pytest.raises(BudgetExhausted, match="money cap"):
+        ledger.reserve("n")
+
+
+def test_unknown_cost_is_null_and_survives_persistence() -> None:
+    ledger = BudgetLedger(quotas={"a": 2, "b": 2}, models={"a": "x/unpriced", "b": "gp"})
+    ledger.reserve("a").commit(OperatorReply(text="", prompt_tokens=5, completion_tokens=3,
+                                             cost_usd=None))  # fmt: skip
+    ledger.reserve("b").commit(OperatorReply(text=""))
+    data = ledger.to_json()
+    assert data["cost_usd"] is None and data["nodes"]["a"]["cost_usd"] is None
+    assert data["nodes"]["b"]["cost_usd"] == 0.0  # offline: known to be free
+    assert data["unpriced_nodes"] == ["a"]
+    restored = BudgetLedger.from_json(data)
+    assert restored.to_json()["nodes"] == data["nodes"]
+
+
+def test_tokens_axis_share_is_a_hard_cap() -> None:
+    from dei_framework.budget import NodeCaps
+
+    ledger = BudgetLedger(quotas={"n": 100}, caps={"n": NodeCaps(tokens=300)}, axis="tokens")
+    assert ledger.limit == 300 and ledger.share("n") == 300
+
+    async def spend(tokens: int) -> None:
+        meter = ledger.reserve("n")
+        await meter.open_attempt(prompt_tokens=10, max_tokens=40, cost_usd=None)
+        meter.settle_attempt(prompt_tokens=tokens, completion_tokens=0, cost_usd=None)
+        meter.commit(OperatorReply(text=""))
+
+    asyncio.run(spend(200))
+    asyncio.run(spend(60))  # 200 + a worst case of 50 still fitted
+    assert ledger.spent("n") == 260 and ledger.exhausted("n") is None
+    with pytest.raises(BudgetExhausted, match="token budget of 300 reached"):
+        asyncio.run(spend(1))
+    assert ledger.usage["n"].exhausted_cap == "token" and ledger.remaining("n") == 0

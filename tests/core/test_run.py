@@ -148,9 +148,17 @@ def test_resume_after_kill_9_finishes_the_budget_without_repeating_work(toy_env,
     out = tmp_path / "run"
     kill_midway(["--config", str(config), "--operator", "toy-random", "--out", str(out),
                  "--progress", "quiet", "--no-report"], out, toy_env, min_events=60)  # fmt: skip
+    # The checkpoint carries the wall time so far; pretend the first session ran 1000 s longer
+    # so that a ledger whose clock restarted from zero could not pass.
+    checkpoint = json.loads((out / "checkpoint.json").read_text())
+    before = checkpoint["wall_seconds"]
+    assert before > 0
+    checkpoint["wall_seconds"] = before + 1000
+    (out / "checkpoint.json").write_text(json.dumps(checkpoint))
 
     cli("dei-run", "--resume", str(out), "--progress", "quiet", "--no-report", env=toy_env)
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["budget"]["wall_seconds"] >= before + 1000
     assert summary["budget"]["calls"] == 200
     assert [n["calls"] for n in summary["nodes"].values()] == [100, 100]
     ids = [e["id"] for e in events(out) if e["event"] == "evaluated"]

@@ -2,9 +2,12 @@
 
 The server speaks real HTTP on ``127.0.0.1`` (a random free port) so the tests exercise
 litellm, the OpenAI SDK and httpx exactly as a hosted provider would. Each test scripts what
-the server does with a queue of behaviours (``ok``, ``status``, ``slow``, ``malformed_json``);
-once the queue is empty every request gets :attr:`OpenAIStub.default`. The server counts
-what it actually delivered, so tests can check that the budget ledger matches it.
+the server does with a queue of behaviours (``ok``, ``status``, ``slow``, ``malformed_json``,
+``billed_status``, ``empty_choices``); once the queue is empty requests get the behaviours of
+:meth:`OpenAIStub.cycle` in turn, else :attr:`OpenAIStub.default`. The server counts what it
+actually delivered and, like a hosted provider, what it *billed*: every attempt whose reply
+reported usage (failed ones included), priced at :attr:`OpenAIStub.price`, so tests can check
+that the budget ledger matches it to the token and the cent.
 
 Example:
     >>> stub = OpenAIStub().start()
@@ -49,7 +52,8 @@ class Behaviour:
     """What the server does with one request.
 
     Attributes:
-        kind: ``"ok"``, ``"status"``, ``"slow"`` or ``"malformed_json"``.
+        kind: ``"ok"``, ``"status"``, ``"slow"``, ``"malformed_json"``, ``"billed_status"`` or
+            ``"empty_choices"``.
         text: Reply text for ``ok`` and ``slow``.
         prompt_tokens: Reported prompt tokens (``None``: count words of the prompt).
         completion_tokens: Reported completion tokens (``None``: count words of the reply).
@@ -93,6 +97,18 @@ def malformed_json() -> Behaviour:
     return Behaviour("malformed_json")
 
 
+def billed_status(
+    code: int, prompt_tokens: int | None = None, completion_tokens: int | None = None
+) -> Behaviour:
+    """An error status whose body reports (and whose server bills) the usage of the attempt."""
+    return Behaviour("billed_status", "", prompt_tokens, completion_tokens, code=code)
+
+
+def empty_choices(prompt_tokens: int | None = None, completion_tokens: int = 7) -> Behaviour:
+    """A malformed 200: valid JSON with usage but no choices (billed, yet useless)."""
+    return Behaviour("empty_choices", "", prompt_tokens, completion_tokens)
+
+
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "invalid_api_key",
@@ -118,6 +134,11 @@ class OpenAIStub:
         by_model: Completed replies by requested model.
         max_in_flight: Most requests handled at the same time.
         bodies: The JSON bodies of all chat requests, in arrival order.
+        price: USD per million prompt and completion tokens the server charges.
+        billed_attempts: Replies that reported usage (the server bills them), failures included.
+        billed_prompt_tokens: Prompt tokens of the billed replies.
+        billed_completion_tokens: Completion tokens of the billed replies.
+        billed_usd: What the billed replies cost at :attr:`price`.
     """
 
     default: Behaviour = attrs.field(factory=ok)
@@ -131,6 +152,12 @@ class OpenAIStub:
     by_model: Counter = attrs.field(factory=Counter)
     max_in_flight: int = 0
     bodies: list[dict[str, Any]] = attrs.field(factory=list)
+    price: tuple[float, float] = (0.0, 0.0)
+    billed_attempts: int = 0
+    billed_prompt_tokens: int = 0
+    billed_completion_tokens: int = 0
+    billed_usd: float = 0.0
+    _cycle: list[Behaviour] = attrs.field(factory=list)
     _in_flight: int = 0
     _queue: deque = attrs.field(factory=deque)
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
@@ -176,6 +203,11 @@ class OpenAIStub:
         with self._lock:
             self._queue.extend(behaviours)
 
+    def cycle(self, *behaviours: Behaviour) -> None:
+        """Serves ``behaviours`` in turn, round and round, once the script is used up."""
+        with self._lock:
+            self._cycle = list(behaviours)
+
     def pending(self) -> int:
         """Scripted behaviours not used yet."""
         with self._lock:
@@ -188,7 +220,19 @@ class OpenAIStub:
             self.requests += 1
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
-            return self._queue.popleft() if self._queue else self.default
+            if self._queue:
+                return self._queue.popleft()
+            if self._cycle:
+                return self._cycle[(self.requests - 1) % len(self._cycle)]
+            return self.default
+
+    def _bill(self, prompt_tokens: int, completion_tokens: int) -> None:
+        """Counts a delivered reply that reported usage (call with the lock held)."""
+        self.billed_attempts += 1
+        self.billed_prompt_tokens += prompt_tokens
+        self.billed_completion_tokens += completion_tokens
+        self.billed_usd += (prompt_tokens * self.price[0]
+                            + completion_tokens * self.price[1]) / 1e6  # fmt: skip
 
     def _done(self) -> None:
         with self._lock:
@@ -251,6 +295,19 @@ class _Handler(BaseHTTPRequestHandler):
             if behaviour.completion_tokens is not None
             else len(behaviour.text.split())
         )
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
+        if behaviour.kind in ("billed_status", "empty_choices"):
+            if behaviour.kind == "billed_status":
+                code, payload = behaviour.code, {**_error_body(behaviour.code), "usage": usage}
+            else:
+                code, payload = 200, {"id": f"chatcmpl-empty-{stub.requests}",
+                                      "object": "chat.completion", "created": 1764400000,
+                                      "model": model, "choices": [], "usage": usage}  # fmt: skip
+            if self._send_json(code, payload):
+                with stub._lock:
+                    stub._bill(prompt_tokens, completion_tokens)
+            return
         if not self._client_connected():
             with stub._lock:
                 stub.abandoned += 1
@@ -268,14 +325,11 @@ class _Handler(BaseHTTPRequestHandler):
                     "finish_reason": "stop",
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": usage,
         }
         if self._send_json(200, reply):
             with stub._lock:
+                stub._bill(prompt_tokens, completion_tokens)
                 stub.completed += 1
                 stub.prompt_tokens += prompt_tokens
                 stub.completion_tokens += completion_tokens

@@ -77,14 +77,18 @@ def test_ledger_equals_what_the_server_served(cli, env, domain, stub, tmp_path):
     stub.script(status(429, retry_after=0.05), status(500))  # two retried attempts
     config = _write_config(tmp_path / "dei.toml", FAST_RETRIES)
     out = tmp_path / "run"
-    _dei_run(cli, env, domain, stub, out, "--config", config)
+    result = _dei_run(cli, env, domain, stub, out, "--config", config)
     budget = _summary(out)["budget"]
     assert budget["limit"] == 8
     assert budget["calls"] == stub.completed == 8
     assert budget["attempts"] == stub.requests == 10
     assert budget["prompt_tokens"] == stub.prompt_tokens > 0
     assert budget["completion_tokens"] == stub.completion_tokens > 0
-    assert budget["cost_usd"] == 0.0  # stub-model has no price
+    # stub-model has no price: its cost is unknown (null), never a made-up 0.0, and said so.
+    assert budget["cost_usd"] is None
+    assert budget["unpriced_nodes"] == ["node-0", "node-1"]
+    assert result.stderr.count(f"{MODEL} has no known price") == 1
+    assert "cost unknown" in result.stderr
     assert set(budget["nodes"]) == {"node-0", "node-1"}
     for usage in budget["nodes"].values():
         assert usage["calls"] == usage["quota"] == 4  # split equally, none over its quota

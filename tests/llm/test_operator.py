@@ -42,7 +42,7 @@ def test_reply_text_usage_and_request(stub):
     reply = _run(op.propose(_request()))
     assert reply.text == "MOV 0, 1"
     assert (reply.prompt_tokens, reply.completion_tokens, reply.attempts) == (17, 5, 1)
-    assert reply.cost_usd == 0.0  # stub-model has no price: 0, not an error
+    assert reply.cost_usd is None  # stub-model has no price: unknown, never a made-up 0
     assert reply.model == "stub-model"
     body = stub.bodies[-1]
     assert body["model"] == "stub-model"
@@ -215,7 +215,7 @@ def test_replies_are_deterministic_to_serialise(stub):
     second = attrs.asdict(_run(op.propose(_request())))
     assert first == second
     assert first == {
-        "text": "MOV 0, 1", "prompt_tokens": 7, "completion_tokens": 3, "cost_usd": 0.0,
+        "text": "MOV 0, 1", "prompt_tokens": 7, "completion_tokens": 3, "cost_usd": None,
         "attempts": 1, "model": "stub-model",
     }  # fmt: skip
 
@@ -225,7 +225,8 @@ def test_known_price_gives_a_cost(stub):
     # The stub answers whatever model it is asked for; litellm prices gpt-4o-mini.
     op = LLMOperator("openai/gpt-4o-mini", LLMOptions(api_base=stub.base_url, retry_base=0.01))
     reply = _run(op.propose(_request()))
-    assert reply.cost_usd > 0
+    # gpt-4o-mini at litellm's bundled price: $0.15 and $0.60 per million tokens.
+    assert reply.cost_usd == pytest.approx(1000 * 0.15e-6 + 1000 * 0.60e-6)
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,9 @@ class ToyDomain(Domain):
         return ["10 10", "50 50 50"]
 
     def messages(self, kind, *, parent=None, others=(), feedback=None):
-        task = "Write" if kind == "new" else f"Improve {parent.text}"
+        # The ``improve`` option words mutation prompts differently (replay tests change it).
+        improve = self._options.get("improve", "Improve")
+        task = "Write" if kind == "new" else f"{improve} {parent.text}"
         return [{"role": "system", "content": "Toy."}, {"role": "user", "content": task}]
 
     def generality(self, program: Program) -> float | None:
