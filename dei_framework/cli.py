@@ -1,12 +1,16 @@
 """The command line: ``dei-run`` (the main job) and the ``dei`` group (plugins, reports, ...).
 
-Every error a user can cause ends as one line on stderr and exit status 1.
+Every error a user can cause ends as one line on stderr starting with ``error:`` and exit
+status 1. ``dei-run`` also exits :data:`EXIT_PARTIAL` when some nodes stopped early and
+:data:`EXIT_INTERRUPTED` after Ctrl-C or SIGTERM (docs/cli.md lists them all).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -23,11 +27,19 @@ from dei_framework.plugins import PluginRegistry, load_plugins
 from dei_framework.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
 from dei_framework.watch.server import serve, serve_until_interrupted, watch_in_background
 
+#: Exit status: the run finished (every node spent its quota).
+EXIT_OK = 0
+#: Exit status: an error (bad option, configuration, no operator call completed at all).
+EXIT_ERROR = 1
+#: Exit status: the run finished, but some nodes stopped early (their reason is printed).
+EXIT_PARTIAL = 3
+#: Exit status: Ctrl-C or SIGTERM; the run is checkpointed and ``--resume`` continues it.
+EXIT_INTERRUPTED = 130
 
 def fail(message: str) -> None:
     """Prints one error line and exits with status 1."""
     click.echo(f"error: {message}", err=True)
-    sys.exit(1)
+    sys.exit(EXIT_ERROR)
 
 
 def user_errors(function: Callable) -> Callable:
@@ -40,10 +52,64 @@ def user_errors(function: Callable) -> Callable:
         except DEIError as exc:
             fail(str(exc))
         except KeyboardInterrupt:
-            click.echo("interrupted; continue with: dei-run --resume <run dir>", err=True)
-            sys.exit(130)
+            click.echo("interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
 
     return wrapper
+
+
+class Interrupts:
+    """Ctrl-C and SIGTERM during a run: the first stops it cleanly, the second at once.
+
+    The first signal asks the ensemble to stop (every node stops, the run checkpoints and
+    kills its evaluation workers, :meth:`Ensemble.run` raises ``KeyboardInterrupt``). Before
+    the ensemble exists it simply raises ``KeyboardInterrupt``. The second signal kills the
+    workers, prints ``last_words`` and leaves with :data:`EXIT_INTERRUPTED` on the spot: no
+    cleanup that could hang, and nothing is lost, because the checkpoint on disk is always
+    consistent.
+
+    An inherited "ignore SIGINT" (a job started in the background by a shell) is respected.
+    """
+
+    def __init__(self) -> None:
+        self.ensemble: Any = None
+        self.last_words = "interrupted"
+        self.count = 0
+        self._saved: dict[int, Any] = {}
+
+    def __enter__(self) -> Interrupts:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(number)
+            if number == signal.SIGINT and previous == signal.SIG_IGN:
+                continue
+            self._saved[number] = previous
+            signal.signal(number, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, previous in self._saved.items():
+            signal.signal(number, previous)
+
+    def _handle(self, number: int, frame: object) -> None:
+        self.count += 1
+        if self.count == 1:
+            if self.ensemble is None:
+                raise KeyboardInterrupt
+            _say("stopping: checkpointing and ending the workers (press Ctrl-C again to quit "
+                 "at once)")  # fmt: skip
+            self.ensemble.stop()
+            return
+        if self.ensemble is not None:
+            self.ensemble.kill_workers()
+        _say(self.last_words)
+        os._exit(EXIT_INTERRUPTED)
+
+
+def _say(line: str) -> None:
+    """One line on stderr, written at once (also from a signal handler, before ``_exit``)."""
+    sys.stdout.flush()
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 @functools.cache
@@ -180,7 +246,12 @@ def dei_run(**flags: Any) -> None:
 
     With only --domain, runs a small offline ensemble of the domain's offline operators.
     """
-    from dei_framework.ensemble import run
+    with Interrupts() as interrupts:
+        _dei_run(flags, interrupts)
+
+
+def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
+    from dei_framework.ensemble import Ensemble
     from dei_framework.progress import make_progress
     from dei_framework.runlog import RunDir
 
@@ -206,13 +277,32 @@ def dei_run(**flags: Any) -> None:
             raise ConfigError(f"{out} already holds a run; use --resume {out} or another --out")
     watching = watch_in_background(out) if flags.get("watch") else None
     progress = make_progress(flags.get("progress") or "auto", config)
-    with progress:
-        summary = run(config, out, registry=plugins, resume=bool(resume_dir),
-                      replay_from=replay_dir, progress=progress.update,
-                      reask_mismatched=bool(flags.get("reask_mismatched")))  # fmt: skip
-    for name, node in summary["nodes"].items():
-        if node.get("stopped"):
-            click.echo(f"warning: node {name} stopped early: {node['stopped']}", err=True)
+    hint = (f"interrupted; the replay in {out} is incomplete (run it again)" if replay_dir
+            else f"interrupted; continue with: dei-run --resume {_shell_path(out)}")
+    ensemble = Ensemble(config, RunDir(out), registry=plugins, resume=bool(resume_dir),
+                        replay_from=RunDir(replay_dir) if replay_dir else None,
+                        progress=progress.update,
+                        reask_mismatched=bool(flags.get("reask_mismatched")))  # fmt: skip
+    interrupts.last_words, interrupts.ensemble = hint, ensemble
+    try:
+        with progress:
+            summary = ensemble.run()
+    except KeyboardInterrupt:
+        _say(hint if ensemble.started else "interrupted before the run started; nothing written")
+        sys.exit(EXIT_INTERRUPTED)
+    except DEIError as exc:
+        if not ensemble.started:
+            raise
+        fail(f"{exc} (the partial run is in {out})")
+    stopped = {name: node["stopped"] for name, node in summary["nodes"].items()
+               if node.get("stopped")}  # fmt: skip
+    budget = summary["budget"]
+    if budget["calls"] == 0 and budget["limit"] != 0:
+        causes = sorted(set(stopped.values())) or ["no operator call succeeded"]
+        fail(f"no operator call completed: {'; '.join(causes)} (the record of the run is "
+             f"in {out})")  # fmt: skip
+    for name, reason in stopped.items():
+        click.echo(f"warning: node {name} stopped early: {reason}", err=True)
     for name in summary["budget"].get("unpriced_nodes", []):
         model = summary["budget"]["nodes"][name]["model"]
         click.echo(f"warning: node {name}: cost unknown (no price for {model}; give one with "
@@ -220,7 +310,6 @@ def dei_run(**flags: Any) -> None:
     report = None
     if not flags.get("no_report"):
         report = write_report(out)
-    budget = summary["budget"]
     cost = "unknown" if budget["cost_usd"] is None else f"${budget['cost_usd']:.4f}"
     spent = (f"{budget['calls']}/{budget['limit']} calls" if budget.get("axis", "calls") == "calls"
              else f"{budget['calls']} calls, {budget['spent']}/{budget['limit']} {budget['axis']}")
@@ -233,7 +322,19 @@ def dei_run(**flags: Any) -> None:
     if report:
         click.echo(f"report: {report}")
     if watching is not None:
+        interrupts.ensemble, interrupts.count = None, 0  # the run is over: Ctrl-C ends the page
         serve_until_interrupted(watching)
+    if stopped:
+        click.echo(f"warning: incomplete run: {len(stopped)} of {len(summary['nodes'])} nodes "
+                   f"stopped early (exit status {EXIT_PARTIAL})", err=True)  # fmt: skip
+        sys.exit(EXIT_PARTIAL)
+
+
+def _shell_path(path: Path) -> str:
+    """The absolute path, quoted for a shell when it needs to be."""
+    import shlex
+
+    return shlex.quote(str(path.resolve()))
 
 
 def write_report(run_dir: Path) -> Path | None:

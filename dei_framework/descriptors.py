@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from dei_framework.errors import ConfigError
+from dei_framework.errors import ConfigError, PluginError
 
 
 class Axis(abc.ABC):
@@ -148,6 +148,20 @@ def axis_from_json(data: Mapping[str, Any]) -> Axis:
     raise ConfigError(f"unknown axis kind {kind!r}")
 
 
+def check_descriptor(descriptor: Any) -> Mapping[str, float]:
+    """Returns ``descriptor`` if it is a mapping of axis name to value.
+
+    Raises:
+        PluginError: it is not (a tuple of values, say), with a message showing the fix.
+    """
+    if not isinstance(descriptor, Mapping):
+        raise PluginError(
+            "a descriptor must map axis names to values, e.g. {'tsp': 3, 'mc': 0.4}; got "
+            f"{type(descriptor).__name__} {descriptor!r:.80}"
+        )
+    return descriptor
+
+
 @attrs.frozen
 class DescriptorSpace:
     """The grid: an ordered tuple of axes. A cell is a tuple of bin indices, one per axis."""
@@ -180,8 +194,10 @@ class DescriptorSpace:
         """The cell of a raw descriptor.
 
         Raises:
+            PluginError: ``descriptor`` is not a mapping of axis name to value.
             KeyError: ``descriptor`` lacks one of the axes.
         """
+        check_descriptor(descriptor)
         return tuple(axis.index(float(descriptor[axis.name])) for axis in self.axes)
 
     def to_json(self) -> list[dict[str, Any]]:

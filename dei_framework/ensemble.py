@@ -10,6 +10,7 @@ This is what ``dei-run`` does, and what library users call to run a configured e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -34,6 +35,9 @@ from dei_framework.scheduler import Scheduler
 from dei_framework.search import RecordedCall, SearchDriver
 
 Progress = Callable[[str, dict[str, Any]], None]
+
+#: Seconds a transport or operator may take to close before the run goes on without it.
+CLOSE_SECONDS = 5.0
 
 #: Scheduler lag per slot of operator concurrency: a slot is planned once every slot more than
 #: ``6 x max_in_flight`` before it was admitted. While one reply is outstanding the other slots
@@ -69,9 +73,8 @@ class Ensemble:
         resume: Continue the run recorded in ``run_dir`` from its last checkpoint.
         replay_from: Rerun the run recorded there with its recorded replies and receptions
             (no operator is called, no transport is used).
-        reask_mismatched: With ``replay_from``: ask the real operator for calls that do not
-            match the record instead of stopping at the first.
-        progress: Called with ``(kind, data)`` for live display (``evaluated``, ``round``).
+                        progress=progress, reask_mismatched=reask_mismatched)  # fmt: skip
+    return ensemble.run()
     """
 
     def __init__(
@@ -93,6 +96,12 @@ class Ensemble:
         self.replay_from = replay_from
         self.progress = progress or (lambda kind, data: None)
         self.round_archives: dict[str, dict[int, GridArchive]] = defaultdict(dict)
+        #: The run has written its configuration (a failure after this keeps the directory).
+        self.started = False
+        #: :meth:`stop` was called.
+        self.stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
 
     # --- construction ---------------------------------------------------------------------------
 
@@ -241,6 +250,8 @@ class Ensemble:
         for event in events:
             if event.get("event") == "evaluated":
                 notify(self.registry, "dei_candidate_evaluated", event=event)
+            elif event.get("event") == "node_stopped":
+                self.progress("stopped", event)
 
     def _on_round(self, name: str) -> Callable[[dict, ArchiveBase], None]:
         def ended(entry: dict, archive: ArchiveBase) -> None:
@@ -276,11 +287,59 @@ class Ensemble:
 
     # --- running --------------------------------------------------------------------------------
 
+    def run(self) -> dict[str, Any]:
+        """Runs every node to the end in a new event loop; returns the summary.
+
+        A run stopped by :meth:`stop` (or by Ctrl-C, which ``asyncio.run`` turns into a
+        cancellation) writes a checkpoint, kills its evaluation workers and raises
+        :class:`KeyboardInterrupt`; ``dei-run --resume`` continues it. A run that fails before
+        it started leaves no directory behind.
+
+        Raises:
+            DEIError: a configuration problem (unknown plugin name, bad option, ...).
+            KeyboardInterrupt: the run was stopped; its checkpoint is written.
+        """
+        fresh = not self.resume and not self.run_dir.config_path.exists()
+        try:
+            try:
+                return asyncio.run(self.run_async())
+            except asyncio.CancelledError:
+                if not self.stopping:
+                    raise
+                raise KeyboardInterrupt from None
+        except BaseException:
+            if fresh and not self.started:
+                self.run_dir.discard()
+            raise
+
+    def stop(self) -> None:
+        """Asks the run to stop: every node stops at its next await, the run checkpoints.
+
+        Safe to call from a signal handler (of the thread running the event loop) or from
+        another thread; :meth:`run` then raises :class:`KeyboardInterrupt`.
+        """
+        self.stopping = True
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(task.cancel)
+
+    def kill_workers(self) -> None:
+        """Kills the evaluation worker processes at once (a second Ctrl-C, just before exit)."""
+        evaluator = getattr(self, "evaluator", None)
+        if evaluator is not None:
+            evaluator.kill_workers()
+
     async def run_async(self) -> dict[str, Any]:
         """Runs every node to the end; returns the summary (also written to ``summary.json``)."""
+        self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
+        if self.stopping:
+            raise asyncio.CancelledError
         self._build()
         self.run_dir.write_config(self.config.to_json())
+        self.started = True
+        self._report_resumed()
         started = [node.transport for node in self.nodes if node.transport is not None]
+        interrupted = False
         try:
             for transport in started:
                 await transport.start()
@@ -290,20 +349,50 @@ class Ensemble:
             finally:
                 checkpointer.cancel()
             self._checkpoint()
+        except asyncio.CancelledError:
+            # Each node's boundary is consistent with the run log at any await: that is what
+            # the periodic checkpoints rely on too.
+            interrupted = True
+            self._checkpoint()
+            raise
         finally:
             for transport in started:
                 try:
-                    await transport.close()
+                    await asyncio.wait_for(transport.close(), CLOSE_SECONDS)
                 except Exception:  # closing must not hide the run's own outcome
                     pass
             for operator in self.operators.values():
-                await operator.aclose()
-            self.evaluator.close()
+                closing = operator.aclose()
+                if interrupted:  # an interrupt must end the run even if a provider hangs
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(closing, CLOSE_SECONDS)
+                else:
+                    await closing
+            self.evaluator.close(wait=not interrupted)
+            self.run_dir.close()
         summary = self.summary()
         self.run_dir.write_summary(summary)
         self.run_dir.close()
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
         return summary
+
+    def _report_resumed(self) -> None:
+        """Gives the progress display each node's totals so far (non-zero on ``--resume``)."""
+        invalid: dict[str, int] = defaultdict(int)
+        if self.resume:
+            for event in read_jsonl(self.run_dir.events_path):
+                if event.get("event") == "evaluated" and event.get("kind") in ("new", "mutate"):
+                    invalid[event["node"]] += event.get("status") == "invalid"
+        for node in self.nodes:
+            loop = self.drivers[node.name]
+            last = loop.history[-1] if loop.history else None
+            self.progress("resumed", {
+                "node": node.name, "calls": self.ledger.usage[node.name].calls,
+                "invalid": invalid[node.name], "rounds_done": len(loop.history),
+                "coverage": last["stats"]["coverage"] if last else 0.0,
+                "best": max((e["champion"]["fitness"] for e in loop.history if e["champion"]),
+                            default=None),
+            })  # fmt: skip
 
     async def _checkpoint_periodically(self) -> None:
         while True:
@@ -420,12 +509,10 @@ def run(
 
     Raises:
         DEIError: a configuration problem (unknown plugin name, bad option, ...).
+        KeyboardInterrupt: Ctrl-C stopped the run; its checkpoint is written.
     """
     run_dir = RunDir(out)
     replay = RunDir(replay_from) if replay_from is not None else None
     ensemble = Ensemble(config, run_dir, registry=registry, resume=resume, replay_from=replay,
                         progress=progress, reask_mismatched=reask_mismatched)  # fmt: skip
-    try:
-        return asyncio.run(ensemble.run_async())
-    except DEIError:
-        raise
+    return ensemble.run()

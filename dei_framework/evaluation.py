@@ -7,21 +7,30 @@ crashes the domain, or even kills its worker process, becomes an invalid candida
 message; it never takes the node down. So does a domain answer that breaks the contract (a
 descriptor that is not a mapping, a missing or unknown descriptor key, a fitness or descriptor
 value that is not a finite number): the message names the problem and the run goes on.
+
+Workers belong to the process that started them: they ignore Ctrl-C and SIGTERM (a terminal
+sends Ctrl-C to the whole process group; the main process decides when evaluation stops and
+kills them itself), and a watcher thread ends each worker within
+:data:`PARENT_POLL_SECONDS` when its parent is gone, even when the parent died by ``kill -9``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import hashlib
 import math
 import multiprocessing
+import multiprocessing.context
 import os
 import pickle
+import signal
 import tempfile
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -74,6 +83,9 @@ def _worker_opponents(ref: OpponentRef) -> list[Program]:
     _WORKER_OPPONENTS.move_to_end(ref.id)
     return programs
 
+#: How often a worker checks that the process that started it is still alive.
+PARENT_POLL_SECONDS = 0.5
+
 
 @attrs.frozen(kw_only=True)
 class Outcome:
@@ -101,16 +113,72 @@ class Outcome:
                       info=info)  # fmt: skip
 
 
+_STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def _stop_signals_blocked() -> Iterator[None]:
+    """Defers Ctrl-C and SIGTERM in this thread; children started meanwhile inherit the block.
+
+    A child must not die of the Ctrl-C a terminal sends to the whole process group while it
+    is still importing, before :func:`_install` can ignore the signal (it would print a
+    traceback and break the pool). The parent only receives its signal a moment later.
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class _QuietSpawnProcess(multiprocessing.context.SpawnProcess):
+    """A spawned process that starts with Ctrl-C and SIGTERM blocked."""
+
+    def start(self) -> None:
+        with _stop_signals_blocked():
+            super().start()
+
+
+class _QuietSpawnContext(multiprocessing.context.SpawnContext):
+    """The spawn start method, with :class:`_QuietSpawnProcess` as its process class."""
+
+    Process = _QuietSpawnProcess
+
+
 #: Niceness added to the generality lane's worker: the OS runs candidate evaluations first when
 #: the cores are busy.
 GENERALITY_NICENESS = 10
 
 
-def _install(domain: Domain, niceness: int = 0) -> None:
+def _install(domain: Domain, parent: int, niceness: int = 0) -> None:
+    """Worker initializer: ignore stop signals, watch the parent, install the domain, and lower
+    this worker's CPU priority by ``niceness``."""
+    for number in _STOP_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    _watch_parent(parent)
     global _WORKER_DOMAIN
     _WORKER_DOMAIN = domain
     if niceness and hasattr(os, "nice"):
         os.nice(niceness)
+
+
+def _watch_parent(parent: int) -> None:
+    """Ends this process once ``parent`` is no longer its parent (it died, we were reparented).
+
+    Polling ``getppid`` works with every start method and needs no inherited descriptor; a
+    parent that died before this call is caught by the first check. The thread runs whenever
+    the evaluation releases the GIL, and at the latest when it returns.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(0)  # no cleanup to do: results go to a parent that no longer exists
+
+    if os.getppid() != parent:
+        os._exit(0)
+    threading.Thread(target=watch, name="dei-parent-watch", daemon=True).start()
 
 
 def _finite_number(value: object) -> bool:
@@ -280,12 +348,14 @@ class Evaluator:
             else:
                 # spawn, not fork: forking a process that runs an event loop and HTTP clients
                 # can copy held locks into the child.
-                self._pools[lane] = concurrent.futures.ProcessPoolExecutor(
-                    max_workers=workers,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_install,
-                    initargs=(self.domain, GENERALITY_NICENESS if lane == "generality" else 0),
-                )
+                niceness = GENERALITY_NICENESS if lane == "generality" else 0
+                with _stop_signals_blocked():  # the resource tracker starts here
+                    self._pools[lane] = concurrent.futures.ProcessPoolExecutor(
+                        max_workers=workers,
+                        mp_context=_QuietSpawnContext(),
+                        initializer=_install,
+                        initargs=(self.domain, os.getpid(), niceness),
+                    )
         return self._pools[lane]
 
     def _local_domain(self) -> Domain | None:
@@ -342,12 +412,47 @@ class Evaluator:
         except Exception:
             return None
 
-    def close(self) -> None:
-        """Stops the workers."""
-        for pool in self._pools.values():
-            pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, *, wait: bool = True) -> None:
+        """Stops the workers.
+
+        Args:
+            wait: Let the evaluations under way finish (the end of a run). ``False`` (an
+                interrupt) kills the workers at once and reaps them: nothing they compute
+                could still be used.
+        """
+        pools = list(self._pools.values())
         self._pools.clear()
+        if wait:
+            for pool in pools:
+                pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            processes = [process for pool in pools for process in _worker_processes(pool)]
+            for pool in pools:
+                pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.kill()
+            for process in processes:
+                process.join(timeout=2.0)
         self._sets.clear()
         if self._set_dir is not None:
             self._set_dir.cleanup()
             self._set_dir = None
+
+    def kill_workers(self) -> None:
+        """Kills the worker processes at once, without touching the pool's bookkeeping.
+
+        Safe to call from a signal handler just before the process exits.
+        """
+        for pool in list(self._pools.values()):
+            for process in _worker_processes(pool):
+                process.kill()
+
+
+def _worker_processes(pool: concurrent.futures.Executor) -> list:
+    """The live ``multiprocessing.Process`` objects of a process pool (none for threads).
+
+    ``ProcessPoolExecutor`` has no public handle on its workers before Python 3.14
+    (``kill_workers``); its ``_processes`` map has been stable since 3.2.
+    """
+    processes = getattr(pool, "_processes", None) or {}
+    return [process for process in list(processes.values()) if process.is_alive()]

@@ -16,6 +16,7 @@ and resume truncates away. Every other file is replaced atomically (write, fsync
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -185,6 +186,20 @@ class RunDir:
 
     def write_round(self, node: str, round_index: int, data: Mapping[str, Any]) -> None:
         write_json_atomic(self.round_path(node, round_index), data)
+
+    def discard(self) -> None:
+        """Removes a run that never started: the files a run writes, then every folder left
+        empty, this one included. Anything else found in the directory is kept."""
+        self.close()
+        for name in ("config.json", "checkpoint.json", "events.jsonl", "calls.jsonl",
+                     "summary.json"):  # fmt: skip
+            (self.path / name).unlink(missing_ok=True)
+        nodes = self.path / "nodes"
+        for identity in nodes.glob("*/identity.pem"):
+            identity.unlink()
+        for folder in [*nodes.glob("*/"), nodes, self.path]:
+            with contextlib.suppress(OSError):  # not empty (or already gone): keep it
+                folder.rmdir()
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         write_json_atomic(self.summary_path, summary)

@@ -99,7 +99,7 @@ def battle(
     workers: int | None,
     files: tuple[str, ...],
 ) -> None:
-    """Runs a battle of the Redcode FILES and prints what ``pmars -b`` prints."""
+    """Runs a battle of the Redcode FILES and prints what 'pmars -b' prints."""
     del brief  # pMARS's -b only suppresses the listing, which this command never prints
     try:
         settings = MarsSettings(
@@ -149,7 +149,11 @@ def assemble_command(
     as_json: bool, coresize: int, cycles: int, processes: int, maxlength: int, mindistance: int,
     files: tuple[str, ...],
 ) -> None:  # fmt: skip
-    """Assembles Redcode FILES; prints ``{path: load image or {"error": "line N: ..."}}``."""
+    """Assembles Redcode FILES and prints one JSON object keyed by file.
+
+    Each value is the load image, or {"error": "line N: ..."} for a file that does not
+    assemble (the exit status is then 1).
+    """
     del as_json
     try:
         mars = MarsSettings(coresize=coresize, cycles=cycles, processes=processes,

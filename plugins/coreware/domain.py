@@ -169,6 +169,23 @@ def placement_seed(seed: int, mindistance: int) -> int:
     return mindistance + seed % (MAX_SEED - mindistance)
 
 
+def descriptor_axes() -> list[AxisSpec]:
+    """The Core War axes: ``tsp`` and ``mc`` (DRQ's default grid), ``opcodes`` and ``length``.
+
+    The domain offers them and the plugin registers them (``dei plugins`` lists them).
+    """
+    return [
+        AxisSpec(name="tsp", axis=ThresholdAxis("tsp", TSP_THRESHOLDS), domain="coreware",
+                 description="total spawned processes (successful SPLs), mean over rounds"),
+        AxisSpec(name="mc", axis=ThresholdAxis("mc", MC_THRESHOLDS), domain="coreware",
+                 description="memory coverage (distinct addresses executed), mean over rounds"),
+        AxisSpec(name="opcodes", axis=ThresholdAxis("opcodes", OPCODE_THRESHOLDS),
+                 domain="coreware", description="distinct opcodes in the load image"),
+        AxisSpec(name="length", axis=ThresholdAxis("length", LENGTH_THRESHOLDS),
+                 domain="coreware", description="instructions in the load image"),
+    ]  # fmt: skip
+
+
 class CorewarDomain(Domain):
     """Core War (ICWS'94 Redcode, pMARS-exact MARS) as a DEI domain.
 
@@ -290,16 +307,7 @@ class CorewarDomain(Domain):
 
     def descriptor_axes(self) -> list[AxisSpec]:
         """``tsp`` and ``mc`` (DRQ's default grid), ``opcodes`` and ``length``."""
-        return [
-            AxisSpec(name="tsp", axis=ThresholdAxis("tsp", TSP_THRESHOLDS), domain=self.name,
-                     description="total spawned processes (successful SPLs), mean over rounds"),
-            AxisSpec(name="mc", axis=ThresholdAxis("mc", MC_THRESHOLDS), domain=self.name,
-                     description="memory coverage (distinct addresses executed), mean over rounds"),
-            AxisSpec(name="opcodes", axis=ThresholdAxis("opcodes", OPCODE_THRESHOLDS),
-                     domain=self.name, description="distinct opcodes in the load image"),
-            AxisSpec(name="length", axis=ThresholdAxis("length", LENGTH_THRESHOLDS),
-                     domain=self.name, description="instructions in the load image"),
-        ]  # fmt: skip
+        return descriptor_axes()
 
     # --- generality -----------------------------------------------------------------------------
 

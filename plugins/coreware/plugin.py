@@ -1,5 +1,5 @@
-"""DEI plugin entry point of Core War: the ``coreware`` domain, its offline operators, the
-``--human-set`` run option and the ``dei coreware`` commands."""
+"""DEI plugin entry point of Core War: the ``coreware`` domain, its descriptor axes, offline
+operators, the ``--human-set`` run option and the ``dei coreware`` commands."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import click
 
 from dei_framework import hookimpl
 from dei_framework.cli_options import RunOption
+from dei_framework.descriptors import AxisSpec
 from dei_framework.domain import Domain, DomainSpec
 from dei_framework.operators import Operator, OperatorSettings, OperatorSpec
 
@@ -49,6 +50,13 @@ def dei_domains() -> list[DomainSpec]:
         DomainSpec(name="coreware", factory=_domain,
                    description="Core War: Redcode warriors in a pMARS-exact MARS (DRQ/DEI)"),
     ]  # fmt: skip
+
+
+@hookimpl
+def dei_descriptor_axes() -> list[AxisSpec]:
+    from dei_coreware.domain import descriptor_axes
+
+    return descriptor_axes()
 
 
 @hookimpl

@@ -17,8 +17,11 @@ Failures fall into three groups:
   budget slot back;
 * request-specific (the prompt exceeds the context window, a content filter refused it): not
   retried, also a transient failure, because the next request may well succeed;
-* fatal (wrong key, permission denied, unknown model, bad request): raised at once as
-  :class:`~dei_framework.errors.OperatorError` with one line naming the model and the cause.
+* fatal (no key, wrong key, permission denied, unknown model, bad request, connection
+  refused, a host name that does not resolve): raised at once as
+  :class:`~dei_framework.errors.OperatorError` with one line naming the model, the URL and
+  the cause. Nothing listening at the address, or no such host, is a configuration mistake
+  far more often than an outage, and retrying it for half an hour helps nobody.
 
 litellm is imported lazily (:func:`import_litellm`): it takes seconds to import and must not
 slow down ``dei`` commands that never call a model.
@@ -34,6 +37,7 @@ import math
 import os
 import random
 import re
+import socket
 import sys
 import time
 import urllib.parse
@@ -76,7 +80,7 @@ RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
 
 #: How litellm and the SDKs say that no API key was configured at all.
 _MISSING_KEY = re.compile(
-    r"missing credentials|api_key client option must be set|no api key|"
+    r"missing credentials|api_key client option must be set|no api key|missing \w+ api key|"
     r"api[ _-]?key (is )?(not (found|set|provided)|missing|required)",
     re.IGNORECASE,
 )
@@ -454,8 +458,15 @@ class LLMOperator(Operator):
 
     def _fatal_message(self, exc: BaseException) -> str:
         _, cause = _classify(exc)
+        provider = self.model.split("/", 1)[0]
+        url = self.options.api_base
+        where = f" at {url}" if url else ""
+        if cause == "no API key":
+            # The provider's own words add nothing and name a dozen variables; name ours.
+            key = self.options.api_key_env or KEY_ENV_VARS.get(provider)
+            hint = f"set {key}" if key else "set the provider's API key variable"
+            return f"{self.model}{where}: no API key: {hint} (or the api_key_env option)"
         if cause == "authentication failed":
-            provider = self.model.split("/", 1)[0]
             if self.options.api_key_env:
                 cause += f" (check {self.options.api_key_env})"
             elif self.options.api_key:
@@ -466,7 +477,15 @@ class LLMOperator(Operator):
                 cause += " (check the provider's API key)"
         elif cause == "model not found":
             cause += " (check the model string and --api-base)"
-        where = f" at {self.options.api_base}" if self.options.api_base else ""
+        elif cause in ("connection refused", "DNS lookup failed"):
+            # litellm's own words ("InternalServerError (500): Connection error.") would
+            # mislead: no server answered at all. The socket error says what happened.
+            host = urllib.parse.urlsplit(url).hostname if url else None
+            detail = next(str(c) for c in _causes(exc) if isinstance(c, OSError))
+            hint = "is the server running? " if cause == "connection refused" else ""
+            if cause == "DNS lookup failed" and host:
+                cause += f" for {host}"
+            return _truncate(f"{self.model}{where}: {cause} ({hint}check --api-base): {detail}")
         return _truncate(f"{self.model}{where}: {cause}: {self._describe(exc)}", 400)
 
 
@@ -495,7 +514,10 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return "fatal", "provider plugin error"
     if _MISSING_KEY.search(str(getattr(exc, "message", None) or exc)):
         # litellm reports a key missing on our side as a 500; retrying cannot conjure one.
-        return "fatal", "authentication failed"
+        return "fatal", "no API key"
+    unreachable = _unreachable(exc)
+    if unreachable is not None:
+        return "fatal", unreachable
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and not name.startswith(("APIConnection", "Timeout")):
         if status == 401 or name == "AuthenticationError":
@@ -525,6 +547,30 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return "retry", "transient"
     # Anything else is a bug (ours, a custom provider's): retrying would only hide it.
     return "fatal", "unexpected error"
+
+
+def _unreachable(exc: BaseException) -> str | None:
+    """``"connection refused"`` or ``"DNS lookup failed"`` if that is what ``exc`` comes from.
+
+    litellm wraps these in a 500 ``InternalServerError`` whose message is only "Connection
+    error."; the socket error is further down the chain of causes.
+    """
+    for cause in _causes(exc):
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return "DNS lookup failed"
+    return None
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from, outermost first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
 
 #: Exceptions that mean a programming error when raised by code outside these libraries.

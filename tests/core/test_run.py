@@ -3,37 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from midway import events, kill_midway
 
 from dei_framework import NodeConfig, RunConfig, load_plugins, run
 
 TOY_ARGS = ["--domain", "toy", "--operator", "toy-random", "--eval-workers", "0",
             "--progress", "quiet", "--no-report"]  # fmt: skip
-
-
-def events(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
-def kill_midway(args: list[str], out: Path, env: dict, *, min_events: int) -> None:
-    """Starts `dei-run`, SIGKILLs it once it has checkpointed and logged `min_events` lines."""
-    process = subprocess.Popen(["dei-run", *args], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        time.sleep(0.03)
-        if (out / "checkpoint.json").exists() and len(events(out)) > min_events:
-            break
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    assert not (out / "summary.json").exists(), "the run finished before it could be killed"
 
 
 def test_toy_ensemble_end_to_end(toy_env, cli, tmp_path) -> None:

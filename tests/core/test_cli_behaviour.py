@@ -1,0 +1,89 @@
+"""What a newcomer meets on the command line: help text, listings, failed runs, progress."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import click
+import pytest
+from midway import kill_midway
+
+from dei_framework.cli import dei, dei_run
+from dei_framework.descriptors import DescriptorSpace, ThresholdAxis
+from dei_framework.errors import PluginError
+
+
+def _all_commands(command: click.Command, path: tuple[str, ...] = ()):
+    yield path, command
+    if isinstance(command, click.Group):
+        context = click.Context(command)
+        for name in command.list_commands(context):
+            yield from _all_commands(command.get_command(context, name), (*path, name))
+
+
+def test_no_help_text_shows_raw_markup() -> None:
+    commands = [(("dei-run",), dei_run), *_all_commands(dei, ("dei",))]
+    assert any(path[-1] == "coreware" for path, _ in commands)
+    for path, command in commands:
+        text = command.get_help(click.Context(command, info_name=" ".join(path)))
+        assert "``" not in text and ":data:" not in text, " ".join(path)
+        if isinstance(command, click.Group):
+            short = [sub.get_short_help_str() for sub in command.commands.values()]
+            assert not any("``" in line for line in short), " ".join(path)
+
+
+def test_plugins_lists_the_core_war_axes_in_text_and_json(cli) -> None:
+    listing = json.loads(cli("dei", "plugins", "--json").stdout)
+    axes = {row["name"]: row for row in listing["axes"]}
+    assert {"tsp", "mc", "opcodes", "length"} <= set(axes)
+    assert all(axes[name]["domain"] == "coreware" for name in ("tsp", "mc", "opcodes", "length"))
+    text = cli("dei", "plugins").stdout
+    section = text[text.index("axes:"):]
+    for name in ("tsp", "mc", "opcodes", "length"):
+        assert re.search(rf"^  {name}\s", section, re.MULTILINE), section
+
+
+def test_a_run_that_fails_to_start_leaves_no_directory(toy_env, tmp_path) -> None:
+    args = ["dei-run", "--domain", "toy", "--operator", "toy-random", "--axes", "length,nope",
+            "--progress", "quiet"]  # fmt: skip
+    result = subprocess.run(args, cwd=tmp_path, env=toy_env, capture_output=True, text=True)
+    assert result.returncode == 1 and "no descriptor axis nope" in result.stderr
+    assert list((tmp_path / "runs").glob("*")) == []
+    out = tmp_path / "named"
+    result = subprocess.run([*args, "--out", str(out)], env=toy_env, capture_output=True,
+                            text=True)  # fmt: skip
+    assert result.returncode == 1 and not out.exists()
+    kept = tmp_path / "mine"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("not ours to delete")
+    subprocess.run([*args, "--out", str(kept)], env=toy_env, capture_output=True)
+    assert [p.name for p in kept.iterdir()] == ["notes.txt"]
+
+
+def test_progress_after_resume_counts_from_the_resumed_totals(toy_env, cli, tmp_path) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'domain = "toy"\nnodes = 2\nbudget = 200\nrounds = 4\nseed = 3\nsharing = "none"\n'
+        "checkpoint_seconds = 0.05\neval_workers = 0\n[operator_options]\ndelay = 0.02\n"
+    )
+    out = tmp_path / "run"
+    kill_midway(["--config", str(config), "--operator", "toy-random", "--out", str(out),
+                 "--progress", "quiet", "--no-report"], out, toy_env, min_events=70)  # fmt: skip
+    result = cli("dei-run", "--resume", str(out), "--progress", "lines", "--no-report",
+                 env=toy_env)  # fmt: skip
+    lines = re.findall(r"\[(node-\d)\] round (\d) done \((\d)/4\).*calls (\d+)/100",
+                       result.stderr)  # fmt: skip
+    assert lines, result.stderr
+    assert any(int(r) > 0 for _, r, _, _ in lines), "nothing was left to resume"
+    for _, round_index, done, calls in lines:
+        # 25 calls per round: the count goes on from what was done before the kill.
+        assert int(done) == int(round_index) + 1
+        assert int(calls) == 25 * (int(round_index) + 1)
+
+
+def test_a_descriptor_given_as_a_tuple_is_a_clear_error() -> None:
+    space = DescriptorSpace((ThresholdAxis("tsp", (1, 2)), ThresholdAxis("mc", (0.5,))))
+    with pytest.raises(PluginError, match=r"must map axis names to values.*got tuple \(3, 0\.4\)"):
+        space.cell((3, 0.4))
