@@ -64,7 +64,11 @@ def test_generality_never_holds_up_candidate_evaluations(toy, tmp_path):
 
     async def scenario():
         slow = asyncio.create_task(evaluator.generality(domain.parse("10 20 30")))
-        await asyncio.sleep(0.2)  # the generality job is running in its lane
+        started = tmp_path / "gate.started"
+        for _ in range(6000):  # until the generality job runs in its lane
+            if started.exists() and started.read_text():
+                break
+            await asyncio.sleep(0.01)
         opponents = evaluator.install([domain.parse("1 1")])
         outcomes = [await evaluator.evaluate(f"{i} 40", opponents, seed=0, axes=("length", "peak"))
                     for i in range(5)]  # fmt: skip
@@ -73,7 +77,8 @@ def test_generality_never_holds_up_candidate_evaluations(toy, tmp_path):
         niceness = [os.getpriority(os.PRIO_PROCESS, pid) for pid in lane._processes]
         candidate_pids = set(evaluator._pools["candidates"]._processes)
         gate.write_text("go")
-        return outcomes, await slow, niceness, candidate_pids, set(lane._processes)
+        generality_pid = int(started.read_text())
+        return outcomes, await slow, niceness, candidate_pids, {generality_pid}
 
     try:
         outcomes, value, niceness, candidates, lane = asyncio.run(scenario())

@@ -69,6 +69,8 @@ class ToyDomain(Domain):
     def generality(self, program: Program) -> float | None:
         gate = self._options.get("generality_gate")
         if gate:  # a slow generality, on request: it waits until the file exists
+            with open(f"{gate}.started", "w") as started:
+                started.write(str(os.getpid()))
             deadline = time.monotonic() + 60
             while not os.path.exists(gate) and time.monotonic() < deadline:
                 time.sleep(0.01)
