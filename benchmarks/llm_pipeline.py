@@ -193,17 +193,19 @@ def coreware_job_bytes(registry, champions: int) -> dict | None:
     domain = registry.domain("coreware").factory({})
     pool = [domain.parse(text) for text in domain.initial_opponents()]
     pool += [pool[i % len(pool)] for i in range(champions)]  # champion-sized warriors
-    inline = len(pickle.dumps((evaluation._parse_and_evaluate,
-                               (None, "warrior text", pool, 1, ("a", "b"), None), {})))  # fmt: skip
+
+    def job(opponents) -> int:  # the pickled submit() of one evaluation job
+        arguments = (None, "warrior text", opponents, 1, ("a", "b"), None)
+        return len(pickle.dumps((evaluation._parse_and_evaluate, arguments, {})))
+
+    inline = job(pool)
     if not hasattr(evaluation.Evaluator, "install"):
         return {"opponents": len(pool), "inline": inline, "installed_set": None}
     evaluator = evaluation.Evaluator(domain, workers=1)
     try:
-        ref = evaluator.install(pool).ref
+        by_id = job(evaluator.install(pool).id)
     finally:
         evaluator.close()
-    by_id = len(pickle.dumps((evaluation._parse_and_evaluate,
-                              (None, "warrior text", ref, 1, ("a", "b"), None), {})))  # fmt: skip
     return {"opponents": len(pool), "inline": inline, "installed_set": by_id}
 
 

@@ -46,41 +46,38 @@ WORKER_OPPONENT_SETS = 16
 _WORKER_OPPONENTS: OrderedDict[str, list[Program]] = OrderedDict()
 
 
-@attrs.frozen
-class OpponentRef:
-    """What an evaluation job carries instead of the opponents: the set's id and the file the
-    worker loads it from on first use."""
-
-    id: str
-    path: str
-
-
 @attrs.frozen(kw_only=True)
 class OpponentSet:
     """A round's parsed opponents, installed in the evaluation workers once
     (:meth:`Evaluator.install`).
 
     Attributes:
-        ref: The id (a digest of the pickled programs) and file jobs refer to.
+        id: What jobs carry instead of the programs: a digest of the pickled programs, naming
+            the file in the evaluator's set directory that workers load on first use.
+        path: That file.
         programs: The programs (used directly when evaluating in threads).
         size: Bytes of the pickled programs, i.e. what every job would carry without the set.
     """
 
-    ref: OpponentRef
+    id: str
+    path: str
     programs: tuple[Program, ...]
     size: int
 
 
-def _worker_opponents(ref: OpponentRef) -> list[Program]:
+_WORKER_SETS_DIR = ""
+
+
+def _worker_opponents(set_id: str) -> list[Program]:
     """The worker's copy of an opponent set, read from its file the first time it is used."""
-    programs = _WORKER_OPPONENTS.get(ref.id)
+    programs = _WORKER_OPPONENTS.get(set_id)
     if programs is None:
-        with open(ref.path, "rb") as file:
+        with open(os.path.join(_WORKER_SETS_DIR, f"{set_id}.pickle"), "rb") as file:
             programs = pickle.load(file)
-        _WORKER_OPPONENTS[ref.id] = programs
+        _WORKER_OPPONENTS[set_id] = programs
         while len(_WORKER_OPPONENTS) > WORKER_OPPONENT_SETS:
             _WORKER_OPPONENTS.popitem(last=False)
-    _WORKER_OPPONENTS.move_to_end(ref.id)
+    _WORKER_OPPONENTS.move_to_end(set_id)
     return programs
 
 #: How often a worker checks that the process that started it is still alive.
@@ -150,15 +147,16 @@ class _QuietSpawnContext(multiprocessing.context.SpawnContext):
 GENERALITY_NICENESS = 10
 
 
-def _install(domain: Domain, parent: int, niceness: int = 0) -> None:
-    """Worker initializer: ignore stop signals, watch the parent, install the domain, and lower
-    this worker's CPU priority by ``niceness``."""
+def _install(domain: Domain, parent: int, sets_dir: str = "", niceness: int = 0) -> None:
+    """Worker initializer: ignore stop signals, watch the parent, install the domain, note
+    where opponent sets are, and lower this worker's CPU priority by ``niceness``."""
     for number in _STOP_SIGNALS:
         signal.signal(number, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     _watch_parent(parent)
-    global _WORKER_DOMAIN
+    global _WORKER_DOMAIN, _WORKER_SETS_DIR
     _WORKER_DOMAIN = domain
+    _WORKER_SETS_DIR = sets_dir
     if niceness and hasattr(os, "nice"):
         os.nice(niceness)
 
@@ -242,14 +240,14 @@ def evaluate(
 def _parse_and_evaluate(
     domain: Domain | None,
     text: str,
-    opponents: Sequence[Program] | OpponentRef,
+    opponents: Sequence[Program] | str,
     seed: int,
     required: Collection[str] = (),
     known: Collection[str] | None = None,
 ) -> Outcome:
     domain = domain or _WORKER_DOMAIN
     started = time.perf_counter()
-    if isinstance(opponents, OpponentRef):
+    if isinstance(opponents, str):  # an installed set's id
         opponents = _worker_opponents(opponents)
     try:
         program = domain.parse(text)
@@ -314,6 +312,11 @@ class Evaluator:
         self._sets: dict[str, OpponentSet] = {}
         self._set_dir: tempfile.TemporaryDirectory | None = None
 
+    def _sets_dir(self) -> str:
+        if self._set_dir is None:
+            self._set_dir = tempfile.TemporaryDirectory(prefix="dei-opponents-")
+        return self._set_dir.name
+
     def install(self, opponents: Sequence[Program]) -> OpponentSet:
         """Makes ``opponents`` available to the workers once; evaluation jobs then carry only
         the set's id. Installing the same programs again returns the same set.
@@ -327,14 +330,12 @@ class Evaluator:
         known = self._sets.get(digest)
         if known is not None:
             return known
-        if self._set_dir is None:
-            self._set_dir = tempfile.TemporaryDirectory(prefix="dei-opponents-")
-        path = os.path.join(self._set_dir.name, f"{digest}.pickle")
+        path = os.path.join(self._sets_dir(), f"{digest}.pickle")
         partial = f"{path}.partial"
         with open(partial, "wb") as file:
             file.write(data)
         os.replace(partial, path)  # a worker never reads a half-written set
-        self._sets[digest] = OpponentSet(ref=OpponentRef(digest, path), programs=tuple(opponents),
+        self._sets[digest] = OpponentSet(id=digest, path=path, programs=tuple(opponents),
                                          size=len(data))  # fmt: skip
         return self._sets[digest]
 
@@ -354,7 +355,7 @@ class Evaluator:
                         max_workers=workers,
                         mp_context=_QuietSpawnContext(),
                         initializer=_install,
-                        initargs=(self.domain, os.getpid(), niceness),
+                        initargs=(self.domain, os.getpid(), self._sets_dir(), niceness),
                     )
         return self._pools[lane]
 
@@ -391,7 +392,7 @@ class Evaluator:
         """
         if not isinstance(opponents, OpponentSet):
             opponents = self.install(opponents)
-        sent = opponents.programs if self.workers == 0 else opponents.ref
+        sent = opponents.programs if self.workers == 0 else opponents.id
         try:
             return await self._run(_parse_and_evaluate, text, sent, seed, tuple(axes),
                                    self.descriptor_keys)  # fmt: skip

@@ -54,7 +54,7 @@ def test_jobs_carry_an_opponent_set_id_and_workers_evaluate_as_in_process(toy, m
     assert len(sent) == 4
     assert max(sent) - min(sent) < 8  # the job's size does not grow with the opponents
     assert max(sent) < large.size / 10
-    assert not os.path.exists(large.ref.path)  # close() removes the installed sets
+    assert not os.path.exists(large.path)  # close() removes the installed sets
 
 
 def test_generality_never_holds_up_candidate_evaluations(toy, tmp_path):
