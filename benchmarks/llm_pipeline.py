@@ -191,8 +191,9 @@ def coreware_job_bytes(registry, champions: int) -> dict | None:
     from dei_framework import evaluation
 
     domain = registry.domain("coreware").factory({})
-    pool = [domain.parse(text) for text in domain.initial_opponents()]
-    pool += [pool[i % len(pool)] for i in range(champions)]  # champion-sized warriors
+    texts = domain.initial_opponents()
+    # Champion-sized warriors: parsed anew, so pickle cannot share them as repeated objects.
+    pool = [domain.parse(texts[i % len(texts)]) for i in range(len(texts) + champions)]
 
     def job(opponents) -> int:  # the pickled submit() of one evaluation job
         arguments = (None, "warrior text", opponents, 1, ("a", "b"), None)
