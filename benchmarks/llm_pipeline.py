@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import copy
 import json
 import os
 import pickle
@@ -192,8 +193,10 @@ def coreware_job_bytes(registry, champions: int) -> dict | None:
 
     domain = registry.domain("coreware").factory({})
     texts = domain.initial_opponents()
-    # Champion-sized warriors: parsed anew, so pickle cannot share them as repeated objects.
-    pool = [domain.parse(texts[i % len(texts)]) for i in range(len(texts) + champions)]
+    # Champion-sized warriors: distinct copies, as distinct champions are (pickle would write a
+    # repeated object once).
+    pool = [copy.deepcopy(domain.parse(texts[i % len(texts)]))
+            for i in range(len(texts) + champions)]  # fmt: skip
 
     def job(opponents) -> int:  # the pickled submit() of one evaluation job
         arguments = (None, "warrior text", opponents, 1, ("a", "b"), None)
