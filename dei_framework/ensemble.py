@@ -379,15 +379,17 @@ class Ensemble:
     def _report_resumed(self) -> None:
         """Gives the progress display each node's totals so far (non-zero on ``--resume``)."""
         invalid: dict[str, int] = defaultdict(int)
+        made: dict[str, int] = defaultdict(int)  # admitted, as the display counts them live
         if self.resume:
             for event in read_jsonl(self.run_dir.events_path):
                 if event.get("event") == "evaluated" and event.get("kind") in ("new", "mutate"):
+                    made[event["node"]] += 1
                     invalid[event["node"]] += event.get("status") == "invalid"
         for node in self.nodes:
             loop = self.drivers[node.name]
             last = loop.history[-1] if loop.history else None
             self.progress("resumed", {
-                "node": node.name, "calls": self.ledger.usage[node.name].calls,
+                "node": node.name, "calls": made[node.name],
                 "invalid": invalid[node.name], "rounds_done": len(loop.history),
                 "coverage": last["stats"]["coverage"] if last else 0.0,
                 "best": max((e["champion"]["fitness"] for e in loop.history if e["champion"]),
