@@ -218,8 +218,9 @@ class Scheduler:
         new_fraction: Share of calls that write a new program instead of mutating an elite.
         others: Elites besides the parent handed to each mutation.
         lag: How far planning may run ahead of admission: slot ``s`` is planned once every slot
-            before ``s - lag`` is admitted. Give about twice the driver's concurrency; the
-            same value is needed to reproduce a run.
+            before ``s - lag`` is admitted. A result up to ``lag / concurrency`` times the mean
+            latency late stalls nothing (``dei-run`` gives 6x the operator's concurrency); a
+            larger lag means staler parents. The same value is needed to reproduce a run.
         archive: Builds each round's fresh archive (``archive(space=, qd_offset=, seed=)``).
         emitter: Chooses parents (default: the paper's uniform sampling).
         sharing: Decides where received champions may go (default: opponents and cells).
