@@ -18,7 +18,10 @@ PACKAGE_ROOTS = {
 
 
 # Folders that hold only data files, shipped as packages so setuptools installs them.
-DATA_PACKAGES = {"dei_coreware.warriors": "plugins/coreware/warriors"}
+DATA_PACKAGES = {
+    "dei_coreware.warriors.opponents": "plugins/coreware/warriors/opponents",
+    "dei_coreware.warriors.generality": "plugins/coreware/warriors/generality",
+}
 
 
 def _packages() -> tuple[list[str], dict[str, str]]:

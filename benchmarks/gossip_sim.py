@@ -38,12 +38,13 @@ def simulate(
     settle: int = 30,
     seed: int = 1,
     flood_publish: bool = True,
+    max_peers: int | None = None,
 ) -> dict[str, Any]:
-    """Runs one simulation and returns its figures."""
+    """Runs one simulation and returns its figures (``max_peers``: the router's peer cap)."""
     clock = VirtualClock()
     hub = Hub(loss=loss, latency=latency, seed=seed, scheduler=clock)
     params = GossipSubParams.from_options(
-        {"d": d, "heartbeat": heartbeat, "flood_publish": flood_publish}
+        {"d": d, "heartbeat": heartbeat, "flood_publish": flood_publish, "max_peers": max_peers}
     )
     routers: list[GossipSubRouter] = []
     for index in range(nodes):
@@ -63,6 +64,15 @@ def simulate(
         router.announce()
         clock.call_later(rng.uniform(0, heartbeat), beat, router)
     start = warmup * heartbeat
+    baseline: dict[str, int] = {}
+
+    def snapshot() -> None:
+        # Control traffic is counted from the first publish on (the start-up handshake and
+        # mesh building are not per-publish costs).
+        for key in ("frames_sent", "data_frames_sent"):
+            baseline[key] = sum(r.counters[key] for r in routers)
+
+    clock.call_later(start - 1e-6, snapshot)
     for number in range(messages):
         publisher = rng.choice(routers)
         payload = f"champion {number} from {publisher.peer_id}".encode()
@@ -78,6 +88,10 @@ def simulate(
     frames = sum(r.counters["frames_sent"] for r in routers)
     data_bytes = sum(r.counters["bytes_sent"] for r in routers)
     expected = messages * (nodes - 1)
+    control = (frames - baseline["frames_sent"]) - (
+        sum(r.counters["data_frames_sent"] for r in routers) - baseline["data_frames_sent"]
+    )
+    per_publish = nodes * messages
     return {
         "nodes": nodes,
         "loss": loss,
@@ -85,6 +99,10 @@ def simulate(
         "d": d,
         "delivery_ratio": round(delivered / expected, 6) if expected else 1.0,
         "duplicates_per_delivery": round(duplicates / delivered, 4) if delivered else 0.0,
+        "duplicates_per_node_per_publish": round(duplicates / per_publish, 3),
+        "control_frames_per_node_per_publish": round(control / per_publish, 3),
+        "flood_publish": flood_publish,
+        "undelivered": expected - delivered,
         "mean_hops": round(hops_total / delivered, 3) if delivered else 0.0,
         "max_hops": max((r.hops_max for r in routers), default=0),
         "messages_per_node": round(frames / nodes, 1),

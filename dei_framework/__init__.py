@@ -48,6 +48,7 @@ from dei_framework.errors import (
     InvalidProgram,
     OperatorError,
     PluginError,
+    ReferenceOverlap,
     TransportError,
 )
 from dei_framework.evaluation import evaluate
@@ -75,7 +76,8 @@ __all__ = [
     "DEIError", "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Elite", "Evaluation",
     "FactoryContext", "GridArchive", "InvalidProgram", "LogAxis", "NodeConfig", "Operator",
     "OperatorError", "OperatorReply", "OperatorRequest", "OperatorSettings", "OperatorSpec",
-    "Opponent", "OpponentPool", "Parent", "PluginError", "Program", "RunConfig", "SharingPolicy",
-    "SharingSpec", "ThresholdAxis", "TransientOperatorFailure", "Transport", "TransportError",
-    "TransportSpec", "UniformAxis", "hookimpl", "hookspec", "load_plugins", "run", "split_budget",
+    "Opponent", "OpponentPool", "Parent", "PluginError", "Program", "ReferenceOverlap",
+    "RunConfig", "SharingPolicy", "SharingSpec", "ThresholdAxis", "TransientOperatorFailure",
+    "Transport", "TransportError", "TransportSpec", "UniformAxis", "hookimpl", "hookspec",
+    "load_plugins", "run", "split_budget",
 ]  # fmt: skip

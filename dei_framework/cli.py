@@ -24,6 +24,7 @@ from dei_framework import experiment
 from dei_framework.config import DEFAULT_NODES, RunConfig, resolve_config
 from dei_framework.errors import ConfigError, DEIError
 from dei_framework.plugins import PluginRegistry, load_plugins
+from dei_framework.presets import PRESETS
 from dei_framework.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
 from dei_framework.watch.server import serve, serve_until_interrupted, watch_in_background
 
@@ -36,10 +37,10 @@ EXIT_PARTIAL = 3
 #: Exit status: Ctrl-C or SIGTERM; the run is checkpointed and ``--resume`` continues it.
 EXIT_INTERRUPTED = 130
 
-def fail(message: str) -> None:
-    """Prints one error line and exits with status 1."""
+def fail(message: str, status: int = EXIT_ERROR) -> None:
+    """Prints one error line and exits with ``status``."""
     click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_ERROR)
+    sys.exit(status)
 
 
 def user_errors(function: Callable) -> Callable:
@@ -50,7 +51,7 @@ def user_errors(function: Callable) -> Callable:
         try:
             return function(*args, **kwargs)
         except DEIError as exc:
-            fail(str(exc))
+            fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
@@ -156,6 +157,9 @@ RUN_OPTIONS = [
                  help="A domain option, repeatable."),
     click.option("--transport-option", "transport_option", multiple=True, metavar="KEY=VALUE",
                  help="A transport option, repeatable."),
+    click.option("--common-ground", is_flag=True, default=None,
+                 help="Re-evaluate merged-archive elites and champions against the domain's "
+                      "reference set (always on in experiments)."),
     click.option("--eval-workers", type=int,
                  help="Evaluation worker processes (default: one per core; 0: in-process)."),
     click.option("--out", type=click.Path(file_okay=False),
@@ -169,6 +173,9 @@ RUN_OPTIONS = [
                       "matches the record, instead of stopping at the first."),
     click.option("--config", "config_file", type=click.Path(dir_okay=False),
                  help="TOML file with any of these options (flags override it)."),
+    click.option("--preset", type=click.Choice(sorted(PRESETS)),
+                 help="A named protocol under the file and flags: dei-paper sets the DEI "
+                      "paper's settings (docs/paper-protocol.md)."),
     click.option("--progress", type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
                  default="auto", show_default=True,
                  help="Live display, one line per round, JSON lines on stdout, or nothing."),
@@ -483,9 +490,12 @@ def experiment_command(**flags: Any) -> None:
     report = None if flags.get("no_report") else write_report(out)
     for name, cond in summary["conditions"].items():
         cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
+        common = cond["merged"].get("common") or {}
         click.echo(
-            f"{name:<10} {cond['nodes']} node(s)  coverage {_pm(cov, '.1%')}  "
-            f"QD-score {_pm(qd, '.2f')}  calls {cond['budget']['calls']}"
+            f"{name:<10} {cond['nodes']} node(s)  common ground: coverage "
+            f"{_pm(common.get('coverage') or {}, '.1%')}  QD-score "
+            f"{_pm(common.get('qd_score') or {}, '.2f')}  (raw: {_pm(cov, '.1%')}, "
+            f"{_pm(qd, '.2f')})  calls {cond['budget']['calls']}"
         )
     click.echo(f"summary: {out / 'summary.json'}")
     if report:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from dei_framework.errors import ConfigError
+from dei_framework.presets import get_preset, overridden, warn_overrides
 
 if TYPE_CHECKING:
     from dei_framework.registry import PluginRegistry
@@ -82,6 +83,13 @@ class RunConfig:
         domain_options: Domain options (``[domain_options]`` table and domain flags).
         transport_options: Transport options (``[transport_options]`` table and flags).
         checkpoint_seconds: Minimum seconds between in-round checkpoints.
+        common_ground: After the run, re-evaluate every merged-archive elite and round
+            champion against the domain's reference set (``merged.common`` in the summary;
+            always on in experiments).
+        members: The run's membership: ed25519 public keys (64 hex) of the nodes allowed to
+            share champions. Empty: an open run (any validly signed champion is considered).
+            Champions signed by other keys are dropped and counted (``nonmember``); networked
+            transports also drop frames from peers outside it (``rejected_nonmember``).
         compute_axis: What equal compute is measured on: ``calls`` (the paper; ``budget`` counts
             calls), ``tokens`` (``budget`` counts tokens of every billed attempt) or ``cost``
             (``max_cost_usd`` is the budget).
@@ -111,6 +119,8 @@ class RunConfig:
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
     checkpoint_seconds: float = 2.0
+    common_ground: bool = False
+    members: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _members(v))
     compute_axis: str = "calls"
     max_cost_usd: float | None = None
     max_attempts_per_node: int | None = attrs.field(
@@ -192,6 +202,15 @@ class RunConfig:
         values["nodes"] = tuple(NodeConfig(**node) for node in data["nodes"])
         values.setdefault("max_peer_champions", values.get("max_champions", 20))
         return cls(**values)
+
+
+def _members(value: Any) -> tuple[str, ...]:
+    from dei_framework.envelope import EnvelopeError, parse_members
+
+    try:
+        return tuple(sorted(parse_members(value or None) or ()))
+    except EnvelopeError as exc:
+        raise ConfigError(f"members: {exc}") from None
 
 
 #: Options a ``[[node]]`` table may set besides ``operator``.
@@ -297,15 +316,24 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
              "transport_options", "sharing_options", "operator_options", "out",
              "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
-             "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call"}
+             "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
+             "common_ground", "preset", "members"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
 
-    def pick(name: str) -> Any:
+    preset = get_preset(flags.get("preset") or file.get("preset"))
+
+    def mine(name: str) -> Any:
         value = flags.get(name)
         if value is None or value == ():
             value = file.get(name)
+        return value
+
+    def pick(name: str) -> Any:
+        value = mine(name)
+        if value is None and preset is not None:
+            value = preset.settings.get(name)
         return DEFAULTS.get(name) if value is None else value
 
     domain = pick("domain")
@@ -322,6 +350,9 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         count = count or DEFAULT_NODES
     tables = {target: dict(file.get(target, {})) for target in
               ("domain_options", "transport_options", "sharing_options", "operator_options")}
+    if preset is not None:  # the preset's tables lie under the file's
+        tables["domain_options"] = {**preset.domain_options, **tables["domain_options"]}
+        tables["operator_options"] = {**preset.operator_options, **tables["operator_options"]}
     for name, entry in plugins.run_options.items():  # flags plugins add (--human-set, ...)
         if name not in known:  # a clash with a core option is left out (and warned about)
             entry.spec.apply(pick(name), tables)
@@ -335,7 +366,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         # identical default names would make same-operator nodes search identically.
         suffix = secrets.token_hex(3)
         nodes = tuple(attrs.evolve(node, name=f"{node.name}-{suffix}") for node in nodes)
-    budget, iterations = pick("budget"), pick("iterations")
+    iterations = pick("iterations")
+    budget = mine("budget") if iterations is not None else pick("budget")
     if budget is None and iterations is None:
         budget = DEFAULT_CALLS_PER_NODE * len(nodes)
     domain_options = tables["domain_options"]
@@ -343,6 +375,11 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     transport_options = tables["transport_options"]
     transport_options.update(_key_values(flags.get("transport_option") or (),
                                          "--transport-option"))  # fmt: skip
+    if preset is not None:
+        chosen: dict[str, Any] = {name: mine(name) for name in preset.settings}
+        chosen["domain_options"] = {**file.get("domain_options", {}),
+                                    **_key_values(flags.get("domain_option") or (), "")}
+        warn_overrides(preset, overridden(preset, chosen))
     axes = pick("axes") or ()
     if isinstance(axes, str):
         axes = tuple(a.strip() for a in axes.split(",") if a.strip())
@@ -356,6 +393,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         archive_options=file.get("archive_options", {}),
         eval_workers=pick("eval_workers"), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
+        common_ground=bool(pick("common_ground")),
+        members=file.get("members") or (),
         compute_axis=pick("compute_axis") or "calls", max_cost_usd=pick("max_cost_usd"),
         max_attempts_per_node=pick("max_attempts_per_node"),
         max_attempts_per_call=pick("max_attempts_per_call"),
@@ -366,7 +405,8 @@ def default_operators(plugins: PluginRegistry, domain: str) -> list[str]:
     """The offline operators that work with ``domain`` (the offline default ensemble)."""
     names = [
         name for name, entry in sorted(plugins.operators.items())
-        if entry.spec.offline and (not entry.spec.domains or domain in entry.spec.domains)
+        if entry.spec.offline and entry.spec.default
+        and (not entry.spec.domains or domain in entry.spec.domains)
     ]  # fmt: skip
     if not names:
         raise ConfigError(f"no offline operator is registered for domain {domain!r}; "

@@ -109,6 +109,35 @@ class Domain(abc.ABC):
         """
         return None
 
+    def generality_reference(self) -> Sequence[str] | None:
+        """Canonical texts of the reference set :meth:`generality` measures against.
+
+        Recorded as ``generality.reference = {"count", "sha256"}`` in ``summary.json``, so two
+        runs can tell whether their generality figures are comparable. ``None``: no set.
+        """
+        return None
+
+    def reference_opponents(self) -> Sequence[str]:
+        """Source texts of the common-ground reference set (default: the initial opponents).
+
+        After a run with common ground (every experiment; ``dei-run --common-ground``), every
+        merged-archive elite and every round champion is re-evaluated against this set with
+        one seed derived from the set, so that fitness is comparable across nodes, conditions
+        and runs (see :mod:`dei_framework.common`).
+        """
+        return self.initial_opponents()
+
+    def fitness_scale(self, opponents: int) -> float:
+        """How fitness scales with battle size: the factor to divide by to compare battles.
+
+        A domain whose fitness range grows with the number of programs in a battle (Core War:
+        ``[0, N]`` for ``N`` warriors) returns that size for ``opponents`` opponents; then
+        ``fitness / fitness_scale(k)`` is comparable between battles of different sizes.
+        Reports say when the raw figures of two conditions come from battles of different
+        scales. Default ``1.0``: fitness does not depend on battle size.
+        """
+        return 1.0
+
     def options(self) -> dict[str, Any]:
         """The resolved domain options, recorded in the run's config."""
         return {}

@@ -19,6 +19,15 @@ from typing import Any
 
 from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.budget import BudgetLedger, NodeUsage
+from dei_framework.common import (
+    Reference,
+    build_reference,
+    common_fitness,
+    evaluate_texts,
+    merge_common,
+    raw_entries,
+    reference_record,
+)
 from dei_framework.config import RunConfig
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
@@ -30,7 +39,7 @@ from dei_framework.node import Node
 from dei_framework.operators import Operator, OperatorSettings
 from dei_framework.plugins import PluginRegistry, load_plugins, notify
 from dei_framework.replay import RecordedOperator, Recording
-from dei_framework.runlog import RunDir, read_jsonl
+from dei_framework.runlog import RunDir, read_jsonl, write_json_atomic
 from dei_framework.scheduler import Scheduler
 from dei_framework.search import RecordedCall, SearchDriver
 
@@ -96,6 +105,11 @@ class Ensemble:
         self.replay_from = replay_from
         self.progress = progress or (lambda kind, data: None)
         self.round_archives: dict[str, dict[int, GridArchive]] = defaultdict(dict)
+        # Opponents each node fought per round (for the fitness scale of its raw figures).
+        self.round_opponents: dict[str, dict[int, int]] = defaultdict(dict)
+        self.reference: Reference | None = None
+        self.common_outcomes: dict = {}
+        self.merged_entries: list[dict[str, Any]] = []
         #: The run has written its configuration (a failure after this keeps the directory).
         self.started = False
         #: :meth:`stop` was called.
@@ -112,6 +126,8 @@ class Ensemble:
             dict(config.domain_options),
         )  # fmt: skip
         self.space = build_space(self.domain, config.axes, registry)
+        if config.common_ground:
+            self.reference = build_reference(self.domain)
         spaces = {node.name: build_space(self.domain, node.axes or self.space.names, registry)
                   for node in config.nodes}  # fmt: skip
         policies = {
@@ -190,7 +206,7 @@ class Ensemble:
             transport_spec = registry.transport(config.transport)
             transports = list(
                 _build_plugin(registry.transports, config.transport, transport_spec.factory,
-                              config.node_names, dict(config.transport_options))  # fmt: skip
+                              config.node_names, _transport_options(config))  # fmt: skip
             )
             if len(transports) != len(config.nodes):
                 raise ConfigError(
@@ -221,6 +237,7 @@ class Ensemble:
                 scheduler.restore(states[name])
                 self.ledger.usage[name].restore(states[name]["usage"])
                 for entry in scheduler.history:
+                    self._note_opponents(name, entry)
                     path = self.run_dir.round_path(name, entry["round"])
                     if path.exists():
                         self.round_archives[name][entry["round"]] = self._common(
@@ -229,10 +246,15 @@ class Ensemble:
             node_dir = self.run_dir.path / "nodes" / name
             node_dir.mkdir(parents=True, exist_ok=True)
             identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
+            if config.members and identity.public_key_hex not in config.members:
+                raise ConfigError(
+                    f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
+                    "not in the run's members"
+                )
             node = Node(name=name, transport=transport, policy=policies[name],
                         domain_name=self.domain.name, registry=self.registry,
                         recorded=None if received is None else received.get(name, {}),
-                        identity=identity)  # fmt: skip
+                        identity=identity, members=config.members)  # fmt: skip
             self.nodes.append(node)
             self.drivers[name] = SearchDriver(
                 scheduler=scheduler, domain=self.domain, operator=operators[name],
@@ -256,6 +278,7 @@ class Ensemble:
     def _on_round(self, name: str) -> Callable[[dict, ArchiveBase], None]:
         def ended(entry: dict, archive: ArchiveBase) -> None:
             self.round_archives[name][entry["round"]] = self._common(archive.to_json())
+            self._note_opponents(name, entry)
             self.run_dir.write_round(name, entry["round"],
                                      {"archive": archive.to_json(), **entry})  # fmt: skip
             self.progress("round", {**entry, "operator_status": self.operators[name].status()})
@@ -263,6 +286,10 @@ class Ensemble:
                    stats=entry)  # fmt: skip
 
         return ended
+
+    def _note_opponents(self, name: str, entry: dict) -> None:
+        if entry.get("opponents") is not None:
+            self.round_opponents[name][entry["round"]] = len(entry["opponents"])
 
     def _common(self, archive: dict[str, Any]) -> GridArchive:
         """A node's archive mapped into the run's grid (the common space of merges and reports,
@@ -349,6 +376,10 @@ class Ensemble:
             finally:
                 checkpointer.cancel()
             self._checkpoint()
+            if self.reference is not None:
+                self.common_outcomes = await evaluate_texts(
+                    self.evaluator, self._common_texts(), self.reference
+                )
         except asyncio.CancelledError:
             # Each node's boundary is consistent with the run log at any await: that is what
             # the periodic checkpoints rely on too.
@@ -371,25 +402,33 @@ class Ensemble:
             self.evaluator.close(wait=not interrupted)
             self.run_dir.close()
         summary = self.summary()
+        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merged_entries)
         self.run_dir.write_summary(summary)
         self.run_dir.close()
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
         return summary
 
     def _report_resumed(self) -> None:
-        """Gives the progress display each node's totals so far (non-zero on ``--resume``)."""
+        """Gives the progress display each node's totals so far (non-zero on ``--resume``).
+
+        The display counts operator-made candidates as they are admitted, so a resumed run
+        starts from those admitted before the checkpoint (the log is cut back to it) — not from
+        the ledger, which also bills calls that completed but were not admitted yet: the
+        resumed driver asks their items again, serves the recorded replies without charging
+        them twice, and the display counts them when they are admitted.
+        """
+        calls: dict[str, int] = defaultdict(int)
         invalid: dict[str, int] = defaultdict(int)
-        made: dict[str, int] = defaultdict(int)  # admitted, as the display counts them live
         if self.resume:
             for event in read_jsonl(self.run_dir.events_path):
                 if event.get("event") == "evaluated" and event.get("kind") in ("new", "mutate"):
-                    made[event["node"]] += 1
+                    calls[event["node"]] += 1
                     invalid[event["node"]] += event.get("status") == "invalid"
         for node in self.nodes:
             loop = self.drivers[node.name]
             last = loop.history[-1] if loop.history else None
             self.progress("resumed", {
-                "node": node.name, "calls": made[node.name],
+                "node": node.name, "calls": calls[node.name],
                 "invalid": invalid[node.name], "rounds_done": len(loop.history),
                 "coverage": last["stats"]["coverage"] if last else 0.0,
                 "best": max((e["champion"]["fitness"] for e in loop.history if e["champion"]),
@@ -405,6 +444,43 @@ class Ensemble:
 
     # --- results --------------------------------------------------------------------------------
 
+    def _final_archives(self) -> list[GridArchive]:
+        return [archives[max(archives)] for archives in self.round_archives.values() if archives]
+
+    def _common_texts(self) -> list[str]:
+        """Every final-archive elite and every round champion: what common ground measures."""
+        texts = [elite.text for archive in self._final_archives() for elite in archive]
+        for driver in self.drivers.values():
+            texts += [e["champion"]["text"] for e in driver.history if e.get("champion")]
+        return texts
+
+    def _merged(self) -> dict[str, Any]:
+        """Raw merge statistics, the common-ground block, and ``merged_archive.json``."""
+        finals = self._final_archives()
+        merged = merged_stats(finals) if finals else {"coverage": 0.0, "qd_score": 0.0}
+        if self.reference is None:
+            self.merged_entries = raw_entries(GridArchive.merge(finals)) if finals else []
+            return merged
+        archive, self.merged_entries = merge_common(
+            finals, self.common_outcomes, self.space, qd_offset=self.domain.fitness_floor
+        )
+        failed = sum(1 for o in self.common_outcomes.values() if o.evaluation is None)
+        merged["common"] = {
+            **archive.stats().to_json(),
+            "reference": dict(self.reference.record),
+            "seed": self.reference.seed,
+            "fitness_scale": self.reference.fitness_scale,
+            "failed": failed,
+        }
+        return merged
+
+    def _fitness_scales(self, name: str) -> list[float | None]:
+        fought = self.round_opponents.get(name, {})
+        return [
+            float(self.domain.fitness_scale(fought[e["round"]])) if e["round"] in fought else None
+            for e in self.drivers[name].history
+        ]
+
     def summary(self) -> dict[str, Any]:
         """The run's results: merged archive, per-node metrics, budget, sharing counters."""
         rounds = sorted({r for archives in self.round_archives.values() for r in archives})
@@ -412,8 +488,7 @@ class Ensemble:
         for round_index in rounds:
             archives = [a[round_index] for a in self.round_archives.values() if round_index in a]
             per_round.append({"round": round_index, **merged_stats(archives)})
-        finals = [archives[max(archives)] for archives in self.round_archives.values() if archives]
-        merged = merged_stats(finals) if finals else {"coverage": 0.0, "qd_score": 0.0}
+        merged = self._merged()
         events = list(read_jsonl(self.run_dir.events_path))
         nodes = {}
         for node in self.nodes:
@@ -421,6 +496,10 @@ class Ensemble:
             usage: NodeUsage = self.ledger.usage[node.name]
             generality = [e.get("generality") for e in loop.history]
             final = loop.history[-1] if loop.history else None
+            champion = dict(final["champion"]) if final and final.get("champion") else None
+            if champion is not None and self.reference is not None:
+                champion["common_fitness"] = common_fitness(self.common_outcomes,
+                                                            champion["text"])  # fmt: skip
             nodes[node.name] = {
                 "operator": loop.operator.label,
                 "model": loop.operator.label,
@@ -436,7 +515,12 @@ class Ensemble:
                 "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
                 "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
                 "qd_score_per_round": [e["stats"]["qd_score"] for e in loop.history],
-                "champion": final["champion"] if final else None,
+                "champion": champion,
+                "champion_common_fitness_per_round": [
+                    common_fitness(self.common_outcomes, (e.get("champion") or {}).get("text"))
+                    for e in loop.history
+                ] if self.reference is not None else None,
+                "fitness_scale_per_round": self._fitness_scales(node.name),
                 "stopped": loop.stopped,
                 "sharing": node.stats(),
                 "operator_status": loop.operator.status(),
@@ -450,6 +534,7 @@ class Ensemble:
             "space": {"axes": list(self.space.names), "shape": list(self.space.shape),
                       "cells": self.space.cells},  # fmt: skip
             "merged": {**merged, "per_round": per_round},
+            "generality": {"reference": _generality_reference(self.domain)},
             "nodes": nodes,
             "operator_divergence": operator_divergence(
                 cell_histograms(self._in_common_space(events), self.space.shape)
@@ -459,6 +544,19 @@ class Ensemble:
             "invalid": sum(1 for e in events if e.get("status") == "invalid"),
             "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
         }
+
+
+def _generality_reference(domain: Domain) -> dict[str, Any] | None:
+    texts = domain.generality_reference()
+    return None if texts is None else reference_record(texts)
+
+
+def _transport_options(config: RunConfig) -> dict[str, Any]:
+    """The transport's options; the run's membership is passed as ``members`` unless set."""
+    options = dict(config.transport_options)
+    if config.members:
+        options.setdefault("members", list(config.members))
+    return options
 
 
 def check_metering(config: RunConfig, operators: Mapping[str, Operator]) -> None:

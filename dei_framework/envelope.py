@@ -59,7 +59,7 @@ class EnvelopeError(DEIError):
     Attributes:
         reason: A short machine-readable cause, used as the key of drop counters: one of
             ``oversize``, ``malformed``, ``version``, ``domain``, ``unsigned``, ``forged``,
-            ``replay``, ``rate_limited``, ``identity``.
+            ``replay``, ``rate_limited``, ``identity``, ``nonmember``, ``round_cap``.
     """
 
     def __init__(self, message: str, reason: str = "malformed") -> None:
@@ -301,12 +301,38 @@ class _Bucket:
     stamp: float
 
 
+def parse_members(value: Any) -> frozenset[str] | None:
+    """Normalises a membership allowlist: ``None``/empty = open, else 64-hex public keys.
+
+    Raises:
+        EnvelopeError: an entry is not a 64-hex ed25519 public key (reason ``identity``).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [v for v in re.split(r"[\s,]+", value) if v]
+    keys = []
+    for item in value:
+        key = str(item).strip().lower()
+        if not _HEX64.fullmatch(key):
+            raise EnvelopeError(
+                f"membership entry {item!r} is not a 64-hex ed25519 public key", "identity"
+            )
+        keys.append(key)
+    return frozenset(keys) or None
+
+
 @attrs.define
 class InboxFilter:
     """Admission control between a transport and the search: decode, verify, dedup, rate-limit.
 
-    Memory is bounded: at most ``max_seen`` message ids and ``max_senders`` token buckets are
-    kept (least recently used ones are forgotten first).
+    Checks, in order (the first that fails names the drop reason): size, JSON, schema version,
+    domain, fields, signature by the claimed key (``forged``/``unsigned``), run membership of
+    that key (``nonmember``), replay (``replay``), the per-sender token bucket
+    (``rate_limited``) and the per-round cap (``round_cap``). Nothing from a peer reaches the
+    search before all of them pass. Memory is bounded: at most ``max_seen`` message ids and
+    ``max_senders`` token buckets are kept (least recently used ones are forgotten first);
+    non-members never get a bucket.
 
     Attributes:
         domain: Reject envelopes of other domains (``None`` accepts any).
@@ -315,6 +341,10 @@ class InboxFilter:
         burst: Bucket capacity (defaults to ``rate_per_minute``).
         max_seen: How many recent message ids are remembered for replay detection.
         max_senders: How many sender buckets are tracked.
+        members: The run's membership (ed25519 public keys allowed to sign champions), or
+            ``None`` for an open run (any valid signature is accepted).
+        max_per_round: Envelopes accepted between two :meth:`start_round` calls (``None``:
+            no cap). Bounds how many received programs one round evaluates.
         clock: Monotonic seconds; injectable for tests.
         dropped: Drop counts by :attr:`EnvelopeError.reason`.
         accepted: How many envelopes passed.
@@ -326,11 +356,18 @@ class InboxFilter:
     burst: float | None = None
     max_seen: int = 10_000
     max_senders: int = 1_024
+    members: frozenset[str] | None = attrs.field(default=None, converter=parse_members)
+    max_per_round: int | None = None
     clock: Callable[[], float] = time.monotonic
     dropped: Counter[str] = attrs.field(factory=collections.Counter)
     accepted: int = 0
     _seen: OrderedDict[str, None] = attrs.field(factory=OrderedDict, init=False)
     _buckets: OrderedDict[str, _Bucket] = attrs.field(factory=OrderedDict, init=False)
+    _round_accepted: int = attrs.field(default=0, init=False)
+
+    def start_round(self) -> None:
+        """Starts a new admission round (resets the :attr:`max_per_round` count)."""
+        self._round_accepted = 0
 
     def accept(self, delivery: Delivery | bytes) -> ChampionEnvelope | None:
         """Returns the envelope if it should be used, else ``None`` (and counts the reason)."""
@@ -342,22 +379,32 @@ class InboxFilter:
         except EnvelopeError as exc:
             self.dropped[exc.reason] += 1
             return None
+        if self.members is not None and envelope.key not in self.members:
+            self.dropped["nonmember"] += 1
+            return None
         mid = envelope.message_id
         if mid in self._seen:
             self._seen.move_to_end(mid)
             self.dropped["replay"] += 1
             return None
-        if not self._take_token(envelope.key or envelope.node):
+        bucket = self._bucket(envelope.key or envelope.node)
+        if bucket.tokens < 1.0:
             self.dropped["rate_limited"] += 1
             return None
+        if self.max_per_round is not None and self._round_accepted >= self.max_per_round:
+            self.dropped["round_cap"] += 1
+            return None
+        bucket.tokens -= 1.0
         # Only accepted ids are remembered: a copy dropped for rate may be accepted later.
         self._seen[mid] = None
         if len(self._seen) > self.max_seen:
             self._seen.popitem(last=False)
         self.accepted += 1
+        self._round_accepted += 1
         return envelope
 
-    def _take_token(self, sender: str) -> bool:
+    def _bucket(self, sender: str) -> _Bucket:
+        """The sender's token bucket, refilled up to now."""
         capacity = self.burst if self.burst is not None else self.rate_per_minute
         now = self.clock()
         bucket = self._buckets.get(sender)
@@ -371,10 +418,7 @@ class InboxFilter:
             elapsed = max(0.0, now - bucket.stamp)
             bucket.tokens = min(capacity, bucket.tokens + elapsed * self.rate_per_minute / 60.0)
             bucket.stamp = now
-        if bucket.tokens < 1.0:
-            return False
-        bucket.tokens -= 1.0
-        return True
+        return bucket
 
 
 def _typed(body: dict, key: str, kind: type | tuple[type, ...]):

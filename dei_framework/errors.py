@@ -1,4 +1,8 @@
-"""The one exception family users can cause; the CLI turns each into one line and exit status 1."""
+"""The one exception family users can cause; the CLI turns each into one line and an exit status.
+
+The status is the error's :attr:`DEIError.exit_code`: 1, or 2 for a refused input that the user
+must change before anything can run (as for usage errors).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,22 @@ class DEIError(Exception):
     The message is written for the user: it says what was wrong and, where possible, what to do.
     """
 
+    #: Exit status of the command line when this error ends it.
+    exit_code: int = 1
+
 
 class ConfigError(DEIError):
     """An option, configuration file or run directory is invalid."""
+
+
+class ReferenceOverlap(ConfigError):
+    """A reference set (e.g. the generality set) shares programs with the training opponents.
+
+    Measured against programs it trained on, a champion looks more general than it is, so the
+    run is refused (exit status 2) unless the user asks for the shared programs to be dropped.
+    """
+
+    exit_code = 2
 
 
 class PluginError(DEIError):

@@ -1,14 +1,18 @@
 """Equal-compute experiments: Solo / Homo / Diverse (or custom) ensembles over repeated seeds.
 
 An experiment runs every *condition* ``repeats`` times with the same total operator-call budget
-(DEI's equal-compute protocol): Solo is one node with the whole budget, Homo ``N`` nodes of the
-first operator, Diverse ``N`` nodes cycling the given operators; custom conditions list one
-operator per node. Repeat ``k`` of every condition uses seed ``seed + k``, so conditions meet the
-same seeds. Layout of the output directory::
+(DEI's equal-compute protocol): Solo is one node with the whole budget, Homo ``N`` nodes of one
+operator (``homo:<operator>``, one such condition per distinct operator when several are
+given), Diverse ``N`` nodes cycling the given operators; custom conditions list one operator
+per node. Repeat ``k`` of every condition uses seed ``seed + k``, so conditions meet the same
+seeds. Every run measures common ground (:mod:`dei_framework.common`), and the summary compares
+Diverse with every other condition (:mod:`dei_framework.stats`). Layout of the output
+directory::
 
     experiment.json                 the plan (base config, conditions, budget, repeats)
     <condition>/repeat-<k>/         a normal run directory (see dei_framework.runlog)
-    summary.json                    per-condition aggregates (see docs/experiments.md)
+    summary.json                    per-condition aggregates and comparisons
+                                    (see docs/experiments.md)
 
 An interrupted experiment continues with ``dei experiment --resume OUT``: finished repeats (those
 with ``summary.json``) are kept, unfinished ones resume from their last checkpoint.
@@ -35,7 +39,9 @@ from dei_framework.config import (
 )
 from dei_framework.errors import ConfigError
 from dei_framework.plugins import PluginRegistry
+from dei_framework.presets import get_preset, warn_overrides
 from dei_framework.runlog import write_json_atomic
+from dei_framework.stats import compare
 
 #: The built-in conditions, in report order.
 BUILTIN_CONDITIONS = ("solo", "homo", "diverse")
@@ -45,6 +51,11 @@ DEFAULT_EXPERIMENT_NODES = 4
 EXPERIMENT_VERSION = 1
 #: Per-node fields of a run summary too bulky to copy into the experiment summary.
 _TRIMMED_NODE_FIELDS = ("operator_status",)
+#: The condition :func:`comparisons` compares every other condition with.
+REFERENCE_CONDITION = "diverse"
+#: Metrics compared between conditions: the common-ground ones first, then the raw ones.
+COMPARED_METRICS = ("merged.common.coverage", "merged.common.qd_score", "merged.coverage",
+                    "merged.qd_score")  # fmt: skip
 
 
 @attrs.frozen(kw_only=True)
@@ -64,6 +75,13 @@ class Condition:
     def nodes(self) -> int:
         return len(self.operators)
 
+    @property
+    def folder(self) -> str:
+        """The folder of its runs: the name with ``:`` as ``-`` and ``/`` (from model strings) as
+        ``_``, so that it is a valid file name everywhere (``homo:openai/gpt-4.1`` ->
+        ``homo-openai_gpt-4.1``)."""
+        return self.name.replace(":", "-").replace("/", "_")
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "operators": list(self.operators)}
 
@@ -78,12 +96,14 @@ class ExperimentPlan:
         conditions: The conditions, in order.
         budget: Total operator calls of every condition (identical by construction).
         repeats: Repeats per condition; repeat ``k`` uses seed ``base.seed + k``.
+        preset: The ``--preset`` the plan was built with, if any (recorded, not re-applied).
     """
 
     base: RunConfig
     conditions: tuple[Condition, ...] = attrs.field(converter=tuple)
     budget: int
     repeats: int
+    preset: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.repeats < 1:
@@ -93,6 +113,9 @@ class ExperimentPlan:
         names = [c.name for c in self.conditions]
         if len(set(names)) != len(names):
             raise ConfigError(f"condition names repeat: {names}")
+        folders = [c.folder for c in self.conditions]
+        if len(set(folders)) != len(folders):
+            raise ConfigError(f"condition folders repeat: {folders}")
         check_equal_split(self.budget, self.conditions, self.base.rounds)
 
     def seed(self, repeat: int) -> int:
@@ -108,7 +131,7 @@ class ExperimentPlan:
             for index, operator in enumerate(condition.operators)
         )  # fmt: skip
         config = attrs.evolve(self.base, nodes=nodes, budget=self.budget, iterations=None,
-                              seed=self.seed(repeat))  # fmt: skip
+                              seed=self.seed(repeat), common_ground=True)  # fmt: skip
         # The protocol itself: every condition gets exactly the same total budget on the
         # compute axis (a real check, not ``assert``: it must hold under ``python -O`` too).
         total, expected = config.compute_limit(), self.base.compute_limit()
@@ -122,7 +145,7 @@ class ExperimentPlan:
         return config
 
     def run_dir(self, out: Path, condition: Condition, repeat: int) -> Path:
-        return out / condition.name / f"repeat-{repeat}"
+        return out / condition.folder / f"repeat-{repeat}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -131,6 +154,7 @@ class ExperimentPlan:
             "conditions": [c.to_json() for c in self.conditions],
             "budget": self.budget,
             "repeats": self.repeats,
+            "preset": self.preset,
         }
 
     @classmethod
@@ -141,6 +165,7 @@ class ExperimentPlan:
                              for c in data["conditions"]),
             budget=int(data["budget"]),
             repeats=int(data["repeats"]),
+            preset=data.get("preset"),
         )  # fmt: skip
 
 
@@ -177,7 +202,9 @@ def parse_conditions(
     Args:
         names: Built-in condition names (``solo``, ``homo``, ``diverse``).
         custom: ``NAME=op1,op2,...`` specs, one node per listed operator.
-        operators: The operators given (Homo and Solo use the first, Diverse cycles them).
+        operators: The operators given: Solo uses the first; Homo is ``homo`` with one distinct
+            operator, else one ``homo:<operator>`` condition per distinct operator; Diverse
+            cycles them.
         nodes: Node count of Homo and Diverse.
 
     Raises:
@@ -190,7 +217,12 @@ def parse_conditions(
         if name == "solo":
             conditions.append(Condition(name="solo", operators=[operators[0]]))
         elif name == "homo":
-            conditions.append(Condition(name="homo", operators=[operators[0]] * nodes))
+            distinct = list(dict.fromkeys(operators))
+            if len(distinct) == 1:
+                conditions.append(Condition(name="homo", operators=[operators[0]] * nodes))
+            else:
+                conditions += [Condition(name=f"homo:{operator}", operators=[operator] * nodes)
+                               for operator in distinct]  # fmt: skip
         elif name == "diverse":
             if len(set(operators)) < 2:
                 raise ConfigError(
@@ -221,6 +253,9 @@ def parse_conditions(
 def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> ExperimentPlan:
     """Resolves ``dei experiment`` flags (every ``dei-run`` option plus the experiment's own)."""
     file = load_toml(flags["config_file"]) if flags.get("config_file") else {}
+    preset = get_preset(flags.get("preset") or file.get("preset"))
+    protocol = dict(preset.settings) if preset else {}
+    protocol.update(preset.experiment if preset else {})
     if flags.get("iterations") is not None or file.get("iterations") is not None:
         raise ConfigError("experiments take --budget (total calls per condition), not --iterations")
     if flags.get("replay") or flags.get("reask_mismatched"):
@@ -231,21 +266,35 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     # One base node per operator: it carries that operator's options (api_base, [[node]] ...).
     base = resolve_config({**flags, "nodes": None, "budget": None, "iterations": None}, plugins)
     operators = list(dict.fromkeys(node.operator for node in base.nodes))
-    nodes = flags.get("nodes") or DEFAULT_EXPERIMENT_NODES
-    names = [n.strip() for n in (flags.get("conditions") or "").split(",") if n.strip()]
+    nodes = flags.get("nodes") or protocol.get("nodes") or DEFAULT_EXPERIMENT_NODES
+    listed = flags.get("conditions") or protocol.get("conditions") or ""
+    names = [n.strip() for n in listed.split(",") if n.strip()]
     if not names and not flags.get("condition"):
         names = list(BUILTIN_CONDITIONS)
     conditions = parse_conditions(names, flags.get("condition") or (), operators, nodes)
+    if preset is not None:
+        warn_overrides(preset, [
+            f"--{key} {flags.get(key) or file.get(key)} (preset: {protocol.get(key)})"
+            for key in ("nodes", "budget")
+            if (flags.get(key) or file.get(key)) not in (None, protocol.get(key))
+        ])  # fmt: skip
     budget = (
         flags.get("budget")
         or file.get("budget")
+        or protocol.get("budget")
         or DEFAULT_CALLS_PER_NODE * max(c.nodes for c in conditions)
     )
     for condition in conditions:
         for operator in condition.operators:
             plugins.operator(operator)  # unknown operator names fail before any run starts
+    # Bad domain options (e.g. a generality set overlapping the opponents) fail here too.
+    from dei_framework.ensemble import _build_plugin
+
+    _build_plugin(plugins.domains, base.domain, plugins.domain(base.domain).factory,
+                  dict(base.domain_options))  # fmt: skip
     return ExperimentPlan(base=attrs.evolve(base, budget=budget), conditions=conditions,
-                          budget=budget, repeats=flags.get("repeats") or 1)  # fmt: skip
+                          budget=budget, repeats=flags.get("repeats") or 1,
+                          preset=preset.name if preset else None)  # fmt: skip
 
 
 def load_plan(out: Path) -> ExperimentPlan:
@@ -332,8 +381,11 @@ def run_experiment(
             with display:
                 summary = run(config, run_dir, registry=registry, resume=resume,
                               progress=display.update)  # fmt: skip
-            announce(f"{label}: coverage {summary['merged'].get('coverage', 0.0):.1%}, "
-                     f"QD-score {summary['merged'].get('qd_score', 0.0):.2f}, "
+            common = summary["merged"].get("common") or {}
+            announce(f"{label}: common-ground coverage {common.get('coverage', 0.0):.1%}, "
+                     f"QD-score {common.get('qd_score', 0.0):.2f} (raw "
+                     f"{summary['merged'].get('coverage', 0.0):.1%}, "
+                     f"{summary['merged'].get('qd_score', 0.0):.2f}), "
                      f"{summary['budget']['calls']}/{summary['budget']['limit']} calls, "
                      f"{time.monotonic() - started:.0f}s")  # fmt: skip
     summary = summarize_experiment(out, plan)
@@ -412,6 +464,9 @@ def summarize_condition(
             "champion_fitness": describe(
                 [(n.get("champion") or {}).get("fitness") for n in nodes]
             ),  # fmt: skip
+            "champion_common_fitness": describe(
+                [(n.get("champion") or {}).get("common_fitness") for n in nodes]
+            ),  # fmt: skip
         }
 
     def over_nodes(field: str) -> dict[str, Any]:
@@ -421,6 +476,21 @@ def summarize_condition(
 
     calls = [run["budget"]["calls"] for run in runs]
     limits = [run["budget"]["limit"] for run in runs]
+    commons = [m.get("common") or {} for m in merged]
+    common = {
+        field: describe([c.get(field) for c in commons])
+        for field in ("coverage", "qd_score", "num_elites", "obj_max")
+    }
+    common["reference"] = _one_record([c.get("reference") for c in commons])
+    common["fitness_scale"] = _one_record([c.get("fitness_scale") for c in commons])
+    # The scales of the raw figures: each node's final round, over nodes and repeats.
+    scales = sorted({scale for run in runs for node in run["nodes"].values()
+                     for scale in (node.get("fitness_scale_per_round") or [None])[-1:]
+                     if scale is not None})  # fmt: skip
+    generality = over_nodes("generality")
+    generality["reference"] = _one_record(
+        [(run.get("generality") or {}).get("reference") for run in runs]
+    )
     axis = next((run["budget"].get("axis", "calls") for run in runs), "calls")
     return {
         "operators": list(condition.operators),
@@ -432,8 +502,11 @@ def summarize_condition(
             "num_elites": describe([m.get("num_elites") for m in merged]),
             "obj_max": describe([m.get("obj_max") for m in merged]),
             "per_round": per_round,
+            "common": common,
+            "raw_fitness_scales": scales,
         },
-        "generality": over_nodes("generality"),
+        "generality": generality,
+        "champion_common_fitness": _champions_common_fitness(runs, node_names),
         "generality_peak": over_nodes("generality_peak"),
         "niche_novelty": over_nodes("niche_novelty"),
         "per_node": per_node,
@@ -455,6 +528,57 @@ def summarize_condition(
         "evaluated": [run.get("evaluated") for run in runs],
         "runs": runs,
     }
+
+
+def _champions_common_fitness(
+    runs: Sequence[Mapping[str, Any]], names: Sequence[str]
+) -> dict[str, Any]:
+    """The final champions' common-ground fitness over nodes and repeats."""
+    return describe([((run["nodes"].get(name) or {}).get("champion") or {}).get("common_fitness")
+                     for run in runs for name in names])  # fmt: skip
+
+
+def _one_record(values: Sequence[Any]) -> Any:
+    """The value all runs agree on; the distinct values as a list when they do not.
+
+    A reference set differs between runs only if a run's domain options differ, which an
+    experiment never does; a list makes that visible instead of hiding it.
+    """
+    distinct = []
+    for value in values:
+        if value is not None and value not in distinct:
+            distinct.append(value)
+    if not distinct:
+        return None
+    return distinct[0] if len(distinct) == 1 else distinct
+
+
+def metric_values(condition: Mapping[str, Any], metric: str) -> list[float | None]:
+    """Per-repeat values of a dotted metric (``merged.common.qd_score``) of a condition."""
+    node: Any = condition
+    for part in metric.split("."):
+        node = (node or {}).get(part)
+    return list((node or {}).get("values") or [])
+
+
+def comparisons(conditions: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Diverse against every other condition on every :data:`COMPARED_METRICS` entry.
+
+    Each entry: ``{"a", "b", "metric", "diff", "ci95", "p_value", "test", "n_a", "n_b"}`` —
+    ``diff`` is mean(a) - mean(b) over repeats, ``ci95`` its percentile bootstrap interval,
+    ``p_value`` that of the two-sided exact Mann–Whitney U test (see
+    :mod:`dei_framework.stats`). Empty without a ``diverse`` condition.
+    """
+    if REFERENCE_CONDITION not in conditions:
+        return []
+    a = conditions[REFERENCE_CONDITION]
+    return [
+        compare(REFERENCE_CONDITION, metric_values(a, metric), name,
+                metric_values(other, metric), metric)
+        for metric in COMPARED_METRICS
+        for name, other in conditions.items()
+        if name != REFERENCE_CONDITION
+    ]  # fmt: skip
 
 
 def equal_on_axis(axis: str, runs: Sequence[Mapping[str, Any]], budget: int) -> bool:
@@ -506,6 +630,17 @@ def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) ->
         "seeds": [plan.seed(k) for k in range(plan.repeats)],
         "space": space,
         "equal_compute": all(c["budget"]["equal_compute"] for c in conditions.values()),
+        "common_reference": _one_record(
+            [c["merged"]["common"]["reference"] for c in conditions.values()]
+        ),
+        "generality_reference": _one_record(
+            [c["generality"]["reference"] for c in conditions.values()]
+        ),
+        "raw_fitness_scales_differ": len(
+            {tuple(c["merged"]["raw_fitness_scales"]) for c in conditions.values()
+             if c["merged"]["raw_fitness_scales"]}
+        ) > 1,  # fmt: skip
         "compute_axis": plan.base.compute_axis,
         "conditions": conditions,
+        "comparisons": comparisons(conditions),
     }

@@ -20,6 +20,8 @@ from dei_framework.transport import Delivery, Transport
 
 #: Messages examined per round start; honest traffic is a few champions per peer and round.
 MAX_DELIVERIES_PER_DRAIN = 2000
+#: Received champions admitted per round (each is evaluated before it may be used).
+MAX_ADMITTED_PER_ROUND = 64
 
 
 class Node:
@@ -34,6 +36,7 @@ class Node:
         recorded: ``{round: [received events]}`` to use instead of the transport (replay).
         identity: The node's ed25519 identity; its messages are signed with it.
         inbox: Admission control for received messages (verification, dedup, rate limit).
+        members: The run's membership (public keys); ``()`` accepts any signed champion.
     """
 
     def __init__(
@@ -47,6 +50,7 @@ class Node:
         recorded: Mapping[int, Sequence[dict[str, Any]]] | None = None,
         identity: NodeIdentity | None = None,
         inbox: InboxFilter | None = None,
+        members: Sequence[str] = (),
     ) -> None:
         self.name = name
         self.transport = transport
@@ -56,7 +60,9 @@ class Node:
         self.recorded = recorded
         self.identity = identity or NodeIdentity.generate()
         # Champions are rare (one per node and round); the limit only stops floods.
-        self.inbox = inbox or InboxFilter(domain=domain_name, rate_per_minute=120, burst=60)
+        self.inbox = inbox or InboxFilter(domain=domain_name, rate_per_minute=120, burst=60,
+                                          members=members or None,
+                                          max_per_round=MAX_ADMITTED_PER_ROUND)  # fmt: skip
         self.published = 0
         self.own_messages = 0
 
@@ -71,6 +77,7 @@ class Node:
         if self.transport is None:
             return []
         received = []
+        self.inbox.start_round()
         deliveries = self.transport.drain()
         if len(deliveries) > MAX_DELIVERIES_PER_DRAIN:
             # Verifying a signature costs CPU on the event loop, so a flood must not stall the

@@ -172,6 +172,8 @@ class OperatorSpec:
             every ``provider/model`` string). Exact names always win over predicates.
         domains: Domains it works with; empty means any domain.
         description: One line for ``dei plugins``.
+        default: Part of the offline default ensemble (``dei-run`` without ``--operator``)
+            when offline; ``False`` keeps specialised operators out of it.
     """
 
     name: str
@@ -180,3 +182,4 @@ class OperatorSpec:
     accepts: Callable[[str], bool] | None = None
     domains: tuple[str, ...] = ()
     description: str = ""
+    default: bool = True

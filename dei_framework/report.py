@@ -291,12 +291,22 @@ def _run_report(path: Path, summary: Mapping[str, Any]) -> str:
         f"over {', '.join(space.get('axes', []))} ({space.get('cells', '?')} cells).\n"
     )
     out.append("## Merged archive\n")
-    out.append("Best elite per cell across every node's final-round archive.\n")
-    out.append(_table(
-        ["coverage", "QD-score", "elites", "best fitness", "mean fitness"],
-        [[_num(merged.get("coverage"), ".1%"), _num(merged.get("qd_score"), ".2f"),
-          merged.get("num_elites", 0), _num(merged.get("obj_max")), _num(merged.get("obj_mean"))]],
-    ))  # fmt: skip
+    out.append("Best elite per cell across every node's final-round archive. **Raw**: fitness as "
+               "each node measured it, against its own opponent pool.")
+    common = merged.get("common")
+    rows = [["raw", _num(merged.get("coverage"), ".1%"), _num(merged.get("qd_score"), ".2f"),
+             merged.get("num_elites", 0), _num(merged.get("obj_max")),
+             _num(merged.get("obj_mean"))]]  # fmt: skip
+    if common:
+        out.append(" **Common ground**: every elite re-evaluated against the reference set "
+                   f"({_reference(common.get('reference'))}) with one seed, placed by its "
+                   "common-ground descriptor (`merged_archive.json`).")
+        rows.append(["common ground", _num(common.get("coverage"), ".1%"),
+                     _num(common.get("qd_score"), ".2f"), common.get("num_elites", 0),
+                     _num(common.get("obj_max")), _num(common.get("obj_mean"))])  # fmt: skip
+    out.append("\n")
+    out.append(_table(["measure", "coverage", "QD-score", "elites", "best fitness",
+                       "mean fitness"], rows))  # fmt: skip
     out.append(_image("archives", images.get("heatmaps")))
     out.append("\n## Nodes\n")
     out.append(_table(
@@ -377,6 +387,15 @@ def _run_report(path: Path, summary: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _reference(record: Any) -> str:
+    """``4 programs, sha256 1a2b3c4d…`` of a ``{"count", "sha256"}`` record."""
+    if isinstance(record, Mapping):
+        return f"{record.get('count')} programs, sha256 `{str(record.get('sha256'))[:12]}`"
+    if isinstance(record, list):
+        return "**differs between runs**: " + "; ".join(_reference(r) for r in record)
+    return "–"
+
+
 def _last(values: Sequence[Any] | None) -> Any:
     return values[-1] if values else None
 
@@ -442,23 +461,39 @@ def _experiment_report(path: Path, summary: Mapping[str, Any]) -> str:
     )
     out.append("## Conditions\n")
     out.append(_table(
-        ["condition", "nodes", "operators", "calls per repeat", "merged coverage",
-         "merged QD-score", "generality", "peak generality", "niche novelty",
+        ["condition", "nodes", "operators", "n", "coverage (common)", "QD-score (common)",
+         "coverage (raw)", "QD-score (raw)", "generality", "peak generality", "niche novelty",
          "operator divergence"],
-        [[name, c["nodes"], _operators(c["operators"]),
-          ", ".join(str(x) for x in c["budget"]["calls"]),
+        [[name, c["nodes"], _operators(c["operators"]), c["repeats_completed"],
+          _pm(_common(c).get("coverage"), ".1%"), _pm(_common(c).get("qd_score"), ".2f"),
           _pm(c["merged"]["coverage"], ".1%"), _pm(c["merged"]["qd_score"], ".2f"),
           _pm(c.get("generality")), _pm(c.get("generality_peak")), _pm(c.get("niche_novelty")),
           _pm(c.get("operator_divergence"))]
          for name, c in conditions.items()],
     ))  # fmt: skip
     out.append(
-        "\nMerged coverage / QD-score: of the best-per-cell merge of a run's final-round "
-        "archives. Generality, peak generality and niche novelty: mean over nodes and repeats "
-        "(final-round champion, best round's champion, and share of received champions that "
-        "filled an empty niche). Operator divergence: mean pairwise Jensen–Shannon divergence "
-        "of the nodes' candidate-cell distributions (undefined for one node).\n"
+        "\nCommon ground: the best-per-cell merge of a run's final-round archives after every "
+        "elite was re-evaluated against one reference set with one seed "
+        f"({_reference(summary.get('common_reference'))}), so the same program scores the same "
+        "in every condition. Raw: the same merge with fitness as each node measured it against "
+        "its own opponent pool (pools differ between conditions). Generality, peak generality "
+        "and niche novelty: mean over nodes and repeats (final-round champion, best round's "
+        "champion, and share of received champions that filled an empty niche); generality set: "
+        f"{_reference(summary.get('generality_reference'))}. Operator divergence: mean pairwise "
+        "Jensen–Shannon divergence of the nodes' candidate-cell distributions (undefined for "
+        "one node).\n"
     )
+    if summary.get("raw_fitness_scales_differ"):
+        scales = "; ".join(
+            f"{name}: {', '.join(_num(x, 'g') for x in c['merged']['raw_fitness_scales'])}"
+            for name, c in conditions.items()
+        )
+        out.append(
+            "\n**Battle sizes differ between conditions**, so raw fitness is on different "
+            f"scales (the domain's fitness scale of the nodes' final rounds — {scales}). Compare "
+            "conditions on the common-ground figures.\n"
+        )
+    out.append(_comparisons(summary.get("comparisons") or []))
     out.append(_image("final merged coverage and QD-score", images.get("final")))
     out.append(_image("coverage and QD-score per round", images.get("progress")))
     out.append("\n## Per round (merged archive)\n")
@@ -475,10 +510,12 @@ def _experiment_report(path: Path, summary: Mapping[str, Any]) -> str:
     for name, c in conditions.items():
         for node, stats in c["per_node"].items():
             rows.append([name, node, stats["operator"], _pm(stats["champion_fitness"]),
+                         _pm(stats.get("champion_common_fitness")),
                          _pm(stats["generality"]), _pm(stats["generality_peak"]),
                          _pm(stats["niche_novelty"])])  # fmt: skip
-    out.append(_table(["condition", "node", "operator", "champion fitness", "generality",
-                       "peak generality", "niche novelty"], rows))  # fmt: skip
+    out.append(_table(["condition", "node", "operator", "champion fitness (raw)",
+                       "champion fitness (common)", "generality", "peak generality",
+                       "niche novelty"], rows))  # fmt: skip
     out.append(_image("generality per round", images.get("generality")))
     out.append(_image("niche novelty", images.get("niche_novelty")))
     out.append(_image("merged-archive occupancy", images.get("heatmaps")))
@@ -525,6 +562,37 @@ def _experiment_report(path: Path, summary: Mapping[str, Any]) -> str:
     if missing:
         out.append(f"\nUnfinished: {', '.join(missing)} repeats done; continue with "
                    f"`dei experiment --resume {path}`.\n")  # fmt: skip
+    return "\n".join(out)
+
+
+def _common(condition: Mapping[str, Any]) -> Mapping[str, Any]:
+    return condition["merged"].get("common") or {}
+
+
+def _comparisons(entries: Sequence[Mapping[str, Any]]) -> str:
+    """The ``comparisons`` table: Diverse against every other condition."""
+    if not entries:
+        return ""
+    out = ["\n## Comparisons\n"]
+    out.append(
+        "Difference of means over repeats (a − b) with its 95 % percentile bootstrap interval "
+        f"and the p-value of the {entries[0]['test']} (no correction for the number of "
+        "comparisons). With n repeats per condition the smallest attainable p is "
+        "2 / C(n_a + n_b, n_a).\n"
+    )
+    metrics = {"merged.common.coverage": ("coverage (common)", ".1%"),
+               "merged.common.qd_score": ("QD-score (common)", ".2f"),
+               "merged.coverage": ("coverage (raw)", ".1%"),
+               "merged.qd_score": ("QD-score (raw)", ".2f")}  # fmt: skip
+    rows = []
+    for entry in entries:
+        label, spec = metrics.get(entry["metric"], (entry["metric"], ".3f"))
+        ci = entry.get("ci95")
+        rows.append([f"{entry['a']} − {entry['b']}", label,
+                     f"{entry.get('n_a')} / {entry.get('n_b')}", _num(entry.get("diff"), spec),
+                     f"[{_num(ci[0], spec)}, {_num(ci[1], spec)}]" if ci else "–",
+                     _num(entry.get("p_value"), ".3f")])  # fmt: skip
+    out.append(_table(["a − b", "metric", "n", "difference", "95% CI", "p"], rows))
     return "\n".join(out)
 
 

@@ -77,9 +77,11 @@ def experiment(tmp_path_factory, plugins):
 def test_conditions_have_the_right_nodes_and_operators(experiment):
     _, plan, summary = experiment
     conditions = summary["conditions"]
-    assert list(conditions) == ["solo", "homo", "diverse"]
+    # Two distinct operators: one Homo condition per operator, so Diverse meets both.
+    assert list(conditions) == ["solo", "homo:toy-random", "homo:toy-b", "diverse"]
     assert conditions["solo"]["operators"] == ["toy-random"]
-    assert conditions["homo"]["operators"] == ["toy-random"] * 4
+    assert conditions["homo:toy-random"]["operators"] == ["toy-random"] * 4
+    assert conditions["homo:toy-b"]["operators"] == ["toy-b"] * 4
     assert conditions["diverse"]["operators"] == ["toy-random", "toy-b", "toy-random", "toy-b"]
     for name, condition in conditions.items():
         for run in condition["runs"]:
@@ -104,8 +106,10 @@ def test_repeats_share_seeds_across_conditions(experiment):
     assert summary["seeds"] == [7, 8]
     for name, condition in summary["conditions"].items():
         assert [run["seed"] for run in condition["runs"]] == [7, 8]
-        for k in range(2):
-            assert (out / name / f"repeat-{k}" / "summary.json").exists()
+        for k, run in enumerate(condition["runs"]):
+            # Folders are valid file names everywhere: "homo:toy-b" runs in "homo-toy-b/".
+            assert run["dir"] == f"{name.replace(':', '-')}/repeat-{k}"
+            assert (out / run["dir"] / "summary.json").exists()
     assert json.loads((out / "summary.json").read_text()) == summary
 
 
@@ -133,6 +137,83 @@ def test_aggregates_match_the_runs(experiment):
                 run["nodes"][node]["generality"] for run in condition["runs"]
             ]
             assert len(stats["generality_per_round"]) == 2
+
+
+def test_every_condition_has_common_ground_figures_and_merged_archives(experiment):
+    out, plan, summary = experiment
+    references = set()
+    for condition in summary["conditions"].values():
+        common = condition["merged"]["common"]
+        assert common["coverage"]["n"] == 2 and common["qd_score"]["n"] == 2
+        assert 0.0 < common["coverage"]["mean"] <= 1.0
+        assert set(common["reference"]) == {"count", "sha256"}
+        references.add(common["reference"]["sha256"])
+        # The toy's reference set is its two initial opponents.
+        assert common["reference"]["count"] == 2
+        for run in condition["runs"]:
+            elites = json.loads((out / run["dir"] / "merged_archive.json").read_text())
+            keys = {"text", "cell", "fitness", "common_fitness", "node"}
+            assert elites and keys <= set(elites[0])
+            # merged.common describes exactly this archive.
+            assert len(elites) == run["merged"]["common"]["num_elites"]
+            assert sum(e["common_fitness"] for e in elites) == pytest.approx(
+                run["merged"]["common"]["qd_score"])
+            assert len({tuple(e["cell"]) for e in elites}) == len(elites)
+    assert len(references) == 1
+    assert summary["common_reference"]["sha256"] in references
+
+
+def test_the_same_text_gets_the_same_common_fitness_in_every_condition(experiment, plugins):
+    out, plan, summary = experiment
+    seen: dict[str, dict[str, float]] = {}
+    for name, condition in summary["conditions"].items():
+        for k, run in enumerate(condition["runs"]):
+            for elite in json.loads((out / run["dir"] / "merged_archive.json").read_text()):
+                seen.setdefault(elite["text"], {})[f"{name}/{k}"] = elite["common_fitness"]
+    shared = {text: found for text, found in seen.items()
+              if len({key.split("/")[0] for key in found}) >= 2}  # fmt: skip
+    assert shared, "no program was found by two conditions"
+    for text, found in shared.items():
+        assert len(set(found.values())) == 1, (text, found)
+    # And it is the fitness against the reference set with the reference's own seed.
+    from dei_framework.common import build_reference
+
+    domain = toy_domain.ToyDomain()
+    reference = build_reference(domain)
+    for text, found in shared.items():
+        direct = domain.evaluate(domain.parse(text), reference.programs, seed=reference.seed)
+        assert next(iter(found.values())) == direct.fitness
+
+
+def test_comparisons_put_diverse_against_every_other_condition(experiment):
+    _, _, summary = experiment
+    pairs = {(c["b"], c["metric"]) for c in summary["comparisons"]}
+    others = ["solo", "homo:toy-random", "homo:toy-b"]
+    metrics = ["merged.common.coverage", "merged.common.qd_score", "merged.coverage",
+               "merged.qd_score"]  # fmt: skip
+    assert pairs == {(b, m) for b in others for m in metrics}
+    for entry in summary["comparisons"]:
+        assert entry["a"] == "diverse" and entry["n_a"] == entry["n_b"] == 2
+        a = summary["conditions"]["diverse"]
+        b = summary["conditions"][entry["b"]]
+        path = entry["metric"].split(".")
+        mean_a, mean_b = (c[path[0]] if len(path) == 2 else c[path[0]][path[1]] for c in (a, b))
+        key = path[-1]
+        assert entry["diff"] == pytest.approx(mean_a[key]["mean"] - mean_b[key]["mean"])
+        low, high = entry["ci95"]
+        assert low <= entry["diff"] <= high or low == high
+        # n = 2 against 2: the exact test can only give p = 1/3, 2/3 or 1.
+        assert any(entry["p_value"] == pytest.approx(p) for p in (1 / 3, 2 / 3, 1.0))
+        assert "Mann-Whitney" in entry["test"]
+
+
+def test_homo_stays_one_condition_with_one_operator():
+    conditions = parse_conditions(["solo", "homo"], [], ["a"], 3)
+    assert [(c.name, c.operators) for c in conditions] == [("solo", ("a",)),
+                                                           ("homo", ("a", "a", "a"))]
+    expanded = parse_conditions(["homo"], [], ["a", "openai/m", "a"], 2)
+    assert [(c.name, c.folder) for c in expanded] == [("homo:a", "homo-a"),
+                                                      ("homo:openai/m", "homo-openai_m")]
 
 
 def test_describe_by_hand():
@@ -320,7 +401,8 @@ def test_cli_runs_an_experiment_and_writes_the_report(tmp_path, cli_plugins):
     )
     assert resumed.exit_code == 0, resumed.output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["conditions"]["homo"]["budget"]["calls"] == [8, 8]
+    assert summary["conditions"]["homo:toy-random"]["budget"]["calls"] == [8, 8]
+    assert (out / "homo-toy-b" / "repeat-1" / "merged_archive.json").exists()
 
 
 def test_cli_errors_are_one_line(tmp_path, cli_plugins):

@@ -49,20 +49,32 @@ def test_loss_partition_and_crash_still_deliver_every_champion(toy_env, cli, tmp
 def test_a_provider_down_for_a_while_stalls_only_its_node(toy_env, tmp_path) -> None:
     from dei_framework import NodeConfig, RunConfig, load_plugins, run
 
+    # The flaky node's provider is down until the steady node has finished its last round:
+    # an event, not a clock, so a loaded machine cannot reorder what the test checks. Were the
+    # steady node held up by the flaky one, the provider would never come back, the flaky node
+    # would give up after its failures in a row, and its quota check below would fail.
+    back_up = tmp_path / "provider-back-up"
     config = RunConfig(
         domain="toy", budget=80, rounds=2, seed=1, eval_workers=0,
         nodes=[NodeConfig(name="steady", operator="toy-random"),
-               NodeConfig(name="flaky", operator="toy-random", options={"fail_for": 1.5})],
+               NodeConfig(name="flaky", operator="toy-random",
+                          options={"down_until": str(back_up)})],
     )  # fmt: skip
-    progress: list[tuple[str, int]] = []
-    summary = run(config, tmp_path / "run", registry=load_plugins(),
-                  progress=lambda kind, data: progress.append((kind, data["node"])))  # fmt: skip
+    work: list[tuple[str, str]] = []  # candidates and rounds (not status or resumed totals)
+
+    def progress(kind: str, data: dict) -> None:
+        if kind in ("evaluated", "round"):
+            work.append((kind, data["node"]))
+        if kind == "round" and data["node"] == "steady" and data["round"] == config.rounds - 1:
+            back_up.touch()
+
+    summary = run(config, tmp_path / "run", registry=load_plugins(), progress=progress)
     assert summary["nodes"]["steady"]["calls"] == 40
     assert summary["nodes"]["flaky"]["calls"] == 40  # it recovered and finished its quota
     assert summary["nodes"]["flaky"]["attempts"] > 40  # failed attempts counted as attempts
     assert summary["nodes"]["steady"]["attempts"] == 40
-    steady_done = max(i for i, (k, n) in enumerate(progress) if n == "steady")
-    flaky_first = min(i for i, (k, n) in enumerate(progress) if n == "flaky")
+    steady_done = max(i for i, (_, node) in enumerate(work) if node == "steady")
+    flaky_first = min(i for i, (_, node) in enumerate(work) if node == "flaky")
     assert steady_done < flaky_first  # the steady node finished while the flaky one waited
 
 

@@ -156,8 +156,14 @@ def experiment_dir(tmp_path_factory, plugins):
 def test_experiment_report(experiment_dir):
     report = write_run_report(experiment_dir)
     text = report.read_text()
-    for name in ("solo", "homo", "diverse"):
+    for name in ("solo", "homo:toy-random", "homo:toy-b", "diverse"):
         assert f"| {name} |" in text
+    # Common-ground and raw figures side by side, and the comparisons with their n.
+    assert "coverage (common)" in text and "QD-score (raw)" in text
+    assert "## Comparisons" in text
+    for other in ("solo", "homo:toy-random", "homo:toy-b"):
+        assert f"| diverse − {other} | QD-score (common) | 2 / 2 |" in text
+    assert "Mann-Whitney U" in text
     for node in ("node-0", "node-1", "node-2", "node-3"):
         assert node in text
     images = linked_images(report)
@@ -173,9 +179,9 @@ def test_interrupted_experiment_report(tmp_path, experiment_dir):
     copy = tmp_path / "copy"
     shutil.copytree(experiment_dir, copy)
     (copy / "summary.json").unlink()
-    (copy / "homo" / "repeat-1" / "summary.json").unlink()
+    (copy / "homo-toy-b" / "repeat-1" / "summary.json").unlink()
     text = write_run_report(copy).read_text()
-    assert "Unfinished: homo (1/2)" in text
+    assert "Unfinished: homo:toy-b (1/2)" in text
 
 
 def test_not_a_run(tmp_path):

@@ -17,6 +17,7 @@ lowered with ``--domain-option rounds=5`` for quick experiments.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,7 +26,16 @@ from typing import Any
 import attrs
 from dei_coreware.assembler import AssemblerSettings
 from dei_coreware.extract import extract
-from dei_coreware.generality import BUNDLED, MAX_SEED, WarriorSet, generality, load_warrior_set
+from dei_coreware.generality import (
+    BUNDLED_GENERALITY,
+    MAX_SEED,
+    WarriorSet,
+    bundled_names,
+    bundled_warrior,
+    canonical,
+    generality,
+    load_warrior_set,
+)
 from dei_coreware.mars import MarsSettings, run_battle
 from dei_coreware.mars._settings import MAX_WARRIORS
 from dei_coreware.prompts import build_messages
@@ -33,7 +43,7 @@ from dei_coreware.redcode import Warrior
 
 from dei_framework.descriptors import AxisSpec, ThresholdAxis
 from dei_framework.domain import Domain, Evaluation, Program
-from dei_framework.errors import ConfigError, InvalidProgram
+from dei_framework.errors import ConfigError, InvalidProgram, ReferenceOverlap
 from dei_framework.operators import Message, Parent
 
 #: DRQ's bins (6 x 6 = 36 cells for the default grid) and its two alternative axes.
@@ -48,6 +58,10 @@ LENGTH_THRESHOLDS = (5, 12, 20, 35, 60)
 DEFAULT_OPPONENTS = ("dwarf", "stone", "paper", "clear")
 #: Parsed programs kept per process (opponents are re-parsed every round).
 _PARSE_CACHE = 4096
+#: What to do with generality warriors that are also initial opponents.
+OVERLAP_POLICIES = ("refuse", "drop")
+
+logger = logging.getLogger(__name__)
 
 
 def _integer(name: str, low: int) -> Any:
@@ -74,8 +88,12 @@ class CorewarOptions:
         maxlength: Most instructions per warrior (``-l``).
         mindistance: Least distance between warriors (``-d``).
         rounds: Rounds per evaluation battle (the paper's 20).
-        human_set: Folder of ``.red`` files for generality (default: the bundled warriors).
+        human_set: Folder of ``.red`` files for generality (default: the bundled
+            ``warriors/generality`` folder, disjoint from the default opponents).
         generality_rounds: Rounds per one-on-one generality pairing.
+        generality_overlap: ``refuse`` (default): a generality set sharing a program (same
+            load image) with the initial opponents is an error; ``drop``: those warriors are
+            left out of the generality set, with a warning.
         opponents: Initial opponents: a folder, ``.red`` files, or bundled names
             (``dwarf,imp``); a list or a comma-separated string. Default: four bundled ones.
     """
@@ -89,6 +107,13 @@ class CorewarOptions:
     human_set: str | None = None
     generality_rounds: int = attrs.field(default=10, converter=_integer("generality_rounds", 1))
     opponents: tuple[str, ...] = attrs.field(default=DEFAULT_OPPONENTS)
+    generality_overlap: str = attrs.field(default="refuse")
+
+    @generality_overlap.validator
+    def _check_overlap(self, attribute: Any, value: str) -> None:
+        if value not in OVERLAP_POLICIES:
+            raise ConfigError(f"coreware option generality_overlap must be one of "
+                              f"{', '.join(OVERLAP_POLICIES)}, got {value!r}")  # fmt: skip
 
     @opponents.validator
     def _check_opponents(self, attribute: Any, value: tuple[str, ...]) -> None:
@@ -144,9 +169,9 @@ def resolve_opponent_files(entries: Sequence[str]) -> list[Path]:
     """
     files: list[Path] = []
     for entry in entries:
-        bundled = BUNDLED / f"{entry}.red"
+        bundled = bundled_warrior(entry)
         path = Path(entry).expanduser()
-        if bundled.is_file() and not path.exists():
+        if bundled is not None and not path.exists():
             files.append(bundled)
         elif path.is_dir():
             found = sorted(path.glob("*.red"))
@@ -156,7 +181,7 @@ def resolve_opponent_files(entries: Sequence[str]) -> list[Path]:
         elif path.is_file():
             files.append(path)
         else:
-            names = ", ".join(sorted(p.stem for p in BUNDLED.glob("*.red")))
+            names = ", ".join(bundled_names())
             raise ConfigError(
                 f"coreware opponents: {entry!r} is neither a file, a folder nor a bundled "
                 f"warrior ({names})"
@@ -215,6 +240,8 @@ class CorewarDomain(Domain):
         # Per-process caches, rebuilt lazily in each worker (see __getstate__).
         self._parsed: dict[str, Program] = {}
         self._humans: WarriorSet | None = None
+        self._dropped: frozenset[str] = frozenset()
+        self._dropped = self._check_generality_overlap()
 
     # --- pickling: workers get the options, not the caches --------------------------------------
 
@@ -312,11 +339,55 @@ class CorewarDomain(Domain):
     # --- generality -----------------------------------------------------------------------------
 
     def warrior_set(self) -> WarriorSet:
-        """The generality set (``human_set`` or the bundled warriors), loaded once per process."""
+        """The generality set (``human_set`` or the bundled ``warriors/generality``), loaded once
+        per process, without the warriors ``generality_overlap=drop`` left out."""
         if self._humans is None:
-            folder = self.settings.human_set or str(BUNDLED)
-            self._humans = load_warrior_set(folder, self._assembler)
+            folder = self.settings.human_set or str(BUNDLED_GENERALITY)
+            loaded = load_warrior_set(folder, self._assembler)
+            self._humans = attrs.evolve(loaded, warriors=tuple(
+                (name, w) for name, w in loaded.warriors if name not in self._dropped
+            ))  # fmt: skip
         return self._humans
+
+    def _check_generality_overlap(self) -> frozenset[str]:
+        """Generality warriors that are also initial opponents (by load image), to drop.
+
+        Raises:
+            ReferenceOverlap: there are some and ``generality_overlap`` is ``refuse``.
+        """
+        opponents = {canonical(self.parse(text).data): file.name
+                     for text, file in zip(self.initial_opponents(), self._opponent_files,
+                                           strict=True)}  # fmt: skip
+        shared = {name: opponents[canonical(warrior)]
+                  for name, warrior in self.warrior_set().warriors
+                  if canonical(warrior) in opponents}  # fmt: skip
+        self._humans = None
+        if not shared:
+            return frozenset()
+        pairs = ", ".join(f"{name} (= opponent {other})" for name, other in sorted(shared.items()))
+        folder = self.settings.human_set or str(BUNDLED_GENERALITY)
+        if self.settings.generality_overlap == "refuse":
+            raise ReferenceOverlap(
+                f"the generality set {folder} shares {len(shared)} program(s) with the initial "
+                f"opponents: {pairs}; a champion trained against them would look more general "
+                "than it is. Use a generality set without them, other opponents, or "
+                "--domain-option generality_overlap=drop to leave them out of the generality set"
+            )
+        logger.warning(
+            "coreware: left %d warrior(s) out of the generality set %s because the initial "
+            "opponents include them: %s", len(shared), folder, pairs,
+        )  # fmt: skip
+        return frozenset(shared)
+
+    def generality_reference(self) -> list[str]:
+        """Canonical load images (see :func:`~dei_coreware.generality.canonical`) of the
+        generality set actually used."""
+        return [canonical(warrior) for _, warrior in self.warrior_set().warriors]
+
+    def fitness_scale(self, opponents: int) -> float:
+        """N, the warriors in a battle against ``opponents`` opponents (fitness lies in
+        ``[0, N]``); opponents beyond the core's room are left out of a battle."""
+        return float(1 + min(opponents, self.battle_size() - 1))
 
     def generality_report(self, program: Program):
         """Generality with its details (opponents used and skipped, scores per pairing)."""

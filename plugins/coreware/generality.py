@@ -18,8 +18,12 @@ from dei_coreware.assembler import AssemblerSettings, AssemblyError, assemble_fi
 from dei_coreware.mars import MarsSettings, run_battle
 from dei_coreware.redcode import Warrior
 
-#: The bundled warriors: the default initial opponents and the default generality set.
+#: The bundled warriors, in two disjoint folders: ``opponents/`` (the default initial opponents)
+#: and ``generality/`` (the default generality set), so that by default no champion is measured
+#: against a warrior it trained on.
 BUNDLED = Path(__file__).resolve().parent / "warriors"
+BUNDLED_OPPONENTS = BUNDLED / "opponents"
+BUNDLED_GENERALITY = BUNDLED / "generality"
 #: Largest seed pMARS's 32-bit generator takes.
 MAX_SEED = 2**31 - 1
 
@@ -75,6 +79,25 @@ def load_warrior_set(folder: str | Path, settings: AssemblerSettings) -> Warrior
         except (AssemblyError, OSError) as exc:
             skipped.append((file.name, str(exc)))
     return WarriorSet(folder=str(path), warriors=tuple(warriors), skipped=tuple(skipped))
+
+
+def bundled_warrior(name: str) -> Path | None:
+    """The bundled ``.red`` file called ``name`` (in either folder), or ``None``."""
+    for folder in (BUNDLED_OPPONENTS, BUNDLED_GENERALITY):
+        if (folder / f"{name}.red").is_file():
+            return folder / f"{name}.red"
+    return None
+
+
+def bundled_names() -> list[str]:
+    """Names of every bundled warrior."""
+    return sorted(p.stem for p in BUNDLED.glob("*/*.red"))
+
+
+def canonical(warrior: Warrior) -> str:
+    """A warrior's load image as text: what two copies of one program share whatever their
+    comments, labels or layout (used to tell whether two sets share a program)."""
+    return f"ORG {warrior.start}\n" + "\n".join(str(ins) for ins in warrior.instructions)
 
 
 def pairing_seed(name: str, mindistance: int, salt: int = 0) -> int:

@@ -44,6 +44,24 @@ def _templates(settings: OperatorSettings, domain: Domain) -> Operator:
     return TemplateOperator(_assembler_settings(domain), label=settings.spec)
 
 
+def _family(name: str):
+    def build(settings: OperatorSettings, domain: Domain) -> Operator:
+        from dei_coreware.operators.families import FAMILIES, FamilyOperator
+
+        return FamilyOperator(FAMILIES[name], _assembler_settings(domain), label=settings.spec)
+
+    return build
+
+
+#: The operator families (see dei_coreware.operators.families) with their one-line description.
+_FAMILIES = {
+    "bombers": "Core War family: dwarf, stone, core clear; fresh constants and edits",
+    "papers": "Core War family: paper replicators; fresh constants and edits",
+    "scanners": "Core War family: scanner, vampire; fresh constants and edits",
+    "imps": "Core War family: imp, imp ring; fresh constants and edits",
+}
+
+
 @hookimpl
 def dei_domains() -> list[DomainSpec]:
     return [
@@ -66,6 +84,9 @@ def dei_operators() -> list[OperatorSpec]:
                      description="Core War genetic programming: instruction edits, crossover"),
         OperatorSpec(name="templates", factory=_templates, offline=True, domains=("coreware",),
                      description="Core War strategy archetypes with random constants"),
+        *(OperatorSpec(name=name, factory=_family(name), offline=True, domains=("coreware",),
+                       description=description, default=False)
+          for name, description in _FAMILIES.items()),
     ]  # fmt: skip
 
 

@@ -3,8 +3,11 @@
 AXL only does point-to-point delivery between nodes identified by ed25519 keys; the GossipSub
 router on top makes it a broadcast. Facts this module relies on (``docs/transports.md``):
   * ``/recv`` returns one message per call (``204`` when empty) from an inbox of 100 that drops
-    the *oldest* when full, so the poller drains in a tight loop until ``204`` and only then
-    sleeps a few milliseconds.
+    the *oldest* when full, so the poller drains in a tight loop until ``204``. Polling is
+    adaptive: after a message (or after we sent something, which usually draws a reply) the
+    next poll comes after ``poll_interval``; every empty answer doubles the pause up to
+    ``max_poll_interval``, so an idle node makes about ``1 / max_poll_interval`` requests per
+    second. What the inbox still drops in a burst is repaired by the router's IHAVE/IWANT.
   * ``X-From-Peer-Id`` is rebuilt from the sender's IPv6 address: only its first
     :data:`REAL_PREFIX_CHARS` hex characters are the key. It is mapped to a full key by prefix
     against known peers; frames carry the full key, and the router checks both agree.
@@ -70,6 +73,15 @@ def check_loopback(api: str, allow_remote_api: bool = False) -> str:
     return api.rstrip("/")
 
 
+def _describe(exc: BaseException) -> str:
+    """A short cause for an HTTP failure (``connection refused``, ``timed out``, ...)."""
+    if isinstance(exc, httpx.ConnectError):
+        return "cannot connect: nothing listens there"
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    return str(exc) or type(exc).__name__
+
+
 def _is_key(value: Any) -> bool:
     return isinstance(value, str) and len(value) == 64 and set(value) <= _HEX
 
@@ -81,11 +93,13 @@ class AxlLink(Link):
     Attributes:
         api: Base URL of the local node's API, e.g. ``http://127.0.0.1:9002``.
         allow_remote_api: Accept a non-loopback API address (not recommended).
-        poll_interval: Seconds to sleep after ``/recv`` says ``204``.
+        poll_interval: Shortest pause between polls, right after traffic (seconds).
+        max_poll_interval: Longest pause between polls when idle (seconds).
         topology_interval: Seconds between ``/topology`` refreshes.
         send_retries: Extra attempts after a failed ``/send`` (``502``, 5xx, connection error).
         send_timeout: Seconds for one HTTP request.
-        start_timeout: Seconds :meth:`start` keeps trying to reach the API.
+        start_timeout: Seconds :meth:`start` keeps trying to reach the API (a node that is
+            still starting); then it fails with one line naming the cause.
         learned_ttl: Seconds a peer known only from its frames is kept after its last frame.
         max_inbox: Messages polled but not yet read by the router (oldest dropped beyond it).
         pollers: Concurrent ``/recv`` requests while messages are flowing (one when idle).
@@ -94,10 +108,11 @@ class AxlLink(Link):
     api: str = "http://127.0.0.1:9002"
     allow_remote_api: bool = False
     poll_interval: float = 0.005
+    max_poll_interval: float = 0.1
     topology_interval: float = 1.0
     send_retries: int = 4
     send_timeout: float = 10.0
-    start_timeout: float = 15.0
+    start_timeout: float = 5.0
     learned_ttl: float = 600.0
     max_inbox: int = 10_000
     pollers: int = 4
@@ -109,6 +124,8 @@ class AxlLink(Link):
     _queue: asyncio.Queue[tuple[str, bytes]] | None = attrs.field(default=None, init=False)
     _tasks: list[asyncio.Task[Any]] = attrs.field(factory=list, init=False)
     _busy: asyncio.Event | None = attrs.field(default=None, init=False)
+    _wake: asyncio.Event | None = attrs.field(default=None, init=False)
+    _failing: bool = attrs.field(default=False, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.api = check_loopback(self.api, self.allow_remote_api)
@@ -141,6 +158,7 @@ class AxlLink(Link):
         self.peer_id = key
         self._apply_topology(topology)
         self._busy = asyncio.Event()
+        self._wake = asyncio.Event()
         self._tasks = [
             asyncio.create_task(self._poll_loop(primary=index == 0), name=f"axl-recv-{index}")
             for index in range(max(1, self.pollers))
@@ -204,6 +222,9 @@ class AxlLink(Link):
 
     async def _send_once(self, peer: str, data: bytes) -> None:
         assert self._client is not None
+        self.counters["api_requests"] += 1
+        if self._wake is not None:
+            self._wake.set()  # a send usually draws a reply: poll fast for a while
         response = await self._client.post(
             "/send",
             content=data,
@@ -248,10 +269,12 @@ class AxlLink(Link):
         return matches[0] if len(matches) == 1 else partial
 
     async def _poll_loop(self, primary: bool) -> None:
-        # The primary poller runs always; helpers join only while messages are flowing, so an
-        # idle node makes one request per poll_interval and a busy one drains in parallel.
-        assert self._busy is not None
+        # The primary poller runs always, with a pause that doubles on every empty answer (up
+        # to max_poll_interval) and drops back to poll_interval on traffic or after a send;
+        # helpers join only while messages are flowing, so a busy node drains in parallel.
+        assert self._busy is not None and self._wake is not None
         failures = 0
+        pause = self.poll_interval
         while True:
             if not primary:
                 await self._busy.wait()
@@ -262,20 +285,39 @@ class AxlLink(Link):
             except httpx.HTTPError as exc:
                 failures += 1
                 self.counters["recv_errors"] += 1
-                log.debug("AXL /recv failed: %s", exc)
+                if primary and not self._failing:
+                    self._failing = True
+                    log.warning(
+                        "AXL node at %s stopped answering (%s); retrying",
+                        self.api, _describe(exc),
+                    )  # fmt: skip
                 await asyncio.sleep(min(1.0, self.poll_interval * 2**failures))
                 continue
+            if failures and primary and self._failing:
+                self._failing = False
+                log.warning("AXL node at %s answers again", self.api)
             failures = 0
             if got:
                 self._busy.set()
+                pause = self.poll_interval
                 continue  # keep draining without sleeping: the node's inbox drops the oldest
             if not primary:
                 self._busy.clear()
                 continue
-            await asyncio.sleep(self.poll_interval)
+            if self._wake.is_set():
+                self._wake.clear()
+                pause = self.poll_interval
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=pause)
+                pause = self.poll_interval
+            except TimeoutError:
+                pause = min(self.max_poll_interval, pause * 2)
+            self._wake.clear()
 
     async def _poll_once(self) -> bool:
         assert self._client is not None and self._queue is not None
+        self.counters["api_requests"] += 1
+        self.counters["recv_requests"] += 1
         response = await self._client.get("/recv")
         if response.status_code == 204:
             return False
@@ -313,21 +355,28 @@ class AxlLink(Link):
             async for attempt in retrying:
                 with attempt:
                     return await self._get_topology()
-        except (httpx.HTTPError, TransportError) as exc:
-            raise TransportError(f"cannot reach the AXL node API at {self.api}: {exc}") from None
-        raise TransportError(f"cannot reach the AXL node API at {self.api}")  # pragma: no cover
+        except httpx.HTTPError as exc:
+            raise TransportError(
+                f"no AXL node answers at {self.api} ({_describe(exc)}) after "
+                f"{self.start_timeout:g} s: start one with a loopback config "
+                "(docs/multi-machine.md) or point the axl_api option at it"
+            ) from None
+        except TransportError as exc:
+            raise TransportError(f"{self.api} is not a working AXL node API: {exc}") from None
+        raise TransportError(f"no AXL node answers at {self.api}")  # pragma: no cover
 
     async def _get_topology(self) -> dict[str, Any]:
         assert self._client is not None
+        self.counters["api_requests"] += 1
         response = await self._client.get("/topology")
         if response.status_code != 200:
-            raise TransportError(f"/topology answered {response.status_code}")
+            raise TransportError(f"GET /topology answered HTTP {response.status_code}")
         try:
             body = response.json()
         except ValueError:
-            raise TransportError("/topology is not JSON") from None
-        if not isinstance(body, dict):
-            raise TransportError("/topology is not a JSON object")
+            raise TransportError("GET /topology did not answer JSON") from None
+        if not isinstance(body, dict) or "our_public_key" not in body:
+            raise TransportError("GET /topology did not answer an AXL topology object")
         return body
 
     def _apply_topology(self, topology: dict[str, Any]) -> None:

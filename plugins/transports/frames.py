@@ -5,6 +5,7 @@ which AXL would route away from ``/recv``)::
 
     {"g": 1, "f": "<sender's full peer id>",
      "hello": 1,                  # optional: "I (re)started; tell me what you have"
+     "sub": 1,                    # optional: "I am on the topic" (the reply to hello)
      "graft": 1,                  # optional: add me to your mesh
      "prune": 60.0,               # optional: I removed you from my mesh; back off this long (s)
      "ihave": ["<id>", ...],      # optional: message ids I hold
@@ -63,6 +64,7 @@ class Frame:
 
     sender: str
     hello: bool = False
+    sub: bool = False
     graft: bool = False
     prune: float | None = None
     ihave: list[str] = attrs.field(factory=list)
@@ -74,6 +76,8 @@ class Frame:
         body: dict[str, Any] = {"g": FRAME_VERSION, "f": self.sender}
         if self.hello:
             body["hello"] = 1
+        if self.sub:
+            body["sub"] = 1
         if self.graft:
             body["graft"] = 1
         if self.prune is not None:
@@ -120,6 +124,7 @@ class Frame:
         frame = cls(
             sender=sender,
             hello=bool(body.get("hello")),
+            sub=bool(body.get("sub")),
             graft=bool(body.get("graft")),
             prune=None if prune is None else float(prune),
             ihave=_ids(body.get("ihave"), max_ids),

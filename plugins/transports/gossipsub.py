@@ -30,7 +30,7 @@ import logging
 import random
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -40,6 +40,12 @@ from dei_transports.link import Link
 from dei_framework.transport import Delivery, Transport
 
 log = logging.getLogger(__name__)
+
+#: Heartbeats between two ``hello`` frames to a link peer that has not subscribed yet.
+HELLO_EVERY = 5
+#: ``hello`` frames sent per heartbeat to peers that have not subscribed (AXL's spanning tree
+#: can list many nodes that are not part of the run).
+MAX_HELLOS_PER_HEARTBEAT = 32
 
 
 @attrs.frozen(kw_only=True)
@@ -65,7 +71,8 @@ class GossipSubParams:
         max_iwant_replies: Messages served per peer per heartbeat in reply to IWANT.
         max_inbox: Undrained deliveries kept (oldest dropped first).
         max_outbox: Frames queued per peer before the oldest is dropped.
-        max_peers: Peers with state (beyond it new peers are ignored).
+        max_peers: Peers with state. Beyond it a new peer gets no state (it is neither meshed
+            nor gossiped to), but the messages its frames carry are still delivered.
         subscribe: Join the topic mesh; ``False`` publishes through fanout only.
     """
 
@@ -86,7 +93,7 @@ class GossipSubParams:
     max_iwant_replies: int = 500
     max_inbox: int = 10_000
     max_outbox: int = 1_000
-    max_peers: int = 1_000
+    max_peers: int = 4_096
     subscribe: bool = True
 
     def __attrs_post_init__(self) -> None:
@@ -146,6 +153,9 @@ class GossipSubRouter(Transport):
         clock: Seconds, monotonic; defaults to the running loop's time (or ``time.monotonic``).
         sink: Where outgoing ``(peer, frame bytes)`` go. ``None`` (normal use) queues them for
             per-peer sender tasks; simulators pass a synchronous function.
+        members: The run's membership (peer ids allowed on the topic), or ``None`` for an open
+            topic. Frames from other senders, and messages originated by them, are dropped
+            before anything else looks at them and counted as ``rejected_nonmember``.
     """
 
     def __init__(
@@ -156,8 +166,10 @@ class GossipSubRouter(Transport):
         seed: int | None = None,
         clock: Callable[[], float] | None = None,
         sink: Callable[[str, bytes], None] | None = None,
+        members: Iterable[str] | None = None,
     ) -> None:
         self.link = link
+        self.members: frozenset[str] | None = frozenset(members) if members else None
         self.params = params or GossipSubParams()
         self._rng = random.Random(seed)
         self._clock = clock
@@ -166,6 +178,10 @@ class GossipSubRouter(Transport):
         self.fanout: set[str] = set()
         self._fanout_last = -1
         self.known: set[str] = set()
+        # Topic membership is by subscription: a peer joins `known` (mesh, gossip and publish
+        # targets) only once it has sent us a frame; link peers that have not are sent `hello`.
+        self.subscribed: set[str] = set()
+        self._hello_sent: dict[str, int] = {}  # candidate -> heartbeat of our last hello
         self.backoff: dict[str, int] = {}  # peer -> heartbeat index until which we do not graft
         self._tick = 0
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
@@ -271,6 +287,7 @@ class GossipSubRouter(Transport):
         frame = Frame(sender=self.peer_id, messages=[message]).encode()
         for peer in targets:
             self._emit(peer, frame)
+        self.counters["data_frames_sent"] += len(targets)
         return mid
 
     def announce(self) -> None:
@@ -291,14 +308,26 @@ class GossipSubRouter(Transport):
             self.counters["spoofed_frames"] += 1
             return
         peer = frame.sender
+        if self.members is not None and peer not in self.members:
+            self.counters["rejected_nonmember"] += 1
+            return
         if peer not in self.known:
             if len(self.known) >= self.params.max_peers:
+                # No room for its state, but what it carries still counts: refusing it would
+                # cut the peers beyond the cap off the topic.
                 self.counters["peers_refused"] += 1
+                for message in frame.messages:
+                    self._on_message(peer, message)
                 return
             self.link.learn_peer(peer)
+            self.subscribed.add(peer)
             self._add_peer(peer)
         if frame.hello:
-            self._send_ihave(peer, list(self._cache), everything=True)
+            # Reply so the restarted peer subscribes us too, with everything we hold.
+            if self._cache:
+                self._send_ihave(peer, list(self._cache), everything=True)
+            else:
+                self._emit(peer, Frame(sender=self.peer_id, sub=True).encode())
         if frame.prune is not None:
             self._on_prune(peer, frame.prune)
         if frame.graft:
@@ -368,6 +397,9 @@ class GossipSubRouter(Transport):
     # --- handlers ---------------------------------------------------------------------------
 
     def _on_message(self, peer: str, message: DataMessage) -> None:
+        if self.members is not None and message.origin not in self.members:
+            self.counters["rejected_nonmember"] += 1
+            return
         mid = message.id
         if mid in self._seen:
             self.counters["duplicates"] += 1
@@ -389,6 +421,7 @@ class GossipSubRouter(Transport):
         for target in self.mesh - {peer, message.origin}:
             self._emit(target, frame)
             self.counters["forwarded"] += 1
+            self.counters["data_frames_sent"] += 1
 
     def _on_graft(self, peer: str) -> None:
         p = self.params
@@ -440,6 +473,7 @@ class GossipSubRouter(Transport):
             # Stay well under the frame cap (base64 grows payloads by a third).
             if batch and size + len(out.payload) * 4 // 3 + 512 > MAX_FRAME_BYTES // 2:
                 self._emit(peer, Frame(sender=self.peer_id, messages=batch).encode())
+                self.counters["data_frames_sent"] += 1
                 batch, size = [], 0
             batch.append(out)
             size += len(out.payload) * 4 // 3 + 512
@@ -447,16 +481,35 @@ class GossipSubRouter(Transport):
             self._iwant_served[peer] += 1
         if batch:
             self._emit(peer, Frame(sender=self.peer_id, messages=batch).encode())
+            self.counters["data_frames_sent"] += 1
             self.counters["iwant_served"] += len(batch)
 
     # --- helpers ----------------------------------------------------------------------------
 
     def _refresh_peers(self, *, announce: bool) -> None:
+        if self.members is not None:
+            # Members are reachable by key even when the link's view does not list them (AXL's
+            # spanning tree may show only a node's own branch): links that discover peers
+            # learn them (a no-op for the hub, which lists every reachable peer).
+            for member in self.members - {self.peer_id}:
+                self.link.learn_peer(member)
         current = set(self.link.peers()) - {self.peer_id}
+        if self.members is not None:
+            current &= self.members
+        hello = Frame(sender=self.peer_id, hello=True).encode()
+        hellos = 0
         for peer in sorted(current - self.known):
-            if len(self.known) >= self.params.max_peers:
-                break
-            self._add_peer(peer)
+            if peer in self.subscribed:
+                if len(self.known) >= self.params.max_peers:
+                    continue
+                self._add_peer(peer)
+            elif not announce and hellos < MAX_HELLOS_PER_HEARTBEAT:
+                # A link peer that has not spoken: ask it to subscribe, now and then.
+                last = self._hello_sent.get(peer)
+                if last is None or self._tick - last >= HELLO_EVERY:
+                    self._hello_sent[peer] = self._tick
+                    self._emit(peer, hello)
+                    hellos += 1
         # Peers learned from frames but absent from the link's view are kept while the link
         # cannot list them at all (AXL only lists direct peers and the spanning tree).
         gone = {q for q in self.known - current if self._link_lists_peers(q)}
@@ -464,9 +517,15 @@ class GossipSubRouter(Transport):
         self.mesh -= gone
         self.fanout -= gone
         if announce:
-            hello = Frame(sender=self.peer_id, hello=True).encode()
-            for peer in self.known:
+            for peer in sorted(current)[: self.params.max_peers]:
+                self._hello_sent[peer] = self._tick
                 self._emit(peer, hello)
+        else:
+            self._hello_sent = {
+                q: t for q, t in self._hello_sent.items() if q in current and q not in self.known
+            }
+            if len(self.subscribed) > 4 * self.params.max_peers:
+                self.subscribed &= self.known | current
 
     def _link_lists_peers(self, peer: str) -> bool:
         # Hub links list every reachable peer; links that cannot (AXL) say so per peer.

@@ -189,8 +189,11 @@ class HubLink(Link):
 
     def peers(self) -> list[str]:
         """Peers this node can reach right now (a connection-aware view, like AXL's topology)."""
-        now = self.hub.now()
-        if not self.hub.is_up(self.peer_id, now):
+        hub = self.hub
+        if not (hub.partitions or hub.outages or hub._down):
+            return [p for p in hub.links if p != self.peer_id]  # no faults scheduled: everyone
+        now = hub.now()
+        if not hub.is_up(self.peer_id, now):
             return []
         return [
             p

@@ -5,7 +5,11 @@ both transports where they concern GossipSub: ``d``, ``d_low``, ``d_high``, ``d_
 ``heartbeat`` (seconds), ``mcache_len``, ``mcache_gossip``, ``seen_ttl``, ``prune_backoff``,
 ``fanout_ttl`` (heartbeats), ``flood_publish``, ``seed``. The in-memory hub adds ``loss``
 (probability), ``latency`` (seconds, or ``"low,high"``); AXL adds ``axl_api`` (URL of the local
-node's API), ``allow_remote_api``, ``poll_interval``, ``send_retries``, ``send_timeout``.
+node's API), ``allow_remote_api``, ``poll_interval``, ``max_poll_interval``, ``send_retries``,
+``send_timeout``, ``start_timeout`` and ``members`` (the run's membership: AXL public keys allowed
+on the topic; the ensemble fills it from the run config's ``members``). The in-memory hub only
+connects the run's own nodes, so it has no membership to enforce (the envelope check still
+applies the run's ``members`` to signing keys).
 """
 
 from __future__ import annotations
@@ -99,15 +103,31 @@ def make_axl(node_names: Sequence[str], options: Mapping[str, Any]) -> list[Tran
             f"the axl transport runs one node per process (got {len(node_names)}); "
             "start one dei-run per AXL node"
         )
+    from dei_framework.envelope import EnvelopeError, parse_members
+
     api = options.get("axl_api") or "http://127.0.0.1:9002"
-    link = AxlLink(
-        api=str(api),
-        allow_remote_api=bool(options.get("allow_remote_api", False)),
-        poll_interval=float(options.get("poll_interval", 0.005)),
-        send_retries=int(options.get("send_retries", 4)),
-        send_timeout=float(options.get("send_timeout", 10.0)),
-    )
-    return [GossipSubRouter(link, _params(options), seed=options.get("seed"))]
+    try:
+        members = parse_members(options.get("members"))
+        link = AxlLink(
+            api=str(api),
+            allow_remote_api=_flag(options.get("allow_remote_api", False)),
+            poll_interval=float(options.get("poll_interval", 0.005)),
+            max_poll_interval=float(options.get("max_poll_interval", 0.1)),
+            send_retries=int(options.get("send_retries", 4)),
+            send_timeout=float(options.get("send_timeout", 10.0)),
+            start_timeout=float(options.get("start_timeout", 5.0)),
+        )
+    except (TypeError, ValueError, EnvelopeError) as exc:
+        raise ConfigError(f"invalid axl transport option: {exc}") from None
+    if link.max_poll_interval < link.poll_interval or link.poll_interval <= 0:
+        raise ConfigError("need 0 < poll_interval <= max_poll_interval")
+    return [GossipSubRouter(link, _params(options), seed=options.get("seed"), members=members)]
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
 
 
 @hookimpl

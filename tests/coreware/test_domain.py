@@ -7,7 +7,7 @@ import pickle
 import pytest
 from dei_coreware import domain as domain_module
 from dei_coreware.domain import CorewarDomain, placement_seed
-from dei_coreware.generality import BUNDLED, load_warrior_set, pairing_seed
+from dei_coreware.generality import BUNDLED, bundled_warrior, load_warrior_set, pairing_seed
 from dei_coreware.prompts import SYSTEM
 
 from dei_framework.descriptors import DescriptorSpace
@@ -16,7 +16,7 @@ from dei_framework.operators import Parent
 
 IMP = "imp mov.i #0, 1\nend imp\n"
 DAT = "dat #0, #0\n"
-DWARF = (BUNDLED / "dwarf.red").read_text()
+DWARF = bundled_warrior("dwarf").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +43,9 @@ def test_options_from_the_command_line_are_converted_and_checked(tmp_path) -> No
 
 
 def test_opponents_option_takes_bundled_names_files_and_folders(tmp_path) -> None:
-    (tmp_path / "a.red").write_text(IMP)
+    (tmp_path / "a.red").write_text(DAT)
     (tmp_path / "b.red").write_text(DWARF)
-    assert len(CorewarDomain({"opponents": "imp,dwarf"}).initial_opponents()) == 2
+    assert len(CorewarDomain({"opponents": "stone,dwarf"}).initial_opponents()) == 2
     assert len(CorewarDomain({"opponents": [str(tmp_path)]}).initial_opponents()) == 2
     assert len(CorewarDomain({"opponents": str(tmp_path / "a.red")}).initial_opponents()) == 1
     (tmp_path / "bad.red").write_text("mov 1 2 3\n")
@@ -54,14 +54,17 @@ def test_opponents_option_takes_bundled_names_files_and_folders(tmp_path) -> Non
 
 
 def test_bundled_warriors_assemble_with_the_required_header() -> None:
-    files = sorted(BUNDLED.glob("*.red"))
+    files = sorted(BUNDLED.glob("*/*.red"))
     assert {f.stem for f in files} >= {"imp", "dwarf", "stone", "paper", "scanner", "spiral",
-                                       "clear", "vampire"}  # fmt: skip
+                                       "clear", "vampire", "imp-pair", "stunner"}  # fmt: skip
     for file in files:
         text = file.read_text()
         assert ";name " in text and ";author DEI developers" in text and ";strategy " in text
-    loaded = load_warrior_set(BUNDLED, CorewarDomain().settings.assembler_settings())
-    assert len(loaded.warriors) == len(files) and not loaded.skipped
+    for folder in ("opponents", "generality"):
+        loaded = load_warrior_set(BUNDLED / folder,
+                                  CorewarDomain().settings.assembler_settings())  # fmt: skip
+        assert len(loaded.warriors) == len(list((BUNDLED / folder).glob("*.red")))
+        assert not loaded.skipped
 
 
 def test_imp_against_a_lone_dat_scores_the_number_of_warriors(domain) -> None:
@@ -84,7 +87,7 @@ def test_alone_the_fitness_is_the_survival_share(domain) -> None:
 def test_fitness_stays_within_zero_and_n(domain) -> None:
     opponents = [domain.parse(t) for t in domain.initial_opponents()]
     for name in ("imp", "dwarf", "paper", "clear", "vampire"):
-        evaluation = domain.evaluate(domain.parse((BUNDLED / f"{name}.red").read_text()),
+        evaluation = domain.evaluate(domain.parse(bundled_warrior(name).read_text()),
                                      opponents, seed=11)  # fmt: skip
         assert 0.0 <= evaluation.fitness <= len(opponents) + 1
 
@@ -138,7 +141,7 @@ def test_first_mover_rotates_and_placements_follow_the_seed(domain, monkeypatch)
 
 def test_same_seed_same_evaluation(domain) -> None:
     opponents = [domain.parse(t) for t in domain.initial_opponents()]
-    program = domain.parse((BUNDLED / "scanner.red").read_text())
+    program = domain.parse(bundled_warrior("scanner").read_text())
     one = domain.evaluate(program, opponents, seed=123)
     two = domain.evaluate(program, opponents, seed=123)
     assert one == two
@@ -162,7 +165,9 @@ def test_generality_counts_beaten_or_tied_and_skips_broken_files(tmp_path) -> No
     (tmp_path / "imp.red").write_text(IMP)
     (tmp_path / "dwarf.red").write_text(DWARF)
     (tmp_path / "broken.red").write_text("dat #0 #0\n")
-    small = CorewarDomain({"human_set": str(tmp_path), "generality_rounds": 6})
+    # (The bundled dwarf is a default opponent: fight others, or the set would be refused.)
+    small = CorewarDomain({"human_set": str(tmp_path), "generality_rounds": 6,
+                           "opponents": "stone,paper"})  # fmt: skip
     report = small.generality_report(small.parse(DAT))
     # A lone DAT dies at once: it loses to the imp and the dwarf, and against another DAT
     # whoever moves first dies, so with the first mover alternating they tie on score.
@@ -175,7 +180,7 @@ def test_generality_counts_beaten_or_tied_and_skips_broken_files(tmp_path) -> No
 
 def test_generality_defaults_to_the_bundled_warriors() -> None:
     share = CorewarDomain({"generality_rounds": 2}).generality(
-        CorewarDomain().parse((BUNDLED / "clear.red").read_text())
+        CorewarDomain().parse(bundled_warrior("clear").read_text())
     )
     assert 0.0 < share <= 1.0
 

@@ -16,7 +16,7 @@ from dei_framework.plugins import load_plugins
 
 PARENTS = [
     Parent(id=f"p-{file.stem}", text=file.read_text(), fitness=1.0)
-    for file in sorted(BUNDLED.glob("*.red"))
+    for file in sorted(BUNDLED.glob("*/*.red"))
 ]
 
 
@@ -142,3 +142,46 @@ def test_plugin_registers_domain_operators_and_cli() -> None:
 
     commands = plugin.dei_cli_commands()
     assert all(getattr(c, "name", None) == "coreware" for c in commands)
+
+
+def test_families_write_valid_warriors_of_their_own_archetypes_only(domain) -> None:
+    from dei_coreware.operators.families import FAMILIES, FamilyOperator
+
+    seen: dict[str, set[str]] = {}
+    for name, archetypes in FAMILIES.items():
+        operator = FamilyOperator(archetypes, label=name)
+        assert validity(operator, domain) >= 0.95
+        for seed in range(60):
+            text = operator.write(OperatorRequest(key="k", kind="new", messages=[], seed=seed))
+            tag = read_tag(text)
+            assert tag is not None and tag[0] in archetypes
+            seen.setdefault(name, set()).add(tag[0])
+        assert seen[name] == set(archetypes)  # every archetype of the family comes up
+    # Different priors: no two families share an archetype.
+    listed = [a for archetypes in FAMILIES.values() for a in archetypes]
+    assert len(listed) == len(set(listed))
+
+
+def test_families_are_registered_but_not_in_the_offline_default() -> None:
+    from dei_framework.config import default_operators
+
+    plugins = load_plugins()
+    for name in ("bombers", "papers", "scanners", "imps"):
+        assert plugins.operator(name).offline
+    assert default_operators(plugins, "coreware") == ["gp", "templates"]
+
+
+def test_a_family_mutation_is_deterministic_and_stays_close_to_its_parent() -> None:
+    from dei_coreware.operators.families import FamilyOperator
+
+    operator = FamilyOperator(("dwarf",), label="bombers")
+    parent = Parent(id="p", text=operator.write(OperatorRequest(key="k", kind="new",
+                                                                messages=[], seed=1)),
+                    fitness=1.0)  # fmt: skip
+    request = OperatorRequest(key="k", kind="mutate", messages=[], parent=parent, seed=5)
+    assert operator.write(request) == operator.write(request)
+    children = [operator.write(OperatorRequest(key="k", kind="mutate", messages=[],
+                                               parent=parent, seed=s)) for s in range(20)]
+    # A re-drawn constant can come out the same (a bomb kind has two values): mostly new.
+    assert sum(child != parent.text for child in children) >= 15
+    assert len(set(children)) > 10

@@ -13,6 +13,7 @@ import random
 import re
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from dei_framework import hookimpl
 from dei_framework.descriptors import AxisSpec, ThresholdAxis, UniformAxis
@@ -87,19 +88,20 @@ class ToyOperator(Operator):
         label: str = "toy-random",
         max_in_flight: int = 4,
         delay: float = 0.0,
-        fail_for: float = 0.0,
+        down_until: str = "",
         jitter: float = 0.0,
     ) -> None:
         self.label = label
         self.max_in_flight = max_in_flight
         self.delay = delay
         self.jitter = jitter  # extra random (unseeded) latency: replies finish in any order
-        self.fail_until = time.monotonic() + fail_for  # a provider that is down for a while
+        # A provider that is down until the test creates this file (an event, not a clock).
+        self.down_until = Path(down_until) if down_until else None
 
     async def propose(self, request: OperatorRequest) -> OperatorReply:
         if self.delay or self.jitter:
             await asyncio.sleep(self.delay + random.random() * self.jitter)
-        if time.monotonic() < self.fail_until:
+        if self.down_until is not None and not self.down_until.exists():
             raise TransientOperatorFailure("provider down", attempts=3)
         rng = random.Random(request.seed)
         if rng.random() < 0.05:
@@ -130,6 +132,6 @@ def dei_operators():
                      factory=lambda settings, domain: ToyOperator(
                          delay=float(settings.options.get("delay", 0.0)),
                          jitter=float(settings.options.get("jitter", 0.0)),
-                         fail_for=float(settings.options.get("fail_for", 0.0))),
+                         down_until=str(settings.options.get("down_until", ""))),
                      domains=("toy",), description="random integers (tests)"),
     ]  # fmt: skip

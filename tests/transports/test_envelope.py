@@ -170,3 +170,56 @@ def test_inbox_filter_bounded_memory(identity):
     for r in range(20):
         assert inbox.accept(_envelope(round_=r, key=f"{r:064x}").encode()) is not None
     assert len(inbox._seen) == 5 and len(inbox._buckets) == 3
+
+
+def test_membership_drops_outsiders_before_replay_and_buckets(identity):
+    outsider = NodeIdentity.generate()
+    inbox = InboxFilter(domain="coreware", members=[identity.public_key_hex.upper()])
+    assert inbox.accept(_envelope(program="MOV 0, 2").encode(identity)) is not None
+    # 300 fresh keys, each validly signed: none admitted, none gets a token bucket.
+    for index in range(300):
+        fresh = outsider if index == 0 else NodeIdentity.generate()
+        assert inbox.accept(_envelope(program=f"DAT {index}").encode(fresh)) is None
+    assert inbox.dropped == {"nonmember": 300}
+    assert inbox.accepted == 1
+    assert len(inbox._buckets) == 1
+
+
+def test_per_round_cap_bounds_admissions(identity):
+    inbox = InboxFilter(domain="coreware", max_per_round=3, rate_per_minute=1000)
+    keys = [NodeIdentity.generate() for _ in range(5)]
+    got = [inbox.accept(_envelope(program=f"DAT {i}").encode(k)) for i, k in enumerate(keys)]
+    assert sum(e is not None for e in got) == 3
+    assert inbox.dropped["round_cap"] == 2
+    inbox.start_round()
+    # A capped champion was not remembered: the next round may still admit it.
+    assert inbox.accept(_envelope(program="DAT 4").encode(keys[4])) is not None
+
+
+def test_bad_membership_entries_are_config_errors():
+    from dei_framework.config import NodeConfig, RunConfig
+    from dei_framework.errors import ConfigError
+
+    with pytest.raises(EnvelopeError, match="not a 64-hex"):
+        InboxFilter(members=["abc"])
+    with pytest.raises(ConfigError, match="members: membership entry 'zz'"):
+        RunConfig(domain="toy", nodes=[NodeConfig(name="a", operator="x")], budget=2,
+                  members=["zz"])  # fmt: skip
+    run = RunConfig(domain="toy", nodes=[NodeConfig(name="a", operator="x")], budget=2,
+                    members="B" * 64 + ", " + "a" * 64)  # fmt: skip
+    assert run.members == ("a" * 64, "b" * 64)
+    assert RunConfig.from_json(run.to_json()).members == run.members
+
+
+def test_a_node_outside_the_membership_refuses_to_start(cli, toy_env, tmp_path):
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'domain = "toy"\nbudget = 4\nrounds = 1\neval_workers = 0\n'
+        f'members = ["{"a" * 64}"]\n'
+        '[[node]]\nname = "solo"\noperator = "toy-random"\n'
+    )
+    result = cli("dei-run", "--config", str(config), "--out", str(tmp_path / "run"),
+                 "--progress", "quiet", env=toy_env, check=False)  # fmt: skip
+    assert result.returncode == 1
+    assert "node solo's key" in result.stderr and "not in the run's members" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

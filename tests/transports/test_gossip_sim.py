@@ -18,11 +18,21 @@ def test_64_nodes_10_percent_loss():
     assert 1.0 <= result["mean_hops"] <= result["max_hops"]
 
 
+def test_without_flood_publish_more_nodes_than_the_peer_cap_all_deliver():
+    # 48 nodes, 40 peers of state each: before the fix the 7 nodes sorted last were in no
+    # peer table and their frames were refused, so they neither received nor published.
+    result = gossip_sim.simulate(48, 0.1, 20, seed=2, flood_publish=False, max_peers=40)
+    assert result["undelivered"] == 0
+    assert result["delivery_ratio"] == 1.0
+    assert result["control_frames_per_node_per_publish"] > 0
+
+
 def test_cli_prints_one_json_line(capsys):
     assert gossip_sim.main(["--nodes", "8", "--loss", "0.2", "--messages", "5", "--json"]) == 0
     line = capsys.readouterr().out.strip()
     assert "\n" not in line
     figures = json.loads(line)
-    for key in ("delivery_ratio", "duplicates_per_delivery", "mean_hops", "max_hops"):
+    for key in ("delivery_ratio", "duplicates_per_delivery", "mean_hops", "max_hops",
+                "duplicates_per_node_per_publish", "control_frames_per_node_per_publish"):
         assert key in figures
     assert figures["messages_per_node"] > 0

@@ -78,7 +78,8 @@ class GPOperator(Operator):
 
     # --- edits ----------------------------------------------------------------------------------
 
-    def _edit(self, rng: random.Random, lines: list[Line], start: int) -> tuple[list[Line], int]:
+    def edit(self, rng: random.Random, lines: list[Line], start: int) -> tuple[list[Line], int]:
+        """One random structural edit of ``lines`` (``start``: the entry offset, kept valid)."""
         lines = list(lines)
         i = rng.randrange(len(lines))
         old = lines[i]
@@ -149,7 +150,7 @@ class GPOperator(Operator):
             start = min(start, len(lines) - 1)
             how = "crossover"
         for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):
-            lines, start = self._edit(rng, lines, start)
+            lines, start = self.edit(rng, lines, start)
         return render(lines, start, name="gp variant", strategy=f"{how} of {request.parent.id}")
 
     def status(self) -> dict[str, Any]:

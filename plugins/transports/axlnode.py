@@ -1,0 +1,261 @@
+"""Running a local AXL node process on loopback (tests, benchmarks and the one-machine launcher).
+
+An AXL node is a Go program (``scripts/axl-node`` builds it) configured by a JSON file. Its
+default ``node-config.json`` peers with *public* addresses, so every node started from here gets
+a configuration written by :func:`loopback_config`: it listens on ``127.0.0.1`` only, its API
+stays on ``127.0.0.1``, and every peer address must be a loopback address.
+
+Example::
+
+    binary = find_binary()
+    first = AxlNodeProcess(binary, home=tmp / "a")
+    first.start()
+    second = AxlNodeProcess(binary, home=tmp / "b", peers=[first.listen_address])
+    second.start()
+    second.wait_ready(peers_up=1)
+    ...  # GossipSub routers over first.api and second.api
+    second.stop(); first.stop()
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+import attrs
+import httpx
+
+from dei_framework.envelope import NodeIdentity
+from dei_framework.errors import TransportError
+
+#: The port AXL's userspace TCP stack uses between nodes; must be equal on all nodes and never
+#: clashes on the host (it lives inside each node's own stack).
+AXL_TCP_PORT = 7000
+
+
+def find_binary() -> str:
+    """Where ``scripts/axl-node`` put the AXL node binary.
+
+    ``$DEI_AXL_BIN`` if set, else ``$DEI_AXL_CACHE/bin/node`` (default cache
+    ``~/.cache/dei/axl``).
+
+    Raises:
+        TransportError: no executable there (the message says how to build it).
+    """
+    explicit = os.environ.get("DEI_AXL_BIN")
+    if explicit:
+        path = Path(explicit)
+    else:
+        cache = os.environ.get("DEI_AXL_CACHE") or str(Path.home() / ".cache" / "dei" / "axl")
+        path = Path(cache) / "bin" / "node"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise TransportError(
+            f"no AXL node binary at {path}: build it with `bash scripts/axl-node` "
+            "(set DEI_AXL_SRC to a gensyn-ai/axl checkout if the Go module proxy refuses it)"
+        )
+    return str(path)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _loopback_host(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return host is not None and ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def loopback_config(
+    *, key_path: str | os.PathLike[str], listen_port: int, api_port: int, peers: Sequence[str] = ()
+) -> dict[str, Any]:
+    """An AXL ``node-config.json`` that listens, serves its API and peers on loopback only.
+
+    Args:
+        key_path: The node's ed25519 private key (PEM).
+        listen_port: TLS peering port on 127.0.0.1.
+        api_port: HTTP API port on 127.0.0.1.
+        peers: Peer addresses (``tls://127.0.0.1:PORT``); each must be a loopback address.
+
+    Raises:
+        TransportError: a peer address is not ``tls://<loopback>:PORT``.
+    """
+    for peer in peers:
+        parts = urlsplit(peer)
+        if parts.scheme != "tls" or not _loopback_host(parts.hostname) or not parts.port:
+            raise TransportError(
+                f"AXL peer {peer!r} is not a loopback tls://127.0.0.1:PORT address; local nodes "
+                "never peer with public addresses"
+            )
+    return {
+        "PrivateKeyPath": str(key_path),
+        "Listen": [f"tls://127.0.0.1:{listen_port}"],
+        "Peers": list(peers),
+        "api_port": api_port,
+        "bridge_addr": "127.0.0.1",
+        "tcp_port": AXL_TCP_PORT,
+    }
+
+
+def topology(api: str, timeout: float = 1.0) -> dict[str, Any] | None:
+    """``GET /topology`` of a node, or ``None`` if it does not answer with a JSON object."""
+    try:
+        response = httpx.get(f"{api}/topology", timeout=timeout, trust_env=False)
+        body = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def up_peers(body: dict[str, Any] | None) -> int:
+    """How many direct peers a ``/topology`` answer lists as up with a key."""
+    if not body:
+        return 0
+    return sum(
+        1
+        for p in body.get("peers") or []
+        if isinstance(p, dict) and p.get("up") and p.get("public_key")
+    )
+
+
+@attrs.define(eq=False)
+class AxlNodeProcess:
+    """One AXL node as a child process, with its own key, ports and loopback-only config.
+
+    Attributes:
+        binary: The AXL node binary (:func:`find_binary`).
+        home: A private folder: key, config and ``node.log`` live there.
+        peers: Loopback addresses of nodes to peer with (``listen_address`` of another node).
+        key_path: The ed25519 key (PEM); generated in ``home`` when ``None``. A DEI node's
+            ``identity.pem`` can be used, so the AXL key and the envelope key are one.
+        listen_port: Peering port (free port when 0).
+        api_port: API port (free port when 0).
+    """
+
+    binary: str
+    home: Path = attrs.field(converter=Path)
+    peers: list[str] = attrs.field(factory=list)
+    key_path: Path | None = None
+    listen_port: int = 0
+    api_port: int = 0
+    process: subprocess.Popen[bytes] | None = attrs.field(default=None, init=False)
+    _log: IO[bytes] | None = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        if self.key_path is None:
+            self.key_path = self.home / "private.pem"
+            if not self.key_path.exists():
+                NodeIdentity.generate().save(self.key_path)
+        self.listen_port = self.listen_port or free_port()
+        self.api_port = self.api_port or free_port()
+
+    @property
+    def api(self) -> str:
+        """The node's API base URL."""
+        return f"http://127.0.0.1:{self.api_port}"
+
+    @property
+    def listen_address(self) -> str:
+        """What other local nodes put in ``Peers`` to peer with this one."""
+        return f"tls://127.0.0.1:{self.listen_port}"
+
+    @property
+    def public_key(self) -> str:
+        """The node's ed25519 public key (64 hex), from its key file."""
+        assert self.key_path is not None
+        return NodeIdentity.load(self.key_path).public_key_hex
+
+    @property
+    def log_path(self) -> Path:
+        """The node's combined stdout/stderr."""
+        return self.home / "node.log"
+
+    def start(self) -> None:
+        """Writes the loopback config and starts the process (returns at once)."""
+        assert self.key_path is not None
+        config = loopback_config(
+            key_path=self.key_path,
+            listen_port=self.listen_port,
+            api_port=self.api_port,
+            peers=self.peers,
+        )
+        path = self.home / "node-config.json"
+        path.write_text(json.dumps(config, indent=1))
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [self.binary, "-config", str(path)],
+            cwd=self.home,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "HOME": str(self.home)},
+        )
+
+    def alive(self) -> bool:
+        """Whether the process is running."""
+        return self.process is not None and self.process.poll() is None
+
+    def wait_ready(self, peers_up: int = 0, timeout: float = 45.0) -> None:
+        """Waits until the API answers and at least ``peers_up`` direct peers are up.
+
+        Raises:
+            TransportError: the process died or the deadline passed (with the log's tail).
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise TransportError(f"AXL node exited early; log tail:\n{self.log_tail()}")
+            body = topology(self.api)
+            if body is not None and up_peers(body) >= peers_up:
+                return
+            time.sleep(0.1)
+        raise TransportError(
+            f"AXL node at {self.api} not ready ({peers_up} peers up) within {timeout:.0f} s; "
+            f"log tail:\n{self.log_tail()}"
+        )
+
+    def log_tail(self, chars: int = 1200) -> str:
+        """The end of the node's log."""
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """SIGKILL (a crash): no clean shutdown."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)
+        self._close_log()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after ``timeout`` seconds."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None

@@ -1,0 +1,111 @@
+"""Common-ground merging on hand-built archives: cells and winners come from common ground."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from dei_framework import DescriptorSpace, Elite, GridArchive, ThresholdAxis
+from dei_framework.common import build_reference, merge_common, raw_entries, reference_record
+from dei_framework.domain import Evaluation
+from dei_framework.evaluation import Outcome
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
+
+import toy_domain  # noqa: E402
+
+SPACE = DescriptorSpace([ThresholdAxis("x", (1, 2, 3))])
+
+
+def elite(text: str, fitness: float, x: float, node: str) -> Elite:
+    return Elite(id=f"{node}-{text}", text=text, fitness=fitness, descriptor={"x": x}, cell=(),
+                 node=node)  # fmt: skip
+
+
+def archive(*elites: Elite) -> GridArchive:
+    built = GridArchive(space=SPACE)
+    for item in elites:
+        built.add(item)
+    return built
+
+
+def outcome(fitness: float, x: float) -> Outcome:
+    return Outcome(evaluation=Evaluation(fitness=fitness, descriptor={"x": x}))
+
+
+def test_the_merge_keeps_the_best_common_fitness_in_the_common_cell() -> None:
+    # Raw: "big" wins cell 0 (fitness 9 against a large pool); on common ground "small" is
+    # better there. "moved" sits in cell 1 raw but lands in cell 3 on common ground; "broken"
+    # failed its common-ground evaluation and is left out.
+    a = archive(elite("big", 9.0, 0.5, "node-0"), elite("moved", 1.0, 1.5, "node-0"))
+    b = archive(elite("small", 2.0, 0.5, "node-1"), elite("broken", 5.0, 2.5, "node-1"))
+    outcomes = {"big": outcome(0.4, 0.5), "small": outcome(0.9, 0.7), "moved": outcome(0.3, 3.5),
+                "broken": Outcome(error="evaluation failed")}  # fmt: skip
+    merged, entries = merge_common([a, b], outcomes, SPACE, qd_offset=0.0)
+    by_text = {e["text"]: e for e in entries}
+    assert set(by_text) == {"small", "moved"}
+    assert by_text["small"] == {**by_text["small"], "cell": [0], "fitness": 2.0,
+                                "common_fitness": 0.9, "node": "node-1", "raw_cell": [0]}
+    assert by_text["moved"]["cell"] == [3] and by_text["moved"]["raw_cell"] == [1]
+    stats = merged.stats()
+    assert stats.num_elites == 2 and stats.qd_score == pytest.approx(1.2)
+    # The raw merge would have kept "big" and "broken".
+    raw = {e["text"] for e in raw_entries(GridArchive.merge([a, b]))}
+    assert raw == {"big", "moved", "broken"}
+
+
+def test_ties_keep_the_earlier_archive() -> None:
+    a = archive(elite("first", 1.0, 0.5, "node-0"))
+    b = archive(elite("second", 1.0, 0.5, "node-1"))
+    outcomes = {"first": outcome(0.5, 0.5), "second": outcome(0.5, 0.5)}
+    _, entries = merge_common([a, b], outcomes, SPACE, qd_offset=0.0)
+    assert [e["text"] for e in entries] == ["first"]
+
+
+def test_reference_record_is_order_free_and_separates_texts() -> None:
+    one = reference_record(["b", "a"])
+    assert one == reference_record(["a", "b", "a"]) and one["count"] == 2
+    assert one["sha256"] == hashlib.sha256(b"a\0b\0").hexdigest()
+    assert reference_record(["ab"])["sha256"] != reference_record(["a", "b"])["sha256"]
+
+
+def test_the_reference_seed_depends_on_the_set_only() -> None:
+    domain = toy_domain.ToyDomain()
+    first, second = build_reference(domain), build_reference(toy_domain.ToyDomain())
+    assert first.seed == second.seed and first.record == second.record
+    assert [p.text for p in first.programs] == sorted(domain.initial_opponents())
+    assert first.fitness_scale == 1.0  # the toy's fitness does not grow with battle size
+
+
+def test_a_single_run_measures_common_ground_on_request(tmp_path) -> None:
+    import json
+
+    from dei_framework import NodeConfig, RunConfig, load_plugins, run
+
+    registry = load_plugins([toy_domain])
+    nodes = [NodeConfig(name=f"node-{i}", operator="toy-random") for i in range(2)]
+    base = RunConfig(domain="toy", nodes=nodes, budget=16, rounds=2, eval_workers=0, seed=3)
+    plain = run(base, tmp_path / "plain", registry=registry)
+    assert "common" not in plain["merged"]
+    elites = json.loads((tmp_path / "plain" / "merged_archive.json").read_text())
+    assert elites and all(e["common_fitness"] is None for e in elites)
+    assert len(elites) == plain["merged"]["num_elites"]
+
+    import attrs
+
+    common = run(attrs.evolve(base, common_ground=True), tmp_path / "common", registry=registry)
+    block = common["merged"]["common"]
+    assert block["reference"] == reference_record(toy_domain.ToyDomain().initial_opponents())
+    elites = json.loads((tmp_path / "common" / "merged_archive.json").read_text())
+    assert len(elites) == block["num_elites"]
+    domain, reference = toy_domain.ToyDomain(), build_reference(toy_domain.ToyDomain())
+    for item in elites:
+        direct = domain.evaluate(domain.parse(item["text"]), reference.programs, seed=0)
+        assert item["common_fitness"] == direct.fitness
+    for node in common["nodes"].values():
+        rounds = node["champion_common_fitness_per_round"]
+        assert len(rounds) == 2 and all(value is not None for value in rounds)
+        assert node["champion"]["common_fitness"] == rounds[-1]

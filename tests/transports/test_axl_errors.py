@@ -1,0 +1,112 @@
+"""An absent, misconfigured or crashed AXL node: one clear line, and recovery when it is back."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import logging
+import threading
+
+import pytest
+from dei_transports.axlnode import AxlNodeProcess, free_port, loopback_config
+from dei_transports.plugin import make_axl
+
+from dei_framework.errors import TransportError
+
+
+def _toy_config(tmp_path, api: str) -> str:
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'domain = "toy"\ntransport = "axl"\nbudget = 8\nrounds = 1\neval_workers = 0\n'
+        '[[node]]\nname = "solo"\noperator = "toy-random"\n'
+        f'[transport_options]\naxl_api = "{api}"\nstart_timeout = 1\n'
+    )
+    return str(config)
+
+
+def test_absent_node_is_one_line(cli, toy_env, tmp_path):
+    api = f"http://127.0.0.1:{free_port()}"
+    result = cli("dei-run", "--config", _toy_config(tmp_path, api), "--out",
+                 str(tmp_path / "run"), "--progress", "quiet", env=toy_env,
+                 check=False)  # fmt: skip
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"no AXL node answers at {api}" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+class _NotAxl(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self.send_response(404)
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_another_server_on_the_port_is_named(cli, toy_env, tmp_path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotAxl)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        api = f"http://127.0.0.1:{server.server_address[1]}"
+        result = cli("dei-run", "--config", _toy_config(tmp_path, api), "--out",
+                     str(tmp_path / "run"), "--progress", "quiet", env=toy_env,
+                     check=False)  # fmt: skip
+    finally:
+        server.shutdown()
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "is not a working AXL node API: GET /topology answered HTTP 404" in lines[0]
+
+
+def test_public_peers_are_refused_in_generated_configs(tmp_path):
+    with pytest.raises(TransportError, match="not a loopback"):
+        loopback_config(key_path=tmp_path / "k.pem", listen_port=1, api_port=2,
+                        peers=["tls://203.0.113.10:9001"])  # fmt: skip
+    config = loopback_config(key_path=tmp_path / "k.pem", listen_port=1, api_port=2,
+                             peers=["tls://127.0.0.1:9001"])  # fmt: skip
+    assert config["Listen"] == ["tls://127.0.0.1:1"] and config["bridge_addr"] == "127.0.0.1"
+
+
+async def _crash_and_restart(a: AxlNodeProcess, b: AxlNodeProcess) -> None:
+    options = {"heartbeat": 0.2, "prune_backoff": 10}
+    ra = make_axl(["a"], dict(options, axl_api=a.api))[0]
+    rb = make_axl(["b"], dict(options, axl_api=b.api))[0]
+    await ra.start()
+    await rb.start()
+    loop = asyncio.get_running_loop()
+    try:
+        await ra.publish(b"before the crash")
+        b.kill()  # SIGKILL: b's AXL node is gone, its router keeps polling
+        await asyncio.sleep(1.0)
+        await ra.publish(b"while b's node is down")
+        assert rb.link.counters["recv_errors"] > 0
+        await asyncio.to_thread(b.start)  # same key, same ports
+        await asyncio.to_thread(b.wait_ready, 1)
+        got: set[bytes] = set()
+        deadline = loop.time() + 60
+        wanted = {b"before the crash", b"while b's node is down", b"after the restart"}
+        published_after = False
+        while loop.time() < deadline and got != wanted:
+            if not published_after and rb.link._failing is False:
+                await ra.publish(b"after the restart")
+                published_after = True
+            got |= {d.payload for d in rb.drain()}
+            await asyncio.sleep(0.1)
+        assert got == wanted
+    finally:
+        await ra.close()
+        await rb.close()
+
+
+@pytest.mark.axl
+def test_crashed_axl_node_is_reported_and_caught_up(axl_cluster, caplog):
+    a, b = axl_cluster(2)
+    with caplog.at_level(logging.WARNING, logger="dei_transports.axl"):
+        asyncio.run(asyncio.wait_for(_crash_and_restart(a, b), 150))
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(f"AXL node at {b.api} stopped answering" in m for m in messages), messages
+    assert any(f"AXL node at {b.api} answers again" in m for m in messages), messages
