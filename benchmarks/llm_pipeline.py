@@ -22,7 +22,9 @@ Usage::
                                       [--fast-s 0.5] [--slow-s 5] [--repeats 3]
 
 Run it against another checkout (e.g. the code before the pipelined loop) by putting that
-checkout first on ``PYTHONPATH``. Prints one JSON object.
+checkout's packages first on ``PYTHONPATH`` (``dei_framework`` and the plugin packages
+``dei_llm``, ``dei_coreware``, ``dei_transports``, i.e. ``plugins/llm`` ...). Prints one JSON
+object.
 """
 
 from __future__ import annotations
@@ -225,6 +227,7 @@ def main() -> None:
     args = parser.parse_args()
 
     registry = load_plugins(extra=[toy_domain])
+    coreware = coreware_job_bytes(registry, champions=20)
     runs = [measure(args, registry, repeat) for repeat in range(args.repeats)]
     ratios = [r["throughput_ratio"] for r in runs]
     mean = statistics.fmean(ratios)
@@ -238,7 +241,7 @@ def main() -> None:
         "n": len(runs), "throughput_ratio": round(mean, 4),
         "throughput_ratio_sd": round(statistics.stdev(ratios), 4) if len(ratios) > 1 else None,
         "throughput_ratio_ci95": [round(mean - half, 4), round(mean + half, 4)] if half else None,
-        "runs": runs, "coreware_job_bytes": coreware_job_bytes(registry, champions=20),
+        "runs": runs, "coreware_job_bytes": coreware,
     }))  # fmt: skip
 
 
