@@ -1,12 +1,16 @@
 """Benchmark: `dei watch` on a large run directory — page load and refresh times.
 
 Writes a synthetic run directory shaped like a real one (``config.json``, ``checkpoint.json``,
-``events.jsonl`` with warm-start, operator, peer, received and round events in the order the
-search loop writes them) with ``--events`` events (default 200 000), serves it with the real
-watch server on loopback, and measures over HTTP:
+``events.jsonl`` with warm-start, operator, peer, received and round events in the order and
+field layout the search loop writes them) with ``--events`` events (default 200 000), reads
+it, serves it with the real watch server on loopback, and measures:
 
-- ``catch_up_s``: from a cold server until the state has read every event (the page shows
-  progress meanwhile; no request reads for longer than the server's per-request budget);
+- ``cold_read_s`` / ``cold_read_cpu_s``: reading the whole directory into its first complete
+  state in one go (``WatchedRun(DIR).state(seconds=None)``, a fresh reader each repeat), wall
+  and CPU time (``time.process_time``, which a loaded machine inflates less than wall time);
+- ``catch_up_s`` / ``catch_up_cpu_s``: from a cold server until ``/api/state`` has read every
+  event (the page shows progress meanwhile; no request reads for longer than the server's
+  per-request budget), with ``first_request_complete`` saying whether the first request did;
 - ``page_load_s``: what a browser fetches to show the page — ``/``, the script, the style,
   ``/api/runs`` and a full ``/api/state`` — once the server has caught up;
 - ``refresh_s``: one poll after ``--append`` new events were written (the page's next update);
@@ -32,6 +36,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from dei_framework.watch.run import WatchedRun
 from dei_framework.watch.server import WatchServer
 
 WARM, PEERS = 5, 3
@@ -56,6 +61,7 @@ class Writer:
             "event": "evaluated", "id": elite_id, "node": node, "round": self.round[node],
             "operator": operator, "kind": kind,
             "parent": None if kind != "mutate" else f"{node}-r{self.round[node]}-s0",
+            "slot": self.seq[node] % 4,
         }  # fmt: skip
         if kind == "mutate" and rng.random() < 0.05:
             event.update(status="invalid", error=f"line {rng.randint(1, 40)}: unknown opcode "
@@ -68,8 +74,9 @@ class Writer:
                 "not_added"  # fmt: skip
             if status != "not_added":
                 archive[cell] = fitness
-            event.update(status=status, fitness=fitness, cell=list(cell),
-                         descriptor={"tsp": cell[0] * 100.5, "mc": cell[1] * 10.5})
+            event.update(status=status, fitness=fitness,
+                         descriptor={"tsp": cell[0] * 100.5, "mc": cell[1] * 10.5},
+                         cell=list(cell))  # fmt: skip
         event["timings"] = {"eval_s": 0.05, "call_s": 0.8}
         return event
 
@@ -182,12 +189,18 @@ def main() -> None:
         writer = make_run(directory, events=args.events, nodes=args.nodes, shape=shape,
                           calls_per_round=args.calls_per_round)  # fmt: skip
         generated_s = time.perf_counter() - started
+        cold, cold_cpu = [], []
+        for _ in range(args.repeats):
+            t0, c0 = time.perf_counter(), time.process_time()
+            assert WatchedRun(directory).state(seconds=None)["run"]["events"] == writer.written
+            cold.append(time.perf_counter() - t0)
+            cold_cpu.append(time.process_time() - c0)
         server = WatchServer(directory, port=0).start()
         try:
             base = server.url
             state_url = base + "api/state"
             requests, slowest = 0, 0.0
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             while True:
                 t0 = time.perf_counter()
                 state = json.loads(fetch(state_url))
@@ -196,6 +209,7 @@ def main() -> None:
                 if not state["run"]["behind_bytes"]:
                     break
             catch_up = time.perf_counter() - started
+            catch_up_cpu = time.process_time() - started_cpu
             assert state["run"]["events"] == writer.written, "not every event was read"
 
             def page_load() -> None:
@@ -226,7 +240,9 @@ def main() -> None:
     print(json.dumps({
         "events": args.events, "events_mb": round(size / 2**20, 1), "nodes": args.nodes,
         "grid": list(shape), "generated_s": round(generated_s, 2),
-        "catch_up_s": round(catch_up, 3), "catch_up_requests": requests,
+        "cold_read_s": stats(cold), "cold_read_cpu_s": stats(cold_cpu),
+        "catch_up_s": round(catch_up, 3), "catch_up_cpu_s": round(catch_up_cpu, 3),
+        "catch_up_requests": requests, "first_request_complete": requests == 1,
         "slowest_request_s": round(slowest, 3),
         "page_load_s": stats(loads), "refresh_s": stats(refreshes),
         "refresh_events": args.append, "unchanged_poll_s": stats(unchanged),

@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from dei_framework.watch.lines import Evaluated, events
 from dei_framework.watch.state import MAX_CAUSES, NodeState, RunState
 from dei_framework.watch.tail import JsonlTail, Rewound
 
@@ -141,9 +142,9 @@ class WatchedRun:
         changed |= self.summary.poll()
         try:
             for source in list(self._sources.values()):
-                while events := source.tail.read(None if deadline is None else CHUNK_BYTES):
+                while text := source.tail.read_text(None if deadline is None else CHUNK_BYTES):
                     changed = True
-                    self._apply(events)
+                    self._apply(text)
                     if deadline is not None and time.monotonic() >= deadline:
                         break
                 if deadline is not None and time.monotonic() >= deadline:
@@ -172,17 +173,19 @@ class WatchedRun:
                 )  # fmt: skip
         return len(self._sources) > known
 
-    def _apply(self, events: list[dict[str, Any]]) -> None:
-        if not self._dedup:
-            self.model.apply_all(events)
-            return
-        for event in events:
-            key = _identity(event)
-            if key is not None:
-                if key in self._seen:
-                    continue
-                self._seen.add(key)
-            self.model.apply(event)
+    def _apply(self, text: str) -> None:
+        model, seen = self.model, self._seen
+        for event in events(text):
+            if self._dedup:
+                key = _identity(event)
+                if key is not None:
+                    if key in seen:
+                        continue
+                    seen.add(key)
+            if isinstance(event, Evaluated):
+                model.evaluated(event)
+            else:
+                model.apply(event)
 
     def _index_checkpoint(self) -> None:
         texts: dict[str, str] = {}
@@ -511,8 +514,10 @@ class WatchedRun:
         return None
 
 
-def _identity(event: Mapping[str, Any]) -> tuple[Any, ...] | None:
+def _identity(event: Evaluated | Mapping[str, Any]) -> tuple[Any, ...] | None:
     """What makes an event the same event in two files (``None``: never deduplicated)."""
+    if isinstance(event, Evaluated):
+        return ("evaluated", event.node, event.id) if event.id else None
     kind = event.get("event")
     if kind == "evaluated" and event.get("id"):
         return ("evaluated", event.get("node"), event["id"])

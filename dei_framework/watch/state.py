@@ -14,12 +14,15 @@ memory is bounded by the grid, the rounds and the curves' resolution, not by the
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
+
+from dei_framework.watch.lines import Evaluated
 
 #: Points kept per curve; older points are thinned (every other one dropped) beyond this.
 CURVE_POINTS = 400
@@ -68,9 +71,12 @@ class Cell:
     round: int
     operator: str
     kind: str
-    descriptor: Mapping[str, float]
+    #: A mapping, or its JSON text as read from the event line (parsed when first shown).
+    descriptor: Mapping[str, float] | str
 
     def to_json(self, cell: tuple[int, ...]) -> dict[str, Any]:
+        if isinstance(self.descriptor, str):
+            self.descriptor = json.loads(self.descriptor)
         return {"cell": list(cell), "fitness": self.fitness, "id": self.id, "node": self.node,
                 "round": self.round, "operator": self.operator, "kind": self.kind,
                 "descriptor": dict(self.descriptor)}  # fmt: skip
@@ -209,22 +215,29 @@ class RunState:
 
     def apply(self, event: Mapping[str, Any]) -> None:
         """Takes one event (any kind; unknown kinds are only counted)."""
-        self.events += 1
         kind = event.get("event")
+        name = event.get("node")
+        if kind == "evaluated" and isinstance(name, str):
+            get = event.get
+            fitness = get("fitness")
+            self.evaluated(Evaluated(
+                name, get("round"), _text(get("kind")), _text(get("status")),
+                float(fitness) if isinstance(fitness, (int, float))
+                and not isinstance(fitness, bool) else None,
+                _cell(get("cell")), str(get("id") or ""), str(get("operator") or ""),
+                get("descriptor") or {}, get("error"),
+            ))  # fmt: skip
+            return
+        self.events += 1
         if type(kind) is not str:
             kind = _text(kind)
         kinds = self.kinds
         kinds[kind] = kinds.get(kind, 0) + 1
-        name = event.get("node")
         if not isinstance(name, str):
             return
         node = self.node(name)
-        round_index = event.get("round")
-        if kind == "evaluated":
-            self._enter_round(node, round_index)
-            self._evaluated(node, event)
-        elif kind == "received":
-            self._enter_round(node, round_index)
+        if kind == "received":
+            self._enter_round(node, event.get("round"))
             self._received(node, event)
         elif kind == "round":
             self._round(node, event)
@@ -251,44 +264,48 @@ class RunState:
                 if held is None or elite.fitness > held.fitness:
                     self.merged.put(cell, elite)
 
-    def _evaluated(self, node: NodeState, event: Mapping[str, Any]) -> None:
-        # The hot path (nearly every event): plain dict operations only.
-        get = event.get
-        kind, status = get("kind"), get("status")
-        if type(kind) is not str or type(status) is not str:
-            kind, status = _text(kind), _text(status)
+    def evaluated(self, event: Evaluated) -> None:
+        """Takes one ``evaluated`` event given as its fields (nearly every event is one).
+
+        Work per event is a few dict operations; nothing is copied or recomputed per event
+        except at a round change.
+        """
+        self.events += 1
+        kinds = self.kinds
+        kinds["evaluated"] = kinds.get("evaluated", 0) + 1
+        node = self.nodes.get(event.node) or self.node(event.node)
+        self._enter_round(node, event.round)
+        kind, status = event.kind, event.status
         statuses = node.statuses
         statuses[status] = statuses.get(status, 0) + 1
-        current = get("round") == node.round
+        current = event.round == node.round
         if kind not in NOT_CALLS:
             node.calls += 1
             self.calls += 1
             node.round_calls += current
-            if node.operator is None and get("operator"):
-                node.operator = str(get("operator"))
+            if node.operator is None and event.operator:
+                node.operator = event.operator
             if status == "invalid":
                 node.invalid += 1
         if status == "invalid":
-            cause = error_cause(get("error"))
+            cause = error_cause(event.error)
             node.causes[cause] = node.causes.get(cause, 0) + 1
-            node.examples.setdefault(cause, str(get("error") or "")[:300])
+            node.examples.setdefault(cause, str(event.error or "")[:300])
         if kind == "peer":
-            self._landed(node, event, status, _cell(get("cell")))
-        if status in ADMITTED and current:
+            self._landed(node, event)
+        if status in ADMITTED and current and event.cell is not None \
+                and event.fitness is not None:  # fmt: skip
             self._admit(node, event)
         archive, merged = node.archive, self.merged
         node.curve.add(node.calls, len(archive.cells), archive.fitness_sum)
         self.merged_curve.add(self.calls, len(merged.cells), merged.fitness_sum)
 
-    def _admit(self, node: NodeState, event: Mapping[str, Any]) -> None:
-        cell, fitness = _cell(event.get("cell")), event.get("fitness")
-        if cell is None or not isinstance(fitness, (int, float)) or isinstance(fitness, bool):
-            return
+    def _admit(self, node: NodeState, event: Evaluated) -> None:
+        cell = event.cell
         self._note_extent(cell)
         elite = Cell(
-            id=str(event.get("id") or ""), fitness=float(fitness), node=node.name,
-            round=node.round, operator=str(event.get("operator") or ""),
-            kind=str(event.get("kind") or ""), descriptor=event.get("descriptor") or {},
+            id=event.id, fitness=event.fitness, node=node.name, round=node.round,
+            operator=event.operator, kind=event.kind, descriptor=event.descriptor,
         )  # fmt: skip
         node.archive.put(cell, elite)
         if node.best_ever is None or elite.fitness > node.best_ever:
@@ -308,28 +325,25 @@ class RunState:
         self.transfers.append(transfer)
         self._pending.setdefault((node.name, node.round), []).append(transfer)
 
-    def _landed(
-        self, node: NodeState, event: Mapping[str, Any], status: str, cell: tuple[int, ...] | None
-    ) -> None:
+    def _landed(self, node: NodeState, event: Evaluated) -> None:
         """Matches a re-evaluated peer champion to its ``received`` event (by sender, in order)."""
-        operator = str(event.get("operator") or "")
+        operator = event.operator
         sender = operator.split(":", 1)[1] if operator.startswith("peer:") else None
         queue = self._pending.get((node.name, node.round), [])
         transfer = next((t for t in queue if sender is None or t.sender == sender), None)
         if transfer is None:
             return
         queue.remove(transfer)
-        transfer.id = str(event.get("id") or "") or None
+        transfer.id = event.id or None
         if transfer.id is not None and transfer.program is not None:
             self.texts[transfer.id] = transfer.program
-        transfer.cell = cell
-        fitness = event.get("fitness")
-        transfer.fitness = float(fitness) if isinstance(fitness, (int, float)) else None
-        if status == "invalid" or cell is None:
+        transfer.cell = cell = event.cell
+        transfer.fitness = event.fitness
+        if event.status == "invalid" or cell is None:
             transfer.status = "invalid"
-            transfer.error = str(event.get("error") or "") or None
+            transfer.error = str(event.error or "") or None
         else:
-            transfer.status = "filled" if status in ADMITTED else "taken"
+            transfer.status = "filled" if event.status in ADMITTED else "taken"
             transfer.novel = cell not in node.previous_cells
 
     def _round(self, node: NodeState, event: Mapping[str, Any]) -> None:

@@ -53,6 +53,17 @@ class JsonlTail:
         """The objects of the complete lines appended since the last read.
 
         Args:
+            max_bytes: As for :meth:`read_text`.
+
+        Raises:
+            Rewound: As for :meth:`read_text`.
+        """
+        return parse_lines(self.read_text(max_bytes))
+
+    def read_text(self, max_bytes: int | None = None) -> str:
+        """The complete lines appended since the last read, as text (``""`` if none).
+
+        Args:
             max_bytes: Read at most about this many bytes (whole lines; at least one line), so
                 a caller can bound the work of one call on a large file.
 
@@ -66,14 +77,14 @@ class JsonlTail:
             if self.offset:
                 self._reset()
                 raise Rewound(f"{self.path} disappeared") from None
-            return []
+            return ""
         with handle:
             self.size = os.fstat(handle.fileno()).st_size
             if self.size < self.offset or not self._guard_holds(handle):
                 self._reset()
                 raise Rewound(f"{self.path} was rewritten")
             if self.size == self.offset:
-                return []
+                return ""
             handle.seek(self.offset)
             want = self.size - self.offset
             data = handle.read(want if max_bytes is None else min(want, max_bytes))
@@ -86,12 +97,13 @@ class JsonlTail:
                 data += more
                 end = data.rfind(b"\n")
         if end < 0:
-            return []  # only a partial line so far
+            return ""  # only a partial line so far
         complete = data[: end + 1]
         self.offset += len(complete)
         self._guard = complete[-_GUARD:] if len(complete) >= _GUARD else (
             self._guard + complete)[-_GUARD:]  # fmt: skip
-        return parse_lines(complete)
+        # Decoded once for all its lines (it ends at a line boundary, never inside a character).
+        return complete.decode("utf-8", "replace")
 
     def _guard_holds(self, handle: Any) -> bool:
         if not self._guard:
@@ -104,12 +116,12 @@ class JsonlTail:
         self._guard = b""
 
 
-def parse_lines(data: bytes) -> list[dict[str, Any]]:
-    """The JSON objects of newline-separated ``data``; lines that are not objects are skipped."""
+def parse_lines(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of newline-separated ``text``; lines that are not objects are skipped."""
     objects = []
     loads = json.loads
-    # Decoded once (not per line); split on "\n" only, as the writer separates lines.
-    for line in data.decode("utf-8", "replace").split("\n"):
+    # Split on "\n" only, as the writer separates lines.
+    for line in text.split("\n"):
         if not line or line.isspace():
             continue
         try:
