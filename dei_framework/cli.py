@@ -259,6 +259,7 @@ def dei_run(**flags: Any) -> None:
 
 def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
     from dei_framework.ensemble import Ensemble
+    from dei_framework.launcher import local_network
     from dei_framework.progress import make_progress
     from dei_framework.runlog import RunDir
 
@@ -283,24 +284,31 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         if (out / "config.json").exists():
             raise ConfigError(f"{out} already holds a run; use --resume {out} or another --out")
     watching = watch_in_background(out) if flags.get("watch") else None
-    progress = make_progress(flags.get("progress") or "auto", config)
-    hint = (f"interrupted; the replay in {out} is incomplete (run it again)" if replay_dir
-            else f"interrupted; continue with: dei-run --resume {_shell_path(out)}")
-    ensemble = Ensemble(config, RunDir(out), registry=plugins, resume=bool(resume_dir),
-                        replay_from=RunDir(replay_dir) if replay_dir else None,
-                        progress=progress.update,
-                        reask_mismatched=bool(flags.get("reask_mismatched")))  # fmt: skip
-    interrupts.last_words, interrupts.ensemble = hint, ensemble
-    try:
-        with progress:
-            summary = ensemble.run()
-    except KeyboardInterrupt:
-        _say(hint if ensemble.started else "interrupted before the run started; nothing written")
-        sys.exit(EXIT_INTERRUPTED)
-    except DEIError as exc:
-        if not ensemble.started:
-            raise
-        fail(f"{exc} (the partial run is in {out})")
+    network = None if replay_dir else local_network(config, plugins, out)
+    if network is not None:
+        # A transport that runs one node per process (AXL): one `dei node` process per node.
+        summary = _launch(config, out, network, plugins, flags, interrupts,
+                          resume=bool(resume_dir))  # fmt: skip
+    else:
+        progress = make_progress(flags.get("progress") or "auto", config)
+        hint = (f"interrupted; the replay in {out} is incomplete (run it again)" if replay_dir
+                else f"interrupted; continue with: dei-run --resume {_shell_path(out)}")
+        ensemble = Ensemble(config, RunDir(out), registry=plugins, resume=bool(resume_dir),
+                            replay_from=RunDir(replay_dir) if replay_dir else None,
+                            progress=progress.update,
+                            reask_mismatched=bool(flags.get("reask_mismatched")))  # fmt: skip
+        interrupts.last_words, interrupts.ensemble = hint, ensemble
+        try:
+            with progress:
+                summary = ensemble.run()
+        except KeyboardInterrupt:
+            _say(hint if ensemble.started else
+                 "interrupted before the run started; nothing written")  # fmt: skip
+            sys.exit(EXIT_INTERRUPTED)
+        except DEIError as exc:
+            if not ensemble.started:
+                raise
+            fail(f"{exc} (the partial run is in {out})")
     stopped = {name: node["stopped"] for name, node in summary["nodes"].items()
                if node.get("stopped")}  # fmt: skip
     budget = summary["budget"]
@@ -308,6 +316,13 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         causes = sorted(set(stopped.values())) or ["no operator call succeeded"]
         fail(f"no operator call completed: {'; '.join(causes)} (the record of the run is "
              f"in {out})")  # fmt: skip
+    # A node that reached a cap the user set (money, tokens, attempts, its share on the
+    # tokens/cost axis) ended as asked: said on stderr, but not an incomplete run.
+    capped = {name: reason for name, reason in stopped.items()
+              if budget["nodes"].get(name, {}).get("exhausted")}  # fmt: skip
+    for name, reason in capped.items():
+        click.echo(f"node {name} ended at its cap: {reason}", err=True)
+    stopped = {name: reason for name, reason in stopped.items() if name not in capped}
     for name, reason in stopped.items():
         click.echo(f"warning: node {name} stopped early: {reason}", err=True)
     for name in summary["budget"].get("unpriced_nodes", []):
@@ -342,6 +357,30 @@ def _shell_path(path: Path) -> str:
     import shlex
 
     return shlex.quote(str(path.resolve()))
+
+
+def _launch(config: RunConfig, out: Path, network: Any, plugins: PluginRegistry,
+            flags: dict[str, Any], interrupts: Interrupts, *, resume: bool) -> dict[str, Any]:
+    """Runs every node as a `dei node` process over the transport's local network."""
+    from dei_framework.launcher import Launcher
+
+    quiet = flags.get("progress") in ("quiet", "json")
+    child_args = ("--eval-workers", str(config.eval_workers)) \
+        if config.eval_workers is not None and not resume else ()  # fmt: skip
+    launcher = Launcher(config=config, run_dir=out, network=network, registry=plugins,
+                        resume=resume, child_args=child_args,
+                        echo=None if quiet else _say)  # fmt: skip
+    hint = f"interrupted; continue with: dei-run --resume {_shell_path(out)}"
+    interrupts.last_words, interrupts.ensemble = hint, launcher
+    try:
+        summary = launcher.run()
+    except KeyboardInterrupt:
+        _say(hint)
+        sys.exit(EXIT_INTERRUPTED)
+    for name, cause in launcher.failed.items():
+        click.echo(f"error: node {name} failed ({cause}); continue it with: "
+                   f"dei-run --resume {_shell_path(out)}", err=True)  # fmt: skip
+    return summary
 
 
 def write_report(run_dir: Path) -> Path | None:
@@ -510,6 +549,136 @@ def _pm(stats: Mapping[str, Any], spec: str) -> str:
     if stats.get("std") is not None:
         text += " ± " + format(stats["std"], spec)
     return text
+
+
+@dei.command("node", cls=RunCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="The shared run configuration: a TOML file naming every node ([[node]] "
+                   "tables with name = ...), or a run directory's config.json.")
+@click.option("--name", required=True, help="The node of the configuration this process runs.")
+@click.option("--out", type=click.Path(file_okay=False),
+              help="The run directory; this node writes processes/<name>/ in it.")
+@click.option("--resume", type=click.Path(file_okay=False, exists=True),
+              help="Continue this node in the run directory DIR from its last checkpoint.")
+@click.option("--transport-option", "transport_option", multiple=True, metavar="KEY=VALUE",
+              help="A transport option, repeatable (overrides the configuration's).")
+@click.option("--eval-workers", type=int,
+              help="Evaluation worker processes (default: the configuration's).")
+@click.option("--progress", type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
+              default="auto", show_default=True, help="As for dei-run.")
+@user_errors
+def node_command(**flags: Any) -> None:
+    """Run one node of a shared run in this process (one process per node, e.g. over AXL).
+
+    Every node of the run is started with the same configuration and its own --name; on one
+    machine `dei-run --transport axl` starts them all (and their AXL nodes) for you.
+    """
+    from dei_framework.config import _key_values
+    from dei_framework.ensemble import Ensemble
+    from dei_framework.progress import make_progress
+    from dei_framework.runlog import RunDir, write_json_atomic
+
+    plugins = registry()
+    name = flags["name"]
+    if flags.get("resume"):
+        if flags.get("config_file") or flags.get("out"):
+            raise ConfigError("--resume DIR takes the configuration recorded in DIR; "
+                              "drop --config and --out")  # fmt: skip
+        out = Path(flags["resume"])
+        node_dir = RunDir(out).process_path(name)
+        if not (node_dir / "config.json").exists():
+            raise ConfigError(f"{node_dir} holds no run of node {name!r} to resume")
+        config = RunConfig.from_json(RunDir(node_dir).read_config())
+    else:
+        if not flags.get("config_file"):
+            raise ConfigError("give the shared run configuration with --config (or --resume)")
+        path = Path(flags["config_file"])
+        if path.suffix == ".json":
+            try:
+                config = RunConfig.from_json(json.loads(path.read_text()))
+            except (OSError, ValueError, TypeError, KeyError) as exc:
+                raise ConfigError(f"{path} is not a run configuration: {exc}") from None
+        else:
+            config = resolve_config({"config_file": str(path)}, plugins)
+        out = Path(flags["out"]) if flags.get("out") else default_out(config.domain)
+        node_dir = RunDir(out).process_path(name)
+        if (node_dir / "config.json").exists():
+            raise ConfigError(f"{node_dir} already holds node {name!r}; use "
+                              f"dei node --resume {out} --name {name}")  # fmt: skip
+    tables = {"transport_options": dict(config.transport_options),
+              "domain_options": dict(config.domain_options),
+              "sharing_options": dict(config.sharing_options),
+              "operator_options": {}}  # fmt: skip
+    for option, entry in plugins.run_options.items():
+        entry.spec.apply(flags.get(option), tables)
+    tables["transport_options"].update(
+        _key_values(flags.get("transport_option") or (), "--transport-option"))
+    config = attrs.evolve(config, transport_options=tables["transport_options"],
+                          domain_options=tables["domain_options"],
+                          sharing_options=tables["sharing_options"],
+                          nodes=tuple(attrs.evolve(node, options={**node.options,
+                                                                  **tables["operator_options"]})
+                                      for node in config.nodes))  # fmt: skip
+    if flags.get("eval_workers") is not None:
+        config = attrs.evolve(config, eval_workers=flags["eval_workers"])
+    if name not in config.node_names:
+        raise ConfigError(f"node {name!r} is not in the run's nodes "
+                          f"({', '.join(config.node_names)})")  # fmt: skip
+    spec = plugins.transport(config.transport)
+    if spec.local_network is None and config.sharing != "none":
+        raise ConfigError(f"transport {config.transport!r} connects only nodes of one process; "
+                          "a node in its own process needs a networked one (--transport axl)")
+    if not (out / "config.json").exists():
+        write_json_atomic(out / "config.json", config.to_json())
+    progress = make_progress(flags.get("progress") or "auto", config)
+    hint = f"interrupted; continue with: dei node --resume {_shell_path(out)} --name {name}"
+    with Interrupts() as interrupts:
+        ensemble = Ensemble(config, RunDir(node_dir), registry=plugins,
+                            resume=bool(flags.get("resume")), progress=progress.update,
+                            local=name)  # fmt: skip
+        interrupts.last_words, interrupts.ensemble = hint, ensemble
+        try:
+            with progress:
+                summary = ensemble.run()
+        except KeyboardInterrupt:
+            _say(hint)
+            sys.exit(EXIT_INTERRUPTED)
+    node = summary["nodes"][name]
+    if node.get("stopped"):
+        click.echo(f"warning: node {name} stopped early: {node['stopped']}", err=True)
+    click.echo(f"done: node {name} (pid {node['pid']}), {node['calls']}/{node['quota']} calls, "
+               f"{node['sharing'].get('accepted', 0)} champions received")
+    click.echo(f"summary: {node_dir / 'summary.json'}")
+
+
+@dei.command("merge", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--no-report", is_flag=True, help="Do not write report.md and plots.")
+@user_errors
+def merge_command(run_dir: Path, no_report: bool) -> None:
+    """Merge the node processes of a run (RUN_DIR/processes/<node>/) into one summary and report.
+
+    `dei-run --transport axl` does this itself; after a run over several machines, copy each
+    machine's processes/<node>/ into one directory (with the shared config.json) and merge.
+    """
+    from dei_framework.ensemble import Ensemble
+    from dei_framework.runlog import RunDir
+
+    directory = RunDir(run_dir)
+    config = RunConfig.from_json(directory.read_config())
+    missing = [n for n in config.node_names if not directory.process_path(n).is_dir()]
+    if len(missing) == len(config.node_names):
+        raise ConfigError(f"{run_dir} has no node process directories (processes/<node>/)")
+    if missing:
+        click.echo(f"warning: no process directory for {', '.join(missing)}", err=True)
+    summary = Ensemble(config, directory, registry=registry()).merge_processes()
+    report = None if no_report else write_report(run_dir)
+    budget = summary["budget"]
+    click.echo(f"merged: {len(summary['nodes'])} nodes, {budget['calls']}/{budget['limit']} "
+               f"calls, merged coverage {summary['merged'].get('coverage', 0):.1%}")
+    click.echo(f"summary: {run_dir / 'summary.json'}")
+    if report:
+        click.echo(f"report: {report}")
 
 
 @dei.command("watch", context_settings={"help_option_names": ["-h", "--help"]})

@@ -12,10 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import shutil
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.budget import BudgetLedger, NodeUsage
@@ -28,7 +32,7 @@ from dei_framework.common import (
     raw_entries,
     reference_record,
 )
-from dei_framework.config import RunConfig
+from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
 from dei_framework.envelope import NodeIdentity
@@ -82,8 +86,11 @@ class Ensemble:
         resume: Continue the run recorded in ``run_dir`` from its last checkpoint.
         replay_from: Rerun the run recorded there with its recorded replies and receptions
             (no operator is called, no transport is used).
-                        progress=progress, reask_mismatched=reask_mismatched)  # fmt: skip
-    return ensemble.run()
+        reask_mismatched: With ``replay_from``: ask the real operator for calls that do not
+            match the record instead of stopping at the first.
+        progress: Called with ``(kind, data)`` for live display (``evaluated``, ``round``).
+        local: Run only this node of the configuration (one process per node, ``dei node``);
+            ``None`` runs them all.
     """
 
     def __init__(
@@ -95,9 +102,16 @@ class Ensemble:
         resume: bool = False,
         replay_from: RunDir | None = None,
         progress: Progress | None = None,
+        local: str | None = None,
         reask_mismatched: bool = False,
     ) -> None:
+        if local is not None and local not in config.node_names:
+            raise ConfigError(
+                f"node {local!r} is not in the run's nodes ({', '.join(config.node_names)}); "
+                "a shared configuration names every node ([[node]] tables with name = ...)"
+            )
         self.config = config
+        self.local = local
         self.reask_mismatched = reask_mismatched
         self.run_dir = run_dir
         self.registry = registry or load_plugins()
@@ -119,31 +133,44 @@ class Ensemble:
 
     # --- construction ---------------------------------------------------------------------------
 
-    def _build(self) -> None:
+    @property
+    def local_nodes(self) -> list[NodeConfig]:
+        """The nodes this process runs."""
+        return [node for node in self.config.nodes if self.local in (None, node.name)]
+
+    def _build_domain(self) -> None:
         config, registry = self.config, self.registry
         self.domain = _build_plugin(
             registry.domains, config.domain, registry.domain(config.domain).factory,
             dict(config.domain_options),
         )  # fmt: skip
         self.space = build_space(self.domain, config.axes, registry)
+
+    def _build(self) -> None:
+        config, registry = self.config, self.registry
+        self._build_domain()
+        local_nodes = self.local_nodes
         if config.common_ground:
             self.reference = build_reference(self.domain)
         spaces = {node.name: build_space(self.domain, node.axes or self.space.names, registry)
-                  for node in config.nodes}  # fmt: skip
+                  for node in local_nodes}  # fmt: skip
         policies = {
             node.name: _build_plugin(
                 registry.sharing, node.sharing or config.sharing,
                 registry.sharing_policy(node.sharing or config.sharing).factory,
                 dict(config.sharing_options),
             )
-            for node in config.nodes
+            for node in local_nodes
         }  # fmt: skip
-        self.policy = policies[config.nodes[0].name]
+        self.policy = policies[local_nodes[0].name]
+        quotas, caps = config.node_quotas(), config.node_caps()
         self.ledger = BudgetLedger(
-            quotas=config.node_quotas(),
-            models={node.name: node.operator for node in config.nodes},
-            caps=config.node_caps(), attempts_per_call=config.max_attempts_per_call,
-            axis=config.compute_axis, limit=config.compute_limit(),
+            quotas={node.name: quotas[node.name] for node in local_nodes},
+            models={node.name: node.operator for node in local_nodes},
+            caps={node.name: caps[node.name] for node in local_nodes},
+            attempts_per_call=config.max_attempts_per_call, axis=config.compute_axis,
+            # One node of a run (one process per node) is limited by its own share.
+            limit=config.compute_limit() if self.local is None else None,
         )  # fmt: skip
         offered = {spec.name for spec in self.domain.descriptor_axes()} | set(registry.axes)
         self.evaluator = Evaluator(self.domain, workers=config.eval_workers,
@@ -178,7 +205,7 @@ class Ensemble:
             lags = {name: state["lag"] for name, state in recorded["nodes"].items()}
 
         operators = {}
-        for node in config.nodes:
+        for node in local_nodes:
             spec = registry.operator(node.operator)
             if spec.domains and config.domain not in spec.domains:
                 raise ConfigError(
@@ -201,21 +228,22 @@ class Ensemble:
                                    f"the record in {self.replay_from.path}")  # fmt: skip
         else:
             on_mismatch, source = "ask", "the calls made before the interruption"
-        transports: list = [None] * len(config.nodes)
+        transports: list = [None] * len(local_nodes)
         if self.replay_from is None and any(policy.shares for policy in policies.values()):
             transport_spec = registry.transport(config.transport)
             transports = list(
                 _build_plugin(registry.transports, config.transport, transport_spec.factory,
-                              config.node_names, _transport_options(config))  # fmt: skip
+                              [node.name for node in local_nodes],
+                              _transport_options(config))  # fmt: skip
             )
-            if len(transports) != len(config.nodes):
+            if len(transports) != len(local_nodes):
                 raise ConfigError(
                     f"transport {config.transport!r} gave {len(transports)} endpoints for "
-                    f"{len(config.nodes)} nodes"
+                    f"{len(local_nodes)} nodes"
                 )
         self.nodes: list[Node] = []
         self.drivers: dict[str, SearchDriver] = {}
-        for node_config, transport in zip(config.nodes, transports, strict=True):
+        for node_config, transport in zip(local_nodes, transports, strict=True):
             name = node_config.name
             emitter_name = node_config.emitter or config.emitter
             archive_name = node_config.archive or config.archive
@@ -326,7 +354,9 @@ class Ensemble:
             DEIError: a configuration problem (unknown plugin name, bad option, ...).
             KeyboardInterrupt: the run was stopped; its checkpoint is written.
         """
-        fresh = not self.resume and not self.run_dir.config_path.exists()
+        # A node process's directory holds the key its launcher made for it: never discarded.
+        fresh = (not self.resume and not self.run_dir.config_path.exists()
+                 and self.local is None)  # fmt: skip
         try:
             try:
                 return asyncio.run(self.run_async())
@@ -442,6 +472,75 @@ class Ensemble:
             for name, operator in self.operators.items():
                 self.progress("status", {"node": name, "operator_status": operator.status()})
 
+    # --- one process per node -------------------------------------------------------------------
+
+    def merge_processes(self, extra: Mapping[str, Mapping[str, Any]] | None = None
+                        ) -> dict[str, Any]:
+        """Joins the node processes' directories (``processes/<node>/``) into this run directory.
+
+        Events and calls are concatenated node by node and round files copied; the summary is
+        computed as an in-memory run's is, from each process's summary, or, for a node whose
+        process ended without one, from its last checkpoint (and marked ``stopped``).
+
+        Args:
+            extra: Per node, fields added to its summary entry (a launcher's process ids ...);
+                a process's own ``pid`` wins over one given here.
+
+        Returns:
+            The summary (also written to ``summary.json``).
+        """
+        self._build_domain()
+        config = self.config
+        quotas, caps = config.node_quotas(), config.node_caps()
+        events: list[dict] = []
+        calls: list[dict] = []
+        nodes: dict[str, Any] = {}
+        budget_nodes: dict[str, Any] = {}
+        wall = 0.0
+        for node in config.nodes:
+            name = node.name
+            source = self.run_dir.process_path(name)
+            summary = _read_json(source / "summary.json")
+            for path in sorted((source / "nodes" / name).glob("round-*.json")):
+                target = self.run_dir.path / "nodes" / name / path.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+                data = json.loads(path.read_text())
+                self.round_archives[name][data["round"]] = self._common(data["archive"])
+            events.extend(read_jsonl(source / "events.jsonl"))
+            calls.extend(read_jsonl(source / "calls.jsonl"))
+            if summary is not None and name in summary.get("nodes", {}):
+                nodes[name] = summary["nodes"][name]
+                budget_nodes[name] = summary["budget"]["nodes"][name]
+                wall = max(wall, float(summary["budget"].get("wall_seconds", 0.0)))
+                continue
+            checkpoint = _read_json(source / "checkpoint.json") or {}
+            usage = {**NodeUsage().to_json(),
+                     **(checkpoint.get("nodes", {}).get(name, {}).get("usage") or {})}
+            budget_nodes[name] = {**usage, "quota": quotas[name], "model": node.operator,
+                                  "caps": attrs.asdict(caps[name])}
+            nodes[name] = {
+                "operator": node.operator, "model": node.operator, "calls": usage["calls"],
+                "attempts": usage["attempts"], "quota": quotas[name],
+                "rounds_completed": len(self.round_archives[name]), "champion": None,
+                "stopped": f"its process ended without finishing (see {source}/node.log)",
+            }  # fmt: skip
+        for name, fields in (extra or {}).items():
+            if name in nodes:
+                nodes[name] = {**fields, **nodes[name]}
+        self.run_dir.replace_jsonl("events.jsonl", events)
+        self.run_dir.replace_jsonl("calls.jsonl", calls)
+        ledger = BudgetLedger.from_json({"nodes": budget_nodes, "wall_seconds": wall,
+                                         "axis": config.compute_axis,
+                                         "attempts_per_call": config.max_attempts_per_call})
+        budget = {**ledger.to_json(), "wall_seconds": round(wall, 3)}
+        summary = self._summary(nodes, budget)
+        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merged_entries)
+        self.run_dir.write_config(config.to_json())
+        self.run_dir.write_summary(summary)
+        notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
+        return summary
+
     # --- results --------------------------------------------------------------------------------
 
     def _final_archives(self) -> list[GridArchive]:
@@ -483,13 +582,6 @@ class Ensemble:
 
     def summary(self) -> dict[str, Any]:
         """The run's results: merged archive, per-node metrics, budget, sharing counters."""
-        rounds = sorted({r for archives in self.round_archives.values() for r in archives})
-        per_round = []
-        for round_index in rounds:
-            archives = [a[round_index] for a in self.round_archives.values() if round_index in a]
-            per_round.append({"round": round_index, **merged_stats(archives)})
-        merged = self._merged()
-        events = list(read_jsonl(self.run_dir.events_path))
         nodes = {}
         for node in self.nodes:
             loop = self.drivers[node.name]
@@ -524,7 +616,18 @@ class Ensemble:
                 "stopped": loop.stopped,
                 "sharing": node.stats(),
                 "operator_status": loop.operator.status(),
+                "pid": os.getpid(),
             }
+        return self._summary(nodes, self.ledger.to_json())
+
+    def _summary(self, nodes: dict[str, Any], budget: dict[str, Any]) -> dict[str, Any]:
+        rounds = sorted({r for archives in self.round_archives.values() for r in archives})
+        per_round = []
+        for round_index in rounds:
+            archives = [a[round_index] for a in self.round_archives.values() if round_index in a]
+            per_round.append({"round": round_index, **merged_stats(archives)})
+        merged = self._merged()
+        events = list(read_jsonl(self.run_dir.events_path))
         return {
             "domain": self.config.domain,
             "transport": self.config.transport,
@@ -539,11 +642,19 @@ class Ensemble:
             "operator_divergence": operator_divergence(
                 cell_histograms(self._in_common_space(events), self.space.shape)
             ),
-            "budget": self.ledger.to_json(),
-            "compute_axis": self.ledger.axis,
+            "budget": budget,
+            "compute_axis": budget.get("axis", self.config.compute_axis),
             "invalid": sum(1 for e in events if e.get("status") == "invalid"),
             "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
         }
+
+
+def _read_json(path: Path) -> Any:
+    """A JSON file's content, or ``None`` when it is missing or damaged."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _generality_reference(domain: Domain) -> dict[str, Any] | None:
@@ -603,9 +714,10 @@ def run(
     resume: bool = False,
     replay_from: str | Path | None = None,
     progress: Progress | None = None,
+    local: str | None = None,
     reask_mismatched: bool = False,
 ) -> dict[str, Any]:
-    """Runs an ensemble to completion and returns its summary.
+    """Runs an ensemble (or, with ``local``, one node of it) to completion; returns its summary.
 
     Raises:
         DEIError: a configuration problem (unknown plugin name, bad option, ...).
@@ -614,5 +726,6 @@ def run(
     run_dir = RunDir(out)
     replay = RunDir(replay_from) if replay_from is not None else None
     ensemble = Ensemble(config, run_dir, registry=registry, resume=resume, replay_from=replay,
-                        progress=progress, reask_mismatched=reask_mismatched)  # fmt: skip
+                        progress=progress, local=local,
+                        reask_mismatched=reask_mismatched)  # fmt: skip
     return ensemble.run()

@@ -9,6 +9,8 @@ Layout::
     checkpoint.json      the state to resume from (written atomically)
     nodes/<node>/round-NNN.json   each finished round's archive and champion
     summary.json         the run's results (written at the end)
+    processes/<node>/    one run directory per node process (one process per node: ``dei node``
+                         writes it, the ``dei-run`` launcher merges them into the files above)
 
 Appends go through one writer per file; a crash can leave a torn last line, which readers skip
 and resume truncates away. Every other file is replaced atomically (write, fsync, rename).
@@ -33,7 +35,7 @@ def write_json_atomic(path: Path, data: Any, *, compact: bool = False) -> None:
     for files written often from the event loop, like checkpoints.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer process
     layout = {"separators": (",", ":")} if compact else {"indent": 1}
     text = json.dumps(data, allow_nan=False, default=_json_default, **layout)
     with open(tmp, "w", encoding="utf-8") as handle:
@@ -120,6 +122,10 @@ class RunDir:
     def summary_path(self) -> Path:
         return self.path / "summary.json"
 
+    def process_path(self, node: str) -> Path:
+        """The directory of ``node``'s own process (one process per node)."""
+        return self.path / "processes" / node
+
     def round_path(self, node: str, round_index: int) -> Path:
         return self.path / "nodes" / node / f"round-{round_index:03d}.json"
 
@@ -141,6 +147,17 @@ class RunDir:
     def log_calls(self, calls: list[Mapping[str, Any]]) -> None:
         """Appends call records to ``calls.jsonl``."""
         self._append("calls.jsonl", [dumps(call) for call in calls])
+
+    def replace_jsonl(self, name: str, records: list[Mapping[str, Any]]) -> None:
+        """Replaces a JSON-lines file atomically (a merge of node processes' logs)."""
+        self.close()
+        path = self.path / name
+        tmp = path.with_name(f".{name}.tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write("".join(dumps(record) + "\n" for record in records))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
 
     def offsets(self) -> dict[str, int]:
         """Current sizes of the append-only files (stored in checkpoints)."""

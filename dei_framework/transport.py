@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -64,6 +65,44 @@ class Transport(abc.ABC):
 TransportFactory = Callable[[Sequence[str], Mapping[str, Any]], Sequence[Transport]]
 
 
+class LocalNetwork(abc.ABC):
+    """What a networked transport runs on one machine so that each node can have its own process.
+
+    ``dei-run`` uses it to run a networked run on one machine: it starts the network (for AXL,
+    one AXL node per DEI node, peered on loopback), starts one ``dei node`` process per node
+    with the transport options :meth:`start` returns for it, calls :meth:`check` while they run
+    and :meth:`stop` at the end.
+    """
+
+    @abc.abstractmethod
+    def start(self, keys: Mapping[str, Path]) -> dict[str, dict[str, Any]]:
+        """Starts the network; returns each node's transport options (e.g. its API address).
+
+        Args:
+            keys: Each node's identity file (PEM), so the network can use the same key.
+
+        Raises:
+            TransportError: the network could not be started (the message says why).
+        """
+
+    def check(self) -> list[str]:
+        """Repairs what failed (e.g. restarts a crashed network node); returns what it did."""
+        return []
+
+    def describe(self) -> dict[str, dict[str, Any]]:
+        """Per node: what the summary should record about its part of the network (pids ...)."""
+        return {}
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stops everything :meth:`start` started; never raises."""
+
+
+#: Makes the one-machine network of a run, or returns ``None`` when the options say the user runs
+#: their own (e.g. an AXL API address is given): ``local_network(node_names, options, home)``.
+LocalNetworkFactory = Callable[[Sequence[str], Mapping[str, Any], Path], "LocalNetwork | None"]
+
+
 @attrs.frozen
 class TransportSpec:
     """A transport a plugin registers through ``dei_transports``.
@@ -75,8 +114,12 @@ class TransportSpec:
             only one node per process and raise :class:`~dei_framework.errors.ConfigError`
             otherwise.
         description: One line for ``dei plugins``.
+        local_network: For a transport that runs one node per process: builds the network
+            ``dei-run`` starts on one machine to run every node in its own process (see
+            :class:`LocalNetwork`); ``None`` for in-process transports.
     """
 
     name: str
     factory: TransportFactory
     description: str = ""
+    local_network: LocalNetworkFactory | None = None

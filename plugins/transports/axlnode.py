@@ -26,7 +26,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -36,6 +36,8 @@ import httpx
 
 from dei_framework.envelope import NodeIdentity
 from dei_framework.errors import TransportError
+from dei_framework.launcher import parent_death_signal
+from dei_framework.transport import LocalNetwork
 
 #: The port AXL's userspace TCP stack uses between nodes; must be equal on all nodes and never
 #: clashes on the host (it lives inside each node's own stack).
@@ -145,6 +147,8 @@ class AxlNodeProcess:
             ``identity.pem`` can be used, so the AXL key and the envelope key are one.
         listen_port: Peering port (free port when 0).
         api_port: API port (free port when 0).
+        parent_death_signal: Signal the node gets when the process that started it dies
+            (Linux; ``None``: it outlives it).
     """
 
     binary: str
@@ -153,6 +157,7 @@ class AxlNodeProcess:
     key_path: Path | None = None
     listen_port: int = 0
     api_port: int = 0
+    parent_death_signal: int | None = None
     process: subprocess.Popen[bytes] | None = attrs.field(default=None, init=False)
     _log: IO[bytes] | None = attrs.field(default=None, init=False)
 
@@ -205,7 +210,9 @@ class AxlNodeProcess:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env={**os.environ, "HOME": str(self.home)},
-        )
+            preexec_fn=None if self.parent_death_signal is None
+            else parent_death_signal(self.parent_death_signal),
+        )  # fmt: skip
 
     def alive(self) -> bool:
         """Whether the process is running."""
@@ -259,3 +266,112 @@ class AxlNodeProcess:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+#: A crashed AXL node of a local network is restarted this often.
+MAX_RESTARTS = 5
+
+
+def build_binary() -> str:
+    """:func:`find_binary`, building the node with ``scripts/axl-node`` first if it is missing.
+
+    Raises:
+        TransportError: no binary and the build failed (the script's reason).
+    """
+    try:
+        return find_binary()
+    except TransportError:
+        script = Path(__file__).resolve().parents[2] / "scripts" / "axl-node"
+        if not script.is_file():
+            raise
+    try:
+        proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TransportError(f"cannot build the AXL node with {script}: {exc}") from None
+    if proc.returncode != 0:
+        raise TransportError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip()
+                             else f"{script} failed")  # fmt: skip
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@attrs.define(eq=False)
+class AxlLocalNetwork(LocalNetwork):
+    """One loopback AXL node per DEI node, for running a run's nodes as processes on one machine.
+
+    With ``peering="full"`` node ``i`` peers with every node before it (each pair of nodes is
+    one overlay hop apart); with ``"chain"`` with node ``0`` and node ``i - 1`` only. Either way
+    addresses are loopback only, never AXL's public defaults, and losing any one AXL node leaves
+    the others connected. An AXL node that dies while the run goes on is restarted with the same
+    key and ports (:meth:`check`).
+
+    Attributes:
+        names: The DEI node names.
+        home: Where each AXL node's folder goes (``home/<name>/axl``).
+        peering: ``"full"`` or ``"chain"``.
+    """
+
+    names: list[str]
+    home: Path = attrs.field(converter=Path)
+    peering: str = attrs.field(default="full",
+                               validator=attrs.validators.in_(("full", "chain")))
+    nodes: dict[str, AxlNodeProcess] = attrs.field(factory=dict, init=False)
+    restarts: dict[str, int] = attrs.field(factory=dict, init=False)
+
+    def start(self, keys: Mapping[str, Path]) -> dict[str, dict[str, Any]]:
+        """Starts and connects the AXL nodes; returns each DEI node's ``axl_api``.
+
+        Raises:
+            TransportError: no AXL binary could be built, or the nodes did not connect.
+        """
+        binary = build_binary()
+        ports = [(free_port(), free_port()) for _ in self.names]
+        listen = [f"tls://127.0.0.1:{port}" for port, _ in ports]
+        try:
+            for index, name in enumerate(self.names):
+                earlier = listen[:index] if self.peering == "full" else \
+                    [listen[0], listen[max(0, index - 1)]]  # fmt: skip
+                peers = sorted(set(earlier) - {listen[index]})
+                node = AxlNodeProcess(binary, home=self.home / name / "axl", peers=peers,
+                                      key_path=keys.get(name), listen_port=ports[index][0],
+                                      api_port=ports[index][1],
+                                      parent_death_signal=signal.SIGTERM)  # fmt: skip
+                node.start()
+                self.nodes[name] = node
+            for node in self.nodes.values():
+                node.wait_ready(peers_up=1 if len(self.nodes) > 1 else 0)
+        except BaseException:
+            self.stop()
+            raise
+        return {name: {"axl_api": node.api} for name, node in self.nodes.items()}
+
+    def check(self) -> list[str]:
+        """Restarts AXL nodes that died; returns one line per restart."""
+        lines = []
+        for name, node in self.nodes.items():
+            if node.alive() or self.restarts.get(name, 0) >= MAX_RESTARTS:
+                continue
+            code = node.process.returncode if node.process is not None else None
+            self.restarts[name] = self.restarts.get(name, 0) + 1
+            old = node.process.pid if node.process is not None else None
+            node.start()
+            lines.append(f"{name}: its AXL node (pid {old}) exited with status {code}; restarted "
+                         f"it as pid {node.process.pid if node.process else '?'} on {node.api} "
+                         f"({self.restarts[name]}/{MAX_RESTARTS})")  # fmt: skip
+        return lines
+
+    def describe(self) -> dict[str, dict[str, Any]]:
+        """Per DEI node: its AXL node's pid, API address, public key and restarts."""
+        return {
+            name: {"axl_pid": node.process.pid if node.process is not None else None,
+                   "axl_api": node.api, "axl_key": node.public_key,
+                   "axl_restarts": self.restarts.get(name, 0)}
+            for name, node in self.nodes.items()
+        }  # fmt: skip
+
+    def stop(self) -> None:
+        """Stops every AXL node (SIGTERM, then SIGKILL)."""
+        for node in self.nodes.values():
+            try:
+                node.stop()
+            except Exception:  # stopping must go on for the others
+                pass

@@ -15,6 +15,7 @@ applies the run's ``members`` to signing keys).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -24,7 +25,7 @@ from dei_transports.inmemory import Hub
 from dei_framework.cli_options import RunOption
 from dei_framework.errors import ConfigError
 from dei_framework.hookspecs import hookimpl
-from dei_framework.transport import Transport, TransportSpec
+from dei_framework.transport import LocalNetwork, Transport, TransportSpec
 
 
 def _latency(value: Any) -> tuple[float, float]:
@@ -124,6 +125,16 @@ def make_axl(node_names: Sequence[str], options: Mapping[str, Any]) -> list[Tran
     return [GossipSubRouter(link, _params(options), seed=options.get("seed"), members=members)]
 
 
+def axl_local_network(node_names: Sequence[str], options: Mapping[str, Any],
+                      home: Path) -> LocalNetwork | None:
+    """The one-machine AXL network of a run, unless an ``axl_api`` is given (the user's node)."""
+    if options.get("axl_api"):
+        return None
+    from dei_transports.axlnode import AxlLocalNetwork
+
+    return AxlLocalNetwork(names=list(node_names), home=home)
+
+
 def _flag(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in {"1", "true", "yes", "on"}
@@ -143,6 +154,7 @@ def dei_transports() -> list[TransportSpec]:
             name="axl",
             factory=make_axl,
             description="GossipSub over a local AXL node's HTTP API (option axl_api=URL)",
+            local_network=axl_local_network,
         ),
     ]
 
