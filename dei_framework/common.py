@@ -93,8 +93,9 @@ async def evaluate_texts(
 ) -> dict[str, Outcome]:
     """Each distinct text evaluated once against the reference set with its seed."""
     unique = list(dict.fromkeys(texts))
+    opponents = evaluator.install(reference.programs)  # sent to each worker once
     outcomes = await asyncio.gather(
-        *(evaluator.evaluate(text, reference.programs, seed=reference.seed) for text in unique)
+        *(evaluator.evaluate(text, opponents, seed=reference.seed) for text in unique)
     )
     return dict(zip(unique, outcomes, strict=True))
 

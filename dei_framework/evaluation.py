@@ -1,6 +1,8 @@
 """Evaluation off the event loop: parsing and evaluating candidates in worker processes.
 
-The domain is installed once per worker (not pickled with every task). A candidate that
+The domain is installed once per worker, and each round's opponents once per worker too: an
+evaluation job carries the text, the seed and the id of an :class:`OpponentSet`, never the
+opponents. A candidate that
 crashes the domain, or even kills its worker process, becomes an invalid candidate with a
 message; it never takes the node down. So does a domain answer that breaks the contract (a
 descriptor that is not a mapping, a missing or unknown descriptor key, a fitness or descriptor
@@ -17,13 +19,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import hashlib
 import math
 import multiprocessing
 import multiprocessing.context
 import os
+import pickle
 import signal
+import tempfile
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -34,6 +40,45 @@ from dei_framework.errors import InvalidProgram
 from dei_framework.scheduler import Result, WorkItem
 
 _WORKER_DOMAIN: Domain | None = None
+#: Opponent sets a worker keeps loaded (most recently used first out last): a node uses one set
+#: per round, so this covers that many nodes on different rounds before a set is read again.
+WORKER_OPPONENT_SETS = 16
+_WORKER_OPPONENTS: OrderedDict[str, list[Program]] = OrderedDict()
+
+
+@attrs.frozen(kw_only=True)
+class OpponentSet:
+    """A round's parsed opponents, installed in the evaluation workers once
+    (:meth:`Evaluator.install`).
+
+    Attributes:
+        id: What jobs carry instead of the programs: a digest of the pickled programs, naming
+            the file in the evaluator's set directory that workers load on first use.
+        path: That file.
+        programs: The programs (used directly when evaluating in threads).
+        size: Bytes of the pickled programs, i.e. what every job would carry without the set.
+    """
+
+    id: str
+    path: str
+    programs: tuple[Program, ...]
+    size: int
+
+
+_WORKER_SETS_DIR = ""
+
+
+def _worker_opponents(set_id: str) -> list[Program]:
+    """The worker's copy of an opponent set, read from its file the first time it is used."""
+    programs = _WORKER_OPPONENTS.get(set_id)
+    if programs is None:
+        with open(os.path.join(_WORKER_SETS_DIR, f"{set_id}.pickle"), "rb") as file:
+            programs = pickle.load(file)
+        _WORKER_OPPONENTS[set_id] = programs
+        while len(_WORKER_OPPONENTS) > WORKER_OPPONENT_SETS:
+            _WORKER_OPPONENTS.popitem(last=False)
+    _WORKER_OPPONENTS.move_to_end(set_id)
+    return programs
 
 #: How often a worker checks that the process that started it is still alive.
 PARENT_POLL_SECONDS = 0.5
@@ -97,14 +142,23 @@ class _QuietSpawnContext(multiprocessing.context.SpawnContext):
     Process = _QuietSpawnProcess
 
 
-def _install(domain: Domain, parent: int) -> None:
-    """Worker initializer: ignore stop signals, watch the parent, then install the domain."""
+#: Niceness added to the generality lane's worker: the OS runs candidate evaluations first when
+#: the cores are busy.
+GENERALITY_NICENESS = 10
+
+
+def _install(domain: Domain, parent: int, sets_dir: str = "", niceness: int = 0) -> None:
+    """Worker initializer: ignore stop signals, watch the parent, install the domain, note
+    where opponent sets are, and lower this worker's CPU priority by ``niceness``."""
     for number in _STOP_SIGNALS:
         signal.signal(number, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     _watch_parent(parent)
-    global _WORKER_DOMAIN
+    global _WORKER_DOMAIN, _WORKER_SETS_DIR
     _WORKER_DOMAIN = domain
+    _WORKER_SETS_DIR = sets_dir
+    if niceness and hasattr(os, "nice"):
+        os.nice(niceness)
 
 
 def _watch_parent(parent: int) -> None:
@@ -186,13 +240,15 @@ def evaluate(
 def _parse_and_evaluate(
     domain: Domain | None,
     text: str,
-    opponents: Sequence[Program],
+    opponents: Sequence[Program] | str,
     seed: int,
     required: Collection[str] = (),
     known: Collection[str] | None = None,
 ) -> Outcome:
     domain = domain or _WORKER_DOMAIN
     started = time.perf_counter()
+    if isinstance(opponents, str):  # an installed set's id
+        opponents = _worker_opponents(opponents)
     try:
         program = domain.parse(text)
     except InvalidProgram as exc:
@@ -250,8 +306,38 @@ class Evaluator:
         self.domain = domain
         self.descriptor_keys = None if descriptor_keys is None else frozenset(descriptor_keys)
         self.workers = (os.cpu_count() or 1) if workers is None else workers
-        # Generality runs on its own one-worker lane: it never queues ahead of candidates.
+        # Generality runs on its own one-worker lane, a low-priority process: it never queues
+        # ahead of candidates and yields the CPU to them.
         self._pools: dict[str, concurrent.futures.Executor] = {}
+        self._sets: dict[str, OpponentSet] = {}
+        self._set_dir: tempfile.TemporaryDirectory | None = None
+
+    def _sets_dir(self) -> str:
+        if self._set_dir is None:
+            self._set_dir = tempfile.TemporaryDirectory(prefix="dei-opponents-")
+        return self._set_dir.name
+
+    def install(self, opponents: Sequence[Program]) -> OpponentSet:
+        """Makes ``opponents`` available to the workers once; evaluation jobs then carry only
+        the set's id. Installing the same programs again returns the same set.
+
+        The programs are pickled once into a file of a private temporary directory (removed by
+        :meth:`close`); each worker reads a set the first time a job names it and keeps the
+        :data:`WORKER_OPPONENT_SETS` most recently used.
+        """
+        data = pickle.dumps(list(opponents), protocol=pickle.HIGHEST_PROTOCOL)
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        known = self._sets.get(digest)
+        if known is not None:
+            return known
+        path = os.path.join(self._sets_dir(), f"{digest}.pickle")
+        partial = f"{path}.partial"
+        with open(partial, "wb") as file:
+            file.write(data)
+        os.replace(partial, path)  # a worker never reads a half-written set
+        self._sets[digest] = OpponentSet(id=digest, path=path, programs=tuple(opponents),
+                                         size=len(data))  # fmt: skip
+        return self._sets[digest]
 
     def _executor(self, lane: str = "candidates") -> concurrent.futures.Executor:
         if lane not in self._pools:
@@ -263,12 +349,13 @@ class Evaluator:
             else:
                 # spawn, not fork: forking a process that runs an event loop and HTTP clients
                 # can copy held locks into the child.
+                niceness = GENERALITY_NICENESS if lane == "generality" else 0
                 with _stop_signals_blocked():  # the resource tracker starts here
                     self._pools[lane] = concurrent.futures.ProcessPoolExecutor(
                         max_workers=workers,
                         mp_context=_QuietSpawnContext(),
                         initializer=_install,
-                        initargs=(self.domain, os.getpid()),
+                        initargs=(self.domain, os.getpid(), self._sets_dir(), niceness),
                     )
         return self._pools[lane]
 
@@ -287,19 +374,28 @@ class Evaluator:
             raise
 
     async def evaluate(
-        self, text: str, opponents: Sequence[Program], *, seed: int, axes: Collection[str] = ()
+        self,
+        text: str,
+        opponents: OpponentSet | Sequence[Program],
+        *,
+        seed: int,
+        axes: Collection[str] = (),
     ) -> Outcome:
         """Parses and evaluates operator output; never raises for bad programs.
 
         Args:
             text: Operator output (or a program text).
-            opponents: The parsed opponents.
+            opponents: The round's :meth:`install`-ed opponent set (the job carries its id), or
+                parsed opponents (installed here: pass a set to skip re-pickling them).
             seed: Evaluation seed.
             axes: Descriptor keys the caller's archive needs (a missing one is invalid).
         """
+        if not isinstance(opponents, OpponentSet):
+            opponents = self.install(opponents)
+        sent = opponents.programs if self.workers == 0 else opponents.id
         try:
-            return await self._run(_parse_and_evaluate, text, list(opponents), seed,
-                                   tuple(axes), self.descriptor_keys)  # fmt: skip
+            return await self._run(_parse_and_evaluate, text, sent, seed, tuple(axes),
+                                   self.descriptor_keys)  # fmt: skip
         except concurrent.futures.process.BrokenProcessPool:
             return Outcome(error="evaluation failed: the worker process died")
 
@@ -330,14 +426,18 @@ class Evaluator:
         if wait:
             for pool in pools:
                 pool.shutdown(wait=True, cancel_futures=True)
-            return
-        processes = [process for pool in pools for process in _worker_processes(pool)]
-        for pool in pools:
-            pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.kill()
-        for process in processes:
-            process.join(timeout=2.0)
+        else:
+            processes = [process for pool in pools for process in _worker_processes(pool)]
+            for pool in pools:
+                pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.kill()
+            for process in processes:
+                process.join(timeout=2.0)
+        self._sets.clear()
+        if self._set_dir is not None:
+            self._set_dir.cleanup()
+            self._set_dir = None
 
     def kill_workers(self) -> None:
         """Kills the worker processes at once, without touching the pool's bookkeeping.

@@ -28,12 +28,18 @@ from typing import Any
 from dei_framework.errors import ConfigError
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Writes JSON so that a crash leaves either the old file or the new one, never a mix."""
+def write_json_atomic(path: Path, data: Any, *, compact: bool = False) -> None:
+    """Writes JSON so that a crash leaves either the old file or the new one, never a mix.
+
+    ``compact`` writes one line with the C encoder (``indent`` forces Python's slow one):
+    for files written often from the event loop, like checkpoints.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer process
+    layout = {"separators": (",", ":")} if compact else {"indent": 1}
+    text = json.dumps(data, allow_nan=False, default=_json_default, **layout)
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=1, allow_nan=False, default=_json_default)
+        handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
@@ -185,7 +191,7 @@ class RunDir:
         return json.loads(self.config_path.read_text())
 
     def write_checkpoint(self, state: Mapping[str, Any]) -> None:
-        write_json_atomic(self.checkpoint_path, state)
+        write_json_atomic(self.checkpoint_path, state, compact=True)
 
     def read_checkpoint(self) -> dict[str, Any] | None:
         if not self.checkpoint_path.exists():

@@ -218,8 +218,9 @@ class Scheduler:
         new_fraction: Share of calls that write a new program instead of mutating an elite.
         others: Elites besides the parent handed to each mutation.
         lag: How far planning may run ahead of admission: slot ``s`` is planned once every slot
-            before ``s - lag`` is admitted. Give about twice the driver's concurrency; the
-            same value is needed to reproduce a run.
+            before ``s - lag`` is admitted. A result up to ``lag / concurrency`` times the mean
+            latency late stalls nothing (``dei-run`` gives 6x the operator's concurrency); a
+            larger lag means staler parents. The same value is needed to reproduce a run.
         archive: Builds each round's fresh archive (``archive(space=, qd_offset=, seed=)``).
         emitter: Chooses parents (default: the paper's uniform sampling).
         sharing: Decides where received champions may go (default: opponents and cells).
@@ -322,9 +323,45 @@ class Scheduler:
         """Items asked but not yet admitted."""
         return len(self._asked)
 
-    def eval_seed(self) -> int:
-        """The evaluation seed of the current round (every candidate meets the same conditions)."""
-        return derive_seed(self.seed, self.name, self.round, "eval")
+    def eval_seed(self, round_index: int | None = None) -> int:
+        """The evaluation seed of a round (default: the current one); every candidate of a round
+        meets the same conditions."""
+        round_index = self.round if round_index is None else round_index
+        return derive_seed(self.seed, self.name, round_index, "eval")
+
+    @property
+    def draining(self) -> bool:
+        """Every call of the started round is handed out: the round ends when they are in.
+
+        A transient failure reopens a call (another slot replaces it), so this can turn
+        ``False`` again.
+        """
+        if not self.started or self._planned or self._next_order < self._warm:
+            return False
+        pending = self._next_slot - (self._next_order - self._warm)  # planned, not admitted
+        return self.completed + pending >= self.round_quota(self.round)
+
+    def next_round_calls(self) -> list[WorkItem]:
+        """The next round's calls that nothing in this round decides, for a driver to make
+        while this round drains: its from-scratch (``"new"``) slots within its quota, which
+        have no parent and no feedback. Their requests are exactly those the next round hands
+        out; their ``order`` is ``-1`` (the next warm start's size is not known yet), so only
+        the call may be made early — the next round asks them again, with their order, for the
+        evaluation. Empty in the last round or once the node stopped.
+        """
+        following = self.round + 1
+        if self.finished or following >= self.rounds:
+            return []
+        items = []
+        for slot in range(self.round_quota(following)):
+            rng = np.random.default_rng(derive_seed(self.seed, self.name, following, slot))
+            if rng.random() < self.new_fraction:  # the draw _plan_slot makes first
+                key = f"{self.name}/r{following}/s{slot}"
+                items.append(WorkItem(id=f"{self.name}-r{following}-s{slot}", key=key,
+                                      node=self.name, round=following, order=-1, kind="new",
+                                      seed=derive_seed(self.seed, key),
+                                      eval_seed=self.eval_seed(following)))  # fmt: skip
+        return items
 
     # --- the round ------------------------------------------------------------------------------
 

@@ -3,7 +3,9 @@ kept busy with operator calls and evaluations.
 
 The driver keeps up to the operator's ``max_in_flight`` slots busy. Each slot goes from its
 operator call to its evaluation to ``tell`` on its own — no batch barrier — and the scheduler
-admits results in slot order, so a seeded run is reproducible whatever the timing. Calls are
+admits results in slot order, so a seeded run is reproducible whatever the timing. While a
+round drains, the next round's from-scratch calls (which depend on nothing in this round) are
+made early, within the same ``max_in_flight``. Calls are
 logged the moment they complete and admissions the moment they happen; a checkpoint (the
 scheduler's :meth:`~dei_framework.scheduler.Scheduler.state_json`, the ledger and the log
 offsets, taken together between two awaits) is therefore consistent at any moment.
@@ -23,7 +25,7 @@ from dei_framework.archives import ArchiveBase
 from dei_framework.budget import BudgetLedger
 from dei_framework.domain import Domain, Program
 from dei_framework.errors import BudgetExhausted, OperatorError, ReplayMismatch
-from dei_framework.evaluation import Evaluator
+from dei_framework.evaluation import Evaluator, OpponentSet
 from dei_framework.operators import (
     Operator,
     OperatorReply,
@@ -110,8 +112,13 @@ class SearchDriver:
         self.generality_tasks: dict[int, asyncio.Task] = {}
         self._failures = 0
         self._known: dict[str, Program | str] = {}
-        self._opponents: list[Program] = []
+        self._opponents: OpponentSet | None = None
         self._round_end: RoundEnd | None = None
+        # Calls of the next round made while this one drains, by request key.
+        self._early: dict[str, asyncio.Task[tuple[OperatorReply | None, float]]] = {}
+        self._next_calls: tuple[int, list[WorkItem]] = (-1, [])
+        # Operator calls in flight, early ones included, never exceed the operator's limit.
+        self._calling = asyncio.Semaphore(operator.max_in_flight)
 
     @property
     def history(self) -> list[dict[str, Any]]:
@@ -146,12 +153,16 @@ class SearchDriver:
                 free = self.operator.max_in_flight - len(tasks)
                 remaining = self.ledger.remaining(self.name)
                 for item in scheduler.ask(max(free, 0)):
-                    if item.needs_call and remaining is not None and remaining <= 0:
+                    paid = item.key in self._early  # made early: charged already
+                    if item.needs_call and not paid and remaining is not None and remaining <= 0:
                         reason = self.ledger.exhausted(self.name)
                         scheduler.stop(reason and f"{self.name}: {reason}"
                                        or f"{self.name}: call budget used up")  # fmt: skip
                         break
                     tasks.add(asyncio.create_task(self._work(item)))
+                if scheduler.draining:
+                    self._call_early(self.operator.max_in_flight - len(tasks)
+                                     - self._early_running())  # fmt: skip
             if not tasks:
                 if fatal is not None or scheduler.finished:
                     break
@@ -160,8 +171,10 @@ class SearchDriver:
                     raise RuntimeError(f"{self.name}: the scheduler has no work and no round end")
                 await self._finish_round()
                 continue
-            done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
+            early = {task for task in self._early.values() if not task.done()}
+            done, _ = await asyncio.wait(tasks | early, return_when=asyncio.FIRST_COMPLETED)
+            for task in done & tasks:
+                tasks.discard(task)
                 try:
                     result = task.result()
                 except OperatorError as exc:
@@ -169,9 +182,10 @@ class SearchDriver:
                     continue
                 except ReplayMismatch:
                     # Stops the run: settle the other slots first so none is left unretrieved.
-                    for other in (*tasks, *done):
+                    early = tuple(self._early.values())
+                    for other in (*tasks, *done, *early):
                         other.cancel()
-                    await asyncio.gather(*tasks, *done, return_exceptions=True)
+                    await asyncio.gather(*tasks, *done, *early, return_exceptions=True)
                     raise
                 self._handle(scheduler.tell([result]))
                 if self._failures >= MAX_FAILURES_PER_SLOT * self.operator.max_in_flight:
@@ -181,6 +195,10 @@ class SearchDriver:
                     )
             if self._round_end is not None:
                 await self._finish_round()
+        for task in self._early.values():  # calls of a round the node will not run
+            task.cancel()
+        await asyncio.gather(*self._early.values(), return_exceptions=True)
+        self._early.clear()
         if fatal is not None:
             scheduler.stop(str(fatal))
             self.record([{"event": "node_stopped", "node": self.name, "round": scheduler.round,
@@ -208,13 +226,15 @@ class SearchDriver:
         await self._load_opponents()
 
     async def _load_opponents(self) -> None:
-        """Parses the round's opponents once per run (off the event loop)."""
-        self._opponents = []
+        """Parses the round's opponents once per run (off the event loop) and installs them in
+        the evaluation workers once per round."""
+        opponents = []
         for opponent in self.scheduler.opponents:
             if opponent.text not in self._known:
                 self._known[opponent.text] = await self.evaluator.parse(opponent.text)
             if isinstance(self._known[opponent.text], Program):
-                self._opponents.append(self._known[opponent.text])
+                opponents.append(self._known[opponent.text])
+        self._opponents = self.evaluator.install(opponents)
 
     def _handle(self, report: TellReport) -> None:
         events = [event for a in report.admitted if (event := a.event()) is not None]
@@ -237,12 +257,34 @@ class SearchDriver:
             await self.publish(end.archive, end.event["round"])
         self.checkpoint()
 
+    def _early_running(self) -> int:
+        return sum(1 for task in self._early.values() if not task.done())
+
+    def _call_early(self, free: int) -> None:
+        """Starts up to ``free`` of the next round's calls that do not depend on this round
+        (its from-scratch slots), so the slots do not idle while this round drains. They are
+        the calls the next round makes anyway; its slots pick up the replies by key."""
+        remaining = self.ledger.remaining(self.name)
+        if remaining is not None:
+            free = min(free, remaining - self._early_running())
+        if free <= 0:
+            return
+        if self._next_calls[0] != self.scheduler.round:
+            self._next_calls = (self.scheduler.round, self.scheduler.next_round_calls())
+        for item in self._next_calls[1]:
+            if free <= 0:
+                break
+            if item.key not in self._early:
+                self._early[item.key] = asyncio.create_task(self._slot_call(item))
+                free -= 1
+
     async def _work(self, item: WorkItem) -> Result:
         """One slot: the operator call (if any), then the evaluation."""
         info: dict[str, Any] = {}
         text, operator = (item.program.text if item.program else ""), ""
         if item.needs_call:
-            reply, seconds = await self._call(item)
+            early = self._early.pop(item.key, None)
+            reply, seconds = await (early if early is not None else self._slot_call(item))
             if reply is None:
                 # Back off as the old batch loop did: the exponent grows once per slot-width
                 # of consecutive failures.
@@ -255,6 +297,10 @@ class SearchDriver:
                                                 axes=self.axes)  # fmt: skip
         return outcome.result(item, operator=operator,
                               timings={"eval_s": round(outcome.seconds, 6), **info})
+
+    async def _slot_call(self, item: WorkItem) -> tuple[OperatorReply | None, float]:
+        async with self._calling:
+            return await self._call(item)
 
     async def _call(self, item: WorkItem) -> tuple[OperatorReply | None, float]:
         """The slot's operator call (or its recorded reply); ``None`` when it failed

@@ -7,6 +7,7 @@ import asyncio
 import random
 from collections.abc import Sequence
 
+import attrs
 import pytest
 
 from dei_framework import (
@@ -31,6 +32,7 @@ from dei_framework.budget import BudgetLedger
 from dei_framework.descriptors import AxisSpec
 from dei_framework.evaluation import Evaluator
 from dei_framework.operators import Operator, OperatorReply, OperatorRequest
+from dei_framework.scheduler import WorkItem
 from dei_framework.search import SearchDriver
 from dei_framework.sharing import BUILTIN_POLICIES
 
@@ -277,3 +279,71 @@ def test_the_driver_validates_received_champions_before_they_enter_the_pool() ->
     assert [e["from"] for e in events if e["event"] == "received"] == ["friend"]
     assert len([e for e in events if e["event"] == "evaluated" and e["kind"] == "mutate"]) > 0
     assert [r["calls"] for r in rounds] == [6, 6]
+
+
+def test_next_round_calls_are_exactly_the_new_calls_the_next_round_hands_out() -> None:
+    s = scheduler(new_fraction=0.3)
+    early = s.next_round_calls()
+    assert early and all(item.round == 1 and item.kind == "new" for item in early)
+    seen = []
+    while not s.finished:  # drive to the end, collecting what every round hands out
+        if s.round == 1 and not s.started:
+            assert s.next_round_calls() != early  # now it is round 2's
+        items = s.ask(4)
+        seen += items
+        s.tell([work(s, item) for item in items])
+    handed = {i.key: i for i in seen if i.round == 1 and i.kind == "new"}
+    assert {i.key for i in early} <= set(handed)
+    for item in early:
+        twin = handed[item.key]
+        assert (item.id, item.seed, item.eval_seed) == (twin.id, twin.seed, twin.eval_seed)
+        assert item.request(DOMAIN) == twin.request(DOMAIN)
+    assert scheduler(rounds=1).next_round_calls() == []
+
+
+class TimedOperator(Operator):
+    """Seeded replies after random delays (a different completion order every run)."""
+
+    label = "sums-op"
+
+    def __init__(self, log: list | None = None, max_in_flight: int = 4) -> None:
+        self.log = log if log is not None else []
+        self.max_in_flight = max_in_flight
+        self.in_flight = self.most = 0
+
+    async def propose(self, request: OperatorRequest) -> OperatorReply:
+        self.log.append(("call", request.key))
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await asyncio.sleep(random.random() * 0.01)
+        finally:
+            self.in_flight -= 1
+        item = attrs.evolve(ITEM, seed=request.seed, kind=request.kind, parent=request.parent)
+        return OperatorReply(text=propose(item))
+
+
+ITEM = WorkItem(id="x", key="x", node="n", round=0, order=0, kind="new", seed=0, eval_seed=0)
+
+
+def test_the_driver_makes_next_round_calls_while_a_round_drains_and_stays_reproducible() -> None:
+    runs = []
+    for _ in range(2):
+        log: list = []
+        operator = TimedOperator(log)
+        driver = SearchDriver(
+            scheduler=scheduler(new_fraction=0.3), domain=DOMAIN, operator=operator,
+            evaluator=Evaluator(DOMAIN, workers=0), ledger=BudgetLedger(quotas={"n": 90}),
+            record=lambda evs, calls, log=log: log.extend(("event", e) for e in evs),
+        )  # fmt: skip
+        asyncio.run(driver.run())
+        assert operator.most <= operator.max_in_flight
+        order = [entry[1] if entry[0] == "call" else ("round", entry[1]["round"]) for entry in log
+                 if entry[0] == "call" or entry[1]["event"] == "round"]  # fmt: skip
+        first_round_end = order.index(("round", 0))
+        assert any(key.startswith("n/r1/") for key in order[:first_round_end])  # made early
+        assert sum(1 for key in order if isinstance(key, str)) == 90  # and not made twice
+        timeless = [{k: v for k, v in e.items() if k != "timings"}
+                    for kind, e in log if kind == "event"]  # fmt: skip
+        runs.append((timeless, driver.history))
+    assert runs[0] == runs[1]

@@ -8,8 +8,10 @@ and its largest number. Cheap, deterministic and picklable, like a real domain m
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -66,6 +68,13 @@ class ToyDomain(Domain):
         return [{"role": "system", "content": "Toy."}, {"role": "user", "content": task}]
 
     def generality(self, program: Program) -> float | None:
+        gate = self._options.get("generality_gate")
+        if gate:  # a slow generality, on request: it waits until the file exists
+            with open(f"{gate}.started", "w") as started:
+                started.write(str(os.getpid()))
+            deadline = time.monotonic() + 60
+            while not os.path.exists(gate) and time.monotonic() < deadline:
+                time.sleep(0.01)
         return sum(program.data) / 800
 
 
@@ -80,16 +89,18 @@ class ToyOperator(Operator):
         max_in_flight: int = 4,
         delay: float = 0.0,
         down_until: str = "",
+        jitter: float = 0.0,
     ) -> None:
         self.label = label
         self.max_in_flight = max_in_flight
         self.delay = delay
+        self.jitter = jitter  # extra random (unseeded) latency: replies finish in any order
         # A provider that is down until the test creates this file (an event, not a clock).
         self.down_until = Path(down_until) if down_until else None
 
     async def propose(self, request: OperatorRequest) -> OperatorReply:
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        if self.delay or self.jitter:
+            await asyncio.sleep(self.delay + random.random() * self.jitter)
         if self.down_until is not None and not self.down_until.exists():
             raise TransientOperatorFailure("provider down", attempts=3)
         rng = random.Random(request.seed)
@@ -120,6 +131,7 @@ def dei_operators():
         OperatorSpec(name="toy-random",
                      factory=lambda settings, domain: ToyOperator(
                          delay=float(settings.options.get("delay", 0.0)),
+                         jitter=float(settings.options.get("jitter", 0.0)),
                          down_until=str(settings.options.get("down_until", ""))),
                      domains=("toy",), description="random integers (tests)"),
     ]  # fmt: skip
