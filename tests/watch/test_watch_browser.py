@@ -66,7 +66,9 @@ def dump(url: str) -> Page:
 
 def test_page_renders_node_panels_and_champion_flow_and_updates(toy_env, tmp_path) -> None:
     with watched_run(toy_env, tmp_path, delay=0.5) as (url, _, _):
-        wait_for(lambda s: len(s["nodes"]) == 4 and all(n["calls"] for n in s["nodes"]),
+        # Coverage is drawn once the grid is known (from the first checkpoint or round file).
+        wait_for(lambda s: len(s["nodes"]) == 4 and all(n["calls"] for n in s["nodes"])
+                 and s["merged"]["curve"] and s["merged"]["curve"][-1][1] is not None,
                  url + "api/state")  # fmt: skip
         first = dump(url)
         # Later: a round has ended, champions have travelled, the run is still going.
