@@ -40,16 +40,6 @@ def domain(request, registered_domains, stub) -> str:
     return name
 
 
-@pytest.fixture
-def env(toy_env):
-    """Subprocess environment: the toy plugin visible, a test key, no way to a real provider."""
-    env = dict(toy_env)
-    env["OPENAI_API_KEY"] = "sk-test"
-    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
-        env.pop(name, None)
-    return env
-
 
 def _write_config(path: Path, text: str) -> str:
     path.write_text(text)

@@ -14,14 +14,6 @@ from openai_stub import ok, status
 TOY_REPLY = "Sum near two hundred.\nPROGRAM: 50 60 70\n"
 
 
-@pytest.fixture
-def env(toy_env):
-    """The toy plugin visible, a test key, no proxy between us and the loopback addresses."""
-    env = dict(toy_env, OPENAI_API_KEY="sk-test", LITELLM_LOCAL_MODEL_COST_MAP="True")
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
-        env.pop(name, None)
-    return env
-
 
 def _dei_run(cli, env, out: Path, *extra: str):
     started = time.monotonic()

@@ -186,15 +186,6 @@ def test_attempt_caps_per_call_and_per_node(stub):
 # --- dei-run end to end -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def env(toy_env):
-    env = dict(toy_env)
-    env["OPENAI_API_KEY"] = "sk-test"
-    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
-        env.pop(name, None)
-    return env
-
 
 def _dei_run(cli, env, stub, out: Path, *extra: str, nodes: int = 2, check: bool = True):
     return cli(
