@@ -144,26 +144,22 @@ class SearchDriver:
         scheduler = self.scheduler
         if scheduler.started:  # resumed mid-round
             await self._load_opponents()
-        tasks: set[asyncio.Task] = set()
+        # A slot is busy only while its operator call (or the back-off after a failed one) is
+        # in flight: evaluations run beside the calls, so the operator keeps max_in_flight
+        # calls going while earlier replies are evaluated and admitted.
+        calls: dict[asyncio.Task, WorkItem] = {}
+        evaluations: set[asyncio.Task] = set()
         fatal: BaseException | None = None
         while True:
-            if fatal is None and not scheduler.finished and not scheduler.started and not tasks:
+            if (fatal is None and not scheduler.finished and not scheduler.started
+                    and not calls and not evaluations):
                 await self._start_round()
             if fatal is None and not scheduler.finished:
-                free = self.operator.max_in_flight - len(tasks)
-                remaining = self.ledger.remaining(self.name)
-                for item in scheduler.ask(max(free, 0)):
-                    paid = item.key in self._early  # made early: charged already
-                    if item.needs_call and not paid and remaining is not None and remaining <= 0:
-                        reason = self.ledger.exhausted(self.name)
-                        scheduler.stop(reason and f"{self.name}: {reason}"
-                                       or f"{self.name}: call budget used up")  # fmt: skip
-                        break
-                    tasks.add(asyncio.create_task(self._work(item)))
+                self._fill(calls, evaluations)
                 if scheduler.draining:
-                    self._call_early(self.operator.max_in_flight - len(tasks)
+                    self._call_early(self.operator.max_in_flight - len(calls)
                                      - self._early_running())  # fmt: skip
-            if not tasks:
+            if not calls and not evaluations:
                 if fatal is not None or scheduler.finished:
                     break
                 self._handle(scheduler.tell([]))  # a round with nothing to do ends here
@@ -172,27 +168,36 @@ class SearchDriver:
                 await self._finish_round()
                 continue
             early = {task for task in self._early.values() if not task.done()}
-            done, _ = await asyncio.wait(tasks | early, return_when=asyncio.FIRST_COMPLETED)
-            for task in done & tasks:
-                tasks.discard(task)
+            done, _ = await asyncio.wait(calls.keys() | evaluations | early,
+                                         return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            mismatches = []
+            for task in sorted(done & calls.keys(), key=lambda t: calls[t].order):
+                item = calls.pop(task)
                 try:
-                    result = task.result()
+                    outcome = task.result()
                 except OperatorError as exc:
                     fatal = fatal or exc
                     continue
-                except ReplayMismatch:
-                    # Stops the run: settle the other slots first so none is left unretrieved.
-                    early = tuple(self._early.values())
-                    for other in (*tasks, *done, *early):
-                        other.cancel()
-                    await asyncio.gather(*tasks, *done, *early, return_exceptions=True)
-                    raise
-                self._handle(scheduler.tell([result]))
-                if self._failures >= MAX_FAILURES_PER_SLOT * self.operator.max_in_flight:
-                    fatal = fatal or OperatorError(
-                        f"{self.name}: operator {self.operator.label!r} failed {self._failures} "
-                        "calls in a row; stopping this node"
-                    )
+                except ReplayMismatch as exc:
+                    mismatches.append(exc)
+                    continue
+                if isinstance(outcome, Result):  # the call failed: nothing to evaluate
+                    self._handle(scheduler.tell([outcome]))
+                else:
+                    evaluations.add(asyncio.create_task(self._evaluate(item, *outcome)))
+            if mismatches:
+                # Stops the run: settle every task first so none is left unretrieved. The
+                # lowest slot's mismatch is the one reported (slots start in order).
+                await self._cancel_all((*calls, *evaluations, *self._early.values()))
+                raise mismatches[0]
+            for task in done & evaluations:
+                evaluations.discard(task)
+                self._handle(scheduler.tell([task.result()]))
+            if self._failures >= MAX_FAILURES_PER_SLOT * self.operator.max_in_flight:
+                fatal = fatal or OperatorError(
+                    f"{self.name}: operator {self.operator.label!r} failed {self._failures} "
+                    "calls in a row; stopping this node"
+                )
             if self._round_end is not None:
                 await self._finish_round()
         for task in self._early.values():  # calls of a round the node will not run
@@ -278,25 +283,54 @@ class SearchDriver:
                 self._early[item.key] = asyncio.create_task(self._slot_call(item))
                 free -= 1
 
-    async def _work(self, item: WorkItem) -> Result:
-        """One slot: the operator call (if any), then the evaluation."""
-        info: dict[str, Any] = {}
-        text, operator = (item.program.text if item.program else ""), ""
-        if item.needs_call:
-            early = self._early.pop(item.key, None)
-            reply, seconds = await (early if early is not None else self._slot_call(item))
-            if reply is None:
-                # Back off as the old batch loop did: the exponent grows once per slot-width
-                # of consecutive failures.
-                rounds_failed = self._failures / self.operator.max_in_flight
-                await asyncio.sleep(min(2.0 ** min(rounds_failed, 8) * 0.05, 10.0))
-                return Result(item=item, call_failed=True)
-            text, operator = reply.text, self.operator.label
-            info["call_s"] = round(seconds, 6)
+    def _fill(self, calls: dict[asyncio.Task, WorkItem], evaluations: set[asyncio.Task]) -> None:
+        """Hands the scheduler's next items to free call slots (items without a call go
+        straight to evaluation)."""
+        scheduler = self.scheduler
+        remaining = self.ledger.remaining(self.name)
+        while (free := self.operator.max_in_flight - len(calls)) > 0:
+            items = scheduler.ask(free)
+            if not items:
+                return
+            for item in items:
+                if not item.needs_call:
+                    program = item.program.text if item.program else ""
+                    evaluations.add(asyncio.create_task(self._evaluate(item, program)))
+                    continue
+                paid = item.key in self._early  # made early: charged already
+                if not paid and remaining is not None and remaining <= 0:
+                    reason = self.ledger.exhausted(self.name)
+                    scheduler.stop(reason and f"{self.name}: {reason}"
+                                   or f"{self.name}: call budget used up")  # fmt: skip
+                    return
+                calls[asyncio.create_task(self._call_slot(item))] = item
+
+    @staticmethod
+    async def _cancel_all(tasks: Sequence[asyncio.Task]) -> None:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _call_slot(self, item: WorkItem) -> tuple[str, str, dict[str, Any]] | Result:
+        """One slot's operator call: the program text to evaluate, or the failed call's result
+        (after a back-off)."""
+        early = self._early.pop(item.key, None)
+        reply, seconds = await (early if early is not None else self._slot_call(item))
+        if reply is None:
+            # Back off as the old batch loop did: the exponent grows once per slot-width
+            # of consecutive failures.
+            rounds_failed = self._failures / self.operator.max_in_flight
+            await asyncio.sleep(min(2.0 ** min(rounds_failed, 8) * 0.05, 10.0))
+            return Result(item=item, call_failed=True)
+        return reply.text, self.operator.label, {"call_s": round(seconds, 6)}
+
+    async def _evaluate(self, item: WorkItem, text: str, operator: str = "",
+                        info: Mapping[str, Any] | None = None) -> Result:
+        """One candidate's evaluation in the shared pool."""
         outcome = await self.evaluator.evaluate(text, self._opponents, seed=item.eval_seed,
                                                 axes=self.axes)  # fmt: skip
         return outcome.result(item, operator=operator,
-                              timings={"eval_s": round(outcome.seconds, 6), **info})
+                              timings={"eval_s": round(outcome.seconds, 6), **(info or {})})
 
     async def _slot_call(self, item: WorkItem) -> tuple[OperatorReply | None, float]:
         async with self._calling:
