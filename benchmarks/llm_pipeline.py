@@ -1,6 +1,7 @@
 """Benchmark: one LLM node over real HTTP keeps its slots busy under heavy-tailed latency.
 
-A loopback OpenAI-compatible server (this script's own, on ``127.0.0.1``) answers chat
+A loopback OpenAI-compatible server (this script's own, on ``127.0.0.1``, in a process of its
+own as a provider is, with ``TCP_NODELAY`` as production servers set it) answers chat
 completions with heavy-tailed latency: in every block of ten requests one, at a random place,
 takes ``--slow-s`` and the others ``--fast-s`` (90 % / 10 % exactly, 0.5 s / 5 s by default).
 One node of the toy domain calls it through the ``llm`` operator (litellm, the OpenAI SDK,
@@ -33,6 +34,7 @@ import argparse
 import concurrent.futures
 import copy
 import json
+import multiprocessing
 import os
 import pickle
 import random
@@ -74,6 +76,10 @@ class HeavyTailedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # As production servers do (uvicorn, nginx): without TCP_NODELAY the body, written
+            # after the headers, waits for the client's delayed ACK — a ~40 ms stall per reply
+            # that the server's own latency measure would not see.
+            disable_nagle_algorithm = True
 
             def log_message(self, format, *args):  # noqa: A002 - base signature
                 pass
@@ -141,6 +147,35 @@ class HeavyTailedServer:
         self.http.server_close()
 
 
+def _serve(connection, fast_s: float, slow_s: float, seed: int) -> None:
+    """The server process: serves until told to stop, then sends back its window."""
+    server = HeavyTailedServer(fast_s, slow_s, seed)
+    connection.send(server.base_url)
+    connection.recv()
+    connection.send(server.window())
+    server.close()
+
+
+class ServerProcess:
+    """:class:`HeavyTailedServer` in a process of its own, as a provider is: its threads never
+    compete with the node's event loop for this interpreter's lock."""
+
+    def __init__(self, fast_s: float, slow_s: float, seed: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._connection, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child, fast_s, slow_s, seed),
+                                        daemon=True)  # fmt: skip
+        self._process.start()
+        self.base_url: str = self._connection.recv()
+
+    def close(self) -> tuple[int, float, float]:
+        """Stops the server; returns replies served, mean latency and the busy window."""
+        self._connection.send("stop")
+        window = self._connection.recv()
+        self._process.join(timeout=10)
+        return window
+
+
 class JobSizes:
     """Bytes pickled per evaluation job, as the process pool receives them."""
 
@@ -161,7 +196,7 @@ class JobSizes:
 
 
 def measure(args: argparse.Namespace, registry, repeat: int) -> dict:
-    server = HeavyTailedServer(args.fast_s, args.slow_s, seed=args.seed * 1000 + repeat)
+    server = ServerProcess(args.fast_s, args.slow_s, seed=args.seed * 1000 + repeat)
     options = {"api_base": server.base_url, "concurrency": args.concurrency, "timeout": 60.0}
     config = RunConfig(domain="toy", nodes=[NodeConfig(name="llm", operator="openai/bench",
                                                        options=options)],
@@ -175,8 +210,7 @@ def measure(args: argparse.Namespace, registry, repeat: int) -> dict:
             wall = time.perf_counter() - started
     finally:
         sizes.close()
-        server.close()
-    served, latency, window = server.window()
+        served, latency, window = server.close()
     achieved, ideal = served / window, args.concurrency / latency
     job_bytes = round(statistics.fmean(sizes.sizes), 1) if sizes.sizes else None
     return {"calls": summary["budget"]["calls"], "served": served,
