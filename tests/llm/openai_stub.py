@@ -242,6 +242,7 @@ class OpenAIStub:
 class _Handler(BaseHTTPRequestHandler):
     server_stub: OpenAIStub
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as production servers do; avoids 40 ms delayed-ACK stalls
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
         pass  # keep pytest output clean
