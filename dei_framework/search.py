@@ -1,12 +1,12 @@
 """The built-in asynchronous driver of one node: a :class:`~dei_framework.scheduler.Scheduler`
 kept busy with operator calls and evaluations.
 
-The driver keeps up to the operator's ``max_in_flight`` slots busy. Each slot goes from its
-operator call to its evaluation to ``tell`` on its own — no batch barrier — and the scheduler
-admits results in slot order, so a seeded run is reproducible whatever the timing. While a
-round drains, the next round's from-scratch calls (which depend on nothing in this round) are
-made early, within the same ``max_in_flight``. Calls are
-logged the moment they complete and admissions the moment they happen; a checkpoint (the
+The driver keeps the operator's ``max_in_flight`` call slots busy. A slot is held only while
+its call is out; the reply's evaluation runs beside the calls and is told on its own — no
+batch barrier — and the scheduler admits results in slot order, so a seeded run is
+reproducible whatever the timing. While a round drains, the next round's from-scratch calls
+(which depend on nothing in this round) are made early, within the same ``max_in_flight``.
+Calls are logged the moment they complete and admissions the moment they happen; a checkpoint (the
 scheduler's :meth:`~dei_framework.scheduler.Scheduler.state_json`, the ledger and the log
 offsets, taken together between two awaits) is therefore consistent at any moment.
 """
