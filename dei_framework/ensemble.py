@@ -153,7 +153,9 @@ class Ensemble:
         config, registry = self.config, self.registry
         self._build_domain()
         local_nodes = self.local_nodes
-        if config.common_ground:
+        if config.common_ground and self.local is None:
+            # A node process leaves common ground to the merge, which measures every node's
+            # elites and champions at once.
             self.reference = build_reference(self.domain)
         spaces = {node.name: build_space(self.domain, node.axes or self.space.names, registry)
                   for node in local_nodes}  # fmt: skip
@@ -578,6 +580,8 @@ class Ensemble:
         for name, fields in (extra or {}).items():
             if name in nodes:
                 nodes[name] = {**fields, **nodes[name]}
+        if config.common_ground:
+            self._merge_common_ground(nodes)
         self.run_dir.replace_jsonl("events.jsonl", events)
         self.run_dir.replace_jsonl("calls.jsonl", calls)
         ledger = BudgetLedger.from_json({"nodes": budget_nodes, "wall_seconds": wall,
@@ -590,6 +594,39 @@ class Ensemble:
         self.run_dir.write_summary(summary)
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
         return summary
+
+    def _merge_common_ground(self, nodes: dict[str, Any]) -> None:
+        """Common ground for a merge of node processes: every final-archive elite and round
+        champion of every node re-evaluated here, in one place, against the reference set (a
+        node process measures only its own node's, so the merge measures them all again)."""
+        self.reference = build_reference(self.domain)
+        champions = {name: [(data.get("champion") or {}).get("text")
+                            for _, data in sorted(self._round_files(name).items())]
+                     for name in nodes}  # fmt: skip
+        texts = [elite.text for archive in self._final_archives() for elite in archive]
+        texts += [text for per_round in champions.values() for text in per_round if text]
+        offered = {spec.name for spec in self.domain.descriptor_axes()} | set(self.registry.axes)
+        evaluator = Evaluator(self.domain, workers=self.config.eval_workers,
+                              descriptor_keys=offered)  # fmt: skip
+        try:
+            self.common_outcomes = asyncio.run(evaluate_texts(evaluator, texts, self.reference))
+        finally:
+            evaluator.close()
+        for name, entry in nodes.items():
+            entry["champion_common_fitness_per_round"] = [
+                common_fitness(self.common_outcomes, text) for text in champions[name]
+            ]
+            if entry.get("champion"):
+                entry["champion"] = {**entry["champion"], "common_fitness": common_fitness(
+                    self.common_outcomes, entry["champion"].get("text"))}  # fmt: skip
+
+    def _round_files(self, name: str) -> dict[int, dict[str, Any]]:
+        """A node's round files in this run directory, by round."""
+        files = {}
+        for path in (self.run_dir.path / "nodes" / name).glob("round-*.json"):
+            data = json.loads(path.read_text())
+            files[data["round"]] = data
+        return files
 
     # --- results --------------------------------------------------------------------------------
 

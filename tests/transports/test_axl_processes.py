@@ -125,7 +125,7 @@ def test_headline_run_one_process_per_node_over_axl(axl_binary, tmp_path, cli) -
     """`dei-run --domain coreware --transport axl --nodes 3` with nothing else set up."""
     out = tmp_path / "run"
     result = cli("dei-run", "--domain", "coreware", "--transport", "axl", "--nodes", "3",
-                 "--budget", "120", "--rounds", "2", "--out", str(out),
+                 "--budget", "120", "--rounds", "2", "--out", str(out), "--common-ground",
                  env={**os.environ, "DEI_AXL_BIN": axl_binary}, timeout=600)  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
     nodes = summary["nodes"]
@@ -141,10 +141,19 @@ def test_headline_run_one_process_per_node_over_axl(axl_binary, tmp_path, cli) -
     # One merged run, like an in-memory one: its files and the same summary sections.
     memory = tmp_path / "memory"
     cli("dei-run", "--domain", "coreware", "--nodes", "3", "--budget", "12", "--rounds", "1",
-        "--out", str(memory), "--no-report")  # fmt: skip
+        "--out", str(memory), "--no-report", "--common-ground")  # fmt: skip
     reference = json.loads((memory / "summary.json").read_text())
     assert set(summary) == set(reference)
     assert set(next(iter(reference["nodes"].values()))) <= set(next(iter(nodes.values())))
+    # Common ground measured by the merge over every node's elites, as an in-memory run does.
+    common = summary["merged"]["common"]
+    assert common["reference"] == reference["merged"]["common"]["reference"]
+    merged_archive = json.loads((out / "merged_archive.json").read_text())
+    assert common["num_elites"] == len(merged_archive) > 0
+    assert {e["node"] for e in merged_archive} <= set(nodes)
+    for node in nodes.values():
+        assert len(node["champion_common_fitness_per_round"]) == 2
+        assert node["champion"]["common_fitness"] == node["champion_common_fitness_per_round"][-1]
     for name in nodes:
         assert len(list((out / "nodes" / name).glob("round-*.json"))) == 2
     merged = events(out / "events.jsonl")
