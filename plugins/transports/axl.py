@@ -15,6 +15,13 @@ router on top makes it a broadcast. Facts this module relies on (``docs/transpor
     the spanning tree; both may be ``null``. Peers seen only inside frames are remembered too.
   * ``/send`` answers ``502`` when the peer is unreachable; it and connection errors are
     retried with exponential backoff, then counted and dropped (gossip repairs the loss).
+  * ``/send`` dials a new TCP connection inside AXL's userspace stack for every message and
+    answers only once it has connected. A dial whose first SYN is lost (the first contact
+    between two nodes, a peer that restarted) is retried on TCP's backoff schedule, 1, 3, 7,
+    15 s ... after it started, so one request can hang for many seconds after the peer is
+    reachable again. Each attempt is therefore cut after ``send_attempt_timeout`` and the next
+    attempt is a fresh dial; AXL may still deliver the abandoned one later (the router drops
+    the duplicate).
 The API has no authentication, so only loopback addresses are accepted unless
 ``allow_remote_api`` is set.
 """
@@ -97,7 +104,10 @@ class AxlLink(Link):
         max_poll_interval: Longest pause between polls when idle (seconds).
         topology_interval: Seconds between ``/topology`` refreshes.
         send_retries: Extra attempts after a failed ``/send`` (``502``, 5xx, connection error).
-        send_timeout: Seconds for one HTTP request.
+        send_timeout: Seconds for one HTTP request (``/recv``, ``/topology``).
+        send_attempt_timeout: Seconds one ``/send`` attempt may take before it is abandoned
+            and the next attempt (a fresh dial inside AXL) starts; a healthy send on loopback
+            takes milliseconds.
         start_timeout: Seconds :meth:`start` keeps trying to reach the API (a node that is
             still starting); then it fails with one line naming the cause.
         learned_ttl: Seconds a peer known only from its frames is kept after its last frame.
@@ -112,6 +122,7 @@ class AxlLink(Link):
     topology_interval: float = 1.0
     send_retries: int = 4
     send_timeout: float = 10.0
+    send_attempt_timeout: float = 1.0
     start_timeout: float = 5.0
     learned_ttl: float = 600.0
     max_inbox: int = 10_000
@@ -225,14 +236,19 @@ class AxlLink(Link):
         self.counters["api_requests"] += 1
         if self._wake is not None:
             self._wake.set()  # a send usually draws a reply: poll fast for a while
-        response = await self._client.post(
-            "/send",
-            content=data,
-            headers={
-                "X-Destination-Peer-Id": peer,
-                "Content-Type": "application/octet-stream",
-            },
-        )
+        try:
+            response = await self._client.post(
+                "/send",
+                content=data,
+                headers={
+                    "X-Destination-Peer-Id": peer,
+                    "Content-Type": "application/octet-stream",
+                },
+                timeout=self.send_attempt_timeout,
+            )
+        except httpx.TimeoutException:
+            self.counters["send_timeouts"] += 1
+            raise
         if response.status_code == 200:
             return
         if response.status_code == 502 or response.status_code >= 500:
