@@ -184,6 +184,36 @@ def test_a_hung_send_is_abandoned_and_sent_again(net):
     _run(go())
 
 
+def test_a_peer_that_does_not_answer_gets_one_attempt_at_a_time(net):
+    """After a frame failed every attempt, further frames to that peer are one attempt each (a
+    real node keeps every abandoned dial for minutes) until one gets through."""
+    a, b = net.node(), net.node()
+
+    async def go():
+        la, lb = AxlLink(api=a.url, send_retries=2), AxlLink(api=b.url)
+        await la.start()
+        await lb.start()
+        try:
+            b.down = True
+
+            def sends() -> int:
+                return sum(1 for request in a.requests if request == ("POST", "/send"))
+
+            await la.send(b.key, b"lost")  # 502 three times
+            assert sends() == 3 and la.stats()["unreachable_peers"] == 1
+            await asyncio.gather(*(la.send(b.key, b"lost too") for _ in range(5)))
+            assert sends() == 3 + 5 and la.counters["probes_failed"] == 5
+            b.down = False
+            await la.send(b.key, b"back")
+            assert (await asyncio.wait_for(lb.recv(), 5))[1] == b"back"
+            assert la.stats()["unreachable_peers"] == 0 and la.counters["sent"] == 1
+        finally:
+            await la.close()
+            await lb.close()
+
+    _run(go())
+
+
 def test_standin_inbox_drops_oldest(net):
     a, b = net.node(), net.node()
     for i in range(INBOX_CAPACITY + 50):
