@@ -15,6 +15,15 @@ router on top makes it a broadcast. Facts this module relies on (``docs/transpor
     the spanning tree; both may be ``null``. Peers seen only inside frames are remembered too.
   * ``/send`` answers ``502`` when the peer is unreachable; it and connection errors are
     retried with exponential backoff, then counted and dropped (gossip repairs the loss).
+  * ``/send`` dials a new TCP connection inside AXL's userspace stack for every message and
+    answers only once it has connected. A dial whose first SYN is lost (the first contact
+    between two nodes, a peer that restarted) is retried on TCP's backoff schedule, 1, 3, 7,
+    15 s ... after it started, so one request can hang for many seconds after the peer is
+    reachable again. Each attempt is therefore cut after ``send_attempt_timeout`` and the next
+    attempt is a fresh dial; AXL may still deliver the abandoned one later (the router drops
+    the duplicate). A peer whose last frame failed every attempt gets one attempt per frame,
+    one at a time, until one succeeds, so a peer that stays down costs one dial per
+    ``send_attempt_timeout``.
 The API has no authentication, so only loopback addresses are accepted unless
 ``allow_remote_api`` is set.
 """
@@ -97,7 +106,10 @@ class AxlLink(Link):
         max_poll_interval: Longest pause between polls when idle (seconds).
         topology_interval: Seconds between ``/topology`` refreshes.
         send_retries: Extra attempts after a failed ``/send`` (``502``, 5xx, connection error).
-        send_timeout: Seconds for one HTTP request.
+        send_timeout: Seconds for one HTTP request (``/recv``, ``/topology``).
+        send_attempt_timeout: Seconds one ``/send`` attempt may take before it is abandoned
+            and the next attempt (a fresh dial inside AXL) starts; a healthy send on loopback
+            takes milliseconds.
         start_timeout: Seconds :meth:`start` keeps trying to reach the API (a node that is
             still starting); then it fails with one line naming the cause.
         learned_ttl: Seconds a peer known only from its frames is kept after its last frame.
@@ -112,6 +124,7 @@ class AxlLink(Link):
     topology_interval: float = 1.0
     send_retries: int = 4
     send_timeout: float = 10.0
+    send_attempt_timeout: float = 1.0
     start_timeout: float = 5.0
     learned_ttl: float = 600.0
     max_inbox: int = 10_000
@@ -126,6 +139,8 @@ class AxlLink(Link):
     _busy: asyncio.Event | None = attrs.field(default=None, init=False)
     _wake: asyncio.Event | None = attrs.field(default=None, init=False)
     _failing: bool = attrs.field(default=False, init=False)
+    _unreachable: set[str] = attrs.field(factory=set, init=False)
+    _probes: dict[str, asyncio.Lock] = attrs.field(factory=dict, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.api = check_loopback(self.api, self.allow_remote_api)
@@ -200,6 +215,8 @@ class AxlLink(Link):
         if self._client is None or not _is_key(peer):
             self.counters["send_failed"] += 1
             return
+        if peer in self._unreachable and await self._probe(peer, data):
+            return
         retrying = tenacity.AsyncRetrying(
             stop=tenacity.stop_after_attempt(self.send_retries + 1),
             wait=tenacity.wait_exponential(multiplier=0.05, max=2.0)
@@ -218,21 +235,52 @@ class AxlLink(Link):
             raise
         except Exception as exc:  # bad peers or a sick node never crash the router
             self.counters["send_failed"] += 1
+            if not isinstance(exc, TransportError):  # not a 4xx: the peer does not answer
+                self._unreachable.add(peer)
             log.debug("AXL send to %s failed: %s", peer[:12], exc)
+
+    async def _probe(self, peer: str, data: bytes) -> bool:
+        """Sends to a peer whose last frame failed every attempt: one attempt at a time.
+
+        Each abandoned attempt leaves a dial inside AXL that retransmits SYNs for about two
+        minutes, so a peer that is down gets one fresh dial per ``send_attempt_timeout``, not
+        one per retry of every queued frame. Returns ``False`` when the peer answered meanwhile
+        (the caller sends normally).
+        """
+        async with self._probes.setdefault(peer, asyncio.Lock()):
+            if peer not in self._unreachable:
+                return False
+            try:
+                await self._send_once(peer, data)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.counters["send_failed"] += 1
+                self.counters["probes_failed"] += 1
+                log.debug("AXL send to unreachable %s failed: %s", peer[:12], exc)
+                return True
+            self._unreachable.discard(peer)
+            self.counters["sent"] += 1
+            return True
 
     async def _send_once(self, peer: str, data: bytes) -> None:
         assert self._client is not None
         self.counters["api_requests"] += 1
         if self._wake is not None:
             self._wake.set()  # a send usually draws a reply: poll fast for a while
-        response = await self._client.post(
-            "/send",
-            content=data,
-            headers={
-                "X-Destination-Peer-Id": peer,
-                "Content-Type": "application/octet-stream",
-            },
-        )
+        try:
+            response = await self._client.post(
+                "/send",
+                content=data,
+                headers={
+                    "X-Destination-Peer-Id": peer,
+                    "Content-Type": "application/octet-stream",
+                },
+                timeout=self.send_attempt_timeout,
+            )
+        except httpx.TimeoutException:
+            self.counters["send_timeouts"] += 1
+            raise
         if response.status_code == 200:
             return
         if response.status_code == 502 or response.status_code >= 500:
@@ -253,6 +301,7 @@ class AxlLink(Link):
         out: dict[str, Any] = dict(self.counters)
         out["topology_peers"] = len(self._topology_peers)
         out["learned_peers"] = len(self._learned)
+        out["unreachable_peers"] = len(self._unreachable)
         return out
 
     # --- background work ----------------------------------------------------------------------

@@ -71,6 +71,9 @@ class GossipSubParams:
         max_iwant_replies: Messages served per peer per heartbeat in reply to IWANT.
         max_inbox: Undrained deliveries kept (oldest dropped first).
         max_outbox: Frames queued per peer before the oldest is dropped.
+        max_inflight: Frames being sent to one peer at the same time. A send that hangs (a
+            peer that is unreachable, or whose link has just come back and still finishes an
+            old dial) holds one slot, not the whole queue behind it.
         max_peers: Peers with state. Beyond it a new peer gets no state (it is neither meshed
             nor gossiped to), but the messages its frames carry are still delivered.
         subscribe: Join the topic mesh; ``False`` publishes through fanout only.
@@ -93,6 +96,7 @@ class GossipSubParams:
     max_iwant_replies: int = 500
     max_inbox: int = 10_000
     max_outbox: int = 1_000
+    max_inflight: int = 4
     max_peers: int = 4_096
     subscribe: bool = True
 
@@ -103,6 +107,8 @@ class GossipSubParams:
             raise ValueError("need 0 < mcache_gossip <= mcache_len <= seen_ttl")
         if self.heartbeat <= 0:
             raise ValueError("heartbeat must be positive")
+        if self.max_inflight < 1:
+            raise ValueError("max_inflight must be at least 1")
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> GossipSubParams:
@@ -190,7 +196,9 @@ class GossipSubRouter(Transport):
         self._ihave_count: collections.Counter[str] = collections.Counter()
         self._iwant_served: collections.Counter[str] = collections.Counter()
         self._asked: dict[str, int] = {}  # ids we sent IWANT for -> heartbeat, to not re-ask
-        self._outboxes: dict[str, deque[bytes]] = {}
+        # Per peer: frames not yet handed to the link, each with its IHAVE ids (or None).
+        self._outboxes: dict[str, deque[tuple[bytes, frozenset[str] | None]]] = {}
+        self._inflight: dict[str, set[asyncio.Task[Any]]] = {}
         self._wakeups: dict[str, asyncio.Event] = {}
         self._tasks: list[asyncio.Task[Any]] = []
         self._sender_tasks: dict[str, asyncio.Task[Any]] = {}
@@ -234,9 +242,11 @@ class GossipSubRouter(Transport):
             # Let already queued frames leave (bounded), then stop the senders.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._flush(), timeout=1.0)
-        for task in list(self._sender_tasks.values()):
+        sends = [task for tasks in self._inflight.values() for task in tasks]
+        for task in [*self._sender_tasks.values(), *sends]:
             task.cancel()
-        await asyncio.gather(*self._tasks, *self._sender_tasks.values(), return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._sender_tasks.values(), *sends,
+                             return_exceptions=True)  # fmt: skip
         await self.link.close()
 
     def stats(self) -> dict[str, Any]:
@@ -544,7 +554,7 @@ class GossipSubRouter(Transport):
         cap = self.params.max_ihave_length
         # Newest first: if the list must be cut, the most recent champions matter most.
         ids = list(reversed(ids))[:cap]
-        self._emit(peer, Frame(sender=self.peer_id, ihave=ids).encode())
+        self._emit(peer, Frame(sender=self.peer_id, ihave=ids).encode(), ihave=frozenset(ids))
         self.counters["ihave_sent"] += 1
         if everything:
             self.counters["ihave_full_sent"] += 1
@@ -567,7 +577,7 @@ class GossipSubRouter(Transport):
         ordered = sorted(population)  # sorted first so a seed gives reproducible choices
         return set(self._rng.sample(ordered, min(k, len(ordered))))
 
-    def _emit(self, peer: str, data: bytes) -> None:
+    def _emit(self, peer: str, data: bytes, *, ihave: frozenset[str] | None = None) -> None:
         self.counters["frames_sent"] += 1
         self.counters["bytes_sent"] += len(data)
         if self._sink is not None:
@@ -579,7 +589,15 @@ class GossipSubRouter(Transport):
         if box is None:
             box = self._outboxes[peer] = deque()
             self._wakeups[peer] = asyncio.Event()
-        box.append(data)
+        if ihave is not None and box:
+            # An IHAVE still waiting for a peer that does not take frames (down, restarting)
+            # says nothing the new one does not: keep only the newest, so the queue that drains
+            # when the peer is back holds one IHAVE, not one per heartbeat of the outage.
+            kept = deque(entry for entry in box if entry[1] is None or not entry[1] <= ihave)
+            self.counters["ihave_superseded"] += len(box) - len(kept)
+            box.clear()
+            box.extend(kept)
+        box.append((data, ihave))
         if len(box) > self.params.max_outbox:
             box.popleft()
             self.counters["outbox_dropped"] += 1
@@ -592,23 +610,43 @@ class GossipSubRouter(Transport):
     # --- asyncio plumbing -------------------------------------------------------------------
 
     async def _sender(self, peer: str) -> None:
-        # One sender per peer: a slow or unreachable peer never delays the others.
+        # One sender per peer: a slow or unreachable peer never delays the others. Up to
+        # max_inflight frames go out at once, so one send that hangs (an AXL dial waiting for a
+        # TCP retransmission to a peer that just restarted) does not hold the queue behind it.
         box, wakeup = self._outboxes[peer], self._wakeups[peer]
+        inflight = self._inflight.setdefault(peer, set())
+        slots = asyncio.Semaphore(self.params.max_inflight)
+
+        def sent(task: asyncio.Task[Any]) -> None:
+            inflight.discard(task)
+            slots.release()
+
         while True:
             while box:
-                data = box.popleft()
-                try:
-                    await self.link.send(peer, data)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # a broken link must not kill the router
-                    self.counters["send_errors"] += 1
-                    log.debug("send to %s failed", peer[:12], exc_info=True)
+                await slots.acquire()
+                if not box:  # pragma: no cover - only this task takes from the box
+                    slots.release()
+                    break
+                # Taken from the queue only when a slot is free: until then a newer IHAVE can
+                # still supersede it.
+                data, _ = box.popleft()
+                task = asyncio.create_task(self._send_one(peer, data))
+                inflight.add(task)
+                task.add_done_callback(sent)
             wakeup.clear()
             await wakeup.wait()
 
+    async def _send_one(self, peer: str, data: bytes) -> None:
+        try:
+            await self.link.send(peer, data)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a broken link must not kill the router
+            self.counters["send_errors"] += 1
+            log.debug("send to %s failed", peer[:12], exc_info=True)
+
     async def _flush(self) -> None:
-        while any(self._outboxes.values()):
+        while any(self._outboxes.values()) or any(self._inflight.values()):
             await asyncio.sleep(0.01)
 
     async def _receive_loop(self) -> None:

@@ -6,10 +6,10 @@ both transports where they concern GossipSub: ``d``, ``d_low``, ``d_high``, ``d_
 ``fanout_ttl`` (heartbeats), ``flood_publish``, ``seed``. The in-memory hub adds ``loss``
 (probability), ``latency`` (seconds, or ``"low,high"``); AXL adds ``axl_api`` (URL of the local
 node's API), ``allow_remote_api``, ``poll_interval``, ``max_poll_interval``, ``send_retries``,
-``send_timeout``, ``start_timeout`` and ``members`` (the run's membership: AXL public keys allowed
-on the topic; the ensemble fills it from the run config's ``members``). The in-memory hub only
-connects the run's own nodes, so it has no membership to enforce (the envelope check still
-applies the run's ``members`` to signing keys).
+``send_timeout``, ``send_attempt_timeout``, ``start_timeout`` and ``members`` (the run's
+membership: AXL public keys allowed on the topic; the ensemble fills it from the run config's
+``members``). The in-memory hub only connects the run's own nodes, so it has no membership to
+enforce (the envelope check still applies the run's ``members`` to signing keys).
 """
 
 from __future__ import annotations
@@ -116,12 +116,15 @@ def make_axl(node_names: Sequence[str], options: Mapping[str, Any]) -> list[Tran
             max_poll_interval=float(options.get("max_poll_interval", 0.1)),
             send_retries=int(options.get("send_retries", 4)),
             send_timeout=float(options.get("send_timeout", 10.0)),
+            send_attempt_timeout=float(options.get("send_attempt_timeout", 1.0)),
             start_timeout=float(options.get("start_timeout", 5.0)),
         )
     except (TypeError, ValueError, EnvelopeError) as exc:
         raise ConfigError(f"invalid axl transport option: {exc}") from None
     if link.max_poll_interval < link.poll_interval or link.poll_interval <= 0:
         raise ConfigError("need 0 < poll_interval <= max_poll_interval")
+    if link.send_attempt_timeout <= 0:
+        raise ConfigError("send_attempt_timeout must be positive")
     return [GossipSubRouter(link, _params(options), seed=options.get("seed"), members=members)]
 
 

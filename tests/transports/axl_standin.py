@@ -7,7 +7,9 @@ other in-process. Behaviour copied from the contract (``/work/shared/docs/axl-ap
 ``X-From-Peer-Id`` (28 real hex characters, then ``ff`` padding); the inbox holds 100 messages
 and drops the oldest; ``/send`` needs ``X-Destination-Peer-Id`` (``400`` otherwise), answers
 ``405`` to other methods and ``502`` for unknown or down peers; JSON with a top-level
-``service`` key or ``"a2a": true`` does not reach ``/recv``.
+``service`` key or ``"a2a": true`` does not reach ``/recv``. ``stall_next_sends`` makes sends
+hang before delivering, as a real node's ``/send`` does while its TCP dial to a peer that just
+restarted waits for a retransmission (the message still arrives when the dial connects).
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ class StandIn:
         self.routed_elsewhere = 0
         self.down = False
         self.fail_next_sends = 0  # answer 502 this many times (then behave)
+        self.stall_next_sends = 0  # hang this many sends for stall_seconds, then deliver them
+        self.stall_seconds = 30.0
+        self._released = threading.Event()  # ends the stalls (set when the node stops)
         self.direct: list[str] = []  # keys shown as direct peers
         self.extra_topology: list[dict] = []  # raw extra peer entries (e.g. down peers)
         self.null_topology = False
@@ -76,6 +81,7 @@ class StandIn:
 
     def stop(self) -> None:
         """Stops serving."""
+        self._released.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -186,11 +192,20 @@ class StandIn:
                     node.fail_next_sends -= 1
                     self._reply(502, b"Failed to reach peer: injected\n")
                     return
+                with node.network.lock:
+                    stall = node.stall_next_sends > 0
+                    node.stall_next_sends -= stall
+                if stall:
+                    node._released.wait(node.stall_seconds)
+                    self.close_connection = True  # its client has given up on it
                 target = node.network.nodes.get(dest)
                 if target is None or target.down or node.down:
                     self._reply(502, b"Failed to reach peer: unreachable\n")
                     return
                 target.deliver(node.key, data)
-                self._reply(200, b"", {"X-Sent-Bytes": str(len(data))})
+                try:
+                    self._reply(200, b"", {"X-Sent-Bytes": str(len(data))})
+                except OSError:  # the client gave up on a stalled send; it was delivered
+                    pass
 
         return Handler

@@ -60,6 +60,8 @@ def test_axl_factory_one_node_per_process():
 
     with pytest.raises(ConfigError):
         make_axl(["a", "b"], {})
+    with pytest.raises(ConfigError, match="send_attempt_timeout must be positive"):
+        make_axl(["a"], {"axl_api": "http://127.0.0.1:9", "send_attempt_timeout": 0})
 
 
 def test_unreachable_api_is_a_clear_error():
@@ -150,6 +152,61 @@ def test_502_is_retried_then_given_up(net):
             assert la.counters["send_failed"] == 1
             await la.send("not-a-key", b"x")  # refused locally, never raises
             assert la.counters["send_failed"] == 2
+        finally:
+            await la.close()
+            await lb.close()
+
+    _run(go())
+
+
+def test_a_hung_send_is_abandoned_and_sent_again(net):
+    """A /send that hangs (AXL's dial waiting for a TCP retransmission to a peer that restarted)
+    is cut after send_attempt_timeout and the next attempt, a fresh dial, gets through."""
+    a, b = net.node(), net.node()
+
+    async def go():
+        la, lb = AxlLink(api=a.url, send_attempt_timeout=0.5), AxlLink(api=b.url)
+        await la.start()
+        await lb.start()
+        try:
+            a.stall_next_sends = 1
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            await la.send(b.key, b"through a fresh dial")
+            assert loop.time() - started < 5.0  # not the 30 s the first attempt hangs
+            assert (await asyncio.wait_for(lb.recv(), 5))[1] == b"through a fresh dial"
+            assert la.counters["send_timeouts"] == 1 and la.counters["send_retries"] == 1
+            assert la.counters["sent"] == 1 and not la.counters["send_failed"]
+        finally:
+            await la.close()
+            await lb.close()
+
+    _run(go())
+
+
+def test_a_peer_that_does_not_answer_gets_one_attempt_at_a_time(net):
+    """After a frame failed every attempt, further frames to that peer are one attempt each (a
+    real node keeps every abandoned dial for minutes) until one gets through."""
+    a, b = net.node(), net.node()
+
+    async def go():
+        la, lb = AxlLink(api=a.url, send_retries=2), AxlLink(api=b.url)
+        await la.start()
+        await lb.start()
+        try:
+            b.down = True
+
+            def sends() -> int:
+                return sum(1 for request in a.requests if request == ("POST", "/send"))
+
+            await la.send(b.key, b"lost")  # 502 three times
+            assert sends() == 3 and la.stats()["unreachable_peers"] == 1
+            await asyncio.gather(*(la.send(b.key, b"lost too") for _ in range(5)))
+            assert sends() == 3 + 5 and la.counters["probes_failed"] == 5
+            b.down = False
+            await la.send(b.key, b"back")
+            assert (await asyncio.wait_for(lb.recv(), 5))[1] == b"back"
+            assert la.stats()["unreachable_peers"] == 0 and la.counters["sent"] == 1
         finally:
             await la.close()
             await lb.close()

@@ -217,3 +217,73 @@ def test_params_from_options():
     )
     with pytest.raises(ValueError):
         GossipSubParams(d=3, d_low=4)
+
+
+class _HungSend:
+    """Makes a router's sends to one peer hang like an AXL dial waiting for a TCP retransmission
+    to a peer that restarted: each of the next ``count`` sends hangs for ``seconds`` (then the
+    frame arrives), the others go through at once."""
+
+    def __init__(self, link, peer: str, count: int, seconds: float = 60.0) -> None:
+        self.link, self.peer, self.count, self.seconds = link, peer, count, seconds
+        self.hung = 0
+        self._send = link.send
+        link.send = self.send  # an instance attribute shadows the class's method
+
+    async def send(self, peer: str, data: bytes) -> None:
+        if peer == self.peer and self.hung < self.count:
+            self.hung += 1
+            await asyncio.sleep(self.seconds)
+        await self._send(peer, data)
+
+
+async def _run_hung_send(params: GossipSubParams, hung: int) -> tuple[float | None, dict]:
+    hub = Hub(seed=1)
+    a, b = (GossipSubRouter(hub.link(n), params, seed=i) for i, n in enumerate(("a", "b")))
+    await a.start()
+    await b.start()
+    try:
+        assert await _until(lambda: a.known == {"b"} and b.known == {"a"}, timeout=5)
+        _HungSend(a.link, "b", count=hung)
+        await asyncio.sleep(10 * HB)  # heartbeats queue gossip to b behind the hung sends
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await a.publish(b"after the peer came back")
+        got = await _until(lambda: any(d.payload == b"after the peer came back"
+                                       for d in b.drain()), timeout=5)  # fmt: skip
+        return (loop.time() - started if got else None), dict(a.counters)
+    finally:
+        await a.close()
+        await b.close()
+
+
+def test_a_hung_send_does_not_hold_up_the_frames_behind_it():
+    """A send that hangs (an AXL dial to a peer that just restarted) must not block the peer's
+    queue: a champion published next still arrives within a few heartbeats."""
+    elapsed, _ = asyncio.run(asyncio.wait_for(_run_hung_send(FAST, hung=1), 30))
+    assert elapsed is not None and elapsed < 2.0, elapsed
+
+
+def test_a_newer_ihave_supersedes_one_still_queued():
+    """While every send slot to a peer hangs, heartbeats queue one IHAVE for it, not one each."""
+
+    async def go():
+        params = GossipSubParams(heartbeat=HB, prune_backoff=10, max_inflight=1)
+        hub = Hub(seed=1)
+        a, b = (GossipSubRouter(hub.link(n), params, seed=i) for i, n in enumerate(("a", "b")))
+        await a.start()
+        await b.start()
+        try:
+            assert await _until(lambda: a.known == {"b"}, timeout=5)
+            await a.publish(b"cached, so every heartbeat gossips it")
+            _HungSend(a.link, "b", count=1)
+            await a.publish(b"its send hangs")  # takes the only slot
+            await asyncio.sleep(20 * HB)
+            queued = list(a._outboxes["b"])
+            assert a.counters["ihave_superseded"] >= 10
+            assert sum(1 for _, ids in queued if ids is not None) == 1, queued
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(asyncio.wait_for(go(), 30))
