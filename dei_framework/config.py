@@ -80,6 +80,10 @@ class RunConfig:
         archive: Archive name (``grid``, ``cvt`` ...).
         archive_options: Options of the archive (``[archive_options]`` table).
         new_fraction: Share of calls that write a new program instead of mutating an elite.
+        lag: How far parent choice may run ahead of admission, in slots: mutation slot ``s``
+            is planned once every slot before ``s - lag`` is admitted (``None``: 6 x the
+            operator's concurrency; 0: every parent choice sees all earlier children, so calls
+            go one at a time).
         max_champions: Own recent champions kept as opponents (DRQ's k).
         max_peer_champions: Received champions kept as opponents (a separate window, so own
             Red Queen memory is the same in Solo and ensemble runs).
@@ -120,6 +124,7 @@ class RunConfig:
     archive: str = "grid"
     archive_options: Mapping[str, Any] = attrs.field(factory=dict)
     new_fraction: float = 0.1
+    lag: int | None = None
     max_champions: int = 20
     max_peer_champions: int = 20
     eval_workers: int | None = None
@@ -165,6 +170,9 @@ class RunConfig:
                               f"got {self.delivery!r}")  # fmt: skip
         if not 0.0 <= self.new_fraction <= 1.0:
             raise ConfigError(f"new_fraction must be within [0, 1], got {self.new_fraction}")
+        if self.lag is not None and (isinstance(self.lag, bool) or not isinstance(self.lag, int)
+                                     or self.lag < 0):
+            raise ConfigError(f"lag must be an integer >= 0 (slots), got {self.lag!r}")
 
     @property
     def node_names(self) -> list[str]:
@@ -325,7 +333,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     file = {key.replace("-", "_"): value for key, value in file.items()}
     known = {"domain", "transport", "nodes", "operator", "operators", "api_base", "budget",
              "iterations", "rounds", "sharing", "axes", "seed", "eval_workers",
-             "new_fraction", "max_champions", "checkpoint_seconds", "node", "domain_options",
+             "new_fraction", "lag", "max_champions", "checkpoint_seconds", "node", "domain_options",
              "transport_options", "sharing_options", "operator_options", "out",
              "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
              "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
@@ -399,7 +407,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         domain=domain, transport=pick("transport"), nodes=nodes, rounds=pick("rounds"),
         budget=budget, iterations=iterations, seed=pick("seed"), sharing=pick("sharing"),
         sharing_options=tables["sharing_options"], axes=axes,
-        new_fraction=pick("new_fraction"), max_champions=pick("max_champions"),
+        new_fraction=pick("new_fraction"), lag=pick("lag"), max_champions=pick("max_champions"),
         max_peer_champions=pick("max_peer_champions"), emitter=pick("emitter"),
         emitter_options=file.get("emitter_options", {}), archive=pick("archive"),
         archive_options=file.get("archive_options", {}),

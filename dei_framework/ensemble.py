@@ -264,7 +264,8 @@ class Ensemble:
                 name=name, space=spaces[name], initial_opponents=self.domain.initial_opponents(),
                 calls=self.ledger.quotas[name], rounds=config.rounds, seed=config.seed,
                 new_fraction=config.new_fraction,
-                lag=lags.get(name, LAG_PER_SLOT * operators[name].max_in_flight),
+                lag=lags.get(name, config.lag if config.lag is not None
+                             else LAG_PER_SLOT * operators[name].max_in_flight),
                 archive=_build_plugin(registry.archives, archive_name,
                                       registry.archive(archive_name).factory,
                                       dict(config.archive_options)),

@@ -68,6 +68,32 @@ def test_same_seed_same_run_different_seed_different_run(toy_env, tmp_path) -> N
     assert c["budget"]["calls"] == 40
 
 
+def test_lag_in_the_config_sets_how_far_parent_choice_runs_ahead(toy_env, tmp_path) -> None:
+    registry = load_plugins()
+    for name, lag in (("default", None), ("zero", 0), ("zero-again", 0)):
+        run(_config(lag=lag, new_fraction=0.0), tmp_path / name, registry=registry)
+
+    def recorded_lag(path: Path) -> int:
+        return json.loads((path / "checkpoint.json").read_text())["nodes"]["solo"]["lag"]
+
+    def parents(path: Path) -> list:
+        return [(e["id"], e["parent"]) for e in events(path) if e["event"] == "evaluated"]
+
+    assert recorded_lag(tmp_path / "zero") == 0 and recorded_lag(tmp_path / "default") > 0
+    # With lag 0 every parent is chosen from an archive holding all earlier children: other
+    # plans than the default's, the same ones again for the same seed.
+    assert parents(tmp_path / "zero") != parents(tmp_path / "default")
+    assert parents(tmp_path / "zero") == parents(tmp_path / "zero-again")
+
+
+@pytest.mark.parametrize("lag", [-1, 1.5, True])
+def test_a_bad_lag_is_refused(lag) -> None:
+    from dei_framework.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="lag must be an integer >= 0"):
+        _config(lag=lag)
+
+
 def test_a_seeded_run_twice_gives_identical_final_archives_whatever_the_timing(toy_env,
                                                                                tmp_path) -> None:
     """Replies finish in a random order (unseeded latency), evaluation runs in a worker process
