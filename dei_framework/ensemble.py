@@ -177,9 +177,7 @@ class Ensemble:
             # One node of a run (one process per node) is limited by its own share.
             limit=config.compute_limit() if self.local is None else None,
         )  # fmt: skip
-        offered = {spec.name for spec in self.domain.descriptor_axes()} | set(registry.axes)
-        self.evaluator = Evaluator(self.domain, workers=config.eval_workers,
-                                   descriptor_keys=offered)  # fmt: skip
+        self.evaluator = self._new_evaluator()
         replies: dict[str, dict[str, RecordedCall]] = defaultdict(dict)
         received: dict[str, dict[int, list[dict]]] | None = None
         states: dict[str, dict] = {}
@@ -549,6 +547,7 @@ class Ensemble:
         calls: list[dict] = []
         nodes: dict[str, Any] = {}
         budget_nodes: dict[str, Any] = {}
+        champions: dict[str, dict[int, str | None]] = defaultdict(dict)  # text by round
         wall = 0.0
         for node in config.nodes:
             name = node.name
@@ -560,6 +559,7 @@ class Ensemble:
                 shutil.copyfile(path, target)
                 data = json.loads(path.read_text())
                 self.round_archives[name][data["round"]] = self._common(data["archive"])
+                champions[name][data["round"]] = (data.get("champion") or {}).get("text")
             events.extend(read_jsonl(source / "events.jsonl"))
             calls.extend(read_jsonl(source / "calls.jsonl"))
             if summary is not None and name in summary.get("nodes", {}):
@@ -582,7 +582,7 @@ class Ensemble:
             if name in nodes:
                 nodes[name] = {**fields, **nodes[name]}
         if config.common_ground:
-            self._merge_common_ground(nodes)
+            self._merge_common_ground(nodes, champions)
         self.run_dir.replace_jsonl("events.jsonl", events)
         self.run_dir.replace_jsonl("calls.jsonl", calls)
         ledger = BudgetLedger.from_json({"nodes": budget_nodes, "wall_seconds": wall,
@@ -596,38 +596,38 @@ class Ensemble:
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
         return summary
 
-    def _merge_common_ground(self, nodes: dict[str, Any]) -> None:
+    def _new_evaluator(self) -> Evaluator:
+        """An evaluation pool for this run's domain, accepting every axis on offer."""
+        offered = {spec.name for spec in self.domain.descriptor_axes()} | set(self.registry.axes)
+        return Evaluator(self.domain, workers=self.config.eval_workers, descriptor_keys=offered)
+
+    def _merge_common_ground(self, nodes: dict[str, Any],
+                             champions: Mapping[str, Mapping[int, str | None]]) -> None:
         """Common ground for a merge of node processes: every final-archive elite and round
-        champion of every node re-evaluated here, in one place, against the reference set (a
-        node process measures only its own node's, so the merge measures them all again)."""
+        champion of every node re-evaluated here, in one place, against the reference set (node
+        processes leave common ground to the merge).
+
+        Args:
+            nodes: The merged per-node summary entries (champion fields are filled in).
+            champions: Per node, each round's champion text (``None`` for a round without).
+        """
         self.reference = build_reference(self.domain)
-        champions = {name: [(data.get("champion") or {}).get("text")
-                            for _, data in sorted(self._round_files(name).items())]
+        per_round = {name: [champions[name][r] for r in sorted(champions[name])]
                      for name in nodes}  # fmt: skip
         texts = [elite.text for archive in self._final_archives() for elite in archive]
-        texts += [text for per_round in champions.values() for text in per_round if text]
-        offered = {spec.name for spec in self.domain.descriptor_axes()} | set(self.registry.axes)
-        evaluator = Evaluator(self.domain, workers=self.config.eval_workers,
-                              descriptor_keys=offered)  # fmt: skip
+        texts += [text for round_texts in per_round.values() for text in round_texts if text]
+        evaluator = self._new_evaluator()
         try:
             self.common_outcomes = asyncio.run(evaluate_texts(evaluator, texts, self.reference))
         finally:
             evaluator.close()
         for name, entry in nodes.items():
             entry["champion_common_fitness_per_round"] = [
-                common_fitness(self.common_outcomes, text) for text in champions[name]
+                common_fitness(self.common_outcomes, text) for text in per_round[name]
             ]
             if entry.get("champion"):
                 entry["champion"] = {**entry["champion"], "common_fitness": common_fitness(
                     self.common_outcomes, entry["champion"].get("text"))}  # fmt: skip
-
-    def _round_files(self, name: str) -> dict[int, dict[str, Any]]:
-        """A node's round files in this run directory, by round."""
-        files = {}
-        for path in (self.run_dir.path / "nodes" / name).glob("round-*.json"):
-            data = json.loads(path.read_text())
-            files[data["round"]] = data
-        return files
 
     # --- results --------------------------------------------------------------------------------
 
