@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from midway import events
 
 pytestmark = pytest.mark.axl
 
@@ -61,18 +62,6 @@ def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str, s
     return process.returncode, stdout, stderr
 
 
-def events(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass
-    return out
-
-
 def wait_for(condition: Callable[[], object], timeout: float = 120, what: str = "") -> object:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -84,7 +73,7 @@ def wait_for(condition: Callable[[], object], timeout: float = 120, what: str = 
 
 
 def rounds_done(out: Path, name: str) -> int:
-    return sum(1 for e in events(out / "processes" / name / "events.jsonl")
+    return sum(1 for e in events(out / "processes" / name)
                if e.get("event") == "round")  # fmt: skip
 
 
@@ -156,8 +145,8 @@ def test_headline_run_one_process_per_node_over_axl(axl_binary, tmp_path, cli) -
         assert node["champion"]["common_fitness"] == node["champion_common_fitness_per_round"][-1]
     for name in nodes:
         assert len(list((out / "nodes" / name).glob("round-*.json"))) == 2
-    merged = events(out / "events.jsonl")
-    assert len(merged) == sum(len(events(out / "processes" / n / "events.jsonl")) for n in nodes)
+    merged = events(out)
+    assert len(merged) == sum(len(events(out / "processes" / n)) for n in nodes)
     # Champions went between distinct OS processes, and the log says so.
     received = [e for e in merged if e["event"] == "received"]
     assert received and all(pids[e["from"]] != pids[e["node"]] for e in received)
@@ -186,7 +175,7 @@ def test_node_process_killed_with_sigkill_is_resumed_and_catches_up(axl_env, tmp
     summary = json.loads((out / "summary.json").read_text())
     assert summary["nodes"]["b"]["pid"] != victim
     assert_exact_ledger(out, summary)
-    log = events(out / "events.jsonl")
+    log = events(out)
     # After its resume, b received the others' champions, and they received b's.
     late = [e for e in log if e["event"] == "received" and e["node"] == "b"
             and e["round"] > killed_round]  # fmt: skip
@@ -224,7 +213,7 @@ def test_axl_node_killed_mid_run_is_restarted_and_nothing_is_lost(axl_env, tmp_p
     assert node["transport_process"]["axl_pid"] != axl_pid
     assert_exact_ledger(out, summary, rounds=rounds)
     assert max(after.values()) < rounds - 2, after  # the restart left rounds to flow in
-    received = [e for e in events(out / "events.jsonl") if e["event"] == "received"]
+    received = [e for e in events(out) if e["event"] == "received"]
     inbound = [e for e in received if e["node"] == "c" and e["from_round"] >= after[e["from"]]]
     outbound = [e for e in received if e["from"] == "c" and e["from_round"] >= after["c"]]
     assert inbound, (
@@ -265,7 +254,7 @@ def test_late_joining_node_gets_and_gives_champions(axl_cluster, toy_env, tmp_pa
         code, stdout, stderr = finish(process)
         assert code == 0, stderr[-3000:]
     assert "done: node c" in stdout
-    log = {name: events(out / "processes" / name / "events.jsonl") for name in NAMES}
+    log = {name: events(out / "processes" / name) for name in NAMES}
     assert {e["from"] for e in log["c"] if e["event"] == "received"} == {"a", "b"}
     assert any(e["event"] == "received" and e["from"] == "c" for e in log["a"] + log["b"])
     result = cli("dei", "merge", str(out), "--no-report", env=toy_env)
