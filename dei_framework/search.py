@@ -6,9 +6,9 @@ its call is out; the reply's evaluation runs beside the calls and is told on its
 batch barrier — and the scheduler admits results in slot order, so a seeded run is
 reproducible whatever the timing. While a round drains, the next round's from-scratch calls
 (which depend on nothing in this round) are made early, within the same ``max_in_flight``.
-Calls are logged the moment they complete and admissions the moment they happen; a checkpoint (the
-scheduler's :meth:`~dei_framework.scheduler.Scheduler.state_json`, the ledger and the log
-offsets, taken together between two awaits) is therefore consistent at any moment.
+Calls are logged the moment they complete and admissions the moment they happen; a checkpoint
+(the scheduler's :meth:`~dei_framework.scheduler.Scheduler.state_json`, the ledger and the
+log offsets, taken together between two awaits) is therefore consistent at any moment.
 """
 
 from __future__ import annotations
@@ -303,7 +303,7 @@ class SearchDriver:
                     scheduler.stop(reason and f"{self.name}: {reason}"
                                    or f"{self.name}: call budget used up")  # fmt: skip
                     return
-                calls[asyncio.create_task(self._call_slot(item))] = item
+                calls[asyncio.create_task(self._reply_of(item))] = item
 
     @staticmethod
     async def _cancel_all(tasks: Sequence[asyncio.Task]) -> None:
@@ -311,7 +311,7 @@ class SearchDriver:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _call_slot(self, item: WorkItem) -> tuple[str, str, dict[str, Any]] | Result:
+    async def _reply_of(self, item: WorkItem) -> tuple[str, str, dict[str, Any]] | Result:
         """One slot's operator call: the program text to evaluate, or the failed call's result
         (after a back-off)."""
         early = self._early.pop(item.key, None)
