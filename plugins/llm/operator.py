@@ -316,8 +316,13 @@ class LLMOperator(Operator):
         def on_retry(state: tenacity.RetryCallState) -> None:
             self._stats.retries += 1
 
+        def worth_retrying(exc: BaseException) -> bool:
+            # Not once a call beside this one found the provider unusable (wrong key, no
+            # server): the retry would only knock on the same door.
+            return self._fatal is None and _classify(exc)[0] == "retry"
+
         retrying = tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception(lambda exc: _classify(exc)[0] == "retry"),
+            retry=tenacity.retry_if_exception(worth_retrying),
             stop=tenacity.stop_after_attempt(options.max_retries + 1),
             wait=_Backoff(options.retry_base, options.retry_max),
             before_sleep=on_retry,
@@ -326,6 +331,8 @@ class LLMOperator(Operator):
         try:
             async for attempt in retrying:
                 with attempt:
+                    if self._fatal is not None:  # found out while this call waited to retry
+                        raise OperatorError(str(self._fatal))
                     await meter.open_attempt(prompt_tokens=prompt_bound,
                                              max_tokens=options.max_tokens, cost_usd=worst)
                     attempts += 1
@@ -338,6 +345,10 @@ class LLMOperator(Operator):
                         usage = usage or _usage_of_error(exc)
                         self._stats.errors += 1
                         self._stats.last_error = self._describe(exc)
+                        if _being_cancelled():
+                            # The call is being cancelled (its node stops) and a library
+                            # reported a failure instead: it ends cancelled, never retried.
+                            raise asyncio.CancelledError from exc
                         raise
                     finally:
                         # Every attempt is settled, failed and cancelled ones too: a provider
@@ -349,8 +360,12 @@ class LLMOperator(Operator):
         except BudgetExhausted as exc:
             # A cap refused the next attempt: the call ends here, what it used is settled.
             raise BudgetExhausted(str(exc)) from None
+        except OperatorError:
+            raise
         except Exception as exc:
             kind, _ = _classify(exc)
+            if kind == "retry" and self._fatal is not None:
+                raise OperatorError(str(self._fatal)) from exc
             if kind == "fatal":
                 self._fatal = OperatorError(self._fatal_message(exc))
                 raise self._fatal from exc
@@ -387,11 +402,15 @@ class LLMOperator(Operator):
             # the OpenAI SDK refuses to send a request without one.
             kwargs["api_key"] = "sk-no-key-local-server"
         # litellm's own timeout does not cover every provider path (custom handlers, slow
-        # streaming of headers); wait_for makes the limit hard.
+        # streaming of headers); asyncio.timeout makes the limit hard. Not wait_for: on
+        # Python 3.11 it runs the call in a task of its own, and when the call is cancelled
+        # just as its reply fails, it drops the cancellation and re-raises the failure inside
+        # its `except CancelledError`, which overwrites the failure's __context__ — a refused
+        # connection then lost the ConnectionRefusedError that marks it fatal, looked
+        # transient and was retried after its node had stopped.
         try:
-            return await asyncio.wait_for(
-                self._litellm.acompletion(**kwargs), timeout=options.timeout
-            )
+            async with asyncio.timeout(options.timeout):
+                return await self._litellm.acompletion(**kwargs)
         except TimeoutError as exc:
             raise _HardTimeout(f"no reply within {options.timeout:g} s") from exc
 
@@ -549,6 +568,12 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return "retry", "transient"
     # Anything else is a bug (ours, a custom provider's): retrying would only hide it.
     return "fatal", "unexpected error"
+
+
+def _being_cancelled() -> bool:
+    """True if the running task has been asked to stop (whatever the code below it made of it)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _unreachable(exc: BaseException) -> str | None:

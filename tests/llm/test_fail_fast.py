@@ -47,7 +47,8 @@ def test_connection_refused_ends_at_once_naming_the_url(cli, env, tmp_path) -> N
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     for node in summary["nodes"].values():
         assert node["calls"] == 0 and "connection refused" in node["stopped"]
-        assert node["operator_status"]["retries"] == 0  # not transient: never retried
+        # Not transient: never retried.
+        assert node["operator_status"]["retries"] == 0, (node["operator_status"], result.stderr)
 
 
 def test_a_host_that_does_not_resolve_ends_at_once(cli, env, tmp_path) -> None:

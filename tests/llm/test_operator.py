@@ -284,6 +284,102 @@ def test_fatal_error_is_sticky(stub):
     assert stub.requests == 1
 
 
+
+def test_a_call_waiting_to_retry_stops_once_another_finds_the_provider_unusable(stub):
+    """One call's 500 is worth a retry; by the time it would retry, the call beside it has
+    found a wrong key: no further request, the same one-line error for both."""
+    stub.script(status(500, retry_after=None), status(401, retry_after=None))
+    stub.default = status(401, retry_after=None)
+    op = _operator(stub, concurrency=2, retry_base=0.5, retry_max=0.5)
+
+    async def main():
+        return await asyncio.gather(*(op.propose(_request(f"n/0/{i}")) for i in range(2)),
+                                    return_exceptions=True)  # fmt: skip
+
+    results = _run(main())
+    assert all(isinstance(r, OperatorError) for r in results), results
+    assert len({str(r) for r in results}) == 1
+    assert stub.requests == 2
+
+
+def _refused_as_litellm_reports_it() -> Exception:
+    """A refused connection as litellm raises it: a 500 whose context holds the socket error."""
+    import litellm
+
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 9)")
+        except ConnectionRefusedError:
+            raise litellm.InternalServerError(  # noqa: B904 - litellm chains it implicitly
+                message="Connection error.", llm_provider="openai", model="stub-model"
+            )
+    except litellm.InternalServerError as exc:
+        return exc
+
+
+class _ScriptedLitellm:
+    """Stands in for the litellm module: ``acompletion`` runs ``behaviour``, counting calls."""
+
+    def __init__(self, behaviour) -> None:
+        self.behaviour = behaviour
+        self.calls = 0
+        self.started: asyncio.Event | None = None
+
+    async def acompletion(self, **kwargs):
+        self.calls += 1
+        assert self.started is not None
+        self.started.set()
+        return await self.behaviour()
+
+
+def _cancel_once_started(op: LLMOperator, fake: _ScriptedLitellm) -> None:
+    async def main():
+        fake.started = asyncio.Event()
+        task = asyncio.create_task(op.propose(_request()))
+        await fake.started.wait()
+        task.cancel()  # the node stops while the call is out
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    _run(main())
+
+
+def test_a_call_cancelled_just_as_its_connection_is_refused_ends_cancelled(stub):
+    """The cancellation and the failed reply meet in one turn of the event loop. (With
+    asyncio.wait_for, Python 3.11 dropped the cancellation and re-raised the failure with its
+    context overwritten: the refused connection looked transient and was retried.)"""
+    refused = _refused_as_litellm_reports_it()
+
+    async def refuse():
+        await asyncio.sleep(0)
+        raise refused
+
+    fake = _ScriptedLitellm(refuse)
+    op = _operator(stub)
+    op._litellm = fake
+    _cancel_once_started(op, fake)
+    assert fake.calls == 1 and op.status()["retries"] == 0
+
+
+def test_a_cancellation_a_library_turns_into_an_error_is_not_retried(stub):
+    """An HTTP library that answers a cancellation with a 'connection error' (retryable
+    for us) must not make a stopping node send the request again."""
+    import litellm
+
+    async def swallow_cancellation():
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            raise litellm.APIConnectionError(  # noqa: B904
+                message="Connection error.", llm_provider="openai", model="stub-model"
+            )
+
+    fake = _ScriptedLitellm(swallow_cancellation)
+    op = _operator(stub)
+    op._litellm = fake
+    _cancel_once_started(op, fake)
+    assert fake.calls == 1 and op.status()["retries"] == 0
+
 def test_missing_key_is_fatal_without_reaching_the_server(stub, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     op = LLMOperator(
