@@ -464,14 +464,16 @@ class Ensemble:
         finally:
             for transport in started:
                 try:
-                    await asyncio.wait_for(transport.close(), CLOSE_SECONDS)
+                    async with asyncio.timeout(CLOSE_SECONDS):
+                        await transport.close()
                 except Exception:  # closing must not hide the run's own outcome
                     pass
             for operator in self.operators.values():
                 closing = operator.aclose()
                 if interrupted:  # an interrupt must end the run even if a provider hangs
                     with contextlib.suppress(Exception):
-                        await asyncio.wait_for(closing, CLOSE_SECONDS)
+                        async with asyncio.timeout(CLOSE_SECONDS):
+                            await closing
                 else:
                     await closing
             self.evaluator.close(wait=not interrupted)

@@ -357,7 +357,10 @@ class AxlLink(Link):
                 self._wake.clear()
                 pause = self.poll_interval
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=pause)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for loses a cancellation
+                # that arrives as the wake-up does, and this loop would then never end.
+                async with asyncio.timeout(pause):
+                    await self._wake.wait()
                 pause = self.poll_interval
             except TimeoutError:
                 pause = min(self.max_poll_interval, pause * 2)

@@ -241,7 +241,8 @@ class GossipSubRouter(Transport):
         if self._sender_tasks:
             # Let already queued frames leave (bounded), then stop the senders.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._flush(), timeout=1.0)
+                async with asyncio.timeout(1.0):
+                    await self._flush()
         sends = [task for tasks in self._inflight.values() for task in tasks]
         for task in [*self._sender_tasks.values(), *sends]:
             task.cancel()

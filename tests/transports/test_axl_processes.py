@@ -49,6 +49,9 @@ def launch(config: Path, out: Path, env: dict[str, str], *args: str) -> subproce
     return subprocess.Popen(
         ["dei-run", "--config", str(config), "--out", str(out), "--no-report", *args],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # Ctrl-C as in a terminal, even when pytest itself runs as a background job (which
+        # inherits an ignored SIGINT, and dei-run respects that).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
 
 
