@@ -20,53 +20,93 @@ The core is domain-agnostic. What it offers library users:
 * :class:`DEIError` — the base of every error a user can cause.
 """
 
-from dei_framework.archives import (
-    AddStatus,
-    ArchiveBase,
-    ArchiveSpec,
-    ArchiveStats,
-    CVTArchive,
-    GridArchive,
-)
-from dei_framework.budget import BudgetLedger, split_budget
-from dei_framework.config import NodeConfig, RunConfig
-from dei_framework.context import FactoryContext
-from dei_framework.descriptors import (
-    AxisSpec,
-    DescriptorSpace,
-    LogAxis,
-    ThresholdAxis,
-    UniformAxis,
-)
-from dei_framework.domain import Domain, DomainSpec, Evaluation, Program
-from dei_framework.emitters import EmitterBase, EmitterSpec, ImprovementEmitter, UniformEmitter
-from dei_framework.ensemble import run
-from dei_framework.errors import (
-    BudgetExhausted,
-    ConfigError,
-    DEIError,
-    InvalidProgram,
-    OperatorError,
-    PluginError,
-    ReferenceOverlap,
-    TransportError,
-)
-from dei_framework.evaluation import evaluate
-from dei_framework.hookspecs import hookimpl, hookspec
-from dei_framework.operators import (
-    Operator,
-    OperatorReply,
-    OperatorRequest,
-    OperatorSettings,
-    OperatorSpec,
-    TransientOperatorFailure,
-)
-from dei_framework.opponents import OpponentPool
-from dei_framework.plugins import load_plugins
-from dei_framework.records import Candidate, Elite, Opponent, Parent
-from dei_framework.scheduler import Admission, Result, RoundEnd, Scheduler, TellReport, WorkItem
-from dei_framework.sharing import Admit, SharingPolicy, SharingSpec, TopKSharing
-from dei_framework.transport import Delivery, Transport, TransportSpec
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Where each public name is defined. A module is imported when one of its names is first
+#: used, not when the package is: ``dei --help`` and the node processes the launcher starts
+#: then do not wait for numpy and every plugin, and a Ctrl-C in the first second of a
+#: command reaches its handler instead of printing a traceback from an import.
+_NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
+    "archives": (
+        "AddStatus", "ArchiveBase", "ArchiveSpec", "ArchiveStats", "CVTArchive", "GridArchive",
+    ),
+    "budget": ("BudgetLedger", "split_budget"),
+    "config": ("NodeConfig", "RunConfig"),
+    "context": ("FactoryContext",),
+    "descriptors": ("AxisSpec", "DescriptorSpace", "LogAxis", "ThresholdAxis", "UniformAxis"),
+    "domain": ("Domain", "DomainSpec", "Evaluation", "Program"),
+    "emitters": ("EmitterBase", "EmitterSpec", "ImprovementEmitter", "UniformEmitter"),
+    "ensemble": ("run",),
+    "errors": (
+        "BudgetExhausted", "ConfigError", "DEIError", "InvalidProgram", "OperatorError",
+        "PluginError", "ReferenceOverlap", "TransportError",
+    ),
+    "evaluation": ("evaluate",),
+    "hookspecs": ("hookimpl", "hookspec"),
+    "operators": (
+        "Operator", "OperatorReply", "OperatorRequest", "OperatorSettings", "OperatorSpec",
+        "TransientOperatorFailure",
+    ),
+    "opponents": ("OpponentPool",),
+    "plugins": ("load_plugins",),
+    "records": ("Candidate", "Elite", "Opponent", "Parent"),
+    "scheduler": ("Admission", "Result", "RoundEnd", "Scheduler", "TellReport", "WorkItem"),
+    "sharing": ("Admit", "SharingPolicy", "SharingSpec", "TopKSharing"),
+    "transport": ("Delivery", "Transport", "TransportSpec"),
+}
+_HOMES = {name: module for module, names in _NAMES_BY_MODULE.items() for name in names}
+
+if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ does this
+    from dei_framework.archives import (
+        AddStatus,
+        ArchiveBase,
+        ArchiveSpec,
+        ArchiveStats,
+        CVTArchive,
+        GridArchive,
+    )
+    from dei_framework.budget import BudgetLedger, split_budget
+    from dei_framework.config import NodeConfig, RunConfig
+    from dei_framework.context import FactoryContext
+    from dei_framework.descriptors import (
+        AxisSpec,
+        DescriptorSpace,
+        LogAxis,
+        ThresholdAxis,
+        UniformAxis,
+    )
+    from dei_framework.domain import Domain, DomainSpec, Evaluation, Program
+    from dei_framework.emitters import EmitterBase, EmitterSpec, ImprovementEmitter, UniformEmitter
+    from dei_framework.ensemble import run
+    from dei_framework.errors import (
+        BudgetExhausted,
+        ConfigError,
+        DEIError,
+        InvalidProgram,
+        OperatorError,
+        PluginError,
+        ReferenceOverlap,
+        TransportError,
+    )
+    from dei_framework.evaluation import evaluate
+    from dei_framework.hookspecs import hookimpl, hookspec
+    from dei_framework.operators import (
+        Operator,
+        OperatorReply,
+        OperatorRequest,
+        OperatorSettings,
+        OperatorSpec,
+        TransientOperatorFailure,
+    )
+    from dei_framework.opponents import OpponentPool
+    from dei_framework.plugins import load_plugins
+    from dei_framework.records import Candidate, Elite, Opponent, Parent
+    from dei_framework.scheduler import Admission, Result, RoundEnd, Scheduler, TellReport, WorkItem
+    from dei_framework.sharing import Admit, SharingPolicy, SharingSpec, TopKSharing
+    from dei_framework.transport import Delivery, Transport, TransportSpec
 
 __all__ = [
     "Admission", "Admit", "ArchiveBase", "ArchiveSpec", "CVTArchive", "Candidate",
@@ -81,3 +121,17 @@ __all__ = [
     "Transport", "TransportError", "TransportSpec", "UniformAxis", "hookimpl", "hookspec",
     "load_plugins", "run", "split_budget",
 ]  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    """Imports ``name`` from its module on first use (PEP 562), then keeps it here."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

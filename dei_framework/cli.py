@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import click
@@ -53,10 +53,15 @@ def user_errors(function: Callable) -> Callable:
         except DEIError as exc:
             fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+            interrupted()
 
     return wrapper
+
+
+def interrupted() -> NoReturn:
+    """Ctrl-C before a run exists: one line and :data:`EXIT_INTERRUPTED`."""
+    click.echo("interrupted", err=True)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 class Interrupts:
@@ -409,8 +414,14 @@ def _standalone(command: click.Command, prog_name: str) -> None:
     except click.ClickException as exc:
         hint = f" (see {prog_name} --help)" if isinstance(exc, click.UsageError) else ""
         fail(f"{exc.format_message()}{hint}")
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        # click turns a Ctrl-C outside our commands (while plugins add their options, say)
+        # into Abort; it is an interruption like any other.
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            interrupted()
         fail("aborted")
+    except KeyboardInterrupt:
+        interrupted()
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     sys.exit(result if isinstance(result, int) else 0)

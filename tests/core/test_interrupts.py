@@ -10,6 +10,7 @@ import json
 import random
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -125,3 +126,35 @@ def test_the_resume_hint_quotes_a_directory_with_a_space_for_the_shell(toy_env, 
     stopped = stop_midway(_args(config, out), out, toy_env, min_events=20, send=ctrl_c)
     hint = re.search(r"continue with: dei-run --resume (.+)", stopped.stderr)
     assert hint and hint.group(1) == f"'{out.resolve()}'"  # quoted: the path has a space
+
+
+def _loaded(pid: int, library: str) -> bool:
+    """True once process ``pid`` has mapped a shared library whose path contains ``library``."""
+    try:
+        return library in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def test_ctrl_c_while_the_command_line_is_still_loading_ends_in_one_line(
+    toy_env, tmp_path
+) -> None:
+    # numpy's core library is mapped early in the second or so `dei-run` spends importing its
+    # command line and plugins: a SIGINT sent as soon as it appears lands in those imports.
+    for trial in range(3):
+        process = subprocess.Popen(
+            ["dei-run", "--domain", "toy", "--budget", "40", "--out", str(tmp_path / f"r{trial}"),
+             "--progress", "lines", "--no-report"],
+            env=toy_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not _loaded(process.pid, "_multiarray_umath") and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert process.poll() is None, "dei-run ended before it could be interrupted"
+        ctrl_c(process)
+        _, stderr = process.communicate(timeout=60)
+        assert "Traceback" not in stderr, stderr
+        assert process.returncode == 130, stderr
+        assert stderr.strip().splitlines()[-1].startswith("interrupted"), stderr
