@@ -116,7 +116,10 @@ class ExperimentPlan:
         folders = [c.folder for c in self.conditions]
         if len(set(folders)) != len(folders):
             raise ConfigError(f"condition folders repeat: {folders}")
-        check_equal_split(self.budget, self.conditions, self.base.rounds)
+        if self.base.compute_axis == "tokens":
+            check_equal_token_split(self.budget, self.conditions, self.base.iterations)
+        else:
+            check_equal_split(self.budget, self.conditions, self.base.rounds)
 
     def seed(self, repeat: int) -> int:
         return self.base.seed + repeat
@@ -130,8 +133,9 @@ class ExperimentPlan:
                        options=options.get(operator, common))
             for index, operator in enumerate(condition.operators)
         )  # fmt: skip
-        config = attrs.evolve(self.base, nodes=nodes, budget=self.budget, iterations=None,
-                              seed=self.seed(repeat), common_ground=True)  # fmt: skip
+        config = attrs.evolve(self.base, nodes=nodes, budget=self.budget,
+                              iterations=self.call_bound(condition), seed=self.seed(repeat),
+                              common_ground=True)  # fmt: skip
         # The protocol itself: every condition gets exactly the same total budget on the
         # compute axis (a real check, not ``assert``: it must hold under ``python -O`` too).
         total, expected = config.compute_limit(), self.base.compute_limit()
@@ -143,6 +147,20 @@ class ExperimentPlan:
                 f"{config.compute_axis}, not {expected}"
             )
         return config
+
+    def call_bound(self, condition: Condition) -> int | None:
+        """On the ``tokens`` axis, each node's calls per round at most (``iterations``).
+
+        ``--iterations`` is the bound of a node in the condition with the most nodes; a node
+        of a smaller condition has a proportionally larger token share and gets a
+        proportionally larger bound, so that the same kind of limit (tokens) ends every node
+        (as on the ``calls`` axis Solo's one node makes as many calls as all of Homo's).
+        ``None`` on the other axes, where ``budget`` bounds the calls.
+        """
+        if self.base.compute_axis != "tokens":
+            return None
+        largest = max(c.nodes for c in self.conditions)
+        return self.base.iterations * largest // condition.nodes
 
     def run_dir(self, out: Path, condition: Condition, repeat: int) -> Path:
         return out / condition.folder / f"repeat-{repeat}"
@@ -189,6 +207,36 @@ def check_equal_split(budget: int, conditions: Sequence[Condition], rounds: int)
             continue
         raise ConfigError(f"--budget {budget} does not split equally {problem}; use a multiple "
                           f"of {step} (nodes x rounds of every condition)")  # fmt: skip
+
+
+_TOKENS_NEED_ITERATIONS = ("--compute-axis tokens needs --iterations (calls per node per round "
+                           "at most, for a node of the largest condition)")
+
+
+def check_equal_token_split(budget: int, conditions: Sequence[Condition],
+                            iterations: int | None) -> None:
+    """On the ``tokens`` axis: checks that ``budget`` tokens split into equal node shares, and
+    the call bound ``iterations`` scales to a whole number per node, in every condition.
+
+    Raises:
+        ConfigError: it does not; the message names a value that works.
+    """
+    if iterations is None:
+        raise ConfigError(_TOKENS_NEED_ITERATIONS)
+    step = math.lcm(*(c.nodes for c in conditions))
+    largest = max(c.nodes for c in conditions)
+    for condition in conditions:
+        if budget % condition.nodes or budget < condition.nodes:
+            raise ConfigError(f"--budget {budget} tokens does not split equally across the "
+                              f"{condition.nodes} nodes of condition {condition.name!r}; use a "
+                              f"multiple of {step}")  # fmt: skip
+        if iterations * largest % condition.nodes:
+            raise ConfigError(
+                f"--iterations {iterations} does not scale to whole calls per round for the "
+                f"{condition.nodes} nodes of condition {condition.name!r} ({iterations} x "
+                f"{largest} / {condition.nodes}); use a multiple of "
+                f"{step // math.gcd(step, largest)}"
+            )
 
 
 def parse_conditions(
@@ -256,15 +304,24 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     preset = get_preset(flags.get("preset") or file.get("preset"))
     protocol = dict(preset.settings) if preset else {}
     protocol.update(preset.experiment if preset else {})
-    if flags.get("iterations") is not None or file.get("iterations") is not None:
-        raise ConfigError("experiments take --budget (total calls per condition), not --iterations")
+    axis = flags.get("compute_axis") or file.get("compute_axis") or protocol.get("compute_axis")
+    tokens = axis == "tokens"
+    if not tokens and (flags.get("iterations") is not None or file.get("iterations") is not None):
+        raise ConfigError("experiments take --budget (total calls per condition), not "
+                          "--iterations (the call bound of --compute-axis tokens)")  # fmt: skip
+    if tokens and not (flags.get("budget") or file.get("budget")):
+        raise ConfigError("--compute-axis tokens needs --budget (total tokens per condition)")
+    if tokens and flags.get("iterations") is None and file.get("iterations") is None:
+        raise ConfigError(_TOKENS_NEED_ITERATIONS)
     if flags.get("replay") or flags.get("reask_mismatched"):
         raise ConfigError(
             "dei experiment does not replay; replay single runs with "
             "dei-run --replay OUT/<condition>/repeat-<k>"
         )
     # One base node per operator: it carries that operator's options (api_base, [[node]] ...).
-    base = resolve_config({**flags, "nodes": None, "budget": None, "iterations": None}, plugins)
+    # On the tokens axis the budget and the call bound stay: the base configuration must hold.
+    calls_only = {} if tokens else {"budget": None, "iterations": None}
+    base = resolve_config({**flags, "nodes": None, **calls_only}, plugins)
     operators = list(dict.fromkeys(node.operator for node in base.nodes))
     nodes = flags.get("nodes") or protocol.get("nodes") or DEFAULT_EXPERIMENT_NODES
     listed = flags.get("conditions") or protocol.get("conditions") or ""
@@ -641,6 +698,7 @@ def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) ->
              if c["merged"]["raw_fitness_scales"]}
         ) > 1,  # fmt: skip
         "compute_axis": plan.base.compute_axis,
+        "compute_limit": plan.base.compute_limit(),
         "conditions": conditions,
         "comparisons": comparisons(conditions),
     }

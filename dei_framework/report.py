@@ -448,13 +448,23 @@ def _run_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> dict[str,
 # --- experiment report --------------------------------------------------------------------------
 
 
+def _equal_compute_terms(summary: Mapping[str, Any]) -> str:
+    """What every condition got, on the experiment's compute axis."""
+    axis, budget = summary.get("compute_axis", "calls"), summary.get("budget")
+    if axis == "tokens":
+        return f"**{budget} tokens** (prompt + completion)"
+    if axis == "cost":
+        return f"**{_num(summary.get('compute_limit'), '.4f')} USD** (at most {budget} calls)"
+    return f"**{budget} operator calls**"
+
+
 def _experiment_report(path: Path, summary: Mapping[str, Any]) -> str:
     conditions: Mapping[str, Any] = summary["conditions"]
     images = _experiment_plots(path, summary, path / PLOTS)
     out = [f"# DEI experiment: {summary.get('domain', '?')}\n"]
     equal = "holds" if summary.get("equal_compute") else "**does not hold** (see budget below)"
     out.append(
-        f"Equal compute: every condition gets **{summary.get('budget')} operator calls** in "
+        f"Equal compute: every condition gets {_equal_compute_terms(summary)} in "
         f"total over {summary.get('rounds')} round(s); {summary.get('repeats')} repeat(s) per "
         f"condition with seeds {summary.get('seeds')} (the same seeds for every condition). "
         f"Equal compute {equal}. Values are mean ± sample standard deviation over repeats.\n"

@@ -260,6 +260,80 @@ def test_compute_axis_tokens_splits_tokens_equally(cli, env, stub, tmp_path):
         assert node["calls"] < 100  # the tokens, not the calls, ended the node
 
 
+def _experiment(cli, env, stub, out: Path, *extra: str, check: bool = True):
+    return cli(
+        "dei", "experiment", "--domain", "toy", "--operator", MODEL, "--api-base", stub.base_url,
+        "--conditions", "solo,homo", "--nodes", "2", "--rounds", "2", "--seed", "1",
+        "--out", str(out), "--progress", "quiet", "--eval-workers", "0", *extra,
+        env=env, check=check, timeout=600,
+    )  # fmt: skip
+
+
+def test_an_experiment_on_the_tokens_axis_gives_every_condition_the_same_tokens(
+    cli, env, stub, tmp_path
+):
+    stub.default = ok(TOY_REPLY, completion_tokens=9)
+    out = tmp_path / "experiment"
+    _experiment(cli, env, stub, out, "--compute-axis", "tokens", "--budget", "2000",
+                "--iterations", "60", "--config", _config(tmp_path))  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["compute_axis"] == "tokens" and summary["budget"] == 2000
+    assert summary["equal_compute"] is True
+    spent = 0
+    for name, nodes, bound in (("solo", 1, 120), ("homo", 2, 60)):
+        condition = summary["conditions"][name]["budget"]
+        assert condition["axis"] == "tokens" and condition["equal_compute"] is True
+        run_dir = out / name / "repeat-0"
+        config = json.loads((run_dir / "config.json").read_text())
+        # Solo's one node has twice a Homo node's tokens, so twice its call bound.
+        assert config["iterations"] == bound and config["budget"] == 2000
+        run = json.loads((run_dir / "summary.json").read_text())["budget"]
+        assert run["limit"] == 2000 and run["spent"] <= 2000
+        shares = [node["share"] for node in run["nodes"].values()]
+        assert shares == [2000 // nodes] * nodes
+        assert all(node["exhausted_cap"] == "token" for node in run["nodes"].values())
+        spent += run["spent"]
+    # Every token the server billed is in some run's ledger, and no more.
+    assert spent == stub.billed_prompt_tokens + stub.billed_completion_tokens
+    assert "**2000 tokens** (prompt + completion)" in (out / "report.md").read_text()
+
+
+def test_a_call_bound_that_ends_nodes_before_their_tokens_is_reported_as_unequal(
+    cli, env, stub, tmp_path
+):
+    stub.default = ok(TOY_REPLY, completion_tokens=9)  # 13 or 14 tokens a call
+    out = tmp_path / "experiment"
+    _experiment(cli, env, stub, out, "--compute-axis", "tokens", "--budget", "2000",
+                "--iterations", "20", "--config", _config(tmp_path))  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["equal_compute"] is False
+    for name in ("solo", "homo"):
+        run = json.loads((out / name / "repeat-0" / "summary.json").read_text())["budget"]
+        assert run["spent"] < 2000 - 14 * len(run["nodes"])  # tokens left: calls ran out first
+        assert all(node["exhausted_cap"] is None for node in run["nodes"].values())
+    assert "Equal compute **does not hold**" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--compute-axis", "tokens", "--budget", "2000"),
+         "--compute-axis tokens needs --iterations"),
+        (("--compute-axis", "tokens", "--iterations", "20"),
+         "--compute-axis tokens needs --budget"),
+        (("--compute-axis", "tokens", "--budget", "2001", "--iterations", "20"),
+         "--budget 2001 tokens does not split equally across the 2 nodes of condition 'homo'"),
+        (("--budget", "40", "--iterations", "20"), "not --iterations (the call bound of"),
+    ],
+)  # fmt: skip
+def test_a_tokens_experiment_without_a_whole_split_is_refused(cli, env, stub, tmp_path, extra,
+                                                              message):
+    result = _experiment(cli, env, stub, tmp_path / "experiment", *extra, check=False)
+    assert result.returncode == 1
+    assert message in result.stderr.strip().splitlines()[-1], result.stderr
+    assert "Traceback" not in result.stderr and stub.requests == 0
+
+
 # --- exact replay -----------------------------------------------------------------------------
 
 
