@@ -21,6 +21,10 @@ Usage::
 
     python benchmarks/llm_pipeline.py [--calls 500] [--rounds 2] [--concurrency 8]
                                       [--fast-s 0.5] [--slow-s 5] [--repeats 3]
+                                      [--eval-s 0] [--eval-workers 1]
+
+``--eval-s`` makes every evaluation take that long (the toy's own take about 1 ms), to see
+whether slow evaluations (Core War battles take 0.1-1 s) hold up the calls.
 
 Run it against another checkout (e.g. the code before the pipelined loop) by putting that
 checkout's packages first on ``PYTHONPATH`` (``dei_framework`` and the plugin packages
@@ -198,10 +202,12 @@ class JobSizes:
 def measure(args: argparse.Namespace, registry, repeat: int) -> dict:
     server = ServerProcess(args.fast_s, args.slow_s, seed=args.seed * 1000 + repeat)
     options = {"api_base": server.base_url, "concurrency": args.concurrency, "timeout": 60.0}
+    slow_evaluation = {"eval_seconds": args.eval_s} if args.eval_s else {}
     config = RunConfig(domain="toy", nodes=[NodeConfig(name="llm", operator="openai/bench",
                                                        options=options)],
                        budget=args.calls, rounds=args.rounds, seed=args.seed, sharing="none",
-                       eval_workers=1)  # fmt: skip
+                       eval_workers=args.eval_workers,
+                       domain_options=slow_evaluation)  # fmt: skip
     sizes = JobSizes()
     try:
         with tempfile.TemporaryDirectory() as out:
@@ -257,6 +263,9 @@ def main() -> None:
     parser.add_argument("--fast-s", type=float, default=0.5)
     parser.add_argument("--slow-s", type=float, default=5.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--eval-s", type=float, default=0.0,
+                        help="seconds each evaluation takes (0: the toy's ~1 ms)")
+    parser.add_argument("--eval-workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -272,6 +281,7 @@ def main() -> None:
         "commit": _commit(Path(dei_framework.__file__).resolve().parents[1]),
         "calls": args.calls, "rounds": args.rounds, "concurrency": args.concurrency,
         "latency_s": {"fast": args.fast_s, "slow": args.slow_s, "slow_share": 0.1},
+        "eval_s": args.eval_s, "eval_workers": args.eval_workers,
         "n": len(runs), "throughput_ratio": round(mean, 4),
         "throughput_ratio_sd": round(statistics.stdev(ratios), 4) if len(ratios) > 1 else None,
         "throughput_ratio_ci95": [round(mean - half, 4), round(mean + half, 4)] if half else None,

@@ -44,6 +44,8 @@ class ToyDomain(Domain):
         return Program(text=" ".join(str(int(t)) for t in tokens), data=[int(t) for t in tokens])
 
     def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
+        if self._options.get("eval_seconds"):  # a slow evaluation, on request (benchmarks)
+            time.sleep(float(self._options["eval_seconds"]))
         total = sum(program.data)
         beaten = sum(total > sum(o.data) for o in opponents)
         closeness = 1.0 - min(abs(total - 200), 200) / 200
