@@ -725,7 +725,7 @@ class Ensemble:
             "seed": self.config.seed,
             "rounds": self.config.rounds,
             "space": {"axes": list(self.space.names), "shape": list(self.space.shape),
-                      "cells": self.space.cells},  # fmt: skip
+                      "cells": self.space.cells, "grid": self.space.to_json()},  # fmt: skip
             "merged": {**merged, "per_round": per_round},
             "generality": {"reference": _generality_reference(self.domain)},
             "nodes": nodes,

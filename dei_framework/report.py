@@ -9,6 +9,7 @@ rest of the framework does not need it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import warnings
@@ -128,22 +129,49 @@ def _image(title: str, relative: str | None) -> str:
 
 
 def final_archives(run_dir: Path) -> dict[str, GridArchive]:
-    """Each node's archive of its last finished round (from ``nodes/<node>/round-NNN.json``)."""
-    archives: dict[str, GridArchive] = {}
+    """Each node's archive of its last finished round (from ``nodes/<node>/round-NNN.json``),
+    in the run's grid.
+
+    A node may search over axes of its own (``[[node]] axes``) or with another archive kind;
+    its elites carry the run's axes too, and are placed in the run's grid here as the run's own
+    merge places them, so that panels and merges compare like with like.
+    """
+    documents: dict[str, dict[str, Any]] = {}
     nodes_dir = run_dir / "nodes"
     if not nodes_dir.is_dir():
-        return archives
+        return {}
     for node_dir in sorted(p for p in nodes_dir.iterdir() if p.is_dir()):
         rounds = sorted(node_dir.glob("round-*.json"))
-        if not rounds:
-            continue
+        if rounds:
+            with contextlib.suppress(json.JSONDecodeError, KeyError, OSError):
+                documents[node_dir.name] = json.loads(rounds[-1].read_text())["archive"]
+    space = _run_grid(run_dir, documents)
+    archives: dict[str, GridArchive] = {}
+    for name, document in documents.items():
         try:
-            archives[node_dir.name] = GridArchive.from_json(
-                json.loads(rounds[-1].read_text())["archive"]
-            )
-        except (json.JSONDecodeError, KeyError, ConfigError):
+            if space is None:
+                archives[name] = GridArchive.from_json(document)
+            else:
+                archives[name] = GridArchive(
+                    space=space, qd_offset=document.get("qd_offset", 0.0)
+                ).fill_from_json(document)  # fmt: skip
+        except (KeyError, TypeError, ConfigError):
             continue  # a damaged file only costs its heatmap
     return archives
+
+
+def _run_grid(run_dir: Path, documents: Mapping[str, Mapping[str, Any]]) -> DescriptorSpace | None:
+    """The run's grid: recorded in ``summary.json``, else (older runs) the space of a node
+    that searched over the run's axes; ``None`` when neither is known."""
+    with contextlib.suppress(OSError, json.JSONDecodeError, KeyError, TypeError, ConfigError):
+        space = json.loads((run_dir / "summary.json").read_text())["space"]
+        if "grid" in space:
+            return DescriptorSpace.from_json(space["grid"])
+        for document in documents.values():
+            candidate = DescriptorSpace.from_json(document["space"])
+            if list(candidate.names) == list(space["axes"]):
+                return candidate
+    return None
 
 
 def _grid_2d(grid: np.ndarray, reduce: str = "max") -> np.ndarray:

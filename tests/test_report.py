@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent / "toy"))
 import toy_domain  # noqa: E402
 
 from dei_framework import cli, hookimpl  # noqa: E402
+from dei_framework.archive import GridArchive  # noqa: E402
 from dei_framework.config import NodeConfig, RunConfig  # noqa: E402
 from dei_framework.domain import DomainSpec  # noqa: E402
 from dei_framework.ensemble import run  # noqa: E402
@@ -22,7 +23,7 @@ from dei_framework.errors import ConfigError  # noqa: E402
 from dei_framework.experiment import plan_from_flags, run_experiment  # noqa: E402
 from dei_framework.operators import Operator, OperatorReply, OperatorSpec  # noqa: E402
 from dei_framework.plugins import load_plugins  # noqa: E402
-from dei_framework.report import write_run_report  # noqa: E402
+from dei_framework.report import final_archives, write_run_report  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -117,6 +118,28 @@ def test_run_report(tmp_path, plugins):
     summary = json.loads((path / "summary.json").read_text())
     assert f"{summary['merged']['coverage']:.1%}" in text
 
+
+
+def test_nodes_on_axes_of_their_own_are_drawn_in_the_runs_grid(tmp_path, plugins):
+    """One node searches over "peak" alone: its archive has another shape. The report draws
+    every node and the merge in the run's grid, as the run's own merge counts them."""
+    nodes = [NodeConfig(name="node-0", operator="toy-random"),
+             NodeConfig(name="node-1", operator="toy-b", axes=("peak",))]  # fmt: skip
+    config = RunConfig(domain="toy", nodes=nodes, budget=40, rounds=2, eval_workers=0,
+                       axes=("length", "peak"))  # fmt: skip
+    path = tmp_path / "run"
+    run(config, path, registry=plugins)
+    round_file = sorted((path / "nodes" / "node-1").glob("round-*.json"))[-1]
+    own = json.loads(round_file.read_text())["archive"]["space"]
+    assert [axis["name"] for axis in own] == ["peak"]  # the node's own, one-axis grid
+    archives = final_archives(path)
+    assert {a.space.names for a in archives.values()} == {("length", "peak")}
+    summary = json.loads((path / "summary.json").read_text())
+    merged = GridArchive.merge(archives.values())
+    assert merged.stats().coverage == pytest.approx(summary["merged"]["coverage"])
+    report = write_run_report(path)
+    assert_png(path / "plots" / "heatmaps.png")
+    assert "node-1" in report.read_text()
 
 def test_single_node_without_generality(tmp_path, plugins):
     path = toy_run(tmp_path / "run", plugins, domain="toy-plain", operators=("toy-any",), budget=8)
