@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -12,11 +12,15 @@ if TYPE_CHECKING:
 
 
 @attrs.frozen(kw_only=True)
-class FactoryContext:
+class FactoryContext(Mapping[str, Any]):
     """What the core hands a plugin's factory, so that it never has to rediscover plugins.
 
-    Operator factories receive it as :class:`~dei_framework.operators.OperatorSettings` (a
-    subclass that adds the node and what the user typed).
+    Every factory gets one: domain, transport, sharing, emitter and archive factories as their
+    options argument, operator factories as :class:`~dei_framework.operators.OperatorSettings`
+    (a subclass that adds the node and what the user typed). It is also the read-only mapping
+    of its ``options`` (``context["key"]``, ``dict(context)``, ``context.get(...)``), so a
+    factory written as ``factory(options)`` works unchanged and one that needs more reads
+    ``context.registry`` or ``context.seed``.
 
     Attributes:
         registry: The plugins of the run: other plugins' registrations, and every hook
@@ -29,3 +33,14 @@ class FactoryContext:
     registry: PluginRegistry | None = attrs.field(default=None, eq=False, repr=False)
     options: Mapping[str, Any] = attrs.field(factory=dict)
     seed: int = 0
+
+    # --- the options as a read-only mapping ----------------------------------------------------
+
+    def __getitem__(self, key: str) -> Any:
+        return self.options[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.options)
+
+    def __len__(self) -> int:
+        return len(self.options)

@@ -153,7 +153,9 @@ class DomainSpec:
 
     Attributes:
         name: What users type after ``--domain``.
-        factory: Builds the domain from its options.
+        factory: Builds the domain from its options, a
+            :class:`~dei_framework.context.FactoryContext` (the mapping of the domain options,
+            with the run's plugins and seed).
         description: One line for ``dei plugins``.
     """
 

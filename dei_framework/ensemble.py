@@ -34,6 +34,7 @@ from dei_framework.common import (
     reference_record,
 )
 from dei_framework.config import NodeConfig, RunConfig
+from dei_framework.context import FactoryContext
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
 from dei_framework.envelope import NodeIdentity
@@ -145,9 +146,14 @@ class Ensemble:
         config, registry = self.config, self.registry
         self.domain = _build_plugin(
             registry.domains, config.domain, registry.domain(config.domain).factory,
-            dict(config.domain_options),
+            self._context(config.domain_options),
         )  # fmt: skip
         self.space = build_space(self.domain, config.axes, registry)
+
+    def _context(self, options: Mapping[str, Any]) -> FactoryContext:
+        """What a plugin factory gets: its options (a copy), the run's plugins and seed."""
+        return FactoryContext(registry=self.registry, options=dict(options),
+                              seed=self.config.seed)  # fmt: skip
 
     def _build(self) -> None:
         config, registry = self.config, self.registry
@@ -163,7 +169,7 @@ class Ensemble:
             node.name: _build_plugin(
                 registry.sharing, node.sharing or config.sharing,
                 registry.sharing_policy(node.sharing or config.sharing).factory,
-                dict(config.sharing_options),
+                self._context(config.sharing_options),
             )
             for node in local_nodes
         }  # fmt: skip
@@ -245,7 +251,7 @@ class Ensemble:
             transports = list(
                 _build_plugin(registry.transports, config.transport, transport_spec.factory,
                               [node.name for node in local_nodes],
-                              _transport_options(config))  # fmt: skip
+                              self._context(_transport_options(config)))  # fmt: skip
             )
             if len(transports) != len(local_nodes):
                 raise ConfigError(
@@ -266,10 +272,10 @@ class Ensemble:
                              else LAG_PER_SLOT * operators[name].max_in_flight),
                 archive=_build_plugin(registry.archives, archive_name,
                                       registry.archive(archive_name).factory,
-                                      dict(config.archive_options)),
+                                      self._context(config.archive_options)),
                 emitter=_build_plugin(registry.emitters, emitter_name,
                                       registry.emitter(emitter_name).factory,
-                                      dict(config.emitter_options)),
+                                      self._context(config.emitter_options)),
                 sharing=policies[name], qd_offset=self.domain.fitness_floor,
                 own_window=config.max_champions, peer_window=config.max_peer_champions,
             )  # fmt: skip

@@ -37,6 +37,7 @@ from dei_framework.config import (
     load_toml,
     resolve_config,
 )
+from dei_framework.context import FactoryContext
 from dei_framework.errors import ConfigError
 from dei_framework.plugins import PluginRegistry
 from dei_framework.presets import get_preset, warn_overrides
@@ -348,7 +349,8 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     from dei_framework.ensemble import _build_plugin
 
     _build_plugin(plugins.domains, base.domain, plugins.domain(base.domain).factory,
-                  dict(base.domain_options))  # fmt: skip
+                  FactoryContext(registry=plugins, options=dict(base.domain_options),
+                                 seed=base.seed))  # fmt: skip
     return ExperimentPlan(base=attrs.evolve(base, budget=budget), conditions=conditions,
                           budget=budget, repeats=flags.get("repeats") or 1,
                           preset=preset.name if preset else None)  # fmt: skip

@@ -80,7 +80,15 @@ SharingFactory = Callable[[Mapping[str, Any]], SharingPolicy]
 
 @attrs.frozen(kw_only=True)
 class SharingSpec:
-    """A sharing policy a plugin registers through ``dei_sharing_policies``."""
+    """A sharing policy a plugin registers through ``dei_sharing_policies``.
+
+    Attributes:
+        name: What users type after ``--sharing``.
+        factory: ``factory(options)`` builds one node's policy; ``options`` is a
+            :class:`~dei_framework.context.FactoryContext`, the mapping of the
+            ``[sharing_options]`` table with the run's plugins and seed.
+        description: One line for ``dei plugins``.
+    """
 
     name: str
     factory: SharingFactory

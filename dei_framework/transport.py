@@ -110,7 +110,8 @@ class TransportSpec:
     Attributes:
         name: What users type after ``--transport``.
         factory: ``factory(node_names, options)`` returns one :class:`Transport` per node, in
-            order. In-process transports connect all of them; a networked transport may accept
+            order (``options``: a :class:`~dei_framework.context.FactoryContext`, the mapping
+            of the transport options with the run's plugins and seed). In-process transports connect all of them; a networked transport may accept
             only one node per process and raise :class:`~dei_framework.errors.ConfigError`
             otherwise.
         description: One line for ``dei plugins``.

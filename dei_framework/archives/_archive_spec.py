@@ -19,8 +19,9 @@ class ArchiveSpec:
 
     Attributes:
         name: What users type after ``--archive``.
-        factory: ``factory(options)`` returns an :data:`ArchiveFactory` (options come from the
-            ``[archive_options]`` table).
+        factory: ``factory(options)`` returns an :data:`ArchiveFactory`; ``options`` is a
+            :class:`~dei_framework.context.FactoryContext`, the mapping of the
+            ``[archive_options]`` table with the run's plugins and seed.
         description: One line for ``dei plugins``.
     """
 

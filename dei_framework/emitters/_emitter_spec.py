@@ -16,8 +16,9 @@ class EmitterSpec:
 
     Attributes:
         name: What users type after ``--emitter``.
-        factory: ``factory(options)`` builds one node's emitter (options come from the
-            ``[emitter_options]`` table).
+        factory: ``factory(options)`` builds one node's emitter; ``options`` is a
+            :class:`~dei_framework.context.FactoryContext`, the mapping of the
+            ``[emitter_options]`` table with the run's plugins and seed.
         description: One line for ``dei plugins``.
     """
 
