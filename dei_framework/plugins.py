@@ -8,6 +8,7 @@ keep working. Plugins may add hook specifications of their own (``dei_addhooks``
 from __future__ import annotations
 
 import importlib.metadata
+import types
 from collections.abc import Iterable
 from typing import Any
 
@@ -63,7 +64,7 @@ def load_plugins(extra: Iterable[Any] = (), *, entry_points: bool = True) -> Plu
                 continue
             _register(manager, plugin, name, problems, f"{entry_point.name!r} (from {dist})")
     for plugin in extra:
-        _register(manager, plugin, None, problems, repr(plugin))
+        _register(manager, plugin, _in_process_name(manager, plugin), problems, repr(plugin))
 
     registry = PluginRegistry(manager=manager, problems=problems)
     for hook, (kind, table_name) in REGISTRATION_HOOKS.items():
@@ -97,6 +98,20 @@ def _register(
         if manager.is_registered(plugin):
             manager.unregister(plugin)
         problems.append(f"plugin {label} could not be registered: {exc!r}")
+
+
+def _in_process_name(manager: pluggy.PluginManager, plugin: Any) -> str:
+    """A readable name for a plugin registered in-process: its module's name, or for an object
+    ``module.Class`` (pluggy would use the object's id, which says nothing in an error)."""
+    if isinstance(plugin, types.ModuleType):
+        name = plugin.__name__
+    else:
+        name = f"{type(plugin).__module__}.{type(plugin).__qualname__}"
+    unique, count = name, 1
+    while manager.has_plugin(unique):
+        count += 1
+        unique = f"{name}#{count}"
+    return unique
 
 
 def _plugin_name(dist: str, entry_name: str) -> str:

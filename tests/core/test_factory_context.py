@@ -101,3 +101,9 @@ def test_every_factory_gets_the_runs_plugins_seed_and_its_options(tmp_path) -> N
     assert recorder.seen["sharing"].get("k") == 1 and len(recorder.seen["emitter"]) == 0
     with pytest.raises(TypeError):
         domain_options["improve"] = "Improve"  # read-only: a factory cannot change the run's
+
+
+def test_a_plugin_registered_in_process_is_named_after_its_class() -> None:
+    registry = load_plugins(extra=[toy_domain, Recorder(), Recorder()])
+    names = {name for name, _ in registry.manager.list_name_plugin()}
+    assert {"toy_domain", f"{__name__}.Recorder", f"{__name__}.Recorder#2"} <= names
