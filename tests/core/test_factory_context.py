@@ -4,6 +4,7 @@ written as ``factory(options)`` keep working), the run's plugins and the run's s
 from __future__ import annotations
 
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,7 @@ def test_every_factory_gets_the_runs_plugins_seed_and_its_options(tmp_path) -> N
 
 
 def test_a_plugin_registered_in_process_is_named_after_its_class() -> None:
-    registry = load_plugins(extra=[toy_domain, Recorder(), Recorder()])
+    module = types.ModuleType("inline_plugin")  # a module plugin: named after the module
+    registry = load_plugins(extra=[module, Recorder(), Recorder()])
     names = {name for name, _ in registry.manager.list_name_plugin()}
-    assert {"toy_domain", f"{__name__}.Recorder", f"{__name__}.Recorder#2"} <= names
+    assert {"inline_plugin", f"{__name__}.Recorder", f"{__name__}.Recorder#2"} <= names
