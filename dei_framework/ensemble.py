@@ -492,8 +492,16 @@ class Ensemble:
         return summary
 
     async def _run_node(self, node: Node) -> None:
+        driver = self.drivers[node.name]
         try:
-            await self.drivers[node.name].run()
+            await driver.run()
+            if not self.stopping:
+                # Logged apart from "received": delivered, never fought. Without them a short
+                # run between equally fast processes can show no champion crossing at all.
+                self._record([{"event": "received_late", "node": node.name,
+                               "after_round": driver.scheduler.round, "from": c.node,
+                               "from_round": c.round, "program": c.text, "operator": c.operator}
+                              for c in node.receive_late()], [])  # fmt: skip
         finally:  # finished, stopped or failed: its peers must not wait for its clock
             node.finish()
 

@@ -302,6 +302,7 @@ def parse_conditions(
 def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> ExperimentPlan:
     """Resolves ``dei experiment`` flags (every ``dei-run`` option plus the experiment's own)."""
     file = load_toml(flags["config_file"]) if flags.get("config_file") else {}
+    file = {key.replace("-", "_"): value for key, value in file.items()}  # as resolve_config
     preset = get_preset(flags.get("preset") or file.get("preset"))
     protocol = dict(preset.settings) if preset else {}
     protocol.update(preset.experiment if preset else {})

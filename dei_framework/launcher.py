@@ -295,11 +295,14 @@ class Launcher:
 
     def _report(self, name: str, event: Mapping[str, Any]) -> None:
         pid = self.pids.get(name)
-        if event.get("event") == "received":
+        if event.get("event") in ("received", "received_late"):
             sender = str(event.get("from"))
+            late = (" after its last round had started (delivered, not fought)"
+                    if event["event"] == "received_late" else "")  # fmt: skip
             self._say(
                 f"{name} (pid {pid}) received over {self.config.transport} the round "
                 f"{event.get('from_round')} champion of {sender} (pid {self.pids.get(sender)})"
+                f"{late}"
             )
         elif event.get("event") == "round":
             stats = event.get("stats") or {}
@@ -323,18 +326,19 @@ class Launcher:
                 extra[name]["failed"] = self.failed[name]
         ensemble = Ensemble(self.config, RunDir(self.run_dir), registry=self.registry)
         summary = ensemble.merge_processes(extra=extra)
-        edges: dict[tuple[str, str], int] = {}
+        edges: dict[tuple[str, str], list[int]] = {}  # [taken in, after the last round began]
         for event in _events(self.run_dir / "events.jsonl"):
-            if event.get("event") == "received":
+            if event.get("event") in ("received", "received_late"):
                 key = (str(event.get("from")), str(event.get("node")))
-                edges[key] = edges.get(key, 0) + 1
+                edges.setdefault(key, [0, 0])[event["event"] == "received_late"] += 1
         pids = {name: node.get("pid") for name, node in summary["nodes"].items()}
         self._say(f"champions delivered between OS processes over {self.config.transport}:")
-        for (sender, receiver), count in sorted(edges.items()):
+        for (sender, receiver), (taken, late) in sorted(edges.items()):
+            after = f" (+{late} after its last round had started)" if late else ""
             self._say(f"  {sender} (pid {pids.get(sender)}) -> {receiver} "
-                      f"(pid {pids.get(receiver)}): {count}")  # fmt: skip
+                      f"(pid {pids.get(receiver)}): {taken}{after}")  # fmt: skip
         if not edges:
-            self._say("  none at a round start")
+            self._say("  none")
         for name, node in summary["nodes"].items():
             sharing = node.get("sharing") or {}
             delivered = (sharing.get("transport") or {}).get("delivered")

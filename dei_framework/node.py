@@ -80,6 +80,7 @@ class Node:
                                           max_per_round=MAX_ADMITTED_PER_ROUND)  # fmt: skip
         self.published = 0
         self.own_messages = 0
+        self.late = 0
 
     def receive(self, round_index: int) -> list[Candidate]:
         """Drains the inbox (or the record) into validated champions from other nodes."""
@@ -103,6 +104,18 @@ class Node:
         since = self.clock.start(round_index - 1) if round_index > 0 else None
         deliveries = await self.timeline.collect(self.name, since, self.clock.start(round_index))
         return self._accept(deliveries)
+
+    def receive_late(self) -> list[Candidate]:
+        """Peers' champions that arrived after this node's last round had started: delivered
+        and verified, but never fought (each round takes in what arrived before its start).
+
+        Only for a transport in real time; on a timeline or a replay nothing arrives late.
+        """
+        if self.transport is None or self.timeline is not None or self.recorded is not None:
+            return []
+        late = self._accept(self.transport.drain())
+        self.late += len(late)
+        return late
 
     def finish(self) -> None:
         """The node publishes nothing more: peers waiting for its virtual clock go on."""
@@ -168,7 +181,9 @@ class Node:
         """Sharing counters for the summary."""
         return {
             "published": self.published,
-            "accepted": self.inbox.accepted,
+            # Taken in at a round start; those that came after the last round started apart.
+            "accepted": self.inbox.accepted - self.late,
+            "late": self.late,
             "dropped": dict(self.inbox.dropped),
             "transport": (self.transport.stats() if self.transport is not None
                           else self.timeline.stats(self.name) if self.timeline is not None else {}),

@@ -3,7 +3,8 @@
 Layout::
 
     config.json          the resolved RunConfig
-    events.jsonl         one JSON object per line: "evaluated", "received", "round", "node"
+    events.jsonl         one JSON object per line: "evaluated", "received", "round", "node",
+                         "received_late" (a peer champion that came after the last round began)
     calls.jsonl          every operator call (failed ones too): request key, prompt and its
                          hash, reply, usage of all its attempts
     checkpoint.json      the state to resume from (written atomically)

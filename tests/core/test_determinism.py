@@ -244,6 +244,28 @@ def test_a_wallclock_run_is_replayed_from_its_arrival_record(toy_env, cli, tmp_p
     assert again == original
 
 
+
+def test_a_champion_arriving_after_the_last_round_began_is_logged_late(toy_env, tmp_path) -> None:
+    # One round, wall-clock delivery: "fast" is done long before "slow", whose only round
+    # started before fast's champion existed. It is drained once at slow's end, logged and
+    # counted as late, and never fought.
+    import toy_domain
+
+    registry = load_plugins(extra=[toy_domain])
+    nodes = [NodeConfig(name="fast", operator="toy-random"),
+             NodeConfig(name="slow", operator="toy-random", options={"delay": 0.2})]  # fmt: skip
+    config = RunConfig(domain="toy", nodes=nodes, budget=32, rounds=1, seed=3, eval_workers=0,
+                       delivery="wallclock")  # fmt: skip
+    summary = run(config, tmp_path / "run", registry=registry)
+    log = events(tmp_path / "run")
+    assert not [e for e in log if e["event"] == "received"]  # no round started after round 0
+    late = [e for e in log if e["event"] == "received_late"]
+    assert [(e["node"], e["from"], e["from_round"]) for e in late] == [("slow", "fast", 0)]
+    assert late[0]["program"] == summary["nodes"]["fast"]["champion"]["text"]
+    sharing = {name: node["sharing"] for name, node in summary["nodes"].items()}
+    assert (sharing["slow"]["late"], sharing["slow"]["accepted"]) == (1, 0)
+    assert (sharing["fast"]["late"], sharing["fast"]["accepted"]) == (0, 0)
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -150,8 +150,10 @@ def test_headline_run_one_process_per_node_over_axl(axl_binary, tmp_path, cli) -
         assert len(list((out / "nodes" / name).glob("round-*.json"))) == 2
     merged = events(out)
     assert len(merged) == sum(len(events(out / "processes" / n)) for n in nodes)
-    # Champions went between distinct OS processes, and the log says so.
-    received = [e for e in merged if e["event"] == "received"]
+    # Champions went between distinct OS processes, and the log says so. Nodes never wait for
+    # each other: with two rounds a champion may come after its receiver's last round began,
+    # and is then logged as received_late (delivered, not fought).
+    received = [e for e in merged if e["event"] in ("received", "received_late")]
     assert received and all(pids[e["from"]] != pids[e["node"]] for e in received)
     assert "received over axl" in result.stderr
     assert "champions delivered between OS processes over axl" in result.stderr
