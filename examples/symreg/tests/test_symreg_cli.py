@@ -54,7 +54,9 @@ def test_dei_run_end_to_end(tmp_path):
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["domain"] == "symreg"
-    assert summary["space"] == {"axes": ["size", "nonlinearity"], "shape": [8, 6], "cells": 48}
+    space = summary["space"]
+    assert (space["axes"], space["shape"], space["cells"]) == (["size", "nonlinearity"], [8, 6], 48)
+    assert [axis["name"] for axis in space["grid"]] == space["axes"]
     assert summary["budget"]["calls"] == summary["budget"]["limit"] == 60
     assert set(summary["nodes"]) == {"node-0", "node-1"}
     for node in summary["nodes"].values():
