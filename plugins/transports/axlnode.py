@@ -151,10 +151,14 @@ class AxlNodeProcess:
             (Linux; ``None``: it outlives it).
     """
 
-    binary: str
-    home: Path = attrs.field(converter=Path)
+    # Absolute paths: the node runs with its home as working directory, where a path
+    # relative to ours (`dei-run --out runs/x`, the default) would point elsewhere.
+    binary: str = attrs.field(converter=lambda b: str(Path(b).resolve()) if os.sep in b else b)
+    home: Path = attrs.field(converter=lambda h: Path(h).resolve())
     peers: list[str] = attrs.field(factory=list)
-    key_path: Path | None = None
+    key_path: Path | None = attrs.field(
+        default=None, converter=lambda k: None if k is None else Path(k).resolve()
+    )
     listen_port: int = 0
     api_port: int = 0
     parent_death_signal: int | None = None

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import json
 import logging
+import os
 import threading
+from pathlib import Path
 
 import pytest
 from dei_transports.axlnode import AxlNodeProcess, free_port, loopback_config
@@ -110,3 +113,19 @@ def test_crashed_axl_node_is_reported_and_caught_up(axl_cluster, caplog):
     messages = [r.getMessage() for r in caplog.records]
     assert any(f"AXL node at {b.api} stopped answering" in m for m in messages), messages
     assert any(f"AXL node at {b.api} answers again" in m for m in messages), messages
+
+
+@pytest.mark.axl
+def test_a_node_home_given_relative_to_our_directory_starts(axl_binary, tmp_path, monkeypatch):
+    """`dei-run --out runs/x` (the default is relative too) gives relative homes, while the
+    node runs inside its home: every path it is handed must be absolute."""
+    monkeypatch.chdir(tmp_path)
+    binary = os.path.relpath(axl_binary, tmp_path)  # a relative binary path, likewise
+    node = AxlNodeProcess(binary, home="runs/x/axl")
+    try:
+        node.start()
+        node.wait_ready()
+    finally:
+        node.stop()
+    config = json.loads((tmp_path / "runs/x/axl/node-config.json").read_text())
+    assert Path(config["PrivateKeyPath"]).is_absolute()
