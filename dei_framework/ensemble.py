@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -458,8 +458,10 @@ class Ensemble:
                 checkpointer.cancel()
             self._checkpoint()
             if self.reference is not None:
+                champions = ((e.get("champion") or {}).get("text")
+                             for driver in self.drivers.values() for e in driver.history)
                 self.common_outcomes = await evaluate_texts(
-                    self.evaluator, self._common_texts(), self.reference
+                    self.evaluator, self._common_texts(champions), self.reference
                 )
         except asyncio.CancelledError:
             # Each node's boundary is consistent with the run log at any await: that is what
@@ -499,7 +501,7 @@ class Ensemble:
                 # Logged apart from "received": delivered, never fought. Without them a short
                 # run between equally fast processes can show no champion crossing at all.
                 self._record([{"event": "received_late", "node": node.name,
-                               "after_round": driver.scheduler.round, "from": c.node,
+                               "after_round": len(driver.history) - 1, "from": c.node,
                                "from_round": c.round, "program": c.text, "operator": c.operator}
                               for c in node.receive_late()], [])  # fmt: skip
         finally:  # finished, stopped or failed: its peers must not wait for its clock
@@ -630,8 +632,8 @@ class Ensemble:
         self.reference = build_reference(self.domain)
         per_round = {name: [champions[name][r] for r in sorted(champions[name])]
                      for name in nodes}  # fmt: skip
-        texts = [elite.text for archive in self._final_archives() for elite in archive]
-        texts += [text for round_texts in per_round.values() for text in round_texts if text]
+        texts = self._common_texts(text for round_texts in per_round.values()
+                                   for text in round_texts)
         evaluator = self._new_evaluator()
         try:
             self.common_outcomes = asyncio.run(evaluate_texts(evaluator, texts, self.reference))
@@ -650,12 +652,11 @@ class Ensemble:
     def _final_archives(self) -> list[GridArchive]:
         return [archives[max(archives)] for archives in self.round_archives.values() if archives]
 
-    def _common_texts(self) -> list[str]:
-        """Every final-archive elite and every round champion: what common ground measures."""
+    def _common_texts(self, champions: Iterable[str | None]) -> list[str]:
+        """Every final-archive elite and every round champion (``None``: a round without one):
+        what common ground measures."""
         texts = [elite.text for archive in self._final_archives() for elite in archive]
-        for driver in self.drivers.values():
-            texts += [e["champion"]["text"] for e in driver.history if e.get("champion")]
-        return texts
+        return texts + [text for text in champions if text]
 
     def _merged(self) -> dict[str, Any]:
         """Raw merge statistics, the common-ground block, and ``merged_archive.json``."""

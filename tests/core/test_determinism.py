@@ -261,6 +261,7 @@ def test_a_champion_arriving_after_the_last_round_began_is_logged_late(toy_env, 
     assert not [e for e in log if e["event"] == "received"]  # no round started after round 0
     late = [e for e in log if e["event"] == "received_late"]
     assert [(e["node"], e["from"], e["from_round"]) for e in late] == [("slow", "fast", 0)]
+    assert late[0]["after_round"] == 0  # the index of slow's last (only) round
     assert late[0]["program"] == summary["nodes"]["fast"]["champion"]["text"]
     sharing = {name: node["sharing"] for name, node in summary["nodes"].items()}
     assert (sharing["slow"]["late"], sharing["slow"]["accepted"]) == (1, 0)
