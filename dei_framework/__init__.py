@@ -18,6 +18,8 @@ The core is domain-agnostic. What it offers library users:
 * :class:`FactoryContext` — what plugin factories receive (registry, options, seed).
 * :class:`RunConfig`, :class:`NodeConfig` and :func:`run` — run an ensemble from Python.
 * :class:`DEIError` — the base of every error a user can cause.
+
+``dei_framework.__version__`` is the installed distribution's version.
 """
 
 from __future__ import annotations
@@ -125,6 +127,12 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Imports ``name`` from its module on first use (PEP 562), then keeps it here."""
+    if name == "__version__":  # from the metadata, so it cannot drift from pyproject.toml
+        from importlib.metadata import version
+
+        value = version("dei-framework")
+        globals()[name] = value
+        return value
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -118,12 +118,37 @@ def _say(line: str) -> None:
     sys.stderr.flush()
 
 
+#: Entry points the command line leaves out, comma-separated (as pytest's ``-p no:name``).
+DISABLE_PLUGINS_VARIABLE = "DEI_DISABLE_PLUGINS"
+
+
 @functools.cache
 def registry() -> PluginRegistry:
     """The plugins, loaded once per process; problems are reported once on stderr."""
-    loaded = load_plugins()
+    disabled = os.environ.get(DISABLE_PLUGINS_VARIABLE, "")
+    loaded = load_plugins(disabled=[name.strip() for name in disabled.split(",") if name.strip()])
     for problem in loaded.problems:
         click.echo(f"warning: {problem}", err=True)
+    return loaded
+
+
+def sound_registry() -> PluginRegistry:
+    """The plugins, for a command that searches: a broken plugin stops it before it starts.
+
+    A plugin that failed to load or breaks the contract (a misspelled hook, an argument its
+    hook does not pass) would otherwise run silently without the part that is broken.
+
+    Raises:
+        ConfigError: Naming the first problem and how to leave the plugin out.
+    """
+    loaded = registry()
+    if loaded.problems:
+        more = len(loaded.problems) - 1
+        also = f" (and {more} more problem{'s' if more > 1 else ''} above)" if more else ""
+        raise ConfigError(
+            f"refusing to start with a broken plugin: {loaded.problems[0]}{also}; fix it, or "
+            f"leave it out with {DISABLE_PLUGINS_VARIABLE}=<plugin>"
+        )
     return loaded
 
 
@@ -271,7 +296,7 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
     from dei_framework.progress import make_progress
     from dei_framework.runlog import RunDir
 
-    plugins = registry()
+    plugins = sound_registry()
     resume_dir, replay_dir = flags.get("resume"), flags.get("replay")
     if resume_dir and replay_dir:
         raise ConfigError("--resume and --replay exclude each other")
@@ -509,7 +534,7 @@ def experiment_command(**flags: Any) -> None:
     cycling the --operator values. --out is the experiment directory; --resume DIR
     continues an interrupted experiment (--repeats may then be raised).
     """
-    plugins = registry()
+    plugins = sound_registry()
     if flags.get("resume"):
         warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report"))
         out = Path(flags["resume"])

@@ -14,7 +14,7 @@ from typing import Any
 
 import pluggy
 
-from dei_framework import _builtin, hookspecs
+from dei_framework import _builtin, _contract, hookspecs
 from dei_framework.errors import PluginError
 from dei_framework.registry import (
     GUARD_NAME,
@@ -27,7 +27,9 @@ from dei_framework.registry import (
 ENTRY_POINT_GROUP = "dei_framework"
 
 
-def load_plugins(extra: Iterable[Any] = (), *, entry_points: bool = True) -> PluginRegistry:
+def load_plugins(
+    extra: Iterable[Any] = (), *, entry_points: bool = True, disabled: Iterable[str] = ()
+) -> PluginRegistry:
     """Creates the plugin manager and the registry.
 
     Order: the core's hook specifications, the core's own plugin, the entry-point plugins,
@@ -39,11 +41,16 @@ def load_plugins(extra: Iterable[Any] = (), *, entry_points: bool = True) -> Plu
         extra: Plugin objects or modules to register besides the entry points (for library
             use and tests).
         entry_points: Whether to load the ``dei_framework`` entry-point group.
+        disabled: Entry points to leave out, by entry-point or distribution name (what
+            ``DEI_DISABLE_PLUGINS`` holds for the command line), as pytest's ``-p no:name``.
 
     Returns:
-        The registry; ``registry.problems`` lists plugins that failed (each message names the
-        plugin and its distribution).
+        The registry; ``registry.problems`` lists plugins that failed or break the contract:
+        could not be imported or registered, implement a hook no specification declares, or
+        take an argument their hook's specification does not pass (each message names the
+        plugin, and the nearest correct name where there is one).
     """
+    disabled = set(disabled)
     manager = pluggy.PluginManager("dei_framework")
     manager.add_hookspecs(hookspecs)
     manager.hook.dei_addhooks.call_historic(kwargs={"pluginmanager": manager})
@@ -55,6 +62,8 @@ def load_plugins(extra: Iterable[Any] = (), *, entry_points: bool = True) -> Plu
             name = _plugin_name(dist, entry_point.name)
             if manager.has_plugin(name):  # the same distribution found twice on sys.path
                 continue
+            if disabled & {entry_point.name, dist, name}:
+                continue
             try:
                 plugin = entry_point.load()
             except Exception as exc:  # report, keep the other plugins
@@ -64,8 +73,10 @@ def load_plugins(extra: Iterable[Any] = (), *, entry_points: bool = True) -> Plu
                 continue
             _register(manager, plugin, name, problems, f"{entry_point.name!r} (from {dist})")
     for plugin in extra:
-        _register(manager, plugin, _in_process_name(manager, plugin), problems, repr(plugin))
+        name = _in_process_name(manager, plugin)
+        _register(manager, plugin, name, problems, repr(name))
 
+    problems.extend(_contract.unknown_hook_problems(manager))
     registry = PluginRegistry(manager=manager, problems=problems)
     for hook, (kind, table_name) in REGISTRATION_HOOKS.items():
         table: dict[str, Registered] = getattr(registry, table_name)
@@ -91,6 +102,10 @@ def _register(
     is reported and left out entirely. One already registered (found through its entry point
     and also passed in ``extra``) is kept as it is."""
     if manager.is_registered(plugin):
+        return
+    contract = _contract.argument_problems(manager, plugin, label)
+    if contract:  # pluggy would refuse it too, in a message of many lines
+        problems.extend(contract)
         return
     try:
         manager.register(plugin, name=name)

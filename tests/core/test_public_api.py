@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.metadata
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -58,3 +60,9 @@ def test_importing_the_package_loads_no_heavy_module() -> None:
     used = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True).stdout.strip()  # fmt: skip
     assert used == "True"  # and the first use loads what the name needs
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    declared = tomllib.loads(pyproject.read_text())["project"]["version"]
+    assert dei_framework.__version__ == importlib.metadata.version("dei-framework") == declared
