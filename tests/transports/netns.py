@@ -10,7 +10,9 @@ carries the process id and a random token). A process runs on a host through
 host's bridge port down (a cable pulled at the switch: its ``eth0`` loses carrier, every packet
 to or from it is lost) and :meth:`Lan.heal` brings it back.
 
-Needs Linux, root and ``ip`` from iproute2; :func:`unavailable` says why not, for a skip reason.
+Needs Linux, root and ``ip`` from iproute2; :func:`unavailable` says why not, and
+:func:`skip_unless_available` skips a test with that reason (or fails it where
+``DEI_REQUIRE_NETNS`` is set, as in CI).
 :func:`lan` always removes what it created, processes started inside included, even when the
 test fails.
 
@@ -55,6 +57,24 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     if check and result.returncode != 0:
         raise RuntimeError(f"ip {' '.join(args)} failed: {result.stderr.strip()}")
     return result
+
+
+#: Set (to anything but empty or ``0``) where namespaces must work, as in CI (``.ci/run``): a
+#: test that cannot make them then fails instead of skipping.
+REQUIRE_ENV = "DEI_REQUIRE_NETNS"
+
+
+def skip_unless_available() -> None:
+    """Skips the calling test with :func:`unavailable`'s reason, or fails it with that reason
+    when :data:`REQUIRE_ENV` is set."""
+    import pytest
+
+    reason = unavailable()
+    if reason is None:
+        return
+    if os.environ.get(REQUIRE_ENV, "") not in ("", "0"):
+        pytest.fail(f"{reason} ({REQUIRE_ENV} is set: namespaced hosts are required here)")
+    pytest.skip(reason)
 
 
 def unavailable() -> str | None:

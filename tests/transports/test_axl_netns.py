@@ -32,7 +32,7 @@ import pytest
 from axl_hosts import API_PORT, HostedAxlNode, start_hosted_nodes
 from dei_transports.axlnode import up_peers
 from midway import events
-from netns import Lan, lan, unavailable
+from netns import Lan, lan, skip_unless_available
 
 from dei_framework.envelope import NodeIdentity
 from dei_framework.launcher import node_command, parent_death_signal
@@ -51,10 +51,9 @@ PARTITION_SECONDS = 36.0
 
 @pytest.fixture
 def hosts() -> Iterator[Lan]:
-    """Four namespaced hosts on one bridge (skips, with the reason, where that is impossible)."""
-    reason = unavailable()
-    if reason is not None:
-        pytest.skip(reason)
+    """Four namespaced hosts on one bridge (skips, with the reason, where that is impossible;
+    fails instead where ``DEI_REQUIRE_NETNS`` is set, as in CI)."""
+    skip_unless_available()
     with lan(len(NAMES)) as net:
         yield net
 
