@@ -96,9 +96,11 @@ class HostedAxlNode(AxlNodeProcess):
 
 
 def start_hosted_nodes(binary: str, hosts: Sequence[Host], keys: Mapping[str, Path],
-                       home: Path) -> dict[str, HostedAxlNode]:  # fmt: skip
+                       home: Path, *, peer_options: str = MAX_BACKOFF
+                       ) -> dict[str, HostedAxlNode]:  # fmt: skip
     """One AXL node per host, node ``i`` peering with every node before it; waits until each
-    has a peer up. ``keys`` maps node names (in host order) to their key files.
+    has a peer up. ``keys`` maps node names (in host order) to their key files;
+    ``peer_options`` is appended to every peer address (``""``: Yggdrasil's defaults).
 
     Raises:
         TransportError: a node did not start or connect (the caller stops the others).
@@ -107,7 +109,7 @@ def start_hosted_nodes(binary: str, hosts: Sequence[Host], keys: Mapping[str, Pa
     addresses: list[str] = []
     for host, (name, key) in zip(hosts, keys.items(), strict=True):
         node = HostedAxlNode(binary, home=home / name, key_path=key,
-                             peers=[address + MAX_BACKOFF for address in addresses],
+                             peers=[address + peer_options for address in addresses],
                              listen_port=PEERING_PORT, api_port=API_PORT, host=host)  # fmt: skip
         node.start()
         nodes[name] = node

@@ -7,10 +7,16 @@ hosts' addresses, and the API stays on each host's loopback. Mid-run one host's 
 for :data:`PARTITION_SECONDS`, then comes back. Afterwards the node directories are merged with
 ``dei merge``, as after a run over several machines.
 
-Promises checked: the cut-off node searched on alone (rounds completed during the partition) and
-nothing crossed the cut; champions flow both ways again within two rounds after the heal, and
-what the cut-off node found meanwhile reaches the others; nothing received twice was fought
-twice; every node used exactly its share of the budget, and the merge holds every node's log.
+Promises checked: the cut was real down to the overlay (the cut-off node's AXL peerings drop);
+the cut-off node searched on alone (rounds completed during the partition) and nothing crossed
+the cut; AXL peers again within its 30 s redial cap after the heal, and from then on champions
+flow both ways within two rounds of the receiver, what the cut-off node found meanwhile
+included; nothing received twice was fought twice; every node used exactly its share of the
+budget, and the merge holds every node's log.
+
+The two rounds are counted from the re-peering, not from the heal: how long AXL's overlay
+(Yggdrasil) waits before it redials a lost peering is its own backoff (2, 4, 8, 16 s ... capped
+at 30 s by ``?maxbackoff=30s``), which DEI cannot shorten; it is bounded separately.
 
 Pacing: Core War battles are made cheap (2 battle rounds of 2 000 cycles) and every operator
 call and evaluation sleeps up to :data:`STALL_SECONDS` (``DEI_CHAOS_STALL``), so rounds take
@@ -46,8 +52,8 @@ CUT = "c"
 ROUNDS = 14
 CALLS_PER_ROUND = 10
 STALL_SECONDS = 3.0
-#: Long enough for Yggdrasil to drop the peerings (a few seconds) and to back off its redials
-#: to long pauses (2, 4, 8, 16, then 30 s with the cap), so the heal meets a wait, not a dial.
+#: Long enough for Yggdrasil to drop the peerings (a few seconds of unanswered traffic) and to
+#: space its redials widely (2, 4, 8, 16, then 30 s apart with the cap).
 PARTITION_SECONDS = 45.0
 #: A dial and TLS handshake on a loaded machine, beyond Yggdrasil's 30 s redial cap.
 REDIAL_SLACK_SECONDS = 10.0
