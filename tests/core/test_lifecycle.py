@@ -51,8 +51,10 @@ class Static(Domain):
 
     def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
         total = sum(program.data)
-        return Evaluation(fitness=1 - min(abs(total - 100), 100) / 100,
-                          descriptor={"length": len(program.data), "peak": max(program.data)})
+        return Evaluation(
+            fitness=1 - min(abs(total - 100), 100) / 100,
+            descriptor={"length": len(program.data), "peak": max(program.data)},
+        )
 
     def descriptor_axes(self):
         return [AxisSpec(name="length", axis=ThresholdAxis("length", (2, 4, 6, 8))),
@@ -238,7 +240,8 @@ def test_continual_rounds_keep_the_coverage_and_champions_cross_every_round(tmp_
     received = [e for e in log if e["event"] == "received"]
     # Every node takes in its peers' champions at every round start after the first.
     assert {(e["node"], e["round"]) for e in received} == {
-        (f"node-{n}", r) for n in range(4) for r in (1, 2, 3)}
+        (f"node-{n}", r) for n in range(4) for r in (1, 2, 3)
+    }
     assert all(e["from"] != e["node"] for e in received)
     peers = [e for e in log if e["event"] == "evaluated" and e["kind"] == "peer"]
     assert len(peers) == len(received)  # each migrant is evaluated by its receiver
