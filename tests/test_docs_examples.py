@@ -72,3 +72,32 @@ def test_search_component_examples_run_in_an_ensemble(tmp_path):
     assert not [o for e in rounds for o in e["opponents"] if o["source"] == "peer"]
     peers = [e for e in log if e["event"] == "evaluated" and e["kind"] == "peer"]
     assert all("sharing policy" not in (e.get("error") or "") for e in peers)
+
+
+def doc_blocks(name: str, marker: str) -> list[str]:
+    """The doc's Python blocks that contain ``marker``."""
+    blocks = re.findall(r"```python\n(.*?)```", (DOCS / name).read_text(), re.DOTALL)
+    return [block for block in blocks if marker in block]
+
+
+def test_the_static_numeric_domain_example_runs_continual_and_migrates(tmp_path, monkeypatch):
+    [source] = doc_blocks("writing-a-domain.md", "class Sphere(Domain)")
+    module = types.ModuleType("sphere_module")
+    exec(compile(source, "writing-a-domain.md", "exec"), module.__dict__)
+    [usage] = doc_blocks("writing-a-domain.md", "sphere_module")
+    monkeypatch.chdir(tmp_path)
+    scope = {"sphere_module": module}
+    exec(compile(usage, "writing-a-domain.md", "exec"), scope)
+    summary = scope["summary"]
+    assert summary["lifecycle"] == "continual" and summary["budget"]["calls"] == 400
+    assert summary["merged"]["coverage"] > 0.05
+    # no warm start, and every node's champion crossed at every round start after the first
+    log = [json.loads(line) for line in (tmp_path / "runs/sphere/events.jsonl").open()]
+    assert not [e for e in log if e["event"] == "evaluated" and e["kind"] == "warm"]
+    received = {(e["node"], e["round"]) for e in log if e["event"] == "received"}
+    assert received == {(f"node-{n}", r) for n in range(4) for r in (1, 2, 3)}
+    # one node: exactly as many evaluations as calls
+    lone = RunConfig(domain="sphere", budget=200, rounds=2, eval_workers=0,
+                     nodes=[NodeConfig(name="node-0", operator="gaussian")])  # fmt: skip
+    registry = load_plugins(extra=[module])
+    assert run(lone, tmp_path / "lone", registry=registry)["evaluated"] == 200
