@@ -101,3 +101,15 @@ def test_the_static_numeric_domain_example_runs_continual_and_migrates(tmp_path,
                      nodes=[NodeConfig(name="node-0", operator="gaussian")])  # fmt: skip
     registry = load_plugins(extra=[module])
     assert run(lone, tmp_path / "lone", registry=registry)["evaluated"] == 200
+
+
+def test_the_pyribs_page_dei_loop_runs_plain_map_elites(capsys):
+    [source] = doc_blocks("for-pyribs-users.md", "from dei_framework import")
+    scope: dict = {}
+    exec(compile(source, "for-pyribs-users.md", "exec"), scope)
+    scheduler = scope["scheduler"]
+    assert scheduler.lifecycle == "continual" and scheduler.finished
+    stats = scope["stats"]
+    assert stats["num_elites"] > 20 and stats["coverage"] == stats["num_elites"] / 400
+    assert stats["qd_score"] > 0 and scheduler.history[-1]["calls"] == 2000
+    assert capsys.readouterr().out.startswith("continual ")
