@@ -255,3 +255,42 @@ def test_continual_rounds_keep_the_coverage_and_champions_cross_every_round(tmp_
     reset = _symreg(4, tmp_path / "reset", lifecycle="reset")
     assert reset["lifecycle"] == "reset"
     assert four["merged"]["coverage"] > reset["merged"]["coverage"]
+
+
+# --- per-node search settings and the flags ------------------------------------------------------
+
+
+def test_nodes_with_different_emitter_options_run_in_one_ensemble(tmp_path) -> None:
+    from dei_framework.ensemble import Ensemble
+    from dei_framework.runlog import RunDir
+
+    config = RunConfig(
+        domain="symreg", budget=40, rounds=2, eval_workers=0, emitter="improvement",
+        emitter_options={"prior": 2.0},
+        nodes=[NodeConfig(name="node-0", operator="symreg-gp"),
+               NodeConfig(name="node-1", operator="symreg-gp", emitter_options={"prior": 0.25}),
+               # the run's options would be refused by the uniform emitter: it takes none
+               NodeConfig(name="node-2", operator="symreg-gp", emitter="uniform",
+                          emitter_options={}),
+               NodeConfig(name="node-3", operator="symreg-gp", archive="cvt",
+                          archive_options={"cells": 12})],
+    )  # fmt: skip
+    ensemble = Ensemble(config, RunDir(tmp_path / "run"))
+    summary = ensemble.run()
+    emitters = {name: driver.scheduler.emitter for name, driver in ensemble.drivers.items()}
+    assert emitters["node-0"].prior == 2.0 and emitters["node-1"].prior == 0.25
+    assert emitters["node-2"].name == "uniform"
+    assert ensemble.drivers["node-3"].scheduler.archive.cells == 12
+    assert all(node["calls"] == 10 for node in summary["nodes"].values())
+
+
+def test_lifecycle_and_new_fraction_flags_reach_the_run_config() -> None:
+    from dei_framework import load_plugins
+    from dei_framework.config import resolve_config
+
+    plugins = load_plugins()
+    flags = {"domain": "symreg", "operators": ("symreg-gp",), "budget": 8}
+    default = resolve_config(flags, plugins)
+    assert default.lifecycle == "" and default.new_fraction == 0.1  # "": the domain's
+    chosen = resolve_config({**flags, "lifecycle": "reset", "new_fraction": 0.5}, plugins)
+    assert chosen.lifecycle == "reset" and chosen.new_fraction == 0.5
