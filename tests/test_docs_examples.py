@@ -97,10 +97,16 @@ def test_the_static_numeric_domain_example_runs_continual_and_migrates(tmp_path,
     received = {(e["node"], e["round"]) for e in log if e["event"] == "received"}
     assert received == {(f"node-{n}", r) for n in range(4) for r in (1, 2, 3)}
     # one node: exactly as many evaluations as calls
-    lone = RunConfig(domain="sphere", budget=200, rounds=2, eval_workers=0,
+    lone = RunConfig(domain="sphere", budget=200, rounds=2, eval_workers=0, common_ground=True,
                      nodes=[NodeConfig(name="node-0", operator="gaussian")])  # fmt: skip
     registry = load_plugins(extra=[module])
-    assert run(lone, tmp_path / "lone", registry=registry)["evaluated"] == 200
+    alone = run(lone, tmp_path / "lone", registry=registry)
+    assert alone["evaluated"] == 200
+    # Common ground of a static domain: no reference programs, the same fitness as measured.
+    common = alone["merged"]["common"]
+    assert common["reference"]["count"] == 0 and common["failed"] == 0
+    assert (common["coverage"], common["qd_score"]) == (
+        alone["merged"]["coverage"], alone["merged"]["qd_score"])
 
 
 def test_the_pyribs_page_dei_loop_runs_plain_map_elites(capsys):
