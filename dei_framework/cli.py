@@ -180,7 +180,14 @@ RUN_OPTIONS = [
                  help="Hard cap on each node's attempts, retries and failures included."),
     click.option("--max-attempts-per-call", type=int,
                  help="Most attempts one operator call may make."),
-    click.option("--rounds", type=int, help="Red Queen rounds per node (default 3)."),
+    click.option("--rounds", type=int, help="Rounds per node (default 3): Red Queen rounds "
+                 "(reset lifecycle) or migration intervals (continual)."),
+    click.option("--lifecycle", type=click.Choice(["reset", "continual"]),
+                 help="Archive lifecycle (default: the domain's): reset starts a fresh archive "
+                      "each round (Red Queen); continual keeps it (a round is a migration "
+                      "interval)."),
+    click.option("--new-fraction", type=float,
+                 help="Share of calls that write a program from scratch (default 0.1)."),
     click.option("--sharing", help="Champion-sharing policy (default: champion)."),
     click.option("--axes", help="Comma-separated descriptor axes (default: the domain's)."),
     click.option("--emitter", help="How parents are chosen (default: uniform; see `dei plugins`)."),

@@ -9,6 +9,9 @@ round champion is re-evaluated against the **reference set** (the domain's
 **one seed derived from the reference set itself**. The same program text therefore gets the
 same common-ground fitness and descriptor in every run, condition and repeat that uses the same
 domain options — which is what makes merged archives of different conditions comparable.
+A static domain without opponents has an empty reference set: its programs are evaluated
+against no one, with the seed of the empty set, which for a static objective reproduces the
+fitness each node measured.
 
 The common-ground merged archive places each elite in the cell of its common-ground descriptor
 and keeps the best common-ground fitness per cell; it is what ``merged_archive.json`` holds and
@@ -68,7 +71,8 @@ def build_reference(domain: Domain) -> Reference:
     """Parses the domain's reference set.
 
     Raises:
-        ConfigError: a reference program does not parse, or the set is empty.
+        ConfigError: a reference program does not parse, or the set is empty for a domain that
+            has initial opponents (an empty set is a static domain's: see the module doc).
     """
     programs = {}
     for text in domain.reference_opponents():
@@ -77,7 +81,7 @@ def build_reference(domain: Domain) -> Reference:
         except InvalidProgram as exc:
             raise ConfigError(f"common-ground reference program does not parse: {exc}") from None
         programs[program.text] = program
-    if not programs:
+    if not programs and domain.initial_opponents():
         raise ConfigError(f"domain {domain.name!r} has no reference programs for common ground")
     record = reference_record(programs)
     return Reference(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from dei_framework.domain import LIFECYCLES
 from dei_framework.errors import ConfigError
 from dei_framework.presets import get_preset, overridden, warn_overrides
 
@@ -44,7 +45,11 @@ class NodeConfig:
         options: Operator options (``api_base``, ``temperature``, ``max_tokens``, ``timeout``,
             ``concurrency`` ...), node table over global settings.
         emitter: This node's emitter (empty: the run's).
+        emitter_options: Options of this node's emitter (``None``: the run's
+            ``[emitter_options]``; a table given replaces the run's, it is not merged).
         archive: This node's archive (empty: the run's).
+        archive_options: Options of this node's archive (``None``: the run's
+            ``[archive_options]``; likewise replaced, not merged).
         sharing: This node's sharing policy (empty: the run's).
         axes: This node's descriptor axes (empty: the run's); results are mapped into the
             run's axes for the merged archive and reports.
@@ -57,6 +62,8 @@ class NodeConfig:
     archive: str = ""
     sharing: str = ""
     axes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    emitter_options: Mapping[str, Any] | None = None
+    archive_options: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -67,7 +74,8 @@ class RunConfig:
         domain: Domain name.
         transport: Transport name.
         nodes: The nodes, in order.
-        rounds: Red Queen rounds per node.
+        rounds: Rounds per node: Red Queen rounds (``reset``) or migration intervals
+            (``continual``).
         budget: Total operator calls across nodes (split equally), or ``None`` with
             ``iterations``.
         iterations: Calls per node per round (the alternative to ``budget``).
@@ -80,6 +88,11 @@ class RunConfig:
         archive: Archive name (``grid``, ``cvt`` ...).
         archive_options: Options of the archive (``[archive_options]`` table).
         new_fraction: Share of calls that write a new program instead of mutating an elite.
+        lifecycle: The archive lifecycle: ``"reset"`` (a fresh archive each round, Red Queen
+            opponent pool), ``"continual"`` (one archive per node for the whole run; a round
+            is a migration interval) or ``""`` (the domain's default,
+            :meth:`~dei_framework.domain.Domain.default_lifecycle`; a run records the one it
+            used).
         lag: How far parent choice may run ahead of admission, in slots: mutation slot ``s``
             is planned once every slot before ``s - lag`` is admitted (``None``: 6 x the
             operator's concurrency; 0: every parent choice sees all earlier children, so calls
@@ -124,6 +137,7 @@ class RunConfig:
     archive: str = "grid"
     archive_options: Mapping[str, Any] = attrs.field(factory=dict)
     new_fraction: float = 0.1
+    lifecycle: str = ""
     lag: int | None = None
     max_champions: int = 20
     max_peer_champions: int = 20
@@ -168,6 +182,9 @@ class RunConfig:
         if self.delivery not in DELIVERIES:
             raise ConfigError(f"delivery must be one of {', '.join(DELIVERIES)}, "
                               f"got {self.delivery!r}")  # fmt: skip
+        if self.lifecycle and self.lifecycle not in LIFECYCLES:
+            raise ConfigError(f"lifecycle must be one of {', '.join(LIFECYCLES)}, "
+                              f"got {self.lifecycle!r}")  # fmt: skip
         if not 0.0 <= self.new_fraction <= 1.0:
             raise ConfigError(f"new_fraction must be within [0, 1], got {self.new_fraction}")
         if self.lag is not None and (isinstance(self.lag, bool) or not isinstance(self.lag, int)
@@ -220,6 +237,8 @@ class RunConfig:
         values = dict(data)
         values["nodes"] = tuple(NodeConfig(**node) for node in data["nodes"])
         values.setdefault("max_peer_champions", values.get("max_champions", 20))
+        # A configuration recorded before lifecycles were a choice ran Red Queen rounds.
+        values.setdefault("lifecycle", "reset")
         return cls(**values)
 
 
@@ -238,7 +257,7 @@ NODE_OPTION_KEYS = ("api_base", "api_key_env", "temperature", "max_tokens", "tim
 
 
 #: Search settings a ``[[node]]`` table may set for its node alone.
-NODE_SEARCH_KEYS = ("emitter", "archive", "sharing", "axes")
+NODE_SEARCH_KEYS = ("emitter", "emitter_options", "archive", "archive_options", "sharing", "axes")
 
 
 def build_nodes(
@@ -274,6 +293,10 @@ def build_nodes(
         search = {key: table.pop(key) for key in NODE_SEARCH_KEYS if key in table}
         if isinstance(search.get("axes"), str):
             search["axes"] = tuple(a.strip() for a in search["axes"].split(",") if a.strip())
+        for key in ("emitter_options", "archive_options"):
+            if key in search and not isinstance(search[key], Mapping):
+                raise ConfigError(f"[[node]] table {index}: {key} must be a table, "
+                                  f"got {search[key]!r}")  # fmt: skip
         nodes.append(NodeConfig(name=name, operator=operator,
                                 options={**common_options, **table}, **search))
     names = [node.name for node in nodes]
@@ -337,7 +360,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "transport_options", "sharing_options", "operator_options", "out",
              "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
              "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
-             "common_ground", "preset", "members", "delivery"}
+             "common_ground", "preset", "members", "delivery", "lifecycle"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -407,7 +430,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         domain=domain, transport=pick("transport"), nodes=nodes, rounds=pick("rounds"),
         budget=budget, iterations=iterations, seed=pick("seed"), sharing=pick("sharing"),
         sharing_options=tables["sharing_options"], axes=axes,
-        new_fraction=pick("new_fraction"), lag=pick("lag"), max_champions=pick("max_champions"),
+        new_fraction=pick("new_fraction"), lifecycle=pick("lifecycle") or "", lag=pick("lag"),
+        max_champions=pick("max_champions"),
         max_peer_champions=pick("max_peer_champions"), emitter=pick("emitter"),
         emitter_options=file.get("emitter_options", {}), archive=pick("archive"),
         archive_options=file.get("archive_options", {}),

@@ -36,7 +36,7 @@ from dei_framework.common import (
 from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.context import FactoryContext
 from dei_framework.descriptors import DescriptorSpace
-from dei_framework.domain import Domain
+from dei_framework.domain import LIFECYCLES, Domain
 from dei_framework.envelope import NodeIdentity
 from dei_framework.errors import ConfigError, DEIError, PluginError
 from dei_framework.evaluation import Evaluator
@@ -149,6 +149,8 @@ class Ensemble:
             self._context(config.domain_options),
         )  # fmt: skip
         self.space = build_space(self.domain, config.axes, registry)
+        if not config.lifecycle:  # the domain's default, recorded in config.json as used
+            self.config = attrs.evolve(config, lifecycle=domain_lifecycle(self.domain))
 
     def _context(self, options: Mapping[str, Any]) -> FactoryContext:
         """What a plugin factory gets: its options (a copy), the run's plugins and seed."""
@@ -156,8 +158,8 @@ class Ensemble:
                               seed=self.config.seed)  # fmt: skip
 
     def _build(self) -> None:
+        self._build_domain()  # first: it resolves the configuration's lifecycle
         config, registry = self.config, self.registry
-        self._build_domain()
         local_nodes = self.local_nodes
         if config.common_ground and self.local is None:
             # A node process leaves common ground to the merge, which measures every node's
@@ -272,12 +274,15 @@ class Ensemble:
                              else LAG_PER_SLOT * operators[name].max_in_flight),
                 archive=_build_plugin(registry.archives, archive_name,
                                       registry.archive(archive_name).factory,
-                                      self._context(config.archive_options)),
+                                      self._context(_own(node_config.archive_options,
+                                                         config.archive_options))),
                 emitter=_build_plugin(registry.emitters, emitter_name,
                                       registry.emitter(emitter_name).factory,
-                                      self._context(config.emitter_options)),
+                                      self._context(_own(node_config.emitter_options,
+                                                         config.emitter_options))),
                 sharing=policies[name], qd_offset=self.domain.fitness_floor,
                 own_window=config.max_champions, peer_window=config.max_peer_champions,
+                lifecycle=config.lifecycle,
             )  # fmt: skip
             if name in states:
                 scheduler.restore(states[name])
@@ -739,6 +744,7 @@ class Ensemble:
             "sharing": self.config.sharing,
             "seed": self.config.seed,
             "rounds": self.config.rounds,
+            "lifecycle": self.config.lifecycle,
             "space": {"axes": list(self.space.names), "shape": list(self.space.shape),
                       "cells": self.space.cells, "grid": self.space.to_json()},  # fmt: skip
             "merged": {**merged, "per_round": per_round},
@@ -752,6 +758,25 @@ class Ensemble:
             "invalid": sum(1 for e in events if e.get("status") == "invalid"),
             "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
         }
+
+
+def domain_lifecycle(domain: Domain) -> str:
+    """The domain's default archive lifecycle, checked.
+
+    Raises:
+        PluginError: The domain declares a lifecycle DEI does not know.
+    """
+    lifecycle = domain.default_lifecycle()
+    if lifecycle not in LIFECYCLES:
+        raise PluginError(f"domain {domain.name!r} declares lifecycle {lifecycle!r}; "
+                          f"expected one of {', '.join(LIFECYCLES)}")  # fmt: skip
+    return lifecycle
+
+
+def _own(node_options: Mapping[str, Any] | None, run_options: Mapping[str, Any]
+         ) -> Mapping[str, Any]:
+    """A node's own options table if its ``[[node]]`` table gave one, else the run's."""
+    return run_options if node_options is None else node_options
 
 
 def _nominal_latency(node: NodeConfig, operator: Operator) -> float:

@@ -347,11 +347,13 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
         for operator in condition.operators:
             plugins.operator(operator)  # unknown operator names fail before any run starts
     # Bad domain options (e.g. a generality set overlapping the opponents) fail here too.
-    from dei_framework.ensemble import _build_plugin
+    from dei_framework.ensemble import _build_plugin, domain_lifecycle
 
-    _build_plugin(plugins.domains, base.domain, plugins.domain(base.domain).factory,
-                  FactoryContext(registry=plugins, options=dict(base.domain_options),
-                                 seed=base.seed))  # fmt: skip
+    domain = _build_plugin(plugins.domains, base.domain, plugins.domain(base.domain).factory,
+                           FactoryContext(registry=plugins, options=dict(base.domain_options),
+                                          seed=base.seed))  # fmt: skip
+    # Every condition runs with the same lifecycle, recorded in the plan as it is in each run.
+    base = attrs.evolve(base, lifecycle=base.lifecycle or domain_lifecycle(domain))
     return ExperimentPlan(base=attrs.evolve(base, budget=budget), conditions=conditions,
                           budget=budget, repeats=flags.get("repeats") or 1,
                           preset=preset.name if preset else None)  # fmt: skip
@@ -432,6 +434,8 @@ def run_experiment(
                 from dei_framework.runlog import RunDir
 
                 recorded = RunConfig.from_json(RunDir(run_dir).read_config())
+                if not config.lifecycle:  # the domain's default: the run recorded which it was
+                    config = attrs.evolve(config, lifecycle=recorded.lifecycle)
                 if _canonical(recorded) != _canonical(config):
                     raise ConfigError(f"{run_dir} holds a run with another configuration")
             announce(f"{label}: {'resuming' if resume else 'running'} "

@@ -78,7 +78,9 @@ def dei_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 
 @hookspec
 def dei_domains() -> list[DomainSpec]:
-    """Registers search domains (``--domain NAME``).
+    """Registers search domains (``--domain NAME``): adversarial ones, whose fitness depends
+    on opponents (``Domain.initial_opponents``; the ``reset`` archive lifecycle), and static
+    ones, whose fitness depends on the program alone (no opponents; ``continual``).
 
     Called once when the plugin manager loads.
     """
@@ -188,7 +190,8 @@ def dei_champion_received(node: str, envelope: Any, accepted: bool, reason: str)
         node: The receiving node.
         envelope: The :class:`~dei_framework.envelope.ChampionEnvelope` (``None`` if the
             message could not be decoded).
-        accepted: Whether it was valid and joined the node's opponents or archive.
+        accepted: Whether it was valid (it is then parsed, and the sharing policy decides
+            whether it joins the node's opponents, its archive, or neither).
         reason: Why it was dropped, or ``"ok"``.
     """
 

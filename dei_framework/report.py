@@ -313,7 +313,8 @@ def _run_report(path: Path, summary: Mapping[str, Any]) -> str:
     space = summary.get("space") or {}
     out = [f"# DEI run: {summary.get('domain', '?')}\n"]
     out.append(
-        f"{len(nodes)} node(s), {summary.get('rounds', '?')} round(s), seed "
+        f"{len(nodes)} node(s), {summary.get('rounds', '?')} round(s) "
+        f"({summary.get('lifecycle', 'reset')} archives), seed "
         f"{summary.get('seed', '?')}, transport `{summary.get('transport', '?')}`, sharing "
         f"`{summary.get('sharing', '?')}`; grid {' x '.join(map(str, space.get('shape', [])))} "
         f"over {', '.join(space.get('axes', []))} ({space.get('cells', '?')} cells).\n"

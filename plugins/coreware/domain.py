@@ -225,6 +225,8 @@ class CorewarDomain(Domain):
     name = "coreware"
     default_axes = ("tsp", "mc")
     fitness_floor = 0.0
+    # Adversarial: fitness is a battle against the pool, so every round starts a fresh archive.
+    lifecycle = "reset"
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         self.settings = CorewarOptions.from_mapping(options or {})

@@ -164,11 +164,13 @@ def test_a_seeded_coreware_ensemble_is_identical_whatever_the_stalls(cli, tmp_pa
     assert first == second
 
 
-def test_a_killed_and_resumed_ensemble_ends_as_an_uninterrupted_one(toy_env, cli, tmp_path):
+@pytest.mark.parametrize("lifecycle", ["reset", "continual"])
+def test_a_killed_and_resumed_ensemble_ends_as_an_uninterrupted_one(toy_env, cli, tmp_path,
+                                                                     lifecycle):  # fmt: skip
     config = tmp_path / "run.toml"
     config.write_text(
         'domain = "toy"\nnodes = 3\nbudget = 180\nrounds = 5\nseed = 4\n'
-        "checkpoint_seconds = 0.05\neval_workers = 0\n"
+        f'checkpoint_seconds = 0.05\neval_workers = 0\nlifecycle = "{lifecycle}"\n'
         '[operator_options]\ndelay = 0.01\n'
     )
     common = ["--config", str(config), "--operator", "toy-random", "--progress", "quiet",
@@ -183,6 +185,7 @@ def test_a_killed_and_resumed_ensemble_ends_as_an_uninterrupted_one(toy_env, cli
     assert _outcome(killed) == _outcome(clean)
     assert _outcome(clean)["received"]
     assert checkpoint["timeline"], "the kill came before any champion was published"
+    assert json.loads((killed / "summary.json").read_text())["lifecycle"] == lifecycle
 
 
 class _GivesUp(Operator):
