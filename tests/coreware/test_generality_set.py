@@ -6,7 +6,6 @@ import itertools
 import json
 import re
 
-import attrs
 import pytest
 from dei_coreware.assembler import AssemblerSettings, assemble, assemble_file
 from dei_coreware.domain import DEFAULT_OPPONENTS, CorewarDomain
