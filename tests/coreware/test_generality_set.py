@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from pathlib import Path
 
 import pytest
 from dei_coreware.assembler import AssemblerSettings, assemble, assemble_file
@@ -62,6 +63,14 @@ def test_the_generality_set_is_large_documented_and_written_by_the_project() -> 
         assert re.search(r"^;name \S", text, re.MULTILINE), file.name
         assert re.search(r"^;author DEI project$", text, re.MULTILINE), file.name
         assert re.search(r"^;strategy \S", text, re.MULTILINE), file.name
+
+
+def test_the_docs_list_every_generality_warrior() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "coreware.md").read_text()
+    assert f"{len(GENERALITY_FILES)} warriors, the default generality set" in docs
+    table = docs.split("### The bundled generality set", 1)[1].split("*Near duplicate*", 1)[0]
+    listed = set(re.findall(r"`([a-z0-9-]+)`", table))
+    assert {f.stem for f in GENERALITY_FILES} <= listed
 
 
 def test_every_generality_warrior_loads_in_pmars_form_and_in_the_mars() -> None:
