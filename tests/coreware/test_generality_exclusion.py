@@ -87,6 +87,14 @@ def test_a_node_that_meets_a_generality_warrior_leaves_it_out(tmp_path) -> None:
     kept = len(domain.warrior_set().warriors) - len(node["generality_excluded"])
     for share in node["generality_per_round"]:
         assert share is None or round(share * kept) == pytest.approx(share * kept)
+    # The exclusions are part of the checkpoint: a resumed run restores them from there (this
+    # one has nothing left to do, so the checkpoint is its only source).
+    checkpoint = json.loads((tmp_path / "run" / "checkpoint.json").read_text())
+    assert checkpoint["nodes"]["solo"]["generality_excluded"] == node["generality_excluded"]
+    (tmp_path / "run" / "summary.json").unlink()
+    resumed = run(config, tmp_path / "run", resume=True)
+    assert resumed["nodes"]["solo"]["generality_excluded"] == node["generality_excluded"]
+    assert resumed["generality"] == summary["generality"]
 
 
 @pytest.mark.slow
