@@ -125,3 +125,26 @@ def test_the_main_job_spreads_generality_and_excludes_what_nodes_met(tmp_path) -
             if event["champion_initial"]:
                 other = event["generality_champion"]
                 assert other is None or other["text"] not in initial
+
+
+def test_an_initial_opponent_as_champion_is_marked_and_not_measured(tmp_path) -> None:
+    # Twelve gp calls do not beat the warm start's stone: the round's champion is an initial
+    # opponent, and its generality is that of the best elite gp wrote.
+    config = RunConfig(domain="coreware", nodes=[NodeConfig(name="solo", operator="gp")],
+                       budget=12, rounds=1, seed=2, eval_workers=0,
+                       domain_options={"rounds": 2, "generality_rounds": 2})  # fmt: skip
+    summary = run(config, tmp_path / "run")
+    domain = CorewarDomain({"generality_rounds": 2})
+    (event,) = [e for e in read_jsonl(tmp_path / "run" / "events.jsonl")
+                if e.get("event") == "round"]  # fmt: skip
+    assert event["champion_initial"] is True
+    assert event["champion"]["text"] in domain.initial_opponents()
+    other = event["generality_champion"]
+    assert other["operator"] == "gp" and other["text"] not in domain.initial_opponents()
+    node = summary["nodes"]["solo"]
+    assert node["champion_initial_per_round"] == [True]
+    expected = domain.generality_outcomes(domain.parse(other["text"]))
+    kept = [beaten for name, beaten in expected.items()
+            if name not in node["generality_excluded"]]  # fmt: skip
+    assert node["generality_per_round"] == [sum(kept) / len(kept)]
+    assert node["generality"] != domain.generality(domain.parse(event["champion"]["text"]))
