@@ -426,7 +426,5 @@ class SearchDriver:
 def generality_subject(entry: Mapping[str, Any]) -> str | None:
     """The program whose generality a ``round`` event reports: its champion, or, when that is an
     initial opponent, the round's best other elite (``None``: nothing to measure)."""
-    subject = entry.get("generality_champion") if entry.get("champion_initial") else None
-    if subject is None and not entry.get("champion_initial"):
-        subject = entry.get("champion")
+    subject = entry.get("generality_champion" if entry.get("champion_initial") else "champion")
     return subject["text"] if subject else None
