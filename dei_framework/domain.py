@@ -144,6 +144,27 @@ class Domain(abc.ABC):
         """
         return None
 
+    def generality_outcomes(self, program: Program) -> Mapping[str, bool] | None:
+        """Per reference program (by name), whether ``program`` beats or ties it.
+
+        A domain that gives these lets a node leave out of its generality the reference
+        programs it fought or produced (see :meth:`reference_matches`); its generality is then
+        the share of ``True`` among the rest. ``None`` (the default): only :meth:`generality`,
+        with nothing left out. Called for round champions, in a worker process.
+        """
+        return None
+
+    def reference_matches(self, program: Program) -> Sequence[str]:
+        """Names (as in :meth:`generality_outcomes`) of the reference programs that ``program``
+        is the same program as, by the domain's own notion of sameness (Core War: the same load
+        image, whatever the comments and labels).
+
+        Called in the worker for every program a node evaluates (its candidates, and its
+        opponents, which every round's warm start re-evaluates); a node's generality leaves the
+        matched reference programs out. Must be cheap. Default: no matches.
+        """
+        return ()
+
     def generality_reference(self) -> Sequence[str] | None:
         """Canonical texts of the reference set :meth:`generality` measures against.
 

@@ -322,6 +322,9 @@ class Ensemble:
                 on_event=lambda event: self.progress("evaluated", event),
                 axes=tuple(dict.fromkeys((*spaces[name].names, *self.space.names))),
             )  # fmt: skip
+            if name in states:
+                self.drivers[name].generality_excluded.update(
+                    states[name].get("generality_excluded", ()))
 
     def delivery(self, spec: TransportSpec) -> str:
         """``"virtual"`` or ``"wallclock"``: the run's champion delivery with transport ``spec``.
@@ -713,6 +716,9 @@ class Ensemble:
                 "generality": final.get("generality") if final else None,
                 "generality_peak": max((g for g in generality if g is not None), default=None),
                 "generality_per_round": generality,
+                "generality_excluded": sorted(loop.generality_excluded),
+                "champion_initial_per_round": [bool(e.get("champion_initial"))
+                                               for e in loop.history],
                 "niche_novelty": mean_or_none(e.get("niche_novelty") for e in loop.history),
                 "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
                 "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
@@ -748,7 +754,14 @@ class Ensemble:
             "space": {"axes": list(self.space.names), "shape": list(self.space.shape),
                       "cells": self.space.cells, "grid": self.space.to_json()},  # fmt: skip
             "merged": {**merged, "per_round": per_round},
-            "generality": {"reference": _generality_reference(self.domain)},
+            "generality": {
+                "reference": _generality_reference(self.domain),
+                # Per node: how many reference programs it fought or produced, left out of
+                # its generality (the names are in nodes.<name>.generality_excluded).
+                "excluded": {name: len(node["generality_excluded"])
+                             if node.get("generality_excluded") is not None else None
+                             for name, node in nodes.items()},  # fmt: skip
+            },
             "nodes": nodes,
             "operator_divergence": operator_divergence(
                 cell_histograms(self._in_common_space(events), self.space.shape)

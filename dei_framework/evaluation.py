@@ -93,16 +93,20 @@ class Outcome:
         evaluation: Fitness and descriptor (``None`` when invalid).
         error: Why it is invalid (parse error with line number, or evaluation failure).
         seconds: Time spent parsing and evaluating.
+        matches: Reference programs the program is (:meth:`Domain.reference_matches`).
     """
 
     program: Program | None = None
     evaluation: Evaluation | None = None
     error: str | None = None
     seconds: float = 0.0
+    matches: tuple[str, ...] = ()
 
     def result(self, item: WorkItem, *, operator: str = "", **info: Any) -> Result:
         """The scheduler :class:`~dei_framework.scheduler.Result` of ``item`` (for ``tell``)."""
         text = self.program.text if self.program is not None else None
+        if self.matches:  # logged, and left out of the node's generality reference
+            info = {**info, "generality_matches": list(self.matches)}
         if self.evaluation is None:
             return Result(item=item, text=text, error=self.error, operator=operator, info=info)
         return Result(item=item, text=text, fitness=float(self.evaluation.fitness),
@@ -253,21 +257,33 @@ def _parse_and_evaluate(
         program = domain.parse(text)
     except InvalidProgram as exc:
         return Outcome(error=str(exc), seconds=time.perf_counter() - started)
+    matches = _reference_matches(domain, program)
     try:
         evaluation = domain.evaluate(program, opponents, seed=seed)
     except InvalidProgram as exc:
-        return Outcome(program=program, error=str(exc), seconds=time.perf_counter() - started)
+        return Outcome(program=program, error=str(exc), seconds=time.perf_counter() - started,
+                       matches=matches)  # fmt: skip
     except Exception as exc:  # a domain bug on hostile input must not stop the search
         return Outcome(
             program=program,
             error=f"evaluation failed: {type(exc).__name__}: {exc}",
             seconds=time.perf_counter() - started,
+            matches=matches,
         )
     problem = check_evaluation(evaluation, required, known)
     if problem is not None:
         return Outcome(program=program, error=f"evaluation failed: {problem}",
-                       seconds=time.perf_counter() - started)  # fmt: skip
-    return Outcome(program=program, evaluation=evaluation, seconds=time.perf_counter() - started)
+                       seconds=time.perf_counter() - started, matches=matches)  # fmt: skip
+    return Outcome(program=program, evaluation=evaluation, seconds=time.perf_counter() - started,
+                   matches=matches)  # fmt: skip
+
+
+def _reference_matches(domain: Domain, program: Program) -> tuple[str, ...]:
+    """The generality reference programs ``program`` is (none if the domain cannot tell)."""
+    try:
+        return tuple(sorted(str(name) for name in domain.reference_matches(program)))
+    except Exception:  # a domain bug here must not lose the evaluation
+        return ()
 
 
 def _parse(domain: Domain | None, text: str) -> Program | str:
@@ -283,6 +299,14 @@ def _parse(domain: Domain | None, text: str) -> Program | str:
 def _generality(domain: Domain | None, program: Program) -> float | None:
     domain = domain or _WORKER_DOMAIN
     return domain.generality(program)
+
+
+def _generality_outcomes(domain: Domain | None, program: Program) -> dict[str, bool] | float | None:
+    domain = domain or _WORKER_DOMAIN
+    outcomes = domain.generality_outcomes(program)
+    if outcomes is None:
+        return domain.generality(program)
+    return {str(name): bool(beaten) for name, beaten in outcomes.items()}
 
 
 class Evaluator:
@@ -410,6 +434,15 @@ class Evaluator:
         """The domain's generality of a champion (``None`` if the domain has none or it fails)."""
         try:
             return await self._run(_generality, program, lane="generality")
+        except Exception:
+            return None
+
+    async def generality_outcomes(self, program: Program) -> dict[str, bool] | float | None:
+        """Per reference program, whether a champion beats or ties it
+        (:meth:`Domain.generality_outcomes`); the domain's share when it gives no outcomes;
+        ``None`` if it has neither or it fails."""
+        try:
+            return await self._run(_generality_outcomes, program, lane="generality")
         except Exception:
             return None
 

@@ -545,16 +545,26 @@ class Scheduler:
         # A continual archive goes on changing next round: the round's end is a snapshot.
         finished = self._snapshot() if continual else self.archive
         champion = finished.best()
+        # A champion that is an initial opponent (re-evaluated in the warm start) is no work of
+        # the search: it is marked, and champion-level figures (generality) use the round's
+        # best other elite instead.
+        initial = {opponent.text for opponent in self.pool.initial}
+        champion_initial = champion is not None and champion.text in initial
         event = {
             "event": "round", "node": self.name, "round": self.round,
             "calls": self.completed, "stats": finished.stats().to_json(),
             "champion": champion.to_json() if champion else None,
+            "champion_initial": champion_initial,
             "received": self._valid_received,
             "niche_novelty": self._novel / self._valid_received if self._valid_received else None,
             "opponents": self._opponents_fought,
             "emitter": self.emitter.name, "archive_kind": finished.kind,
             "generality": None,
         }  # fmt: skip
+        if champion_initial:
+            others = [elite for elite in finished if elite.text not in initial]
+            best_other = max(others, key=lambda elite: elite.fitness) if others else None
+            event["generality_champion"] = best_other.to_json() if best_other else None
         self.history.append(event)
         if champion is not None and not continual:
             self.pool.add_champion(Candidate(text=champion.text, source="own", node=self.name,
