@@ -42,7 +42,7 @@ from dei_framework.errors import ConfigError
 from dei_framework.plugins import PluginRegistry
 from dei_framework.presets import get_preset, warn_overrides
 from dei_framework.runlog import write_json_atomic
-from dei_framework.stats import compare
+from dei_framework.stats import compare, holm
 
 #: The built-in conditions, in report order.
 BUILTIN_CONDITIONS = ("solo", "homo", "diverse")
@@ -624,21 +624,29 @@ def metric_values(condition: Mapping[str, Any], metric: str) -> list[float | Non
 def comparisons(conditions: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Diverse against every other condition on every :data:`COMPARED_METRICS` entry.
 
-    Each entry: ``{"a", "b", "metric", "diff", "ci95", "p_value", "test", "n_a", "n_b"}`` —
-    ``diff`` is mean(a) - mean(b) over repeats, ``ci95`` its percentile bootstrap interval,
-    ``p_value`` that of the two-sided exact Mann–Whitney U test (see
-    :mod:`dei_framework.stats`). Empty without a ``diverse`` condition.
+    Each entry is a :func:`dei_framework.stats.compare` entry over repeats (``diff`` the
+    difference of means, ``shift`` and ``ci`` the Hodges–Lehmann shift and its interval at the
+    achieved ``ci_level``, ``a12``, ``p_value`` of the two-sided exact Mann–Whitney U test)
+    plus ``p_holm``: the p-value Holm-adjusted within the entry's metric (the family is the
+    comparisons of Diverse with every other condition on that one metric). Empty without a
+    ``diverse`` condition.
     """
     if REFERENCE_CONDITION not in conditions:
         return []
     a = conditions[REFERENCE_CONDITION]
-    return [
-        compare(REFERENCE_CONDITION, metric_values(a, metric), name,
-                metric_values(other, metric), metric)
-        for metric in COMPARED_METRICS
-        for name, other in conditions.items()
-        if name != REFERENCE_CONDITION
-    ]  # fmt: skip
+    entries = []
+    for metric in COMPARED_METRICS:
+        family = [
+            compare(REFERENCE_CONDITION, metric_values(a, metric), name,
+                    metric_values(other, metric), metric)
+            for name, other in conditions.items()
+            if name != REFERENCE_CONDITION
+        ]  # fmt: skip
+        for entry, adjusted in zip(family, holm([e["p_value"] for e in family]), strict=True):
+            entry["p_holm"] = adjusted
+            entry["holm_family"] = len([e for e in family if e["p_value"] is not None])
+        entries += family
+    return entries
 
 
 def equal_on_axis(axis: str, runs: Sequence[Mapping[str, Any]], budget: int) -> bool:

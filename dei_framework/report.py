@@ -612,12 +612,28 @@ def _comparisons(entries: Sequence[Mapping[str, Any]]) -> str:
     if not entries:
         return ""
     out = ["\n## Comparisons\n"]
-    out.append(
-        "Difference of means over repeats (a − b) with its 95 % percentile bootstrap interval "
-        f"and the p-value of the {entries[0]['test']} (no correction for the number of "
-        "comparisons). With n repeats per condition the smallest attainable p is "
-        "2 / C(n_a + n_b, n_a).\n"
-    )
+    legacy = all("ci" not in entry for entry in entries)  # an experiment summarised before
+    n = sorted({f"{e.get('n_a')} / {e.get('n_b')}" for e in entries})
+    if legacy:
+        out.append(
+            "Difference of means over repeats (a − b) with its 95 % percentile bootstrap "
+            f"interval and the p-value of the {entries[0]['test']} (this summary predates the "
+            "rank-based intervals, A12 and Holm's adjustment; `dei report` on a re-summarised "
+            "experiment shows them).\n"
+        )
+    else:
+        out.append(
+            f"Every statistic is over **repeats** (n = {', '.join(n)} per pair). Difference: "
+            "of means (descriptive). Shift: the Hodges–Lehmann estimate (median of all "
+            "pairwise differences a − b) with the distribution-free confidence interval that "
+            "inverts the exact Mann–Whitney test; its exact level is discrete and given in "
+            "brackets (the narrowest interval of at least 95 %; when the repeats are too few "
+            "for 95 % the widest one, at its lower level, in italics). A12: Vargha–Delaney "
+            "effect size, P(a > b) + P(a = b) / 2 (0.5: none). p: the "
+            f"{entries[0]['test']}; Holm: adjusted within each metric over its "
+            f"{max((e.get('holm_family') or 0) for e in entries)} comparisons. With n "
+            "repeats per condition the smallest attainable p is 2 / C(n_a + n_b, n_a).\n"
+        )
     metrics = {"merged.common.coverage": ("coverage (common)", ".1%"),
                "merged.common.qd_score": ("QD-score (common)", ".2f"),
                "merged.coverage": ("coverage (raw)", ".1%"),
@@ -625,13 +641,31 @@ def _comparisons(entries: Sequence[Mapping[str, Any]]) -> str:
     rows = []
     for entry in entries:
         label, spec = metrics.get(entry["metric"], (entry["metric"], ".3f"))
-        ci = entry.get("ci95")
-        rows.append([f"{entry['a']} − {entry['b']}", label,
-                     f"{entry.get('n_a')} / {entry.get('n_b')}", _num(entry.get("diff"), spec),
-                     f"[{_num(ci[0], spec)}, {_num(ci[1], spec)}]" if ci else "–",
-                     _num(entry.get("p_value"), ".3f")])  # fmt: skip
-    out.append(_table(["a − b", "metric", "n", "difference", "95% CI", "p"], rows))
+        pair = [f"{entry['a']} − {entry['b']}", label, f"{entry.get('n_a')} / {entry.get('n_b')}",
+                _num(entry.get("diff"), spec)]  # fmt: skip
+        if legacy:
+            ci = entry.get("ci95")
+            rows.append([*pair, f"[{_num(ci[0], spec)}, {_num(ci[1], spec)}]" if ci else "–",
+                         _num(entry.get("p_value"), ".3f")])  # fmt: skip
+            continue
+        rows.append([*pair, _num(entry.get("shift"), spec), _interval(entry, spec),
+                     _num(entry.get("a12"), ".2f"), _num(entry.get("p_value"), ".3f"),
+                     _num(entry.get("p_holm"), ".3f")])  # fmt: skip
+    if legacy:
+        out.append(_table(["a − b", "metric", "n", "difference", "95% CI", "p"], rows))
+    else:
+        out.append(_table(["a − b", "metric", "n (repeats)", "difference of means",
+                           "shift (HL)", "CI [level]", "A12", "p", "p (Holm)"], rows))  # fmt: skip
     return "\n".join(out)
+
+
+def _interval(entry: Mapping[str, Any], spec: str) -> str:
+    """``[low, high] [96.8%]`` of a comparison; italic when it does not reach 95 %."""
+    ci = entry.get("ci")
+    if not ci:
+        return "–"
+    text = f"[{_num(ci[0], spec)}, {_num(ci[1], spec)}] [{_num(entry.get('ci_level'), '.1%')}]"
+    return text if entry.get("ci95") else f"*{text}*"
 
 
 def _round_stat(condition: Mapping[str, Any], index: int, field: str) -> Any:

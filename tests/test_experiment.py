@@ -21,6 +21,7 @@ from dei_framework.experiment import (  # noqa: E402
     Condition,
     ExperimentPlan,
     describe,
+    metric_values,
     parse_conditions,
     plan_from_flags,
     run_experiment,
@@ -28,6 +29,7 @@ from dei_framework.experiment import (  # noqa: E402
 )
 from dei_framework.operators import OperatorSpec  # noqa: E402
 from dei_framework.plugins import load_plugins  # noqa: E402
+from dei_framework.stats import holm  # noqa: E402
 
 BUDGET = 48
 
@@ -200,11 +202,24 @@ def test_comparisons_put_diverse_against_every_other_condition(experiment):
         mean_a, mean_b = (c[path[0]] if len(path) == 2 else c[path[0]][path[1]] for c in (a, b))
         key = path[-1]
         assert entry["diff"] == pytest.approx(mean_a[key]["mean"] - mean_b[key]["mean"])
-        low, high = entry["ci95"]
-        assert low <= entry["diff"] <= high or low == high
+        # n = 2 against 2 cannot reach 95 %: the widest rank interval (the extreme pairwise
+        # differences) is given at its exact level 1 - 2/6, and ci95 stays empty.
+        low, high = entry["ci"]
+        assert low <= entry["shift"] <= high
+        assert entry["ci95"] is None and entry["ci_level"] == pytest.approx(2 / 3)
+        values = [metric_values(summary["conditions"][c], entry["metric"]) for c in ("diverse", entry["b"])]
+        differences = [x - y for x in values[0] for y in values[1]]
+        assert (low, high) == (pytest.approx(min(differences)), pytest.approx(max(differences)))
+        assert entry["a12"] == pytest.approx(
+            sum((x > y) + 0.5 * (x == y) for x in values[0] for y in values[1]) / 4)
         # n = 2 against 2: the exact test can only give p = 1/3, 2/3 or 1.
         assert any(entry["p_value"] == pytest.approx(p) for p in (1 / 3, 2 / 3, 1.0))
         assert "Mann-Whitney" in entry["test"]
+    # Holm within each metric: the three comparisons of one metric form the family.
+    for metric in metrics:
+        family = [e for e in summary["comparisons"] if e["metric"] == metric]
+        assert [e["p_holm"] for e in family] == pytest.approx(holm([e["p_value"] for e in family]))
+        assert all(e["p_holm"] >= e["p_value"] and e["holm_family"] == 3 for e in family)
 
 
 def test_homo_stays_one_condition_with_one_operator():
