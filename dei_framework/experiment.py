@@ -461,17 +461,26 @@ def _canonical(value: ExperimentPlan | RunConfig) -> str:
 # --- aggregation ------------------------------------------------------------------------------
 
 
-def describe(values: Sequence[float | None]) -> dict[str, Any]:
-    """``{"mean", "std", "values", "n"}`` of the values that are present.
+#: The unit of a statistic over one value per repeat.
+PER_REPEAT = "repeats"
+#: The unit of a statistic pooled over every (node, repeat) pair.
+PER_NODE_REPEAT = "nodes x repeats"
+
+
+def describe(values: Sequence[float | None], *, unit: str = PER_REPEAT) -> dict[str, Any]:
+    """``{"mean", "std", "n", "unit", "values"}`` of the values that are present.
 
     ``std`` is the sample standard deviation (``n - 1``), ``None`` below two values; ``mean``
-    is ``None`` without values. ``values`` keeps the ``None`` entries in place.
+    is ``None`` without values. ``values`` keeps the ``None`` entries in place. ``unit`` says
+    what one value is (:data:`PER_REPEAT`, or :data:`PER_NODE_REPEAT` when pooled over the
+    nodes of every repeat, so that ``n`` is nodes x repeats).
     """
     present = [float(v) for v in values if v is not None and not _isnan(v)]
     return {
         "mean": statistics.fmean(present) if present else None,
         "std": statistics.stdev(present) if len(present) > 1 else None,
         "n": len(present),
+        "unit": unit,
         "values": [None if v is None or _isnan(v) else float(v) for v in values],
     }
 
@@ -532,15 +541,17 @@ def summarize_condition(
     def over_nodes(field: str) -> dict[str, Any]:
         # Mean over nodes and repeats: every (node, repeat) pair is one value.
         return describe([run["nodes"].get(name, {}).get(field)
-                         for run in runs for name in node_names])  # fmt: skip
+                         for run in runs for name in node_names], unit=PER_NODE_REPEAT)  # fmt: skip
 
     calls = [run["budget"]["calls"] for run in runs]
     limits = [run["budget"]["limit"] for run in runs]
     commons = [m.get("common") or {} for m in merged]
     common = {
         field: describe([c.get(field) for c in commons])
-        for field in ("coverage", "qd_score", "num_elites", "obj_max")
-    }
+        for field in ("coverage", "qd_score", "num_elites", "obj_max", "qd_score_sem",
+                      "elite_std_mean", "selection_qd_gap")
+    }  # fmt: skip
+    common["common_seeds"] = _one_record([c.get("common_seeds") for c in commons])
     common["reference"] = _one_record([c.get("reference") for c in commons])
     common["fitness_scale"] = _one_record([c.get("fitness_scale") for c in commons])
     # The scales of the raw figures: each node's final round, over nodes and repeats.
@@ -595,7 +606,7 @@ def _champions_common_fitness(
 ) -> dict[str, Any]:
     """The final champions' common-ground fitness over nodes and repeats."""
     return describe([((run["nodes"].get(name) or {}).get("champion") or {}).get("common_fitness")
-                     for run in runs for name in names])  # fmt: skip
+                     for run in runs for name in names], unit=PER_NODE_REPEAT)  # fmt: skip
 
 
 def _one_record(values: Sequence[Any]) -> Any:

@@ -167,9 +167,7 @@ class ShiftInterval:
     attained: bool
 
 
-def shift_interval(
-    a: Sequence[float], b: Sequence[float], *, level: float = 0.95
-) -> ShiftInterval:
+def shift_interval(a: Sequence[float], b: Sequence[float], *, level: float = 0.95) -> ShiftInterval:
     """Hodges–Lehmann shift of ``a`` over ``b`` and the confidence interval inverting the exact
     Mann–Whitney test.
 

@@ -134,6 +134,10 @@ def test_aggregates_match_the_runs(experiment):
             for node in condition["per_node"]
         ]
         assert condition["generality"]["mean"] == pytest.approx(statistics.fmean(generality))
+        # Pooled over nodes and repeats, and it says so: n is nodes x repeats, not repeats.
+        assert condition["generality"]["n"] == condition["nodes"] * 2 == len(generality)
+        assert condition["generality"]["unit"] == "nodes x repeats"
+        assert condition["merged"]["coverage"]["unit"] == "repeats"
         for node, stats in condition["per_node"].items():
             assert stats["generality"]["values"] == [
                 run["nodes"][node]["generality"] for run in condition["runs"]
@@ -177,14 +181,16 @@ def test_the_same_text_gets_the_same_common_fitness_in_every_condition(experimen
     assert shared, "no program was found by two conditions"
     for text, found in shared.items():
         assert len(set(found.values())) == 1, (text, found)
-    # And it is the fitness against the reference set with the reference's own seed.
+    # And it is the mean fitness against the reference set over the reference's K scoring
+    # seeds (the same in every run).
     from dei_framework.common import build_reference
 
     domain = toy_domain.ToyDomain()
-    reference = build_reference(domain)
+    reference = build_reference(domain, scoring=plan.base.common_seeds)
     for text, found in shared.items():
-        direct = domain.evaluate(domain.parse(text), reference.programs, seed=reference.seed)
-        assert next(iter(found.values())) == direct.fitness
+        direct = [domain.evaluate(domain.parse(text), reference.programs, seed=seed).fitness
+                  for seed in reference.scoring_seeds]  # fmt: skip
+        assert next(iter(found.values())) == pytest.approx(statistics.fmean(direct))
 
 
 def test_comparisons_put_diverse_against_every_other_condition(experiment):
@@ -207,7 +213,8 @@ def test_comparisons_put_diverse_against_every_other_condition(experiment):
         low, high = entry["ci"]
         assert low <= entry["shift"] <= high
         assert entry["ci95"] is None and entry["ci_level"] == pytest.approx(2 / 3)
-        values = [metric_values(summary["conditions"][c], entry["metric"]) for c in ("diverse", entry["b"])]
+        values = [metric_values(summary["conditions"][c], entry["metric"])
+                  for c in ("diverse", entry["b"])]  # fmt: skip
         differences = [x - y for x in values[0] for y in values[1]]
         assert (low, high) == (pytest.approx(min(differences)), pytest.approx(max(differences)))
         assert entry["a12"] == pytest.approx(
@@ -237,7 +244,9 @@ def test_describe_by_hand():
     assert stats["std"] == pytest.approx(math.sqrt(7 / 3))  # sample std of 1, 2, 4
     assert stats["n"] == 3
     assert stats["values"] == [1.0, 2.0, None, 4.0]
-    assert describe([0.5]) == {"mean": 0.5, "std": None, "n": 1, "values": [0.5]}
+    assert describe([0.5]) == {"mean": 0.5, "std": None, "n": 1, "unit": "repeats",
+                               "values": [0.5]}  # fmt: skip
+    assert describe([0.5, 1.0], unit="nodes x repeats")["unit"] == "nodes x repeats"
     assert describe([None, float("nan")])["mean"] is None
 
 
@@ -283,12 +292,15 @@ def test_summarize_condition_hand_checked():
         "mean": 4.0,
         "std": pytest.approx(math.sqrt(2)),
         "n": 2,
+        "unit": "repeats",
         "values": [3.0, 5.0],
     }
     assert condition["merged"]["per_round"][0]["coverage"]["mean"] == pytest.approx(0.15)
     # Generality: over nodes and repeats, the missing value left out: (0.5 + 0.7 + 0.9) / 3.
     assert condition["generality"]["mean"] == pytest.approx(0.7)
     assert condition["generality"]["values"] == [0.5, None, 0.7, 0.9]
+    assert condition["generality"]["n"] == 3
+    assert condition["generality"]["unit"] == "nodes x repeats"
     assert condition["niche_novelty"]["mean"] == pytest.approx(0.3)
     assert condition["per_node"]["node-1"]["generality"]["values"] == [None, 0.9]
     assert condition["per_node"]["node-0"]["generality_per_round"][0]["mean"] is None
