@@ -192,12 +192,14 @@ class Ensemble:
         replies: dict[str, dict[str, RecordedCall]] = defaultdict(dict)
         received: dict[str, dict[int, list[dict]]] | None = None
         states: dict[str, dict] = {}
+        sharing_states: dict[str, dict] = {}
         postings: list[dict] = []
         if self.resume:
             checkpoint = self.run_dir.read_checkpoint()
             if checkpoint is not None:
                 states = checkpoint["nodes"]
                 postings = checkpoint.get("timeline", [])
+                sharing_states = checkpoint.get("sharing", {})  # absent in older checkpoints
                 offsets = checkpoint["offsets"]
                 self.ledger.resume_wall(checkpoint.get("wall_seconds", 0.0))
                 # Calls completed before the checkpoint are in its budget and log; calls after
@@ -312,6 +314,8 @@ class Ensemble:
                         recorded=None if received is None else received.get(name, {}),
                         identity=identity, members=config.members, timeline=self.timeline,
                         clock=clock)  # fmt: skip
+            if name in sharing_states:
+                node.restore(sharing_states[name])
             self.nodes.append(node)
             self.drivers[name] = SearchDriver(
                 scheduler=scheduler, domain=self.domain, operator=operators[name],
@@ -394,6 +398,8 @@ class Ensemble:
             "offsets": self.run_dir.offsets(),
             "wall_seconds": round(self.ledger.wall_seconds, 3),
             "timeline": self.timeline.to_json() if self.timeline is not None else [],
+            # Sharing counters: a resumed node counts on from them (they restarted at 0 before).
+            "sharing": {node.name: node.state_json() for node in self.nodes},
         })  # fmt: skip
 
     # --- running --------------------------------------------------------------------------------
