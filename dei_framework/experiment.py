@@ -638,7 +638,8 @@ def comparisons(conditions: Mapping[str, Mapping[str, Any]]) -> list[dict[str, A
     Each entry is a :func:`dei_framework.stats.compare` entry over repeats (``diff`` the
     difference of means, ``shift`` and ``ci`` the Hodges–Lehmann shift and its interval at the
     achieved ``ci_level``, ``a12``, ``p_value`` of the two-sided exact Mann–Whitney U test)
-    plus ``p_holm``: the p-value Holm-adjusted within the entry's metric (the family is the
+    plus ``unit`` (``"repeats"``: every statistic is over one value per repeat) and
+    ``p_holm``: the p-value Holm-adjusted within the entry's metric (the family is the
     comparisons of Diverse with every other condition on that one metric). Empty without a
     ``diverse`` condition.
     """
@@ -654,6 +655,7 @@ def comparisons(conditions: Mapping[str, Mapping[str, Any]]) -> list[dict[str, A
             if name != REFERENCE_CONDITION
         ]  # fmt: skip
         for entry, adjusted in zip(family, holm([e["p_value"] for e in family]), strict=True):
+            entry["unit"] = PER_REPEAT  # one value per repeat and condition
             entry["p_holm"] = adjusted
             entry["holm_family"] = len([e for e in family if e["p_value"] is not None])
         entries += family

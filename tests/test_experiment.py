@@ -202,6 +202,7 @@ def test_comparisons_put_diverse_against_every_other_condition(experiment):
     assert pairs == {(b, m) for b in others for m in metrics}
     for entry in summary["comparisons"]:
         assert entry["a"] == "diverse" and entry["n_a"] == entry["n_b"] == 2
+        assert entry["unit"] == "repeats"
         a = summary["conditions"]["diverse"]
         b = summary["conditions"][entry["b"]]
         path = entry["metric"].split(".")

@@ -191,6 +191,15 @@ def test_fresh_seeds_agree_with_the_reported_common_qd(tmp_path) -> None:
     selection_qd = sum(e["selection_fitness"] for e in elites)
     assert selection_qd - fresh_qd > tolerance
     assert block["selection_qd_gap"] == pytest.approx(selection_qd - block["qd_score"])
+    # benchmarks/common_remeasure.py does the same check on any finished run or experiment.
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from common_remeasure import remeasure
+
+    check = remeasure(tmp_path / "run", 20, registry=registry)
+    assert check["elites"] == len(elites) and check["reported_qd"] == block["qd_score"]
+    assert abs(check["z"]) <= 3
+    spread = math.sqrt(check["reported_sem"] ** 2 + check["fresh_sem"] ** 2)
+    assert check["selection_qd"] - check["fresh_qd"] > 3 * spread
     # The same text, scored again in another run, gets the same common fitness.
     other = run(attrs.evolve(config, seed=12), tmp_path / "other", registry=registry)
     assert other["merged"]["common"]["scoring_seeds"] == block["scoring_seeds"]
