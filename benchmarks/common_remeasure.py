@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import math
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,14 @@ def remeasure(
             continue
         shift += score.mean - entry["common_fitness"]
         variance += (score.std or 0.0) ** 2 / len(score.values)
-    reported_sem = common.get("qd_score_sem") or 0.0
     fresh_sem = math.sqrt(variance)
+    # The seeds are shared by every elite: the error of a QD-score comes from per-seed totals
+    # (as the run's own qd_score_sem), unless an evaluation failed.
+    if len(fresh_seeds) > 1 and all(scores[e["text"]].complete for e in entries):
+        totals = [sum(column) for column in zip(*(scores[e["text"]].values for e in entries),
+                                                strict=True)]  # fmt: skip
+        fresh_sem = statistics.stdev(totals) / math.sqrt(len(totals))
+    reported_sem = common.get("qd_score_sem") or 0.0
     combined = math.sqrt(reported_sem**2 + fresh_sem**2)
     return {
         "run": str(run_dir),

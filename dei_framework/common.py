@@ -155,6 +155,11 @@ class Score:
     failed: int = 0
 
     @property
+    def complete(self) -> bool:
+        """Whether every scoring seed gave a value (``values[j]`` is then seed ``j``'s)."""
+        return self.failed == 0
+
+    @property
     def mean(self) -> float | None:
         """The common-ground fitness (``None`` if every scoring evaluation failed)."""
         return statistics.fmean(self.values) if self.values else None
@@ -249,6 +254,7 @@ def merge_common(
             {"text": elite.text, "cell": list(elite.cell), "fitness": found[elite.id].fitness,
              "common_fitness": fitness, "common_fitness_std": score.std if score else None,
              "common_fitness_n": len(score.values) if score else 1,
+             "common_fitness_values": list(score.values) if score and score.complete else None,
              "selection_fitness": elite.fitness, "node": elite.node,
              "raw_cell": list(found[elite.id].cell), "operator": elite.operator,
              "round": elite.round, "id": elite.id}
@@ -259,18 +265,37 @@ def merge_common(
 def scoring_spread(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """How precisely the K scoring seeds measure a merge's QD-score (``merged.common``).
 
+    The scoring seeds are shared by every elite (that is what makes a text score the same
+    everywhere), so a seed that is easy or hard for all of them moves every elite at once: the
+    elites' errors are correlated. The standard error therefore comes from the QD-score each
+    single seed gives (the sum over elites of their fitness with that seed), not from the
+    per-elite variances.
+
     Returns:
-        ``qd_score_sem``: standard error of the common-ground QD-score from the seeds
-        (``sqrt(sum of per-elite variance / K)``; the unit is scoring seeds, not repeats);
+        ``qd_score_sem``: standard error of the common-ground QD-score from the K seeds: the
+        sample standard deviation of the per-seed QD-scores over sqrt(K) (when some scoring
+        failed, the per-elite formula ``sqrt(sum of variance / n)``, which assumes
+        independent elites); the unit is scoring seeds, not repeats; ``qd_score_per_seed``:
+        those per-seed QD-scores (without the domain's offset);
         ``elite_std_mean`` / ``elite_std_max``: mean and largest per-elite standard deviation
         over its seeds; ``selection_qd_gap``: the sum of selection fitness minus scored
         fitness over the kept elites (the winner's curse the scoring removed).
     """
     stds = [e["common_fitness_std"] for e in entries if e.get("common_fitness_std") is not None]
-    variance = sum(e["common_fitness_std"] ** 2 / e["common_fitness_n"] for e in entries
-                   if e.get("common_fitness_std") is not None)  # fmt: skip
+    columns = [e.get("common_fitness_values") for e in entries]
+    per_seed = None
+    if entries and all(columns) and len({len(c) for c in columns}) == 1:
+        per_seed = [sum(values) for values in zip(*columns, strict=True)]
+    if per_seed is not None and len(per_seed) > 1:
+        sem = statistics.stdev(per_seed) / math.sqrt(len(per_seed))
+    elif stds:
+        sem = math.sqrt(sum(e["common_fitness_std"] ** 2 / e["common_fitness_n"] for e in entries
+                            if e.get("common_fitness_std") is not None))  # fmt: skip
+    else:
+        sem = None
     return {
-        "qd_score_sem": math.sqrt(variance) if stds else None,
+        "qd_score_sem": sem,
+        "qd_score_per_seed": per_seed,
         "elite_std_mean": statistics.fmean(stds) if stds else None,
         "elite_std_max": max(stds) if stds else None,
         "selection_qd_gap": sum(e["selection_fitness"] - e["common_fitness"] for e in entries),

@@ -140,6 +140,14 @@ def test_kept_elites_take_the_mean_of_their_scoring_seeds() -> None:
     assert spread["qd_score_sem"] == pytest.approx(math.sqrt(0.01 / 3 + 0.02 / 2))
     assert spread["selection_qd_gap"] == pytest.approx(0.9 - 0.5 + 0.3 - 0.3)
     assert winners([a, b], outcomes, SPACE) == ["lucky", "moved"]
+    # With every seed measured, the error of the QD-score comes from the per-seed QD-scores
+    # (the seeds are shared by all elites, so their errors are correlated): seed totals
+    # 0.4 + 0.2, 0.5 + 0.4, 0.6 + 0.3 -> 0.6, 0.9, 0.9.
+    scores["moved"] = Score(values=[0.2, 0.4, 0.3])
+    _, entries = merge_common([a, b], outcomes, SPACE, qd_offset=0.0, scores=scores)
+    spread = scoring_spread(entries)
+    assert spread["qd_score_per_seed"] == pytest.approx([0.6, 0.9, 0.9])
+    assert spread["qd_score_sem"] == pytest.approx(statistics.stdev([0.6, 0.9, 0.9]) / math.sqrt(3))
 
 
 def test_scoring_seeds_depend_on_the_set_and_differ_from_the_selection_seed() -> None:
