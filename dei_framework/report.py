@@ -760,7 +760,6 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
                         for name, c in conditions.items()], ylabel=label)  # fmt: skip
         ax.set_title("raw: each node's own pool, not comparable\nacross conditions "
                      "(mean ± std over repeats)", fontsize=9)  # fmt: skip
-    fig.suptitle("Per round")
     _save(fig, plots / "progress.png")
     images["progress"] = f"{PLOTS}/progress.png"
 
