@@ -200,6 +200,9 @@ RUN_OPTIONS = [
     click.option("--common-ground", is_flag=True, default=None,
                  help="Re-evaluate merged-archive elites and champions against the domain's "
                       "reference set (always on in experiments)."),
+    click.option("--common-seeds", type=int,
+                 help="Fresh seeds each common-ground winner and champion is scored on; "
+                      "its common-ground fitness is their mean (default 5)."),
     click.option("--eval-workers", type=int,
                  help="Evaluation worker processes (default: one per core; 0: in-process)."),
     click.option("--out", type=click.Path(file_okay=False),

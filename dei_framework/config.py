@@ -110,6 +110,10 @@ class RunConfig:
         common_ground: After the run, re-evaluate every merged-archive elite and round
             champion against the domain's reference set (``merged.common`` in the summary;
             always on in experiments).
+        common_seeds: Fresh seeds each common-ground winner (the elite kept per cell) and
+            each round champion is scored on; its common-ground fitness is the mean over them.
+            The cell's winner is chosen on one other measurement, so the reported figure is
+            free of the winner's curse (see :mod:`dei_framework.common`).
         members: The run's membership: ed25519 public keys (64 hex) of the nodes allowed to
             share champions. Empty: an open run (any validly signed champion is considered).
             Champions signed by other keys are dropped and counted (``nonmember``); networked
@@ -147,6 +151,7 @@ class RunConfig:
     delivery: str = "auto"
     checkpoint_seconds: float = 2.0
     common_ground: bool = False
+    common_seeds: int = attrs.field(default=5, validator=_positive("--common-seeds"))
     members: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _members(v))
     compute_axis: str = "calls"
     max_cost_usd: float | None = None
@@ -335,6 +340,7 @@ DEFAULTS: dict[str, Any] = {
     "archive": "grid",
     "checkpoint_seconds": 2.0,
     "delivery": "auto",
+    "common_seeds": 5,
 }
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
 DEFAULT_CALLS_PER_NODE = 40
@@ -360,7 +366,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "transport_options", "sharing_options", "operator_options", "out",
              "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
              "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
-             "common_ground", "preset", "members", "delivery", "lifecycle"}
+             "common_ground", "common_seeds", "preset", "members", "delivery", "lifecycle"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -437,7 +443,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         archive_options=file.get("archive_options", {}),
         eval_workers=pick("eval_workers"), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
-        common_ground=bool(pick("common_ground")),
+        common_ground=bool(pick("common_ground")), common_seeds=pick("common_seeds"),
         members=file.get("members") or (),
         compute_axis=pick("compute_axis") or "calls", max_cost_usd=pick("max_cost_usd"),
         max_attempts_per_node=pick("max_attempts_per_node"),

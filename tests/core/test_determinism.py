@@ -186,6 +186,18 @@ def test_a_killed_and_resumed_ensemble_ends_as_an_uninterrupted_one(toy_env, cli
     assert _outcome(clean)["received"]
     assert checkpoint["timeline"], "the kill came before any champion was published"
     assert json.loads((killed / "summary.json").read_text())["lifecycle"] == lifecycle
+    # The sharing counters count on across the resume (they restarted at 0 before).
+    assert _sharing(killed) == _sharing(clean)
+    assert any(counts["published"] and counts["accepted"] for counts in _sharing(clean).values())
+    assert any(counts["published"] for counts in checkpoint["sharing"].values())
+
+
+def _sharing(run_dir: Path) -> dict[str, dict]:
+    """Each node's sharing counters (a timeline's round-start waits depend on timing: left
+    out)."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return {name: {**node["sharing"], "transport": node["sharing"]["transport"].get("posted")}
+            for name, node in summary["nodes"].items()}  # fmt: skip
 
 
 class _GivesUp(Operator):
