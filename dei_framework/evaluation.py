@@ -37,6 +37,7 @@ import attrs
 
 from dei_framework.domain import Domain, Evaluation, Program
 from dei_framework.errors import InvalidProgram
+from dei_framework.records import Candidate
 from dei_framework.scheduler import Result, WorkItem
 
 _WORKER_DOMAIN: Domain | None = None
@@ -217,7 +218,7 @@ def check_evaluation(
 def evaluate(
     domain: Domain,
     text: str,
-    opponents: Sequence[Program],
+    opponents: Sequence[Program | Candidate],
     *,
     seed: int,
     axes: Collection[str] = (),
@@ -229,12 +230,18 @@ def evaluate(
     Args:
         domain: The domain.
         text: Operator output or program text.
-        opponents: Parsed opponents.
+        opponents: The opponents: parsed programs, or :class:`Candidate` records (such as
+            ``Scheduler.opponents``), which are parsed here (parse them once yourself to
+            evaluate many programs against the same pool).
         seed: Evaluation seed.
         axes: Descriptor keys that must be present.
         known: Every descriptor key allowed (``None``: any).
+
+    Raises:
+        InvalidProgram: An opponent given as a ``Candidate`` does not parse.
     """
-    return _parse_and_evaluate(domain, text, opponents, seed, tuple(axes), known)
+    parsed = [domain.parse(o.text) if isinstance(o, Candidate) else o for o in opponents]
+    return _parse_and_evaluate(domain, text, parsed, seed, tuple(axes), known)
 
 
 def _parse_and_evaluate(
