@@ -117,7 +117,7 @@ def collect_programs(directory: Path, what: str = "all") -> Iterator[ExportedPro
         raise ConfigError(f"--what must be one of {', '.join(WHAT)}, got {what!r}")
     directory = directory.resolve()
     for run_dir in find_runs(directory):
-        name = run_dir.name if run_dir == directory else run_dir.relative_to(directory).as_posix()
+        name = _run_name(run_dir, directory)
         for node_dir in sorted(p for p in (run_dir / "nodes").iterdir() if p.is_dir()):
             rounds = [_read(path) for path in sorted(node_dir.glob("round-*.json"))]
             rounds = [document for document in rounds if document is not None]
@@ -130,6 +130,11 @@ def collect_programs(directory: Path, what: str = "all") -> Iterator[ExportedPro
                 last = rounds[-1]
                 for elite in (last.get("archive") or {}).get("elites") or []:
                     yield _program(elite, name, node_dir.name, last, "elite")
+
+
+def _run_name(run_dir: Path, directory: Path) -> str:
+    """The run's folder name, or its path below an experiment directory."""
+    return run_dir.name if run_dir == directory else run_dir.relative_to(directory).as_posix()
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -178,11 +183,12 @@ def export_programs(
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    domains = {run: _domain(run) for run in find_runs(directory.resolve())}
+    directory = directory.resolve()
+    domains = {_run_name(run_dir, directory): _domain(run_dir) for run_dir in find_runs(directory)}
     written: list[Path] = []
     with (out / JSONL_NAME).open("w") as jsonl:
         for program in programs:
-            domain = _domain_of(program, directory.resolve(), domains)
+            domain = domains.get(program.run, "")
             answer = registry.manager.hook.dei_export_program(domain=domain, program=program)
             suffix, text = answer if answer is not None else plain_text(program)
             path = out / f"{program.stem}{suffix}"
@@ -199,10 +205,3 @@ def _domain(run_dir: Path) -> str:
         if document and isinstance(document.get("domain"), str):
             return document["domain"]
     return ""
-
-
-def _domain_of(program: ExportedProgram, directory: Path, domains: dict[Path, str]) -> str:
-    run_dir = directory if program.run == directory.name and directory in domains else (
-        directory / program.run
-    )
-    return domains.get(run_dir, "")
