@@ -325,6 +325,7 @@ def test_children_do_not_outlive_a_launcher_killed_with_sigkill(axl_env, tmp_pat
              what="the children to stop with their launcher")  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_terminal_ctrl_c_restarts_no_axl_node(axl_env, tmp_path) -> None:
     # A terminal's Ctrl-C goes to its whole foreground process group: the launcher and, unless
     # they are kept out of it, the AXL nodes it started, which the launcher then "repaired".
