@@ -517,6 +517,23 @@ def report_command(run_dir: str) -> None:
     click.echo(f"report: {path}")
 
 
+@dei.command("export")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="Folder to write the program files and programs.jsonl to.")  # fmt: skip
+@click.option("--what", type=click.Choice(["champions", "elites", "all"]), default="all",
+              show_default=True,
+              help="Every round's champions, the last round's elites, or both.")  # fmt: skip
+@user_errors
+def export_command(run_dir: Path, out: Path, what: str) -> None:
+    """Write the champions and elites of a run or experiment as files in the domain's format
+    (Core War: .red), plus programs.jsonl."""
+    from dei_framework.export import JSONL_NAME, export_programs
+
+    written = export_programs(run_dir, out, registry(), what=what)
+    click.echo(f"exported {len(written)} programs to {out} (index: {out / JSONL_NAME})")
+
+
 @dei.command("experiment", cls=RunCommand,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(

@@ -37,6 +37,7 @@ import attrs
 
 from dei_framework.domain import Domain, Evaluation, Program
 from dei_framework.errors import InvalidProgram
+from dei_framework.records import Candidate
 from dei_framework.scheduler import Result, WorkItem
 
 _WORKER_DOMAIN: Domain | None = None
@@ -221,7 +222,7 @@ def check_evaluation(
 def evaluate(
     domain: Domain,
     text: str,
-    opponents: Sequence[Program],
+    opponents: Sequence[Program | Candidate],
     *,
     seed: int,
     axes: Collection[str] = (),
@@ -233,12 +234,18 @@ def evaluate(
     Args:
         domain: The domain.
         text: Operator output or program text.
-        opponents: Parsed opponents.
+        opponents: The opponents: parsed programs, or :class:`Candidate` records (such as
+            ``Scheduler.opponents``), which are parsed here (parse them once yourself to
+            evaluate many programs against the same pool).
         seed: Evaluation seed.
         axes: Descriptor keys that must be present.
         known: Every descriptor key allowed (``None``: any).
+
+    Raises:
+        InvalidProgram: An opponent given as a ``Candidate`` does not parse.
     """
-    return _parse_and_evaluate(domain, text, opponents, seed, tuple(axes), known)
+    parsed = [domain.parse(o.text) if isinstance(o, Candidate) else o for o in opponents]
+    return _parse_and_evaluate(domain, text, parsed, seed, tuple(axes), known)
 
 
 def _parse_and_evaluate(
@@ -480,6 +487,26 @@ class Evaluator:
         for pool in list(self._pools.values()):
             for process in _worker_processes(pool):
                 process.kill()
+        release_semaphores()
+
+
+def release_semaphores() -> None:
+    """Unlinks the named semaphores this process's pools created, as an orderly exit would.
+
+    With the spawn start method every queue and lock of a process pool is a named semaphore
+    that ``multiprocessing`` unlinks at exit; an ``os._exit`` (a second Ctrl-C) skips that, and
+    its resource tracker, which outlives us, unlinks them instead and warns about "leaked
+    semaphore objects" on the terminal. Only the semaphores' finalizers run here (unlink and
+    tell the tracker), none of the pool's, which join threads and could hang.
+    """
+    from multiprocessing import synchronize, util
+
+    # The finalizer registry is private; it has held SemLock._cleanup finalizers since 3.4.
+    registry = getattr(util, "_finalizer_registry", {})
+    for finalizer in list(registry.values()):
+        if getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup:
+            with contextlib.suppress(Exception):  # gone already: nothing left to release
+                finalizer()
 
 
 def _worker_processes(pool: concurrent.futures.Executor) -> list:

@@ -226,6 +226,8 @@ class Launcher:
             if self.stopping:
                 raise KeyboardInterrupt
             time.sleep(POLL_SECONDS)
+            if self.stopping:  # a Ctrl-C during the sleep: nothing to repair any more
+                raise KeyboardInterrupt
             repaired = self.network.check()
             for line in repaired:
                 self._say(line)

@@ -419,11 +419,25 @@ def _run_report(path: Path, summary: Mapping[str, Any]) -> str:
         if len(lines) > CHAMPION_LINES:
             shown += f"\n... ({len(lines) - CHAMPION_LINES} more lines)"
         out.append(
-            f"<details><summary>{name} ({node.get('operator', '')}): fitness "
-            f"{_num(champion.get('fitness'))}, cell {champion.get('cell')}</summary>\n\n"
+            f"<details><summary>{name} ({node.get('operator', '')}){_origin(champion, nodes)}: "
+            f"fitness {_num(champion.get('fitness'))}, cell {champion.get('cell')}</summary>\n\n"
             f"```\n{shown}\n```\n</details>\n\n"
         )
     return "\n".join(out)
+
+
+def _origin(champion: Mapping[str, Any], nodes: Mapping[str, Any]) -> str:
+    """``", received from node-0 (gp)"`` for a champion another node wrote, else ``""``.
+
+    A received champion keeps the label ``peer:<node>`` where it is admitted; the operator
+    that wrote it is the origin node's.
+    """
+    label = str(champion.get("operator") or "")
+    if not label.startswith("peer:"):
+        return ""
+    origin = label.removeprefix("peer:")
+    operator = (nodes.get(origin) or {}).get("operator")
+    return f", received from {origin}" + (f" ({operator})" if operator else "")
 
 
 def _reference(record: Any) -> str:

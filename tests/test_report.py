@@ -120,6 +120,20 @@ def test_run_report(tmp_path, plugins):
 
 
 
+def test_a_received_champion_is_credited_to_its_origin(tmp_path, plugins):
+    path = toy_run(tmp_path / "run", plugins)
+    summary_path = path / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    # node-1's champion is one node-0 wrote and node-1 received: recorded as "peer:node-0",
+    # as the scheduler labels received champions.
+    summary["nodes"]["node-1"]["champion"]["operator"] = "peer:node-0"
+    summary_path.write_text(json.dumps(summary))
+    text = write_run_report(path).read_text()
+    champions = text.split("## Champions")[1]
+    assert "<summary>node-1 (toy-b), received from node-0 (toy-random): fitness" in champions
+    assert "<summary>node-0 (toy-random): fitness" in champions  # its own: no origin named
+
+
 def test_nodes_on_axes_of_their_own_are_drawn_in_the_runs_grid(tmp_path, plugins):
     """One node searches over "peak" alone: its archive has another shape. The report draws
     every node and the merge in the run's grid, as the run's own merge counts them."""
