@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import bisect
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -186,10 +187,10 @@ class ArchiveBase(abc.ABC):
         (``IMPROVE_EXISTING``); otherwise nothing changes (``NOT_ADDED``, also for a missing or
         non-finite fitness).
         """
-        if elite.fitness is None or not np.isfinite(elite.fitness):
+        if elite.fitness is None or not math.isfinite(elite.fitness):
             return AddStatus.NOT_ADDED
-        index = self.index_of(elite.descriptor)
-        cell = self.cell_of(elite.descriptor)
+        cell = self.cell_of(elite.descriptor)  # once: the index is the cell's flat form
+        index = self._flat(cell)
         if cell != elite.cell:
             elite = attrs.evolve(elite, cell=cell)
         current = self._elites.get(index)

@@ -51,7 +51,20 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan
 
 def format_genome(values: Sequence[float]) -> str:
     """The canonical program text of a genome: each value's shortest exact ``repr``."""
-    return " ".join(repr(float(value)) for value in values)
+    return " ".join(map(repr, map(float, values)))
+
+
+def _plain_numbers(text: str, dim: int) -> list[float] | None:
+    """The values of a text of exactly ``dim`` finite numbers separated by white space (what
+    operators write), or ``None`` for anything else (the general parser handles it)."""
+    tokens = text.split()
+    if len(tokens) != dim:
+        return None
+    try:
+        values = list(map(float, tokens))
+    except ValueError:
+        return None
+    return values if all(map(math.isfinite, values)) else None
 
 
 class NumericDomain(Domain):
@@ -118,6 +131,9 @@ class NumericDomain(Domain):
         """
         if len(text) > MAX_CHARS:
             raise InvalidProgram(f"program is {len(text)} characters long (limit {MAX_CHARS})")
+        fast = _plain_numbers(text, self.dim)
+        if fast is not None:
+            return np.array(fast)
         tokens = _NUMBER.findall(text)
         if len(tokens) != self.dim:
             raise InvalidProgram(f"expected {self.dim} numbers, found {len(tokens)}")
@@ -128,7 +144,7 @@ class NumericDomain(Domain):
 
     def parse(self, reply: str) -> Program:
         values = self.genome(reply)
-        return Program(text=format_genome(values), data=values)
+        return Program(text=format_genome(values.tolist()), data=values)
 
     # --- evaluation -----------------------------------------------------------------------------
 
