@@ -221,9 +221,14 @@ def render_markdown(data: dict[str, Any], source: Path) -> str:
 
 
 def _commit() -> str:
+    """HEAD, with ``+dirty`` when the work tree differs from it (taken before measuring)."""
     try:
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, cwd=Path(__file__).parent,
+                               check=True).stdout.strip()  # fmt: skip
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip()  # fmt: skip
+                              cwd=Path(__file__).parent, check=True).stdout.strip() + (
+                                  "+dirty" if dirty else "")  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -247,6 +252,7 @@ def main() -> None:
         source, target = args.markdown
         target.write_text(render_markdown(json.loads(source.read_text()), source))
         return
+    commit = _commit()
     lines = []
     for evals in args.evals:
         summaries = {}
@@ -268,7 +274,7 @@ def main() -> None:
     if args.write is not None:
         args.write.parent.mkdir(parents=True, exist_ok=True)
         args.write.write_text(json.dumps({
-            "benchmark": "benchmarks/vs_pyribs.py", "commit": _commit(),
+            "benchmark": "benchmarks/vs_pyribs.py", "commit": commit,
             "command": " ".join(["python", "benchmarks/vs_pyribs.py", *sys.argv[1:]]),
             "problem": {"domain": "numeric", "function": "sphere", "dim": DIM, "grid": [100, 100],
                         "sigma": SIGMA},
