@@ -104,3 +104,29 @@ def test_a_run_with_and_without_a_vectorised_batch_gives_identical_archives(
         archives.append(json.loads((tmp_path / label / "merged_archive.json").read_text()))
     assert len(archives[0]) > 20
     assert archives[0] == archives[1]
+
+
+class FailingBatch(NumericDomain):
+    """A batch that raises when it holds a genome with a large first coordinate."""
+
+    def evaluate_batch(self, programs, opponents, *, seeds):
+        if any(program.data[0] > 2.0 for program in programs):
+            raise RuntimeError("first coordinate too large")
+        return super().evaluate_batch(programs, opponents, seeds=seeds)
+
+
+def test_a_failing_batch_is_evaluated_one_by_one_and_the_error_lands_on_its_program() -> None:
+    domain = FailingBatch({"dim": 8})
+    evaluator = Evaluator(domain, workers=0)
+    texts = [format_genome([0.5] * 8), format_genome([3.0] + [0.0] * 7), format_genome([1.0] * 8)]
+
+    async def scenario():
+        return await asyncio.gather(*(evaluator.evaluate(t, [], seed=0) for t in texts))
+
+    try:
+        outcomes = asyncio.run(scenario())
+    finally:
+        evaluator.close()
+    assert outcomes[1].error == "evaluation failed: RuntimeError: first coordinate too large"
+    assert outcomes[0].evaluation == evaluate(domain, texts[0], [], seed=0).evaluation
+    assert outcomes[2].evaluation is not None and outcomes[2].error is None
