@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "archives": (
         "AddStatus", "ArchiveBase", "ArchiveSpec", "ArchiveStats", "CVTArchive", "GridArchive",
+        "OccupiedElites",
     ),
     "budget": ("BudgetLedger", "split_budget"),
     "config": ("NodeConfig", "RunConfig"),
@@ -71,6 +72,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         ArchiveStats,
         CVTArchive,
         GridArchive,
+        OccupiedElites,
     )
     from dei_framework.budget import BudgetLedger, split_budget
     from dei_framework.config import NodeConfig, RunConfig
@@ -124,6 +126,7 @@ __all__ = [
     "RunConfig", "SharingPolicy", "SharingSpec", "ThresholdAxis", "TransientOperatorFailure",
     "Transport", "TransportError", "TransportSpec", "UniformAxis", "hookimpl", "hookspec",
     "load_plugins", "run", "split_budget",
+    "OccupiedElites",
 ]  # fmt: skip
 
 
