@@ -250,9 +250,12 @@ def comparisons_table(data: Mapping[str, Any], metrics: Sequence[tuple[str, str,
 
 def comparison_values(data: Mapping[str, Any]) -> dict[str, str]:
     """Inline values ``diverse-<other>.<metric>`` (difference) and ``...<metric>.p``."""
-    short = {"merged.common.coverage": ("common-coverage", True),
-             "merged.common.qd_score": ("common-qd", False),
-             "merged.coverage": ("raw-coverage", True), "merged.qd_score": ("raw-qd", False)}
+    short = {
+        "merged.common.coverage": ("common-coverage", True),
+        "merged.common.qd_score": ("common-qd", False),
+        "merged.coverage": ("raw-coverage", True),
+        "merged.qd_score": ("raw-qd", False),
+    }
     values = {}
     for entry in data["comparisons"]:
         if entry["a"] != "diverse" or entry["metric"] not in short:
@@ -295,24 +298,34 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="a tiny run (2 repeats, 2 rounds, 32 calls) to test the pipeline")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a tiny run (2 repeats, 2 rounds, 32 calls) to test the pipeline",
+    )
     parser.add_argument("--repeats", type=int, help="repeats per condition (default 10; quick 2)")
-    parser.add_argument("--parallel", type=int, default=1, metavar="P",
-                        help="run P repeats at once (default 1)")
-    parser.add_argument("--eval-workers", type=int, default=1,
-                        help="evaluation processes per run (default 1)")
+    parser.add_argument(
+        "--parallel", type=int, default=1, metavar="P", help="run P repeats at once (default 1)"
+    )
+    parser.add_argument(
+        "--eval-workers", type=int, default=1, help="evaluation processes per run (default 1)"
+    )
     parser.add_argument("--out", help="experiment directory (default: see the module docstring)")
-    parser.add_argument("--extract-only", action="store_true",
-                        help="run nothing; re-read the experiment in --out")
-    parser.add_argument("--keep-runs", action="store_true",
-                        help="do not trim run folders to config, summary and merged archive")
+    parser.add_argument(
+        "--extract-only", action="store_true", help="run nothing; re-read the experiment in --out"
+    )
+    parser.add_argument(
+        "--keep-runs",
+        action="store_true",
+        help="do not trim run folders to config, summary and merged archive",
+    )
     args = parser.parse_args(argv)  # fmt: skip
     settings = SETTINGS["quick" if args.quick else "full"]
     repeats = args.repeats or settings["repeats"]
     out = ROOT / (args.out or settings["out"])
-    command = experiment_command(settings, repeats=repeats, seed=SEED, out=repo_relative(out),
-                                 eval_workers=args.eval_workers)
+    command = experiment_command(
+        settings, repeats=repeats, seed=SEED, out=repo_relative(out), eval_workers=args.eval_workers
+    )
     timings: list[dict[str, Any]] = []
     if not args.extract_only:
         if out.exists() and args.quick:
