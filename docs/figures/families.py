@@ -49,11 +49,23 @@ from figurelib import (  # noqa: E402
 FAMILIES = ("bombers", "papers", "scanners", "imps")
 #: The experiment's settings: (documented run, quick run).
 SETTINGS = {
-    "full": {"budget": 640, "rounds": 10, "domain_rounds": 4, "cycles": 8000, "repeats": 10,
-             "out": "docs/example-report/families"},
-    "quick": {"budget": 32, "rounds": 2, "domain_rounds": 2, "cycles": 2000, "repeats": 2,
-              "out": "runs/figures-families-quick"},
-}  # fmt: skip
+    "full": {
+        "budget": 640,
+        "rounds": 10,
+        "domain_rounds": 4,
+        "cycles": 8000,
+        "repeats": 10,
+        "out": "docs/example-report/families",
+    },
+    "quick": {
+        "budget": 32,
+        "rounds": 2,
+        "domain_rounds": 2,
+        "cycles": 2000,
+        "repeats": 2,
+        "out": "runs/figures-families-quick",
+    },
+}
 SEED = 100
 #: Summary fields of each condition shown in the tables: (column, field path, as percent).
 CONDITION_COLUMNS = (
@@ -70,32 +82,54 @@ HOLM_KEYS = ("p_holm", "p_value_holm", "holm_p")
 A12_KEYS = ("a12", "vd_a12", "vargha_delaney_a12")
 
 
-def experiment_command(settings: Mapping[str, Any], *, repeats: int, seed: int, out: str,
-                       eval_workers: int) -> list[str]:  # fmt: skip
+def experiment_command(
+    settings: Mapping[str, Any], *, repeats: int, seed: int, out: str, eval_workers: int
+) -> list[str]:
     """The ``dei experiment`` command line of the family experiment."""
     command = ["dei", "experiment", "--domain", "coreware"]
     for family in FAMILIES:
         command += ["--operator", family]
-    command += ["--conditions", "solo,homo,diverse", "--budget", str(settings["budget"]),
-                "--rounds", str(settings["rounds"]), "--repeats", str(repeats),
-                "--seed", str(seed),
-                "--domain-option", f"rounds={settings['domain_rounds']}",
-                "--domain-option", f"cycles={settings['cycles']}",
-                "--domain-option", f"generality_rounds={settings['domain_rounds']}",
-                "--eval-workers", str(eval_workers), "--out", out,
-                "--progress", "quiet"]  # fmt: skip
+    command += [
+        "--conditions",
+        "solo,homo,diverse",
+        "--budget",
+        str(settings["budget"]),
+        "--rounds",
+        str(settings["rounds"]),
+        "--repeats",
+        str(repeats),
+        "--seed",
+        str(seed),
+        "--domain-option",
+        f"rounds={settings['domain_rounds']}",
+        "--domain-option",
+        f"cycles={settings['cycles']}",
+        "--domain-option",
+        f"generality_rounds={settings['domain_rounds']}",
+        "--eval-workers",
+        str(eval_workers),
+        "--out",
+        out,
+        "--progress",
+        "quiet",
+    ]
     return command
 
 
-def run_parallel(settings: Mapping[str, Any], *, repeats: int, parallel: int, out: Path,
-                 eval_workers: int) -> list[dict[str, Any]]:  # fmt: skip
+def run_parallel(
+    settings: Mapping[str, Any], *, repeats: int, parallel: int, out: Path, eval_workers: int
+) -> list[dict[str, Any]]:
     """Runs repeat k as the single-repeat experiment of seed SEED + k, P at a time, then
     moves its runs into ``out`` and lets ``dei experiment --resume`` aggregate (it checks each
     run's configuration against the plan)."""
     shards = [out.parent / f"{out.name}.repeat-{k}" for k in range(repeats)]
-    commands = [experiment_command(settings, repeats=1, seed=SEED + k, out=repo_relative(shard),
-                                   eval_workers=eval_workers) + ["--no-report"]
-                for k, shard in enumerate(shards)]  # fmt: skip
+    commands = [
+        experiment_command(
+            settings, repeats=1, seed=SEED + k, out=repo_relative(shard), eval_workers=eval_workers
+        )
+        + ["--no-report"]
+        for k, shard in enumerate(shards)
+    ]
     timings = []
     pending = list(zip(range(repeats), commands, strict=True))
     running: list[tuple[int, subprocess.Popen[bytes], float]] = []
@@ -112,8 +146,12 @@ def run_parallel(settings: Mapping[str, Any], *, repeats: int, parallel: int, ou
             running.remove(entry)
             if process.returncode != 0:
                 raise SystemExit(f"error: repeat {k} exited with {process.returncode}")
-            timings.append({"command": command_text(commands[k]),
-                            "wall_s": round(time.perf_counter() - start, 2)})  # fmt: skip
+            timings.append(
+                {
+                    "command": command_text(commands[k]),
+                    "wall_s": round(time.perf_counter() - start, 2),
+                }
+            )
     plan = json.loads((shards[0] / "experiment.json").read_text())
     plan["repeats"] = repeats
     out.mkdir(parents=True)
@@ -123,8 +161,9 @@ def run_parallel(settings: Mapping[str, Any], *, repeats: int, parallel: int, ou
             (out / condition_dir.name).mkdir(exist_ok=True)
             (condition_dir / "repeat-0").rename(out / condition_dir.name / f"repeat-{k}")
         shutil.rmtree(shard)
-    timings.append(run_command(["dei", "experiment", "--resume", repo_relative(out), "--progress",
-                                "quiet"]))  # fmt: skip
+    timings.append(
+        run_command(["dei", "experiment", "--resume", repo_relative(out), "--progress", "quiet"])
+    )
     return timings
 
 
@@ -170,25 +209,40 @@ def extract(summary: Mapping[str, Any]) -> dict[str, Any]:
     """
     conditions = {}
     for name, block in summary["conditions"].items():
-        conditions[name] = {"operators": block.get("operators"), "nodes": block.get("nodes"),
-                            "n": block.get("repeats_completed"),
-                            **{path: stat(field(block, path)) for _, path, _ in
-                               CONDITION_COLUMNS}}  # fmt: skip
+        conditions[name] = {
+            "operators": block.get("operators"),
+            "nodes": block.get("nodes"),
+            "n": block.get("repeats_completed"),
+            **{path: stat(field(block, path)) for _, path, _ in CONDITION_COLUMNS},
+        }
     comparisons = []
     for entry in summary.get("comparisons", []):
-        comparisons.append({
-            "a": entry["a"], "b": entry["b"], "metric": entry["metric"], "diff": entry.get("diff"),
-            "interval": first(entry, INTERVAL_KEYS),
-            "interval_method": entry.get("ci_method") or entry.get("interval_method"),
-            "p": entry.get("p_value"), "p_holm": first(entry, HOLM_KEYS),
-            "a12": first(entry, A12_KEYS), "test": entry.get("test"),
-            "n_a": entry.get("n_a"), "n_b": entry.get("n_b"),
-        })  # fmt: skip
-    return {"budget": summary.get("budget"), "rounds": summary.get("rounds"),
-            "repeats": summary.get("repeats"), "seeds": summary.get("seeds"),
-            "equal_compute": summary.get("equal_compute"),
-            "common_reference": summary.get("common_reference"),
-            "conditions": conditions, "comparisons": comparisons}  # fmt: skip
+        comparisons.append(
+            {
+                "a": entry["a"],
+                "b": entry["b"],
+                "metric": entry["metric"],
+                "diff": entry.get("diff"),
+                "interval": first(entry, INTERVAL_KEYS),
+                "interval_method": entry.get("ci_method") or entry.get("interval_method"),
+                "p": entry.get("p_value"),
+                "p_holm": first(entry, HOLM_KEYS),
+                "a12": first(entry, A12_KEYS),
+                "test": entry.get("test"),
+                "n_a": entry.get("n_a"),
+                "n_b": entry.get("n_b"),
+            }
+        )
+    return {
+        "budget": summary.get("budget"),
+        "rounds": summary.get("rounds"),
+        "repeats": summary.get("repeats"),
+        "seeds": summary.get("seeds"),
+        "equal_compute": summary.get("equal_compute"),
+        "common_reference": summary.get("common_reference"),
+        "conditions": conditions,
+        "comparisons": comparisons,
+    }
 
 
 # --- layout ------------------------------------------------------------------------------------
@@ -205,17 +259,21 @@ def operators_text(operators: Sequence[str] | None) -> str:
 def conditions_table(data: Mapping[str, Any]) -> str:
     rows = []
     for name, block in data["conditions"].items():
-        rows.append([name, operators_text(block["operators"]), str(block["n"])]
-                    + [fmt_mean_std(block[path], percent=percent)
-                       for _, path, percent in CONDITION_COLUMNS])  # fmt: skip
+        rows.append(
+            [name, operators_text(block["operators"]), str(block["n"])]
+            + [fmt_mean_std(block[path], percent=percent) for _, path, percent in CONDITION_COLUMNS]
+        )
     header = ["condition", "operators", "n", *(column for column, _, _ in CONDITION_COLUMNS)]
     return markdown_table(header, rows)
 
 
 def difference(entry: Mapping[str, Any], percent: bool) -> str:
     """``+1.23 [+0.40, +2.10]``: the difference and its interval."""
-    show = (lambda v: fmt_percent(v, 1, signed=True)) if percent else (
-        lambda v: fmt_number(v, 2, signed=True))  # fmt: skip
+    show = (
+        (lambda v: fmt_percent(v, 1, signed=True))
+        if percent
+        else (lambda v: fmt_number(v, 2, signed=True))
+    )
     text = show(entry["diff"])
     if entry.get("interval"):
         low, high = entry["interval"]
@@ -262,8 +320,11 @@ def comparison_values(data: Mapping[str, Any]) -> dict[str, str]:
             continue
         label, percent = short[entry["metric"]]
         key = f"diverse-{entry['b'].replace(':', '-')}.{label}"
-        values[key] = (fmt_percent(entry["diff"], 1, signed=True) if percent
-                       else fmt_number(entry["diff"], 2, signed=True))  # fmt: skip
+        values[key] = (
+            fmt_percent(entry["diff"], 1, signed=True)
+            if percent
+            else fmt_number(entry["diff"], 2, signed=True)
+        )
         values[f"{key}.ci"] = difference(entry, percent)
         values[f"{key}.p"] = fmt_p(entry["p"])
     return values
@@ -283,15 +344,21 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
     homo = {name: block for name, block in data["conditions"].items() if name.startswith("homo")}
     values["homo-families"] = conditions_table({"conditions": homo})
     values["all-conditions"] = conditions_table(data)
-    values["diverse-vs-common"] = comparisons_table(data, (
-        ("coverage (common)", "merged.common.coverage", True),
-        ("QD-score (common)", "merged.common.qd_score", False)))  # fmt: skip
-    values["diverse-vs-raw"] = comparisons_table(data, (
-        ("coverage (raw)", "merged.coverage", True),
-        ("QD-score (raw)", "merged.qd_score", False)))  # fmt: skip
+    values["diverse-vs-common"] = comparisons_table(
+        data,
+        (
+            ("coverage (common)", "merged.common.coverage", True),
+            ("QD-score (common)", "merged.common.qd_score", False),
+        ),
+    )
+    values["diverse-vs-raw"] = comparisons_table(
+        data,
+        (("coverage (raw)", "merged.coverage", True), ("QD-score (raw)", "merged.qd_score", False)),
+    )
     tests = sorted({e["test"] for e in data["comparisons"] if e.get("test")})
-    methods = sorted({e["interval_method"] for e in data["comparisons"]
-                      if e.get("interval_method")})  # fmt: skip
+    methods = sorted(
+        {e["interval_method"] for e in data["comparisons"] if e.get("interval_method")}
+    )
     values["methods"] = "; ".join(tests + methods) or "–"
     return values
 
@@ -319,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="do not trim run folders to config, summary and merged archive",
     )
-    args = parser.parse_args(argv)  # fmt: skip
+    args = parser.parse_args(argv)
     settings = SETTINGS["quick" if args.quick else "full"]
     repeats = args.repeats or settings["repeats"]
     out = ROOT / (args.out or settings["out"])
@@ -331,11 +398,18 @@ def main(argv: list[str] | None = None) -> int:
         if out.exists() and args.quick:
             shutil.rmtree(out)  # a quick run's folder is scratch
         if out.exists():
-            raise SystemExit(f"error: {out} exists; remove it for a fresh run, or pass "
-                             "--extract-only to re-read it")  # fmt: skip
+            raise SystemExit(
+                f"error: {out} exists; remove it for a fresh run, or pass "
+                "--extract-only to re-read it"
+            )
         if args.parallel > 1:
-            timings = run_parallel(settings, repeats=repeats, parallel=args.parallel, out=out,
-                                   eval_workers=args.eval_workers)  # fmt: skip
+            timings = run_parallel(
+                settings,
+                repeats=repeats,
+                parallel=args.parallel,
+                out=out,
+                eval_workers=args.eval_workers,
+            )
         else:
             timings = [run_command(command)]
         if not args.keep_runs:
@@ -350,10 +424,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.extract_only and previous and previous["data"].get("command") == command_text(command):
         commands, timings = previous["commands"], previous["timings"]  # the run's, not ours
     data["command"] = command_text(command)
-    write_figure_set("families", commands=commands, data=data, n=n,
-                     spread="mean ± sample std over repeats; differences of means with the "
-                     "interval and test named in each comparison", quick=args.quick,
-                     timings=timings)  # fmt: skip
+    write_figure_set(
+        "families",
+        commands=commands,
+        data=data,
+        n=n,
+        spread="mean ± sample std over repeats; differences of means with the "
+        "interval and test named in each comparison",
+        quick=args.quick,
+        timings=timings,
+    )
     return 0
 
 

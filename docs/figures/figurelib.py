@@ -43,8 +43,9 @@ def git_state() -> dict[str, Any]:
 
     def git(*args: str) -> str | None:
         try:
-            done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                                  check=True)  # fmt: skip
+            done = subprocess.run(
+                ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+            )
         except (OSError, subprocess.CalledProcessError):
             return None
         return done.stdout.strip()
@@ -102,18 +103,43 @@ def run_command(command: Sequence[str], *, capture: bool = False) -> dict[str, A
     before_cpu = os.times()
     load_before = load_average()
     start = time.perf_counter()
-    done = subprocess.run(list(command), cwd=ROOT, text=True,
-                          stdout=subprocess.PIPE if capture else None)  # fmt: skip
+    done = subprocess.run(
+        list(command), cwd=ROOT, text=True, stdout=subprocess.PIPE if capture else None
+    )
     wall = time.perf_counter() - start
     after_cpu = os.times()
     if done.returncode != 0:
         print(f"error: {command_text(command)} exited with {done.returncode}", file=sys.stderr)
         raise SystemExit(done.returncode)
-    cpu = (after_cpu.children_user - before_cpu.children_user
-           + after_cpu.children_system - before_cpu.children_system)  # fmt: skip
-    return {"command": command_text(command), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-            "load_before": load_before, "load_after": load_average(),
-            "stdout": done.stdout if capture else None}  # fmt: skip
+    cpu = (
+        after_cpu.children_user
+        - before_cpu.children_user
+        + after_cpu.children_system
+        - before_cpu.children_system
+    )
+    return {
+        "command": command_text(command),
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "load_before": load_before,
+        "load_after": load_average(),
+        "stdout": done.stdout if capture else None,
+    }
+
+
+def run_benchmark(command: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Runs a ``benchmarks/*.py`` script that prints one JSON object; returns it and the timing.
+
+    Raises:
+        SystemExit: the script failed or printed no JSON object.
+    """
+    timing = run_command(command, capture=True)
+    stdout = timing.pop("stdout")
+    try:
+        result = json.loads(stdout[stdout.index("{") :])
+    except ValueError:
+        raise SystemExit(f"error: {command_text(command)} printed no JSON object") from None
+    return result, timing
 
 
 def previous_record(name: str) -> dict[str, Any] | None:
@@ -122,9 +148,16 @@ def previous_record(name: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def write_figure_set(name: str, *, commands: Sequence[str], data: Mapping[str, Any],
-                     n: str, spread: str, quick: bool = False,
-                     timings: Sequence[Mapping[str, Any]] = ()) -> Path:  # fmt: skip
+def write_figure_set(
+    name: str,
+    *,
+    commands: Sequence[str],
+    data: Mapping[str, Any],
+    n: str,
+    spread: str,
+    quick: bool = False,
+    timings: Sequence[Mapping[str, Any]] = (),
+) -> Path:
     """Writes ``docs/figures/<name>.json``: the data and its provenance.
 
     Args:
@@ -156,8 +189,10 @@ def write_figure_set(name: str, *, commands: Sequence[str], data: Mapping[str, A
     }
     path = FIGURES_DIR / f"{name}.json"
     path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    print(f"wrote {path.relative_to(ROOT)}; render the docs with: python docs/figures/render.py",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"wrote {path.relative_to(ROOT)}; render the docs with: python docs/figures/render.py",
+        file=sys.stderr,
+    )
     return path
 
 

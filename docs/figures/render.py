@@ -81,15 +81,23 @@ def load_script(path: Path) -> ModuleType:
 def provenance(record: Mapping[str, Any]) -> str:
     """The reserved ``provenance`` figure: commands, n, spread, commit, date and machine."""
     git = record.get("git") or {}
-    commit = (git.get("commit") or "unknown")[:10] + (" (with uncommitted changes)"
-                                                      if git.get("dirty") else "")  # fmt: skip
+    commit = (git.get("commit") or "unknown")[:10] + (
+        " (with uncommitted changes)" if git.get("dirty") else ""
+    )
     host = record.get("machine") or {}
     load = host.get("load_average")
-    lines = [f"- script: `{record['script']}`" + (" — **quick run** (a reduced version that "
-             "tests the pipeline; not the documented experiment)" if record.get("quick") else ""),
-             f"- commit `{commit}`, {record.get('date', 'unknown date')}; {host.get('cores')} "
-             f"cores, load average {load[0] if load else 'unknown'} at the end",
-             f"- n: {record.get('n')}; spread: {record.get('spread')}"]  # fmt: skip
+    lines = [
+        f"- script: `{record['script']}`"
+        + (
+            " — **quick run** (a reduced version that "
+            "tests the pipeline; not the documented experiment)"
+            if record.get("quick")
+            else ""
+        ),
+        f"- commit `{commit}`, {record.get('date', 'unknown date')}; {host.get('cores')} "
+        f"cores, load average {load[0] if load else 'unknown'} at the end",
+        f"- n: {record.get('n')}; spread: {record.get('spread')}",
+    ]
     lines += [f"- `{command}`" for command in record.get("commands", [])]
     return "\n".join(lines)
 
@@ -104,13 +112,16 @@ def load_set(name: str, cache: dict[str, FigureSet] | None = None) -> FigureSet:
         return cache[name]
     path = FIGURES_DIR / f"{name}.json"
     if not path.is_file():
-        raise FigureError(f"figure set '{name}': {path.relative_to(ROOT)} does not exist "
-                          f"(run python docs/figures/{name}.py)")  # fmt: skip
+        raise FigureError(
+            f"figure set '{name}': {path.relative_to(ROOT)} does not exist "
+            f"(run python docs/figures/{name}.py)"
+        )
     record = json.loads(path.read_text())
     script = ROOT / record.get("script", "")
     if not record.get("script") or not script.is_file():
-        raise FigureError(f"{path.relative_to(ROOT)} names script {record.get('script')!r}, "
-                          "which does not exist")  # fmt: skip
+        raise FigureError(
+            f"{path.relative_to(ROOT)} names script {record.get('script')!r}, which does not exist"
+        )
     figures = dict(load_script(script).figures(record["data"]))
     figures[PROVENANCE] = provenance(record)
     figure_set = FigureSet(name=name, record=record, figures=figures)
@@ -125,8 +136,14 @@ def source_note(figure_set: FigureSet, page: Path) -> str:
     link = os.path.relpath(figure_set.json_path, page.parent).replace(os.sep, "/")
     commit = ((record.get("git") or {}).get("commit") or "unknown")[:7]
     date = str(record.get("date", ""))[:10]
-    quick = (" · **quick pipeline run, not the documented experiment: regenerate with "
-             f"`python {record['script']}`**") if record.get("quick") else ""  # fmt: skip
+    quick = (
+        (
+            " · **quick pipeline run, not the documented experiment: regenerate with "
+            f"`python {record['script']}`**"
+        )
+        if record.get("quick")
+        else ""
+    )
     return f"<sub>Generated: [`{figure_set.name}.json`]({link}) · commit `{commit}` · {date}{quick}</sub>"  # noqa: E501
 
 
@@ -150,20 +167,25 @@ def render_page(text: str, page: Path, cache: dict[str, FigureSet]) -> str:
     opened = len(OPENERS.findall(text))
     closed = len(BLOCK.findall(text)) + len(INLINE.findall(text))
     if opened != closed:
-        raise FigureError(f"{page}: {opened - closed} figure marker(s) without a matching "
-                          "<!-- /figure --> or <!-- /fig -->")  # fmt: skip
+        raise FigureError(
+            f"{page}: {opened - closed} figure marker(s) without a matching "
+            "<!-- /figure --> or <!-- /fig -->"
+        )
 
     def block(match: re.Match[str]) -> str:
         figure_set, body = lookup(match["id"], cache)
-        note = "" if match["id"].endswith("/" + PROVENANCE) else "\n\n" + source_note(
-            figure_set, page)  # fmt: skip
+        note = (
+            "" if match["id"].endswith("/" + PROVENANCE) else "\n\n" + source_note(figure_set, page)
+        )
         return f"{match[1]}{body}{note}\n{match[4]}"
 
     def inline(match: re.Match[str]) -> str:
         _, body = lookup(match["id"], cache)
         if "\n" in body:
-            raise FigureError(f"{page}: inline figure '{match['id']}' spans several lines; "
-                              "use a <!-- figure: --> block")  # fmt: skip
+            raise FigureError(
+                f"{page}: inline figure '{match['id']}' spans several lines; "
+                "use a <!-- figure: --> block"
+            )
         return f"{match[1]}{body}{match[4]}"
 
     return INLINE.sub(inline, BLOCK.sub(block, text))
@@ -187,16 +209,24 @@ def stale(paths: Iterable[Path], cache: dict[str, FigureSet]) -> dict[Path, str]
         rendered = render_page(text, path, cache)
         if rendered != text:
             name = str(path.relative_to(ROOT))
-            differing[path] = "".join(difflib.unified_diff(
-                text.splitlines(keepends=True), rendered.splitlines(keepends=True),
-                f"{name} (as written)", f"{name} (rendered from docs/figures/*.json)"))  # fmt: skip
+            differing[path] = "".join(
+                difflib.unified_diff(
+                    text.splitlines(keepends=True),
+                    rendered.splitlines(keepends=True),
+                    f"{name} (as written)",
+                    f"{name} (rendered from docs/figures/*.json)",
+                )
+            )
     return differing
 
 
 def main(argv: list[str] | None = None, write: Callable[[str], Any] = print) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="change nothing; exit 1 if a page differs from its JSON")  # fmt: skip
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if a page differs from its JSON",
+    )
     args = parser.parse_args(argv)
     cache: dict[str, FigureSet] = {}
     try:
