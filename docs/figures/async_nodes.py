@@ -38,7 +38,8 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
             ["ratio (median of pairs)", f"**{result['ratio']:.3f}** (per pair {pairs})"],
             [
                 "fast nodes done after (alone / with the slow peer)",
-                f"{result['fast_done_s_alone']:.1f} s / {result['fast_done_s_with_slow_peer']:.1f} s",
+                f"{result['fast_done_s_alone']:.1f} s / "
+                f"{result['fast_done_s_with_slow_peer']:.1f} s",
             ],
             ["slow peer done after", f"{result['slow_done_s']:.1f} s"],
             [
