@@ -330,6 +330,20 @@ def comparison_values(data: Mapping[str, Any]) -> dict[str, str]:
     return values
 
 
+def shell_lines(command: str, width: int = 92) -> str:
+    """A long command broken into ``\\``-continued lines at option boundaries."""
+    words = command.split(" ")
+    lines, line = [], ""
+    for word in words:
+        starts_option = word.startswith("--")
+        if line and starts_option and len(line) + len(word) > width:
+            lines.append(line + " \\")
+            line = "    " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join([*lines, line])
+
+
 def figures(data: Mapping[str, Any]) -> dict[str, str]:
     """The figures of this set, by name (see docs/figures/render.py)."""
     seeds = data.get("seeds") or []
@@ -340,6 +354,7 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
         "rounds": str(data.get("rounds")),
         "equal-compute": "held" if data.get("equal_compute") else "did not hold",
     }
+    values["command"] = "```sh\n" + shell_lines(data.get("command", "")) + "\n```"
     values |= comparison_values(data)
     homo = {name: block for name, block in data["conditions"].items() if name.startswith("homo")}
     values["homo-families"] = conditions_table({"conditions": homo})

@@ -85,12 +85,16 @@ def command_text(command: Sequence[str]) -> str:
     return shlex.join(command)
 
 
-def run_command(command: Sequence[str], *, capture: bool = False) -> dict[str, Any]:
+def run_command(
+    command: Sequence[str], *, capture: bool = False, with_stderr: bool = False
+) -> dict[str, Any]:
     """Runs ``command`` from the repository root and measures it.
 
     Args:
         command: the program and its arguments.
         capture: keep the standard output (returned as ``stdout``) instead of passing it on.
+        with_stderr: with ``capture``, keep the standard error too, interleaved with the
+            output as a terminal shows them.
 
     Returns:
         ``{"command", "wall_s", "cpu_s", "load_before", "load_after", "stdout"}``; ``cpu_s`` is
@@ -104,7 +108,11 @@ def run_command(command: Sequence[str], *, capture: bool = False) -> dict[str, A
     load_before = load_average()
     start = time.perf_counter()
     done = subprocess.run(
-        list(command), cwd=ROOT, text=True, stdout=subprocess.PIPE if capture else None
+        list(command),
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE if capture else None,
+        stderr=subprocess.STDOUT if capture and with_stderr else None,
     )
     wall = time.perf_counter() - start
     after_cpu = os.times()

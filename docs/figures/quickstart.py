@@ -38,27 +38,24 @@ def excerpt(output: str) -> str:
     return "\n".join([*rounds[:2], "...", rounds[-1], *rest])
 
 
-def seconds(values: list[float]) -> str:
-    """``13.1 s`` for one value, ``median 13.1 s (12.8–13.9, n = 3)`` for several."""
-    if len(values) == 1:
-        return f"{values[0]:.1f} s"
-    return (
-        f"median {statistics.median(values):.1f} s ({min(values):.1f}–{max(values):.1f}, "
-        f"n = {len(values)})"
-    )
+def median_seconds(values: list[float]) -> str:
+    """The median of ``values`` in seconds, to 0.1 s."""
+    return f"{statistics.median(values):.1f} s"
 
 
 def figures(data: Mapping[str, Any]) -> dict[str, str]:
     """The figures of this set, by name (see docs/figures/render.py)."""
     runs = data["runs"]
     loads = [run["load_before"][0] for run in runs if run.get("load_before")]
-    load = f"{min(loads):.1f}–{max(loads):.1f}" if loads else "unknown"
+    cpu = [run["cpu_s"] for run in runs]
     return {
         "output": "```\n" + data["output"] + "\n```",
-        "cpu": seconds([run["cpu_s"] for run in runs]),
-        "wall": seconds([run["wall_s"] for run in runs]),
-        "load": load,
+        "cpu": median_seconds(cpu),
+        "cpu-range": f"{min(cpu):.1f}–{max(cpu):.1f} s",
+        "wall": median_seconds([run["wall_s"] for run in runs]),
+        "load": f"{min(loads):.1f}–{max(loads):.1f}" if loads else "unknown",
         "cores": str(data["cores"]),
+        "runs": str(len(runs)),
     }
 
 
@@ -69,7 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     with tempfile.TemporaryDirectory() as scratch:
         for repeat in range(args.repeats):
-            runs.append(run_command([*COMMAND, "--out", f"{scratch}/run-{repeat}"], capture=True))
+            runs.append(
+                run_command(
+                    [*COMMAND, "--out", f"{scratch}/run-{repeat}"], capture=True, with_stderr=True
+                )
+            )
         output = excerpt(runs[0]["stdout"].replace(f"{scratch}/run-0", "runs/<time>-coreware"))
     data = {
         "output": output,
