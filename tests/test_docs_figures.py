@@ -135,3 +135,37 @@ def test_render_check_exits_1_and_writes_nothing_on_a_stale_page(tmp_path, monke
     assert render.main([], write=lines.append) == 0
     assert page.read_text() != stale_text
     assert render.main(["--check"], write=lines.append) == 0
+
+
+def synthetic_summary(**comparison_keys):
+    stat = {"mean": 0.5, "std": 0.1, "n": 3, "values": [0.4, 0.5, 0.6]}
+    block = {"operators": ["a"], "nodes": 1, "repeats_completed": 3,
+             "merged": {"coverage": stat, "qd_score": stat,
+                        "common": {"coverage": stat, "qd_score": stat}},
+             "niche_novelty": stat, "operator_divergence": stat}  # fmt: skip
+    comparisons = [{"a": "diverse", "b": "solo", "metric": metric, "diff": 0.25,
+                    "p_value": 0.1, "n_a": 3, "n_b": 3, **comparison_keys}
+                   for metric in ("merged.common.coverage", "merged.common.qd_score")]  # fmt: skip
+    return {
+        "budget": 8,
+        "rounds": 2,
+        "repeats": 3,
+        "seeds": [1, 2, 3],
+        "equal_compute": True,
+        "conditions": {"solo": block, "diverse": block},
+        "comparisons": comparisons,
+    }
+
+
+def test_families_extraction_reads_renamed_and_new_statistics():
+    families = render.load_script(FIGURES / "families.py")
+    plain = families.figures(families.extract(synthetic_summary(ci95=[0.1, 0.4])))
+    assert "+0.25 [+0.10, +0.40]" in plain["diverse-vs-common"]
+    assert "Holm" not in plain["diverse-vs-common"] and "A12" not in plain["diverse-vs-common"]
+    richer = families.figures(families.extract(synthetic_summary(
+        hl_ci95=[0.05, 0.5], p_holm=0.2, a12=0.83, ci_method="Hodges-Lehmann")))  # fmt: skip
+    table = richer["diverse-vs-common"]
+    assert "p (Holm)" in table and "A12" in table
+    assert "+0.25 [+0.05, +0.50]" in table and "0.200" in table and "0.83" in table
+    assert "Hodges-Lehmann" in richer["methods"]
+    assert richer["diverse-solo.common-qd.p"] == "0.100"
