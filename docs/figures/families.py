@@ -148,10 +148,12 @@ def run_parallel(
                 raise SystemExit(f"error: repeat {k} exited with {process.returncode}")
             timings.append(
                 {
+                    "repeat": k,
                     "command": command_text(commands[k]),
                     "wall_s": round(time.perf_counter() - start, 2),
                 }
             )
+    timings.sort(key=lambda timing: timing["repeat"])
     plan = json.loads((shards[0] / "experiment.json").read_text())
     plan["repeats"] = repeats
     out.mkdir(parents=True)
@@ -409,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         settings, repeats=repeats, seed=SEED, out=repo_relative(out), eval_workers=args.eval_workers
     )
     timings: list[dict[str, Any]] = []
+    totals = None
     if not args.extract_only:
         if out.exists() and args.quick:
             shutil.rmtree(out)  # a quick run's folder is scratch
@@ -437,13 +440,16 @@ def main(argv: list[str] | None = None) -> int:
     commands = [t["command"] for t in timings] if args.parallel > 1 else [command_text(command)]
     previous = previous_record("families")
     if args.extract_only and previous and previous["data"].get("command") == command_text(command):
-        commands, timings = previous["commands"], previous["timings"]  # the run's, not ours
+        # The run's commands and cost, not those of this re-reading.
+        commands, timings = previous["commands"], previous["timings"]
+        totals = previous.get("totals")
     data["command"] = command_text(command)
     write_figure_set(
         "families",
         commands=commands,
         data=data,
         n=n,
+        totals=totals,
         spread="mean ± sample std over repeats; differences of means with the "
         "interval and test named in each comparison",
         quick=args.quick,

@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIGURES_DIR = Path(__file__).resolve().parent
 #: Bumped when the layout of a figure JSON file changes.
 FORMAT_VERSION = 1
+#: When this script started (wall clock and the CPU of its finished children), for the totals.
+_STARTED = (time.perf_counter(), os.times())
 
 
 def git_state() -> dict[str, Any]:
@@ -61,6 +63,11 @@ def load_average() -> list[float] | None:
         return [round(value, 2) for value in os.getloadavg()]
     except OSError:
         return None
+
+
+#: The code the figures were produced with: the state when the script started (later edits
+#: to the working tree while a long experiment runs do not change what it ran).
+_GIT_AT_START = git_state()
 
 
 def machine() -> dict[str, Any]:
@@ -156,6 +163,24 @@ def previous_record(name: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def totals_since_start() -> dict[str, float]:
+    """Wall seconds since the script started, and the CPU seconds (user + system) of this
+    process and every child it waited for: what producing the figures cost in all."""
+    wall, cpu = _STARTED
+    now = os.times()
+    used = (
+        now.user
+        - cpu.user
+        + now.system
+        - cpu.system
+        + now.children_user
+        - cpu.children_user
+        + now.children_system
+        - cpu.children_system
+    )
+    return {"wall_s": round(time.perf_counter() - wall, 1), "cpu_s": round(used, 1)}
+
+
 def write_figure_set(
     name: str,
     *,
@@ -165,6 +190,7 @@ def write_figure_set(
     spread: str,
     quick: bool = False,
     timings: Sequence[Mapping[str, Any]] = (),
+    totals: Mapping[str, float] | None = None,
 ) -> Path:
     """Writes ``docs/figures/<name>.json``: the data and its provenance.
 
@@ -177,6 +203,8 @@ def write_figure_set(
         quick: a reduced run that exercises the pipeline but is not the documented figure; the
             renderer says so next to every figure of the set.
         timings: per command, wall and CPU seconds and the load around it.
+        totals: wall and CPU seconds of the whole production (default: since this script
+            started, see :func:`totals_since_start`).
 
     Returns:
         The path written.
@@ -185,11 +213,12 @@ def write_figure_set(
         "format": FORMAT_VERSION,
         "set": name,
         "script": f"docs/figures/{name}.py",
-        "git": git_state(),
+        "git": _GIT_AT_START,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "commands": list(commands),
         "timings": [dict(timing) for timing in timings],
+        "totals": dict(totals) if totals is not None else totals_since_start(),
         "n": n,
         "spread": spread,
         "quick": quick,

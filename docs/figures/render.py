@@ -99,13 +99,12 @@ def provenance(record: Mapping[str, Any]) -> str:
         f"- n: {record.get('n')}; spread: {record.get('spread')}",
     ]
     lines += [f"- `{command}`" for command in record.get("commands", [])]
-    timings = record.get("timings") or []
-    walls = [t["wall_s"] for t in timings if t.get("wall_s") is not None]
-    cpus = [t["cpu_s"] for t in timings if t.get("cpu_s") is not None]
-    if walls:
-        took = f"- took {sum(walls):.0f} s of wall time"
-        took += f", {sum(cpus):.0f} s of CPU time" if cpus else ""
-        lines.append(took + f" ({len(timings)} command(s))")
+    totals = record.get("totals")
+    if totals:
+        lines.append(
+            f"- took {totals['wall_s']:.0f} s of wall time and {totals['cpu_s']:.0f} s "
+            "of CPU time (all processes)"
+        )
     return "\n".join(lines)
 
 
