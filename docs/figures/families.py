@@ -35,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figurelib import (  # noqa: E402
     ROOT,
     command_text,
+    environment,
+    executable,
     fmt_mean_std,
     fmt_number,
     fmt_p,
@@ -137,7 +139,13 @@ def run_parallel(
         while pending and len(running) < parallel:
             k, command = pending.pop(0)
             print(f"$ {command_text(command)}", file=sys.stderr, flush=True)
-            running.append((k, subprocess.Popen(command, cwd=ROOT), time.perf_counter()))
+            running.append(
+                (
+                    k,
+                    subprocess.Popen(executable(command), cwd=ROOT, env=environment()),
+                    time.perf_counter(),
+                )
+            )
         time.sleep(1)
         for entry in list(running):
             k, process, start = entry

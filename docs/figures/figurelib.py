@@ -87,6 +87,25 @@ def repo_relative(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+def executable(command: Sequence[str]) -> list[str]:
+    """``command`` with its program taken from this Python's environment when it has one.
+
+    ``dei``, ``dei-run`` ... are installed next to the interpreter; without this, a script run
+    as ``.venv/bin/python docs/figures/x.py`` from a shell whose ``PATH`` lacks the venv would
+    run another installation's code.
+    """
+    local = Path(sys.executable).parent / command[0]
+    return [str(local), *command[1:]] if local.is_file() else list(command)
+
+
+def environment() -> dict[str, str]:
+    """This process's environment with this Python's ``bin`` first on ``PATH``, so that a
+    benchmark that starts ``dei`` itself starts this checkout's."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
 def command_text(command: Sequence[str]) -> str:
     """One shell-quoted line for ``command``, as a reader would type it."""
     return shlex.join(command)
@@ -115,8 +134,9 @@ def run_command(
     load_before = load_average()
     start = time.perf_counter()
     done = subprocess.run(
-        list(command),
+        executable(command),
         cwd=ROOT,
+        env=environment(),
         text=True,
         stdout=subprocess.PIPE if capture else None,
         stderr=subprocess.STDOUT if capture and with_stderr else None,
