@@ -33,6 +33,7 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
     parallel = mars["parallel"]
     cli = mars["cli_1000_rounds_seconds"]
     low, high = parallel["speedup_range"]
+    lines = f"{assembler['lines']:,}".replace(",", " ")
     rows = [
         [f"single-thread instructions/s, the {mars['battles']} one-on-one reference battles "
          f"({speed['plain']['instructions'] / 1e6:.0f} M instructions; best of "
@@ -47,7 +48,7 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
          "`workers=1`", f"**{parallel['speedup']:.2f}x** median speed-up (range "
          f"{low:.2f}–{high:.2f} over alternated pairs)", "–"],
         [f"assembling the {assembler['files']} Koenigstuhl warriors "
-         f"({assembler['lines']:,} lines; best of {data['repeats']})".replace(",", " "),
+         f"({lines} lines; best of {data['repeats']})",
          f"{assembler['seconds']:.1f} s, {assembler['ms_per_file']:.2f} ms per file", "–"],
     ]  # fmt: skip
     loads = [mars.get("load_average_before"), mars.get("load_average_after")]
