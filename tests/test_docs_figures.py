@@ -127,7 +127,6 @@ def test_render_check_exits_1_and_writes_nothing_on_a_stale_page(tmp_path, monke
     page = tmp_path / "page.md"
     stale_text = "<!-- fig: families/repeats -->999<!-- /fig -->\n"
     page.write_text(stale_text)
-    monkeypatch.setattr(render, "ROOT", tmp_path)
     monkeypatch.setattr(render, "pages", lambda: [page])
     lines: list[str] = []
     assert render.main(["--check"], write=lines.append) == 1

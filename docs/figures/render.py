@@ -119,14 +119,14 @@ def load_set(name: str, cache: dict[str, FigureSet] | None = None) -> FigureSet:
     path = FIGURES_DIR / f"{name}.json"
     if not path.is_file():
         raise FigureError(
-            f"figure set '{name}': {path.relative_to(ROOT)} does not exist "
+            f"figure set '{name}': {shown(path)} does not exist "
             f"(run python docs/figures/{name}.py)"
         )
     record = json.loads(path.read_text())
     script = ROOT / record.get("script", "")
     if not record.get("script") or not script.is_file():
         raise FigureError(
-            f"{path.relative_to(ROOT)} names script {record.get('script')!r}, which does not exist"
+            f"{shown(path)} names script {record.get('script')!r}, which does not exist"
         )
     figures = dict(load_script(script).figures(record["data"]))
     figures[PROVENANCE] = provenance(record)
@@ -197,6 +197,11 @@ def render_page(text: str, page: Path, cache: dict[str, FigureSet]) -> str:
     return INLINE.sub(inline, BLOCK.sub(block, text))
 
 
+def shown(path: Path) -> str:
+    """``path`` as a message names it: relative to the repository when inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def pages() -> list[Path]:
     """The pages that may hold figures: README.md and docs/*.md (not generated reports)."""
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -214,7 +219,7 @@ def stale(paths: Iterable[Path], cache: dict[str, FigureSet]) -> dict[Path, str]
         text = path.read_text()
         rendered = render_page(text, path, cache)
         if rendered != text:
-            name = str(path.relative_to(ROOT))
+            name = shown(path)
             differing[path] = "".join(
                 difflib.unified_diff(
                     text.splitlines(keepends=True),
@@ -246,7 +251,7 @@ def main(argv: list[str] | None = None, write: Callable[[str], Any] = print) -> 
         return 1 if differing else 0
     for path in differing:
         path.write_text(render_page(path.read_text(), path, cache))
-        write(f"rendered {path.relative_to(ROOT)}")
+        write(f"rendered {shown(path)}")
     return 0
 
 
