@@ -168,3 +168,8 @@ def test_families_extraction_reads_renamed_and_new_statistics():
     assert "+0.25 [+0.05, +0.50]" in table and "0.200" in table and "0.83" in table
     assert "Hodges-Lehmann" in richer["methods"]
     assert richer["diverse-solo.common-qd.p"] == "0.100"
+
+
+def test_markers_quoted_in_inline_code_are_text():
+    text = "write `<!-- figure: families/x -->` ... `<!-- /figure -->` or `<!-- fig: a/b -->`\n"
+    assert render.render_page(text, ROOT / "docs" / "x.md", {}) == text

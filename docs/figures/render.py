@@ -41,9 +41,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts import f
 
 from figurelib import FIGURES_DIR, ROOT  # noqa: E402
 
-BLOCK = re.compile(r"(<!-- figure: (?P<id>[^ ]+) -->\n)(?P<body>.*?)(<!-- /figure -->)", re.DOTALL)
-INLINE = re.compile(r"(<!-- fig: (?P<id>[^ ]+) -->)(?P<body>.*?)(<!-- /fig -->)")
-OPENERS = re.compile(r"<!-- (figure|fig): ")
+# A marker quoted in inline code (`<!-- fig: ... -->`) is text, not a marker; a block marker
+# stands at the start of its line.
+BLOCK = re.compile(
+    r"^(<!-- figure: (?P<id>[^ ]+) -->\n)(?P<body>.*?)(<!-- /figure -->)", re.DOTALL | re.MULTILINE
+)
+INLINE = re.compile(r"(?<!`)(<!-- fig: (?P<id>[^ ]+) -->)(?P<body>.*?)(<!-- /fig -->)")
+OPENERS = re.compile(r"(?<!`)<!-- (figure|fig): ")
 #: The figure name every set has: where its numbers came from.
 PROVENANCE = "provenance"
 
@@ -119,8 +123,7 @@ def load_set(name: str, cache: dict[str, FigureSet] | None = None) -> FigureSet:
     path = FIGURES_DIR / f"{name}.json"
     if not path.is_file():
         raise FigureError(
-            f"figure set '{name}': {shown(path)} does not exist "
-            f"(run python docs/figures/{name}.py)"
+            f"figure set '{name}': {shown(path)} does not exist (run python docs/figures/{name}.py)"
         )
     record = json.loads(path.read_text())
     script = ROOT / record.get("script", "")
