@@ -419,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         settings, repeats=repeats, seed=SEED, out=repo_relative(out), eval_workers=args.eval_workers
     )
     timings: list[dict[str, Any]] = []
-    totals = None
+    totals = git = None
     if not args.extract_only:
         if out.exists() and args.quick:
             shutil.rmtree(out)  # a quick run's folder is scratch
@@ -442,6 +442,15 @@ def main(argv: list[str] | None = None) -> int:
             trim_runs(out)
     summary = json.loads((out / "summary.json").read_text())
     data = extract(summary)
+    if data["repeats"] != repeats:  # --extract-only of an experiment run with other repeats
+        repeats = data["repeats"]
+        command = experiment_command(
+            settings,
+            repeats=repeats,
+            seed=SEED,
+            out=repo_relative(out),
+            eval_workers=args.eval_workers,
+        )
     n = f"{data['repeats']} repeats per condition (seeds {figures(data)['seeds']})"
     # A parallel run's commands are the single-repeat experiments and the aggregation; the
     # serial command, which gives the same runs, is recorded too.
@@ -450,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.extract_only and previous and previous["data"].get("command") == command_text(command):
         # The run's commands and cost, not those of this re-reading.
         commands, timings = previous["commands"], previous["timings"]
-        totals = previous.get("totals")
+        totals, git = previous.get("totals"), previous.get("git")
     data["command"] = command_text(command)
     write_figure_set(
         "families",
@@ -458,6 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         data=data,
         n=n,
         totals=totals,
+        git=git,
         spread="mean ± sample std over repeats; differences of means with the "
         "interval and test named in each comparison",
         quick=args.quick,

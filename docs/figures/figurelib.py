@@ -211,6 +211,7 @@ def write_figure_set(
     quick: bool = False,
     timings: Sequence[Mapping[str, Any]] = (),
     totals: Mapping[str, float] | None = None,
+    git: Mapping[str, Any] | None = None,
 ) -> Path:
     """Writes ``docs/figures/<name>.json``: the data and its provenance.
 
@@ -225,6 +226,8 @@ def write_figure_set(
         timings: per command, wall and CPU seconds and the load around it.
         totals: wall and CPU seconds of the whole production (default: since this script
             started, see :func:`totals_since_start`).
+        git: the commit the data was produced at (default: this checkout's when the script
+            started); a script that only re-reads an earlier run passes that run's.
 
     Returns:
         The path written.
@@ -233,7 +236,7 @@ def write_figure_set(
         "format": FORMAT_VERSION,
         "set": name,
         "script": f"docs/figures/{name}.py",
-        "git": _GIT_AT_START,
+        "git": dict(git) if git is not None else _GIT_AT_START,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "commands": list(commands),
