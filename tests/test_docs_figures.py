@@ -173,3 +173,13 @@ def test_families_extraction_reads_renamed_and_new_statistics():
 def test_markers_quoted_in_inline_code_are_text():
     text = "write `<!-- figure: families/x -->` ... `<!-- /figure -->` or `<!-- fig: a/b -->`\n"
     assert render.render_page(text, ROOT / "docs" / "x.md", {}) == text
+
+
+def test_families_extraction_reads_the_hodges_lehmann_shift_and_its_level():
+    families = render.load_script(FIGURES / "families.py")
+    data = families.extract(synthetic_summary(
+        shift=0.2, ci=[0.05, 0.5], ci_level=0.9, ci95=None, a12=0.8, p_holm=0.3,
+        interval="Hodges-Lehmann shift a - b"))  # fmt: skip
+    shown = families.figures(data)
+    assert "+0.25; shift +0.20 [+0.05, +0.50]" in shown["diverse-vs-common"]
+    assert "Hodges-Lehmann shift a - b" in shown["methods"] and "level 0.900" in shown["methods"]

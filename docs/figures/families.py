@@ -211,6 +211,12 @@ def stat(value: Any) -> dict[str, Any] | None:
     return {key: value[key] for key in ("mean", "std", "n", "unit", "values") if key in value}
 
 
+def interval_method(entry: Mapping[str, Any]) -> str | None:
+    """The name of the comparison's interval, under whichever key the summary uses."""
+    names = (entry.get("ci_method"), entry.get("interval_method"), entry.get("interval"))
+    return next((name for name in names if isinstance(name, str)), None)
+
+
 def extract(summary: Mapping[str, Any]) -> dict[str, Any]:
     """What the figures need from an experiment's ``summary.json``.
 
@@ -233,8 +239,12 @@ def extract(summary: Mapping[str, Any]) -> dict[str, Any]:
                 "b": entry["b"],
                 "metric": entry["metric"],
                 "diff": entry.get("diff"),
+                # The interval is the Hodges-Lehmann shift's when the summary has a shift (at
+                # the exact level "ci_level"), else the difference of means'.
+                "shift": entry.get("shift"),
                 "interval": first(entry, INTERVAL_KEYS),
-                "interval_method": entry.get("ci_method") or entry.get("interval_method"),
+                "ci_level": entry.get("ci_level"),
+                "interval_method": interval_method(entry),
                 "p": entry.get("p_value"),
                 "p_holm": first(entry, HOLM_KEYS),
                 "a12": first(entry, A12_KEYS),
@@ -278,13 +288,16 @@ def conditions_table(data: Mapping[str, Any]) -> str:
 
 
 def difference(entry: Mapping[str, Any], percent: bool) -> str:
-    """``+1.23 [+0.40, +2.10]``: the difference and its interval."""
+    """``+1.23 [+0.40, +2.10]``: the difference of means and its interval; with a
+    Hodges-Lehmann shift, ``+1.23; shift +1.10 [+0.40, +2.10]`` (the interval is the shift's)."""
     show = (
         (lambda v: fmt_percent(v, 1, signed=True))
         if percent
         else (lambda v: fmt_number(v, 2, signed=True))
     )
     text = show(entry["diff"])
+    if entry.get("shift") is not None:
+        text += f"; shift {show(entry['shift'])}"
     if entry.get("interval"):
         low, high = entry["interval"]
         text += f" [{show(low)}, {show(high)}]"
@@ -384,6 +397,9 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
     methods = sorted(
         {e["interval_method"] for e in data["comparisons"] if e.get("interval_method")}
     )
+    levels = sorted({e["ci_level"] for e in data["comparisons"] if e.get("ci_level")})
+    if levels:
+        methods.append("interval level " + ", ".join(f"{level:.3f}" for level in levels))
     values["methods"] = "; ".join(tests + methods) or "–"
     return values
 
