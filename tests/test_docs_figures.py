@@ -183,3 +183,14 @@ def test_families_extraction_reads_the_hodges_lehmann_shift_and_its_level():
     shown = families.figures(data)
     assert "+0.25; shift +0.20 [+0.05, +0.50]" in shown["diverse-vs-common"]
     assert "Hodges-Lehmann shift a - b" in shown["methods"] and "level 0.900" in shown["methods"]
+
+
+def test_families_tables_name_the_unit_of_each_spread():
+    families = render.load_script(FIGURES / "families.py")
+    summary = synthetic_summary()
+    for block in summary["conditions"].values():
+        block["niche_novelty"] = {**block["niche_novelty"], "unit": "nodes x repeats"}
+        block["merged"]["coverage"] = {**block["merged"]["coverage"], "unit": "repeats"}
+    table = families.figures(families.extract(summary))["all-conditions"]
+    assert "niche novelty: nodes x repeats" in table and "coverage (raw): repeats" in table
+    assert "over —" not in families.figures(families.extract(synthetic_summary()))["all-conditions"]

@@ -284,7 +284,21 @@ def conditions_table(data: Mapping[str, Any]) -> str:
             + [fmt_mean_std(block[path], percent=percent) for _, path, percent in CONDITION_COLUMNS]
         )
     header = ["condition", "operators", "n", *(column for column, _, _ in CONDITION_COLUMNS)]
-    return markdown_table(header, rows)
+    return markdown_table(header, rows) + units_note(data)
+
+
+def units_note(data: Mapping[str, Any]) -> str:
+    """A line naming what each column's mean ± std is over (``n`` counts repeats), when the
+    summary's statistics say (``unit``); empty for summaries without units."""
+    units: dict[str, set[str]] = {}
+    for block in data["conditions"].values():
+        for column, path, _ in CONDITION_COLUMNS:
+            if (block.get(path) or {}).get("unit"):
+                units.setdefault(column, set()).add(block[path]["unit"])
+    if not units:
+        return ""
+    parts = [f"{column}: {', '.join(sorted(over))}" for column, over in units.items()]
+    return "\n\nMean ± sample std over — " + "; ".join(parts) + "."
 
 
 def difference(entry: Mapping[str, Any], percent: bool) -> str:
