@@ -17,11 +17,15 @@ from watch_helpers import get, read_url, wait_for, watched_run
 from dei_framework.watch.run import WatchedRun
 
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="headless Chromium is not installed (Debian: apt-get install chromium; .ci/run "
-    "installs it)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="headless Chromium is not installed (Debian: apt-get install chromium; .ci/run "
+        "installs it)",
+    ),
+    # One browser at a time under -n: two headless Chromiums would share one profile folder.
+    pytest.mark.xdist_group("browser"),
+]
 
 
 class Page(HTMLParser):

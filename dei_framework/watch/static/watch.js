@@ -233,7 +233,7 @@ function drawHeatmap(svg, data, state, range) {
 // Rounds are 0-based indices everywhere (as in the run directory and the logs): "round k of R"
 // is round index k of R rounds, and a run whose R rounds have all ended says so.
 function roundText(index, rounds) {
-  if (rounds && index >= rounds) return `all ${rounds} rounds done`;
+  if (rounds && index >= rounds) return rounds === 1 ? "1 round done" : `all ${rounds} rounds done`;
   return `round ${index} of ${rounds ?? "?"}`;
 }
 
