@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 from html.parser import HTMLParser
 
 import pytest
@@ -17,15 +18,11 @@ from watch_helpers import get, read_url, wait_for, watched_run
 from dei_framework.watch.run import WatchedRun
 
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)
-pytestmark = [
-    pytest.mark.skipif(
-        CHROMIUM is None,
-        reason="headless Chromium is not installed (Debian: apt-get install chromium; .ci/run "
-        "installs it)",
-    ),
-    # One browser at a time under -n: two headless Chromiums would share one profile folder.
-    pytest.mark.xdist_group("browser"),
-]
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="headless Chromium is not installed (Debian: apt-get install chromium; .ci/run "
+    "installs it)",
+)
 
 
 class Page(HTMLParser):
@@ -57,13 +54,18 @@ class Page(HTMLParser):
 
 
 def dump(url: str) -> Page:
-    """The DOM of ``url`` after 4 s of the page's (virtual) time in headless Chromium."""
-    result = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--no-proxy-server", "--window-size=1400,1200", "--virtual-time-budget=4000",
-         "--dump-dom", url],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    """The DOM of ``url`` after 4 s of the page's (virtual) time in headless Chromium.
+
+    Each browser has a profile folder of its own, so that browsers started at once (tests
+    under ``-n``, other users) do not share one.
+    """
+    with tempfile.TemporaryDirectory(prefix="dei-chromium-") as profile:
+        result = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--no-proxy-server", f"--user-data-dir={profile}", "--window-size=1400,1200",
+             "--virtual-time-budget=4000", "--dump-dom", url],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     return Page(result.stdout)
 
