@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
+
+@pytest.mark.slow  # 4 conditions x 2 repeats of Core War runs, through the CLI
 def test_two_operator_experiment_has_common_ground_and_comparisons(cli, tmp_path) -> None:
     out = tmp_path / "exp"
     cli("dei", "experiment", "--domain", "coreware", "--operator", "bombers",
