@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import click
 import pytest
 from midway import kill_midway
 
 from dei_framework.cli import dei, dei_run
+from dei_framework.config import chosen_out
 from dei_framework.descriptors import DescriptorSpace, ThresholdAxis
-from dei_framework.errors import PluginError
+from dei_framework.errors import ConfigError, PluginError
 
 
 def _all_commands(command: click.Command, path: tuple[str, ...] = ()):
@@ -101,11 +103,11 @@ def test_the_config_files_out_key_is_the_run_directory(toy_env, tmp_path) -> Non
     assert (tmp_path / "from-config" / "summary.json").is_file()
     assert "summary: from-config/summary.json" in result.stdout
     assert not (tmp_path / "runs").exists()
-    flag = subprocess.run([*args, "--out", "from-flag"], cwd=tmp_path, env=toy_env,
-                          capture_output=True, text=True)  # fmt: skip
-    assert flag.returncode == 0 and (tmp_path / "from-flag" / "summary.json").is_file()
-    config.write_text('domain = "toy"\noperators = ["toy-random"]\nout = 3\n')
-    bad = subprocess.run(args, cwd=tmp_path, env=toy_env, capture_output=True, text=True)
-    assert bad.returncode == 1
-    assert bad.stderr.strip() == (f"error: config file {config}: out must be a directory path "
-                                  "(a string), not 3")  # fmt: skip
+    # --out wins over the file; a value that is no path is refused in one line.
+    assert chosen_out({"config_file": str(config), "out": "flag"}) == Path("flag")
+    assert chosen_out({"config_file": str(config)}) == Path("from-config")
+    assert chosen_out({}) is None
+    config.write_text('domain = "toy"\nout = 3\n')
+    refused = r"run\.toml: out must be a directory path \(a string\), not 3$"
+    with pytest.raises(ConfigError, match=refused):
+        chosen_out({"config_file": str(config)})
