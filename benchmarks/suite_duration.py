@@ -10,7 +10,8 @@ are printed: on an idle machine with ``C`` cores the wall time of a parallel run
 Usage::
 
     python benchmarks/suite_duration.py                 # the README's command (the default set)
-    python benchmarks/suite_duration.py --set rest      # what .ci/run runs after it
+    python benchmarks/suite_duration.py --set slow      # what .ci/run runs after it, then
+    python benchmarks/suite_duration.py --set axl       # the AXL tests, one at a time
     python benchmarks/suite_duration.py --per-test times.jsonl  # plus one line per test
 
 With ``--per-test FILE`` this module is also loaded into pytest (``-p suite_duration``) and
@@ -38,7 +39,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: The README's test command and the rest of the suite, which .ci/run runs after it.
 SETS = {
     "default": ["pytest", "-n", "auto", "-m", "not slow and not axl"],
-    "rest": ["pytest", "-n", "auto", "-m", "slow or axl"],
+    "slow": ["pytest", "-n", "auto", "-m", "slow and not axl"],
+    "axl": ["pytest", "-m", "axl"],
+    "rest": ["pytest", "-n", "auto", "-m", "slow or axl"],  # both at once, axl ones in parallel
 }
 #: Where the pytest plugin below appends its per-test lines (set by main for the child).
 LOG_VARIABLE = "DEI_SUITE_DURATION_LOG"

@@ -56,18 +56,6 @@ def toy_env(toy_site: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return env
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``-n``, the ``axl`` tests run on one worker, one after the other.
-
-    They build the AXL node into one shared cache and start real nodes on ports picked free at
-    start-up; two at once would race for both. (Before xdist's own hook reads the groups.)
-    """
-    for item in items:
-        if item.get_closest_marker("axl"):
-            item.add_marker(pytest.mark.xdist_group("axl"))
-
-
 def run_console(script: str, *args: str, env: dict[str, str] | None = None,
                 timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
     """Runs one of the project's real console scripts (`dei-run`, `dei`)."""
