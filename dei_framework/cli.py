@@ -21,7 +21,7 @@ import attrs
 import click
 
 from dei_framework import experiment
-from dei_framework.config import DEFAULT_NODES, RunConfig, resolve_config
+from dei_framework.config import DEFAULT_NODES, RunConfig, chosen_out, resolve_config
 from dei_framework.errors import ConfigError, DEIError
 from dei_framework.plugins import PluginRegistry, load_plugins
 from dei_framework.presets import PRESETS
@@ -323,7 +323,7 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         out = Path(flags["out"]) if flags.get("out") else Path(replay_dir) / "replay"
     else:
         config = resolve_config(flags, plugins)
-        out = Path(flags["out"]) if flags.get("out") else default_out(config.domain)
+        out = chosen_out(flags) or default_out(config.domain)
         if (out / "config.json").exists():
             raise ConfigError(f"{out} already holds a run; use --resume {out} or another --out")
     watching = watch_in_background(out) if flags.get("watch") else None
@@ -514,7 +514,9 @@ def report_command(run_dir: str) -> None:
     path = write_report(Path(run_dir))
     if path is None:
         raise ConfigError("reports need matplotlib; install dei-framework with its dependencies")
-    click.echo(f"report: {path}")
+    plots = path.parent / "plots"
+    figures = len(list(plots.glob("*.png"))) if plots.is_dir() else 0
+    click.echo(f"report: {path}" + (f" (plots: {figures} in {plots})" if figures else ""))
 
 
 @dei.command("export")
@@ -570,11 +572,7 @@ def experiment_command(**flags: Any) -> None:
             plan = attrs.evolve(plan, repeats=flags["repeats"])
     else:
         plan = experiment.plan_from_flags(flags, plugins)
-        out = (
-            Path(flags["out"])
-            if flags.get("out")
-            else Path("experiments") / default_out(plan.base.domain).name
-        )
+        out = chosen_out(flags) or Path("experiments") / default_out(plan.base.domain).name
         if (out / "experiment.json").exists() or (out / "config.json").exists():
             raise ConfigError(f"{out} already holds a run or experiment; use --resume {out} "
                               "or another --out")  # fmt: skip
@@ -593,18 +591,28 @@ def experiment_command(**flags: Any) -> None:
         click.echo(f"interrupted; continue with: dei experiment --resume {out}", err=True)
         sys.exit(130)
     report = None if flags.get("no_report") else write_report(out)
-    for name, cond in summary["conditions"].items():
-        cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
-        common = cond["merged"].get("common") or {}
-        click.echo(
-            f"{name:<10} {cond['nodes']} node(s)  common ground: coverage "
-            f"{_pm(common.get('coverage') or {}, '.1%')}  QD-score "
-            f"{_pm(common.get('qd_score') or {}, '.2f')}  (raw: {_pm(cov, '.1%')}, "
-            f"{_pm(qd, '.2f')})  calls {cond['budget']['calls']}"
-        )
+    for line in _condition_table(summary["conditions"]):
+        click.echo(line)
     click.echo(f"summary: {out / 'summary.json'}")
     if report:
         click.echo(f"report: {report}")
+
+
+def _condition_table(conditions: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per condition, its columns aligned whatever the names' lengths."""
+    rows = []
+    for name, cond in conditions.items():
+        cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
+        common = cond["merged"].get("common") or {}
+        rows.append([
+            name, f"{cond['nodes']} node(s)",
+            f"common ground: coverage {_pm(common.get('coverage') or {}, '.1%')}",
+            f"QD-score {_pm(common.get('qd_score') or {}, '.2f')}",
+            f"(raw: {_pm(cov, '.1%')}, {_pm(qd, '.2f')})", f"calls {cond['budget']['calls']}",
+        ])  # fmt: skip
+    widths = [max(len(cell) for cell in column) for column in zip(*rows, strict=True)]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+            for row in rows]  # fmt: skip
 
 
 def _pm(stats: Mapping[str, Any], spec: str) -> str:
@@ -666,7 +674,7 @@ def node_command(**flags: Any) -> None:
                 raise ConfigError(f"{path} is not a run configuration: {exc}") from None
         else:
             config = resolve_config({"config_file": str(path)}, plugins)
-        out = Path(flags["out"]) if flags.get("out") else default_out(config.domain)
+        out = chosen_out(flags) or default_out(config.domain)
         node_dir = RunDir(out).process_path(name)
         if (node_dir / "config.json").exists():
             raise ConfigError(f"{node_dir} already holds node {name!r}; use "

@@ -325,6 +325,29 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: {exc}") from None
 
 
+def chosen_out(flags: Mapping[str, Any]) -> Path | None:
+    """The output directory chosen by ``--out``, else by the config file's ``out`` key.
+
+    A relative ``out`` in the file is taken from the current directory, as ``--out`` is.
+    ``None`` when neither is given (the command then picks its default).
+
+    Raises:
+        ConfigError: the file's ``out`` is not a non-empty string.
+    """
+    if flags.get("out"):
+        return Path(flags["out"])
+    path = flags.get("config_file")
+    if not path or Path(path).suffix == ".json":
+        return None
+    value = load_toml(path).get("out")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"config file {path}: out must be a directory path (a string), "
+                          f"not {value!r}")  # fmt: skip
+    return Path(value)
+
+
 # --- from flags and a config file -------------------------------------------------------------
 
 #: Defaults of ``dei-run`` options that a config file may also set.

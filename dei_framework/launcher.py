@@ -309,7 +309,7 @@ class Launcher:
         elif event.get("event") == "round":
             stats = event.get("stats") or {}
             self._say(
-                f"{name} (pid {pid}): round {int(event.get('round', 0)) + 1}/"
+                f"{name} (pid {pid}): round {int(event.get('round', 0))} of "
                 f"{self.config.rounds} done, coverage {stats.get('coverage', 0):.1%}"
             )
 

@@ -29,6 +29,8 @@ PLOTS = "plots"
 CHAMPION_LINES = 40
 #: Heatmap cells are annotated with their value up to this many cells.
 ANNOTATE_CELLS = 64
+#: Most tick labels per heatmap axis: a 100-bin axis labels every 9th bin, not all 100.
+MAX_TICKS = 12
 
 
 def write_run_report(path: Path) -> Path:
@@ -207,6 +209,13 @@ def _save(fig, path: Path) -> None:
     _pyplot().close(fig)
 
 
+def _ticks(labels: Sequence[str]) -> tuple[list[int], list[str]]:
+    """Positions and labels of at most :data:`MAX_TICKS` evenly spaced bins, the first included."""
+    step = math.ceil(len(labels) / MAX_TICKS) or 1
+    positions = list(range(0, len(labels), step))
+    return positions, [labels[i] for i in positions]
+
+
 def plot_heatmaps(
     panels: Sequence[tuple[str, np.ndarray]],
     space: DescriptorSpace,
@@ -245,10 +254,10 @@ def plot_heatmaps(
                           vmin=value_range[0], vmax=value_range[1])  # fmt: skip
         filled = int(np.isfinite(grid).sum())
         ax.set_title(f"{title} ({filled}/{grid.size} cells)", fontsize=10)
-        ax.set_xticks(range(grid.shape[0]), x_axis.labels(), rotation=45, fontsize=7, ha="right")
+        ax.set_xticks(*_ticks(x_axis.labels()), rotation=45, fontsize=7, ha="right")
         ax.set_xlabel(x_axis.name, fontsize=8)
         if y_axis is not None:
-            ax.set_yticks(range(grid.shape[1]), y_axis.labels(), fontsize=7)
+            ax.set_yticks(*_ticks(y_axis.labels()), fontsize=7)
             ax.set_ylabel(y_axis.name, fontsize=8)
         else:
             ax.set_yticks([])

@@ -411,6 +411,7 @@ def test_cli_runs_an_experiment_and_writes_the_report(tmp_path, cli_plugins):
     assert result.exit_code == 0, result.output
     assert "solo" in result.output and "diverse" in result.output
     assert (out / "summary.json").exists() and (out / "report.md").exists()
+    _assert_table_aligned(result.output, {"solo", "homo:toy-random", "homo:toy-b", "diverse"})
     again = CliRunner().invoke(cli.dei, args)
     assert again.exit_code == 1
     assert "--resume" in again.output
@@ -428,9 +429,18 @@ def test_cli_runs_an_experiment_and_writes_the_report(tmp_path, cli_plugins):
         ],
     )
     assert resumed.exit_code == 0, resumed.output
+    _assert_table_aligned(resumed.output, {"solo", "homo:toy-random", "homo:toy-b", "diverse"})
     summary = json.loads((out / "summary.json").read_text())
     assert summary["conditions"]["homo:toy-random"]["budget"]["calls"] == [8, 8]
     assert (out / "homo-toy-b" / "repeat-1" / "merged_archive.json").exists()
+
+
+def _assert_table_aligned(output: str, conditions: set[str]) -> None:
+    """The end-of-run table: one line per condition, every column starting at one offset."""
+    lines = [line for line in output.splitlines() if " node(s)  " in line]
+    assert {line.split()[0] for line in lines} == conditions, output
+    for column in (" node(s)", "common ground:", "QD-score", "(raw:", "calls"):
+        assert len({line.index(column) for line in lines}) == 1, (column, output)
 
 
 def test_cli_errors_are_one_line(tmp_path, cli_plugins):

@@ -296,9 +296,40 @@ def test_report_command(tmp_path, plugins, monkeypatch):
     path = toy_run(tmp_path / "run", plugins, budget=8)
     result = CliRunner().invoke(cli.dei, ["report", str(path)])
     assert result.exit_code == 0, result.output
-    assert "report.md" in result.output
+    assert result.output.startswith(f"report: {path / 'report.md'} (plots: ")
+    assert f" in {path / 'plots'})" in result.output
     empty = tmp_path / "empty"
     empty.mkdir()
     failed = CliRunner().invoke(cli.dei, ["report", str(empty)])
     assert failed.exit_code == 1
     assert failed.output.startswith("error: ") and failed.output.count("\n") == 1
+
+
+def test_heatmaps_label_a_bounded_number_of_bins(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from dei_framework import report
+    from dei_framework.descriptors import DescriptorSpace, ThresholdAxis, UniformAxis
+
+    figures = []
+    monkeypatch.setattr(report, "_save", lambda fig, path: figures.append(fig))
+    large = DescriptorSpace([UniformAxis("a", 0.0, 1.0, 100), UniformAxis("b", 0.0, 1.0, 100)])
+    small = DescriptorSpace([ThresholdAxis("c", (1, 10, 100)), ThresholdAxis("d", (2, 20))])
+    for space in (large, small):
+        grid = np.full(space.shape, np.nan)
+        grid[1, 1] = 1.0
+        report.plot_heatmaps([("node-0", grid)], space, tmp_path / "h.png", colorbar="fitness")
+    try:
+        for figure, space, most in zip(figures, (large, small), (report.MAX_TICKS, 4), strict=True):
+            axes = figure.axes[0]
+            for ticks, axis in ((axes.get_xticklabels(), space.axes[0]),
+                                (axes.get_yticklabels(), space.axes[1])):  # fmt: skip
+                texts = [tick.get_text() for tick in ticks]
+                assert 2 <= len(texts) <= most and texts[0] == axis.labels()[0], texts
+                assert set(texts) <= set(axis.labels())
+            if space is small:  # a small grid still labels every bin
+                assert len(axes.get_xticklabels()) == 4 and len(axes.get_yticklabels()) == 3
+    finally:
+        for figure in figures:
+            plt.close(figure)

@@ -147,6 +147,7 @@ def _outcome(path: Path) -> dict:
     }
 
 
+@pytest.mark.slow  # two 400-call Core War ensembles
 def test_a_seeded_coreware_ensemble_is_identical_whatever_the_stalls(cli, tmp_path) -> None:
     # The command at a quarter of its budget and half its rounds (test time); the full
     # command (--budget 1600 --rounds 10) was checked by hand, see docs/architecture.md.

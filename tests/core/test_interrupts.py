@@ -14,6 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from midway import ctrl_c, events, kill_9, sigterm, stop_midway, wait_gone
 
 #: Two nodes with two worker processes; long enough (a few seconds) to be stopped anywhere.
@@ -49,6 +50,7 @@ def _resume(cli, out: Path, env: dict) -> None:
     assert result.returncode == 0
 
 
+@pytest.mark.slow  # ten runs stopped at random moments, each resumed to its end
 def test_ctrl_c_or_sigterm_at_random_moments_stops_cleanly_and_resumes_exactly(
     toy_env, cli, tmp_path
 ) -> None:

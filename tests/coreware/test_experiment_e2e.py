@@ -8,6 +8,7 @@ import pytest
 from dei_coreware.generality import BUNDLED_GENERALITY
 
 
+@pytest.mark.slow  # 4 conditions x 2 repeats of Core War runs, through the CLI
 def test_two_operator_experiment_has_common_ground_and_comparisons(cli, tmp_path) -> None:
     out = tmp_path / "exp"
     cli("dei", "experiment", "--domain", "coreware", "--operator", "bombers",
