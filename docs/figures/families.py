@@ -344,7 +344,8 @@ def comparisons_table(data: Mapping[str, Any], metrics: Sequence[tuple[str, str,
 
 
 def comparison_values(data: Mapping[str, Any]) -> dict[str, str]:
-    """Inline values ``diverse-<other>.<metric>`` (difference) and ``...<metric>.p``."""
+    """Inline values ``diverse-<other>.<metric>`` (difference), ``.ci``, ``.p``, ``.p_holm``
+    and ``.a12``."""
     short = {
         "merged.common.coverage": ("common-coverage", True),
         "merged.common.qd_score": ("common-qd", False),
@@ -364,6 +365,8 @@ def comparison_values(data: Mapping[str, Any]) -> dict[str, str]:
         )
         values[f"{key}.ci"] = difference(entry, percent)
         values[f"{key}.p"] = fmt_p(entry["p"])
+        values[f"{key}.p_holm"] = fmt_p(entry.get("p_holm"))
+        values[f"{key}.a12"] = "–" if entry.get("a12") is None else f"{entry['a12']:.2f}"
     return values
 
 
