@@ -14,6 +14,7 @@ PACKAGE_ROOTS = {
     "dei_coreware": "plugins/coreware",
     "dei_transports": "plugins/transports",
     "dei_llm": "plugins/llm",
+    "dei_numeric": "plugins/numeric",
 }
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "archives": (
         "AddStatus", "ArchiveBase", "ArchiveSpec", "ArchiveStats", "CVTArchive", "GridArchive",
+        "OccupiedElites",
     ),
     "budget": ("BudgetLedger", "split_budget"),
     "config": ("NodeConfig", "RunConfig"),
@@ -69,6 +70,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         ArchiveStats,
         CVTArchive,
         GridArchive,
+        OccupiedElites,
     )
     from dei_framework.budget import BudgetLedger, split_budget
     from dei_framework.config import NodeConfig, RunConfig
@@ -113,15 +115,15 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
 __all__ = [
     "Admission", "Admit", "ArchiveBase", "ArchiveSpec", "CVTArchive", "Candidate",
     "EmitterBase", "EmitterSpec", "ImprovementEmitter", "Result", "RoundEnd", "Scheduler",
-    "TellReport", "TopKSharing", "UniformEmitter", "WorkItem", "evaluate",
-    "AddStatus", "ArchiveStats", "AxisSpec", "BudgetExhausted", "BudgetLedger", "ConfigError",
-    "DEIError", "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Elite", "Evaluation",
-    "FactoryContext", "GridArchive", "InvalidProgram", "LogAxis", "NodeConfig", "Operator",
-    "OperatorError", "OperatorReply", "OperatorRequest", "OperatorSettings", "OperatorSpec",
-    "Opponent", "OpponentPool", "Parent", "PluginError", "Program", "ReferenceOverlap",
-    "RunConfig", "SharingPolicy", "SharingSpec", "ThresholdAxis", "TransientOperatorFailure",
-    "Transport", "TransportError", "TransportSpec", "UniformAxis", "hookimpl", "hookspec",
-    "load_plugins", "run", "split_budget",
+    "TellReport", "TopKSharing", "UniformEmitter", "WorkItem", "evaluate", "AddStatus",
+    "ArchiveStats", "AxisSpec", "BudgetExhausted", "BudgetLedger", "ConfigError", "DEIError",
+    "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Elite", "Evaluation",
+    "FactoryContext", "GridArchive", "InvalidProgram", "LogAxis", "NodeConfig",
+    "OccupiedElites", "Operator", "OperatorError", "OperatorReply", "OperatorRequest",
+    "OperatorSettings", "OperatorSpec", "Opponent", "OpponentPool", "Parent", "PluginError",
+    "Program", "ReferenceOverlap", "RunConfig", "SharingPolicy", "SharingSpec", "ThresholdAxis",
+    "TransientOperatorFailure", "Transport", "TransportError", "TransportSpec", "UniformAxis",
+    "hookimpl", "hookspec", "load_plugins", "run", "split_budget",
 ]  # fmt: skip
 
 

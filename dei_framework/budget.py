@@ -19,6 +19,7 @@ count).
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -129,10 +130,8 @@ class NodeUsage:
 
     def add(self, other: NodeUsage) -> None:
         """Adds ``other``'s persisted counters to this one."""
-        for field in attrs.fields(NodeUsage):
-            if field.metadata.get("transient") or field.name.startswith("exhausted"):
-                continue
-            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
+        for name in _summed_fields():
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, filter=lambda a, _: not a.metadata.get("transient"))
@@ -148,6 +147,14 @@ class NodeUsage:
                 setattr(self, field.name, data[field.name])
         if self.cost_usd is None:
             self.cost_usd = 0.0
+
+
+@functools.cache
+def _summed_fields() -> tuple[str, ...]:
+    """The counters :meth:`NodeUsage.add` sums (persisted ones, bar the ``exhausted`` marks)."""
+    return tuple(field.name for field in attrs.fields(NodeUsage)
+                 if not field.metadata.get("transient")
+                 and not field.name.startswith("exhausted"))  # fmt: skip
 
 
 def split_budget(total: int, nodes: Sequence[str]) -> dict[str, int]:

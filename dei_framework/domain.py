@@ -76,6 +76,22 @@ class Domain(abc.ABC):
         Runs in a worker process; must not touch shared state.
         """
 
+    def evaluate_batch(
+        self, programs: Sequence[Program], opponents: Sequence[Program], *, seeds: Sequence[int]
+    ) -> Sequence[Evaluation]:
+        """Evaluates several programs against the same opponents: ``seeds[i]`` is the seed of
+        ``programs[i]``; returns one :class:`Evaluation` per program, in order.
+
+        Optional: the evaluation workers hand a domain its work in batches (one batch crosses
+        the process boundary once) and call this; the default evaluates the programs one by
+        one. Override it with a vectorised version when one pass over many programs is cheaper
+        (a numeric objective over a matrix); it must give what :meth:`evaluate` gives for each
+        program, so a run's results do not depend on the batching. When it raises, the workers
+        evaluate that batch's programs one by one, so an error is attributed to its program.
+        """
+        return [self.evaluate(program, opponents, seed=seed)
+                for program, seed in zip(programs, seeds, strict=True)]  # fmt: skip
+
     @abc.abstractmethod
     def descriptor_axes(self) -> Sequence[AxisSpec]:
         """Every axis this domain reports values for, with its default binning."""

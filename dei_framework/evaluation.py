@@ -253,6 +253,75 @@ def _parse_and_evaluate(
         program = domain.parse(text)
     except InvalidProgram as exc:
         return Outcome(error=str(exc), seconds=time.perf_counter() - started)
+    return _evaluate_parsed(domain, program, opponents, seed, required, known, started=started)
+
+
+def _parse_and_evaluate_batch(
+    domain: Domain | None,
+    jobs: Sequence[tuple[str, int]],
+    opponents: Sequence[Program] | str,
+    required: Collection[str] = (),
+    known: Collection[str] | None = None,
+) -> list[Outcome | Exception]:
+    """The worker-side batch job: parses every ``(text, seed)`` job, evaluates the programs
+    that parsed with one :meth:`Domain.evaluate_batch` call, and checks every answer.
+
+    Gives exactly the outcomes :func:`_parse_and_evaluate` gives job by job (bar the timings;
+    a parser that crashes yields its exception in the job's place). When the batch call raises
+    or answers with the wrong number of evaluations, the programs are evaluated one by one, so
+    that each error lands on its own program.
+    """
+    domain = domain or _WORKER_DOMAIN
+    if isinstance(opponents, str):  # an installed set's id
+        opponents = _worker_opponents(opponents)
+    outcomes: list[Outcome | Exception | None] = [None] * len(jobs)
+    parsed: list[tuple[int, Program, int, float]] = []  # job index, program, seed, parse time
+    for index, (text, seed) in enumerate(jobs):
+        started = time.perf_counter()
+        try:
+            program = domain.parse(text)
+        except InvalidProgram as exc:
+            outcomes[index] = Outcome(error=str(exc), seconds=time.perf_counter() - started)
+            continue
+        except Exception as exc:  # raised to this job's caller alone, as a lone job's would be
+            outcomes[index] = exc
+            continue
+        parsed.append((index, program, seed, time.perf_counter() - started))
+    if parsed:
+        started = time.perf_counter()
+        try:
+            evaluations = list(domain.evaluate_batch([p for _, p, _, _ in parsed], opponents,
+                                                     seeds=[s for _, _, s, _ in parsed]))
+        except Exception:  # noqa: BLE001 - found again, program by program, below
+            evaluations = []
+        share = (time.perf_counter() - started) / len(parsed)
+        if len(evaluations) != len(parsed):
+            for index, program, seed, _ in parsed:
+                outcomes[index] = _evaluate_parsed(domain, program, opponents, seed, required,
+                                                   known, started=time.perf_counter())
+        else:
+            for (index, program, _, parse_s), evaluation in zip(parsed, evaluations, strict=True):
+                problem = check_evaluation(evaluation, required, known)
+                seconds = parse_s + share
+                outcomes[index] = (
+                    Outcome(program=program, evaluation=evaluation, seconds=seconds)
+                    if problem is None
+                    else Outcome(program=program, error=f"evaluation failed: {problem}",
+                                 seconds=seconds)
+                )  # fmt: skip
+    return outcomes  # type: ignore[return-value]  # every job has its outcome now
+
+
+def _evaluate_parsed(
+    domain: Domain,
+    program: Program,
+    opponents: Sequence[Program],
+    seed: int,
+    required: Collection[str],
+    known: Collection[str] | None,
+    *,
+    started: float,
+) -> Outcome:
     try:
         evaluation = domain.evaluate(program, opponents, seed=seed)
     except InvalidProgram as exc:
@@ -285,8 +354,26 @@ def _generality(domain: Domain | None, program: Program) -> float | None:
     return domain.generality(program)
 
 
+#: Most evaluations one batch job carries (bounds a batch's latency and its pickled size).
+MAX_BATCH = 256
+
+
+@attrs.define(kw_only=True)
+class _Job:
+    """One evaluation waiting for its batch."""
+
+    text: str
+    seed: int
+    opponents: OpponentSet
+    future: asyncio.Future
+
+
 class Evaluator:
     """Runs a domain's parse + evaluate in a process pool shared by the nodes of a process.
+
+    Evaluations asked for in the same turn of the event loop travel together: one batch job
+    per worker, which parses them and calls :meth:`Domain.evaluate_batch` once, so a batch
+    crosses the process boundary once (and a vectorised domain evaluates it in one pass).
 
     Args:
         domain: The domain (must be picklable when ``workers > 0``).
@@ -311,6 +398,11 @@ class Evaluator:
         self._pools: dict[str, concurrent.futures.Executor] = {}
         self._sets: dict[str, OpponentSet] = {}
         self._set_dir: tempfile.TemporaryDirectory | None = None
+        # Evaluations asked for in the same turn of the event loop, by (opponent set, axes):
+        # sent together, in at most one batch per worker (see evaluate()).
+        self._pending: dict[tuple[str, tuple[str, ...]], list[_Job]] = {}
+        self._flush_scheduled = False
+        self._batches: set[asyncio.Task] = set()
 
     def _sets_dir(self) -> str:
         if self._set_dir is None:
@@ -392,12 +484,49 @@ class Evaluator:
         """
         if not isinstance(opponents, OpponentSet):
             opponents = self.install(opponents)
+        loop = asyncio.get_running_loop()
+        job = _Job(text=text, seed=seed, opponents=opponents, future=loop.create_future())
+        self._pending.setdefault((opponents.id, tuple(axes)), []).append(job)
+        if not self._flush_scheduled:
+            # Every evaluation asked for before the loop turns joins this batch.
+            self._flush_scheduled = True
+            loop.call_soon(self._flush)
+        return await job.future
+
+    def _flush(self) -> None:
+        """Sends the pending evaluations: per opponent set, one batch job per worker (at most
+        :data:`MAX_BATCH` evaluations each), so each batch crosses the process boundary once."""
+        self._flush_scheduled = False
+        pending, self._pending = self._pending, {}
+        for (_, axes), jobs in pending.items():
+            jobs = [job for job in jobs if not job.future.done()]  # cancelled meanwhile
+            chunks = max(1, min(self.workers, len(jobs)), -(-len(jobs) // MAX_BATCH))
+            size = -(-len(jobs) // chunks)
+            for start in range(0, len(jobs), size):
+                task = asyncio.get_running_loop().create_task(
+                    self._send(jobs[start : start + size], axes)
+                )
+                self._batches.add(task)
+                task.add_done_callback(self._batches.discard)
+
+    async def _send(self, jobs: list[_Job], axes: tuple[str, ...]) -> None:
+        opponents = jobs[0].opponents
         sent = opponents.programs if self.workers == 0 else opponents.id
         try:
-            return await self._run(_parse_and_evaluate, text, sent, seed, tuple(axes),
-                                   self.descriptor_keys)  # fmt: skip
+            outcomes = await self._run(_parse_and_evaluate_batch,
+                                       [(job.text, job.seed) for job in jobs], sent, axes,
+                                       self.descriptor_keys)  # fmt: skip
         except concurrent.futures.process.BrokenProcessPool:
-            return Outcome(error="evaluation failed: the worker process died")
+            outcomes = [Outcome(error="evaluation failed: the worker process died")] * len(jobs)
+        except Exception as exc:  # the pool itself failed: every job of the batch hears it
+            outcomes = [exc] * len(jobs)
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            if job.future.done():
+                continue
+            if isinstance(outcome, Exception):
+                job.future.set_exception(outcome)
+            else:
+                job.future.set_result(outcome)
 
     async def parse(self, text: str) -> Program | str:
         """Parses a program off the event loop; returns the program or why it is invalid."""

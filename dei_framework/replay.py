@@ -65,7 +65,7 @@ class Recording:
                 ``on_mismatch`` is ``"stop"``.
         """
         recorded = self._calls.pop(key, None)
-        digest = messages_digest(messages)
+        digest = messages_digest(messages) if recorded is not None else ""
         if recorded is None:
             problem = "is not in the record (the plan or the budget changed)"
         else:

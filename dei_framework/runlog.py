@@ -58,7 +58,10 @@ def _json_default(value: Any) -> Any:
 
 def dumps(data: Any) -> str:
     """One compact JSON line (NaN is not JSON: it is written as null)."""
-    return json.dumps(_finite(data), separators=(",", ":"), default=_json_default)
+    try:  # almost every record: no NaN and no infinity, so no walk over it first
+        return json.dumps(data, separators=(",", ":"), default=_json_default, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(data), separators=(",", ":"), default=_json_default)
 
 
 def _finite(value: Any) -> Any:

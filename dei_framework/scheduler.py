@@ -266,6 +266,7 @@ class Scheduler:
         self.sharing = sharing or TopKSharing(name="champion")
         self.qd_offset = qd_offset
         self._archive_factory = archive
+        self._eval_seeds: dict[int, int] = {}
         self.pool = OpponentPool(initial_opponents, own_window=own_window,
                                  peer_window=peer_window)  # fmt: skip
         # Resumable state.
@@ -327,7 +328,11 @@ class Scheduler:
         """The evaluation seed of a round (default: the current one); every candidate of a round
         meets the same conditions."""
         round_index = self.round if round_index is None else round_index
-        return derive_seed(self.seed, self.name, round_index, "eval")
+        seed = self._eval_seeds.get(round_index)
+        if seed is None:  # derived once per round, not once per slot
+            seed = self._eval_seeds[round_index] = derive_seed(self.seed, self.name, round_index,
+                                                               "eval")  # fmt: skip
+        return seed
 
     @property
     def draining(self) -> bool:

@@ -1,7 +1,8 @@
 """Archives: where a node keeps its elites, one per cell.
 
 * :class:`ArchiveBase` — what every archive offers (``add`` returns an :class:`AddStatus`,
-  ``stats`` an :class:`ArchiveStats`); subclass it to write your own.
+  ``stats`` an :class:`ArchiveStats`, ``occupied`` an :class:`OccupiedElites` view with O(1)
+  indexed access); subclass it to write your own.
 * :class:`GridArchive` — the paper's grid over binned descriptor axes.
 * :class:`CVTArchive` — Voronoi cells around seeded centroids, for three or more axes.
 * :class:`ArchiveSpec` — how a plugin registers an archive (hook ``dei_archives``).
@@ -14,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from dei_framework.archives._add_status import AddStatus
-from dei_framework.archives._archive_base import ArchiveBase
+from dei_framework.archives._archive_base import ArchiveBase, OccupiedElites
 from dei_framework.archives._archive_spec import ArchiveFactory, ArchiveSpec
 from dei_framework.archives._archive_stats import ArchiveStats
 from dei_framework.archives._cvt_archive import CVTArchive
@@ -45,4 +46,4 @@ BUILTIN_ARCHIVES = (
 )  # fmt: skip
 
 __all__ = ["BUILTIN_ARCHIVES", "AddStatus", "ArchiveBase", "ArchiveFactory", "ArchiveSpec",
-           "ArchiveStats", "CVTArchive", "GridArchive"]  # fmt: skip
+           "ArchiveStats", "CVTArchive", "GridArchive", "OccupiedElites"]  # fmt: skip

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping
-from typing import Any
+import bisect
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
 
 import attrs
 import numpy as np
@@ -15,11 +17,50 @@ from dei_framework.descriptors import DescriptorSpace
 from dei_framework.records import Candidate
 
 
+class OccupiedElites(Sequence[Candidate]):
+    """A live, read-only view of an archive's elites in cell order, with O(1) indexed access.
+
+    ``archive.occupied[i]`` is the elite of the ``i``-th occupied cell (ascending flat cell
+    index) and ``len(archive.occupied)`` the number of occupied cells; neither copies the
+    archive, so an emitter draws a parent in constant time whatever the archive's size. The
+    view follows the archive: an index drawn before an :meth:`ArchiveBase.add` may name another
+    elite after it.
+    """
+
+    __slots__ = ("_elites", "_order")
+
+    def __init__(self, elites: Mapping[int, Candidate], order: list[int]) -> None:
+        self._elites = elites
+        self._order = order
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, index: int) -> Candidate: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Candidate]: ...
+
+    def __getitem__(self, index: int | slice) -> Candidate | list[Candidate]:
+        if isinstance(index, slice):
+            return [self._elites[cell] for cell in self._order[index]]
+        return self._elites[self._order[index]]
+
+    def __iter__(self) -> Iterator[Candidate]:
+        elites = self._elites
+        return (elites[cell] for cell in self._order)
+
+
 class ArchiveBase(abc.ABC):
     """A MAP-Elites archive: a fixed set of cells over a descriptor space, one elite per cell.
 
     Subclasses say how many cells there are (:attr:`cells`) and which cell a descriptor falls
     in (:meth:`index_of`); insertion, queries, statistics and persistence are shared.
+
+    Besides the elites, an archive keeps the sorted list of its occupied cells (the index
+    behind :attr:`occupied`) and its best elite, both updated on every insertion: drawing a
+    parent and finding the champion cost the same in an empty and in a full archive.
 
     Args:
         space: The descriptor space (its axes name the descriptor values used; a grid archive
@@ -39,6 +80,10 @@ class ArchiveBase(abc.ABC):
         self.seed = seed
         self._rng = np.random.default_rng(seed)
         self._elites: dict[int, Candidate] = {}
+        self._order: list[int] = []  # occupied flat indices, ascending
+        self._occupied = OccupiedElites(self._elites, self._order)
+        self._stats: ArchiveStats | None = None  # cached until the next insertion
+        self._best: int | None = None  # flat index of best(): highest fitness, lowest cell
 
     # --- what subclasses define -----------------------------------------------------------------
 
@@ -65,7 +110,16 @@ class ArchiveBase(abc.ABC):
 
     def __iter__(self) -> Iterator[Candidate]:
         """Elites in cell order."""
-        return (self._elites[i] for i in sorted(self._elites))
+        return iter(self._occupied)
+
+    @property
+    def occupied(self) -> OccupiedElites:
+        """The elites in cell order as a sequence view: ``occupied[i]`` in O(1), no copy.
+
+        The public index emitters draw parents through (``occupied[rng.integers(len(occupied))]``
+        is a uniform draw over occupied cells).
+        """
+        return self._occupied
 
     def __contains__(self, cell: tuple[int, ...]) -> bool:
         return self._flat(tuple(cell)) in self._elites
@@ -76,9 +130,7 @@ class ArchiveBase(abc.ABC):
 
     def best(self) -> Candidate | None:
         """The elite with the highest fitness (ties: the lowest cell index), or ``None``."""
-        if not self._elites:
-            return None
-        return max(self, key=lambda elite: elite.fitness)
+        return None if self._best is None else self._elites[self._best]
 
     def sample(self, n: int = 1) -> list[Candidate]:
         """Draws ``n`` elites uniformly over occupied cells (with replacement).
@@ -88,8 +140,8 @@ class ArchiveBase(abc.ABC):
         """
         if not self._elites:
             raise IndexError("cannot sample from an empty archive")
-        occupied = sorted(self._elites)
-        return [self._elites[occupied[int(i)]] for i in self._rng.integers(len(occupied), size=n)]
+        occupied = self._occupied
+        return [occupied[int(i)] for i in self._rng.integers(len(occupied), size=n)]
 
     def fitness_grid(self) -> np.ndarray:
         """Best fitness per grid cell of :attr:`space`, ``nan`` where empty (for heatmaps).
@@ -104,18 +156,27 @@ class ArchiveBase(abc.ABC):
         return grid
 
     def stats(self) -> ArchiveStats:
-        """Current statistics."""
-        values = np.array([elite.fitness for elite in self], dtype=float)
-        n = len(values)
-        return ArchiveStats(
-            num_elites=n,
-            cells=self.cells,
-            coverage=n / self.cells,
-            qd_score=float(np.sum(values - self.qd_offset)) if n else 0.0,
-            qd_offset=self.qd_offset,
-            obj_max=float(values.max()) if n else None,
-            obj_mean=float(values.mean()) if n else None,
-        )
+        """Current statistics (computed once per change of the archive, then cached).
+
+        Count, coverage and the best fitness are kept up to date by every insertion; the sums
+        (QD-score, mean) are one vectorised pass over the elites in cell order, the summation
+        every earlier release used, so a seeded run reports the same figures to the last bit.
+        """
+        if self._stats is None:
+            n = len(self._order)
+            values = np.fromiter((elite.fitness for elite in self._occupied), dtype=float,
+                                 count=n)  # fmt: skip
+            best = self.best()
+            self._stats = ArchiveStats(
+                num_elites=n,
+                cells=self.cells,
+                coverage=n / self.cells,
+                qd_score=float(np.sum(values - self.qd_offset)) if n else 0.0,
+                qd_offset=self.qd_offset,
+                obj_max=float(best.fitness) if best is not None else None,
+                obj_mean=float(values.mean()) if n else None,
+            )
+        return self._stats
 
     # --- updates --------------------------------------------------------------------------------
 
@@ -126,20 +187,30 @@ class ArchiveBase(abc.ABC):
         (``IMPROVE_EXISTING``); otherwise nothing changes (``NOT_ADDED``, also for a missing or
         non-finite fitness).
         """
-        if elite.fitness is None or not np.isfinite(elite.fitness):
+        if elite.fitness is None or not math.isfinite(elite.fitness):
             return AddStatus.NOT_ADDED
-        index = self.index_of(elite.descriptor)
-        cell = self.cell_of(elite.descriptor)
+        cell = self.cell_of(elite.descriptor)  # once: the index is the cell's flat form
+        index = self._flat(cell)
         if cell != elite.cell:
             elite = attrs.evolve(elite, cell=cell)
         current = self._elites.get(index)
+        fitness = float(elite.fitness)
         if current is None:
             status = AddStatus.NEW
-        elif elite.fitness > current.fitness:
+            bisect.insort(self._order, index)
+        elif fitness > current.fitness:
             status = AddStatus.IMPROVE_EXISTING
         else:
             return AddStatus.NOT_ADDED
         self._elites[index] = elite
+        self._stats = None
+        best = None if self._best is None else self._elites[self._best]
+        if (
+            best is None
+            or fitness > best.fitness
+            or (fitness == best.fitness and index < self._best)
+        ):
+            self._best = index
         return status
 
     def add_if_empty(self, elite: Candidate) -> AddStatus:

@@ -40,7 +40,19 @@ class GridArchive(ArchiveBase):
         return self.space.cell(descriptor)
 
     def _flat(self, cell: tuple[int, ...]) -> int:
-        return int(np.ravel_multi_index(cell, self.space.shape))
+        # Row-major flat index, as np.ravel_multi_index gives, without its per-call overhead.
+        strides = self.__dict__.get("_strides")
+        if strides is None:
+            shape = self.space.shape
+            strides = self._strides = tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
+        if len(cell) != len(strides):
+            raise ValueError(f"cell {cell} has {len(cell)} indices, the grid {len(strides)} axes")
+        flat = 0
+        for index, stride, bins in zip(cell, strides, self.space.shape, strict=True):
+            if not 0 <= index < bins:
+                raise ValueError(f"cell {cell} is outside the grid {self.space.shape}")
+            flat += int(index) * stride
+        return flat
 
     @classmethod
     def merge(cls, archives: Iterable[ArchiveBase], *, seed: int | None = None) -> GridArchive:

@@ -40,8 +40,9 @@ class ImprovementEmitter(EmitterBase):
         return (self.prior + self._successes.get(elite.id, 0)) / (self.prior + children)
 
     def select(self, archive: ArchiveBase, rng: np.random.Generator, count: int) -> list[Candidate]:
-        occupied = list(archive)
-        weights = np.array([self.weight(elite) for elite in occupied])
+        occupied = archive.occupied  # indexed in place: the archive is not copied
+        weights = np.fromiter((self.weight(elite) for elite in occupied), dtype=float,
+                              count=len(occupied))  # fmt: skip
         picks = rng.choice(len(occupied), size=count, p=weights / weights.sum())
         return [occupied[int(i)] for i in picks]
 

@@ -86,7 +86,7 @@ def test_best_and_seeded_uniform_sampling() -> None:
     with pytest.raises(IndexError):
         archive.sample()
     for i in range(6):
-        archive.add(elite(str(i), float(i), 10**i * 0.5 + 0.1, 5 * 10**min(i, 3)))
+        archive.add(elite(str(i), float(i), 10**i * 0.5 + 0.1, 5 * 10 ** min(i, 3)))
     assert archive.best().id == "5"
     draws = [e.id for e in archive.sample(3000)]
     counts = np.array([draws.count(str(i)) for i in range(6)])
@@ -129,3 +129,110 @@ def test_json_round_trip_is_lossless() -> None:
     assert restored.to_json() == archive.to_json()
     assert restored.space == archive.space
     assert list(restored)[0].fitness == 0.1 + 0.2
+
+
+# --- the occupied index ---------------------------------------------------------------------------
+
+BIG = DescriptorSpace([UniformAxis("x", 0.0, 1.0, 100), UniformAxis("y", 0.0, 1.0, 100)])
+
+
+def filled(cells: int, seed: int = 0) -> GridArchive:
+    """A 100 x 100 grid with ``cells`` distinct occupied cells, filled in a shuffled order."""
+    archive = GridArchive(space=BIG, seed=seed)
+    order = np.random.default_rng(seed).permutation(BIG.cells)[:cells]
+    for n, flat in enumerate(order):
+        row, col = divmod(int(flat), 100)
+        archive.add(
+            Elite(
+                id=f"e{n}",
+                text=f"e{n}",
+                fitness=float(n % 97),
+                descriptor={"x": (row + 0.5) / 100, "y": (col + 0.5) / 100},
+            )
+        )
+    return archive
+
+
+def test_occupied_is_the_archive_in_cell_order_without_copying() -> None:
+    archive = filled(500)
+    occupied = archive.occupied
+    assert len(occupied) == len(archive) == 500
+    assert list(occupied) == list(archive)
+    cells = [elite.cell for elite in occupied]
+    assert cells == sorted(cells)
+    assert occupied[3] is list(archive)[3] and occupied[-1] is list(archive)[-1]
+    assert occupied[1:3] == list(archive)[1:3]
+    archive.add(Elite(id="new", text="new", fitness=1.0, descriptor={"x": 0.0, "y": 0.0}))
+    assert len(occupied) == 501  # a live view, not a snapshot
+    with pytest.raises(IndexError):
+        occupied[501]
+
+
+def test_stats_and_best_follow_every_insertion() -> None:
+    archive = filled(2000, seed=3)
+    for n in range(300):  # improvements change sums in place
+        elite = archive.occupied[n * 5]
+        archive.add(
+            Elite(
+                id=f"i{n}",
+                text="i",
+                fitness=elite.fitness + 0.1 * n + 0.3,
+                descriptor=elite.descriptor,
+            )
+        )
+    values = np.array([elite.fitness for elite in archive])
+    stats = archive.stats()
+    assert stats.num_elites == 2000
+    assert stats.qd_score == float(np.sum(values))  # the summation seeded runs always reported
+    assert stats.obj_mean == float(values.mean())
+    assert stats.obj_max == float(values.max())
+    best = max(archive, key=lambda elite: elite.fitness)  # ties: the lowest cell
+    assert archive.best() is best
+
+
+class _CountingArchive:
+    """Wraps an archive and counts every element access a third-party emitter makes."""
+
+    def __init__(self, archive: GridArchive) -> None:
+        self._archive = archive
+        self.accesses = 0
+
+    @property
+    def occupied(self) -> _CountingArchive:
+        return self
+
+    def __len__(self) -> int:
+        return len(self._archive.occupied)
+
+    def __getitem__(self, index: int) -> Elite:
+        self.accesses += 1
+        return self._archive.occupied[index]
+
+    def __iter__(self):
+        raise AssertionError("the emitter walked the whole archive")
+
+
+class _TournamentEmitter:
+    """A third party's emitter: binary tournaments through the public index."""
+
+    def select(self, archive, rng, count):
+        occupied = archive.occupied
+        picks = rng.integers(len(occupied), size=(count, 2))
+        return [max(occupied[int(a)], occupied[int(b)], key=lambda e: e.fitness) for a, b in picks]
+
+
+def test_selection_cost_is_flat_in_archive_size() -> None:
+    from dei_framework import UniformEmitter
+
+    accesses = {}
+    for cells in (10, 100, 10_000):
+        archive = filled(cells)
+        assert len(archive) == cells
+        for emitter in (_TournamentEmitter(), UniformEmitter()):
+            counting = _CountingArchive(archive)
+            picks = emitter.select(counting, np.random.default_rng(1), 3)
+            assert len(picks) == 3 and all(pick in list(archive.occupied[:]) for pick in picks[:1])
+            accesses[type(emitter).__name__, cells] = counting.accesses
+    # Two reads per tournament pick, one per uniform pick, whatever the archive holds.
+    assert {accesses["_TournamentEmitter", n] for n in (10, 100, 10_000)} == {6}
+    assert {accesses["UniformEmitter", n] for n in (10, 100, 10_000)} == {3}

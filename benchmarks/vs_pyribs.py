@@ -1,0 +1,291 @@
+"""Benchmark: DEI's search core against pyribs on pyribs' own tutorial problem; prints JSON.
+
+The problem is the ``numeric`` domain's default (``plugins/numeric``): the negative shifted
+sphere in 20 dimensions, normalised to [0, 100], with the linear-projection descriptor on a
+100 x 100 grid, as pyribs' documentation sets it up. Three systems make the same number of
+evaluations in one process each, with Gaussian mutation (sigma 0.5, new programs around the
+origin):
+
+* ``pyribs`` — ``GridArchive`` + one ``GaussianEmitter`` (its default batch of 64) + ``Scheduler``;
+* ``dei-asktell`` — DEI's ask/tell core as a library user drives it: ``Scheduler`` over the
+  ``numeric`` domain, the ``gaussian`` operator, ``Domain.evaluate_batch`` on each batch;
+* ``dei-run`` — the ``dei-run`` command with one node and in-process evaluation
+  (``--eval-workers 0``), as a subprocess; its CPU time is the child's, minus that of the same
+  command with ``--budget 1`` (interpreter start, imports, run directory), measured each repeat.
+
+``overhead_us_per_eval`` is the CPU time (user + system; the machine may be shared, so not wall
+time) minus the objective's own CPU time, per evaluation. The objective's CPU time is measured
+by timing the pure vectorised objective and descriptor on the same genomes in the same batch
+sizes, after the run. Each metric is reported as mean, std and n over ``--repeats`` seeds, and
+the ratio of DEI's mean overhead to pyribs'.
+
+Usage::
+
+    python benchmarks/vs_pyribs.py [--evals 2000 20000] [--repeats 3]
+        [--write benchmarks/results/vs_pyribs.json]
+    python benchmarks/vs_pyribs.py --markdown benchmarks/results/vs_pyribs.json \
+        docs/results/vs_pyribs.md
+
+Needs pyribs (``pip install -e .[test]`` installs ``ribs``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from dei_numeric.domain import NumericDomain
+from dei_numeric.operators import create_gaussian
+
+from dei_framework import OperatorSettings, Result, Scheduler
+
+SIGMA = 0.5
+DIM = 20
+#: Planning lag and ask size of the ask/tell loop (the batch pyribs' emitter uses by default).
+ASKTELL_BATCH = 64
+#: ``dei-run`` evaluates what a turn of its event loop gathers: about the operator's concurrency.
+DEI_RUN_BATCH = 8
+#: Evaluations of the unmeasured run each system makes first (pyribs' first run in a process
+#: costs 20x its later ones).
+WARMUP_EVALS = 512
+METRICS = ("coverage", "qd_score", "evals_per_s", "overhead_us_per_eval", "cpu_s", "objective_s")
+
+
+def objective_seconds(domain: NumericDomain, genomes: np.ndarray, batch: int) -> float:
+    """CPU seconds of the pure objective and descriptor over ``genomes``, ``batch`` at a time."""
+    started = time.process_time()
+    for start in range(0, len(genomes), batch):
+        chunk = genomes[start : start + batch]
+        domain.objective(chunk)
+        domain.descriptors(chunk)
+    return time.process_time() - started
+
+
+def run_pyribs(evals: int, seed: int) -> dict[str, Any]:
+    from ribs.archives import GridArchive
+    from ribs.emitters import GaussianEmitter
+    from ribs.schedulers import Scheduler as RibsScheduler
+
+    domain = NumericDomain({"dim": DIM})
+    limit = domain.half * domain.high
+    archive = GridArchive(solution_dim=DIM, dims=(100, 100), ranges=[(-limit, limit)] * 2,
+                          seed=seed)  # fmt: skip
+    emitter = GaussianEmitter(archive, sigma=SIGMA, x0=np.zeros(DIM), seed=seed)
+    scheduler = RibsScheduler(archive, [emitter])
+    batches: list[np.ndarray] = []
+    done = 0
+    started, wall = time.process_time(), time.perf_counter()
+    while done < evals:
+        solutions = scheduler.ask()[: evals - done]
+        if len(solutions) == emitter.batch_size:
+            scheduler.tell(domain.objective(solutions), domain.descriptors(solutions))
+        else:
+            _tell_partial(scheduler, domain, solutions, emitter)
+        batches.append(solutions)
+        done += len(solutions)
+    cpu, wall = time.process_time() - started, time.perf_counter() - wall
+    genomes = np.concatenate(batches)
+    stats = archive.stats
+    return _row(evals, cpu, wall, objective_seconds(domain, genomes, emitter.batch_size),
+                coverage=float(stats.coverage), qd_score=float(stats.qd_score),
+                batch=emitter.batch_size)  # fmt: skip
+
+
+def _tell_partial(scheduler: Any, domain: NumericDomain, solutions: np.ndarray, emitter: Any):
+    """The last, shorter batch: pyribs wants a full batch told, so the rest is padded with
+    copies of the last solution (they cannot improve the archive beyond it)."""
+    padded = np.concatenate([solutions, np.repeat(solutions[-1:], emitter.batch_size
+                                                  - len(solutions), axis=0)])  # fmt: skip
+    scheduler.tell(domain.objective(padded), domain.descriptors(padded))
+
+
+async def _asktell(evals: int, seed: int) -> tuple[Scheduler, NumericDomain, list[np.ndarray]]:
+    domain = NumericDomain({"dim": DIM})
+    operator = create_gaussian(OperatorSettings(spec="gaussian", node="n", options={
+        "sigma": SIGMA}), domain)  # fmt: skip
+    scheduler = Scheduler.for_domain(domain, name="n", calls=evals, rounds=1, seed=seed,
+                                     lag=ASKTELL_BATCH)  # fmt: skip
+    axes = scheduler.space.names
+    genomes = []
+    while not scheduler.finished:
+        items = scheduler.ask(ASKTELL_BATCH)
+        replies = [await operator.propose(item.request(domain)) for item in items]
+        programs = [domain.parse(reply.text) for reply in replies]
+        evaluations = domain.evaluate_batch(programs, (), seeds=[i.eval_seed for i in items])
+        genomes.append(np.stack([program.data for program in programs]))
+        scheduler.tell([
+            Result(item=item, text=program.text, fitness=evaluation.fitness,
+                   descriptor={axis: evaluation.descriptor[axis] for axis in axes},
+                   operator=operator.label)
+            for item, program, evaluation in zip(items, programs, evaluations, strict=True)
+        ])  # fmt: skip
+    return scheduler, domain, genomes
+
+
+def run_asktell(evals: int, seed: int) -> dict[str, Any]:
+    started, wall = time.process_time(), time.perf_counter()
+    scheduler, domain, genomes = asyncio.run(_asktell(evals, seed))
+    cpu, wall = time.process_time() - started, time.perf_counter() - wall
+    stats = scheduler.history[-1]["stats"]
+    objective = sum(objective_seconds(domain, batch, len(batch)) for batch in genomes)
+    return _row(evals, cpu, wall, objective, coverage=stats["coverage"],
+                qd_score=stats["qd_score"], batch=ASKTELL_BATCH)  # fmt: skip
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _dei_run(budget: int, seed: int, out: Path) -> tuple[float, float]:
+    command = [str(Path(sys.executable).with_name("dei-run"))]
+    command += ["--domain", "numeric", "--operator", "gaussian", "--nodes", "1", "--rounds", "1",
+                "--budget", str(budget), "--seed", str(seed), "--eval-workers", "0",
+                "--progress", "quiet", "--no-report",
+                "--out", str(out)]  # fmt: skip
+    before, wall = _children_cpu(), time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return _children_cpu() - before, time.perf_counter() - wall
+
+
+def run_dei_run(evals: int, seed: int) -> dict[str, Any]:
+    domain = NumericDomain({"dim": DIM})
+    with tempfile.TemporaryDirectory(prefix="dei-vs-pyribs-") as tmp:
+        base_cpu, base_wall = _dei_run(1, seed, Path(tmp) / "base")
+        cpu, wall = _dei_run(evals, seed, Path(tmp) / "run")
+        summary = json.loads((Path(tmp) / "run" / "summary.json").read_text())
+        texts = [
+            json.loads(line)["reply"]["text"]
+            for line in (Path(tmp) / "run" / "calls.jsonl").read_text().splitlines()
+        ]
+    genomes = np.stack([domain.genome(text) for text in texts])
+    merged = summary["merged"]
+    return _row(evals, cpu - base_cpu, wall - base_wall,
+                objective_seconds(domain, genomes, DEI_RUN_BATCH), coverage=merged["coverage"],
+                qd_score=merged["qd_score"], batch=DEI_RUN_BATCH)  # fmt: skip
+
+
+def _row(evals: int, cpu: float, wall: float, objective: float, **fields: Any) -> dict[str, Any]:
+    return {"evals": evals, "cpu_s": cpu, "objective_s": objective,
+            "evals_per_s": evals / wall if wall > 0 else None,
+            "overhead_us_per_eval": (cpu - objective) / evals * 1e6, **fields}  # fmt: skip
+
+
+SYSTEMS: dict[str, Callable[[int, int], dict[str, Any]]] = {
+    "pyribs": run_pyribs, "dei-asktell": run_asktell, "dei-run": run_dei_run,
+}  # fmt: skip
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """mean, std (sample) and n per metric."""
+    out: dict[str, Any] = {}
+    for metric in METRICS:
+        values = [row[metric] for row in rows if row.get(metric) is not None]
+        out[metric] = {"mean": statistics.fmean(values) if values else None,
+                       "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                       "n": len(values)}  # fmt: skip
+    return out
+
+
+def render_markdown(data: dict[str, Any], source: Path) -> str:
+    """A Markdown table of a ``--write`` file: mean ± std (n) per metric and system."""
+    lines = [f"<!-- generated by benchmarks/vs_pyribs.py --markdown from {source}; do not edit -->",
+             "", f"`{data['command']}` at commit `{data['commit'][:12]}` "
+             f"({data['cpu_count']} CPUs, Python {data['python']}); mean ± std (n repeats).", "",
+             "| evaluations | system | coverage | QD-score | evals/s | overhead µs/eval | "
+             "overhead vs pyribs |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for line in data["results"]:
+
+        def cell(metric: str, digits: int, line=line) -> str:
+            value = line[metric]
+            return f"{value['mean']:.{digits}f} ± {value['std']:.{digits}f} ({value['n']})"
+
+        ratio = (line.get("ratio_to_pyribs") or {}).get("overhead_us_per_eval")
+        lines.append(f"| {line['evals']} | {line['system']} | {cell('coverage', 4)} | "
+                     f"{cell('qd_score', 0)} | {cell('evals_per_s', 0)} | "
+                     f"{cell('overhead_us_per_eval', 1)} | "
+                     f"{'' if ratio is None else f'{ratio:.1f}x'} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _commit() -> str:
+    """HEAD, with ``+dirty`` when the work tree differs from it (taken before measuring)."""
+    try:
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, cwd=Path(__file__).parent,
+                               check=True).stdout.strip()  # fmt: skip
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=True).stdout.strip() + (
+                                  "+dirty" if dirty else "")  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evals", type=int, nargs="+", default=[2000, 20000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--write", type=Path, help="Also write every line to this JSON file.")
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        nargs=2,
+        metavar=("JSON", "MD"),
+        help="Only render a JSON file written by --write as a Markdown table.",
+    )
+    args = parser.parse_args()
+    if args.markdown is not None:
+        source, target = args.markdown
+        target.write_text(render_markdown(json.loads(source.read_text()), source))
+        return
+    commit = _commit()
+    lines = []
+    for evals in args.evals:
+        summaries = {}
+        for system in args.systems:
+            SYSTEMS[system](WARMUP_EVALS, args.seed)  # lazy imports and caches, not measured
+            rows = [SYSTEMS[system](evals, args.seed + k) for k in range(args.repeats)]
+            summaries[system] = {"system": system, "evals": evals, "repeats": args.repeats,
+                                 "batch": rows[0]["batch"], **summarise(rows)}  # fmt: skip
+        reference = summaries.get("pyribs")
+        for line in summaries.values():
+            if reference is not None:
+                line["ratio_to_pyribs"] = {
+                    metric: (line[metric]["mean"] / reference[metric]["mean"]
+                             if reference[metric]["mean"] else None)
+                    for metric in ("coverage", "qd_score", "evals_per_s", "overhead_us_per_eval")
+                }  # fmt: skip
+            print(json.dumps(line), flush=True)
+            lines.append(line)
+    if args.write is not None:
+        args.write.parent.mkdir(parents=True, exist_ok=True)
+        args.write.write_text(json.dumps({
+            "benchmark": "benchmarks/vs_pyribs.py", "commit": commit,
+            "command": " ".join(["python", "benchmarks/vs_pyribs.py", *sys.argv[1:]]),
+            "problem": {"domain": "numeric", "function": "sphere", "dim": DIM, "grid": [100, 100],
+                        "sigma": SIGMA},
+            "cpu_count": os.cpu_count(), "python": sys.version.split()[0],
+            "metrics": {"overhead_us_per_eval": "CPU time minus the objective's CPU time, per "
+                        "evaluation (microseconds)", "evals_per_s": "evaluations per wall second",
+                        "coverage": "occupied share of the 100 x 100 grid",
+                        "qd_score": "sum of elite objectives (objective in [0, 100])"},
+            "results": lines,
+        }, indent=1) + "\n")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

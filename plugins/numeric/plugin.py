@@ -1,0 +1,28 @@
+"""The plugin DEI loads through the ``dei_framework`` entry point: the ``numeric`` domain and its
+``gaussian`` and ``iso-line`` operators."""
+
+from __future__ import annotations
+
+from dei_numeric.domain import NumericDomain
+from dei_numeric.operators import create_gaussian, create_iso_line
+
+from dei_framework.domain import DomainSpec
+from dei_framework.hookspecs import hookimpl
+from dei_framework.operators import OperatorSpec
+
+
+@hookimpl
+def dei_domains() -> list[DomainSpec]:
+    return [DomainSpec(name="numeric", factory=NumericDomain,
+                       description="static benchmark: shifted sphere/Rastrigin, linear projection "
+                                   "(pyribs' tutorial problem)")]  # fmt: skip
+
+
+@hookimpl
+def dei_operators() -> list[OperatorSpec]:
+    return [
+        OperatorSpec(name="gaussian", factory=create_gaussian, domains=("numeric",),
+                     description="isotropic Gaussian mutation (option sigma)"),
+        OperatorSpec(name="iso-line", factory=create_iso_line, domains=("numeric",),
+                     description="Iso+LineDD mutation (options iso_sigma, line_sigma)"),
+    ]  # fmt: skip
