@@ -21,6 +21,7 @@ import attrs
 import click
 
 from dei_framework import experiment
+from dei_framework.backend import EvaluatorLost
 from dei_framework.config import DEFAULT_NODES, RunConfig, resolve_config
 from dei_framework.errors import ConfigError, DEIError
 from dei_framework.plugins import PluginRegistry, load_plugins
@@ -195,6 +196,12 @@ RUN_OPTIONS = [
                       "reference set (always on in experiments)."),
     click.option("--eval-workers", type=int,
                  help="Evaluation worker processes (default: one per core; 0: in-process)."),
+    click.option("--evaluator", metavar="NAME",
+                 help="Where evaluations run: local (a process pool, the default), dask (a Dask "
+                      "cluster), or a plugin's backend; results are the same on every one."),
+    click.option("--evaluator-address", metavar="ADDRESS",
+                 help="The evaluation backend's address, e.g. the Dask scheduler "
+                      "tcp://host:8786 (default: a local cluster started for the run)."),
     click.option("--out", type=click.Path(file_okay=False),
                  help="Run directory (default: a new folder under ./runs/)."),
     click.option("--resume", type=click.Path(file_okay=False, exists=True),
@@ -271,6 +278,20 @@ def warn_ignored(flags: dict[str, Any], *, keep: tuple[str, ...]) -> None:
                    err=True)  # fmt: skip
 
 
+#: Flags that choose where evaluations run, not what they compute: a resumed or replayed run
+#: (and a resumed experiment) takes them over its recorded configuration.
+PLACEMENT_FLAGS = ("evaluator", "evaluator_address", "eval_workers")
+
+
+def placed(config: RunConfig, flags: Mapping[str, Any], plugins: PluginRegistry) -> RunConfig:
+    """``config`` with the evaluation placement the flags give (the rest stays recorded)."""
+    changes = {name: flags[name] for name in PLACEMENT_FLAGS if flags.get(name) is not None}
+    if "evaluator" in changes:
+        plugins.evaluator(changes["evaluator"])
+        changes.setdefault("evaluator_address", None)  # an address belongs to its backend
+    return attrs.evolve(config, **changes) if changes else config
+
+
 def default_out(domain: str) -> Path:
     return Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{domain}"
 
@@ -304,12 +325,12 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         raise ConfigError("--reask-mismatched only applies to --replay")
     if resume_dir or replay_dir:
         warn_ignored(flags, keep=("resume", "replay", "out", "progress", "no_report", "watch",
-                                  "reask_mismatched"))
+                                  "reask_mismatched", *PLACEMENT_FLAGS))
     if resume_dir:
-        config = RunConfig.from_json(RunDir(resume_dir).read_config())
+        config = placed(RunConfig.from_json(RunDir(resume_dir).read_config()), flags, plugins)
         out = Path(resume_dir)
     elif replay_dir:
-        config = RunConfig.from_json(RunDir(replay_dir).read_config())
+        config = placed(RunConfig.from_json(RunDir(replay_dir).read_config()), flags, plugins)
         out = Path(flags["out"]) if flags.get("out") else Path(replay_dir) / "replay"
     else:
         config = resolve_config(flags, plugins)
@@ -338,6 +359,12 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
             _say(hint if ensemble.started else
                  "interrupted before the run started; nothing written")  # fmt: skip
             sys.exit(EXIT_INTERRUPTED)
+        except EvaluatorLost as exc:
+            if not ensemble.started:
+                raise
+            fail(f"{exc}; the run is checkpointed: continue with dei-run --resume "
+                 f"{_shell_path(out)} (--evaluator-address ADDRESS or --evaluator local to "
+                 "evaluate elsewhere)")  # fmt: skip
         except DEIError as exc:
             if not ensemble.started:
                 raise
