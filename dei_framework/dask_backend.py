@@ -106,8 +106,9 @@ class DaskBackend(EvaluationBackend):
             collections.OrderedDict()
         )
         self._lock = threading.Lock()
-        self._calls = concurrent.futures.ThreadPoolExecutor(max_workers=2,
-                                                            thread_name_prefix="dei-dask")
+        self._calls = concurrent.futures.ThreadPoolExecutor(
+            max_workers=2, thread_name_prefix="dei-dask"
+        )
         self._closed = False
 
     @property
@@ -124,6 +125,12 @@ class DaskBackend(EvaluationBackend):
             if self._client is not None:
                 return
             distributed = _import_distributed()
+            # Every failure the client meets reaches the user as one message of this backend
+            # (EvaluatorLost, WorkerDied, a refused worker); Dask's own log lines for the same
+            # event (reconnect attempts with their tracebacks) would bury it.
+            for name in ["distributed", *logging.root.manager.loggerDict]:
+                if name.partition(".")[0] == "distributed":  # Dask's config sets some apart
+                    logging.getLogger(name).setLevel(logging.CRITICAL)
             address = self.address
             if address is None:
                 self._cluster = distributed.LocalCluster(
@@ -230,8 +237,8 @@ class DaskBackend(EvaluationBackend):
         return exc
 
     def _lost(self, exc: BaseException) -> EvaluatorLost:
-        return EvaluatorLost(f"lost the Dask scheduler at {self.address} "
-                             f"({type(exc).__name__}{': ' if str(exc) else ''}{exc})")  # fmt: skip
+        reason = getattr(exc, "reason", None) or type(exc).__name__
+        return EvaluatorLost(f"lost the Dask scheduler at {self.address} ({reason})")
 
     # --- stopping --------------------------------------------------------------------------------
 
@@ -245,8 +252,9 @@ class DaskBackend(EvaluationBackend):
                 with contextlib.suppress(Exception):  # a lost scheduler cannot say goodbye
                     part.close(timeout=5 if wait else 1)
         self._calls.shutdown(wait=False, cancel_futures=True)
-        self._calls = concurrent.futures.ThreadPoolExecutor(max_workers=2,
-                                                            thread_name_prefix="dei-dask")
+        self._calls = concurrent.futures.ThreadPoolExecutor(
+            max_workers=2, thread_name_prefix="dei-dask"
+        )
 
     def kill(self) -> None:
         cluster = self._cluster
