@@ -24,7 +24,7 @@ from dei_framework import experiment
 from dei_framework.backend import EvaluatorLost
 from dei_framework.config import DEFAULT_NODES, RunConfig, resolve_config
 from dei_framework.errors import ConfigError, DEIError
-from dei_framework.plugins import PluginRegistry, load_plugins
+from dei_framework.plugins import DISABLE_PLUGINS_VARIABLE, PluginRegistry, load_plugins
 from dei_framework.presets import PRESETS
 from dei_framework.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
 from dei_framework.watch.server import serve, serve_until_interrupted, watch_in_background
@@ -119,8 +119,6 @@ def _say(line: str) -> None:
     sys.stderr.flush()
 
 
-#: Entry points the command line leaves out, comma-separated (as pytest's ``-p no:name``).
-DISABLE_PLUGINS_VARIABLE = "DEI_DISABLE_PLUGINS"
 
 
 @functools.cache
@@ -551,6 +549,10 @@ def report_command(run_dir: str) -> None:
 @click.option(
     "--repeats", type=int, help="Runs per condition; repeat k uses seed+k (default 1)."
 )
+@click.option(
+    "--parallel", type=int, default=1, show_default=True, metavar="N",
+    help="Runs at once, each in its own process; the summary is the sequential one's.",
+)
 @run_options
 @user_errors
 def experiment_command(**flags: Any) -> None:
@@ -563,9 +565,11 @@ def experiment_command(**flags: Any) -> None:
     """
     plugins = sound_registry()
     if flags.get("resume"):
-        warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report"))
+        warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report", "parallel",
+                                  *PLACEMENT_FLAGS))
         out = Path(flags["resume"])
         plan = experiment.load_plan(out)
+        plan = attrs.evolve(plan, base=placed(plan.base, flags, plugins))
         if flags.get("repeats"):
             plan = attrs.evolve(plan, repeats=flags["repeats"])
     else:
@@ -588,7 +592,8 @@ def experiment_command(**flags: Any) -> None:
     )
     try:
         summary = experiment.run_experiment(plan, out, registry=plugins, progress=progress,
-                                            announce=announce)  # fmt: skip
+                                            announce=announce,
+                                            parallel=flags.get("parallel", 1))  # fmt: skip
     except KeyboardInterrupt:
         click.echo(f"interrupted; continue with: dei experiment --resume {out}", err=True)
         sys.exit(130)
