@@ -30,6 +30,8 @@ import concurrent.futures
 import contextlib
 import importlib.metadata
 import logging
+import os
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -260,10 +262,12 @@ class DaskBackend(EvaluationBackend):
         cluster = self._cluster
         if cluster is None:
             return
-        for worker in list(getattr(cluster, "workers", {}).values()):
-            process = getattr(getattr(worker, "process", None), "process", None)
-            with contextlib.suppress(Exception):  # best effort, just before the process exits
-                process.kill()
+        for nanny in list(getattr(cluster, "workers", {}).values()):
+            # A local cluster's nanny runs in this process; its worker is a child process.
+            pid = getattr(getattr(getattr(nanny, "process", None), "process", None), "pid", None)
+            if pid:
+                with contextlib.suppress(OSError):  # best effort, just before the process exits
+                    os.kill(pid, signal.SIGKILL)
 
 
 def _settle(waiter: asyncio.Future, outcome: tuple[bool, Any]) -> None:
