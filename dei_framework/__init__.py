@@ -115,15 +115,16 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
 __all__ = [
     "Admission", "Admit", "ArchiveBase", "ArchiveSpec", "CVTArchive", "Candidate",
     "EmitterBase", "EmitterSpec", "ImprovementEmitter", "Result", "RoundEnd", "Scheduler",
-    "TellReport", "TopKSharing", "UniformEmitter", "WorkItem", "evaluate", "AddStatus",
-    "ArchiveStats", "AxisSpec", "BudgetExhausted", "BudgetLedger", "ConfigError", "DEIError",
-    "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Elite", "Evaluation",
-    "FactoryContext", "GridArchive", "InvalidProgram", "LogAxis", "NodeConfig",
-    "OccupiedElites", "Operator", "OperatorError", "OperatorReply", "OperatorRequest",
-    "OperatorSettings", "OperatorSpec", "Opponent", "OpponentPool", "Parent", "PluginError",
-    "Program", "ReferenceOverlap", "RunConfig", "SharingPolicy", "SharingSpec", "ThresholdAxis",
-    "TransientOperatorFailure", "Transport", "TransportError", "TransportSpec", "UniformAxis",
-    "hookimpl", "hookspec", "load_plugins", "run", "split_budget",
+    "TellReport", "TopKSharing", "UniformEmitter", "WorkItem", "evaluate",
+    "AddStatus", "ArchiveStats", "AxisSpec", "BudgetExhausted", "BudgetLedger", "ConfigError",
+    "DEIError", "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Elite", "Evaluation",
+    "FactoryContext", "GridArchive", "InvalidProgram", "LogAxis", "NodeConfig", "Operator",
+    "OperatorError", "OperatorReply", "OperatorRequest", "OperatorSettings", "OperatorSpec",
+    "Opponent", "OpponentPool", "Parent", "PluginError", "Program", "ReferenceOverlap",
+    "RunConfig", "SharingPolicy", "SharingSpec", "ThresholdAxis", "TransientOperatorFailure",
+    "Transport", "TransportError", "TransportSpec", "UniformAxis", "hookimpl", "hookspec",
+    "load_plugins", "run", "split_budget",
+    "OccupiedElites",
 ]  # fmt: skip
 
 
