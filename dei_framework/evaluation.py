@@ -406,7 +406,7 @@ class LocalBackend(EvaluationBackend):
         return path
 
     async def ship(self, set_id: str, programs: Sequence[Program]) -> Any:
-        return list(programs) if self._workers == 0 else set_id
+        return programs if self._workers == 0 else set_id
 
     def _executor(self, lane: str = "candidates") -> concurrent.futures.Executor:
         if lane not in self._pools:
