@@ -597,6 +597,9 @@ def experiment_command(**flags: Any) -> None:
     except KeyboardInterrupt:
         click.echo(f"interrupted; continue with: dei experiment --resume {out}", err=True)
         sys.exit(130)
+    except EvaluatorLost as exc:  # the run under way is checkpointed
+        fail(f"{exc}; continue with: dei experiment --resume {_shell_path(out)} "
+             "(--evaluator-address ADDRESS or --evaluator local to evaluate elsewhere)")
     report = None if flags.get("no_report") else write_report(out)
     for name, cond in summary["conditions"].items():
         cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
