@@ -204,7 +204,9 @@ class DaskBackend(EvaluationBackend):
     def _scatter(self, programs: list[Any]) -> Any:
         self._count_slots()  # once a round: workers may have joined or left
         try:
-            return self._client.scatter(programs, broadcast=True, hash=False)
+            # One object (the set), not one per program: scatter splits a list it is given.
+            (shipped,) = self._client.scatter([programs], broadcast=True, hash=False)
+            return shipped
         except Exception as exc:  # the client cannot scatter: the scheduler is gone
             raise self._lost(exc) from None
 

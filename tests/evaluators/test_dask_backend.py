@@ -176,3 +176,39 @@ def test_a_worker_on_another_version_is_refused(cli, tmp_path) -> None:
     assert f"runs dei-framework 9.9.9 (this run: {dei_framework.__version__})" in error
     assert error.count("runs dei-framework") == 1  # the worker on the same version is fine
     assert not (tmp_path / "refused").exists()
+
+
+def test_opponents_reach_each_worker_once_and_jobs_carry_a_reference(dask_address) -> None:
+    import asyncio
+
+    from dei_framework.context import FactoryContext
+    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation import Evaluator, evaluate
+    from dei_framework.plugins import load_plugins
+
+    registry = load_plugins()
+    context = FactoryContext(registry=registry, options={"rounds": 2}, seed=0)
+    domain = registry.domain("coreware").factory(context)
+    opponents = [domain.parse(text) for text in domain.initial_opponents()]
+    texts = [domain.parse(text).text for text in domain.reference_opponents()] * 3
+    backend = DaskBackend(domain, address=dask_address)
+    evaluator = Evaluator(domain, backend=backend)
+
+    async def scenario():
+        installed = evaluator.install(opponents)
+        outcomes = await asyncio.gather(
+            *(evaluator.evaluate(text, installed, seed=i) for i, text in enumerate(texts))
+        )
+        (shipped,) = backend._sets.values()  # one scatter for every job of the round
+        future = shipped.result()
+        holders = backend._client.who_has(future)[future.key]
+        return outcomes, holders, backend.workers
+
+    try:
+        outcomes, holders, workers = asyncio.run(scenario())
+    finally:
+        evaluator.close()
+    assert workers == 2 and len(holders) == 2  # a copy on each worker, sent once
+    expected = [evaluate(domain, text, opponents, seed=i) for i, text in enumerate(texts)]
+    assert [o.evaluation for o in outcomes] == [e.evaluation for e in expected]
+    assert all(o.evaluation is not None for o in outcomes)
