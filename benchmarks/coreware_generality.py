@@ -46,6 +46,14 @@ def run_configuration(name: str, operators: list[str], args: argparse.Namespace)
         "merged_qd_score": summary["merged"]["qd_score"],
         "generality_per_node": per_node,
         "generality_per_round": per_round,
+        # What each node's figures leave out (generality warriors it fought or produced), and
+        # the rounds whose champion was an initial opponent (their generality is that of the
+        # round's best other elite).
+        "generality_reference_count": (summary["generality"]["reference"] or {}).get("count"),
+        "generality_excluded_per_node": {n: node.get("generality_excluded")
+                                         for n, node in summary["nodes"].items()},
+        "champion_initial_per_node": {n: node.get("champion_initial_per_round")
+                                      for n, node in summary["nodes"].items()},
     }
 
 

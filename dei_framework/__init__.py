@@ -14,7 +14,9 @@ The core is domain-agnostic. What it offers library users:
   :class:`TopKSharing` and :class:`Admit` — champion sharing.
 * :class:`BudgetLedger` — equal-compute call accounting with hard caps.
 * :class:`Domain`, :class:`Operator`, :class:`Transport` — the plugin contracts, with
-  :data:`hookimpl` and the hook specifications in :mod:`dei_framework.hookspecs`.
+  :data:`hookimpl` and the hook specifications in :mod:`dei_framework.hookspecs`;
+  :class:`OperatorSettings` — what an operator factory receives (build one to create an
+  operator yourself: ``registry.operator(spec).factory(settings, domain)``).
 * :class:`FactoryContext` — what plugin factories receive (registry, options, seed).
 * :class:`RunConfig`, :class:`NodeConfig` and :func:`run` — run an ensemble from Python.
 * :class:`DEIError` — the base of every error a user can cause.

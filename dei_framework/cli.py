@@ -22,7 +22,7 @@ import click
 
 from dei_framework import experiment
 from dei_framework.backend import EvaluatorLost
-from dei_framework.config import DEFAULT_NODES, RunConfig, resolve_config
+from dei_framework.config import DEFAULT_NODES, RunConfig, chosen_out, resolve_config
 from dei_framework.errors import ConfigError, DEIError
 from dei_framework.plugins import DISABLE_PLUGINS_VARIABLE, PluginRegistry, load_plugins
 from dei_framework.presets import PRESETS
@@ -179,7 +179,14 @@ RUN_OPTIONS = [
                  help="Hard cap on each node's attempts, retries and failures included."),
     click.option("--max-attempts-per-call", type=int,
                  help="Most attempts one operator call may make."),
-    click.option("--rounds", type=int, help="Red Queen rounds per node (default 3)."),
+    click.option("--rounds", type=int, help="Rounds per node (default 3): Red Queen rounds "
+                 "(reset lifecycle) or migration intervals (continual)."),
+    click.option("--lifecycle", type=click.Choice(["reset", "continual"]),
+                 help="Archive lifecycle (default: the domain's): reset starts a fresh archive "
+                      "each round (Red Queen); continual keeps it (a round is a migration "
+                      "interval)."),
+    click.option("--new-fraction", type=float,
+                 help="Share of calls that write a program from scratch (default 0.1)."),
     click.option("--sharing", help="Champion-sharing policy (default: champion)."),
     click.option("--axes", help="Comma-separated descriptor axes (default: the domain's)."),
     click.option("--emitter", help="How parents are chosen (default: uniform; see `dei plugins`)."),
@@ -192,6 +199,9 @@ RUN_OPTIONS = [
     click.option("--common-ground", is_flag=True, default=None,
                  help="Re-evaluate merged-archive elites and champions against the domain's "
                       "reference set (always on in experiments)."),
+    click.option("--common-seeds", type=int,
+                 help="Fresh seeds each common-ground winner and champion is scored on; "
+                      "its common-ground fitness is their mean (default 5)."),
     click.option("--eval-workers", type=int,
                  help="Evaluation worker processes (default: one per core; 0: in-process)."),
     click.option("--evaluator", metavar="NAME",
@@ -332,7 +342,7 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         out = Path(flags["out"]) if flags.get("out") else Path(replay_dir) / "replay"
     else:
         config = resolve_config(flags, plugins)
-        out = Path(flags["out"]) if flags.get("out") else default_out(config.domain)
+        out = chosen_out(flags) or default_out(config.domain)
         if (out / "config.json").exists():
             raise ConfigError(f"{out} already holds a run; use --resume {out} or another --out")
     watching = watch_in_background(out) if flags.get("watch") else None
@@ -529,7 +539,26 @@ def report_command(run_dir: str) -> None:
     path = write_report(Path(run_dir))
     if path is None:
         raise ConfigError("reports need matplotlib; install dei-framework with its dependencies")
-    click.echo(f"report: {path}")
+    plots = path.parent / "plots"
+    figures = len(list(plots.glob("*.png"))) if plots.is_dir() else 0
+    click.echo(f"report: {path}" + (f" (plots: {figures} in {plots})" if figures else ""))
+
+
+@dei.command("export")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="Folder to write the program files and programs.jsonl to.")  # fmt: skip
+@click.option("--what", type=click.Choice(["champions", "elites", "all"]), default="all",
+              show_default=True,
+              help="Every round's champions, the last round's elites, or both.")  # fmt: skip
+@user_errors
+def export_command(run_dir: Path, out: Path, what: str) -> None:
+    """Write the champions and elites of a run or experiment as files in the domain's format
+    (Core War: .red), plus programs.jsonl."""
+    from dei_framework.export import JSONL_NAME, export_programs
+
+    written = export_programs(run_dir, out, registry(), what=what)
+    click.echo(f"exported {len(written)} programs to {out} (index: {out / JSONL_NAME})")
 
 
 @dei.command("experiment", cls=RunCommand,
@@ -574,11 +603,7 @@ def experiment_command(**flags: Any) -> None:
             plan = attrs.evolve(plan, repeats=flags["repeats"])
     else:
         plan = experiment.plan_from_flags(flags, plugins)
-        out = (
-            Path(flags["out"])
-            if flags.get("out")
-            else Path("experiments") / default_out(plan.base.domain).name
-        )
+        out = chosen_out(flags) or Path("experiments") / default_out(plan.base.domain).name
         if (out / "experiment.json").exists() or (out / "config.json").exists():
             raise ConfigError(f"{out} already holds a run or experiment; use --resume {out} "
                               "or another --out")  # fmt: skip
@@ -601,18 +626,28 @@ def experiment_command(**flags: Any) -> None:
         fail(f"{exc}; continue with: dei experiment --resume {_shell_path(out)} "
              "(--evaluator-address ADDRESS or --evaluator local to evaluate elsewhere)")
     report = None if flags.get("no_report") else write_report(out)
-    for name, cond in summary["conditions"].items():
-        cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
-        common = cond["merged"].get("common") or {}
-        click.echo(
-            f"{name:<10} {cond['nodes']} node(s)  common ground: coverage "
-            f"{_pm(common.get('coverage') or {}, '.1%')}  QD-score "
-            f"{_pm(common.get('qd_score') or {}, '.2f')}  (raw: {_pm(cov, '.1%')}, "
-            f"{_pm(qd, '.2f')})  calls {cond['budget']['calls']}"
-        )
+    for line in _condition_table(summary["conditions"]):
+        click.echo(line)
     click.echo(f"summary: {out / 'summary.json'}")
     if report:
         click.echo(f"report: {report}")
+
+
+def _condition_table(conditions: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per condition, its columns aligned whatever the names' lengths."""
+    rows = []
+    for name, cond in conditions.items():
+        cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
+        common = cond["merged"].get("common") or {}
+        rows.append([
+            name, f"{cond['nodes']} node(s)",
+            f"common ground: coverage {_pm(common.get('coverage') or {}, '.1%')}",
+            f"QD-score {_pm(common.get('qd_score') or {}, '.2f')}",
+            f"(raw: {_pm(cov, '.1%')}, {_pm(qd, '.2f')})", f"calls {cond['budget']['calls']}",
+        ])  # fmt: skip
+    widths = [max(len(cell) for cell in column) for column in zip(*rows, strict=True)]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+            for row in rows]  # fmt: skip
 
 
 def _pm(stats: Mapping[str, Any], spec: str) -> str:
@@ -674,7 +709,7 @@ def node_command(**flags: Any) -> None:
                 raise ConfigError(f"{path} is not a run configuration: {exc}") from None
         else:
             config = resolve_config({"config_file": str(path)}, plugins)
-        out = Path(flags["out"]) if flags.get("out") else default_out(config.domain)
+        out = chosen_out(flags) or default_out(config.domain)
         node_dir = RunDir(out).process_path(name)
         if (node_dir / "config.json").exists():
             raise ConfigError(f"{node_dir} already holds node {name!r}; use "

@@ -5,20 +5,37 @@ conditions (size and content: an ensemble node also fights its peers' champions)
 and so raw QD-score, therefore mixes search quality with the pool a node happened to fight.
 Common ground removes that: after a run, every elite of every node's final archive and every
 round champion is re-evaluated against the **reference set** (the domain's
-:meth:`~dei_framework.domain.Domain.reference_opponents`, by default its initial opponents) with
-**one seed derived from the reference set itself**. The same program text therefore gets the
-same common-ground fitness and descriptor in every run, condition and repeat that uses the same
-domain options — which is what makes merged archives of different conditions comparable.
+:meth:`~dei_framework.domain.Domain.reference_opponents`, by default its initial opponents).
+A static domain without opponents has an empty reference set: its programs are evaluated
+against no one, with seeds derived from the empty set.
 
-The common-ground merged archive places each elite in the cell of its common-ground descriptor
-and keeps the best common-ground fitness per cell; it is what ``merged_archive.json`` holds and
-what ``merged.common`` in ``summary.json`` describes.
+It does so in two steps, so that the reported figures carry no winner's curse:
+
+1. **Selection**: every elite is evaluated once with the **selection seed** (derived from the
+   reference set). That measurement places it in the cell of its common-ground descriptor,
+   and per cell the best one is kept — the best of several noisy measurements, biased upward
+   the more candidates a cell had.
+2. **Scoring**: each kept elite (and each round champion) is evaluated again with
+   ``K`` (:attr:`~dei_framework.config.RunConfig.common_seeds`) **scoring seeds**, also derived
+   from the reference set and distinct from the selection seed. Its common-ground fitness is
+   the mean of those ``K`` fresh measurements, its spread their standard deviation; they are
+   independent of the choice, so their mean is an unbiased measure of the chosen elite.
+
+Both kinds of seed depend on the reference set only, so the same program text gets the same
+common-ground fitness in every run, condition and repeat that uses the same domain options and
+``K`` — which is what makes merged archives of different conditions comparable.
+
+The common-ground merged archive holds the kept elites at their selection cells with their
+scored fitness; it is what ``merged_archive.json`` holds and what ``merged.common`` in
+``summary.json`` describes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -52,7 +69,9 @@ class Reference:
 
     Attributes:
         programs: The parsed reference programs, sorted by canonical text.
-        seed: The evaluation seed, derived from the set's digest (the same for every run).
+        seed: The selection seed, derived from the set's digest (the same for every run).
+        scoring_seeds: The scoring seeds, derived from the digest too and distinct from
+            ``seed`` (the same for every run with the same number of them).
         fitness_scale: The domain's fitness scale of a battle against this set (see
             :meth:`~dei_framework.domain.Domain.fitness_scale`).
         record: ``{"count", "sha256"}`` of the canonical texts.
@@ -60,15 +79,37 @@ class Reference:
 
     programs: tuple[Program, ...] = attrs.field(converter=tuple)
     seed: int
+    scoring_seeds: tuple[int, ...] = attrs.field(converter=tuple)
     fitness_scale: float
     record: Mapping[str, Any]
 
 
-def build_reference(domain: Domain) -> Reference:
+def _derived_seed(digest: str, purpose: str) -> int:
+    return int(hashlib.sha256(f"{digest}:{purpose}".encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+
+def scoring_seeds(digest: str, count: int, selection: int) -> tuple[int, ...]:
+    """``count`` distinct seeds derived from a reference digest, none equal to ``selection``."""
+    seeds: list[int] = []
+    index = 0
+    while len(seeds) < count:
+        seed = _derived_seed(digest, f"score-{index}")
+        if seed != selection and seed not in seeds:
+            seeds.append(seed)
+        index += 1
+    return tuple(seeds)
+
+
+def build_reference(domain: Domain, *, scoring: int = 5) -> Reference:
     """Parses the domain's reference set.
 
+    Args:
+        domain: The run's domain.
+        scoring: How many scoring seeds (``K``, at least 1).
+
     Raises:
-        ConfigError: a reference program does not parse, or the set is empty.
+        ConfigError: a reference program does not parse, or the set is empty for a domain that
+            has initial opponents (an empty set is a static domain's: see the module doc).
     """
     programs = {}
     for text in domain.reference_opponents():
@@ -77,12 +118,16 @@ def build_reference(domain: Domain) -> Reference:
         except InvalidProgram as exc:
             raise ConfigError(f"common-ground reference program does not parse: {exc}") from None
         programs[program.text] = program
-    if not programs:
+    if not programs and domain.initial_opponents():
         raise ConfigError(f"domain {domain.name!r} has no reference programs for common ground")
+    if scoring < 1:
+        raise ConfigError(f"--common-seeds must be at least 1, got {scoring}")
     record = reference_record(programs)
+    seed = int(record["sha256"][:8], 16) & 0x7FFFFFFF
     return Reference(
         programs=[programs[text] for text in sorted(programs)],
-        seed=int(record["sha256"][:8], 16) & 0x7FFFFFFF,
+        seed=seed,
+        scoring_seeds=scoring_seeds(record["sha256"], scoring, seed),
         fitness_scale=float(domain.fitness_scale(len(programs))),
         record=record,
     )
@@ -91,7 +136,7 @@ def build_reference(domain: Domain) -> Reference:
 async def evaluate_texts(
     evaluator: Evaluator, texts: Iterable[str], reference: Reference
 ) -> dict[str, Outcome]:
-    """Each distinct text evaluated once against the reference set with its seed."""
+    """Each distinct text evaluated once against the reference set with its selection seed."""
     unique = list(dict.fromkeys(texts))
     opponents = evaluator.install(reference.programs)  # sent to each worker once
     outcomes = await asyncio.gather(
@@ -100,63 +145,179 @@ async def evaluate_texts(
     return dict(zip(unique, outcomes, strict=True))
 
 
+@attrs.frozen
+class Score:
+    """A text's common-ground fitness: ``K`` fresh measurements against the reference set.
+
+    Attributes:
+        values: The fitness with each scoring seed whose evaluation succeeded, in seed order.
+        failed: Scoring evaluations that failed (the domain's error; not in ``values``).
+    """
+
+    values: tuple[float, ...] = attrs.field(converter=tuple)
+    failed: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Whether every scoring seed gave a value (``values[j]`` is then seed ``j``'s)."""
+        return self.failed == 0
+
+    @property
+    def mean(self) -> float | None:
+        """The common-ground fitness (``None`` if every scoring evaluation failed)."""
+        return statistics.fmean(self.values) if self.values else None
+
+    @property
+    def std(self) -> float | None:
+        """Sample standard deviation over the seeds (``None`` below two values)."""
+        return statistics.stdev(self.values) if len(self.values) > 1 else None
+
+
+async def score_texts(
+    evaluator: Evaluator, texts: Iterable[str], reference: Reference
+) -> dict[str, Score]:
+    """Each distinct text evaluated with every scoring seed of the reference set."""
+    unique = list(dict.fromkeys(texts))
+    opponents = evaluator.install(reference.programs)
+    outcomes = await asyncio.gather(
+        *(evaluator.evaluate(text, opponents, seed=seed)
+          for text in unique for seed in reference.scoring_seeds)
+    )  # fmt: skip
+    count = len(reference.scoring_seeds)
+    scores = {}
+    for index, text in enumerate(unique):
+        mine = outcomes[index * count : (index + 1) * count]
+        values = [float(o.evaluation.fitness) for o in mine if o.evaluation is not None]
+        scores[text] = Score(values=values, failed=count - len(values))
+    return scores
+
+
+def winners(
+    archives: Sequence[GridArchive], outcomes: Mapping[str, Outcome], space: DescriptorSpace
+) -> list[str]:
+    """The texts :func:`merge_common` keeps (one per cell), chosen on the selection outcomes:
+    the ones to score."""
+    return [entry["text"] for entry in merge_common(archives, outcomes, space, qd_offset=0.0)[1]]
+
+
+def _placed(
+    archives: Sequence[GridArchive], outcomes: Mapping[str, Outcome], space: DescriptorSpace
+) -> Iterable[tuple[Elite, Elite]]:
+    """Each elite with a selection outcome, as ``(placed on common ground, as the node had it)``."""
+    for archive in archives:
+        for elite in archive:
+            outcome = outcomes.get(elite.text)
+            if outcome is None or outcome.evaluation is None:
+                continue
+            yield Elite(
+                id=elite.id, text=elite.text, fitness=float(outcome.evaluation.fitness),
+                descriptor=dict(outcome.evaluation.descriptor),
+                cell=space.cell(outcome.evaluation.descriptor), node=elite.node,
+                operator=elite.operator, round=elite.round, parent=elite.parent,
+            ), elite  # fmt: skip
+
+
 def merge_common(
     archives: Sequence[GridArchive],
     outcomes: Mapping[str, Outcome],
     space: DescriptorSpace,
     *,
     qd_offset: float,
+    scores: Mapping[str, Score] | None = None,
 ) -> tuple[GridArchive, list[dict[str, Any]]]:
     """The common-ground merge of nodes' archives, and its ``merged_archive.json`` entries.
 
-    Every elite enters at the cell of its common-ground descriptor with its common-ground
-    fitness; per cell the best one stays (ties: the earlier archive, then the lower raw cell).
-    An elite whose common-ground evaluation failed is left out (the domain's message is in
-    ``outcomes``).
+    Every elite enters at the cell of its selection descriptor with its selection fitness
+    (``outcomes``); per cell the best one stays (ties: the earlier archive, then the lower raw
+    cell). An elite whose selection evaluation failed is left out (the domain's message is in
+    ``outcomes``). The kept elites then take their scored fitness (``scores``: the mean of
+    fresh measurements, see :class:`Score`); one whose scoring failed on every seed is left
+    out too. Without ``scores`` the selection fitness stays (a single measurement).
 
     Returns:
         The merged archive (fitness = common-ground fitness) and one entry per elite in it:
-        ``{"text", "cell", "fitness", "common_fitness", "node", ...}`` where ``fitness`` is the
-        raw fitness the node measured and ``raw_cell`` the cell it had there.
+        ``{"text", "cell", "fitness", "common_fitness", "common_fitness_std",
+        "common_fitness_n", "selection_fitness", "node", "raw_cell", ...}`` where ``fitness``
+        is the raw fitness the node measured and ``raw_cell`` the cell it had there.
     """
-    merged = GridArchive(space=space, qd_offset=qd_offset)
+    selected = GridArchive(space=space, qd_offset=qd_offset)
     found: dict[str, Elite] = {}
-    for archive in archives:
-        for elite in archive:
-            outcome = outcomes.get(elite.text)
-            if outcome is None or outcome.evaluation is None:
-                continue
-            common = Elite(
-                id=elite.id, text=elite.text, fitness=float(outcome.evaluation.fitness),
-                descriptor=dict(outcome.evaluation.descriptor),
-                cell=space.cell(outcome.evaluation.descriptor), node=elite.node,
-                operator=elite.operator, round=elite.round, parent=elite.parent,
-            )  # fmt: skip
-            if merged.add(common):
-                found[elite.id] = elite
-    entries = [
-        {"text": elite.text, "cell": list(elite.cell), "fitness": found[elite.id].fitness,
-         "common_fitness": elite.fitness, "node": elite.node,
-         "raw_cell": list(found[elite.id].cell), "operator": elite.operator,
-         "round": elite.round, "id": elite.id}
-        for elite in merged
-    ]  # fmt: skip
+    for common, elite in _placed(archives, outcomes, space):
+        if selected.add(common):
+            found[elite.id] = elite
+    merged = GridArchive(space=space, qd_offset=qd_offset)
+    entries = []
+    for elite in selected:
+        score = scores.get(elite.text) if scores is not None else None
+        fitness = elite.fitness if scores is None else (score.mean if score else None)
+        if fitness is None:
+            continue
+        merged.add(attrs.evolve(elite, fitness=fitness))
+        entries.append(
+            {"text": elite.text, "cell": list(elite.cell), "fitness": found[elite.id].fitness,
+             "common_fitness": fitness, "common_fitness_std": score.std if score else None,
+             "common_fitness_n": len(score.values) if score else 1,
+             "common_fitness_values": list(score.values) if score and score.complete else None,
+             "selection_fitness": elite.fitness, "node": elite.node,
+             "raw_cell": list(found[elite.id].cell), "operator": elite.operator,
+             "round": elite.round, "id": elite.id}
+        )  # fmt: skip
     return merged, entries
+
+
+def scoring_spread(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How precisely the K scoring seeds measure a merge's QD-score (``merged.common``).
+
+    The scoring seeds are shared by every elite (that is what makes a text score the same
+    everywhere), so a seed that is easy or hard for all of them moves every elite at once: the
+    elites' errors are correlated. The standard error therefore comes from the QD-score each
+    single seed gives (the sum over elites of their fitness with that seed), not from the
+    per-elite variances.
+
+    Returns:
+        ``qd_score_sem``: standard error of the common-ground QD-score from the K seeds: the
+        sample standard deviation of the per-seed QD-scores over sqrt(K) (when some scoring
+        failed, the per-elite formula ``sqrt(sum of variance / n)``, which assumes
+        independent elites); the unit is scoring seeds, not repeats; ``qd_score_per_seed``:
+        those per-seed QD-scores (without the domain's offset);
+        ``elite_std_mean`` / ``elite_std_max``: mean and largest per-elite standard deviation
+        over its seeds; ``selection_qd_gap``: the sum of selection fitness minus scored
+        fitness over the kept elites (the winner's curse the scoring removed).
+    """
+    stds = [e["common_fitness_std"] for e in entries if e.get("common_fitness_std") is not None]
+    columns = [e.get("common_fitness_values") for e in entries]
+    per_seed = None
+    if entries and all(columns) and len({len(c) for c in columns}) == 1:
+        per_seed = [sum(values) for values in zip(*columns, strict=True)]
+    if per_seed is not None and len(per_seed) > 1:
+        sem = statistics.stdev(per_seed) / math.sqrt(len(per_seed))
+    elif stds:
+        sem = math.sqrt(sum(e["common_fitness_std"] ** 2 / e["common_fitness_n"] for e in entries
+                            if e.get("common_fitness_std") is not None))  # fmt: skip
+    else:
+        sem = None
+    return {
+        "qd_score_sem": sem,
+        "qd_score_per_seed": per_seed,
+        "elite_std_mean": statistics.fmean(stds) if stds else None,
+        "elite_std_max": max(stds) if stds else None,
+        "selection_qd_gap": sum(e["selection_fitness"] - e["common_fitness"] for e in entries),
+    }
 
 
 def raw_entries(archive: GridArchive) -> list[dict[str, Any]]:
     """``merged_archive.json`` entries of a raw merge (no common ground measured)."""
     return [
         {"text": elite.text, "cell": list(elite.cell), "fitness": elite.fitness,
-         "common_fitness": None, "node": elite.node, "raw_cell": list(elite.cell),
+         "common_fitness": None, "common_fitness_std": None, "common_fitness_n": 0,
+         "selection_fitness": None, "node": elite.node, "raw_cell": list(elite.cell),
          "operator": elite.operator, "round": elite.round, "id": elite.id}
         for elite in archive
     ]  # fmt: skip
 
 
-def common_fitness(outcomes: Mapping[str, Outcome], text: str | None) -> float | None:
-    """The common-ground fitness of ``text`` (``None`` if not measured or invalid)."""
-    outcome = outcomes.get(text) if text is not None else None
-    if outcome is None or outcome.evaluation is None:
-        return None
-    return float(outcome.evaluation.fitness)
+def common_fitness(scores: Mapping[str, Score], text: str | None) -> float | None:
+    """The common-ground fitness of ``text``: the mean over its scoring seeds (``None`` if not
+    measured or invalid)."""
+    score = scores.get(text) if text is not None else None
+    return score.mean if score is not None else None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from dei_framework.domain import LIFECYCLES
 from dei_framework.errors import ConfigError
 from dei_framework.presets import get_preset, overridden, warn_overrides
 
@@ -44,7 +45,11 @@ class NodeConfig:
         options: Operator options (``api_base``, ``temperature``, ``max_tokens``, ``timeout``,
             ``concurrency`` ...), node table over global settings.
         emitter: This node's emitter (empty: the run's).
+        emitter_options: Options of this node's emitter (``None``: the run's
+            ``[emitter_options]``; a table given replaces the run's, it is not merged).
         archive: This node's archive (empty: the run's).
+        archive_options: Options of this node's archive (``None``: the run's
+            ``[archive_options]``; likewise replaced, not merged).
         sharing: This node's sharing policy (empty: the run's).
         axes: This node's descriptor axes (empty: the run's); results are mapped into the
             run's axes for the merged archive and reports.
@@ -57,6 +62,8 @@ class NodeConfig:
     archive: str = ""
     sharing: str = ""
     axes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    emitter_options: Mapping[str, Any] | None = None
+    archive_options: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -67,7 +74,8 @@ class RunConfig:
         domain: Domain name.
         transport: Transport name.
         nodes: The nodes, in order.
-        rounds: Red Queen rounds per node.
+        rounds: Rounds per node: Red Queen rounds (``reset``) or migration intervals
+            (``continual``).
         budget: Total operator calls across nodes (split equally), or ``None`` with
             ``iterations``.
         iterations: Calls per node per round (the alternative to ``budget``).
@@ -80,6 +88,11 @@ class RunConfig:
         archive: Archive name (``grid``, ``cvt`` ...).
         archive_options: Options of the archive (``[archive_options]`` table).
         new_fraction: Share of calls that write a new program instead of mutating an elite.
+        lifecycle: The archive lifecycle: ``"reset"`` (a fresh archive each round, Red Queen
+            opponent pool), ``"continual"`` (one archive per node for the whole run; a round
+            is a migration interval) or ``""`` (the domain's default,
+            :meth:`~dei_framework.domain.Domain.default_lifecycle`; a run records the one it
+            used).
         lag: How far parent choice may run ahead of admission, in slots: mutation slot ``s``
             is planned once every slot before ``s - lag`` is admitted (``None``: 6 x the
             operator's concurrency; 0: every parent choice sees all earlier children, so calls
@@ -102,6 +115,10 @@ class RunConfig:
         common_ground: After the run, re-evaluate every merged-archive elite and round
             champion against the domain's reference set (``merged.common`` in the summary;
             always on in experiments).
+        common_seeds: Fresh seeds each common-ground winner (the elite kept per cell) and
+            each round champion is scored on; its common-ground fitness is the mean over them.
+            The cell's winner is chosen on one other measurement, so the reported figure is
+            free of the winner's curse (see :mod:`dei_framework.common`).
         members: The run's membership: ed25519 public keys (64 hex) of the nodes allowed to
             share champions. Empty: an open run (any validly signed champion is considered).
             Champions signed by other keys are dropped and counted (``nonmember``); networked
@@ -129,6 +146,7 @@ class RunConfig:
     archive: str = "grid"
     archive_options: Mapping[str, Any] = attrs.field(factory=dict)
     new_fraction: float = 0.1
+    lifecycle: str = ""
     lag: int | None = None
     max_champions: int = 20
     max_peer_champions: int = 20
@@ -141,6 +159,7 @@ class RunConfig:
     delivery: str = "auto"
     checkpoint_seconds: float = 2.0
     common_ground: bool = False
+    common_seeds: int = attrs.field(default=5, validator=_positive("--common-seeds"))
     members: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _members(v))
     compute_axis: str = "calls"
     max_cost_usd: float | None = None
@@ -176,6 +195,9 @@ class RunConfig:
         if self.delivery not in DELIVERIES:
             raise ConfigError(f"delivery must be one of {', '.join(DELIVERIES)}, "
                               f"got {self.delivery!r}")  # fmt: skip
+        if self.lifecycle and self.lifecycle not in LIFECYCLES:
+            raise ConfigError(f"lifecycle must be one of {', '.join(LIFECYCLES)}, "
+                              f"got {self.lifecycle!r}")  # fmt: skip
         if not 0.0 <= self.new_fraction <= 1.0:
             raise ConfigError(f"new_fraction must be within [0, 1], got {self.new_fraction}")
         if self.lag is not None and (isinstance(self.lag, bool) or not isinstance(self.lag, int)
@@ -228,6 +250,8 @@ class RunConfig:
         values = dict(data)
         values["nodes"] = tuple(NodeConfig(**node) for node in data["nodes"])
         values.setdefault("max_peer_champions", values.get("max_champions", 20))
+        # A configuration recorded before lifecycles were a choice ran Red Queen rounds.
+        values.setdefault("lifecycle", "reset")
         return cls(**values)
 
 
@@ -246,7 +270,7 @@ NODE_OPTION_KEYS = ("api_base", "api_key_env", "temperature", "max_tokens", "tim
 
 
 #: Search settings a ``[[node]]`` table may set for its node alone.
-NODE_SEARCH_KEYS = ("emitter", "archive", "sharing", "axes")
+NODE_SEARCH_KEYS = ("emitter", "emitter_options", "archive", "archive_options", "sharing", "axes")
 
 
 def build_nodes(
@@ -282,6 +306,10 @@ def build_nodes(
         search = {key: table.pop(key) for key in NODE_SEARCH_KEYS if key in table}
         if isinstance(search.get("axes"), str):
             search["axes"] = tuple(a.strip() for a in search["axes"].split(",") if a.strip())
+        for key in ("emitter_options", "archive_options"):
+            if key in search and not isinstance(search[key], Mapping):
+                raise ConfigError(f"[[node]] table {index}: {key} must be a table, "
+                                  f"got {search[key]!r}")  # fmt: skip
         nodes.append(NodeConfig(name=name, operator=operator,
                                 options={**common_options, **table}, **search))
     names = [node.name for node in nodes]
@@ -305,6 +333,29 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: {exc}") from None
 
 
+def chosen_out(flags: Mapping[str, Any]) -> Path | None:
+    """The output directory chosen by ``--out``, else by the config file's ``out`` key.
+
+    A relative ``out`` in the file is taken from the current directory, as ``--out`` is.
+    ``None`` when neither is given (the command then picks its default).
+
+    Raises:
+        ConfigError: the file's ``out`` is not a non-empty string.
+    """
+    if flags.get("out"):
+        return Path(flags["out"])
+    path = flags.get("config_file")
+    if not path or Path(path).suffix == ".json":
+        return None
+    value = load_toml(path).get("out")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"config file {path}: out must be a directory path (a string), "
+                          f"not {value!r}")  # fmt: skip
+    return Path(value)
+
+
 # --- from flags and a config file -------------------------------------------------------------
 
 #: Defaults of ``dei-run`` options that a config file may also set.
@@ -320,6 +371,7 @@ DEFAULTS: dict[str, Any] = {
     "archive": "grid",
     "checkpoint_seconds": 2.0,
     "delivery": "auto",
+    "common_seeds": 5,
     "evaluator": "local",
 }
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
@@ -346,8 +398,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "transport_options", "sharing_options", "operator_options", "out",
              "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
              "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
-             "common_ground", "preset", "members", "delivery", "evaluator",
-             "evaluator_address", "evaluator_options"}
+             "common_ground", "common_seeds", "preset", "members", "delivery", "lifecycle",
+             "evaluator", "evaluator_address", "evaluator_options"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -418,7 +470,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         domain=domain, transport=pick("transport"), nodes=nodes, rounds=pick("rounds"),
         budget=budget, iterations=iterations, seed=pick("seed"), sharing=pick("sharing"),
         sharing_options=tables["sharing_options"], axes=axes,
-        new_fraction=pick("new_fraction"), lag=pick("lag"), max_champions=pick("max_champions"),
+        new_fraction=pick("new_fraction"), lifecycle=pick("lifecycle") or "", lag=pick("lag"),
+        max_champions=pick("max_champions"),
         max_peer_champions=pick("max_peer_champions"), emitter=pick("emitter"),
         emitter_options=file.get("emitter_options", {}), archive=pick("archive"),
         archive_options=file.get("archive_options", {}),
@@ -426,7 +479,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         evaluator_address=pick("evaluator_address"),
         evaluator_options=file.get("evaluator_options", {}), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
-        common_ground=bool(pick("common_ground")),
+        common_ground=bool(pick("common_ground")), common_seeds=pick("common_seeds"),
         members=file.get("members") or (),
         compute_axis=pick("compute_axis") or "calls", max_cost_usd=pick("max_cost_usd"),
         max_attempts_per_node=pick("max_attempts_per_node"),

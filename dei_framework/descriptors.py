@@ -69,7 +69,7 @@ class ThresholdAxis(Axis):
 
 @attrs.frozen
 class UniformAxis(Axis):
-    """``bins`` equal-width bins over ``[low, high)``."""
+    """``count`` equal-width bins over ``[low, high)`` (``bins`` is the same number)."""
 
     name: str
     low: float

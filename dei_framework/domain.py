@@ -1,8 +1,17 @@
 """The domain contract: what a search problem must provide (parsing, evaluation, prompts).
 
-A domain turns operator text into programs, evaluates a program against the node's opponents,
-reports raw descriptor values, and writes the prompts LLM operators receive. Evaluation runs in
-worker processes, so a domain and its programs must be picklable.
+A domain turns operator text into programs, evaluates a program (against the node's opponents,
+for an adversarial domain), reports raw descriptor values, and writes the prompts LLM operators
+receive. Evaluation runs in worker processes, so a domain and its programs must be picklable.
+
+Two kinds of domain fit the contract:
+
+- **adversarial** (Core War): fitness depends on the opponents a program meets; the domain gives
+  initial opponents, and runs use the ``reset`` archive lifecycle (a fresh archive each round,
+  against an opponent pool that grows with the round champions: the Red Queen);
+- **static** (symbolic regression, a numeric benchmark): fitness depends on the program alone;
+  the domain gives no opponents (or only seed programs), ignores the ``opponents`` argument, and
+  runs use the ``continual`` lifecycle (the archive persists; a round is a migration interval).
 """
 
 from __future__ import annotations
@@ -15,6 +24,12 @@ import attrs
 
 from dei_framework.descriptors import AxisSpec
 from dei_framework.records import Candidate, Message
+
+#: Archive lifecycles (``Domain.lifecycle``, ``--lifecycle``, config key ``lifecycle``):
+#: ``reset`` starts a fresh archive every round (Red Queen rounds: DRQ, DEI); ``continual`` keeps
+#: one archive for the whole run (classic MAP-Elites, island models: a round is a migration
+#: interval).
+LIFECYCLES = ("reset", "continual")
 
 
 @attrs.frozen
@@ -46,10 +61,11 @@ class Evaluation:
 
 
 class Domain(abc.ABC):
-    """A search problem.
+    """A search problem, adversarial (fitness against opponents) or static (fitness alone).
 
-    Subclasses set :attr:`name` and :attr:`default_axes` and implement the abstract methods.
-    Everything a user can get wrong (a program that does not parse, a bad option) raises a
+    Subclasses set :attr:`name` and :attr:`default_axes` and implement the abstract methods;
+    an adversarial domain also overrides :meth:`initial_opponents`. Everything a user can get
+    wrong (a program that does not parse, a bad option) raises a
     :class:`~dei_framework.errors.DEIError` subclass with a message the user can act on.
     """
 
@@ -59,6 +75,10 @@ class Domain(abc.ABC):
     default_axes: tuple[str, ...] = ()
     #: Lowest fitness a program can get; the QD-score offset (so QD-score is never negative).
     fitness_floor: float = 0.0
+    #: The archive lifecycle of this domain's runs unless ``--lifecycle`` says otherwise (one of
+    #: :data:`LIFECYCLES`). Empty: ``"reset"`` when :meth:`initial_opponents` gives any program,
+    #: ``"continual"`` when it gives none (see :meth:`default_lifecycle`).
+    lifecycle: str = ""
 
     @abc.abstractmethod
     def parse(self, reply: str) -> Program:
@@ -71,9 +91,11 @@ class Domain(abc.ABC):
 
     @abc.abstractmethod
     def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
-        """Evaluates ``program`` against ``opponents`` (possibly empty), deterministic in ``seed``.
+        """Evaluates ``program``, deterministic in ``seed``.
 
-        Runs in a worker process; must not touch shared state.
+        ``opponents`` are the round's opponent pool (possibly empty): an adversarial domain
+        scores the program against them; a static domain ignores them (and ``seed``, if its
+        objective has no noise). Runs in a worker process; must not touch shared state.
         """
 
     def evaluate_batch(
@@ -96,9 +118,22 @@ class Domain(abc.ABC):
     def descriptor_axes(self) -> Sequence[AxisSpec]:
         """Every axis this domain reports values for, with its default binning."""
 
-    @abc.abstractmethod
     def initial_opponents(self) -> Sequence[str]:
-        """Source texts of the initial opponent pool (also the first round's warm start)."""
+        """Source texts of the initial programs: the opponent pool of an adversarial domain,
+        optional seed programs of a static one. Default: none.
+
+        They are the first round's warm start (evaluated before any operator call and offered
+        to the archive); with the ``reset`` lifecycle they stay in the opponent pool and warm
+        every round's fresh archive.
+        """
+        return ()
+
+    def default_lifecycle(self) -> str:
+        """The archive lifecycle of this domain's runs: :attr:`lifecycle` if set, else
+        ``"reset"`` for a domain with initial opponents and ``"continual"`` for one without."""
+        if self.lifecycle:
+            return self.lifecycle
+        return "reset" if self.initial_opponents() else "continual"
 
     @abc.abstractmethod
     def messages(
@@ -125,6 +160,27 @@ class Domain(abc.ABC):
         """
         return None
 
+    def generality_outcomes(self, program: Program) -> Mapping[str, bool] | None:
+        """Per reference program (by name), whether ``program`` beats or ties it.
+
+        A domain that gives these lets a node leave out of its generality the reference
+        programs it fought or produced (see :meth:`reference_matches`); its generality is then
+        the share of ``True`` among the rest. ``None`` (the default): only :meth:`generality`,
+        with nothing left out. Called for round champions, in a worker process.
+        """
+        return None
+
+    def reference_matches(self, program: Program) -> Sequence[str]:
+        """Names (as in :meth:`generality_outcomes`) of the reference programs that ``program``
+        is the same program as, by the domain's own notion of sameness (Core War: the same load
+        image, whatever the comments and labels).
+
+        Called in the worker for every program a node evaluates (its candidates, and its
+        opponents, which every round's warm start re-evaluates); a node's generality leaves the
+        matched reference programs out. Must be cheap. Default: no matches.
+        """
+        return ()
+
     def generality_reference(self) -> Sequence[str] | None:
         """Canonical texts of the reference set :meth:`generality` measures against.
 
@@ -144,13 +200,14 @@ class Domain(abc.ABC):
         return self.initial_opponents()
 
     def fitness_scale(self, opponents: int) -> float:
-        """How fitness scales with battle size: the factor to divide by to compare battles.
+        """How fitness scales with the number of opponents: the factor to divide by to compare
+        evaluations against pools of different sizes.
 
         A domain whose fitness range grows with the number of programs in a battle (Core War:
         ``[0, N]`` for ``N`` warriors) returns that size for ``opponents`` opponents; then
-        ``fitness / fitness_scale(k)`` is comparable between battles of different sizes.
-        Reports say when the raw figures of two conditions come from battles of different
-        scales. Default ``1.0``: fitness does not depend on battle size.
+        ``fitness / fitness_scale(k)`` is comparable between pools of different sizes.
+        Reports say when the raw figures of two conditions come from different scales.
+        Default ``1.0``: fitness does not depend on the pool (always so for a static domain).
         """
         return 1.0
 

@@ -27,17 +27,21 @@ from dei_framework.backend import EvaluatorLost, EvaluatorOptions
 from dei_framework.budget import BudgetLedger, NodeUsage
 from dei_framework.common import (
     Reference,
+    Score,
     build_reference,
     common_fitness,
     evaluate_texts,
     merge_common,
     raw_entries,
     reference_record,
+    score_texts,
+    scoring_spread,
+    winners,
 )
 from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.context import FactoryContext
 from dei_framework.descriptors import DescriptorSpace
-from dei_framework.domain import Domain
+from dei_framework.domain import LIFECYCLES, Domain
 from dei_framework.envelope import NodeIdentity
 from dei_framework.errors import ConfigError, DEIError, PluginError
 from dei_framework.evaluation import Evaluator
@@ -128,6 +132,7 @@ class Ensemble:
         self.round_opponents: dict[str, dict[int, int]] = defaultdict(dict)
         self.reference: Reference | None = None
         self.common_outcomes: dict = {}
+        self.common_scores: dict[str, Score] = {}
         self.merged_entries: list[dict[str, Any]] = []
         #: The run has written its configuration (a failure after this keeps the directory).
         self.started = False
@@ -152,6 +157,8 @@ class Ensemble:
             self._context(config.domain_options),
         )  # fmt: skip
         self.space = build_space(self.domain, config.axes, registry)
+        if not config.lifecycle:  # the domain's default, recorded in config.json as used
+            self.config = attrs.evolve(config, lifecycle=domain_lifecycle(self.domain))
 
     def _context(self, options: Mapping[str, Any]) -> FactoryContext:
         """What a plugin factory gets: its options (a copy), the run's plugins and seed."""
@@ -159,13 +166,13 @@ class Ensemble:
                               seed=self.config.seed)  # fmt: skip
 
     def _build(self) -> None:
+        self._build_domain()  # first: it resolves the configuration's lifecycle
         config, registry = self.config, self.registry
-        self._build_domain()
         local_nodes = self.local_nodes
         if config.common_ground and self.local is None:
             # A node process leaves common ground to the merge, which measures every node's
             # elites and champions at once.
-            self.reference = build_reference(self.domain)
+            self.reference = build_reference(self.domain, scoring=config.common_seeds)
         spaces = {node.name: build_space(self.domain, node.axes or self.space.names, registry)
                   for node in local_nodes}  # fmt: skip
         policies = {
@@ -190,12 +197,14 @@ class Ensemble:
         replies: dict[str, dict[str, RecordedCall]] = defaultdict(dict)
         received: dict[str, dict[int, list[dict]]] | None = None
         states: dict[str, dict] = {}
+        sharing_states: dict[str, dict] = {}
         postings: list[dict] = []
         if self.resume:
             checkpoint = self.run_dir.read_checkpoint()
             if checkpoint is not None:
                 states = checkpoint["nodes"]
                 postings = checkpoint.get("timeline", [])
+                sharing_states = checkpoint.get("sharing", {})  # absent in older checkpoints
                 offsets = checkpoint["offsets"]
                 self.ledger.resume_wall(checkpoint.get("wall_seconds", 0.0))
                 # Calls completed before the checkpoint are in its budget and log; calls after
@@ -275,12 +284,15 @@ class Ensemble:
                              else LAG_PER_SLOT * operators[name].max_in_flight),
                 archive=_build_plugin(registry.archives, archive_name,
                                       registry.archive(archive_name).factory,
-                                      self._context(config.archive_options)),
+                                      self._context(_own(node_config.archive_options,
+                                                         config.archive_options))),
                 emitter=_build_plugin(registry.emitters, emitter_name,
                                       registry.emitter(emitter_name).factory,
-                                      self._context(config.emitter_options)),
+                                      self._context(_own(node_config.emitter_options,
+                                                         config.emitter_options))),
                 sharing=policies[name], qd_offset=self.domain.fitness_floor,
                 own_window=config.max_champions, peer_window=config.max_peer_champions,
+                lifecycle=config.lifecycle,
             )  # fmt: skip
             if name in states:
                 scheduler.restore(states[name])
@@ -310,6 +322,8 @@ class Ensemble:
                         recorded=None if received is None else received.get(name, {}),
                         identity=identity, members=config.members, timeline=self.timeline,
                         clock=clock)  # fmt: skip
+            if name in sharing_states:
+                node.restore(sharing_states[name])
             self.nodes.append(node)
             self.drivers[name] = SearchDriver(
                 scheduler=scheduler, domain=self.domain, operator=operators[name],
@@ -320,6 +334,9 @@ class Ensemble:
                 on_event=lambda event: self.progress("evaluated", event),
                 axes=tuple(dict.fromkeys((*spaces[name].names, *self.space.names))),
             )  # fmt: skip
+            if name in states:
+                self.drivers[name].generality_excluded.update(
+                    states[name].get("generality_excluded", ()))
 
     def delivery(self, spec: TransportSpec) -> str:
         """``"virtual"`` or ``"wallclock"``: the run's champion delivery with transport ``spec``.
@@ -392,6 +409,8 @@ class Ensemble:
             "offsets": self.run_dir.offsets(),
             "wall_seconds": round(self.ledger.wall_seconds, 3),
             "timeline": self.timeline.to_json() if self.timeline is not None else [],
+            # Sharing counters: a resumed node counts on from them (they restarted at 0 before).
+            "sharing": {node.name: node.state_json() for node in self.nodes},
         })  # fmt: skip
 
     # --- running --------------------------------------------------------------------------------
@@ -469,11 +488,9 @@ class Ensemble:
                 checkpointer.cancel()
             self._checkpoint()
             if self.reference is not None:
-                champions = ((e.get("champion") or {}).get("text")
-                             for driver in self.drivers.values() for e in driver.history)
-                self.common_outcomes = await evaluate_texts(
-                    self.evaluator, self._common_texts(champions), self.reference
-                )
+                champions = [(e.get("champion") or {}).get("text")
+                             for driver in self.drivers.values() for e in driver.history]
+                await self._measure_common(self.evaluator, champions)
         except asyncio.CancelledError:
             # Each node's boundary is consistent with the run log at any await: that is what
             # the periodic checkpoints rely on too.
@@ -653,23 +670,42 @@ class Ensemble:
             nodes: The merged per-node summary entries (champion fields are filled in).
             champions: Per node, each round's champion text (``None`` for a round without).
         """
-        self.reference = build_reference(self.domain)
+        self.reference = build_reference(self.domain, scoring=self.config.common_seeds)
         per_round = {name: [champions[name][r] for r in sorted(champions[name])]
                      for name in nodes}  # fmt: skip
-        texts = self._common_texts(text for round_texts in per_round.values()
-                                   for text in round_texts)
         evaluator = self._new_evaluator()
         try:
-            self.common_outcomes = asyncio.run(evaluate_texts(evaluator, texts, self.reference))
+            asyncio.run(self._measure_common(
+                evaluator, [text for round_texts in per_round.values() for text in round_texts]
+            ))  # fmt: skip
         finally:
             evaluator.close()
         for name, entry in nodes.items():
             entry["champion_common_fitness_per_round"] = [
-                common_fitness(self.common_outcomes, text) for text in per_round[name]
+                common_fitness(self.common_scores, text) for text in per_round[name]
             ]
             if entry.get("champion"):
-                entry["champion"] = {**entry["champion"], "common_fitness": common_fitness(
-                    self.common_outcomes, entry["champion"].get("text"))}  # fmt: skip
+                entry["champion"] = self._with_common(entry["champion"])
+
+    async def _measure_common(self, evaluator: Evaluator, champions: list[str | None]) -> None:
+        """Common ground in its two steps (:mod:`dei_framework.common`): every final-archive
+        elite and round champion once with the selection seed, then the elites kept per cell
+        and the champions with every scoring seed."""
+        reference = self.reference
+        if reference is None:
+            return
+        self.common_outcomes = await evaluate_texts(evaluator, self._common_texts(champions),
+                                                    reference)  # fmt: skip
+        chosen = winners(self._final_archives(), self.common_outcomes, self.space)
+        self.common_scores = await score_texts(
+            evaluator, chosen + [text for text in champions if text], reference
+        )
+
+    def _with_common(self, champion: Mapping[str, Any]) -> dict[str, Any]:
+        """A champion entry with its common-ground fitness and spread over the scoring seeds."""
+        score = self.common_scores.get(champion.get("text") or "")
+        return {**champion, "common_fitness": score.mean if score else None,
+                "common_fitness_std": score.std if score else None}  # fmt: skip
 
     # --- results --------------------------------------------------------------------------------
 
@@ -690,15 +726,20 @@ class Ensemble:
             self.merged_entries = raw_entries(GridArchive.merge(finals)) if finals else []
             return merged
         archive, self.merged_entries = merge_common(
-            finals, self.common_outcomes, self.space, qd_offset=self.domain.fitness_floor
+            finals, self.common_outcomes, self.space, qd_offset=self.domain.fitness_floor,
+            scores=self.common_scores,
         )
         failed = sum(1 for o in self.common_outcomes.values() if o.evaluation is None)
         merged["common"] = {
             **archive.stats().to_json(),
+            **scoring_spread(self.merged_entries),
             "reference": dict(self.reference.record),
             "seed": self.reference.seed,
+            "scoring_seeds": list(self.reference.scoring_seeds),
+            "common_seeds": len(self.reference.scoring_seeds),
             "fitness_scale": self.reference.fitness_scale,
             "failed": failed,
+            "scoring_failed": sum(s.failed for s in self.common_scores.values()),
         }
         return merged
 
@@ -719,8 +760,7 @@ class Ensemble:
             final = loop.history[-1] if loop.history else None
             champion = dict(final["champion"]) if final and final.get("champion") else None
             if champion is not None and self.reference is not None:
-                champion["common_fitness"] = common_fitness(self.common_outcomes,
-                                                            champion["text"])  # fmt: skip
+                champion = self._with_common(champion)
             nodes[node.name] = {
                 "operator": loop.operator.label,
                 "model": loop.operator.label,
@@ -732,13 +772,16 @@ class Ensemble:
                 "generality": final.get("generality") if final else None,
                 "generality_peak": max((g for g in generality if g is not None), default=None),
                 "generality_per_round": generality,
+                "generality_excluded": sorted(loop.generality_excluded),
+                "champion_initial_per_round": [bool(e.get("champion_initial"))
+                                               for e in loop.history],
                 "niche_novelty": mean_or_none(e.get("niche_novelty") for e in loop.history),
                 "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
                 "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
                 "qd_score_per_round": [e["stats"]["qd_score"] for e in loop.history],
                 "champion": champion,
                 "champion_common_fitness_per_round": [
-                    common_fitness(self.common_outcomes, (e.get("champion") or {}).get("text"))
+                    common_fitness(self.common_scores, (e.get("champion") or {}).get("text"))
                     for e in loop.history
                 ] if self.reference is not None else None,
                 "fitness_scale_per_round": self._fitness_scales(node.name),
@@ -763,10 +806,18 @@ class Ensemble:
             "sharing": self.config.sharing,
             "seed": self.config.seed,
             "rounds": self.config.rounds,
+            "lifecycle": self.config.lifecycle,
             "space": {"axes": list(self.space.names), "shape": list(self.space.shape),
                       "cells": self.space.cells, "grid": self.space.to_json()},  # fmt: skip
             "merged": {**merged, "per_round": per_round},
-            "generality": {"reference": _generality_reference(self.domain)},
+            "generality": {
+                "reference": _generality_reference(self.domain),
+                # Per node: how many reference programs it fought or produced, left out of
+                # its generality (the names are in nodes.<name>.generality_excluded).
+                "excluded": {name: len(node["generality_excluded"])
+                             if node.get("generality_excluded") is not None else None
+                             for name, node in nodes.items()},  # fmt: skip
+            },
             "nodes": nodes,
             "operator_divergence": operator_divergence(
                 cell_histograms(self._in_common_space(events), self.space.shape)
@@ -776,6 +827,25 @@ class Ensemble:
             "invalid": sum(1 for e in events if e.get("status") == "invalid"),
             "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
         }
+
+
+def domain_lifecycle(domain: Domain) -> str:
+    """The domain's default archive lifecycle, checked.
+
+    Raises:
+        PluginError: The domain declares a lifecycle DEI does not know.
+    """
+    lifecycle = domain.default_lifecycle()
+    if lifecycle not in LIFECYCLES:
+        raise PluginError(f"domain {domain.name!r} declares lifecycle {lifecycle!r}; "
+                          f"expected one of {', '.join(LIFECYCLES)}")  # fmt: skip
+    return lifecycle
+
+
+def _own(node_options: Mapping[str, Any] | None, run_options: Mapping[str, Any]
+         ) -> Mapping[str, Any]:
+    """A node's own options table if its ``[[node]]`` table gave one, else the run's."""
+    return run_options if node_options is None else node_options
 
 
 def _nominal_latency(node: NodeConfig, operator: Operator) -> float:

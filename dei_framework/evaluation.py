@@ -38,6 +38,7 @@ import attrs
 from dei_framework.backend import EvaluationBackend, EvaluatorLost, EvaluatorOptions, WorkerDied
 from dei_framework.domain import Domain, Evaluation, Program
 from dei_framework.errors import InvalidProgram
+from dei_framework.records import Candidate
 from dei_framework.scheduler import Result, WorkItem
 
 _WORKER_DOMAIN: Domain | None = None
@@ -94,16 +95,20 @@ class Outcome:
         evaluation: Fitness and descriptor (``None`` when invalid).
         error: Why it is invalid (parse error with line number, or evaluation failure).
         seconds: Time spent parsing and evaluating.
+        matches: Reference programs the program is (:meth:`Domain.reference_matches`).
     """
 
     program: Program | None = None
     evaluation: Evaluation | None = None
     error: str | None = None
     seconds: float = 0.0
+    matches: tuple[str, ...] = ()
 
     def result(self, item: WorkItem, *, operator: str = "", **info: Any) -> Result:
         """The scheduler :class:`~dei_framework.scheduler.Result` of ``item`` (for ``tell``)."""
         text = self.program.text if self.program is not None else None
+        if self.matches:  # logged, and left out of the node's generality reference
+            info = {**info, "generality_matches": list(self.matches)}
         if self.evaluation is None:
             return Result(item=item, text=text, error=self.error, operator=operator, info=info)
         return Result(item=item, text=text, fitness=float(self.evaluation.fitness),
@@ -218,7 +223,7 @@ def check_evaluation(
 def evaluate(
     domain: Domain,
     text: str,
-    opponents: Sequence[Program],
+    opponents: Sequence[Program | Candidate],
     *,
     seed: int,
     axes: Collection[str] = (),
@@ -230,12 +235,18 @@ def evaluate(
     Args:
         domain: The domain.
         text: Operator output or program text.
-        opponents: Parsed opponents.
+        opponents: The opponents: parsed programs, or :class:`Candidate` records (such as
+            ``Scheduler.opponents``), which are parsed here (parse them once yourself to
+            evaluate many programs against the same pool).
         seed: Evaluation seed.
         axes: Descriptor keys that must be present.
         known: Every descriptor key allowed (``None``: any).
+
+    Raises:
+        InvalidProgram: An opponent given as a ``Candidate`` does not parse.
     """
-    return _parse_and_evaluate(domain, text, opponents, seed, tuple(axes), known)
+    parsed = [domain.parse(o.text) if isinstance(o, Candidate) else o for o in opponents]
+    return _parse_and_evaluate(domain, text, parsed, seed, tuple(axes), known)
 
 
 def _parse_and_evaluate(
@@ -304,11 +315,13 @@ def _parse_and_evaluate_batch(
             for (index, program, _, parse_s), evaluation in zip(parsed, evaluations, strict=True):
                 problem = check_evaluation(evaluation, required, known)
                 seconds = parse_s + share
+                matches = _reference_matches(domain, program)
                 outcomes[index] = (
-                    Outcome(program=program, evaluation=evaluation, seconds=seconds)
+                    Outcome(program=program, evaluation=evaluation, seconds=seconds,
+                            matches=matches)
                     if problem is None
                     else Outcome(program=program, error=f"evaluation failed: {problem}",
-                                 seconds=seconds)
+                                 seconds=seconds, matches=matches)
                 )  # fmt: skip
     return outcomes  # type: ignore[return-value]  # every job has its outcome now
 
@@ -323,21 +336,33 @@ def _evaluate_parsed(
     *,
     started: float,
 ) -> Outcome:
+    matches = _reference_matches(domain, program)
     try:
         evaluation = domain.evaluate(program, opponents, seed=seed)
     except InvalidProgram as exc:
-        return Outcome(program=program, error=str(exc), seconds=time.perf_counter() - started)
+        return Outcome(program=program, error=str(exc), seconds=time.perf_counter() - started,
+                       matches=matches)  # fmt: skip
     except Exception as exc:  # a domain bug on hostile input must not stop the search
         return Outcome(
             program=program,
             error=f"evaluation failed: {type(exc).__name__}: {exc}",
             seconds=time.perf_counter() - started,
+            matches=matches,
         )
     problem = check_evaluation(evaluation, required, known)
     if problem is not None:
         return Outcome(program=program, error=f"evaluation failed: {problem}",
-                       seconds=time.perf_counter() - started)  # fmt: skip
-    return Outcome(program=program, evaluation=evaluation, seconds=time.perf_counter() - started)
+                       seconds=time.perf_counter() - started, matches=matches)  # fmt: skip
+    return Outcome(program=program, evaluation=evaluation, seconds=time.perf_counter() - started,
+                   matches=matches)  # fmt: skip
+
+
+def _reference_matches(domain: Domain, program: Program) -> tuple[str, ...]:
+    """The generality reference programs ``program`` is (none if the domain cannot tell)."""
+    try:
+        return tuple(sorted(str(name) for name in domain.reference_matches(program)))
+    except Exception:  # a domain bug here must not lose the evaluation
+        return ()
 
 
 def _parse(domain: Domain | None, text: str) -> Program | str:
@@ -353,6 +378,14 @@ def _parse(domain: Domain | None, text: str) -> Program | str:
 def _generality(domain: Domain | None, program: Program) -> float | None:
     domain = domain or _WORKER_DOMAIN
     return domain.generality(program)
+
+
+def _generality_outcomes(domain: Domain | None, program: Program) -> dict[str, bool] | float | None:
+    domain = domain or _WORKER_DOMAIN
+    outcomes = domain.generality_outcomes(program)
+    if outcomes is None:
+        return domain.generality(program)
+    return {str(name): bool(beaten) for name, beaten in outcomes.items()}
 
 
 #: Most evaluations one batch job carries (bounds a batch's latency and its pickled size).
@@ -460,6 +493,7 @@ class LocalBackend(EvaluationBackend):
         for pool in list(self._pools.values()):
             for process in _worker_processes(pool):
                 process.kill()
+        release_semaphores()
 
 
 class Evaluator:
@@ -636,6 +670,18 @@ class Evaluator:
         except Exception:
             return None
 
+    async def generality_outcomes(self, program: Program) -> dict[str, bool] | float | None:
+        """Per reference program, whether a champion beats or ties it
+        (:meth:`Domain.generality_outcomes`); the domain's share when it gives no outcomes;
+        ``None`` if it has neither or it fails."""
+        try:
+            return await self._run(_generality_outcomes, program, lane="generality")
+        except EvaluatorLost as exc:
+            await self._lost(exc)
+            raise  # not reached
+        except Exception:
+            return None
+
     def close(self, *, wait: bool = True) -> None:
         """Stops the workers.
 
@@ -654,6 +700,25 @@ class Evaluator:
         Safe to call from a signal handler just before the process exits.
         """
         self.backend.kill()
+
+
+def release_semaphores() -> None:
+    """Unlinks the named semaphores this process's pools created, as an orderly exit would.
+
+    With the spawn start method every queue and lock of a process pool is a named semaphore
+    that ``multiprocessing`` unlinks at exit; an ``os._exit`` (a second Ctrl-C) skips that, and
+    its resource tracker, which outlives us, unlinks them instead and warns about "leaked
+    semaphore objects" on the terminal. Only the semaphores' finalizers run here (unlink and
+    tell the tracker), none of the pool's, which join threads and could hang.
+    """
+    from multiprocessing import synchronize, util
+
+    # The finalizer registry is private; it has held SemLock._cleanup finalizers since 3.4.
+    registry = getattr(util, "_finalizer_registry", {})
+    for finalizer in list(registry.values()):
+        if getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup:
+            with contextlib.suppress(Exception):  # gone already: nothing left to release
+                finalizer()
 
 
 def _worker_processes(pool: concurrent.futures.Executor) -> list:

@@ -42,7 +42,7 @@ from dei_framework.errors import ConfigError
 from dei_framework.plugins import PluginRegistry
 from dei_framework.presets import get_preset, warn_overrides
 from dei_framework.runlog import write_json_atomic
-from dei_framework.stats import compare
+from dei_framework.stats import compare, holm
 
 #: The built-in conditions, in report order.
 BUILTIN_CONDITIONS = ("solo", "homo", "diverse")
@@ -347,11 +347,13 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
         for operator in condition.operators:
             plugins.operator(operator)  # unknown operator names fail before any run starts
     # Bad domain options (e.g. a generality set overlapping the opponents) fail here too.
-    from dei_framework.ensemble import _build_plugin
+    from dei_framework.ensemble import _build_plugin, domain_lifecycle
 
-    _build_plugin(plugins.domains, base.domain, plugins.domain(base.domain).factory,
-                  FactoryContext(registry=plugins, options=dict(base.domain_options),
-                                 seed=base.seed))  # fmt: skip
+    domain = _build_plugin(plugins.domains, base.domain, plugins.domain(base.domain).factory,
+                           FactoryContext(registry=plugins, options=dict(base.domain_options),
+                                          seed=base.seed))  # fmt: skip
+    # Every condition runs with the same lifecycle, recorded in the plan as it is in each run.
+    base = attrs.evolve(base, lifecycle=base.lifecycle or domain_lifecycle(domain))
     return ExperimentPlan(base=attrs.evolve(base, budget=budget), conditions=conditions,
                           budget=budget, repeats=flags.get("repeats") or 1,
                           preset=preset.name if preset else None)  # fmt: skip
@@ -440,6 +442,8 @@ def run_experiment(
                 from dei_framework.runlog import RunDir
 
                 recorded = RunConfig.from_json(RunDir(run_dir).read_config())
+                if not config.lifecycle:  # the domain's default: the run recorded which it was
+                    config = attrs.evolve(config, lifecycle=recorded.lifecycle)
                 if _canonical(recorded) != _canonical(config):
                     raise ConfigError(f"{run_dir} holds a run with another configuration")
             announce(f"{label}: {'resuming' if resume else 'running'} "
@@ -526,17 +530,26 @@ def _canonical(value: ExperimentPlan | RunConfig) -> str:
 # --- aggregation ------------------------------------------------------------------------------
 
 
-def describe(values: Sequence[float | None]) -> dict[str, Any]:
-    """``{"mean", "std", "values", "n"}`` of the values that are present.
+#: The unit of a statistic over one value per repeat.
+PER_REPEAT = "repeats"
+#: The unit of a statistic pooled over every (node, repeat) pair.
+PER_NODE_REPEAT = "nodes x repeats"
+
+
+def describe(values: Sequence[float | None], *, unit: str = PER_REPEAT) -> dict[str, Any]:
+    """``{"mean", "std", "n", "unit", "values"}`` of the values that are present.
 
     ``std`` is the sample standard deviation (``n - 1``), ``None`` below two values; ``mean``
-    is ``None`` without values. ``values`` keeps the ``None`` entries in place.
+    is ``None`` without values. ``values`` keeps the ``None`` entries in place. ``unit`` says
+    what one value is (:data:`PER_REPEAT`, or :data:`PER_NODE_REPEAT` when pooled over the
+    nodes of every repeat, so that ``n`` is nodes x repeats).
     """
     present = [float(v) for v in values if v is not None and not _isnan(v)]
     return {
         "mean": statistics.fmean(present) if present else None,
         "std": statistics.stdev(present) if len(present) > 1 else None,
         "n": len(present),
+        "unit": unit,
         "values": [None if v is None or _isnan(v) else float(v) for v in values],
     }
 
@@ -597,15 +610,17 @@ def summarize_condition(
     def over_nodes(field: str) -> dict[str, Any]:
         # Mean over nodes and repeats: every (node, repeat) pair is one value.
         return describe([run["nodes"].get(name, {}).get(field)
-                         for run in runs for name in node_names])  # fmt: skip
+                         for run in runs for name in node_names], unit=PER_NODE_REPEAT)  # fmt: skip
 
     calls = [run["budget"]["calls"] for run in runs]
     limits = [run["budget"]["limit"] for run in runs]
     commons = [m.get("common") or {} for m in merged]
     common = {
         field: describe([c.get(field) for c in commons])
-        for field in ("coverage", "qd_score", "num_elites", "obj_max")
-    }
+        for field in ("coverage", "qd_score", "num_elites", "obj_max", "qd_score_sem",
+                      "elite_std_mean", "selection_qd_gap")
+    }  # fmt: skip
+    common["common_seeds"] = _one_record([c.get("common_seeds") for c in commons])
     common["reference"] = _one_record([c.get("reference") for c in commons])
     common["fitness_scale"] = _one_record([c.get("fitness_scale") for c in commons])
     # The scales of the raw figures: each node's final round, over nodes and repeats.
@@ -660,7 +675,7 @@ def _champions_common_fitness(
 ) -> dict[str, Any]:
     """The final champions' common-ground fitness over nodes and repeats."""
     return describe([((run["nodes"].get(name) or {}).get("champion") or {}).get("common_fitness")
-                     for run in runs for name in names])  # fmt: skip
+                     for run in runs for name in names], unit=PER_NODE_REPEAT)  # fmt: skip
 
 
 def _one_record(values: Sequence[Any]) -> Any:
@@ -689,21 +704,31 @@ def metric_values(condition: Mapping[str, Any], metric: str) -> list[float | Non
 def comparisons(conditions: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Diverse against every other condition on every :data:`COMPARED_METRICS` entry.
 
-    Each entry: ``{"a", "b", "metric", "diff", "ci95", "p_value", "test", "n_a", "n_b"}`` —
-    ``diff`` is mean(a) - mean(b) over repeats, ``ci95`` its percentile bootstrap interval,
-    ``p_value`` that of the two-sided exact Mann–Whitney U test (see
-    :mod:`dei_framework.stats`). Empty without a ``diverse`` condition.
+    Each entry is a :func:`dei_framework.stats.compare` entry over repeats (``diff`` the
+    difference of means, ``shift`` and ``ci`` the Hodges–Lehmann shift and its interval at the
+    achieved ``ci_level``, ``a12``, ``p_value`` of the two-sided exact Mann–Whitney U test)
+    plus ``unit`` (``"repeats"``: every statistic is over one value per repeat) and
+    ``p_holm``: the p-value Holm-adjusted within the entry's metric (the family is the
+    comparisons of Diverse with every other condition on that one metric). Empty without a
+    ``diverse`` condition.
     """
     if REFERENCE_CONDITION not in conditions:
         return []
     a = conditions[REFERENCE_CONDITION]
-    return [
-        compare(REFERENCE_CONDITION, metric_values(a, metric), name,
-                metric_values(other, metric), metric)
-        for metric in COMPARED_METRICS
-        for name, other in conditions.items()
-        if name != REFERENCE_CONDITION
-    ]  # fmt: skip
+    entries = []
+    for metric in COMPARED_METRICS:
+        family = [
+            compare(REFERENCE_CONDITION, metric_values(a, metric), name,
+                    metric_values(other, metric), metric)
+            for name, other in conditions.items()
+            if name != REFERENCE_CONDITION
+        ]  # fmt: skip
+        for entry, adjusted in zip(family, holm([e["p_value"] for e in family]), strict=True):
+            entry["unit"] = PER_REPEAT  # one value per repeat and condition
+            entry["p_holm"] = adjusted
+            entry["holm_family"] = len([e for e in family if e["p_value"] is not None])
+        entries += family
+    return entries
 
 
 def equal_on_axis(axis: str, runs: Sequence[Mapping[str, Any]], budget: int) -> bool:

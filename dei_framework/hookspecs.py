@@ -16,6 +16,9 @@ Registration hooks (``dei_domains``, ``dei_operators``, ...) return a list. The 
 them plugin by plugin and concatenates the lists, attributing each item to its plugin; names
 must be unique across plugins (the first registered wins, a clash is reported).
 
+Format hooks (``dei_export_program``) are ``firstresult``: plugins are asked in pluggy's order
+and the first answer that is not ``None`` is used; a plugin answers only for its own domain.
+
 Observation hooks (``dei_candidate_evaluated``, ...) are called for every plugin and their
 return values are ignored. An exception raised in one is caught by the core's guard (the
 outermost wrapper), reported once naming the plugin, and that plugin's implementation of the
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from dei_framework.descriptors import AxisSpec
     from dei_framework.domain import DomainSpec
     from dei_framework.emitters import EmitterSpec
+    from dei_framework.export import ExportedProgram
     from dei_framework.operators import OperatorSpec
     from dei_framework.sharing import SharingSpec
     from dei_framework.transport import TransportSpec
@@ -79,7 +83,9 @@ def dei_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 
 @hookspec
 def dei_domains() -> list[DomainSpec]:
-    """Registers search domains (``--domain NAME``).
+    """Registers search domains (``--domain NAME``): adversarial ones, whose fitness depends
+    on opponents (``Domain.initial_opponents``; the ``reset`` archive lifecycle), and static
+    ones, whose fitness depends on the program alone (no opponents; ``continual``).
 
     Called once when the plugin manager loads.
     """
@@ -169,6 +175,38 @@ def dei_cli_commands() -> list[click.Command]:
     """
 
 
+# --- formats ----------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def dei_export_program(domain: str, program: ExportedProgram) -> tuple[str, str] | None:
+    """Writes one program of a finished run as a file in its domain's own format (``dei export``).
+
+    Called once per exported champion or elite; the first non-``None`` answer wins. Answer
+    ``None`` for a domain that is not yours. When no plugin answers, the core writes the
+    program's text unchanged to a ``.txt`` file (the run, node, operator, round, fitness and
+    cell are in the JSON Lines file written beside it either way).
+
+    Example (Core War writes ``.red`` files with ``;name``, ``;author`` and ``;strategy``
+    comments naming the program's origin)::
+
+        @hookimpl
+        def dei_export_program(domain, program):
+            if domain != "mydomain":
+                return None
+            return ".prog", f"# {program.title}\n{program.text}"
+
+    Args:
+        domain: The run's domain name (``summary.json``'s ``domain``).
+        program: The program and where it comes from
+            (:class:`~dei_framework.export.ExportedProgram`).
+
+    Returns:
+        ``(suffix, text)``: the file name's suffix with its dot (``".red"``) and the file's
+        content; or ``None``.
+    """
+
+
 # --- observation --------------------------------------------------------------------------------
 
 
@@ -200,7 +238,8 @@ def dei_champion_received(node: str, envelope: Any, accepted: bool, reason: str)
         node: The receiving node.
         envelope: The :class:`~dei_framework.envelope.ChampionEnvelope` (``None`` if the
             message could not be decoded).
-        accepted: Whether it was valid and joined the node's opponents or archive.
+        accepted: Whether it was valid (it is then parsed, and the sharing policy decides
+            whether it joins the node's opponents, its archive, or neither).
         reason: Why it was dropped, or ``"ok"``.
     """
 

@@ -226,6 +226,8 @@ class Launcher:
             if self.stopping:
                 raise KeyboardInterrupt
             time.sleep(POLL_SECONDS)
+            if self.stopping:  # a Ctrl-C during the sleep: nothing to repair any more
+                raise KeyboardInterrupt
             repaired = self.network.check()
             for line in repaired:
                 self._say(line)
@@ -307,7 +309,7 @@ class Launcher:
         elif event.get("event") == "round":
             stats = event.get("stats") or {}
             self._say(
-                f"{name} (pid {pid}): round {int(event.get('round', 0)) + 1}/"
+                f"{name} (pid {pid}): round {int(event.get('round', 0))} of "
                 f"{self.config.rounds} done, coverage {stats.get('coverage', 0):.1%}"
             )
 

@@ -177,6 +177,21 @@ class Node:
             self.inbox.dropped["unpublishable"] += 1
             return None
 
+    def state_json(self) -> dict[str, Any]:
+        """The sharing counters, for a checkpoint (a resumed node counts on from them)."""
+        return {"published": self.published, "own_messages": self.own_messages,
+                "late": self.late, "accepted": self.inbox.accepted,
+                "dropped": dict(self.inbox.dropped)}  # fmt: skip
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Puts back the counters of :meth:`state_json`."""
+        self.published = int(state.get("published", 0))
+        self.own_messages = int(state.get("own_messages", 0))
+        self.late = int(state.get("late", 0))
+        self.inbox.accepted = int(state.get("accepted", 0))
+        self.inbox.dropped.clear()
+        self.inbox.dropped.update({str(k): int(v) for k, v in (state.get("dropped") or {}).items()})
+
     def stats(self) -> dict[str, Any]:
         """Sharing counters for the summary."""
         return {

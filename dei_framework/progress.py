@@ -1,7 +1,8 @@
 """Progress display of a run: a live table, one line per round, JSON lines, or nothing.
 
 Rounds are numbered from 0, as in the run directory (``round-000.json``), the event log and
-the reports; the counts ("1/3 rounds done", "40/40 calls") are counts.
+the reports, and named "round k of R" in prose (``round 0 of 3`` ... ``round 2 of 3``); the
+table's counts ("1/3 rounds done", "40/40 calls") are counts.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ class Progress:
             if self.mode == "lines":
                 champion = data.get("champion") or {}
                 self._line(
-                    f"[{data['node']}] round {data['round']} done ({row['rounds_done']}/"
-                    f"{self.config.rounds}): {data['stats']['num_elites']} elites, coverage "
+                    f"[{data['node']}] round {data['round']} of {self.config.rounds} done: "
+                    f"{data['stats']['num_elites']} elites, coverage "
                     f"{data['stats']['coverage']:.1%}, champion fitness "
                     f"{champion.get('fitness', float('nan')):.3f}, calls {row['calls']}"
                     f"/{self.quotas[data['node']]} ({row['operator']}; errors {row['errors']}, "

@@ -29,6 +29,8 @@ PLOTS = "plots"
 CHAMPION_LINES = 40
 #: Heatmap cells are annotated with their value up to this many cells.
 ANNOTATE_CELLS = 64
+#: Most tick labels per heatmap axis: a 100-bin axis labels every 9th bin, not all 100.
+MAX_TICKS = 12
 
 
 def write_run_report(path: Path) -> Path:
@@ -103,12 +105,15 @@ def _num(value: Any, spec: str = ".3f") -> str:
 
 
 def _pm(stats: Mapping[str, Any] | None, spec: str = ".3f") -> str:
-    """``mean ± std (n)`` of a :func:`dei_framework.experiment.describe` value."""
+    """``mean ± std`` of a :func:`dei_framework.experiment.describe` value; ``(n = k)`` after it
+    when the value is pooled over nodes and repeats (its n is then not the repeats')."""
     if not stats or stats.get("mean") is None:
         return "–"
     text = format(stats["mean"], spec)
     if stats.get("std") is not None:
         text += f" ± {format(stats['std'], spec)}"
+    if stats.get("unit") == "nodes x repeats":
+        text += f" (n = {stats.get('n')})"
     return text
 
 
@@ -204,6 +209,13 @@ def _save(fig, path: Path) -> None:
     _pyplot().close(fig)
 
 
+def _ticks(labels: Sequence[str]) -> tuple[list[int], list[str]]:
+    """Positions and labels of at most :data:`MAX_TICKS` evenly spaced bins, the first included."""
+    step = math.ceil(len(labels) / MAX_TICKS) or 1
+    positions = list(range(0, len(labels), step))
+    return positions, [labels[i] for i in positions]
+
+
 def plot_heatmaps(
     panels: Sequence[tuple[str, np.ndarray]],
     space: DescriptorSpace,
@@ -242,10 +254,10 @@ def plot_heatmaps(
                           vmin=value_range[0], vmax=value_range[1])  # fmt: skip
         filled = int(np.isfinite(grid).sum())
         ax.set_title(f"{title} ({filled}/{grid.size} cells)", fontsize=10)
-        ax.set_xticks(range(grid.shape[0]), x_axis.labels(), rotation=45, fontsize=7, ha="right")
+        ax.set_xticks(*_ticks(x_axis.labels()), rotation=45, fontsize=7, ha="right")
         ax.set_xlabel(x_axis.name, fontsize=8)
         if y_axis is not None:
-            ax.set_yticks(range(grid.shape[1]), y_axis.labels(), fontsize=7)
+            ax.set_yticks(*_ticks(y_axis.labels()), fontsize=7)
             ax.set_ylabel(y_axis.name, fontsize=8)
         else:
             ax.set_yticks([])
@@ -313,7 +325,8 @@ def _run_report(path: Path, summary: Mapping[str, Any]) -> str:
     space = summary.get("space") or {}
     out = [f"# DEI run: {summary.get('domain', '?')}\n"]
     out.append(
-        f"{len(nodes)} node(s), {summary.get('rounds', '?')} round(s), seed "
+        f"{len(nodes)} node(s), {summary.get('rounds', '?')} round(s) "
+        f"({summary.get('lifecycle', 'reset')} archives), seed "
         f"{summary.get('seed', '?')}, transport `{summary.get('transport', '?')}`, sharing "
         f"`{summary.get('sharing', '?')}`; grid {' x '.join(map(str, space.get('shape', [])))} "
         f"over {', '.join(space.get('axes', []))} ({space.get('cells', '?')} cells).\n"
@@ -326,9 +339,16 @@ def _run_report(path: Path, summary: Mapping[str, Any]) -> str:
              merged.get("num_elites", 0), _num(merged.get("obj_max")),
              _num(merged.get("obj_mean"))]]  # fmt: skip
     if common:
+        k = common.get("common_seeds")
+        scored = (f" The kept elites were then scored as the mean of K = {k} fresh seeds "
+                  f"(standard error of the QD-score from them: "
+                  f"{_num(common.get('qd_score_sem'), '.2f')}; on the selection measurement it "
+                  f"was {_num(common.get('selection_qd_gap'), '+.2f')} higher)."
+                  if k else "")  # fmt: skip
         out.append(" **Common ground**: every elite re-evaluated against the reference set "
-                   f"({_reference(common.get('reference'))}) with one seed, placed by its "
-                   "common-ground descriptor (`merged_archive.json`).")
+                   f"({_reference(common.get('reference'))}) with one selection seed, placed by "
+                   "its common-ground descriptor, the best per cell kept "
+                   f"(`merged_archive.json`).{scored}")  # fmt: skip
         rows.append(["common ground", _num(common.get("coverage"), ".1%"),
                      _num(common.get("qd_score"), ".2f"), common.get("num_elites", 0),
                      _num(common.get("obj_max")), _num(common.get("obj_mean"))])  # fmt: skip
@@ -408,11 +428,25 @@ def _run_report(path: Path, summary: Mapping[str, Any]) -> str:
         if len(lines) > CHAMPION_LINES:
             shown += f"\n... ({len(lines) - CHAMPION_LINES} more lines)"
         out.append(
-            f"<details><summary>{name} ({node.get('operator', '')}): fitness "
-            f"{_num(champion.get('fitness'))}, cell {champion.get('cell')}</summary>\n\n"
+            f"<details><summary>{name} ({node.get('operator', '')}){_origin(champion, nodes)}: "
+            f"fitness {_num(champion.get('fitness'))}, cell {champion.get('cell')}</summary>\n\n"
             f"```\n{shown}\n```\n</details>\n\n"
         )
     return "\n".join(out)
+
+
+def _origin(champion: Mapping[str, Any], nodes: Mapping[str, Any]) -> str:
+    """``", received from node-0 (gp)"`` for a champion another node wrote, else ``""``.
+
+    A received champion keeps the label ``peer:<node>`` where it is admitted; the operator
+    that wrote it is the origin node's.
+    """
+    label = str(champion.get("operator") or "")
+    if not label.startswith("peer:"):
+        return ""
+    origin = label.removeprefix("peer:")
+    operator = (nodes.get(origin) or {}).get("operator")
+    return f", received from {origin}" + (f" ({operator})" if operator else "")
 
 
 def _reference(record: Any) -> str:
@@ -495,11 +529,14 @@ def _experiment_report(path: Path, summary: Mapping[str, Any]) -> str:
         f"Equal compute: every condition gets {_equal_compute_terms(summary)} in "
         f"total over {summary.get('rounds')} round(s); {summary.get('repeats')} repeat(s) per "
         f"condition with seeds {summary.get('seeds')} (the same seeds for every condition). "
-        f"Equal compute {equal}. Values are mean ± sample standard deviation over repeats.\n"
+        f"Equal compute {equal}. Values are mean ± sample standard deviation over **repeats** "
+        "(n = the repeats column), except where an n follows them: those are pooled over "
+        "**nodes × repeats** (every node of every repeat is one value, so n = nodes × "
+        "repeats; such values are not independent).\n"
     )
     out.append("## Conditions\n")
     out.append(_table(
-        ["condition", "nodes", "operators", "n", "coverage (common)", "QD-score (common)",
+        ["condition", "nodes", "operators", "repeats", "coverage (common)", "QD-score (common)",
          "coverage (raw)", "QD-score (raw)", "generality", "peak generality", "niche novelty",
          "operator divergence"],
         [[name, c["nodes"], _operators(c["operators"]), c["repeats_completed"],
@@ -511,12 +548,14 @@ def _experiment_report(path: Path, summary: Mapping[str, Any]) -> str:
     ))  # fmt: skip
     out.append(
         "\nCommon ground: the best-per-cell merge of a run's final-round archives after every "
-        "elite was re-evaluated against one reference set with one seed "
-        f"({_reference(summary.get('common_reference'))}), so the same program scores the same "
-        "in every condition. Raw: the same merge with fitness as each node measured it against "
-        "its own opponent pool (pools differ between conditions). Generality, peak generality "
-        "and niche novelty: mean over nodes and repeats (final-round champion, best round's "
-        "champion, and share of received champions that filled an empty niche); generality set: "
+        f"elite was re-evaluated against one reference set "
+        f"({_reference(summary.get('common_reference'))}); "
+        f"{_scoring_terms({n: _common(c) for n, c in conditions.items()})} The same program "
+        "scores the same in every condition. Raw: the same merge with fitness as each node "
+        "measured it against its own opponent pool (pools differ between conditions). "
+        "Generality, peak generality and niche novelty: mean over nodes × repeats (final-round "
+        "champion, best round's champion, and share of received champions that filled an "
+        "empty niche); generality set: "
         f"{_reference(summary.get('generality_reference'))}. Operator divergence: mean pairwise "
         "Jensen–Shannon divergence of the nodes' candidate-cell distributions (undefined for "
         "one node).\n"
@@ -607,17 +646,57 @@ def _common(condition: Mapping[str, Any]) -> Mapping[str, Any]:
     return condition["merged"].get("common") or {}
 
 
+def _scoring_terms(commons: Mapping[str, Mapping[str, Any]]) -> str:
+    """How common-ground fitness was measured: the K scoring seeds, or (older runs) one seed."""
+    seeds = {c.get("common_seeds") for c in commons.values() if c.get("common_seeds") is not None}
+    if not seeds:
+        return ("each elite measured once, with one seed, and the best per cell kept on that "
+                "same measurement (a run from before K-seed scoring: biased upward).")  # fmt: skip
+    k = ", ".join(str(s) for s in sorted(seeds))
+    text = (f"the elite of each cell chosen on one measurement (the selection seed), then "
+            f"scored as the mean of **K = {k}** fresh seeds (independent of the choice, so "
+            "free of the winner's curse).")  # fmt: skip
+    gaps = [f"{name} {_pm(c.get('selection_qd_gap'), '.2f')}" for name, c in commons.items()
+            if (c.get("selection_qd_gap") or {}).get("mean") is not None]  # fmt: skip
+    sems = [f"{name} {_num((c.get('qd_score_sem') or {}).get('mean'), '.2f')}"
+            for name, c in commons.items()
+            if (c.get("qd_score_sem") or {}).get("mean") is not None]  # fmt: skip
+    if gaps:
+        text += (" QD-score on the selection measurement minus the scored one (the bias the "
+                 f"scoring removed; over repeats): {'; '.join(gaps)}.")  # fmt: skip
+    if sems:
+        text += (" Standard error of a run's common QD-score from its K seeds (mean over "
+                 f"repeats): {'; '.join(sems)}.")  # fmt: skip
+    return text
+
+
 def _comparisons(entries: Sequence[Mapping[str, Any]]) -> str:
     """The ``comparisons`` table: Diverse against every other condition."""
     if not entries:
         return ""
     out = ["\n## Comparisons\n"]
-    out.append(
-        "Difference of means over repeats (a − b) with its 95 % percentile bootstrap interval "
-        f"and the p-value of the {entries[0]['test']} (no correction for the number of "
-        "comparisons). With n repeats per condition the smallest attainable p is "
-        "2 / C(n_a + n_b, n_a).\n"
-    )
+    legacy = all("ci" not in entry for entry in entries)  # an experiment summarised before
+    n = sorted({f"{e.get('n_a')} / {e.get('n_b')}" for e in entries})
+    if legacy:
+        out.append(
+            "Difference of means over repeats (a − b) with its 95 % percentile bootstrap "
+            f"interval and the p-value of the {entries[0]['test']} (this summary predates the "
+            "rank-based intervals, A12 and Holm's adjustment; `dei report` on a re-summarised "
+            "experiment shows them).\n"
+        )
+    else:
+        out.append(
+            f"Every statistic is over **repeats** (n = {', '.join(n)} per pair). Difference: "
+            "of means (descriptive). Shift: the Hodges–Lehmann estimate (median of all "
+            "pairwise differences a − b) with the distribution-free confidence interval that "
+            "inverts the exact Mann–Whitney test; its exact level is discrete and given in "
+            "brackets (the narrowest interval of at least 95 %; when the repeats are too few "
+            "for 95 % the widest one, at its lower level, in italics). A12: Vargha–Delaney "
+            "effect size, P(a > b) + P(a = b) / 2 (0.5: none). p: the "
+            f"{entries[0]['test']}; Holm: adjusted within each metric over its "
+            f"{max((e.get('holm_family') or 0) for e in entries)} comparisons. With n "
+            "repeats per condition the smallest attainable p is 2 / C(n_a + n_b, n_a).\n"
+        )
     metrics = {"merged.common.coverage": ("coverage (common)", ".1%"),
                "merged.common.qd_score": ("QD-score (common)", ".2f"),
                "merged.coverage": ("coverage (raw)", ".1%"),
@@ -625,13 +704,31 @@ def _comparisons(entries: Sequence[Mapping[str, Any]]) -> str:
     rows = []
     for entry in entries:
         label, spec = metrics.get(entry["metric"], (entry["metric"], ".3f"))
-        ci = entry.get("ci95")
-        rows.append([f"{entry['a']} − {entry['b']}", label,
-                     f"{entry.get('n_a')} / {entry.get('n_b')}", _num(entry.get("diff"), spec),
-                     f"[{_num(ci[0], spec)}, {_num(ci[1], spec)}]" if ci else "–",
-                     _num(entry.get("p_value"), ".3f")])  # fmt: skip
-    out.append(_table(["a − b", "metric", "n", "difference", "95% CI", "p"], rows))
+        pair = [f"{entry['a']} − {entry['b']}", label, f"{entry.get('n_a')} / {entry.get('n_b')}",
+                _num(entry.get("diff"), spec)]  # fmt: skip
+        if legacy:
+            ci = entry.get("ci95")
+            rows.append([*pair, f"[{_num(ci[0], spec)}, {_num(ci[1], spec)}]" if ci else "–",
+                         _num(entry.get("p_value"), ".3f")])  # fmt: skip
+            continue
+        rows.append([*pair, _num(entry.get("shift"), spec), _interval(entry, spec),
+                     _num(entry.get("a12"), ".2f"), _num(entry.get("p_value"), ".3f"),
+                     _num(entry.get("p_holm"), ".3f")])  # fmt: skip
+    if legacy:
+        out.append(_table(["a − b", "metric", "n", "difference", "95% CI", "p"], rows))
+    else:
+        out.append(_table(["a − b", "metric", "n (repeats)", "difference of means",
+                           "shift (HL)", "CI [level]", "A12", "p", "p (Holm)"], rows))  # fmt: skip
     return "\n".join(out)
+
+
+def _interval(entry: Mapping[str, Any], spec: str) -> str:
+    """``[low, high] [96.8%]`` of a comparison; italic when it does not reach 95 %."""
+    ci = entry.get("ci")
+    if not ci:
+        return "–"
+    text = f"[{_num(ci[0], spec)}, {_num(ci[1], spec)}] [{_num(entry.get('ci_level'), '.1%')}]"
+    return text if entry.get("ci95") else f"*{text}*"
 
 
 def _round_stat(condition: Mapping[str, Any], index: int, field: str) -> Any:
@@ -653,29 +750,40 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
     images: dict[str, str] = {}
     names = list(conditions)
 
-    # Final merged coverage / QD-score: mean ± std bars with every repeat as a dot.
+    # Final merged coverage / QD-score on common ground (what the comparisons use): mean ± std
+    # bars with every repeat as a dot. Raw figures only for experiments from before common
+    # ground, and labelled so.
+    kind, final = final_figures(conditions)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, field, label in (
-        (axes[0], "coverage", "merged coverage"),
-        (axes[1], "qd_score", "merged QD-score"),
-    ):
-        _bars_with_dots(ax, names, [conditions[name]["merged"][field] for name in names])
-        ax.set_ylabel(label)
+    for ax, field, label in ((axes[0], "coverage", "merged coverage"),
+                             (axes[1], "qd_score", "merged QD-score")):  # fmt: skip
+        _bars_with_dots(ax, names, [final[name][field] for name in names])
+        ax.set_ylabel(f"{label} ({kind})")
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(f"Final merged archive at equal compute ({summary.get('budget')} calls per "
-                 f"condition; bars: mean ± std, dots: repeats)")  # fmt: skip
+    fig.suptitle(f"Final merged archive, {kind}, at equal compute ({summary.get('budget')} "
+                 f"calls per condition; bars: mean ± std over repeats, dots: repeats)")  # fmt: skip
     _save(fig, plots / "final.png")
     images["final"] = f"{PLOTS}/final.png"
 
-    fig, (ax_cov, ax_qd) = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, field, label in (
-        (ax_cov, "coverage", "merged coverage"),
-        (ax_qd, "qd_score", "merged QD-score"),
-    ):
+    # Per round: common ground measures each round's champions (not each round's archives),
+    # so the first panel is the champions' common-ground fitness; the archives' per-round
+    # figures are raw, labelled so.
+    champions = {name: champion_common_per_round(c) for name, c in conditions.items()}
+    panels = 3 if any(champions.values()) else 2
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4))
+    if panels == 3:
+        _line_plot(axes[0], [(name, [s["mean"] for s in rounds], [s["std"] for s in rounds])
+                             for name, rounds in champions.items()],
+                   ylabel="champion fitness (common ground)")  # fmt: skip
+        axes[0].set_title("round champions, common ground\n(mean ± std over nodes × repeats)",
+                          fontsize=9)  # fmt: skip
+    for ax, field, label in ((axes[-2], "coverage", "merged coverage (raw)"),
+                             (axes[-1], "qd_score", "merged QD-score (raw)")):  # fmt: skip
         _line_plot(ax, [(name, [e[field]["mean"] for e in c["merged"]["per_round"]],
                          [e[field]["std"] for e in c["merged"]["per_round"]])
                         for name, c in conditions.items()], ylabel=label)  # fmt: skip
-    fig.suptitle("Merged archive per round (mean ± std over repeats)")
+        ax.set_title("raw: each node's own pool, not comparable\nacross conditions "
+                     "(mean ± std over repeats)", fontsize=9)  # fmt: skip
     _save(fig, plots / "progress.png")
     images["progress"] = f"{PLOTS}/progress.png"
 
@@ -710,30 +818,82 @@ def _experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> di
         _save(fig, plots / "niche_novelty.png")
         images["niche_novelty"] = f"{PLOTS}/niche_novelty.png"
 
-    # Where each condition's merged archive reaches: share of repeats covering each cell.
-    panels, space = [], None
+    # Where each condition's merged archive reaches: share of repeats covering each cell, on
+    # common ground (the cells of merged_archive.json) when measured, else raw.
+    panels, space, kinds = [], None, set()
     for name, c in conditions.items():
         occupancy = []
         for run in c.get("runs", []):
-            archives = final_archives(path / run.get("dir", ""))
-            if archives:
-                merged = GridArchive.merge(archives.values())
-                space = space or merged.space
-                occupancy.append(np.isfinite(merged.fitness_grid()).astype(float))
+            found = merged_occupancy(path / run.get("dir", ""))
+            if found is not None:
+                grid_space, grid, kind = found
+                space = space or grid_space
+                kinds.add(kind)
+                occupancy.append(grid)
         if occupancy:
             frequency = np.mean(occupancy, axis=0)
-            panels.append((f"{name} (n={len(occupancy)})",
+            panels.append((f"{name} (n={len(occupancy)} repeats)",
                            np.where(frequency > 0, frequency, np.nan)))  # fmt: skip
     if panels and space is not None:
         plot_heatmaps(
             panels,
             space,
             plots / "heatmaps.png",
-            colorbar="share of repeats with the cell filled",
+            colorbar=f"share of repeats with the cell filled ({' and '.join(sorted(kinds))})",
             value_range=(0.0, 1.0),
         )
         images["heatmaps"] = f"{PLOTS}/heatmaps.png"
     return images
+
+
+def final_figures(conditions: Mapping[str, Any]) -> tuple[str, dict[str, dict[str, Any]]]:
+    """What ``final.png`` draws: ``("common ground", ...)`` with each condition's
+    common-ground coverage and QD-score statistics, or ``("raw", ...)`` when no condition
+    measured common ground (an experiment from before it)."""
+    if any((_common(c).get("qd_score") or {}).get("mean") is not None
+           for c in conditions.values()):  # fmt: skip
+        empty = {"mean": None, "std": None, "values": []}
+        return "common ground", {
+            name: {field: _common(c).get(field) or empty for field in ("coverage", "qd_score")}
+            for name, c in conditions.items()
+        }  # fmt: skip
+    return "raw", {name: {field: c["merged"][field] for field in ("coverage", "qd_score")}
+                   for name, c in conditions.items()}  # fmt: skip
+
+
+def champion_common_per_round(condition: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per round, the round champions' common-ground fitness over nodes × repeats (empty when
+    no run measured it)."""
+    from dei_framework.experiment import PER_NODE_REPEAT, describe
+
+    series = [node.get("champion_common_fitness_per_round") or []
+              for run in condition.get("runs", [])
+              for node in run.get("nodes", {}).values()]  # fmt: skip
+    rounds = max((len(s) for s in series), default=0)
+    if not any(v is not None for s in series for v in s):
+        return []
+    return [describe([s[r] if r < len(s) else None for s in series], unit=PER_NODE_REPEAT)
+            for r in range(rounds)]  # fmt: skip
+
+
+def merged_occupancy(run_dir: Path) -> tuple[DescriptorSpace, np.ndarray, str] | None:
+    """A run's merged-archive occupancy (1 filled, 0 empty) in the run's grid, and its kind:
+    ``"common ground"`` from ``merged_archive.json``'s common-ground cells, else ``"raw"``
+    from the nodes' final archives; ``None`` when neither can be read."""
+    with contextlib.suppress(OSError, json.JSONDecodeError, KeyError, TypeError, ConfigError):
+        entries = json.loads((run_dir / "merged_archive.json").read_text())
+        space = DescriptorSpace.from_json(json.loads((run_dir / "summary.json").read_text())
+                                          ["space"]["grid"])  # fmt: skip
+        if entries and all(e.get("common_fitness") is not None for e in entries):
+            grid = np.zeros(space.shape)
+            for entry in entries:
+                grid[tuple(entry["cell"])] = 1.0
+            return space, grid, "common ground"
+    archives = final_archives(run_dir)
+    if not archives:
+        return None
+    merged = GridArchive.merge(archives.values())
+    return merged.space, np.isfinite(merged.fitness_grid()).astype(float), "raw"
 
 
 def _bars_with_dots(ax, names: list[str], stats: list[dict[str, Any]]) -> None:

@@ -1,4 +1,10 @@
-"""The ask/tell core of one node: Red Queen MAP-Elites rounds as a synchronous state machine.
+"""The ask/tell core of one node: MAP-Elites rounds as a synchronous state machine.
+
+A round ends with a champion, published to peers; what a round start does depends on the
+archive lifecycle: ``reset`` (Red Queen rounds, DRQ and DEI) starts a fresh archive warmed with
+the opponent pool, which grows with the champions; ``continual`` (classic MAP-Elites, island
+models) keeps the archive, so a round is a migration interval: peers' champions are evaluated
+and offered to it, and the opponent pool stays the initial one (a static objective).
 
 :class:`Scheduler` holds everything a node decides — the archive, the opponent pool, the
 emitter, the round quotas — and nothing it waits for: no event loop, no operator, no transport.
@@ -30,7 +36,7 @@ import numpy as np
 
 from dei_framework.archives import AddStatus, ArchiveBase, ArchiveFactory, GridArchive
 from dei_framework.descriptors import DescriptorSpace
-from dei_framework.domain import Domain
+from dei_framework.domain import LIFECYCLES, Domain
 from dei_framework.emitters import EmitterBase, UniformEmitter
 from dei_framework.operators import OperatorRequest
 from dei_framework.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
@@ -227,9 +233,12 @@ class Scheduler:
         qd_offset: The domain's lowest fitness (QD-score offset).
         own_window: Own champions kept in the opponent pool.
         peer_window: Received champions kept in the opponent pool.
+        lifecycle: ``"reset"`` (a fresh archive each round, Red Queen opponent pool) or
+            ``"continual"`` (one archive for the run; received champions compete for its
+            cells; the opponent pool stays ``initial_opponents``).
 
     Raises:
-        ValueError: ``rounds``, ``calls`` or ``lag`` out of range.
+        ValueError: ``rounds``, ``calls`` or ``lag`` out of range, or an unknown lifecycle.
     """
 
     def __init__(
@@ -250,10 +259,15 @@ class Scheduler:
         qd_offset: float = 0.0,
         own_window: int = OWN_WINDOW,
         peer_window: int = PEER_WINDOW,
+        lifecycle: str = "reset",
     ) -> None:
         if rounds < 1 or calls < 0 or lag < 0:
             raise ValueError(f"need rounds >= 1, calls >= 0, lag >= 0; got {rounds}, {calls}, "
                              f"{lag}")
+        if lifecycle not in LIFECYCLES:
+            raise ValueError(f"lifecycle must be one of {', '.join(LIFECYCLES)}, "
+                             f"got {lifecycle!r}")  # fmt: skip
+        self.lifecycle = lifecycle
         self.name = name
         self.space = space
         self.calls = calls
@@ -289,12 +303,15 @@ class Scheduler:
 
     @classmethod
     def for_domain(cls, domain: Domain, *, name: str, calls: int, **settings: Any) -> Scheduler:
-        """A scheduler over ``domain``'s default axes, initial opponents and fitness floor.
+        """A scheduler over ``domain``'s default axes, initial opponents, fitness floor and
+        archive lifecycle.
 
-        ``settings`` are the other constructor arguments (``rounds``, ``seed``, ``emitter``...).
+        ``settings`` are the other constructor arguments (``rounds``, ``seed``, ``emitter``,
+        ``lifecycle`` to override the domain's ...).
         """
         offered = {spec.name: spec.axis for spec in domain.descriptor_axes()}
         space = DescriptorSpace([offered[axis] for axis in domain.default_axes])
+        settings.setdefault("lifecycle", domain.default_lifecycle())
         return cls(name=name, space=space, initial_opponents=domain.initial_opponents(),
                    calls=calls, qd_offset=domain.fitness_floor, **settings)  # fmt: skip
 
@@ -371,7 +388,11 @@ class Scheduler:
     # --- the round ------------------------------------------------------------------------------
 
     def start_round(self, received: Iterable[Candidate] = ()) -> list[Candidate]:
-        """Starts the current round: fresh archive, warm start, received champions.
+        """Starts the current round: warm start, then received champions.
+
+        ``reset``: the (fresh) archive is warmed with the whole opponent pool, and received
+        champions may join the pool. ``continual``: only the first round is warmed (with the
+        initial programs); the archive carries over, and received champions go to cells only.
 
         Args:
             received: Champions from peers, already parsed (``text`` canonical) and checked by
@@ -382,11 +403,15 @@ class Scheduler:
         """
         if self.started or self.finished:
             raise RuntimeError("start_round: the round already started or the run is finished")
-        own = self.pool.opponents()
+        continual = self.lifecycle == "continual"
+        # A persistent archive holds every earlier warm start already (the objective is fixed).
+        own = [] if continual and self.round > 0 else self.pool.opponents()
         accepted = []
         peers: list[tuple[Candidate, bool]] = []
         for champion in received:
             admit = self.sharing.on_receive(champion)
+            if continual:  # a static objective: the opponent pool never grows
+                admit &= Admit.CELLS
             if not admit:
                 continue
             accepted.append(champion)
@@ -510,7 +535,10 @@ class Scheduler:
                 return Admission(result=attrs.evolve(result, error="not admitted (sharing policy)",
                                                      fitness=None, descriptor=None),
                                  candidate=None, status=None)  # fmt: skip
-            status = self.archive.add_if_empty(candidate)
+            # reset: peers fill cells the warm start left empty; continual: a migrant competes
+            # for its cell like any candidate (an island model), or it could never improve one.
+            add = self.archive.add if self.lifecycle == "continual" else self.archive.add_if_empty
+            status = add(candidate)
         else:
             status = self.archive.add(candidate)
         if item.kind == "mutate":
@@ -518,20 +546,32 @@ class Scheduler:
         return Admission(result=result, candidate=candidate, status=status)
 
     def _end_round(self) -> RoundEnd:
-        finished = self.archive
+        continual = self.lifecycle == "continual"
+        # A continual archive goes on changing next round: the round's end is a snapshot.
+        finished = self._snapshot() if continual else self.archive
         champion = finished.best()
+        # A champion that is an initial opponent (re-evaluated in the warm start) is no work of
+        # the search: it is marked, and champion-level figures (generality) use the round's
+        # best other elite instead.
+        initial = {opponent.text for opponent in self.pool.initial}
+        champion_initial = champion is not None and champion.text in initial
         event = {
             "event": "round", "node": self.name, "round": self.round,
             "calls": self.completed, "stats": finished.stats().to_json(),
             "champion": champion.to_json() if champion else None,
+            "champion_initial": champion_initial,
             "received": self._valid_received,
             "niche_novelty": self._novel / self._valid_received if self._valid_received else None,
             "opponents": self._opponents_fought,
             "emitter": self.emitter.name, "archive_kind": finished.kind,
             "generality": None,
         }  # fmt: skip
+        if champion_initial:
+            others = [elite for elite in finished if elite.text not in initial]
+            best_other = max(others, key=lambda elite: elite.fitness) if others else None
+            event["generality_champion"] = best_other.to_json() if best_other else None
         self.history.append(event)
-        if champion is not None:
+        if champion is not None and not continual:
             self.pool.add_champion(Candidate(text=champion.text, source="own", node=self.name,
                                              round=self.round, operator=champion.operator))
         self.previous_cells = {elite.cell for elite in finished}
@@ -540,9 +580,14 @@ class Scheduler:
         self.completed = self._warm = self._next_order = self._next_slot = 0
         self._novel = self._valid_received = 0
         self._opponents_fought = []
-        self.archive = self._new_archive(self.round)
-        self.emitter.reset()
+        if not continual:  # a continual node goes on with its archive and its emitter's memory
+            self.archive = self._new_archive(self.round)
+            self.emitter.reset()
         return RoundEnd(event=event, archive=finished, champion=champion)
+
+    def _snapshot(self) -> ArchiveBase:
+        """A copy of the archive as it stands (once per round: its cost is the archive's)."""
+        return self._new_archive(self.round).fill_from_json(self.archive.to_json())
 
     def stop(self, reason: str) -> None:
         """Stops the node for good (e.g. its operator failed beyond retrying)."""

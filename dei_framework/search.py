@@ -110,6 +110,9 @@ class SearchDriver:
         self.checkpoint = checkpoint
         self.axes = tuple(axes if axes is not None else scheduler.space.names)
         self.generality_tasks: dict[int, asyncio.Task] = {}
+        #: Generality reference programs this node fought or produced (by the domain's
+        #: :meth:`~dei_framework.domain.Domain.reference_matches`): left out of its generality.
+        self.generality_excluded: set[str] = set()
         self._failures = 0
         self._known: dict[str, Program | str] = {}
         self._opponents: OpponentSet | None = None
@@ -132,15 +135,17 @@ class SearchDriver:
     def state_json(self) -> dict[str, Any]:
         """The node's checkpoint state: the scheduler's, plus its usage."""
         usage = self.ledger.usage[self.name].to_json()
-        return {**self.scheduler.state_json(), "usage": {**usage, "in_flight": 0}}
+        return {**self.scheduler.state_json(), "usage": {**usage, "in_flight": 0},
+                "generality_excluded": sorted(self.generality_excluded)}  # fmt: skip
 
     # --- the loop -------------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Runs the remaining rounds (all of them for a new node)."""
         for entry in self.history:  # rounds whose generality a crash interrupted
-            if entry["generality"] is None and entry["champion"] is not None:
-                self._start_generality(entry["round"], entry["champion"]["text"])
+            subject = generality_subject(entry)
+            if entry["generality"] is None and subject is not None:
+                self._start_generality(entry["round"], subject)
         scheduler = self.scheduler
         if scheduler.started:  # resumed mid-round
             await self._load_opponents()
@@ -208,11 +213,21 @@ class SearchDriver:
             scheduler.stop(str(fatal))
             self.record([{"event": "node_stopped", "node": self.name, "round": scheduler.round,
                           "reason": scheduler.stopped}], [])  # fmt: skip
+        # Every round's figure leaves out the same reference programs: all that this node
+        # fought or produced in the whole run, so that its figures compare across rounds.
         for round_index, task in self.generality_tasks.items():
-            value = await task
+            value = self._share(await task)
             for entry in self.history:
                 if entry["round"] == round_index:
                     entry["generality"] = value
+
+    def _share(self, outcomes: Mapping[str, bool] | float | None) -> float | None:
+        """Generality from per-reference outcomes, leaving out the excluded programs."""
+        if not isinstance(outcomes, Mapping):
+            return outcomes
+        kept = [beaten for name, beaten in outcomes.items()
+                if name not in self.generality_excluded]  # fmt: skip
+        return sum(kept) / len(kept) if kept else None
 
     async def _start_round(self) -> None:
         """Validates received champions off the event loop, then starts the round."""
@@ -243,6 +258,8 @@ class SearchDriver:
 
     def _handle(self, report: TellReport) -> None:
         events = [event for a in report.admitted if (event := a.event()) is not None]
+        for admission in report.admitted:
+            self.generality_excluded.update(admission.result.info.get("generality_matches", ()))
         self.record(events, [])
         for event in events:
             if event["kind"] in ("new", "mutate"):  # progress counts operator-made candidates
@@ -254,8 +271,9 @@ class SearchDriver:
         end, self._round_end = self._round_end, None
         self.on_round(end.event, end.archive)
         self.record([end.event], [])
-        if end.champion is not None:
-            self._start_generality(end.event["round"], end.champion.text)
+        subject = generality_subject(end.event)
+        if subject is not None:
+            self._start_generality(end.event["round"], subject)
         if end.champion is not None and self.publish is not None:
             # Published before the checkpoint, so that a resumed run has it (virtual-time
             # delivery checkpoints what was published).
@@ -398,8 +416,15 @@ class SearchDriver:
     def _start_generality(self, round_index: int, text: str) -> None:
         self.generality_tasks[round_index] = asyncio.create_task(self._generality(text))
 
-    async def _generality(self, text: str) -> float | None:
+    async def _generality(self, text: str) -> Mapping[str, bool] | float | None:
         parsed = await self.evaluator.parse(text)
         if not isinstance(parsed, Program):
             return None
-        return await self.evaluator.generality(parsed)
+        return await self.evaluator.generality_outcomes(parsed)
+
+
+def generality_subject(entry: Mapping[str, Any]) -> str | None:
+    """The program whose generality a ``round`` event reports: its champion, or, when that is an
+    initial opponent, the round's best other elite (``None``: nothing to measure)."""
+    subject = entry.get("generality_champion" if entry.get("champion_initial") else "champion")
+    return subject["text"] if subject else None

@@ -3,6 +3,11 @@ admits of what it receives (``on_receive``).
 
 Whatever the policy, a received program is parsed and re-evaluated locally before it can enter
 the opponent pool or the archive: a peer's claimed fitness and descriptor are never trusted.
+
+With the ``continual`` archive lifecycle a round is a migration interval: what ``select`` picks
+are the round's *migrants* (the built-in policies take the ``migrants`` fittest elites of the
+archive), and the receiver offers each, once evaluated, to its archive; the opponent pool of a
+static objective never grows, so :attr:`Admit.OPPONENTS` has no effect there.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ class Admit(enum.Flag):
     """Where a received champion may go (combine with ``|``)."""
 
     NOTHING = 0
-    #: Into the Red Queen opponent pool (its peer window).
+    #: Into the Red Queen opponent pool (its peer window; ``reset`` lifecycle only).
     OPPONENTS = enum.auto()
-    #: Into empty cells of the fresh archive, once re-evaluated locally.
+    #: Into the archive, once re-evaluated locally: into empty cells of the fresh archive
+    #: (``reset``), or competing for its cell like any candidate (``continual``).
     CELLS = enum.auto()
 
 
@@ -42,7 +48,8 @@ class SharingPolicy(Protocol):
     shares: bool
 
     def select(self, archive: ArchiveBase) -> list[Candidate]:
-        """The elites to publish from a finished round's archive."""
+        """The elites to publish from a finished round's archive (the migrants, with the
+        ``continual`` lifecycle)."""
 
     def on_receive(self, champion: Candidate) -> Admit:
         """Where a received (already parsed, not yet re-evaluated) champion may go."""
@@ -95,28 +102,46 @@ class SharingSpec:
     description: str = ""
 
 
+def _count(policy: str, options: Mapping[str, Any], key: str, default: int) -> int:
+    """A positive integer option of a built-in policy."""
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"sharing {policy}: {key} must be a positive integer, got {value!r}")
+    return value
+
+
 def _top_k(options: Mapping[str, Any]) -> SharingPolicy:
-    k = options.get("k", 3)
-    if not isinstance(k, int) or k < 1:
-        raise ConfigError(f"sharing top-k: k must be a positive integer, got {k!r}")
-    return TopKSharing(name="top-k", top_k=k)
+    if "k" in options and "migrants" in options and options["k"] != options["migrants"]:
+        raise ConfigError("sharing top-k: k and migrants name the same count; give one")
+    key = "migrants" if "migrants" in options else "k"
+    return TopKSharing(name="top-k", top_k=_count("top-k", options, key, 3))
+
+
+def _publishing(name: str, admit: Admit) -> SharingFactory:
+    """A built-in policy publishing the ``migrants`` fittest elites (default 1: the champion)."""
+
+    def factory(options: Mapping[str, Any]) -> SharingPolicy:
+        return TopKSharing(name=name, top_k=_count(name, options, "migrants", 1), admit=admit)
+
+    return factory
 
 
 #: The policies the core itself registers (through its built-in plugin).
 BUILTIN_POLICIES = (
     SharingSpec(
         name="champion",
-        factory=lambda options: TopKSharing(name="champion"),
-        description="publish the round champion; receivers add it to opponents and empty cells",
+        factory=_publishing("champion", Admit.OPPONENTS | Admit.CELLS),
+        description="publish the round champion (option migrants: the k best); receivers add "
+        "it to opponents and cells",
     ),
     SharingSpec(
         name="top-k",
         factory=_top_k,
-        description="publish the k best elites of the round (option k, default 3)",
+        description="publish the k best elites of the round (option k or migrants, default 3)",
     ),
     SharingSpec(
         name="opponents-only",
-        factory=lambda options: TopKSharing(name="opponents-only", admit=Admit.OPPONENTS),
+        factory=_publishing("opponents-only", Admit.OPPONENTS),
         description="publish the champion; receivers only add it to their opponents",
     ),
     SharingSpec(

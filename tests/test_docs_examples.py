@@ -72,3 +72,50 @@ def test_search_component_examples_run_in_an_ensemble(tmp_path):
     assert not [o for e in rounds for o in e["opponents"] if o["source"] == "peer"]
     peers = [e for e in log if e["event"] == "evaluated" and e["kind"] == "peer"]
     assert all("sharing policy" not in (e.get("error") or "") for e in peers)
+
+
+def doc_blocks(name: str, marker: str) -> list[str]:
+    """The doc's Python blocks that contain ``marker``."""
+    blocks = re.findall(r"```python\n(.*?)```", (DOCS / name).read_text(), re.DOTALL)
+    return [block for block in blocks if marker in block]
+
+
+def test_the_static_numeric_domain_example_runs_continual_and_migrates(tmp_path, monkeypatch):
+    [source] = doc_blocks("writing-a-domain.md", "class Sphere(Domain)")
+    module = types.ModuleType("sphere_module")
+    exec(compile(source, "writing-a-domain.md", "exec"), module.__dict__)
+    [usage] = doc_blocks("writing-a-domain.md", "sphere_module")
+    monkeypatch.chdir(tmp_path)
+    scope = {"sphere_module": module}
+    exec(compile(usage, "writing-a-domain.md", "exec"), scope)
+    summary = scope["summary"]
+    assert summary["lifecycle"] == "continual" and summary["budget"]["calls"] == 400
+    assert summary["merged"]["coverage"] > 0.05
+    # no warm start, and every node's champion crossed at every round start after the first
+    log = [json.loads(line) for line in (tmp_path / "runs/sphere/events.jsonl").open()]
+    assert not [e for e in log if e["event"] == "evaluated" and e["kind"] == "warm"]
+    received = {(e["node"], e["round"]) for e in log if e["event"] == "received"}
+    assert received == {(f"node-{n}", r) for n in range(4) for r in (1, 2, 3)}
+    # one node: exactly as many evaluations as calls
+    lone = RunConfig(domain="sphere", budget=200, rounds=2, eval_workers=0, common_ground=True,
+                     nodes=[NodeConfig(name="node-0", operator="gaussian")])  # fmt: skip
+    registry = load_plugins(extra=[module])
+    alone = run(lone, tmp_path / "lone", registry=registry)
+    assert alone["evaluated"] == 200
+    # Common ground of a static domain: no reference programs, the same fitness as measured.
+    common = alone["merged"]["common"]
+    assert common["reference"]["count"] == 0 and common["failed"] == 0
+    assert (common["coverage"], common["qd_score"]) == (
+        alone["merged"]["coverage"], alone["merged"]["qd_score"])
+
+
+def test_the_pyribs_page_dei_loop_runs_plain_map_elites(capsys):
+    [source] = doc_blocks("for-pyribs-users.md", "from dei_framework import")
+    scope: dict = {}
+    exec(compile(source, "for-pyribs-users.md", "exec"), scope)
+    scheduler = scope["scheduler"]
+    assert scheduler.lifecycle == "continual" and scheduler.finished
+    stats = scope["stats"]
+    assert stats["num_elites"] > 20 and stats["coverage"] == stats["num_elites"] / 400
+    assert stats["qd_score"] > 0 and scheduler.history[-1]["calls"] == 2000
+    assert capsys.readouterr().out.startswith("continual ")

@@ -21,6 +21,7 @@ from dei_framework.experiment import (  # noqa: E402
     Condition,
     ExperimentPlan,
     describe,
+    metric_values,
     parse_conditions,
     plan_from_flags,
     run_experiment,
@@ -28,6 +29,7 @@ from dei_framework.experiment import (  # noqa: E402
 )
 from dei_framework.operators import OperatorSpec  # noqa: E402
 from dei_framework.plugins import load_plugins  # noqa: E402
+from dei_framework.stats import holm  # noqa: E402
 
 BUDGET = 48
 
@@ -132,6 +134,10 @@ def test_aggregates_match_the_runs(experiment):
             for node in condition["per_node"]
         ]
         assert condition["generality"]["mean"] == pytest.approx(statistics.fmean(generality))
+        # Pooled over nodes and repeats, and it says so: n is nodes x repeats, not repeats.
+        assert condition["generality"]["n"] == condition["nodes"] * 2 == len(generality)
+        assert condition["generality"]["unit"] == "nodes x repeats"
+        assert condition["merged"]["coverage"]["unit"] == "repeats"
         for node, stats in condition["per_node"].items():
             assert stats["generality"]["values"] == [
                 run["nodes"][node]["generality"] for run in condition["runs"]
@@ -175,14 +181,16 @@ def test_the_same_text_gets_the_same_common_fitness_in_every_condition(experimen
     assert shared, "no program was found by two conditions"
     for text, found in shared.items():
         assert len(set(found.values())) == 1, (text, found)
-    # And it is the fitness against the reference set with the reference's own seed.
+    # And it is the mean fitness against the reference set over the reference's K scoring
+    # seeds (the same in every run).
     from dei_framework.common import build_reference
 
     domain = toy_domain.ToyDomain()
-    reference = build_reference(domain)
+    reference = build_reference(domain, scoring=plan.base.common_seeds)
     for text, found in shared.items():
-        direct = domain.evaluate(domain.parse(text), reference.programs, seed=reference.seed)
-        assert next(iter(found.values())) == direct.fitness
+        direct = [domain.evaluate(domain.parse(text), reference.programs, seed=seed).fitness
+                  for seed in reference.scoring_seeds]  # fmt: skip
+        assert next(iter(found.values())) == pytest.approx(statistics.fmean(direct))
 
 
 def test_comparisons_put_diverse_against_every_other_condition(experiment):
@@ -194,17 +202,32 @@ def test_comparisons_put_diverse_against_every_other_condition(experiment):
     assert pairs == {(b, m) for b in others for m in metrics}
     for entry in summary["comparisons"]:
         assert entry["a"] == "diverse" and entry["n_a"] == entry["n_b"] == 2
+        assert entry["unit"] == "repeats"
         a = summary["conditions"]["diverse"]
         b = summary["conditions"][entry["b"]]
         path = entry["metric"].split(".")
         mean_a, mean_b = (c[path[0]] if len(path) == 2 else c[path[0]][path[1]] for c in (a, b))
         key = path[-1]
         assert entry["diff"] == pytest.approx(mean_a[key]["mean"] - mean_b[key]["mean"])
-        low, high = entry["ci95"]
-        assert low <= entry["diff"] <= high or low == high
+        # n = 2 against 2 cannot reach 95 %: the widest rank interval (the extreme pairwise
+        # differences) is given at its exact level 1 - 2/6, and ci95 stays empty.
+        low, high = entry["ci"]
+        assert low <= entry["shift"] <= high
+        assert entry["ci95"] is None and entry["ci_level"] == pytest.approx(2 / 3)
+        values = [metric_values(summary["conditions"][c], entry["metric"])
+                  for c in ("diverse", entry["b"])]  # fmt: skip
+        differences = [x - y for x in values[0] for y in values[1]]
+        assert (low, high) == (pytest.approx(min(differences)), pytest.approx(max(differences)))
+        assert entry["a12"] == pytest.approx(
+            sum((x > y) + 0.5 * (x == y) for x in values[0] for y in values[1]) / 4)
         # n = 2 against 2: the exact test can only give p = 1/3, 2/3 or 1.
         assert any(entry["p_value"] == pytest.approx(p) for p in (1 / 3, 2 / 3, 1.0))
         assert "Mann-Whitney" in entry["test"]
+    # Holm within each metric: the three comparisons of one metric form the family.
+    for metric in metrics:
+        family = [e for e in summary["comparisons"] if e["metric"] == metric]
+        assert [e["p_holm"] for e in family] == pytest.approx(holm([e["p_value"] for e in family]))
+        assert all(e["p_holm"] >= e["p_value"] and e["holm_family"] == 3 for e in family)
 
 
 def test_homo_stays_one_condition_with_one_operator():
@@ -222,7 +245,9 @@ def test_describe_by_hand():
     assert stats["std"] == pytest.approx(math.sqrt(7 / 3))  # sample std of 1, 2, 4
     assert stats["n"] == 3
     assert stats["values"] == [1.0, 2.0, None, 4.0]
-    assert describe([0.5]) == {"mean": 0.5, "std": None, "n": 1, "values": [0.5]}
+    assert describe([0.5]) == {"mean": 0.5, "std": None, "n": 1, "unit": "repeats",
+                               "values": [0.5]}  # fmt: skip
+    assert describe([0.5, 1.0], unit="nodes x repeats")["unit"] == "nodes x repeats"
     assert describe([None, float("nan")])["mean"] is None
 
 
@@ -268,12 +293,15 @@ def test_summarize_condition_hand_checked():
         "mean": 4.0,
         "std": pytest.approx(math.sqrt(2)),
         "n": 2,
+        "unit": "repeats",
         "values": [3.0, 5.0],
     }
     assert condition["merged"]["per_round"][0]["coverage"]["mean"] == pytest.approx(0.15)
     # Generality: over nodes and repeats, the missing value left out: (0.5 + 0.7 + 0.9) / 3.
     assert condition["generality"]["mean"] == pytest.approx(0.7)
     assert condition["generality"]["values"] == [0.5, None, 0.7, 0.9]
+    assert condition["generality"]["n"] == 3
+    assert condition["generality"]["unit"] == "nodes x repeats"
     assert condition["niche_novelty"]["mean"] == pytest.approx(0.3)
     assert condition["per_node"]["node-1"]["generality"]["values"] == [None, 0.9]
     assert condition["per_node"]["node-0"]["generality_per_round"][0]["mean"] is None
@@ -383,6 +411,7 @@ def test_cli_runs_an_experiment_and_writes_the_report(tmp_path, cli_plugins):
     assert result.exit_code == 0, result.output
     assert "solo" in result.output and "diverse" in result.output
     assert (out / "summary.json").exists() and (out / "report.md").exists()
+    _assert_table_aligned(result.output, {"solo", "homo:toy-random", "homo:toy-b", "diverse"})
     again = CliRunner().invoke(cli.dei, args)
     assert again.exit_code == 1
     assert "--resume" in again.output
@@ -400,9 +429,18 @@ def test_cli_runs_an_experiment_and_writes_the_report(tmp_path, cli_plugins):
         ],
     )
     assert resumed.exit_code == 0, resumed.output
+    _assert_table_aligned(resumed.output, {"solo", "homo:toy-random", "homo:toy-b", "diverse"})
     summary = json.loads((out / "summary.json").read_text())
     assert summary["conditions"]["homo:toy-random"]["budget"]["calls"] == [8, 8]
     assert (out / "homo-toy-b" / "repeat-1" / "merged_archive.json").exists()
+
+
+def _assert_table_aligned(output: str, conditions: set[str]) -> None:
+    """The end-of-run table: one line per condition, every column starting at one offset."""
+    lines = [line for line in output.splitlines() if " node(s)  " in line]
+    assert {line.split()[0] for line in lines} == conditions, output
+    for column in (" node(s)", "common ground:", "QD-score", "(raw:", "calls"):
+        assert len({line.index(column) for line in lines}) == 1, (column, output)
 
 
 def test_cli_errors_are_one_line(tmp_path, cli_plugins):

@@ -110,8 +110,8 @@ DEFAULTS = {
     "`opponents`": lambda: ",".join(CorewarOptions().opponents),
     "`transport`": lambda: cfg.DEFAULTS["transport"],
     "`human_set`": lambda: (
-        "bundled generality folder (6 warriors)"
-        if CorewarOptions().human_set is None and _bundled_generality() == 6 else "changed"
+        f"bundled generality folder ({_bundled_generality()} project-written warriors)"
+        if CorewarOptions().human_set is None else "changed"
     ),
 }
 

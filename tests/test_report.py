@@ -120,6 +120,20 @@ def test_run_report(tmp_path, plugins):
 
 
 
+def test_a_received_champion_is_credited_to_its_origin(tmp_path, plugins):
+    path = toy_run(tmp_path / "run", plugins)
+    summary_path = path / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    # node-1's champion is one node-0 wrote and node-1 received: recorded as "peer:node-0",
+    # as the scheduler labels received champions.
+    summary["nodes"]["node-1"]["champion"]["operator"] = "peer:node-0"
+    summary_path.write_text(json.dumps(summary))
+    text = write_run_report(path).read_text()
+    champions = text.split("## Champions")[1]
+    assert "<summary>node-1 (toy-b), received from node-0 (toy-random): fitness" in champions
+    assert "<summary>node-0 (toy-random): fitness" in champions  # its own: no origin named
+
+
 def test_nodes_on_axes_of_their_own_are_drawn_in_the_runs_grid(tmp_path, plugins):
     """One node searches over "peak" alone: its archive has another shape. The report draws
     every node and the merge in the run's grid, as the run's own merge counts them."""
@@ -170,7 +184,7 @@ def test_run_without_round_files(tmp_path, plugins):
 @pytest.fixture(scope="module")
 def experiment_dir(tmp_path_factory, plugins):
     out = tmp_path_factory.mktemp("experiment")
-    flags = dict(domain="toy", operators=("toy-random", "toy-b"), budget=16, rounds=2, repeats=2,
+    flags = dict(domain="toy", operators=("toy-random", "toy-b"), budget=16, rounds=2, repeats=3,
                  seed=1, eval_workers=0, conditions="solo,homo,diverse")  # fmt: skip
     run_experiment(plan_from_flags(flags, plugins), out, registry=plugins)
     return out
@@ -185,8 +199,13 @@ def test_experiment_report(experiment_dir):
     assert "coverage (common)" in text and "QD-score (raw)" in text
     assert "## Comparisons" in text
     for other in ("solo", "homo:toy-random", "homo:toy-b"):
-        assert f"| diverse − {other} | QD-score (common) | 2 / 2 |" in text
-    assert "Mann-Whitney U" in text
+        assert f"| diverse − {other} | QD-score (common) | 3 / 3 |" in text
+    assert "Mann-Whitney U" in text and "Hodges–Lehmann" in text and "Holm" in text
+    # n = 3 against 3 cannot reach 95 %: the interval is the widest one, at its 90 %, italic.
+    assert "[90.0%]*" in text
+    # Statistics pooled over nodes and repeats say their n (4 nodes x 3 repeats).
+    assert "(n = 12)" in text and "nodes × repeats" in text
+    assert "K = 5" in text
     for node in ("node-0", "node-1", "node-2", "node-3"):
         assert node in text
     images = linked_images(report)
@@ -204,7 +223,64 @@ def test_interrupted_experiment_report(tmp_path, experiment_dir):
     (copy / "summary.json").unlink()
     (copy / "homo-toy-b" / "repeat-1" / "summary.json").unlink()
     text = write_run_report(copy).read_text()
-    assert "Unfinished: homo:toy-b (1/2)" in text
+    assert "Unfinished: homo:toy-b (2/3)" in text
+
+
+def test_experiment_plots_rank_conditions_as_the_common_ground_table(
+    tmp_path, experiment_dir, monkeypatch
+):
+    # What final.png draws (bar heights) must be the common-ground means of the report's
+    # conditions table, so plot and table rank the conditions alike.
+    from dei_framework import report as report_module
+
+    drawn: dict[str, list[list[float]]] = {}
+    labels: dict[str, list[str]] = {}
+    save = report_module._save
+
+    def capture(fig, path):
+        drawn[path.name] = [[bar.get_height() for bar in ax.patches] for ax in fig.axes]
+        labels[path.name] = [ax.get_ylabel() for ax in fig.axes]
+        save(fig, path)
+
+    copy = tmp_path / "copy"
+    shutil.copytree(experiment_dir, copy)
+    monkeypatch.setattr(report_module, "_save", capture)
+    text = write_run_report(copy).read_text()
+    summary = json.loads((copy / "summary.json").read_text())
+    names = list(summary["conditions"])
+    assert labels["final.png"] == ["merged coverage (common ground)",
+                                   "merged QD-score (common ground)"]  # fmt: skip
+    for axis, field in enumerate(("coverage", "qd_score")):
+        common = [summary["conditions"][n]["merged"]["common"][field]["mean"] for n in names]
+        assert drawn["final.png"][axis] == pytest.approx(common)
+        ranking = sorted(names, key=lambda n: -common[names.index(n)])
+        plotted = sorted(names, key=lambda n: -drawn["final.png"][axis][names.index(n)])
+        assert plotted == ranking
+    for name in names:
+        qd = summary["conditions"][name]["merged"]["common"]["qd_score"]
+        assert f"{qd['mean']:.2f} ± {qd['std']:.2f}" in text  # the table the plot agrees with
+    # progress.png: the common-ground champion panel first, the archives' figures labelled raw.
+    assert labels["progress.png"] == ["champion fitness (common ground)",
+                                      "merged coverage (raw)", "merged QD-score (raw)"]  # fmt: skip
+
+
+def test_a_summary_from_before_the_rank_intervals_still_reports(tmp_path, experiment_dir):
+    # dei report on an experiment summarised by an older version: bootstrap ci95 only, no
+    # shift, A12, Holm, units or K.
+    copy = tmp_path / "old"
+    shutil.copytree(experiment_dir, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    old_keys = {"a", "b", "metric", "diff", "ci95", "p_value", "test", "n_a", "n_b"}
+    summary["comparisons"] = [{**{k: v for k, v in e.items() if k in old_keys},
+                               "ci95": [-1.0, 1.0]} for e in summary["comparisons"]]  # fmt: skip
+    for condition in summary["conditions"].values():
+        for key in ("common_seeds", "qd_score_sem", "elite_std_mean", "selection_qd_gap"):
+            condition["merged"]["common"].pop(key)
+        condition["generality"].pop("unit")
+    (copy / "summary.json").write_text(json.dumps(summary))
+    text = write_run_report(copy).read_text()
+    assert "percentile bootstrap" in text and "[-1.00, 1.00]" in text
+    assert "with one seed" in text and "K = " not in text
 
 
 def test_not_a_run(tmp_path):
@@ -220,9 +296,40 @@ def test_report_command(tmp_path, plugins, monkeypatch):
     path = toy_run(tmp_path / "run", plugins, budget=8)
     result = CliRunner().invoke(cli.dei, ["report", str(path)])
     assert result.exit_code == 0, result.output
-    assert "report.md" in result.output
+    assert result.output.startswith(f"report: {path / 'report.md'} (plots: ")
+    assert f" in {path / 'plots'})" in result.output
     empty = tmp_path / "empty"
     empty.mkdir()
     failed = CliRunner().invoke(cli.dei, ["report", str(empty)])
     assert failed.exit_code == 1
     assert failed.output.startswith("error: ") and failed.output.count("\n") == 1
+
+
+def test_heatmaps_label_a_bounded_number_of_bins(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from dei_framework import report
+    from dei_framework.descriptors import DescriptorSpace, ThresholdAxis, UniformAxis
+
+    figures = []
+    monkeypatch.setattr(report, "_save", lambda fig, path: figures.append(fig))
+    large = DescriptorSpace([UniformAxis("a", 0.0, 1.0, 100), UniformAxis("b", 0.0, 1.0, 100)])
+    small = DescriptorSpace([ThresholdAxis("c", (1, 10, 100)), ThresholdAxis("d", (2, 20))])
+    for space in (large, small):
+        grid = np.full(space.shape, np.nan)
+        grid[1, 1] = 1.0
+        report.plot_heatmaps([("node-0", grid)], space, tmp_path / "h.png", colorbar="fitness")
+    try:
+        for figure, space, most in zip(figures, (large, small), (report.MAX_TICKS, 4), strict=True):
+            axes = figure.axes[0]
+            for ticks, axis in ((axes.get_xticklabels(), space.axes[0]),
+                                (axes.get_yticklabels(), space.axes[1])):  # fmt: skip
+                texts = [tick.get_text() for tick in ticks]
+                assert 2 <= len(texts) <= most and texts[0] == axis.labels()[0], texts
+                assert set(texts) <= set(axis.labels())
+            if space is small:  # a small grid still labels every bin
+                assert len(axes.get_xticklabels()) == 4 and len(axes.get_yticklabels()) == 3
+    finally:
+        for figure in figures:
+            plt.close(figure)

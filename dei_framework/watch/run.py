@@ -140,6 +140,8 @@ class WatchedRun:
                 changed = True
                 self._index_checkpoint()
         changed |= self.summary.poll()
+        # Known before any event: config.json is written before a run logs anything.
+        self.model.continual = self._config().get("lifecycle") == "continual"
         try:
             for source in list(self._sources.values()):
                 while text := source.tail.read_text(None if deadline is None else CHUNK_BYTES):

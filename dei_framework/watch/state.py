@@ -170,10 +170,12 @@ class NodeState:
         self.curve = Curve()
         self.best_ever: float | None = None
 
-    def start_round(self, round_index: int) -> None:
-        """A new round: a fresh archive (the search loop starts each round from scratch)."""
+    def start_round(self, round_index: int, *, keep_archive: bool = False) -> None:
+        """A new round: a fresh archive (``reset`` lifecycle: the search loop starts each round
+        from scratch), or the same one (``continual``: ``keep_archive``)."""
         self.previous_cells = frozenset(self.archive.cells)
-        self.archive.clear()
+        if not keep_archive:
+            self.archive.clear()
         self.round = round_index
         self.round_calls = 0
 
@@ -206,6 +208,8 @@ class RunState:
         self.qd_offset: float | None = None
         #: Largest cell index seen per axis (the grid's extent when nothing else tells it).
         self.extent: list[int] = []
+        #: The run keeps its archives across rounds (``lifecycle = "continual"``).
+        self.continual = False
 
     # --- feeding --------------------------------------------------------------------------------
 
@@ -253,8 +257,9 @@ class RunState:
 
     def _enter_round(self, node: NodeState, round_index: Any) -> None:
         if isinstance(round_index, int) and round_index > node.round:
-            node.start_round(round_index)
-            self._remerge()
+            node.start_round(round_index, keep_archive=self.continual)
+            if not self.continual:
+                self._remerge()
 
     def _remerge(self) -> None:
         self.merged.clear()

@@ -225,6 +225,8 @@ class CorewarDomain(Domain):
     name = "coreware"
     default_axes = ("tsp", "mc")
     fitness_floor = 0.0
+    # Adversarial: fitness is a battle against the pool, so every round starts a fresh archive.
+    lifecycle = "reset"
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         self.settings = CorewarOptions.from_mapping(options or {})
@@ -240,6 +242,7 @@ class CorewarDomain(Domain):
         # Per-process caches, rebuilt lazily in each worker (see __getstate__).
         self._parsed: dict[str, Program] = {}
         self._humans: WarriorSet | None = None
+        self._images: dict[str, list[str]] | None = None  # generality warriors by load image
         self._dropped: frozenset[str] = frozenset()
         self._dropped = self._check_generality_overlap()
 
@@ -249,6 +252,7 @@ class CorewarDomain(Domain):
         state = dict(self.__dict__)
         state["_parsed"] = {}
         state["_humans"] = None
+        state["_images"] = None
         return state
 
     # --- programs -------------------------------------------------------------------------------
@@ -403,6 +407,22 @@ class CorewarDomain(Domain):
         if not humans.warriors:
             return None
         return self.generality_report(program).share
+
+    def generality_outcomes(self, program: Program) -> dict[str, bool] | None:
+        """Per generality warrior (file name), whether the program beats or ties it."""
+        if not self.warrior_set().warriors:
+            return None
+        return {name: mine >= theirs
+                for name, mine, theirs in self.generality_report(program).outcomes}  # fmt: skip
+
+    def reference_matches(self, program: Program) -> list[str]:
+        """Generality warriors (file names) with the program's load image."""
+        if self._images is None:
+            images: dict[str, list[str]] = {}
+            for name, warrior in self.warrior_set().warriors:
+                images.setdefault(canonical(warrior), []).append(name)
+            self._images = images
+        return list(self._images.get(canonical(self._warrior(program)), ()))
 
     # --- prompts and options --------------------------------------------------------------------
 

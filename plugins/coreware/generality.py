@@ -9,6 +9,7 @@ depend on the order of the set, on the run, or on the machine.
 
 from __future__ import annotations
 
+import difflib
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -98,6 +99,33 @@ def canonical(warrior: Warrior) -> str:
     """A warrior's load image as text: what two copies of one program share whatever their
     comments, labels or layout (used to tell whether two sets share a program)."""
     return f"ORG {warrior.start}\n" + "\n".join(str(ins) for ins in warrior.instructions)
+
+
+#: Shape similarity (see :func:`shape_similarity`) from which two warriors count as near
+#: duplicates. A dwarf and the same loop with one more line (a SPL bomb) score 0.89; two
+#: warriors that share only a common ``JMP``/``DAT`` tail score well below 0.8.
+NEAR_DUPLICATE = 0.8
+
+
+def shape(warrior: Warrior) -> list[str]:
+    """A warrior's code with its constants left out: ``OPCODE.MODIFIER`` and the two addressing
+    modes of each instruction, in order (step sizes, distances and bomb values do not count)."""
+    return [f"{i.opcode}.{i.modifier} {i.a_mode}{i.b_mode}" for i in warrior.instructions]
+
+
+def shape_similarity(first: Warrior, second: Warrior) -> float:
+    """How alike two warriors' code is, constants aside: ``2 M / (len1 + len2)`` where ``M``
+    counts the instructions of the longest matching blocks of their :func:`shape`
+    (:class:`difflib.SequenceMatcher`'s ratio). 1.0: the same code modulo constants."""
+    return difflib.SequenceMatcher(None, shape(first), shape(second), autojunk=False).ratio()
+
+
+def near_duplicates(first: Warrior, second: Warrior) -> bool:
+    """Two warriors that are the same program (same load image) or almost the same code
+    (:func:`shape_similarity` at least :data:`NEAR_DUPLICATE`, e.g. one strategy with other
+    constants or one instruction more)."""
+    return (canonical(first) == canonical(second)
+            or shape_similarity(first, second) >= NEAR_DUPLICATE)  # fmt: skip
 
 
 def pairing_seed(name: str, mindistance: int, salt: int = 0) -> int:

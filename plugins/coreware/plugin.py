@@ -14,6 +14,7 @@ from dei_framework import hookimpl
 from dei_framework.cli_options import RunOption
 from dei_framework.descriptors import AxisSpec
 from dei_framework.domain import Domain, DomainSpec
+from dei_framework.export import ExportedProgram
 from dei_framework.operators import Operator, OperatorSettings, OperatorSpec
 
 
@@ -102,6 +103,15 @@ def dei_run_options() -> list[RunOption]:
             convert=lambda folder: str(Path(folder).resolve()),
         ),
     ]  # fmt: skip
+
+
+@hookimpl
+def dei_export_program(domain: str, program: ExportedProgram) -> tuple[str, str] | None:
+    if domain != "coreware":
+        return None
+    from dei_coreware.export import export_text
+
+    return ".red", export_text(program)
 
 
 @hookimpl

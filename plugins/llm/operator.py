@@ -47,6 +47,7 @@ from typing import Any
 
 import attrs
 import tenacity
+from dei_llm.preflight import is_loopback, preflight
 
 from dei_framework.budget import Price
 from dei_framework.errors import BudgetExhausted, ConfigError, OperatorError
@@ -85,8 +86,12 @@ _MISSING_KEY = re.compile(
     re.IGNORECASE,
 )
 
+#: Seconds the first call may be out before a line says that the run is waiting for it.
+FIRST_REPLY_NOTICE = 5.0
+
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "litellm", "httpx", "openai")
 _MESSAGE_LIMIT = 240
+_OBJECT_REPR = re.compile(r"\S*<[^<>]* object at 0x[0-9a-fA-F]+>")
 
 
 def import_litellm() -> Any:
@@ -249,16 +254,26 @@ class LLMOperator(Operator):
         self.node = node
         self.options = options or LLMOptions()
         self.max_in_flight = self.options.concurrency
-        self._litellm = import_litellm()
-        self.price = self._find_price()
-        self.priced = self.price is not None
         self.metered = True
         self._stats = _Stats()
         self._fatal: OperatorError | None = None
+        self._first_reply_notice: asyncio.TimerHandle | None = None
         # One semaphore per event loop: asyncio primitives bind to the loop that first
         # contends for them, and tests (or a library user) may drive us from several loops.
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
+        cause = preflight(model, api_base=self.options.api_base, api_key=self.options.api_key,
+                          api_key_env=self.options.api_key_env)  # fmt: skip
+        if cause is not None:
+            # Every call would fail: the first one says so at once, and litellm (seconds to
+            # import) is never loaded. Nothing will be called, so there is nothing to price.
+            self._fatal = OperatorError(_truncate(f"{self._where()}: {cause}", 400))
+            self._litellm = None
+            self.price, self.priced = None, True
+            return
+        self._litellm = import_litellm()
+        self.price = self._find_price()
+        self.priced = self.price is not None
 
     @classmethod
     def from_settings(cls, model: str, settings: OperatorSettings) -> LLMOperator:
@@ -283,10 +298,13 @@ class LLMOperator(Operator):
                 # fail at once instead of each knocking on the provider's door.
                 raise OperatorError(str(self._fatal))
             self._stats.in_flight += 1
+            self._watch_first_reply()
             try:
                 return await self._propose(messages, meter)
             finally:
                 self._stats.in_flight -= 1
+                if self._first_reply_notice is not None:
+                    self._first_reply_notice.cancel()
 
     async def aclose(self) -> None:
         """Nothing to release: litellm owns (and shares across nodes) its HTTP clients."""
@@ -297,6 +315,30 @@ class LLMOperator(Operator):
         return attrs.asdict(self._stats)
 
     # --- internals ----------------------------------------------------------------------------
+
+    def _where(self) -> str:
+        """The model and, when given, the server: ``openai/m at http://host/v1``."""
+        return f"{self.model} at {self.options.api_base}" if self.options.api_base else self.model
+
+    def _watch_first_reply(self) -> None:
+        """Says so once if the first call is still out after :data:`FIRST_REPLY_NOTICE` s.
+
+        A silent wait for a slow or unreachable server looks like a hang; a timeout or the
+        retries behind it can take minutes (``timeout``, ``max_retries``).
+        """
+        if self._first_reply_notice is not None or self._stats.calls:
+            return
+        started = time.monotonic()
+
+        def notice() -> None:
+            if self._stats.calls == 0:
+                who = f"[{self.node}] " if self.node else ""
+                print(f"{who}waiting for the first reply of {self._where()} "
+                      f"({time.monotonic() - started:.0f} s so far; timeout "
+                      f"{self.options.timeout:g} s per attempt)", file=sys.stderr,
+                      flush=True)  # fmt: skip
+
+        self._first_reply_notice = asyncio.get_running_loop().call_later(FIRST_REPLY_NOTICE, notice)
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -333,8 +375,9 @@ class LLMOperator(Operator):
                 with attempt:
                     if self._fatal is not None:  # found out while this call waited to retry
                         raise OperatorError(str(self._fatal))
-                    await meter.open_attempt(prompt_tokens=prompt_bound,
-                                             max_tokens=options.max_tokens, cost_usd=worst)
+                    await meter.open_attempt(
+                        prompt_tokens=prompt_bound, max_tokens=options.max_tokens, cost_usd=worst
+                    )
                     attempts += 1
                     usage: tuple[int, int] | None = None
                     try:
@@ -420,8 +463,7 @@ class LLMOperator(Operator):
             return False
         if os.environ.get("OPENAI_API_KEY"):
             return False
-        host = urllib.parse.urlsplit(self.options.api_base).hostname or ""
-        return host in ("localhost", "::1") or host.startswith("127.")
+        return is_loopback(self.options.api_base)
 
     def _reply(self, response: Any, attempts: int) -> OperatorReply:
         try:
@@ -468,7 +510,7 @@ class LLMOperator(Operator):
             exc = bug
         status = getattr(exc, "status_code", None)
         text = str(getattr(exc, "message", None) or exc or type(exc).__name__)
-        text = _one_line(text.split("Traceback (most recent call last)")[0])
+        text = _one_line(_OBJECT_REPR.sub("", text.split("Traceback (most recent call last)")[0]))
         # litellm prefixes "litellm.RateLimitError: RateLimitError: OpenAIException - "; keep
         # the provider's own words.
         text = re.sub(r"^(litellm\.\w+:\s*)?(\w+Error:\s*)?(\w+Exception\s*-\s*)?", "", text)
@@ -502,7 +544,12 @@ class LLMOperator(Operator):
             # litellm's own words ("InternalServerError (500): Connection error.") would
             # mislead: no server answered at all. The socket error says what happened.
             host = urllib.parse.urlsplit(url).hostname if url else None
-            detail = next(str(c) for c in _causes(exc) if isinstance(c, OSError))
+            # The socket's own error: the wrappers around it add object reprs (aiohttp's
+            # "ssl:<ssl.SSLContext object at 0x…>", even for a plain-http URL).
+            socket_error = next(
+                c for c in _causes(exc) if isinstance(c, ConnectionRefusedError | socket.gaierror)
+            )
+            detail = _OBJECT_REPR.sub("", socket_error.strerror or str(socket_error)).strip()
             hint = "is the server running? " if cause == "connection refused" else ""
             if cause == "DNS lookup failed" and host:
                 cause += f" for {host}"
@@ -715,8 +762,8 @@ class _Billed:
 
 def _usage_of(response: Any) -> tuple[int, int] | None:
     """``(prompt_tokens, completion_tokens)`` a response reported, or ``None``."""
-    usage = response.get("usage") if isinstance(response, Mapping) else getattr(
-        response, "usage", None
+    usage = (
+        response.get("usage") if isinstance(response, Mapping) else getattr(response, "usage", None)
     )
     if usage is None:
         return None

@@ -122,6 +122,9 @@ def register_providers(pairs: Iterable[tuple[str, Any]]) -> list[str]:
     Raises:
         PluginError: A pair is not ``(name, CustomLLM instance)``.
     """
+    pairs = list(pairs)
+    if not pairs:
+        return []  # no need to import litellm (seconds) for nothing
     from dei_llm.operator import import_litellm
 
     litellm = import_litellm()

@@ -214,6 +214,10 @@ class AxlNodeProcess:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env={**os.environ, "HOME": str(self.home)},
+            # Out of the terminal's process group: a Ctrl-C is for the run, which stops its
+            # AXL nodes itself after its node processes (they still need them to publish);
+            # the terminal's SIGINT killed them first, and the launcher restarted them.
+            start_new_session=True,
             preexec_fn=None if self.parent_death_signal is None
             else parent_death_signal(self.parent_death_signal),
         )  # fmt: skip

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import click
 import pytest
 from midway import kill_midway
 
 from dei_framework.cli import dei, dei_run
+from dei_framework.config import chosen_out
 from dei_framework.descriptors import DescriptorSpace, ThresholdAxis
-from dei_framework.errors import PluginError
+from dei_framework.errors import ConfigError, PluginError
 
 
 def _all_commands(command: click.Command, path: tuple[str, ...] = ()):
@@ -34,7 +36,7 @@ def test_no_help_text_shows_raw_markup() -> None:
             assert not any("``" in line for line in short), " ".join(path)
 
 
-def test_plugins_lists_the_core_war_axes_in_text_and_json(cli) -> None:
+def test_plugins_lists_the_core_war_axes_and_says_how_the_llm_operator_is_used(cli) -> None:
     listing = json.loads(cli("dei", "plugins", "--json").stdout)
     axes = {row["name"]: row for row in listing["axes"]}
     assert {"tsp", "mc", "opcodes", "length"} <= set(axes)
@@ -43,6 +45,9 @@ def test_plugins_lists_the_core_war_axes_in_text_and_json(cli) -> None:
     section = text[text.index("axes:"):]
     for name in ("tsp", "mc", "opcodes", "length"):
         assert re.search(rf"^  {name}\s", section, re.MULTILINE), section
+    # `llm` is no operator name to pass as is: its line says how to name a model instead.
+    llm = re.search(r"^  llm\s.*$", text, re.MULTILINE)
+    assert llm and "--operator provider/model" in llm.group(0), text
 
 
 def test_a_run_that_fails_to_start_leaves_no_directory(toy_env, tmp_path) -> None:
@@ -73,13 +78,12 @@ def test_progress_after_resume_counts_from_the_resumed_totals(toy_env, cli, tmp_
                  "--progress", "quiet", "--no-report"], out, toy_env, min_events=70)  # fmt: skip
     result = cli("dei-run", "--resume", str(out), "--progress", "lines", "--no-report",
                  env=toy_env)  # fmt: skip
-    lines = re.findall(r"\[(node-\d)\] round (\d) done \((\d)/4\).*calls (\d+)/100",
+    lines = re.findall(r"\[(node-\d)\] round (\d) of 4 done: .*calls (\d+)/100",
                        result.stderr)  # fmt: skip
     assert lines, result.stderr
-    assert any(int(r) > 0 for _, r, _, _ in lines), "nothing was left to resume"
-    for _, round_index, done, calls in lines:
+    assert any(int(r) > 0 for _, r, _ in lines), "nothing was left to resume"
+    for _, round_index, calls in lines:
         # 25 calls per round: the count goes on from what was done before the kill.
-        assert int(done) == int(round_index) + 1
         assert int(calls) == 25 * (int(round_index) + 1)
 
 
@@ -87,3 +91,23 @@ def test_a_descriptor_given_as_a_tuple_is_a_clear_error() -> None:
     space = DescriptorSpace((ThresholdAxis("tsp", (1, 2)), ThresholdAxis("mc", (0.5,))))
     with pytest.raises(PluginError, match=r"must map axis names to values.*got tuple \(3, 0\.4\)"):
         space.cell((3, 0.4))
+
+
+def test_the_config_files_out_key_is_the_run_directory(toy_env, tmp_path) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text('domain = "toy"\noperators = ["toy-random"]\nout = "from-config"\n')
+    args = ["dei-run", "--config", str(config), "--budget", "4", "--rounds", "1",
+            "--eval-workers", "0", "--progress", "quiet", "--no-report"]  # fmt: skip
+    result = subprocess.run(args, cwd=tmp_path, env=toy_env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "from-config" / "summary.json").is_file()
+    assert "summary: from-config/summary.json" in result.stdout
+    assert not (tmp_path / "runs").exists()
+    # --out wins over the file; a value that is no path is refused in one line.
+    assert chosen_out({"config_file": str(config), "out": "flag"}) == Path("flag")
+    assert chosen_out({"config_file": str(config)}) == Path("from-config")
+    assert chosen_out({}) is None
+    config.write_text('domain = "toy"\nout = 3\n')
+    refused = r"run\.toml: out must be a directory path \(a string\), not 3$"
+    with pytest.raises(ConfigError, match=refused):
+        chosen_out({"config_file": str(config)})

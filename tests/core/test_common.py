@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import hashlib
+import math
+import statistics
 import sys
 from pathlib import Path
 
 import pytest
 
 from dei_framework import DescriptorSpace, Elite, GridArchive, ThresholdAxis
-from dei_framework.common import build_reference, merge_common, raw_entries, reference_record
+from dei_framework.common import (
+    Score,
+    build_reference,
+    merge_common,
+    raw_entries,
+    reference_record,
+    scoring_spread,
+    winners,
+)
 from dei_framework.domain import Evaluation
 from dei_framework.evaluation import Outcome
 
@@ -109,3 +119,99 @@ def test_a_single_run_measures_common_ground_on_request(tmp_path) -> None:
         rounds = node["champion_common_fitness_per_round"]
         assert len(rounds) == 2 and all(value is not None for value in rounds)
         assert node["champion"]["common_fitness"] == rounds[-1]
+
+
+def test_kept_elites_take_the_mean_of_their_scoring_seeds() -> None:
+    # Selection puts "lucky" (one high measurement) ahead of "steady" in cell 0; scoring on
+    # fresh seeds gives "lucky" its real, lower value. The cell stays the selection's.
+    a = archive(elite("lucky", 1.0, 0.5, "node-0"), elite("moved", 1.0, 1.5, "node-0"))
+    b = archive(elite("steady", 1.0, 0.5, "node-1"))
+    outcomes = {"lucky": outcome(0.9, 0.5), "steady": outcome(0.6, 0.5), "moved": outcome(0.3, 3.5)}
+    scores = {"lucky": Score(values=[0.4, 0.5, 0.6]), "moved": Score(values=[0.2, 0.4], failed=1)}
+    merged, entries = merge_common([a, b], outcomes, SPACE, qd_offset=0.0, scores=scores)
+    by_text = {e["text"]: e for e in entries}
+    assert set(by_text) == {"lucky", "moved"}
+    assert by_text["lucky"]["selection_fitness"] == 0.9
+    assert by_text["lucky"]["common_fitness"] == pytest.approx(0.5)
+    assert by_text["lucky"]["common_fitness_std"] == pytest.approx(0.1)
+    assert by_text["lucky"]["common_fitness_n"] == 3 and by_text["moved"]["cell"] == [3]
+    assert merged.stats().qd_score == pytest.approx(0.8)
+    spread = scoring_spread(entries)
+    assert spread["qd_score_sem"] == pytest.approx(math.sqrt(0.01 / 3 + 0.02 / 2))
+    assert spread["selection_qd_gap"] == pytest.approx(0.9 - 0.5 + 0.3 - 0.3)
+    assert winners([a, b], outcomes, SPACE) == ["lucky", "moved"]
+    # With every seed measured, the error of the QD-score comes from the per-seed QD-scores
+    # (the seeds are shared by all elites, so their errors are correlated): seed totals
+    # 0.4 + 0.2, 0.5 + 0.4, 0.6 + 0.3 -> 0.6, 0.9, 0.9.
+    scores["moved"] = Score(values=[0.2, 0.4, 0.3])
+    _, entries = merge_common([a, b], outcomes, SPACE, qd_offset=0.0, scores=scores)
+    spread = scoring_spread(entries)
+    assert spread["qd_score_per_seed"] == pytest.approx([0.6, 0.9, 0.9])
+    assert spread["qd_score_sem"] == pytest.approx(statistics.stdev([0.6, 0.9, 0.9]) / math.sqrt(3))
+
+
+def test_scoring_seeds_depend_on_the_set_and_differ_from_the_selection_seed() -> None:
+    reference = build_reference(toy_domain.ToyDomain(), scoring=6)
+    again = build_reference(toy_domain.ToyDomain(), scoring=3)
+    assert len(set(reference.scoring_seeds)) == 6
+    assert reference.seed not in reference.scoring_seeds
+    assert again.scoring_seeds == reference.scoring_seeds[:3]  # K more seeds extend, not reshuffle
+
+
+def test_fresh_seeds_agree_with_the_reported_common_qd(tmp_path) -> None:
+    # A noisy domain: every measurement carries Gaussian noise (sd 0.5). Eight nodes offer
+    # several elites per common cell, so the best of their selection measurements is biased
+    # upward (the winner's curse). The reported common QD, scored on K = 5 fresh seeds, must
+    # agree with a re-measurement of the same elites on 20 further seeds; the selection
+    # measurement must not (else this test could not tell the designs apart).
+    import json
+
+    import attrs
+
+    from dei_framework import NodeConfig, RunConfig, load_plugins, run
+
+    registry = load_plugins([toy_domain])
+    nodes = [NodeConfig(name=f"node-{i}", operator="toy-random") for i in range(8)]
+    config = RunConfig(domain="toy", nodes=nodes, budget=320, rounds=1, eval_workers=0, seed=11,
+                       domain_options={"noise": 0.5}, common_ground=True)  # fmt: skip
+    summary = run(config, tmp_path / "run", registry=registry)
+    block = summary["merged"]["common"]
+    assert block["common_seeds"] == 5 and len(block["scoring_seeds"]) == 5
+    elites = json.loads((tmp_path / "run" / "merged_archive.json").read_text())
+    assert len(elites) == block["num_elites"] >= 8
+    assert all(e["common_fitness_n"] == 5 and e["common_fitness_std"] > 0 for e in elites)
+    assert sum(e["common_fitness"] for e in elites) == pytest.approx(block["qd_score"])
+
+    domain = toy_domain.ToyDomain({"noise": 0.5})
+    reference = build_reference(domain)
+    fresh_seeds = [seed for seed in range(1000, 1020)
+                   if seed not in (reference.seed, *block["scoring_seeds"])]  # fmt: skip
+    fresh = []
+    for item in elites:
+        program = domain.parse(item["text"])
+        values = [domain.evaluate(program, reference.programs, seed=s).fitness
+                  for s in fresh_seeds]  # fmt: skip
+        fresh.append(values)
+    fresh_qd = sum(sum(values) / len(values) for values in fresh)
+    fresh_sem = math.sqrt(sum(statistics.variance(v) / len(v) for v in fresh))
+    tolerance = 3 * math.sqrt(block["qd_score_sem"] ** 2 + fresh_sem**2)
+    assert abs(fresh_qd - block["qd_score"]) <= tolerance
+    selection_qd = sum(e["selection_fitness"] for e in elites)
+    assert selection_qd - fresh_qd > tolerance
+    assert block["selection_qd_gap"] == pytest.approx(selection_qd - block["qd_score"])
+    # benchmarks/common_remeasure.py does the same check on any finished run or experiment.
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from common_remeasure import remeasure
+
+    check = remeasure(tmp_path / "run", 20, registry=registry)
+    assert check["elites"] == len(elites) and check["reported_qd"] == block["qd_score"]
+    assert abs(check["z"]) <= 3
+    spread = math.sqrt(check["reported_sem"] ** 2 + check["fresh_sem"] ** 2)
+    assert check["selection_qd"] - check["fresh_qd"] > 3 * spread
+    # The same text, scored again in another run, gets the same common fitness.
+    other = run(attrs.evolve(config, seed=12), tmp_path / "other", registry=registry)
+    assert other["merged"]["common"]["scoring_seeds"] == block["scoring_seeds"]
+    first = {e["text"]: e["common_fitness"] for e in elites}
+    second = json.loads((tmp_path / "other" / "merged_archive.json").read_text())
+    shared = [e for e in second if e["text"] in first]
+    assert all(e["common_fitness"] == first[e["text"]] for e in shared)

@@ -1,4 +1,4 @@
-"""The statistics behind ``comparisons``: known p-values, ties, and interval coverage."""
+"""The statistics behind ``comparisons``: known p-values, ties, interval coverage, A12, Holm."""
 
 from __future__ import annotations
 
@@ -7,7 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from dei_framework.stats import TEST_NAME, bootstrap_ci, compare, mann_whitney
+from dei_framework.stats import (
+    TEST_NAME,
+    a12,
+    compare,
+    holm,
+    interval_rank,
+    mann_whitney,
+    shift_interval,
+    u_null_cdf,
+)
 
 
 def test_complete_separation_gives_the_textbook_exact_p_value() -> None:
@@ -41,22 +50,71 @@ def test_large_samples_fall_back_to_a_seeded_monte_carlo() -> None:
     assert shifted.p_value < 0.001 < first.p_value
 
 
-def test_bootstrap_interval_covers_the_true_difference_at_about_its_level() -> None:
-    rng = np.random.default_rng(7)
-    covered = 0
-    trials = 200
-    for trial in range(trials):
-        a, b = rng.normal(2.0, 1.0, 40), rng.normal(0.5, 2.0, 40)
-        low, high = bootstrap_ci(a, b, resamples=2000, seed=trial)
-        covered += low <= 1.5 <= high
-    assert 0.88 <= covered / trials <= 0.99
+#: Replications per setting of the coverage simulation: the standard error of an estimated
+#: coverage near 0.96 is then about 0.004, so 0.93 lies some 7 standard errors below it.
+REPLICATIONS = 2000
 
 
-def test_bootstrap_is_reproducible_and_ordered() -> None:
-    a, b = [3.0, 4.0, 5.0, 6.0], [1.0, 1.5, 2.0, 2.5]
-    assert bootstrap_ci(a, b, seed=1) == bootstrap_ci(a, b, seed=1)
-    low, high = bootstrap_ci(a, b)
-    assert low < 2.75 < high and low > 0
+@pytest.mark.parametrize("n", [5, 10])
+@pytest.mark.parametrize("distribution", ["normal", "lognormal", "exponential"])
+def test_the_shift_interval_covers_the_true_shift_at_small_n(distribution: str, n: int) -> None:
+    # Both conditions draw from the same (possibly skewed) distribution; the first is shifted
+    # by a known amount. A 95 % interval must contain that shift at least ~95 % of the time;
+    # the percentile bootstrap it replaced covered ~88 % at n = 5.
+    rng = np.random.default_rng(22 + n)
+    draw = {"normal": lambda size: rng.normal(0.0, 1.0, size),
+            "lognormal": lambda size: rng.lognormal(0.0, 1.0, size),
+            "exponential": lambda size: rng.exponential(2.0, size)}[distribution]  # fmt: skip
+    true_shift = 1.5
+    a = draw((REPLICATIONS, n)) + true_shift
+    b = draw((REPLICATIONS, n))
+    intervals = [shift_interval(x, y) for x, y in zip(a, b, strict=True)]
+    covered = np.mean([i.low <= true_shift <= i.high for i in intervals])
+    level = intervals[0].level
+    assert level >= 0.95 and all(i.attained and i.level == level for i in intervals)
+    assert covered >= 0.93
+    # Not trivially wide either: coverage near its exact level (4 standard errors).
+    assert abs(covered - level) <= 4 * math.sqrt(level * (1 - level) / REPLICATIONS)
+
+
+def test_the_achieved_levels_are_the_exact_ones() -> None:
+    # n = 5 against 5: P(U <= 2) = 4 / 252, so [d_(3), d_(23)] has 1 - 8/252 = 96.8 %; the next
+    # narrower one (P(U <= 3) = 7 / 252) would have only 94.4 %.
+    assert interval_rank(5, 5, 0.95) == (3, pytest.approx(1 - 8 / 252))
+    assert interval_rank(10, 10, 0.95)[0] == 24  # the textbook critical value 23 at 5 %
+    assert u_null_cdf(3, 3) * 20 == pytest.approx([1, 2, 4, 7, 10, 13, 16, 18, 19, 20])
+    # Too few repeats for 95 %: the widest interval, at the level it has.
+    small = shift_interval([1.0, 2.0, 3.0], [0.0, 0.5, 0.7])
+    assert not small.attained and small.level == pytest.approx(0.9)
+    assert (small.low, small.high) == (pytest.approx(0.3), pytest.approx(3.0))
+
+
+def test_the_interval_excludes_zero_exactly_when_the_test_rejects() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        a, b = rng.normal(rng.uniform(0, 2), 1, 5), rng.normal(0, 1, 5)
+        interval, test = shift_interval(a, b), mann_whitney(a, b)
+        excludes_zero = not interval.low <= 0.0 <= interval.high
+        assert excludes_zero == (test.p_value <= 1 - interval.level + 1e-12)
+
+
+def test_hodges_lehmann_is_the_median_of_pairwise_differences() -> None:
+    # Differences of {1, 5} and {0, 2}: 1, -1, 5, 3 -> median 2.
+    assert shift_interval([1.0, 5.0], [0.0, 2.0]).estimate == pytest.approx(2.0)
+
+
+def test_a12_counts_wins_and_half_ties() -> None:
+    assert a12([6, 7, 8], [1, 2, 3]) == 1.0 and a12([1, 2, 3], [6, 7, 8]) == 0.0
+    assert a12([1, 2, 3], [1, 2, 3]) == pytest.approx(0.5)
+    assert a12([2, 4], [1, 3]) == pytest.approx(0.75)  # 2>1, 4>1, 4>3; 2<3
+
+
+def test_holm_steps_down_within_a_family() -> None:
+    # Sorted 0.01, 0.03, 0.04 x 3, 2, 1 -> 0.03, 0.06, 0.04 -> monotone: 0.03, 0.06, 0.06.
+    assert holm([0.01, 0.04, None, 0.03]) == [pytest.approx(0.03), pytest.approx(0.06), None,
+                                              pytest.approx(0.06)]  # fmt: skip
+    assert holm([0.5, 0.9]) == [pytest.approx(1.0), pytest.approx(1.0)]
+    assert holm([]) == []
 
 
 def test_compare_entry_shape_and_small_samples() -> None:
@@ -65,7 +123,13 @@ def test_compare_entry_shape_and_small_samples() -> None:
     assert entry["diff"] == pytest.approx(4.0)
     assert entry["n_a"] == 3 and entry["n_b"] == 3
     assert entry["p_value"] == pytest.approx(0.1) and entry["test"] == TEST_NAME
-    assert entry["ci95"][0] <= 4.0 <= entry["ci95"][1]
+    # n = 3 against 3 cannot reach 95 %: the widest interval is given with its 90 %.
+    assert entry["ci95"] is None and entry["ci_level"] == pytest.approx(0.9)
+    assert entry["ci"] == [pytest.approx(2.0), pytest.approx(6.0)]
+    assert entry["shift"] == pytest.approx(4.0) and entry["a12"] == 1.0
+    five = compare("diverse", [5, 6, 7, 8, 9], "solo", [1, 2, 3, 4, 4.5], "merged.coverage")
+    assert five["ci95"] == five["ci"] and five["ci_level"] == pytest.approx(1 - 8 / 252)
+    assert five["ci"][0] <= five["shift"] <= five["ci"][1] and five["ci"][0] > 0
     thin = compare("diverse", [5], "solo", [1, 2], "merged.coverage")
     assert thin["diff"] == pytest.approx(3.5) and thin["ci95"] is None and thin["p_value"] is None
     empty = compare("diverse", [], "solo", [1, 2], "merged.coverage")
@@ -76,5 +140,7 @@ def test_invalid_input_raises() -> None:
     with pytest.raises(ValueError):
         mann_whitney([], [1.0])
     with pytest.raises(ValueError):
-        bootstrap_ci([1.0], [2.0], level=1.5)
+        shift_interval([1.0], [2.0], level=1.5)
+    with pytest.raises(ValueError):
+        shift_interval([], [2.0])
     assert not math.isnan(mann_whitney([1.0], [2.0]).p_value)

@@ -56,10 +56,10 @@ def test_opponents_option_takes_bundled_names_files_and_folders(tmp_path) -> Non
 def test_bundled_warriors_assemble_with_the_required_header() -> None:
     files = sorted(BUNDLED.glob("*/*.red"))
     assert {f.stem for f in files} >= {"imp", "dwarf", "stone", "paper", "scanner", "spiral",
-                                       "clear", "vampire", "imp-pair", "stunner"}  # fmt: skip
+                                       "clear", "vampire", "imp-pair", "silk"}  # fmt: skip
     for file in files:
         text = file.read_text()
-        assert ";name " in text and ";author DEI developers" in text and ";strategy " in text
+        assert ";name " in text and ";author DEI " in text and ";strategy " in text
     for folder in ("opponents", "generality"):
         loaded = load_warrior_set(BUNDLED / folder,
                                   CorewarDomain().settings.assembler_settings())  # fmt: skip

@@ -125,6 +125,11 @@ class OpenAIStub:
     Attributes:
         default: Behaviour once the script is used up.
         api_keys: When non-empty, requests whose bearer token is not listed get a 401.
+        models_status: When set, the status every ``GET /models...`` gets (a server that
+            refuses the key, or has no such route).
+        known_models: The models ``GET /models/{model}`` knows (404 for others); ``None``
+            for any model.
+        model_lookups: The paths of the ``GET`` requests received, in order.
         requests: Every request received (any path, any outcome).
         completed: Completions delivered in full to a client still listening.
         abandoned: Completions whose client had gone away (e.g. it timed out) before delivery.
@@ -143,6 +148,9 @@ class OpenAIStub:
 
     default: Behaviour = attrs.field(factory=ok)
     api_keys: set[str] = attrs.field(factory=set)
+    models_status: int | None = None
+    known_models: set[str] | None = None
+    model_lookups: list[str] = attrs.field(factory=list)
     requests: int = 0
     completed: int = 0
     abandoned: int = 0
@@ -248,10 +256,23 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # keep pytest output clean
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
-            self._send_json(200, {"object": "list", "data": [{"id": "stub-model"}]})
-        else:
+        stub = self.server_stub
+        with stub._lock:
+            stub.model_lookups.append(self.path)
+        path = self.path.rstrip("/").removeprefix("/v1")
+        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+        if not path.startswith("/models"):
             self._send_json(404, _error_body(404, f"no route {self.path}"))
+        elif stub.api_keys and token not in stub.api_keys:
+            self._send_json(401, _error_body(401))
+        elif stub.models_status is not None:
+            self._send_json(stub.models_status, _error_body(stub.models_status))
+        elif path == "/models":
+            self._send_json(200, {"object": "list", "data": [{"id": "stub-model"}]})
+        elif stub.known_models is None or path.removeprefix("/models/") in stub.known_models:
+            self._send_json(200, {"id": path.removeprefix("/models/"), "object": "model"})
+        else:
+            self._send_json(404, _error_body(404))
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

@@ -5,6 +5,7 @@ do not resolve, and the exit statuses that tell a failed or incomplete run from 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -12,7 +13,6 @@ import pytest
 from openai_stub import ok, status
 
 TOY_REPLY = "Sum near two hundred.\nPROGRAM: 50 60 70\n"
-
 
 
 def _dei_run(cli, env, out: Path, *extra: str):
@@ -114,3 +114,32 @@ def test_transient_failures_are_shown_live_with_their_cause(cli, env, stub, tmp_
     assert result.returncode == 0, result.stderr
     live = [line for line in result.stderr.splitlines() if "failed attempts so far" in line]
     assert live and "(503)" in live[0], result.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "cause"),
+    [((), "openai/gpt-4o-mini: no API key: set OPENAI_API_KEY (or the api_key_env option)"),
+     (("--api-base", "http://127.0.0.1:9"),
+      "openai/gpt-4o-mini at http://127.0.0.1:9: connection refused (is the server running? "
+      "check --api-base): 127.0.0.1:9: ")],
+)  # fmt: skip
+def test_the_headline_mistakes_are_named_before_litellm_is_imported(
+    cli, env, tmp_path, extra, cause
+) -> None:
+    # A litellm that cannot be imported: the run must find the mistake without it (importing
+    # the real one costs seconds of CPU before any error could be reported).
+    poisoned = tmp_path / "poisoned" / "litellm"
+    poisoned.mkdir(parents=True)
+    (poisoned / "__init__.py").write_text('raise ImportError("litellm was imported")\n')
+    env["PYTHONPATH"] = os.pathsep.join([str(poisoned.parent), env["PYTHONPATH"]])
+    env.pop("OPENAI_API_KEY")
+    result = cli(
+        "dei-run", "--domain", "coreware", "--operator", "openai/gpt-4o-mini", "--budget", "40",
+        "--rounds", "1", "--out", str(tmp_path / "run"), "--progress", "lines",
+        "--eval-workers", "0", *extra, env=env, check=False, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "litellm was imported" not in result.stderr
+    error = _one_error_line(result.stderr)
+    assert error.startswith(f"error: no operator call completed: {cause}"), error
+    assert "InternalServerError" not in error and "object at 0x" not in error

@@ -40,7 +40,9 @@ def _request(key: str, meter=None) -> OperatorRequest:
 
 
 def _operator(stub, **options) -> LLMOperator:
-    defaults = {"api_base": stub.base_url, "retry_base": 0.01, "retry_max": 0.1, "timeout": 5,
+    # A generous per-attempt timeout: on a loaded machine a 5 s one expired before the request
+    # left, and the ledger then held an attempt the server never saw (these tests count them).
+    defaults = {"api_base": stub.base_url, "retry_base": 0.01, "retry_max": 0.1, "timeout": 60,
                 "max_tokens": 40, "price": list(PRICE)}  # fmt: skip
     return LLMOperator(MODEL, LLMOptions.from_mapping({**defaults, **options}), node="node-0")
 

@@ -395,3 +395,28 @@ def test_local_openai_compatible_server_needs_no_key(stub, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     reply = _run(_operator(stub).propose(_request()))
     assert reply.attempts == 1 and stub.completed == 1
+
+
+def test_a_pending_first_call_is_announced(stub, monkeypatch, capsys):
+    import dei_llm.operator as operator_module
+
+    monkeypatch.setattr(operator_module, "FIRST_REPLY_NOTICE", 0.2)
+    stub.script(ok("MOV 0, 1", delay=1.0), ok("MOV 0, 1", delay=1.0))
+    op = _operator(stub)
+    _run(op.propose(_request()))
+    waiting = [line for line in capsys.readouterr().err.splitlines() if "waiting" in line]
+    assert waiting == [f"[node-0] waiting for the first reply of {MODEL} at {stub.base_url} "
+                       "(0 s so far; timeout 5 s per attempt)"]  # fmt: skip
+    _run(op.propose(_request("node-0/0/1")))  # a later call is not the first: no line
+    assert "waiting" not in capsys.readouterr().err
+
+
+def test_error_lines_carry_no_object_reprs(stub):
+    op = _operator(stub)
+    exc = ConnectionError(
+        "Cannot connect to host 127.0.0.1:9 ssl:<ssl.SSLContext object at 0x7f3a2c1d5e40> "
+        "[Connect call failed ('127.0.0.1', 9)]"
+    )
+    described = op._describe(exc)
+    assert described == ("ConnectionError: Cannot connect to host 127.0.0.1:9 [Connect call "
+                         "failed ('127.0.0.1', 9)]")  # fmt: skip

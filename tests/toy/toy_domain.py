@@ -51,7 +51,12 @@ class ToyDomain(Domain):
         closeness = 1.0 - min(abs(total - 200), 200) / 200
         descriptor = {"length": len(program.data), "peak": max(program.data)}
         descriptor.pop(self._options.get("omit_axis", ""), None)  # a buggy domain, on request
-        return Evaluation(fitness=beaten / max(len(opponents), 1) + closeness,
+        # A noisy measurement, on request: Gaussian noise that depends on the seed and the text
+        # only (deterministic, like a battle with a given seed).
+        noise = float(self._options.get("noise", 0.0))
+        if noise:
+            noise *= random.Random(f"{seed}:{program.text}").gauss(0.0, 1.0)
+        return Evaluation(fitness=beaten / max(len(opponents), 1) + closeness + noise,
                           descriptor=descriptor)
 
     def descriptor_axes(self):

@@ -323,3 +323,26 @@ def test_children_do_not_outlive_a_launcher_killed_with_sigkill(axl_env, tmp_pat
     launcher.communicate(timeout=30)
     wait_for(lambda: not [pid for pid in pids if alive(pid)], timeout=45,
              what="the children to stop with their launcher")  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_terminal_ctrl_c_restarts_no_axl_node(axl_env, tmp_path) -> None:
+    # A terminal's Ctrl-C goes to its whole foreground process group: the launcher and, unless
+    # they are kept out of it, the AXL nodes it started, which the launcher then "repaired".
+    out = tmp_path / "run"
+    config = write_config(tmp_path / "run.toml", rounds=ROUNDS)
+    launcher = subprocess.Popen(
+        ["dei-run", "--config", str(config), "--out", str(out), "--no-report"],
+        env=axl_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own group, the test's stand-in for the terminal's
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    wait_for(lambda: all(rounds_done(out, n) >= 1 for n in NAMES), what="every first round")
+    children = processes(out)
+    pids = [p for entry in children.values() for p in (entry["pid"], entry["axl_pid"])]
+    os.killpg(launcher.pid, signal.SIGINT)
+    code, _, stderr = finish(launcher, timeout=60)
+    assert code == 130, stderr[-2000:]
+    assert "restarted it as pid" not in stderr, stderr[-3000:]
+    assert "exited with status" not in stderr
+    assert not [pid for pid in pids if alive(pid)]

@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 from html.parser import HTMLParser
 
 import pytest
@@ -53,13 +54,18 @@ class Page(HTMLParser):
 
 
 def dump(url: str) -> Page:
-    """The DOM of ``url`` after 4 s of the page's (virtual) time in headless Chromium."""
-    result = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--no-proxy-server", "--window-size=1400,1200", "--virtual-time-budget=4000",
-         "--dump-dom", url],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    """The DOM of ``url`` after 4 s of the page's (virtual) time in headless Chromium.
+
+    Each browser has a profile folder of its own, so that browsers started at once (tests
+    under ``-n``, other users) do not share one.
+    """
+    with tempfile.TemporaryDirectory(prefix="dei-chromium-") as profile:
+        result = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--no-proxy-server", f"--user-data-dir={profile}", "--window-size=1400,1200",
+             "--virtual-time-budget=4000", "--dump-dom", url],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     return Page(result.stdout)
 
@@ -85,6 +91,10 @@ def test_page_renders_node_panels_and_champion_flow_and_updates(toy_env, tmp_pat
         assert int(second.panels[name]["data-calls"]) > int(first.panels[name]["data-calls"])
     assert second.champions >= max(first.champions, 4)  # one per node and finished round
     assert second.transfers >= max(first.transfers, 1)
+    # One round numbering: 0-based indices, "round k of R" (header and every node panel).
+    for page in (first, second):
+        assert len(re.findall(r"round [0-3] of 4", page.html)) >= 1 + 4, page.html
+        assert not re.search(r"rounds? \d+/\d", page.html)
 
 
 def test_finished_experiment_page_offers_its_runs(finished_experiment, toy_env) -> None:
@@ -107,3 +117,14 @@ def test_finished_experiment_page_offers_its_runs(finished_experiment, toy_env) 
     assert options == ["solo", "homo", "repeat-0", "repeat-1"]
     assert re.search(r'<option value="homo/repeat-1" selected="">', page.html)
     assert "finished" in page.html
+    # A finished run: the header and every node panel say all rounds are done, as a count.
+    assert page.html.count("all 2 rounds done") == 1 + 4
+    assert not re.search(r"rounds? \d+/\d|round 2 of 2", page.html)
+    # The transfer list: one outcome per line, a new niche said as what it is.
+    items = re.findall(r"<li>(round \d+: .*?)</li>", page.html)
+    shown = expected["transfers"][-12:]
+    assert len(items) == len(shown) > 0
+    outcome = r": (took its cell|kept out by a better elite|invalid there|not evaluated yet)"
+    assert all(re.search(outcome, item) for item in items), items
+    niche = "held no elite there in its previous round (a new niche)"
+    assert sum(niche in item for item in items) == sum(bool(t["novel"]) for t in shown)

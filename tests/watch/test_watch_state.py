@@ -255,6 +255,25 @@ def test_each_round_starts_a_fresh_archive_and_the_merge_follows() -> None:
     assert state.merged.cells[(0, 0)].fitness == 2.0
 
 
+
+def test_a_continual_archive_is_kept_across_rounds(tmp_path) -> None:
+    state = RunState()
+    state.continual = True
+    state.apply_all([ev("a", 0, "s0", "new", 1.0, [0, 0]), ev("a", 0, "s1", "new", 2.0, [1, 0])])
+    state.apply(ev("a", 1, "s0", "improve_existing", 3.0, [0, 0]))
+    a = state.nodes["a"]
+    assert a.round == 1 and set(a.archive.cells) == {(0, 0), (1, 0)}
+    assert a.previous_cells == {(0, 0), (1, 0)}
+    assert state.merged.cells[(0, 0)].fitness == 3.0 and len(state.merged.cells) == 2
+    # A watched run reads the lifecycle from the run's config.json.
+    (tmp_path / "config.json").write_text(json.dumps({"lifecycle": "continual", "nodes": []}))
+    (tmp_path / "events.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in [ev("a", 0, "s0", "new", 1.0, [0, 0]),
+                                                ev("a", 1, "s0", "new", 1.0, [1, 0])]))
+    watched = WatchedRun(tmp_path)
+    watched.refresh()
+    assert set(watched.model.nodes["a"].archive.cells) == {(0, 0), (1, 0)}
+
 def test_transfers_are_matched_to_their_reevaluation_by_sender() -> None:
     state = RunState()
     state.apply_all([

@@ -131,10 +131,10 @@ function render(state) {
 function renderSummary(state) {
   const run = state.run, merged = state.merged, usage = run.usage || {};
   const rounds = state.nodes.map((n) => n.rounds_done);
-  const done = rounds.length ? Math.min(...rounds) : 0;
+  const done = rounds.length ? Math.min(...rounds) : 0;  // the slowest node's current round
   const parts = [
     `<b>${esc(run.domain ?? "?")}</b> · ${esc(run.transport ?? "?")} · ${state.nodes.length} nodes`,
-    `rounds ${done}/${run.rounds ?? "?"}`,
+    roundText(done, run.rounds),
     `calls ${int(run.calls)}/${int(run.limit)}`,
     `merged coverage <b>${pct(merged.coverage)}</b>`,
     `QD-score <b>${num(merged.qd_score)}</b>`,
@@ -230,16 +230,22 @@ function drawHeatmap(svg, data, state, range) {
   svg.cells = cells;
 }
 
+// Rounds are 0-based indices everywhere (as in the run directory and the logs): "round k of R"
+// is round index k of R rounds, and a run whose R rounds have all ended says so.
+function roundText(index, rounds) {
+  if (rounds && index >= rounds) return rounds === 1 ? "1 round done" : `all ${rounds} rounds done`;
+  return `round ${index} of ${rounds ?? "?"}`;
+}
+
 function nodeStats(node) {
   const usage = node.usage || {};
   const attempts = usage.attempts ?? null;
   const failed = attempts === null ? null : attempts - (usage.calls ?? node.calls);
   const tokens = (usage.prompt_tokens ?? 0) + (usage.completion_tokens ?? 0);
-  const roundNo = Math.min(node.round + 1, node.rounds ?? Infinity);
   const finished = node.rounds && node.rounds_done >= node.rounds;
   return [
-    ["round", finished ? `${node.rounds_done}/${node.rounds} done`
-      : `${bar(node.round_calls, node.round_quota)}${roundNo}/${node.rounds ?? "?"} · ${int(node.round_calls)}/${int(node.round_quota)} calls`],
+    ["round", finished ? roundText(node.rounds_done, node.rounds)
+      : `${bar(node.round_calls, node.round_quota)}${roundText(node.round, node.rounds)} · ${int(node.round_calls)}/${int(node.round_quota)} calls`],
     ["calls", `${bar(node.calls, node.quota)}${int(node.calls)}/${int(node.quota)}`],
     ["attempts", attempts === null ? "–" : `${int(attempts)}${failed > 0 ? ` (${int(failed)} failed or retried)` : ""}`],
     ["invalid", `${int(node.invalid)}${node.calls ? ` (${pct(node.invalid / node.calls)})` : ""}`],
@@ -265,7 +271,7 @@ function mergedStats(merged, state) {
     ["archive", `${int(merged.num_elites)} elites · coverage ${pct(merged.coverage)}`],
     ["QD-score", num(merged.qd_score)],
     ["champion", merged.best ? `${esc(merged.best.node)} · fitness ${num(merged.best.fitness, 3)}` : "–"],
-    ["sharing", `${int(state.transfers_total)} champions received · ${int(state.edges.reduce((n, e) => n + e.filled, 0))} filled an empty cell · ${int(state.edges.reduce((n, e) => n + e.novel, 0))} new niches`],
+    ["sharing", `${int(state.transfers_total)} champions received · ${int(state.edges.reduce((n, e) => n + e.filled, 0))} took their cell · ${int(state.edges.reduce((n, e) => n + e.novel, 0))} new niches`],
   ];
   // Final figures of summary.json, including any a newer DEI adds (e.g. common-ground ones).
   const figure = (v) => (Number.isInteger(v) ? int(v) : num(v, 3));
@@ -280,7 +286,7 @@ function mergedStats(merged, state) {
 
 // --- champion flow -----------------------------------------------------------------------------
 
-const STATUS_TEXT = { filled: "filled an empty cell", taken: "its cell was taken", invalid: "invalid there", pending: "not evaluated yet" };
+const STATUS_TEXT = { filled: "took its cell", taken: "kept out by a better elite", invalid: "invalid there", pending: "not evaluated yet" };
 
 function renderFlow(state) {
   $("flow-legend").innerHTML = Object.entries(STATUS_TEXT).map(([k, v]) => `<span class="${k}">${v}</span>`).join("") +
@@ -328,7 +334,8 @@ function renderFlow(state) {
   $("transfers").innerHTML = recent.map((t) =>
     `<li>round ${t.round}: <b style="color:${color(t.from)}">${esc(t.from)}</b>'s round-${t.from_round} champion → ` +
     `<b style="color:${color(t.to)}">${esc(t.to)}</b>: ${STATUS_TEXT[t.status] || esc(t.status)}` +
-    (t.cell ? ` (${t.cell.join(", ")}), fitness ${num(t.fitness, 3)}` : "") + (t.novel ? ", a new niche" : "") +
+    (t.cell ? ` (${t.cell.join(", ")}), fitness ${num(t.fitness, 3)}` : "") +
+    (t.novel ? `; ${esc(t.to)} held no elite there in its previous round (a new niche)` : "") +
     (t.error ? ` — ${esc(t.error)}` : "") + `</li>`).join("");
   $("transfers").setAttribute("start", state.transfers_total);
 }

@@ -7,10 +7,12 @@ by zero, overflow) gets the floor, 0. Descriptors are the expression's size (nod
 nonlinearity (non-polynomial operations), so the archive keeps the best fit of every
 complexity and kind, which is the point of quality-diversity search here.
 
-Symbolic regression has no adversary: fitness ignores the Red Queen opponent pool. The pool
-still matters, because every round's fresh archive is warm-started with the initial seeds and
-the past champions (own and peers'), so good expressions carry over between rounds and peers'
-champions fill cells a node has not reached.
+Symbolic regression has no adversary: fitness ignores the opponents. Its runs use the
+``continual`` archive lifecycle: the archive persists for the whole run, the seed expressions
+(:meth:`SymRegDomain.initial_opponents`) warm the first round, and at each round's end a node's
+champion migrates to its peers, which evaluate it and offer it to their own archives.
+``--lifecycle reset`` restores DRQ's rounds (a fresh archive each round, warm-started with the
+seeds and past champions).
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ class SymRegDomain(Domain):
     name = "symreg"
     default_axes = ("size", "nonlinearity")
     fitness_floor = 0.0
+    # Static objective: the archive persists across rounds (a round is a migration interval);
+    # the seeds below warm the first round only.
+    lifecycle = "continual"
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         self._options = options_with_defaults(dict(options or {}), DEFAULT_OPTIONS)
@@ -172,8 +177,9 @@ class SymRegDomain(Domain):
         return AXES
 
     def initial_opponents(self) -> list[str]:
-        """Seeds of every round's warm start: each variable alone, and a product of the first
-        two (never part of fitness, which has no adversary)."""
+        """Seed expressions warming the first round (every round's, with ``--lifecycle reset``):
+        each variable alone, and a product of the first two (never part of fitness, which has
+        no adversary)."""
         seeds = list(self.variables)
         if len(self.variables) > 1:
             seeds.append(f"{self.variables[0]} * {self.variables[1]}")

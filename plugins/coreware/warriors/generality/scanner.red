@@ -1,6 +1,6 @@
 ;redcode-94
 ;name Spyglass
-;author DEI developers
+;author DEI project
 ;strategy A scanner: looks at two cells 4 apart every loop, and when one of them
 ;strategy is not empty it bombs there with a SPL 0 (stunning the opponent into making
 ;strategy useless processes), then keeps scanning.

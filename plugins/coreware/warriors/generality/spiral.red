@@ -1,6 +1,6 @@
 ;redcode-94
 ;name Triple Ring
-;author DEI developers
+;author DEI project
 ;strategy An imp ring: three imps 2667 cells apart (3 * 2667 = 8001, one more than
 ;strategy the core size) move forward together, each one writing the cell the next
 ;strategy will execute. The launcher orders the three processes so the ring closes.

@@ -1,6 +1,6 @@
 ;redcode-94
 ;name Night Visitor
-;author DEI developers
+;author DEI project
 ;strategy A vampire: scatters JMP "fangs" through the core; a process that runs
 ;strategy into one is sent to the pit, where it splits forever without doing harm
 ;strategy and steals cycles from its own warrior.

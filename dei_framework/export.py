@@ -1,0 +1,207 @@
+"""``dei export``: the champions and elites of runs as files in their domain's own format.
+
+A run keeps its programs inside JSON (``nodes/<node>/round-NNN.json``). :func:`export_programs`
+writes them out: one file per program, in the format the domain's plugin gives through the
+``dei_export_program`` hook (Core War: ``.red`` files), the program text unchanged in a
+``.txt`` file when no plugin answers, and one JSON Lines file, ``programs.jsonl``, with every
+program's text, origin and file name.
+
+Champions are each node's champion of each finished round; elites are the elites of each
+node's last finished round. An experiment directory is exported run by run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+
+from dei_framework.errors import ConfigError
+from dei_framework.registry import PluginRegistry
+
+#: What ``--what`` may select.
+WHAT = ("champions", "elites", "all")
+
+#: The JSON Lines file written beside the program files.
+JSONL_NAME = "programs.jsonl"
+
+
+@attrs.frozen(kw_only=True)
+class ExportedProgram:
+    """One exported program and where it comes from.
+
+    Attributes:
+        text: The program text, as the run recorded it.
+        run: The run's name (its directory, relative to the exported directory).
+        node: The node whose archive held it.
+        operator: The operator label that wrote it (``"peer:<node>"`` for a received
+            champion, ``"initial"`` for a bundled opponent).
+        round: The round (0-based) it was the champion or an elite of.
+        fitness: Its fitness in that round (``None`` if not measured).
+        cell: Its archive cell.
+        id: Its candidate id within the run.
+        kind: ``"champion"`` or ``"elite"``.
+    """
+
+    text: str
+    run: str
+    node: str
+    operator: str
+    round: int
+    fitness: float | None
+    cell: tuple[int, ...] = attrs.field(converter=tuple)
+    id: str
+    kind: Literal["champion", "elite"]
+
+    @property
+    def title(self) -> str:
+        """A one-line name: ``run node-0 round 1 champion`` (``... elite cell 3,4``)."""
+        where = f"{self.run} {self.node} round {self.round} {self.kind}"
+        if self.kind == "elite":
+            where += " cell " + ",".join(map(str, self.cell))
+        return where
+
+    @property
+    def origin(self) -> str:
+        """Where it comes from in one line: run, node, operator, round, fitness, cell."""
+        fitness = "unmeasured" if self.fitness is None else f"{self.fitness:.6g}"
+        return (f"run {self.run}, node {self.node}, operator {self.operator}, round "
+                f"{self.round}, fitness {fitness}, cell {list(self.cell)}")  # fmt: skip
+
+    @property
+    def stem(self) -> str:
+        """A file name without suffix, unique within an export."""
+        stem = f"{self.run}-{self.node}-r{self.round:03d}-{self.kind}"
+        if self.kind == "elite":
+            stem += "-" + "-".join(map(str, self.cell))
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("_")
+
+    def to_json(self) -> dict[str, Any]:
+        data = attrs.asdict(self)
+        data["cell"] = list(self.cell)
+        return data
+
+
+def find_runs(directory: Path) -> list[Path]:
+    """The run directories in ``directory``: itself if it is a run, else the runs below it.
+
+    Raises:
+        ConfigError: ``directory`` holds no run (no ``nodes/<node>/round-NNN.json``).
+    """
+    if _is_run(directory):
+        return [directory]
+    runs = sorted(path.parent for path in directory.rglob("summary.json") if _is_run(path.parent))
+    if not runs:
+        raise ConfigError(
+            f"{directory} holds no run: no nodes/<node>/round-NNN.json below it (is it the "
+            "--out directory of dei-run or dei experiment?)"
+        )
+    return runs
+
+
+def _is_run(path: Path) -> bool:
+    return any(path.glob("nodes/*/round-*.json"))
+
+
+def collect_programs(directory: Path, what: str = "all") -> Iterator[ExportedProgram]:
+    """The champions and/or elites of every run in ``directory``, run by run, node by node.
+
+    Raises:
+        ConfigError: ``what`` is not one of :data:`WHAT`, or ``directory`` holds no run.
+    """
+    if what not in WHAT:
+        raise ConfigError(f"--what must be one of {', '.join(WHAT)}, got {what!r}")
+    directory = directory.resolve()
+    for run_dir in find_runs(directory):
+        name = _run_name(run_dir, directory)
+        for node_dir in sorted(p for p in (run_dir / "nodes").iterdir() if p.is_dir()):
+            rounds = [_read(path) for path in sorted(node_dir.glob("round-*.json"))]
+            rounds = [document for document in rounds if document is not None]
+            if what in ("champions", "all"):
+                for document in rounds:
+                    champion = document.get("champion")
+                    if isinstance(champion, dict) and champion.get("text"):
+                        yield _program(champion, name, node_dir.name, document, "champion")
+            if what in ("elites", "all") and rounds:
+                last = rounds[-1]
+                for elite in (last.get("archive") or {}).get("elites") or []:
+                    yield _program(elite, name, node_dir.name, last, "elite")
+
+
+def _run_name(run_dir: Path, directory: Path) -> str:
+    """The run's folder name, or its path below an experiment directory."""
+    return run_dir.name if run_dir == directory else run_dir.relative_to(directory).as_posix()
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None  # a round file cut short by a crash costs only its programs
+    return document if isinstance(document, dict) else None
+
+
+def _program(
+    record: dict[str, Any], run: str, node: str, document: dict[str, Any], kind: str
+) -> ExportedProgram:
+    fitness = record.get("fitness")
+    return ExportedProgram(
+        text=str(record.get("text", "")),
+        run=run,
+        node=node,
+        operator=str(record.get("operator") or ""),
+        round=int(document.get("round", record.get("round", -1))),
+        fitness=None if fitness is None else float(fitness),
+        cell=tuple(int(c) for c in record.get("cell") or ()),
+        id=str(record.get("id") or ""),
+        kind=kind,  # type: ignore[arg-type]
+    )
+
+
+def plain_text(program: ExportedProgram) -> tuple[str, str]:
+    """The core's format when no plugin gives one: the program text unchanged, ``.txt``."""
+    text = program.text
+    return ".txt", text if text.endswith("\n") else text + "\n"
+
+
+def export_programs(
+    directory: Path, out: Path, registry: PluginRegistry, *, what: str = "all"
+) -> list[Path]:
+    """Writes the programs of the runs in ``directory`` to ``out``; returns the files written.
+
+    One file per program, named by :attr:`ExportedProgram.stem` plus the suffix of its format,
+    and ``out/programs.jsonl`` (one JSON object per program: its fields and ``file``).
+
+    Raises:
+        ConfigError: Bad ``what``, no run in ``directory``, or ``out`` is a file.
+    """
+    programs = list(collect_programs(directory, what))
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    directory = directory.resolve()
+    domains = {_run_name(run_dir, directory): _domain(run_dir) for run_dir in find_runs(directory)}
+    written: list[Path] = []
+    with (out / JSONL_NAME).open("w") as jsonl:
+        for program in programs:
+            domain = domains.get(program.run, "")
+            answer = registry.manager.hook.dei_export_program(domain=domain, program=program)
+            suffix, text = answer if answer is not None else plain_text(program)
+            path = out / f"{program.stem}{suffix}"
+            path.write_text(text)
+            written.append(path)
+            jsonl.write(json.dumps({**program.to_json(), "domain": domain,
+                                    "file": path.name}) + "\n")  # fmt: skip
+    return written
+
+
+def _domain(run_dir: Path) -> str:
+    for name in ("summary.json", "config.json"):
+        document = _read(run_dir / name)
+        if document and isinstance(document.get("domain"), str):
+            return document["domain"]
+    return ""

@@ -1,0 +1,46 @@
+"""The README's test commands are the ones `.ci/run` runs, and together they run every test once."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shlex
+from pathlib import Path
+
+from _pytest.mark.expression import Expression
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pytest_commands(text: str) -> list[list[str]]:
+    """Every ``pytest ...`` command of a text (after ``&&``, without a trailing comment)."""
+    commands = []
+    for line in text.splitlines():
+        found = re.search(r"(?:^|&& )(pytest\b[^#\n]*)", line.strip())
+        if found:
+            commands.append(shlex.split(found.group(1)))
+    return commands
+
+
+def test_ci_runs_the_readmes_commands_in_order() -> None:
+    readme = _pytest_commands((ROOT / "README.md").read_text(encoding="utf-8"))
+    ci = _pytest_commands((ROOT / ".ci" / "run").read_text(encoding="utf-8"))
+    assert len(ci) == 3 and readme == ci, (readme, ci)
+    for command in ci[:2]:
+        assert command[:3] == ["pytest", "-n", "auto"]  # in parallel; the axl tests one by one
+    quickstart = _pytest_commands((ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8"))
+    assert quickstart == ci
+
+
+def test_the_default_set_and_the_rest_together_select_every_test_once() -> None:
+    ci = _pytest_commands((ROOT / ".ci" / "run").read_text(encoding="utf-8"))
+    sets = [Expression.compile(command[command.index("-m") + 1]) for command in ci]
+    for marks in itertools.product(((), ("slow",)), ((), ("axl",))):
+        names = set(itertools.chain(*marks))
+
+        def has(name: str, **_: object) -> bool:
+            return name in names  # noqa: B023 (evaluated at once, in this iteration)
+
+        chosen = [selection.evaluate(has) for selection in sets]
+        assert chosen.count(True) == 1, names
+        assert chosen[0] == (not names)  # the default set: unmarked tests only

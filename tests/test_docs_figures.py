@@ -1,0 +1,196 @@
+"""The figures in README.md and docs/*.md are exactly what their JSON files render to.
+
+Every number in the docs that describes this project's results sits in a figure region
+(``<!-- figure: set/name -->`` ... ``<!-- /figure -->``, or ``<!-- fig: set/name -->`` inline)
+rendered by ``docs/figures/render.py`` from ``docs/figures/<set>.json``, which the script
+``docs/figures/<set>.py`` writes. Editing a figure by hand, or regenerating a JSON without
+rendering, fails here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ROOT / "docs" / "figures"
+NOT_SETS = {"figurelib", "render"}
+
+
+def load_renderer():
+    spec = importlib.util.spec_from_file_location("dei_docs_render", FIGURES / "render.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+render = load_renderer()
+PAGES = render.pages()
+SET_JSONS = sorted(FIGURES.glob("*.json"))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_page_figures_match_their_json(page):
+    differing = render.stale([page], {})
+    assert not differing, (
+        "figures differ from docs/figures/*.json; run `python docs/figures/render.py` "
+        "(never edit a figure by hand):\n" + "".join(differing.values())
+    )
+
+
+def test_the_docs_have_figures_and_every_set_is_used():
+    used = {
+        figure_id.split("/")[0]
+        for page in PAGES
+        for figure_id in render.figure_ids(page.read_text())
+    }
+    assert "families" in used, "docs/experiments.md must render the family experiment"
+    assert used == {path.stem for path in SET_JSONS}, "a figure JSON no page uses, or vice versa"
+
+
+@pytest.mark.parametrize("path", SET_JSONS, ids=[p.name for p in SET_JSONS])
+def test_figure_json_names_its_script_and_provenance(path):
+    record = json.loads(path.read_text())
+    assert record["set"] == path.stem
+    assert record["script"] == f"docs/figures/{path.stem}.py"
+    assert (ROOT / record["script"]).is_file(), f"{record['script']} does not exist"
+    assert len(record["git"]["commit"] or "") == 40
+    assert record["commands"] and all(isinstance(c, str) and c for c in record["commands"])
+    assert record["n"] and record["spread"] and record["date"]
+    assert record["machine"]["cores"] >= 1
+    assert isinstance(record["quick"], bool) and isinstance(record["data"], dict)
+
+
+def test_every_figure_script_has_its_json():
+    scripts = {p.stem for p in FIGURES.glob("*.py")} - NOT_SETS
+    assert scripts == {p.stem for p in SET_JSONS}
+
+
+def first_block(pages):
+    for page in pages:
+        match = render.BLOCK.search(page.read_text())
+        if match:
+            return page, match
+    raise AssertionError("no block figure in the docs")
+
+
+def test_changing_one_number_by_hand_is_caught():
+    page, match = first_block(PAGES)
+    text = page.read_text()
+    body_start = match.start("body")
+    digit = next(i for i in range(body_start, match.end("body")) if text[i].isdigit())
+    edited = text[:digit] + str((int(text[digit]) + 1) % 10) + text[digit + 1 :]
+    assert render.render_page(edited, page, {}) == text
+
+
+def test_inline_figure_is_rendered_and_checked():
+    cache: dict = {}
+    figure_set, value = render.lookup("families/repeats", cache)
+    page = ROOT / "docs" / "experiments.md"
+    text = "over <!-- fig: families/repeats -->999<!-- /fig --> repeats"
+    assert render.render_page(text, page, cache) == (
+        f"over <!-- fig: families/repeats -->{value}<!-- /fig --> repeats"
+    )
+    assert value == str(figure_set.record["data"]["repeats"])
+
+
+def test_block_figure_carries_its_source_and_quick_warning():
+    cache: dict = {}
+    page = ROOT / "docs" / "experiments.md"
+    text = "<!-- figure: families/all-conditions -->\nold\n<!-- /figure -->\n"
+    rendered = render.render_page(text, page, cache)
+    record = cache["families"].record
+    assert "| condition |" in rendered and "old" not in rendered
+    assert f"commit `{record['git']['commit'][:7]}`" in rendered
+    assert "(figures/families.json)" in rendered
+    assert ("quick pipeline run" in rendered) == record["quick"]
+
+
+@pytest.mark.parametrize(
+    "text, cause",
+    [
+        ("<!-- figure: families/no-such-figure -->\n<!-- /figure -->", "has no 'no-such-figure'"),
+        ("<!-- fig: nosuchset/x -->1<!-- /fig -->", "nosuchset.json does not exist"),
+        ("<!-- figure: families/all-conditions -->\nnever closed\n", "without a matching"),
+        ("<!-- fig: families/all-conditions -->x<!-- /fig -->", "spans several lines"),
+    ],
+)
+def test_bad_markers_name_the_cause(text, cause):
+    with pytest.raises(render.FigureError, match=cause):
+        render.render_page(text, ROOT / "docs" / "x.md", {})
+
+
+def test_render_check_exits_1_and_writes_nothing_on_a_stale_page(tmp_path, monkeypatch):
+    page = tmp_path / "page.md"
+    stale_text = "<!-- fig: families/repeats -->999<!-- /fig -->\n"
+    page.write_text(stale_text)
+    monkeypatch.setattr(render, "pages", lambda: [page])
+    lines: list[str] = []
+    assert render.main(["--check"], write=lines.append) == 1
+    assert page.read_text() == stale_text and "999" in "".join(lines)
+    assert render.main([], write=lines.append) == 0
+    assert page.read_text() != stale_text
+    assert render.main(["--check"], write=lines.append) == 0
+
+
+def synthetic_summary(**comparison_keys):
+    stat = {"mean": 0.5, "std": 0.1, "n": 3, "values": [0.4, 0.5, 0.6]}
+    block = {"operators": ["a"], "nodes": 1, "repeats_completed": 3,
+             "merged": {"coverage": stat, "qd_score": stat,
+                        "common": {"coverage": stat, "qd_score": stat}},
+             "niche_novelty": stat, "operator_divergence": stat}  # fmt: skip
+    comparisons = [{"a": "diverse", "b": "solo", "metric": metric, "diff": 0.25,
+                    "p_value": 0.1, "n_a": 3, "n_b": 3, **comparison_keys}
+                   for metric in ("merged.common.coverage", "merged.common.qd_score")]  # fmt: skip
+    return {
+        "budget": 8,
+        "rounds": 2,
+        "repeats": 3,
+        "seeds": [1, 2, 3],
+        "equal_compute": True,
+        "conditions": {"solo": block, "diverse": block},
+        "comparisons": comparisons,
+    }
+
+
+def test_families_extraction_reads_renamed_and_new_statistics():
+    families = render.load_script(FIGURES / "families.py")
+    plain = families.figures(families.extract(synthetic_summary(ci95=[0.1, 0.4])))
+    assert "+0.25 [+0.10, +0.40]" in plain["diverse-vs-common"]
+    assert "Holm" not in plain["diverse-vs-common"] and "A12" not in plain["diverse-vs-common"]
+    richer = families.figures(families.extract(synthetic_summary(
+        hl_ci95=[0.05, 0.5], p_holm=0.2, a12=0.83, ci_method="Hodges-Lehmann")))  # fmt: skip
+    table = richer["diverse-vs-common"]
+    assert "p (Holm)" in table and "A12" in table
+    assert "+0.25 [+0.05, +0.50]" in table and "0.200" in table and "0.83" in table
+    assert "Hodges-Lehmann" in richer["methods"]
+    assert richer["diverse-solo.common-qd.p"] == "0.100"
+
+
+def test_markers_quoted_in_inline_code_are_text():
+    text = "write `<!-- figure: families/x -->` ... `<!-- /figure -->` or `<!-- fig: a/b -->`\n"
+    assert render.render_page(text, ROOT / "docs" / "x.md", {}) == text
+
+
+def test_families_extraction_reads_the_hodges_lehmann_shift_and_its_level():
+    families = render.load_script(FIGURES / "families.py")
+    data = families.extract(synthetic_summary(
+        shift=0.2, ci=[0.05, 0.5], ci_level=0.9, ci95=None, a12=0.8, p_holm=0.3,
+        interval="Hodges-Lehmann shift a - b"))  # fmt: skip
+    shown = families.figures(data)
+    assert "+0.25; shift +0.20 [+0.05, +0.50]" in shown["diverse-vs-common"]
+    assert "Hodges-Lehmann shift a - b" in shown["methods"] and "level 0.900" in shown["methods"]
+
+
+def test_families_tables_name_the_unit_of_each_spread():
+    families = render.load_script(FIGURES / "families.py")
+    summary = synthetic_summary()
+    for block in summary["conditions"].values():
+        block["niche_novelty"] = {**block["niche_novelty"], "unit": "nodes x repeats"}
+        block["merged"]["coverage"] = {**block["merged"]["coverage"], "unit": "repeats"}
+    table = families.figures(families.extract(summary))["all-conditions"]
+    assert "niche novelty: nodes x repeats" in table and "coverage (raw): repeats" in table
+    assert "over —" not in families.figures(families.extract(synthetic_summary()))["all-conditions"]
