@@ -17,24 +17,31 @@ from dei_framework.plugins import load_plugins
 
 
 class CountingBackend(LocalBackend):
-    """The local pool in threads, counting the jobs it runs and the options it was given."""
+    """The local pool in threads, noting the jobs it runs."""
 
-    made: list[EvaluatorOptions] = []
-    jobs: list[str] = []
-
-    def __init__(self, domain, options: EvaluatorOptions) -> None:
+    def __init__(self, domain, jobs: list[str]) -> None:
         super().__init__(domain, workers=0)
-        CountingBackend.made.append(options)
+        self.jobs = jobs
 
     async def run(self, function, *args, lane="candidates"):
-        CountingBackend.jobs.append(function.__name__)
+        self.jobs.append(function.__name__)
         return await super().run(function, *args, lane=lane)
 
 
 class CountingPlugin:
+    """Registers ``counting``; notes the options of every backend made and their jobs."""
+
+    def __init__(self) -> None:
+        self.made: list[EvaluatorOptions] = []
+        self.jobs: list[str] = []
+
+    def make(self, domain, options: EvaluatorOptions) -> CountingBackend:
+        self.made.append(options)
+        return CountingBackend(domain, self.jobs)
+
     @hookimpl
     def dei_evaluation_backends(self):
-        return [EvaluatorSpec(name="counting", factory=CountingBackend,
+        return [EvaluatorSpec(name="counting", factory=self.make,
                               description="the local pool, counted (tests)")]  # fmt: skip
 
 
@@ -46,19 +53,18 @@ def config(**placement) -> RunConfig:
 
 
 def test_a_plugin_backend_runs_every_job_and_gives_the_local_results(tmp_path) -> None:
-    registry = load_plugins(extra=[CountingPlugin()])
+    plugin = CountingPlugin()
+    registry = load_plugins(extra=[plugin])
     assert registry.evaluators["counting"].plugin.endswith("CountingPlugin")
-    CountingBackend.made.clear()
-    CountingBackend.jobs.clear()
     run(config(), tmp_path / "local", registry=registry)
     run(
         config(evaluator="counting", evaluator_address="somewhere", evaluator_options={"knob": 1}),
         tmp_path / "counting",
         registry=registry,
     )
-    assert CountingBackend.made == [EvaluatorOptions(workers=0, address="somewhere",
+    assert plugin.made == [EvaluatorOptions(workers=0, address="somewhere",
                                                      options={"knob": 1})]  # fmt: skip
-    assert CountingBackend.jobs.count("_parse_and_evaluate_batch") >= 2
+    assert plugin.jobs.count("_parse_and_evaluate_batch") >= 2
     merged = [json.loads((tmp_path / name / "merged_archive.json").read_text())
               for name in ("local", "counting")]  # fmt: skip
     assert len(merged[0]) > 5 and merged[0] == merged[1]
