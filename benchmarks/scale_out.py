@@ -26,6 +26,9 @@ Usage::
 
     python benchmarks/scale_out.py [--evals 40] [--repeats 3] [--write FILE]
 
+Each measurement is a line on stderr; the summary is the one JSON object on stdout
+(``docs/figures/scale_out.py`` renders it into docs/multi-machine.md).
+
 Needs Dask distributed (``pip install -e .[dask]``).
 """
 
@@ -37,6 +40,7 @@ import json
 import math
 import os
 import statistics
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -143,7 +147,8 @@ def main() -> None:
             for system in args.systems:
                 row = measure(system, domain, texts, opponents, args.evals, clusters.get(system))
                 rows[system].append(row)
-                print(json.dumps({"system": system, "repeat": repeat, **row}), flush=True)
+                print(json.dumps({"system": system, "repeat": repeat, **row}), file=sys.stderr,
+                      flush=True)  # fmt: skip
     finally:
         for cluster in clusters.values():
             cluster.close()

@@ -33,6 +33,7 @@ import logging
 import os
 import signal
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -135,10 +136,12 @@ class DaskBackend(EvaluationBackend):
                     logging.getLogger(name).setLevel(logging.CRITICAL)
             address = self.address
             if address is None:
-                self._cluster = distributed.LocalCluster(
-                    n_workers=self._local_workers or None, threads_per_worker=1,
-                    processes=True, dashboard_address=None, silence_logs=logging.ERROR,
-                )  # fmt: skip
+                with warnings.catch_warnings():  # another cluster's HTTP port: a note only
+                    warnings.filterwarnings("ignore", message="Port .* is already in use")
+                    self._cluster = distributed.LocalCluster(
+                        n_workers=self._local_workers or None, threads_per_worker=1,
+                        processes=True, dashboard_address=None, silence_logs=logging.ERROR,
+                    )  # fmt: skip
                 address = self.address = self._cluster.scheduler_address
             try:
                 client = distributed.Client(address, timeout=CONNECT_SECONDS,

@@ -212,3 +212,12 @@ def test_opponents_reach_each_worker_once_and_jobs_carry_a_reference(dask_addres
     expected = [evaluate(domain, text, opponents, seed=i) for i, text in enumerate(texts)]
     assert [o.evaluation for o in outcomes] == [e.evaluation for e in expected]
     assert all(o.evaluation is not None for o in outcomes)
+
+
+@pytest.mark.slow
+def test_without_an_address_a_local_cluster_serves_the_run(local_run, tmp_path) -> None:
+    out = tmp_path / "own-cluster"
+    result = run_console("dei-run", *RUN_FLAGS, "--evaluator", "dask", "--eval-workers", "2",
+                         "--out", str(out))  # fmt: skip
+    assert archives(out) == archives(local_run)
+    assert result.stderr == ""  # the cluster started and stopped without a word
