@@ -108,11 +108,11 @@ class DaskBackend(EvaluationBackend):
         self._sets: collections.OrderedDict[str, concurrent.futures.Future] = (
             collections.OrderedDict()
         )
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # connecting and closing (held for seconds at connect)
+        self._sets_lock = threading.Lock()  # the scattered sets (held for a moment, on the loop)
         self._calls = concurrent.futures.ThreadPoolExecutor(
             max_workers=2, thread_name_prefix="dei-dask"
         )
-        self._closed = False
 
     @property
     def workers(self) -> int:
@@ -189,7 +189,7 @@ class DaskBackend(EvaluationBackend):
     # --- jobs ------------------------------------------------------------------------------------
 
     async def ship(self, set_id: str, programs: Sequence[Any]) -> Any:
-        with self._lock:
+        with self._sets_lock:
             shipping = self._sets.get(set_id)
             if shipping is None:
                 shipping = self._calls.submit(self._scatter, list(programs))
@@ -200,7 +200,7 @@ class DaskBackend(EvaluationBackend):
         try:
             return await asyncio.wrap_future(shipping)
         except EvaluatorLost:
-            with self._lock:
+            with self._sets_lock:
                 self._sets.pop(set_id, None)
             raise
 
@@ -253,6 +253,7 @@ class DaskBackend(EvaluationBackend):
         with self._lock:
             client, cluster = self._client, self._cluster
             self._client = self._cluster = self._domain_future = None
+        with self._sets_lock:
             self._sets.clear()
         for part in (client, cluster):
             if part is not None:
