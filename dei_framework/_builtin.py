@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dei_framework import dask_backend
 from dei_framework.archives import BUILTIN_ARCHIVES, ArchiveSpec
+from dei_framework.backend import EvaluatorSpec
 from dei_framework.emitters import BUILTIN_EMITTERS, EmitterSpec
+from dei_framework.evaluation import make_local_backend
 from dei_framework.hookspecs import hookimpl
 from dei_framework.sharing import BUILTIN_POLICIES, SharingSpec
 
@@ -21,3 +24,14 @@ def dei_emitters() -> list[EmitterSpec]:
 @hookimpl
 def dei_archives() -> list[ArchiveSpec]:
     return list(BUILTIN_ARCHIVES)
+
+
+@hookimpl
+def dei_evaluation_backends() -> list[EvaluatorSpec]:
+    return [
+        EvaluatorSpec(name="local", factory=make_local_backend,
+                      description="a process pool on this machine (--eval-workers processes)"),
+        EvaluatorSpec(name="dask", factory=dask_backend.make_backend,
+                      description="a Dask distributed cluster (--evaluator-address, or a local "
+                                  "cluster started for the run); needs dei-framework[dask]"),
+    ]  # fmt: skip

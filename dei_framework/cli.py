@@ -21,9 +21,10 @@ import attrs
 import click
 
 from dei_framework import experiment
+from dei_framework.backend import EvaluatorLost
 from dei_framework.config import DEFAULT_NODES, RunConfig, chosen_out, resolve_config
 from dei_framework.errors import ConfigError, DEIError
-from dei_framework.plugins import PluginRegistry, load_plugins
+from dei_framework.plugins import DISABLE_PLUGINS_VARIABLE, PluginRegistry, load_plugins
 from dei_framework.presets import PRESETS
 from dei_framework.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
 from dei_framework.watch.server import serve, serve_until_interrupted, watch_in_background
@@ -118,8 +119,6 @@ def _say(line: str) -> None:
     sys.stderr.flush()
 
 
-#: Entry points the command line leaves out, comma-separated (as pytest's ``-p no:name``).
-DISABLE_PLUGINS_VARIABLE = "DEI_DISABLE_PLUGINS"
 
 
 @functools.cache
@@ -205,6 +204,12 @@ RUN_OPTIONS = [
                       "its common-ground fitness is their mean (default 5)."),
     click.option("--eval-workers", type=int,
                  help="Evaluation worker processes (default: one per core; 0: in-process)."),
+    click.option("--evaluator", metavar="NAME",
+                 help="Where evaluations run: local (a process pool, the default), dask (a Dask "
+                      "cluster), or a plugin's backend; results are the same on every one."),
+    click.option("--evaluator-address", metavar="ADDRESS",
+                 help="The evaluation backend's address, e.g. the Dask scheduler "
+                      "tcp://host:8786 (default: a local cluster started for the run)."),
     click.option("--out", type=click.Path(file_okay=False),
                  help="Run directory (default: a new folder under ./runs/)."),
     click.option("--resume", type=click.Path(file_okay=False, exists=True),
@@ -281,6 +286,20 @@ def warn_ignored(flags: dict[str, Any], *, keep: tuple[str, ...]) -> None:
                    err=True)  # fmt: skip
 
 
+#: Flags that choose where evaluations run, not what they compute: a resumed or replayed run
+#: (and a resumed experiment) takes them over its recorded configuration.
+PLACEMENT_FLAGS = ("evaluator", "evaluator_address", "eval_workers")
+
+
+def placed(config: RunConfig, flags: Mapping[str, Any], plugins: PluginRegistry) -> RunConfig:
+    """``config`` with the evaluation placement the flags give (the rest stays recorded)."""
+    changes = {name: flags[name] for name in PLACEMENT_FLAGS if flags.get(name) is not None}
+    if "evaluator" in changes:
+        plugins.evaluator(changes["evaluator"])
+        changes.setdefault("evaluator_address", None)  # an address belongs to its backend
+    return attrs.evolve(config, **changes) if changes else config
+
+
 def default_out(domain: str) -> Path:
     return Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{domain}"
 
@@ -314,12 +333,12 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         raise ConfigError("--reask-mismatched only applies to --replay")
     if resume_dir or replay_dir:
         warn_ignored(flags, keep=("resume", "replay", "out", "progress", "no_report", "watch",
-                                  "reask_mismatched"))
+                                  "reask_mismatched", *PLACEMENT_FLAGS))
     if resume_dir:
-        config = RunConfig.from_json(RunDir(resume_dir).read_config())
+        config = placed(RunConfig.from_json(RunDir(resume_dir).read_config()), flags, plugins)
         out = Path(resume_dir)
     elif replay_dir:
-        config = RunConfig.from_json(RunDir(replay_dir).read_config())
+        config = placed(RunConfig.from_json(RunDir(replay_dir).read_config()), flags, plugins)
         out = Path(flags["out"]) if flags.get("out") else Path(replay_dir) / "replay"
     else:
         config = resolve_config(flags, plugins)
@@ -348,6 +367,12 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
             _say(hint if ensemble.started else
                  "interrupted before the run started; nothing written")  # fmt: skip
             sys.exit(EXIT_INTERRUPTED)
+        except EvaluatorLost as exc:
+            if not ensemble.started:
+                raise
+            fail(f"{exc}; the run is checkpointed: continue with dei-run --resume "
+                 f"{_shell_path(out)} (--evaluator-address ADDRESS or --evaluator local to "
+                 "evaluate elsewhere)")  # fmt: skip
         except DEIError as exc:
             if not ensemble.started:
                 raise
@@ -553,6 +578,10 @@ def export_command(run_dir: Path, out: Path, what: str) -> None:
 @click.option(
     "--repeats", type=int, help="Runs per condition; repeat k uses seed+k (default 1)."
 )
+@click.option(
+    "--parallel", type=int, default=1, show_default=True, metavar="N",
+    help="Runs at once, each in its own process; the summary is the sequential one's.",
+)
 @run_options
 @user_errors
 def experiment_command(**flags: Any) -> None:
@@ -565,9 +594,11 @@ def experiment_command(**flags: Any) -> None:
     """
     plugins = sound_registry()
     if flags.get("resume"):
-        warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report"))
+        warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report", "parallel",
+                                  *PLACEMENT_FLAGS))
         out = Path(flags["resume"])
         plan = experiment.load_plan(out)
+        plan = attrs.evolve(plan, base=placed(plan.base, flags, plugins))
         if flags.get("repeats"):
             plan = attrs.evolve(plan, repeats=flags["repeats"])
     else:
@@ -586,10 +617,14 @@ def experiment_command(**flags: Any) -> None:
     )
     try:
         summary = experiment.run_experiment(plan, out, registry=plugins, progress=progress,
-                                            announce=announce)  # fmt: skip
+                                            announce=announce,
+                                            parallel=flags.get("parallel", 1))  # fmt: skip
     except KeyboardInterrupt:
         click.echo(f"interrupted; continue with: dei experiment --resume {out}", err=True)
         sys.exit(130)
+    except EvaluatorLost as exc:  # the run under way is checkpointed
+        fail(f"{exc}; continue with: dei experiment --resume {_shell_path(out)} "
+             "(--evaluator-address ADDRESS or --evaluator local to evaluate elsewhere)")
     report = None if flags.get("no_report") else write_report(out)
     for line in _condition_table(summary["conditions"]):
         click.echo(line)

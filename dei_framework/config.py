@@ -101,6 +101,11 @@ class RunConfig:
         max_peer_champions: Received champions kept as opponents (a separate window, so own
             Red Queen memory is the same in Solo and ensemble runs).
         eval_workers: Worker processes for evaluation (0: threads in this process).
+        evaluator: Where evaluations run: an evaluation backend (``local``, ``dask``, or a
+            plugin's); every backend gives the same results.
+        evaluator_address: The backend's address (for ``dask``, the scheduler,
+            ``tcp://host:8786``; ``None``: a local cluster started for the run).
+        evaluator_options: Options of a plugin's backend (``[evaluator_options]`` table).
         domain_options: Domain options (``[domain_options]`` table and domain flags).
         transport_options: Transport options (``[transport_options]`` table and flags).
         delivery: How champions reach peers: ``"virtual"`` (by virtual time: deterministic;
@@ -146,6 +151,9 @@ class RunConfig:
     max_champions: int = 20
     max_peer_champions: int = 20
     eval_workers: int | None = None
+    evaluator: str = "local"
+    evaluator_address: str | None = None
+    evaluator_options: Mapping[str, Any] = attrs.field(factory=dict)
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
     delivery: str = "auto"
@@ -364,6 +372,7 @@ DEFAULTS: dict[str, Any] = {
     "checkpoint_seconds": 2.0,
     "delivery": "auto",
     "common_seeds": 5,
+    "evaluator": "local",
 }
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
 DEFAULT_CALLS_PER_NODE = 40
@@ -389,7 +398,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "transport_options", "sharing_options", "operator_options", "out",
              "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
              "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
-             "common_ground", "common_seeds", "preset", "members", "delivery", "lifecycle"}
+             "common_ground", "common_seeds", "preset", "members", "delivery", "lifecycle",
+             "evaluator", "evaluator_address", "evaluator_options"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -412,6 +422,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     if not domain:
         raise ConfigError("no domain given: use --domain (see `dei plugins`)")
     plugins.domain(domain)
+    plugins.evaluator(pick("evaluator"))
     operators = list(flags.get("operators") or file.get("operators") or file.get("operator") or [])
     if isinstance(operators, str):
         operators = [operators]
@@ -464,7 +475,9 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         max_peer_champions=pick("max_peer_champions"), emitter=pick("emitter"),
         emitter_options=file.get("emitter_options", {}), archive=pick("archive"),
         archive_options=file.get("archive_options", {}),
-        eval_workers=pick("eval_workers"), domain_options=domain_options,
+        eval_workers=pick("eval_workers"), evaluator=pick("evaluator"),
+        evaluator_address=pick("evaluator_address"),
+        evaluator_options=file.get("evaluator_options", {}), domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
         common_ground=bool(pick("common_ground")), common_seeds=pick("common_seeds"),
         members=file.get("members") or (),

@@ -23,6 +23,7 @@ import attrs
 
 from dei_framework import chaos
 from dei_framework.archives import ArchiveBase, GridArchive
+from dei_framework.backend import EvaluatorLost, EvaluatorOptions
 from dei_framework.budget import BudgetLedger, NodeUsage
 from dei_framework.common import (
     Reference,
@@ -139,6 +140,8 @@ class Ensemble:
         self.stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
+        #: The evaluation backend was lost: the run checkpointed and stops with this error.
+        self._lost: EvaluatorLost | None = None
 
     # --- construction ---------------------------------------------------------------------------
 
@@ -431,6 +434,8 @@ class Ensemble:
             try:
                 return asyncio.run(self.run_async())
             except asyncio.CancelledError:
+                if self._lost is not None:  # checkpointed as on Ctrl-C; --resume continues
+                    raise self._lost from None
                 if not self.stopping:
                     raise
                 raise KeyboardInterrupt from None
@@ -462,6 +467,12 @@ class Ensemble:
         if self.stopping:
             raise asyncio.CancelledError
         self._build()
+        try:
+            await self.evaluator.start()  # a backend that cannot start stops the run now
+        except BaseException:
+            self.evaluator.close(wait=False)
+            raise
+        self.evaluator.on_lost = self._evaluator_lost
         self.run_dir.write_config(self.config.to_json())
         self.started = True
         self._report_resumed()
@@ -509,6 +520,14 @@ class Ensemble:
         self.run_dir.close()
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
         return summary
+
+    def _evaluator_lost(self, error: EvaluatorLost) -> None:
+        """The evaluation backend is gone: stop every node and checkpoint, as on Ctrl-C, then
+        :meth:`run` raises ``error``."""
+        if self._lost is None:
+            self._lost = error
+            if self._task is not None:
+                self._task.cancel()
 
     async def _run_node(self, node: Node) -> None:
         driver = self.drivers[node.name]
@@ -632,9 +651,14 @@ class Ensemble:
         return summary
 
     def _new_evaluator(self) -> Evaluator:
-        """An evaluation pool for this run's domain, accepting every axis on offer."""
+        """An evaluator for this run's domain on the run's backend (``--evaluator``), accepting
+        every axis on offer."""
         offered = {spec.name for spec in self.domain.descriptor_axes()} | set(self.registry.axes)
-        return Evaluator(self.domain, workers=self.config.eval_workers, descriptor_keys=offered)
+        config = self.config
+        options = EvaluatorOptions(workers=config.eval_workers, address=config.evaluator_address,
+                                   options=dict(config.evaluator_options))  # fmt: skip
+        backend = self.registry.evaluator(config.evaluator).factory(self.domain, options)
+        return Evaluator(self.domain, descriptor_keys=offered, backend=backend)
 
     def _merge_common_ground(self, nodes: dict[str, Any],
                              champions: Mapping[str, Mapping[int, str | None]]) -> None:

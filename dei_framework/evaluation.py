@@ -30,11 +30,12 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from dei_framework.backend import EvaluationBackend, EvaluatorLost, EvaluatorOptions, WorkerDied
 from dei_framework.domain import Domain, Evaluation, Program
 from dei_framework.errors import InvalidProgram
 from dei_framework.records import Candidate
@@ -401,73 +402,49 @@ class _Job:
     future: asyncio.Future
 
 
-class Evaluator:
-    """Runs a domain's parse + evaluate in a process pool shared by the nodes of a process.
+class LocalBackend(EvaluationBackend):
+    """The ``local`` evaluation backend: a process pool on this machine (the default).
 
-    Evaluations asked for in the same turn of the event loop travel together: one batch job
-    per worker, which parses them and calls :meth:`Domain.evaluate_batch` once, so a batch
-    crosses the process boundary once (and a vectorised domain evaluates it in one pass).
+    The domain is installed once per worker process; opponent sets are files the workers read
+    on first use (see :meth:`Evaluator.install`). Generality runs on its own one-worker lane, a
+    low-priority process: it never queues ahead of candidates and yields the CPU to them.
 
     Args:
         domain: The domain (must be picklable when ``workers > 0``).
         workers: Worker processes; ``0`` runs in threads of this process (for cheap domains and
             tests), ``None`` uses one per CPU core.
-        descriptor_keys: Every descriptor key the domain may report (its axes and the plugin
-            axes of the run); another key makes the candidate invalid. ``None`` accepts any.
     """
 
-    def __init__(
-        self,
-        domain: Domain,
-        *,
-        workers: int | None = None,
-        descriptor_keys: Collection[str] | None = None,
-    ) -> None:
+    def __init__(self, domain: Domain, *, workers: int | None = None) -> None:
         self.domain = domain
-        self.descriptor_keys = None if descriptor_keys is None else frozenset(descriptor_keys)
-        self.workers = (os.cpu_count() or 1) if workers is None else workers
-        # Generality runs on its own one-worker lane, a low-priority process: it never queues
-        # ahead of candidates and yields the CPU to them.
+        self._workers = (os.cpu_count() or 1) if workers is None else workers
         self._pools: dict[str, concurrent.futures.Executor] = {}
-        self._sets: dict[str, OpponentSet] = {}
         self._set_dir: tempfile.TemporaryDirectory | None = None
-        # Evaluations asked for in the same turn of the event loop, by (opponent set, axes):
-        # sent together, in at most one batch per worker (see evaluate()).
-        self._pending: dict[tuple[str, tuple[str, ...]], list[_Job]] = {}
-        self._flush_scheduled = False
-        self._batches: set[asyncio.Task] = set()
+
+    @property
+    def workers(self) -> int:
+        return self._workers
 
     def _sets_dir(self) -> str:
         if self._set_dir is None:
             self._set_dir = tempfile.TemporaryDirectory(prefix="dei-opponents-")
         return self._set_dir.name
 
-    def install(self, opponents: Sequence[Program]) -> OpponentSet:
-        """Makes ``opponents`` available to the workers once; evaluation jobs then carry only
-        the set's id. Installing the same programs again returns the same set.
-
-        The programs are pickled once into a file of a private temporary directory (removed by
-        :meth:`close`); each worker reads a set the first time a job names it and keeps the
-        :data:`WORKER_OPPONENT_SETS` most recently used.
-        """
-        data = pickle.dumps(list(opponents), protocol=pickle.HIGHEST_PROTOCOL)
-        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        known = self._sets.get(digest)
-        if known is not None:
-            return known
-        path = os.path.join(self._sets_dir(), f"{digest}.pickle")
+    def install(self, set_id: str, data: bytes) -> str:
+        path = os.path.join(self._sets_dir(), f"{set_id}.pickle")
         partial = f"{path}.partial"
         with open(partial, "wb") as file:
             file.write(data)
         os.replace(partial, path)  # a worker never reads a half-written set
-        self._sets[digest] = OpponentSet(id=digest, path=path, programs=tuple(opponents),
-                                         size=len(data))  # fmt: skip
-        return self._sets[digest]
+        return path
+
+    async def ship(self, set_id: str, programs: Sequence[Program]) -> Any:
+        return programs if self._workers == 0 else set_id
 
     def _executor(self, lane: str = "candidates") -> concurrent.futures.Executor:
         if lane not in self._pools:
-            workers = 1 if lane == "generality" else self.workers
-            if self.workers == 0:
+            workers = 1 if lane == "generality" else self._workers
+            if self._workers == 0:
                 self._pools[lane] = concurrent.futures.ThreadPoolExecutor(
                     max_workers=1 if lane == "generality" else 4
                 )
@@ -484,19 +461,124 @@ class Evaluator:
                     )
         return self._pools[lane]
 
-    def _local_domain(self) -> Domain | None:
-        return self.domain if self.workers == 0 else None
-
-    async def _run(self, function, *args: Any, lane: str = "candidates") -> Any:
+    async def run(self, function, *args: Any, lane: str = "candidates") -> Any:
         loop = asyncio.get_running_loop()
+        domain = self.domain if self._workers == 0 else None  # workers have it installed
         try:
-            return await loop.run_in_executor(
-                self._executor(lane), function, self._local_domain(), *args
-            )
+            return await loop.run_in_executor(self._executor(lane), function, domain, *args)
         except concurrent.futures.process.BrokenProcessPool:
             # A worker died (e.g. killed by the OS); start a fresh pool for the next tasks.
             self._pools.pop(lane, None)
-            raise
+            raise WorkerDied("the worker process died") from None
+
+    def close(self, *, wait: bool = True) -> None:
+        pools = list(self._pools.values())
+        self._pools.clear()
+        if wait:
+            for pool in pools:
+                pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            processes = [process for pool in pools for process in _worker_processes(pool)]
+            for pool in pools:
+                pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.kill()
+            for process in processes:
+                process.join(timeout=2.0)
+        if self._set_dir is not None:
+            self._set_dir.cleanup()
+            self._set_dir = None
+
+    def kill(self) -> None:
+        for pool in list(self._pools.values()):
+            for process in _worker_processes(pool):
+                process.kill()
+        release_semaphores()
+
+
+class Evaluator:
+    """Parses and evaluates a domain's candidates off the event loop, for the nodes of a
+    process, on an evaluation backend (by default :class:`LocalBackend`, a process pool).
+
+    Evaluations asked for in the same turn of the event loop travel together: one batch job
+    per worker, which parses them and calls :meth:`Domain.evaluate_batch` once, so a batch
+    crosses the process boundary once (and a vectorised domain evaluates it in one pass). What
+    a job computes does not depend on the backend, so every backend gives the same outcomes.
+
+    Args:
+        domain: The domain (must be picklable when ``workers > 0``).
+        workers: Worker processes of the default backend; ``0`` runs in threads of this
+            process (for cheap domains and tests), ``None`` uses one per CPU core.
+        descriptor_keys: Every descriptor key the domain may report (its axes and the plugin
+            axes of the run); another key makes the candidate invalid. ``None`` accepts any.
+        backend: Where jobs run (default: a :class:`LocalBackend` with ``workers``).
+    """
+
+    def __init__(
+        self,
+        domain: Domain,
+        *,
+        workers: int | None = None,
+        descriptor_keys: Collection[str] | None = None,
+        backend: EvaluationBackend | None = None,
+    ) -> None:
+        self.domain = domain
+        self.descriptor_keys = None if descriptor_keys is None else frozenset(descriptor_keys)
+        self.backend = backend if backend is not None else LocalBackend(domain, workers=workers)
+        #: Called with the :class:`EvaluatorLost` error when the backend is gone, instead of
+        #: failing the jobs: a run sets it to checkpoint and stop (the jobs then stay pending
+        #: until the run cancels them, as on Ctrl-C).
+        self.on_lost: Callable[[EvaluatorLost], None] | None = None
+        self._started: tuple[asyncio.AbstractEventLoop, asyncio.Task] | None = None
+        self._sets: dict[str, OpponentSet] = {}
+        # Evaluations asked for in the same turn of the event loop, by (opponent set, axes):
+        # sent together, in at most one batch per worker (see evaluate()).
+        self._pending: dict[tuple[str, tuple[str, ...]], list[_Job]] = {}
+        self._flush_scheduled = False
+        self._batches: set[asyncio.Task] = set()
+
+    @property
+    def workers(self) -> int:
+        """How many jobs the backend runs at once (``0``: threads of this process)."""
+        return self.backend.workers
+
+    async def start(self) -> None:
+        """Connects the backend (once; later calls wait for the first). Also done by the first
+        job; a run calls it first so that a backend that cannot start stops it at once."""
+        loop = asyncio.get_running_loop()
+        if self._started is None or self._started[0] is not loop:  # per event loop
+            self._started = (loop, loop.create_task(self.backend.start()))
+        await asyncio.shield(self._started[1])
+
+    def install(self, opponents: Sequence[Program]) -> OpponentSet:
+        """Makes ``opponents`` available to the workers once; evaluation jobs then carry only
+        the set's id. Installing the same programs again returns the same set.
+
+        The programs are pickled once; the backend keeps them where its workers load them once
+        (the local pool: a file of a private temporary directory, removed by :meth:`close`,
+        that each worker reads the first time a job names it, keeping the
+        :data:`WORKER_OPPONENT_SETS` most recently used).
+        """
+        data = pickle.dumps(list(opponents), protocol=pickle.HIGHEST_PROTOCOL)
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        known = self._sets.get(digest)
+        if known is not None:
+            return known
+        path = self.backend.install(digest, data)
+        self._sets[digest] = OpponentSet(id=digest, path=path, programs=tuple(opponents),
+                                         size=len(data))  # fmt: skip
+        return self._sets[digest]
+
+    async def _run(self, function, *args: Any, lane: str = "candidates") -> Any:
+        await self.start()
+        return await self.backend.run(function, *args, lane=lane)
+
+    async def _lost(self, error: EvaluatorLost) -> None:
+        """Hands a lost backend to :attr:`on_lost` and waits to be cancelled, or raises."""
+        if self.on_lost is None:
+            raise error
+        self.on_lost(error)
+        await asyncio.get_running_loop().create_future()  # cancelled with the run
 
     async def evaluate(
         self,
@@ -544,13 +626,20 @@ class Evaluator:
 
     async def _send(self, jobs: list[_Job], axes: tuple[str, ...]) -> None:
         opponents = jobs[0].opponents
-        sent = opponents.programs if self.workers == 0 else opponents.id
         try:
+            await self.start()
+            sent = await self.backend.ship(opponents.id, opponents.programs)
             outcomes = await self._run(_parse_and_evaluate_batch,
                                        [(job.text, job.seed) for job in jobs], sent, axes,
                                        self.descriptor_keys)  # fmt: skip
-        except concurrent.futures.process.BrokenProcessPool:
+        except WorkerDied:
             outcomes = [Outcome(error="evaluation failed: the worker process died")] * len(jobs)
+        except EvaluatorLost as exc:
+            if self.on_lost is None:
+                outcomes = [exc] * len(jobs)
+            else:  # the run stops and checkpoints; these jobs are cancelled with it
+                self.on_lost(exc)
+                return
         except Exception as exc:  # the pool itself failed: every job of the batch hears it
             outcomes = [exc] * len(jobs)
         for job, outcome in zip(jobs, outcomes, strict=True):
@@ -565,13 +654,19 @@ class Evaluator:
         """Parses a program off the event loop; returns the program or why it is invalid."""
         try:
             return await self._run(_parse, text)
-        except concurrent.futures.process.BrokenProcessPool:
+        except WorkerDied:
             return "parse failed: the worker process died"
+        except EvaluatorLost as exc:
+            await self._lost(exc)
+            raise  # not reached: _lost raises or waits to be cancelled
 
     async def generality(self, program: Program) -> float | None:
         """The domain's generality of a champion (``None`` if the domain has none or it fails)."""
         try:
             return await self._run(_generality, program, lane="generality")
+        except EvaluatorLost as exc:
+            await self._lost(exc)
+            raise  # not reached
         except Exception:
             return None
 
@@ -581,6 +676,9 @@ class Evaluator:
         ``None`` if it has neither or it fails."""
         try:
             return await self._run(_generality_outcomes, program, lane="generality")
+        except EvaluatorLost as exc:
+            await self._lost(exc)
+            raise  # not reached
         except Exception:
             return None
 
@@ -592,33 +690,16 @@ class Evaluator:
                 interrupt) kills the workers at once and reaps them: nothing they compute
                 could still be used.
         """
-        pools = list(self._pools.values())
-        self._pools.clear()
-        if wait:
-            for pool in pools:
-                pool.shutdown(wait=True, cancel_futures=True)
-        else:
-            processes = [process for pool in pools for process in _worker_processes(pool)]
-            for pool in pools:
-                pool.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                process.kill()
-            for process in processes:
-                process.join(timeout=2.0)
+        self.backend.close(wait=wait)
         self._sets.clear()
-        if self._set_dir is not None:
-            self._set_dir.cleanup()
-            self._set_dir = None
+        self._started = None
 
     def kill_workers(self) -> None:
         """Kills the worker processes at once, without touching the pool's bookkeeping.
 
         Safe to call from a signal handler just before the process exits.
         """
-        for pool in list(self._pools.values()):
-            for process in _worker_processes(pool):
-                process.kill()
-        release_semaphores()
+        self.backend.kill()
 
 
 def release_semaphores() -> None:
@@ -648,3 +729,8 @@ def _worker_processes(pool: concurrent.futures.Executor) -> list:
     """
     processes = getattr(pool, "_processes", None) or {}
     return [process for process in list(processes.values()) if process.is_alive()]
+
+
+def make_local_backend(domain: Domain, options: EvaluatorOptions) -> LocalBackend:
+    """The ``local`` backend's factory (registered by the core's own plugin)."""
+    return LocalBackend(domain, workers=options.workers)

@@ -387,11 +387,15 @@ def run_experiment(
     registry: PluginRegistry | None = None,
     progress: str = "quiet",
     announce: Announce | None = None,
+    parallel: int = 1,
 ) -> dict[str, Any]:
     """Runs (or continues) every repeat of every condition; returns the experiment summary.
 
     Repeats go outermost, so an interrupted experiment has balanced conditions. A repeat whose
     run directory holds ``summary.json`` is skipped; one with ``config.json`` only is resumed.
+    With ``parallel > 1`` that many runs go at once, each in its own process (they are
+    independent and seeded, so the summary is the one the sequential order gives; runs then
+    show no progress display, and each loads the plugins its entry points provide).
 
     Args:
         plan: The experiment.
@@ -399,10 +403,13 @@ def run_experiment(
         registry: Loaded plugins (default: discover them).
         progress: Progress mode of each run (see :func:`dei_framework.progress.make_progress`).
         announce: Called with one line per run started, skipped or finished.
+        parallel: Runs at once (``--parallel``).
 
     Raises:
-        ConfigError: ``out`` holds a different experiment.
+        ConfigError: ``out`` holds a different experiment, or ``parallel`` is below 1.
     """
+    if parallel < 1:
+        raise ConfigError(f"--parallel must be at least 1, got {parallel}")
     from dei_framework.ensemble import run
     from dei_framework.plugins import load_plugins
     from dei_framework.progress import make_progress
@@ -420,6 +427,7 @@ def run_experiment(
     write_json_atomic(plan_path, plan.to_json())
     total = plan.repeats * len(plan.conditions)
     done = 0
+    apart: list[tuple[str, RunConfig, Path, bool]] = []  # runs for other processes
     for repeat in range(plan.repeats):
         for condition in plan.conditions:
             done += 1
@@ -440,26 +448,83 @@ def run_experiment(
                     raise ConfigError(f"{run_dir} holds a run with another configuration")
             announce(f"{label}: {'resuming' if resume else 'running'} "
                      f"{condition.nodes} node(s), {plan.budget} calls")  # fmt: skip
+            if parallel > 1:
+                apart.append((label, config, run_dir, resume))
+                continue
             started = time.monotonic()
             display = make_progress(progress, config)
             with display:
                 summary = run(config, run_dir, registry=registry, resume=resume,
                               progress=display.update)  # fmt: skip
-            common = summary["merged"].get("common") or {}
-            announce(f"{label}: common-ground coverage {common.get('coverage', 0.0):.1%}, "
-                     f"QD-score {common.get('qd_score', 0.0):.2f} (raw "
-                     f"{summary['merged'].get('coverage', 0.0):.1%}, "
-                     f"{summary['merged'].get('qd_score', 0.0):.2f}), "
-                     f"{summary['budget']['calls']}/{summary['budget']['limit']} calls, "
-                     f"{time.monotonic() - started:.0f}s")  # fmt: skip
+            _announce_finished(announce, label, summary, started)
+    if apart:
+        _run_apart(apart, parallel, announce)
     summary = summarize_experiment(out, plan)
     write_json_atomic(out / "summary.json", summary)
     return summary
 
 
+def _announce_finished(announce: Announce, label: str, summary: Mapping[str, Any],
+                       started: float) -> None:
+    common = summary["merged"].get("common") or {}
+    announce(f"{label}: common-ground coverage {common.get('coverage', 0.0):.1%}, "
+             f"QD-score {common.get('qd_score', 0.0):.2f} (raw "
+             f"{summary['merged'].get('coverage', 0.0):.1%}, "
+             f"{summary['merged'].get('qd_score', 0.0):.2f}), "
+             f"{summary['budget']['calls']}/{summary['budget']['limit']} calls, "
+             f"{time.monotonic() - started:.0f}s")  # fmt: skip
+
+
+def _run_apart(runs: Sequence[tuple[str, RunConfig, Path, bool]], parallel: int,
+               announce: Announce) -> None:
+    """Runs ``(label, config, run directory, resume)`` items ``parallel`` at a time, each in a
+    process of its own (spawned: the parent may hold an event loop and HTTP clients).
+
+    Each run checkpoints as it goes, so an interrupted fan-out resumes like a sequential one.
+    The first run that fails stops the others from starting; its error is raised.
+    """
+    import concurrent.futures
+    import multiprocessing
+
+    started = time.monotonic()
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=parallel,
+                                                mp_context=context) as pool:  # fmt: skip
+        pending = {pool.submit(_run_in_process, config, str(run_dir), resume): label
+                   for label, config, run_dir, resume in runs}  # fmt: skip
+        try:
+            for future in concurrent.futures.as_completed(pending):
+                _announce_finished(announce, pending[future], future.result(), started)
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+
+
+def _run_in_process(config: RunConfig, run_dir: str, resume: bool) -> dict[str, Any]:
+    """One run of a fan-out, in a worker process: the plugins the entry points provide."""
+    import os
+
+    from dei_framework.ensemble import run
+    from dei_framework.plugins import DISABLE_PLUGINS_VARIABLE, load_plugins
+
+    disabled = [name.strip() for name in os.environ.get(DISABLE_PLUGINS_VARIABLE, "").split(",")
+                if name.strip()]  # fmt: skip
+    return run(config, run_dir, registry=load_plugins(disabled=disabled), resume=resume)
+
+
+#: RunConfig fields that say where evaluations run, not what a run computes: a resumed
+#: experiment may change them (``--evaluator-address`` after the scheduler moved, ...).
+PLACEMENT_FIELDS = ("eval_workers", "evaluator", "evaluator_address", "evaluator_options")
+
+
 def _canonical(value: ExperimentPlan | RunConfig) -> str:
     # Compared through JSON: a recorded plan comes back with lists where tuples were.
-    return json.dumps(value.to_json(), sort_keys=True)
+    data = value.to_json()
+    config = data.get("base", data) if isinstance(value, ExperimentPlan) else data
+    for field in PLACEMENT_FIELDS:
+        config.pop(field, None)
+    return json.dumps(data, sort_keys=True)
 
 
 # --- aggregation ------------------------------------------------------------------------------

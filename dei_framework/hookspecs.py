@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     import click
 
     from dei_framework.archives import ArchiveSpec
+    from dei_framework.backend import EvaluatorSpec
     from dei_framework.cli_options import RunOption
     from dei_framework.descriptors import AxisSpec
     from dei_framework.domain import DomainSpec
@@ -131,6 +132,17 @@ def dei_archives() -> list[ArchiveSpec]:
     Called once when the plugin manager loads; all results are collected. Each
     :class:`~dei_framework.archives.ArchiveSpec` has a ``factory(options)`` returning a callable
     ``(space=, qd_offset=, seed=) -> ArchiveBase`` that builds each round's fresh archive.
+    """
+
+
+@hookspec
+def dei_evaluation_backends() -> list[EvaluatorSpec]:
+    """Registers evaluation backends — where evaluation jobs run (``--evaluator NAME``).
+
+    Called once when the plugin manager loads; all results are collected. Each
+    :class:`~dei_framework.backend.EvaluatorSpec` has a ``factory(domain, options)`` returning
+    an :class:`~dei_framework.backend.EvaluationBackend`; the core registers ``local`` (a
+    process pool) and ``dask`` (a Dask distributed cluster) this way.
     """
 
 

@@ -25,6 +25,8 @@ from dei_framework.registry import (
 )
 
 ENTRY_POINT_GROUP = "dei_framework"
+#: Entry points the command line leaves out, comma-separated (as pytest's ``-p no:name``).
+DISABLE_PLUGINS_VARIABLE = "DEI_DISABLE_PLUGINS"
 
 
 def load_plugins(

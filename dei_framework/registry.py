@@ -34,6 +34,7 @@ REGISTRATION_HOOKS: dict[str, tuple[str, str]] = {
     "dei_descriptor_axes": ("descriptor axis", "axes"),
     "dei_emitters": ("emitter", "emitters"),
     "dei_archives": ("archive", "archives"),
+    "dei_evaluation_backends": ("evaluation backend", "evaluators"),
     "dei_run_options": ("run option", "run_options"),
 }
 #: Observation hooks: called for every plugin, results ignored, failures isolated.
@@ -71,6 +72,7 @@ class PluginRegistry:
     axes: dict[str, Registered] = attrs.Factory(dict)
     emitters: dict[str, Registered] = attrs.Factory(dict)
     archives: dict[str, Registered] = attrs.Factory(dict)
+    evaluators: dict[str, Registered] = attrs.Factory(dict)
     run_options: dict[str, Registered] = attrs.Factory(dict)
     problems: list[str] = attrs.Factory(list)
     #: Plugins left out of an observation hook after they raised in it, by hook name.
@@ -104,6 +106,10 @@ class PluginRegistry:
     def archive(self, name: str):
         """The :class:`~dei_framework.archives.ArchiveSpec` called ``name``."""
         return self._lookup(self.archives, "archive", name)
+
+    def evaluator(self, name: str):
+        """The :class:`~dei_framework.backend.EvaluatorSpec` called ``name``."""
+        return self._lookup(self.evaluators, "evaluation backend", name)
 
     def operator(self, spec: str):
         """The :class:`~dei_framework.operators.OperatorSpec` serving ``--operator spec``.
@@ -211,6 +217,7 @@ class PluginRegistry:
             "axes": rows(self.axes, lambda spec: {"domain": spec.domain}),
             "emitters": rows(self.emitters),
             "archives": rows(self.archives),
+            "evaluators": rows(self.evaluators),
         }
 
 

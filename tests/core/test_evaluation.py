@@ -73,9 +73,9 @@ def test_generality_never_holds_up_candidate_evaluations(toy, tmp_path):
         outcomes = [await evaluator.evaluate(f"{i} 40", opponents, seed=0, axes=("length", "peak"))
                     for i in range(5)]  # fmt: skip
         assert not slow.done()  # every candidate finished while generality was still running
-        lane = evaluator._pools["generality"]
+        lane = evaluator.backend._pools["generality"]
         niceness = [os.getpriority(os.PRIO_PROCESS, pid) for pid in lane._processes]
-        candidate_pids = set(evaluator._pools["candidates"]._processes)
+        candidate_pids = set(evaluator.backend._pools["candidates"]._processes)
         gate.write_text("go")
         generality_pid = int(started.read_text())
         return outcomes, await slow, niceness, candidate_pids, {generality_pid}

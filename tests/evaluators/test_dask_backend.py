@@ -1,0 +1,223 @@
+"""The ``dask`` evaluation backend on a real Dask cluster (scheduler and workers as processes on
+loopback): the same results as the local pool, a killed worker changes nothing but the timing,
+a lost scheduler is one clear error and a resumable run, a worker on another version is
+refused."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from dask_cluster import RUN_FLAGS, run_console, shadowed_version_env, start_cluster, wait_for
+
+import dei_framework
+
+
+def archives(run_dir: Path) -> dict[str, bytes]:
+    """The merged archive and every node's round archive of a run, by relative path."""
+    files = [run_dir / "merged_archive.json", *sorted(run_dir.glob("nodes/*/round-*.json"))]
+    assert len(files) == 1 + 4 * 2
+    return {str(path.relative_to(run_dir)): path.read_bytes() for path in files}
+
+
+def budget(run_dir: Path) -> dict:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return {name: (node["calls"], node["attempts"])
+            for name, node in summary["budget"]["nodes"].items()}  # fmt: skip
+
+
+def evaluations_under_way(run_dir: Path, count: int) -> bool:
+    events = run_dir / "events.jsonl"
+    return events.exists() and events.read_text().count('"evaluated"') >= count
+
+
+def start_run(out: Path, *flags: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        ["dei-run", *RUN_FLAGS, "--out", str(out), *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_dei_plugins_lists_both_built_in_backends(cli) -> None:
+    listing = json.loads(cli("dei", "plugins", "--json").stdout)
+    assert {row["name"]: row["plugin"] for row in listing["evaluators"]} == {
+        "local": "dei_framework",
+        "dask": "dei_framework",
+    }
+
+
+@pytest.mark.slow
+def test_a_seeded_run_on_dask_equals_the_local_run(dask_address, local_run, tmp_path) -> None:
+    out = tmp_path / "dask"
+    run_console(
+        "dei-run",
+        *RUN_FLAGS,
+        "--evaluator",
+        "dask",
+        "--evaluator-address",
+        dask_address,
+        "--out",
+        str(out),
+    )
+    assert archives(out) == archives(local_run)
+    assert budget(out) == budget(local_run)
+    config = json.loads((out / "config.json").read_text())
+    assert (config["evaluator"], config["evaluator_address"]) == ("dask", dask_address)
+
+
+@pytest.mark.slow
+def test_killing_a_worker_mid_run_changes_nothing_but_the_timing(local_run, tmp_path) -> None:
+    cluster = start_cluster(2)
+    try:
+        out = tmp_path / "killed"
+        run = start_run(out, "--evaluator", "dask", "--evaluator-address", cluster.address)
+        wait_for(
+            lambda: evaluations_under_way(out, 3) or run.poll() is not None,
+            180,
+            "the run's first evaluations",
+        )
+        assert run.poll() is None, run.stderr.read()
+        cluster.kill_worker(cluster.workers[0])
+        _, stderr = run.communicate(timeout=300)
+        assert run.returncode == 0, stderr
+    finally:
+        cluster.stop()
+    assert archives(out) == archives(local_run)
+    assert budget(out) == budget(local_run)
+
+
+@pytest.mark.slow
+def test_a_lost_scheduler_is_one_clear_error_and_the_run_resumes(local_run, tmp_path) -> None:
+    cluster = start_cluster(2)
+    out = tmp_path / "lost"
+    try:
+        run = start_run(out, "--evaluator", "dask", "--evaluator-address", cluster.address)
+        wait_for(
+            lambda: evaluations_under_way(out, 3) or run.poll() is not None,
+            180,
+            "the run's first evaluations",
+        )
+        assert run.poll() is None, run.stderr.read()
+        cluster.kill_scheduler()
+        _, stderr = run.communicate(timeout=300)
+    finally:
+        cluster.stop()
+    assert run.returncode == 1
+    assert "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert f"lost the Dask scheduler at {cluster.address}" in errors[0]
+    assert f"dei-run --resume {out}" in errors[0]
+    assert (out / "checkpoint.json").exists() and not (out / "summary.json").exists()
+    run_console(
+        "dei-run",
+        "--resume",
+        str(out),
+        "--evaluator",
+        "local",
+        "--progress",
+        "quiet",
+        "--no-report",
+    )
+    assert archives(out) == archives(local_run)
+    assert budget(out) == budget(local_run)
+
+
+def test_an_unreachable_scheduler_is_refused_before_the_run_starts(cli, tmp_path) -> None:
+    from dask_cluster import free_port
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    result = cli(
+        "dei-run",
+        *RUN_FLAGS,
+        "--evaluator",
+        "dask",
+        "--evaluator-address",
+        address,
+        "--out",
+        str(tmp_path / "never"),
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: cannot reach the Dask scheduler at {address}")
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "never").exists()
+
+
+def test_a_worker_on_another_version_is_refused(cli, tmp_path) -> None:
+    cluster = start_cluster(1)
+    try:
+        stranger = cluster.add_worker(env=shadowed_version_env(tmp_path / "shadow", "9.9.9"))
+        cluster.wait_for_workers(2)
+        assert stranger.poll() is None
+        result = cli(
+            "dei-run",
+            *RUN_FLAGS,
+            "--evaluator",
+            "dask",
+            "--evaluator-address",
+            cluster.address,
+            "--out",
+            str(tmp_path / "refused"),
+            check=False,
+            timeout=120,
+        )
+    finally:
+        cluster.stop()
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert f"refusing the Dask workers at {cluster.address}" in error
+    assert f"runs dei-framework 9.9.9 (this run: {dei_framework.__version__})" in error
+    assert error.count("runs dei-framework") == 1  # the worker on the same version is fine
+    assert not (tmp_path / "refused").exists()
+
+
+def test_opponents_reach_each_worker_once_and_jobs_carry_a_reference(dask_address) -> None:
+    import asyncio
+
+    from dei_framework.context import FactoryContext
+    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation import Evaluator, evaluate
+    from dei_framework.plugins import load_plugins
+
+    registry = load_plugins()
+    context = FactoryContext(registry=registry, options={"rounds": 2}, seed=0)
+    domain = registry.domain("coreware").factory(context)
+    opponents = [domain.parse(text) for text in domain.initial_opponents()]
+    texts = [domain.parse(text).text for text in domain.reference_opponents()] * 3
+    backend = DaskBackend(domain, address=dask_address)
+    evaluator = Evaluator(domain, backend=backend)
+
+    async def scenario():
+        installed = evaluator.install(opponents)
+        outcomes = await asyncio.gather(
+            *(evaluator.evaluate(text, installed, seed=i) for i, text in enumerate(texts))
+        )
+        (shipped,) = backend._sets.values()  # one scatter for every job of the round
+        future = shipped.result()
+        holders = backend._client.who_has(future)[future.key]
+        return outcomes, holders, backend.workers
+
+    try:
+        outcomes, holders, workers = asyncio.run(scenario())
+    finally:
+        evaluator.close()
+    assert workers == 2 and len(holders) == 2  # a copy on each worker, sent once
+    expected = [evaluate(domain, text, opponents, seed=i) for i, text in enumerate(texts)]
+    assert [o.evaluation for o in outcomes] == [e.evaluation for e in expected]
+    assert all(o.evaluation is not None for o in outcomes)
+
+
+@pytest.mark.slow
+def test_without_an_address_a_local_cluster_serves_the_run(local_run, tmp_path) -> None:
+    out = tmp_path / "own-cluster"
+    result = run_console("dei-run", *RUN_FLAGS, "--evaluator", "dask", "--eval-workers", "2",
+                         "--out", str(out))  # fmt: skip
+    assert archives(out) == archives(local_run)
+    assert result.stderr == ""  # the cluster started and stopped without a word
