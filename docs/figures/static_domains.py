@@ -203,9 +203,10 @@ def reading(data: Mapping[str, Any]) -> str:
                 if percent
                 else fmt_number(entry["diff"], 2, signed=True)
             )
+            holm_text = fmt_p(p) if fmt_p(p).startswith("<") else f"= {fmt_p(p)}"
             lines.append(
                 f"- {label}, {reference.capitalize()} − {entry['b']}: {shown} "
-                f"(Holm p = {fmt_p(p)}, A12 = {fmt_number(entry.get('a12'), 2)}, "
+                f"(Holm p {holm_text}, A12 = {fmt_number(entry.get('a12'), 2)}, "
                 f"n = {entry['n_a']} + {entry['n_b']} repeats) — {verdict}"
             )
     return "\n".join(lines) or "- no comparison (fewer than two repeats)"
