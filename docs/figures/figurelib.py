@@ -494,7 +494,7 @@ def comparison_values(
     data: Mapping[str, Any], *, reference: str = REFERENCE_CONDITION
 ) -> dict[str, str]:
     """Inline values ``<reference>-<other>.<metric>`` (difference), ``...<metric>.ci``
-    (difference and interval), ``.p``, ``.p-holm`` and ``.a12``."""
+    (difference and interval), ``.p``, ``.p_holm`` and ``.a12``."""
     values = {}
     for entry in data["comparisons"]:
         if entry["a"] != reference or entry["metric"] not in SHORT_METRICS:
@@ -508,7 +508,7 @@ def comparison_values(
         )
         values[f"{key}.ci"] = difference(entry, percent)
         values[f"{key}.p"] = fmt_p(entry["p"])
-        values[f"{key}.p-holm"] = fmt_p(entry.get("p_holm"))
+        values[f"{key}.p_holm"] = fmt_p(entry.get("p_holm"))
         values[f"{key}.a12"] = fmt_number(entry.get("a12"), 2)
     return values
 
