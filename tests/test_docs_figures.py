@@ -194,3 +194,39 @@ def test_families_tables_name_the_unit_of_each_spread():
     table = families.figures(families.extract(summary))["all-conditions"]
     assert "niche novelty: nodes x repeats" in table and "coverage (raw): repeats" in table
     assert "over —" not in families.figures(families.extract(synthetic_summary()))["all-conditions"]
+
+
+def _condition(values, operators):
+    stat = {"mean": sum(values) / len(values), "std": 0.1, "n": len(values), "values": values}
+    return {"operators": operators, "nodes": len(operators), "repeats_completed": len(values),
+            "merged": {"coverage": stat, "qd_score": stat,
+                       "common": {"coverage": stat, "qd_score": stat}}}  # fmt: skip
+
+
+def test_static_domains_compares_homo_with_solo_when_there_is_no_diverse(tmp_path):
+    static = render.load_script(FIGURES / "static_domains.py")
+    conditions = {"solo": _condition([0.1, 0.2, 0.3, 0.4, 0.5], ["g"]),
+                  "homo": _condition([0.6, 0.7, 0.8, 0.9, 1.0], ["g"] * 4)}  # fmt: skip
+    summary = {"budget": 8, "rounds": 4, "repeats": 5, "seeds": [100, 104], "comparisons": [],
+               "equal_compute": True, "conditions": conditions}  # fmt: skip
+    run = tmp_path / "homo" / "repeat-0"
+    run.mkdir(parents=True)
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (run / "config.json").write_text(json.dumps({"lifecycle": "continual"}))
+    (run / "summary.json").write_text(json.dumps(
+        {"nodes": {"n0": {"sharing": {"published": 4, "accepted": 3}},
+                   "n1": {"sharing": {"published": 4, "accepted": 2}}}}))  # fmt: skip
+    data = static.extract("symreg", tmp_path)
+    entry = next(e for e in data["comparisons"] if e["metric"] == "merged.common.qd_score")
+    # Every Homo repeat above every Solo repeat: A12 1 and the exact two-sided p 2/252.
+    assert (entry["a"], entry["b"]) == ("homo", "solo")
+    assert entry["a12"] == 1.0 and abs(entry["p"] - 2 / 252) < 1e-9
+    shown = static.figures({"symreg": data | {"command": "dei experiment"}})
+    assert shown["symreg.tally"] == "wins 2, loses 0, ties 0"
+    assert "**higher**" in shown["symreg.reading"] and "Homo −" in shown["symreg.vs-common"]
+    assert shown["symreg.lifecycle"] == "continual" and shown["symreg.accepted"] == "homo 5.0"
+    # Overlapping samples: no verdict either way.
+    summary["conditions"]["homo"] = _condition([0.15, 0.25, 0.35, 0.45, 0.55], ["g"] * 4)
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    tied = static.figures({"symreg": static.extract("symreg", tmp_path) | {"command": ""}})
+    assert tied["symreg.tally"] == "wins 0, loses 0, ties 2"

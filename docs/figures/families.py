@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +35,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figurelib import (  # noqa: E402
     ROOT,
     command_text,
+    comparison_values,
+    comparisons_table,
+    conditions_table,
     environment,
     executable,
-    fmt_mean_std,
-    fmt_number,
-    fmt_p,
-    fmt_percent,
-    markdown_table,
+    extract_experiment,
+    methods_text,
     previous_record,
     repo_relative,
     run_command,
+    shell_lines,
+    trim_runs,
     write_figure_set,
 )
 
@@ -78,10 +80,6 @@ CONDITION_COLUMNS = (
     ("niche novelty", "niche_novelty", False),
     ("operator divergence", "operator_divergence", False),
 )
-#: Names an interval of a comparison may have, preferred first (the stats module may rename).
-INTERVAL_KEYS = ("hl_ci95", "hl_ci", "ci95", "ci")
-HOLM_KEYS = ("p_holm", "p_value_holm", "holm_p")
-A12_KEYS = ("a12", "vd_a12", "vargha_delaney_a12")
 
 
 def experiment_command(
@@ -177,211 +175,10 @@ def run_parallel(
     return timings
 
 
-def trim_runs(out: Path) -> None:
-    """Keeps of every run folder only what the report and the figures read."""
-    keep = {"config.json", "summary.json", "merged_archive.json"}
-    for run in out.glob("*/repeat-*"):
-        for entry in run.iterdir():
-            if entry.name not in keep:
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-
-
-# --- extraction: the one place that knows summary.json's keys ---------------------------------
-
-
-def field(block: Mapping[str, Any], path: str) -> Any:
-    """``block["a"]["b"]`` for ``"a.b"``; ``None`` where a key is missing."""
-    value: Any = block
-    for key in path.split("."):
-        if not isinstance(value, Mapping) or key not in value:
-            return None
-        value = value[key]
-    return value
-
-
-def first(entry: Mapping[str, Any], keys: Sequence[str]) -> Any:
-    """The value of the first of ``keys`` present in ``entry`` (``None`` if none is)."""
-    return next((entry[key] for key in keys if entry.get(key) is not None), None)
-
-
-def stat(value: Any) -> dict[str, Any] | None:
-    """A statistic block reduced to what the tables show (extra keys such as a unit kept)."""
-    if not isinstance(value, Mapping):
-        return None
-    return {key: value[key] for key in ("mean", "std", "n", "unit", "values") if key in value}
-
-
-def interval_method(entry: Mapping[str, Any]) -> str | None:
-    """The name of the comparison's interval, under whichever key the summary uses."""
-    names = (entry.get("ci_method"), entry.get("interval_method"), entry.get("interval"))
-    return next((name for name in names if isinstance(name, str)), None)
-
-
 def extract(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """What the figures need from an experiment's ``summary.json``.
-
-    Reads what is there: comparison entries may carry the interval under any name of
-    :data:`INTERVAL_KEYS`, and optionally Holm-adjusted p-values and the A12 effect size.
-    """
-    conditions = {}
-    for name, block in summary["conditions"].items():
-        conditions[name] = {
-            "operators": block.get("operators"),
-            "nodes": block.get("nodes"),
-            "n": block.get("repeats_completed"),
-            **{path: stat(field(block, path)) for _, path, _ in CONDITION_COLUMNS},
-        }
-    comparisons = []
-    for entry in summary.get("comparisons", []):
-        comparisons.append(
-            {
-                "a": entry["a"],
-                "b": entry["b"],
-                "metric": entry["metric"],
-                "diff": entry.get("diff"),
-                # The interval is the Hodges-Lehmann shift's when the summary has a shift (at
-                # the exact level "ci_level"), else the difference of means'.
-                "shift": entry.get("shift"),
-                "interval": first(entry, INTERVAL_KEYS),
-                "ci_level": entry.get("ci_level"),
-                "interval_method": interval_method(entry),
-                "p": entry.get("p_value"),
-                "p_holm": first(entry, HOLM_KEYS),
-                "a12": first(entry, A12_KEYS),
-                "test": entry.get("test"),
-                "n_a": entry.get("n_a"),
-                "n_b": entry.get("n_b"),
-            }
-        )
-    return {
-        "budget": summary.get("budget"),
-        "rounds": summary.get("rounds"),
-        "repeats": summary.get("repeats"),
-        "seeds": summary.get("seeds"),
-        "equal_compute": summary.get("equal_compute"),
-        "common_reference": summary.get("common_reference"),
-        "conditions": conditions,
-        "comparisons": comparisons,
-    }
-
-
-# --- layout ------------------------------------------------------------------------------------
-
-
-def operators_text(operators: Sequence[str] | None) -> str:
-    if not operators:
-        return "–"
-    if len(set(operators)) == 1 and len(operators) > 1:
-        return f"{operators[0]} x{len(operators)}"
-    return ", ".join(operators)
-
-
-def conditions_table(data: Mapping[str, Any]) -> str:
-    rows = []
-    for name, block in data["conditions"].items():
-        rows.append(
-            [name, operators_text(block["operators"]), str(block["n"])]
-            + [fmt_mean_std(block[path], percent=percent) for _, path, percent in CONDITION_COLUMNS]
-        )
-    header = ["condition", "operators", "n", *(column for column, _, _ in CONDITION_COLUMNS)]
-    return markdown_table(header, rows) + units_note(data)
-
-
-def units_note(data: Mapping[str, Any]) -> str:
-    """A line naming what each column's mean ± std is over (``n`` counts repeats), when the
-    summary's statistics say (``unit``); empty for summaries without units."""
-    units: dict[str, set[str]] = {}
-    for block in data["conditions"].values():
-        for column, path, _ in CONDITION_COLUMNS:
-            if (block.get(path) or {}).get("unit"):
-                units.setdefault(column, set()).add(block[path]["unit"])
-    if not units:
-        return ""
-    parts = [f"{column}: {', '.join(sorted(over))}" for column, over in units.items()]
-    return "\n\nMean ± sample std over — " + "; ".join(parts) + "."
-
-
-def difference(entry: Mapping[str, Any], percent: bool) -> str:
-    """``+1.23 [+0.40, +2.10]``: the difference of means and its interval; with a
-    Hodges-Lehmann shift, ``+1.23; shift +1.10 [+0.40, +2.10]`` (the interval is the shift's)."""
-    show = (
-        (lambda v: fmt_percent(v, 1, signed=True))
-        if percent
-        else (lambda v: fmt_number(v, 2, signed=True))
-    )
-    text = show(entry["diff"])
-    if entry.get("shift") is not None:
-        text += f"; shift {show(entry['shift'])}"
-    if entry.get("interval"):
-        low, high = entry["interval"]
-        text += f" [{show(low)}, {show(high)}]"
-    return text
-
-
-def comparisons_table(data: Mapping[str, Any], metrics: Sequence[tuple[str, str, bool]]) -> str:
-    """Diverse − each other condition on ``metrics`` ((label, metric, percent)): the
-    difference with its interval, p, and Holm-adjusted p and A12 where the summary has them."""
-    entries = {(e["b"], e["metric"]): e for e in data["comparisons"]}
-    has_holm = any(e.get("p_holm") is not None for e in data["comparisons"])
-    has_a12 = any(e.get("a12") is not None for e in data["comparisons"])
-    header = ["Diverse −"]
-    for label, _, _ in metrics:
-        header += [label, "p"] + (["p (Holm)"] if has_holm else []) + (["A12"] if has_a12 else [])
-    rows = []
-    others = [name for name in data["conditions"] if name != "diverse"]
-    for other in others:
-        row = [other]
-        for _, metric, percent in metrics:
-            entry = entries.get((other, metric))
-            if entry is None:
-                row += ["–", "–"] + (["–"] if has_holm else []) + (["–"] if has_a12 else [])
-                continue
-            row += [difference(entry, percent), fmt_p(entry["p"])]
-            row += [fmt_p(entry.get("p_holm"))] if has_holm else []
-            row += [fmt_number(entry.get("a12"), 2)] if has_a12 else []
-        rows.append(row)
-    return markdown_table(header, rows)
-
-
-def comparison_values(data: Mapping[str, Any]) -> dict[str, str]:
-    """Inline values ``diverse-<other>.<metric>`` (difference), ``.ci``, ``.p``, ``.p_holm``
-    and ``.a12``."""
-    short = {
-        "merged.common.coverage": ("common-coverage", True),
-        "merged.common.qd_score": ("common-qd", False),
-        "merged.coverage": ("raw-coverage", True),
-        "merged.qd_score": ("raw-qd", False),
-    }
-    values = {}
-    for entry in data["comparisons"]:
-        if entry["a"] != "diverse" or entry["metric"] not in short:
-            continue
-        label, percent = short[entry["metric"]]
-        key = f"diverse-{entry['b'].replace(':', '-')}.{label}"
-        values[key] = (
-            fmt_percent(entry["diff"], 1, signed=True)
-            if percent
-            else fmt_number(entry["diff"], 2, signed=True)
-        )
-        values[f"{key}.ci"] = difference(entry, percent)
-        values[f"{key}.p"] = fmt_p(entry["p"])
-        values[f"{key}.p_holm"] = fmt_p(entry.get("p_holm"))
-        values[f"{key}.a12"] = "–" if entry.get("a12") is None else f"{entry['a12']:.2f}"
-    return values
-
-
-def shell_lines(command: str, width: int = 92) -> str:
-    """A long command broken into ``\\``-continued lines at option boundaries."""
-    words = command.split(" ")
-    lines, line = [], ""
-    for word in words:
-        starts_option = word.startswith("--")
-        if line and starts_option and len(line) + len(word) > width:
-            lines.append(line + " \\")
-            line = "    " + word
-        else:
-            line = f"{line} {word}" if line else word
-    return "\n".join([*lines, line])
+    """What the figures need from the experiment's ``summary.json`` (see
+    :func:`figurelib.extract_experiment`)."""
+    return extract_experiment(summary, CONDITION_COLUMNS)
 
 
 def figures(data: Mapping[str, Any]) -> dict[str, str]:
@@ -397,8 +194,8 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
     values["command"] = "```sh\n" + shell_lines(data.get("command", "")) + "\n```"
     values |= comparison_values(data)
     homo = {name: block for name, block in data["conditions"].items() if name.startswith("homo")}
-    values["homo-families"] = conditions_table({"conditions": homo})
-    values["all-conditions"] = conditions_table(data)
+    values["homo-families"] = conditions_table({"conditions": homo}, CONDITION_COLUMNS)
+    values["all-conditions"] = conditions_table(data, CONDITION_COLUMNS)
     values["diverse-vs-common"] = comparisons_table(
         data,
         (
@@ -410,14 +207,7 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
         data,
         (("coverage (raw)", "merged.coverage", True), ("QD-score (raw)", "merged.qd_score", False)),
     )
-    tests = sorted({e["test"] for e in data["comparisons"] if e.get("test")})
-    methods = sorted(
-        {e["interval_method"] for e in data["comparisons"] if e.get("interval_method")}
-    )
-    levels = sorted({e["ci_level"] for e in data["comparisons"] if e.get("ci_level")})
-    if levels:
-        methods.append("interval level " + ", ".join(f"{level:.3f}" for level in levels))
-    values["methods"] = "; ".join(tests + methods) or "–"
+    values["methods"] = methods_text(data)
     return values
 
 

@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -296,3 +297,243 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+# --- experiments: the one place that knows the keys of an experiment's summary.json ---------
+
+#: Names an interval of a comparison may have, preferred first (the stats module may rename).
+INTERVAL_KEYS = ("hl_ci95", "hl_ci", "ci95", "ci")
+HOLM_KEYS = ("p_holm", "p_value_holm", "holm_p")
+A12_KEYS = ("a12", "vd_a12", "vargha_delaney_a12")
+#: The condition the experiment compares every other one with.
+REFERENCE_CONDITION = "diverse"
+#: A column of a conditions table: (label, dotted field of a condition's summary, as percent).
+Column = tuple[str, str, bool]
+
+
+def trim_runs(out: Path) -> None:
+    """Keeps of every run folder of experiment ``out`` only what the report and the figures
+    read (``config.json``, ``summary.json``, ``merged_archive.json``)."""
+    keep = {"config.json", "summary.json", "merged_archive.json"}
+    for run in out.glob("*/repeat-*"):
+        for entry in run.iterdir():
+            if entry.name not in keep:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+
+def field(block: Mapping[str, Any], path: str) -> Any:
+    """``block["a"]["b"]`` for ``"a.b"``; ``None`` where a key is missing."""
+    value: Any = block
+    for key in path.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def first(entry: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    """The value of the first of ``keys`` present in ``entry`` (``None`` if none is)."""
+    return next((entry[key] for key in keys if entry.get(key) is not None), None)
+
+
+def stat(value: Any) -> dict[str, Any] | None:
+    """A statistic block reduced to what the tables show (extra keys such as a unit kept)."""
+    if not isinstance(value, Mapping):
+        return None
+    return {key: value[key] for key in ("mean", "std", "n", "unit", "values") if key in value}
+
+
+def interval_method(entry: Mapping[str, Any]) -> str | None:
+    """The name of the comparison's interval, under whichever key the summary uses."""
+    names = (entry.get("ci_method"), entry.get("interval_method"), entry.get("interval"))
+    return next((name for name in names if isinstance(name, str)), None)
+
+
+def comparison(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``comparisons`` entry of a summary (or of :func:`dei_framework.stats.compare`)
+    reduced to what the figures show, whichever names the summary gives its statistics."""
+    return {
+        "a": entry["a"],
+        "b": entry["b"],
+        "metric": entry["metric"],
+        "diff": entry.get("diff"),
+        # The interval is the Hodges-Lehmann shift's when the summary has a shift (at the
+        # exact level "ci_level"), else the difference of means'.
+        "shift": entry.get("shift"),
+        "interval": first(entry, INTERVAL_KEYS),
+        "ci_level": entry.get("ci_level"),
+        "interval_method": interval_method(entry),
+        "p": entry.get("p_value"),
+        "p_holm": first(entry, HOLM_KEYS),
+        "a12": first(entry, A12_KEYS),
+        "test": entry.get("test"),
+        "n_a": entry.get("n_a"),
+        "n_b": entry.get("n_b"),
+    }
+
+
+def extract_experiment(summary: Mapping[str, Any], columns: Sequence[Column]) -> dict[str, Any]:
+    """What the figures need from an experiment's ``summary.json``: per condition the
+    statistics of ``columns``, and the comparisons.
+
+    Reads what is there: comparison entries may carry the interval under any name of
+    :data:`INTERVAL_KEYS`, and optionally Holm-adjusted p-values and the A12 effect size.
+    """
+    conditions = {}
+    for name, block in summary["conditions"].items():
+        conditions[name] = {
+            "operators": block.get("operators"),
+            "nodes": block.get("nodes"),
+            "n": block.get("repeats_completed"),
+            **{path: stat(field(block, path)) for _, path, _ in columns},
+        }
+    return {
+        "budget": summary.get("budget"),
+        "rounds": summary.get("rounds"),
+        "repeats": summary.get("repeats"),
+        "seeds": summary.get("seeds"),
+        "equal_compute": summary.get("equal_compute"),
+        "common_reference": summary.get("common_reference"),
+        "conditions": conditions,
+        "comparisons": [comparison(entry) for entry in summary.get("comparisons", [])],
+    }
+
+
+def operators_text(operators: Sequence[str] | None) -> str:
+    """A condition's operators: ``a, b`` or ``a x4`` when one operator runs every node."""
+    if not operators:
+        return "–"
+    if len(set(operators)) == 1 and len(operators) > 1:
+        return f"{operators[0]} x{len(operators)}"
+    return ", ".join(operators)
+
+
+def conditions_table(data: Mapping[str, Any], columns: Sequence[Column]) -> str:
+    """One row per condition: operators, n and mean ± std of every column."""
+    rows = []
+    for name, block in data["conditions"].items():
+        rows.append(
+            [name, operators_text(block["operators"]), str(block["n"])]
+            + [fmt_mean_std(block[path], percent=percent) for _, path, percent in columns]
+        )
+    header = ["condition", "operators", "n", *(column for column, _, _ in columns)]
+    return markdown_table(header, rows) + units_note(data, columns)
+
+
+def units_note(data: Mapping[str, Any], columns: Sequence[Column]) -> str:
+    """A line naming what each column's mean ± std is over (``n`` counts repeats), when the
+    summary's statistics say (``unit``); empty for summaries without units."""
+    units: dict[str, set[str]] = {}
+    for block in data["conditions"].values():
+        for column, path, _ in columns:
+            if (block.get(path) or {}).get("unit"):
+                units.setdefault(column, set()).add(block[path]["unit"])
+    if not units:
+        return ""
+    parts = [f"{column}: {', '.join(sorted(over))}" for column, over in units.items()]
+    return "\n\nMean ± sample std over — " + "; ".join(parts) + "."
+
+
+def difference(entry: Mapping[str, Any], percent: bool) -> str:
+    """``+1.23 [+0.40, +2.10]``: the difference of means and its interval; with a
+    Hodges-Lehmann shift, ``+1.23; shift +1.10 [+0.40, +2.10]`` (the interval is the shift's)."""
+    show = (
+        (lambda v: fmt_percent(v, 1, signed=True))
+        if percent
+        else (lambda v: fmt_number(v, 2, signed=True))
+    )
+    text = show(entry["diff"])
+    if entry.get("shift") is not None:
+        text += f"; shift {show(entry['shift'])}"
+    if entry.get("interval"):
+        low, high = entry["interval"]
+        text += f" [{show(low)}, {show(high)}]"
+    return text
+
+
+def comparisons_table(
+    data: Mapping[str, Any],
+    metrics: Sequence[Column],
+    *,
+    reference: str = REFERENCE_CONDITION,
+) -> str:
+    """``reference`` − each other condition on ``metrics`` ((label, metric, percent)): the
+    difference with its interval, p, and Holm-adjusted p and A12 where the summary has them."""
+    entries = {(e["b"], e["metric"]): e for e in data["comparisons"] if e["a"] == reference}
+    has_holm = any(e.get("p_holm") is not None for e in data["comparisons"])
+    has_a12 = any(e.get("a12") is not None for e in data["comparisons"])
+    header = [f"{reference.capitalize()} −"]
+    for label, _, _ in metrics:
+        header += [label, "p"] + (["p (Holm)"] if has_holm else []) + (["A12"] if has_a12 else [])
+    rows = []
+    others = [name for name in data["conditions"] if name != reference]
+    for other in others:
+        row = [other]
+        for _, metric, percent in metrics:
+            entry = entries.get((other, metric))
+            if entry is None:
+                row += ["–", "–"] + (["–"] if has_holm else []) + (["–"] if has_a12 else [])
+                continue
+            row += [difference(entry, percent), fmt_p(entry["p"])]
+            row += [fmt_p(entry.get("p_holm"))] if has_holm else []
+            row += [fmt_number(entry.get("a12"), 2)] if has_a12 else []
+        rows.append(row)
+    return markdown_table(header, rows)
+
+
+#: The compared metrics and the short names of their inline values.
+SHORT_METRICS = {
+    "merged.common.coverage": ("common-coverage", True),
+    "merged.common.qd_score": ("common-qd", False),
+    "merged.coverage": ("raw-coverage", True),
+    "merged.qd_score": ("raw-qd", False),
+}
+
+
+def comparison_values(
+    data: Mapping[str, Any], *, reference: str = REFERENCE_CONDITION
+) -> dict[str, str]:
+    """Inline values ``<reference>-<other>.<metric>`` (difference), ``...<metric>.ci``
+    (difference and interval), ``.p``, ``.p_holm`` and ``.a12``."""
+    values = {}
+    for entry in data["comparisons"]:
+        if entry["a"] != reference or entry["metric"] not in SHORT_METRICS:
+            continue
+        label, percent = SHORT_METRICS[entry["metric"]]
+        key = f"{reference}-{entry['b'].replace(':', '-')}.{label}"
+        values[key] = (
+            fmt_percent(entry["diff"], 1, signed=True)
+            if percent
+            else fmt_number(entry["diff"], 2, signed=True)
+        )
+        values[f"{key}.ci"] = difference(entry, percent)
+        values[f"{key}.p"] = fmt_p(entry["p"])
+        values[f"{key}.p_holm"] = fmt_p(entry.get("p_holm"))
+        values[f"{key}.a12"] = fmt_number(entry.get("a12"), 2)
+    return values
+
+
+def methods_text(data: Mapping[str, Any]) -> str:
+    """The tests and interval methods of the comparisons, and the intervals' levels."""
+    tests = sorted({e["test"] for e in data["comparisons"] if e.get("test")})
+    methods = sorted(
+        {e["interval_method"] for e in data["comparisons"] if e.get("interval_method")}
+    )
+    levels = sorted({e["ci_level"] for e in data["comparisons"] if e.get("ci_level")})
+    if levels:
+        methods.append("interval level " + ", ".join(f"{level:.3f}" for level in levels))
+    return "; ".join(tests + methods) or "–"
+
+
+def shell_lines(command: str, width: int = 92) -> str:
+    """A long command broken into ``\\``-continued lines at option boundaries."""
+    words = command.split(" ")
+    lines, line = [], ""
+    for word in words:
+        starts_option = word.startswith("--")
+        if line and starts_option and len(line) + len(word) > width:
+            lines.append(line + " \\")
+            line = "    " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join([*lines, line])
