@@ -32,7 +32,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
-import numpy as np
 
 from dei_framework.archives import AddStatus, ArchiveBase, ArchiveFactory, GridArchive
 from dei_framework.descriptors import DescriptorSpace
@@ -42,8 +41,13 @@ from dei_framework.operators import OperatorRequest
 from dei_framework.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
 from dei_framework.records import Candidate
 from dei_framework.sharing import Admit, SharingPolicy, TopKSharing
+from dei_framework.slot_random import SlotGenerator, initial_states
 
 Kind = Literal["warm", "peer", "new", "mutate"]
+#: Slots whose generators' starting states are computed together (one vectorised pass).
+_RNG_BLOCK = 256
+#: Blocks of starting states kept (the current round's and the next one's early calls).
+_RNG_BLOCKS_KEPT = 8
 
 
 def derive_seed(*parts: int | str) -> int:
@@ -281,6 +285,7 @@ class Scheduler:
         self.qd_offset = qd_offset
         self._archive_factory = archive
         self._eval_seeds: dict[int, int] = {}
+        self._rng_blocks: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.pool = OpponentPool(initial_opponents, own_window=own_window,
                                  peer_window=peer_window)  # fmt: skip
         # Resumable state.
@@ -376,7 +381,7 @@ class Scheduler:
             return []
         items = []
         for slot in range(self.round_quota(following)):
-            rng = np.random.default_rng(derive_seed(self.seed, self.name, following, slot))
+            rng = self._slot_rng(following, slot)
             if rng.random() < self.new_fraction:  # the draw _plan_slot makes first
                 key = f"{self.name}/r{following}/s{slot}"
                 items.append(WorkItem(id=f"{self.name}-r{following}-s{slot}", key=key,
@@ -458,8 +463,23 @@ class Scheduler:
             self._planned.append(self._plan_slot(slot))
             self._next_slot += 1
 
+    def _slot_rng(self, round_index: int, slot: int) -> SlotGenerator:
+        """The generator of a call slot: it draws what ``np.random.default_rng`` seeded by
+        ``(seed, node, round, slot)`` draws, for a fraction of the cost (see
+        :mod:`~dei_framework.slot_random`)."""
+        block, offset = divmod(slot, _RNG_BLOCK)
+        states = self._rng_blocks.get((round_index, block))
+        if states is None:
+            if len(self._rng_blocks) >= _RNG_BLOCKS_KEPT:
+                self._rng_blocks.clear()
+            start = block * _RNG_BLOCK
+            end = max(slot + 1, min(start + _RNG_BLOCK, self.round_quota(round_index)))
+            states = self._rng_blocks[round_index, block] = initial_states(
+                [derive_seed(self.seed, self.name, round_index, s) for s in range(start, end)])
+        return SlotGenerator(*states[offset])
+
     def _plan_slot(self, slot: int) -> WorkItem:
-        rng = np.random.default_rng(derive_seed(self.seed, self.name, self.round, slot))
+        rng = self._slot_rng(self.round, slot)
         common = {"order": self._warm + slot, "suffix": f"s{slot}", "eval_seed": self.eval_seed()}
         if len(self.archive) == 0 or rng.random() < self.new_fraction:
             return self._item(kind="new", **common)

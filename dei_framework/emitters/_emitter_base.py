@@ -27,7 +27,12 @@ class EmitterBase:
     name: str = ""
 
     def select(self, archive: ArchiveBase, rng: np.random.Generator, count: int) -> list[Candidate]:
-        """``count`` elites of a non-empty archive: the parent first, then the others."""
+        """``count`` elites of a non-empty archive: the parent first, then the others.
+
+        ``rng`` draws what a ``numpy.random.Generator`` seeded for the slot draws (the scheduler
+        hands a faster stand-in, :class:`~dei_framework.slot_random.SlotGenerator`, with every
+        ``Generator`` method).
+        """
         raise NotImplementedError
 
     def tell(self, parent: Candidate | None, child: Candidate | None, status: AddStatus) -> None:  # noqa: B027
