@@ -799,7 +799,6 @@ class Ensemble:
             archives = [a[round_index] for a in self.round_archives.values() if round_index in a]
             per_round.append({"round": round_index, **merged_stats(archives)})
         merged = self._merged()
-        self.run_dir.flush()  # events are buffered between checkpoints
         events = list(read_jsonl(self.run_dir.events_path))
         return {
             "domain": self.config.domain,

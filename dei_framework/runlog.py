@@ -22,16 +22,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from dei_framework.errors import ConfigError
-
-#: Longest time an appended event waits in the buffer before it reaches ``events.jsonl``
-#: (readers such as ``dei watch`` follow the file while a run goes on).
-EVENTS_FLUSH_SECONDS = 0.25
 
 
 def write_json_atomic(path: Path, data: Any, *, compact: bool = False) -> None:
@@ -108,7 +103,6 @@ class RunDir:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self._handles: dict[str, Any] = {}
-        self._flushed: dict[str, float] = {}  # file name -> monotonic time of its last flush
 
     # --- paths ----------------------------------------------------------------------------------
 
@@ -141,37 +135,21 @@ class RunDir:
 
     # --- appends --------------------------------------------------------------------------------
 
-    def _append(self, name: str, lines: list[str], *, flush_after: float = 0.0) -> None:
+    def _append(self, name: str, lines: list[str]) -> None:
         if not lines:
             return
         handle = self._handles.get(name)
         if handle is None:
             handle = self._handles[name] = open(self.path / name, "a", encoding="utf-8")
         handle.write("".join(line + "\n" for line in lines))
-        now = time.monotonic()
-        if now - self._flushed.get(name, 0.0) >= flush_after:
-            handle.flush()
-            self._flushed[name] = now
-
-    def flush(self) -> None:
-        """Writes out what the append-only files hold in their buffers."""
-        for handle in self._handles.values():
-            handle.flush()
+        handle.flush()
 
     def log_events(self, events: list[Mapping[str, Any]]) -> None:
-        """Appends events to ``events.jsonl``.
-
-        They reach the file at most :data:`EVENTS_FLUSH_SECONDS` after an append (a flush per
-        evaluation cost a system call each), and at every checkpoint (:meth:`offsets`) and
-        :meth:`close`: a hard kill can lose only events after the last checkpoint, which a
-        resume cuts off anyway.
-        """
-        self._append("events.jsonl", [dumps(event) for event in events],
-                     flush_after=EVENTS_FLUSH_SECONDS)  # fmt: skip
+        """Appends events to ``events.jsonl``."""
+        self._append("events.jsonl", [dumps(event) for event in events])
 
     def log_calls(self, calls: list[Mapping[str, Any]]) -> None:
-        """Appends call records to ``calls.jsonl``, flushed at once: a resume serves calls
-        recorded after its checkpoint too (they were paid for)."""
+        """Appends call records to ``calls.jsonl``."""
         self._append("calls.jsonl", [dumps(call) for call in calls])
 
     def replace_jsonl(self, name: str, records: list[Mapping[str, Any]]) -> None:
@@ -186,8 +164,7 @@ class RunDir:
         os.replace(tmp, path)
 
     def offsets(self) -> dict[str, int]:
-        """Current sizes of the append-only files (stored in checkpoints), buffers written out."""
-        self.flush()
+        """Current sizes of the append-only files (stored in checkpoints)."""
         return {
             name: (self.path / name).stat().st_size if (self.path / name).exists() else 0
             for name in ("events.jsonl", "calls.jsonl")

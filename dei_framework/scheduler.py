@@ -469,7 +469,7 @@ class Scheduler:
         :mod:`~dei_framework.slot_random`)."""
         block, offset = divmod(slot, _RNG_BLOCK)
         states = self._rng_blocks.get((round_index, block))
-        if states is None:
+        if states is None or offset >= len(states):  # new, or cut short by an earlier quota
             if len(self._rng_blocks) >= _RNG_BLOCKS_KEPT:
                 self._rng_blocks.clear()
             start = block * _RNG_BLOCK
