@@ -410,8 +410,14 @@ class Ensemble:
             "wall_seconds": round(self.ledger.wall_seconds, 3),
             "timeline": self.timeline.to_json() if self.timeline is not None else [],
             # Sharing counters: a resumed node counts on from them (they restarted at 0 before).
-            "sharing": {node.name: node.state_json() for node in self.nodes},
+            "sharing": {node.name: node.state_json(started_round=self._started_round(node.name))
+                        for node in self.nodes},  # fmt: skip
         })  # fmt: skip
+
+    def _started_round(self, name: str) -> int:
+        """The last round the node's scheduler has started (``-1`` before its first)."""
+        scheduler = self.drivers[name].scheduler
+        return scheduler.round if scheduler.started else scheduler.round - 1
 
     # --- running --------------------------------------------------------------------------------
 

@@ -81,6 +81,10 @@ class Node:
         self.published = 0
         self.own_messages = 0
         self.late = 0
+        # The counters as they stood before the latest round's receptions: a checkpoint taken
+        # while that round start is under way (received, not yet admitted) must not count them,
+        # since a resume receives them again.
+        self._before_receiving: tuple[int, dict[str, Any]] | None = None
 
     def receive(self, round_index: int) -> list[Candidate]:
         """Drains the inbox (or the record) into validated champions from other nodes."""
@@ -92,6 +96,7 @@ class Node:
             ]  # fmt: skip
         if self.transport is None:
             return []
+        self._before_receiving = (round_index, self.state_json())
         return self._accept(self.transport.drain())
 
     async def receive_round(self, round_index: int) -> list[Candidate]:
@@ -103,6 +108,7 @@ class Node:
         self.timeline.promise(self.name, self.clock.publication(round_index))
         since = self.clock.start(round_index - 1) if round_index > 0 else None
         deliveries = await self.timeline.collect(self.name, since, self.clock.start(round_index))
+        self._before_receiving = (round_index, self.state_json())
         return self._accept(deliveries)
 
     def receive_late(self) -> list[Candidate]:
@@ -177,8 +183,17 @@ class Node:
             self.inbox.dropped["unpublishable"] += 1
             return None
 
-    def state_json(self) -> dict[str, Any]:
-        """The sharing counters, for a checkpoint (a resumed node counts on from them)."""
+    def state_json(self, *, started_round: int | None = None) -> dict[str, Any]:
+        """The sharing counters, for a checkpoint (a resumed node counts on from them).
+
+        Args:
+            started_round: The last round the node's scheduler has started. Champions received
+                for a later round start are not admitted yet, and a resumed node receives them
+                again: the counters from before their reception are returned.
+        """
+        before = self._before_receiving
+        if before is not None and started_round is not None and before[0] > started_round:
+            return dict(before[1])
         return {"published": self.published, "own_messages": self.own_messages,
                 "late": self.late, "accepted": self.inbox.accepted,
                 "dropped": dict(self.inbox.dropped)}  # fmt: skip
