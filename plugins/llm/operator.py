@@ -47,7 +47,7 @@ from typing import Any
 
 import attrs
 import tenacity
-from dei_llm.preflight import is_loopback, preflight
+from dei_llm.preflight import KEY_ENV_VARS, is_loopback, preflight
 
 from dei_framework.budget import Price
 from dei_framework.errors import BudgetExhausted, ConfigError, OperatorError
@@ -59,22 +59,6 @@ from dei_framework.operators import (
     TransientOperatorFailure,
     UsageMeter,
 )
-
-#: API-key environment variables litellm reads, by provider prefix (for error messages only).
-KEY_ENV_VARS = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "xai": "XAI_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-    "fireworks_ai": "FIREWORKS_AI_API_KEY",
-    "cohere": "COHERE_API_KEY",
-    "hosted_vllm": "HOSTED_VLLM_API_KEY",
-}
 
 #: Statuses worth retrying: timeouts, conflicts, too early, rate limits and server errors.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})

@@ -26,9 +26,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-#: Providers whose calls fail without a key, and the variable litellm reads it from. A small
-#: table of the common ones; a provider not named here is not checked (litellm says it later).
-REQUIRED_KEY_ENV_VARS = {
+#: API-key environment variables litellm reads, by provider prefix (a small table of the
+#: common ones; a provider not named here is not checked, litellm says it later).
+KEY_ENV_VARS = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
     "gemini": "GEMINI_API_KEY",
@@ -40,7 +40,11 @@ REQUIRED_KEY_ENV_VARS = {
     "together_ai": "TOGETHERAI_API_KEY",
     "fireworks_ai": "FIREWORKS_AI_API_KEY",
     "cohere": "COHERE_API_KEY",
+    "hosted_vllm": "HOSTED_VLLM_API_KEY",
 }
+#: Providers whose calls fail without a key: all of the above but a self-hosted vLLM server,
+#: which needs one only when it was started with one.
+REQUIRED_KEY_ENV_VARS = {p: v for p, v in KEY_ENV_VARS.items() if p != "hosted_vllm"}
 
 #: OpenAI-compatible providers whose key is checked with ``GET /models``, and their default
 #: base URL (``None``: the server is always given with ``--api-base``).
