@@ -104,9 +104,24 @@ def loopback_config(
                 f"AXL peer {peer!r} is not a loopback tls://127.0.0.1:PORT address; local nodes "
                 "never peer with public addresses"
             )
+    return node_config(key_path=key_path, listen=f"tls://127.0.0.1:{listen_port}",
+                       api_port=api_port, peers=peers)  # fmt: skip
+
+
+def node_config(
+    *, key_path: str | os.PathLike[str], listen: str, api_port: int, peers: Sequence[str] = ()
+) -> dict[str, Any]:
+    """An AXL ``node-config.json``: peering on ``listen``, its HTTP API and bridge on loopback.
+
+    Args:
+        key_path: The node's ed25519 private key (PEM).
+        listen: The peering address (``tls://HOST:PORT``).
+        api_port: HTTP API port on 127.0.0.1 (the API is never exposed beyond the host).
+        peers: Addresses of the nodes to peer with.
+    """
     return {
         "PrivateKeyPath": str(key_path),
-        "Listen": [f"tls://127.0.0.1:{listen_port}"],
+        "Listen": [listen],
         "Peers": list(peers),
         "api_port": api_port,
         "bridge_addr": "127.0.0.1",

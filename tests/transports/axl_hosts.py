@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from dei_transports.axlnode import AXL_TCP_PORT, AxlNodeProcess, topology, up_peers
+from dei_transports.axlnode import AxlNodeProcess, node_config, topology, up_peers
 from netns import Host
 
 from dei_framework.errors import TransportError
@@ -33,14 +33,8 @@ MAX_BACKOFF = "?maxbackoff=30s"
 
 def hosted_config(host: Host, key_path: Path, peers: Sequence[str]) -> dict[str, Any]:
     """The ``node-config.json`` of an AXL node on ``host`` (see ``docs/multi-machine.md``)."""
-    return {
-        "PrivateKeyPath": str(key_path),
-        "Listen": [f"tls://{host.address}:{PEERING_PORT}"],
-        "Peers": list(peers),
-        "api_port": API_PORT,
-        "bridge_addr": "127.0.0.1",
-        "tcp_port": AXL_TCP_PORT,
-    }
+    return node_config(key_path=key_path, listen=f"tls://{host.address}:{PEERING_PORT}",
+                       api_port=API_PORT, peers=peers)  # fmt: skip
 
 
 @attrs.define(eq=False)
