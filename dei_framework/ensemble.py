@@ -127,7 +127,11 @@ class Ensemble:
         self.resume = resume
         self.replay_from = replay_from
         self.progress = progress or (lambda kind, data: None)
-        self.round_archives: dict[str, dict[int, GridArchive]] = defaultdict(dict)
+        # Keyed in node order from the start, not in the order rounds happen to end: merges
+        # break ties between equal elites by archive order, so that order must not be timing.
+        self.round_archives: dict[str, dict[int, GridArchive]] = defaultdict(
+            dict, {node.name: {} for node in self.local_nodes}
+        )
         # Opponents each node fought per round (for the fitness scale of its raw figures).
         self.round_opponents: dict[str, dict[int, int]] = defaultdict(dict)
         self.reference: Reference | None = None
