@@ -347,9 +347,9 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
         for operator in condition.operators:
             plugins.operator(operator)  # unknown operator names fail before any run starts
     # Bad domain options (e.g. a generality set overlapping the opponents) fail here too.
-    from dei_framework.ensemble import _build_plugin, domain_lifecycle
+    from dei_framework.builders import build_plugin, domain_lifecycle
 
-    domain = _build_plugin(plugins.domains, base.domain, plugins.domain(base.domain).factory,
+    domain = build_plugin(plugins.domains, base.domain, plugins.domain(base.domain).factory,
                            FactoryContext(registry=plugins, options=dict(base.domain_options),
                                           seed=base.seed))  # fmt: skip
     # Every condition runs with the same lifecycle, recorded in the plan as it is in each run.
