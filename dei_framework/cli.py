@@ -22,8 +22,10 @@ import click
 
 from dei_framework import experiment
 from dei_framework.backend import EvaluatorLost
+from dei_framework.cli_experiment import plan_from_flags
 from dei_framework.config import DEFAULT_NODES, RunConfig, chosen_out, resolve_config
 from dei_framework.errors import ConfigError, DEIError
+from dei_framework.experiment_plan import load_plan
 from dei_framework.plugins import DISABLE_PLUGINS_VARIABLE, PluginRegistry, load_plugins
 from dei_framework.presets import PRESETS
 from dei_framework.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
@@ -597,12 +599,12 @@ def experiment_command(**flags: Any) -> None:
         warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report", "parallel",
                                   *PLACEMENT_FLAGS))
         out = Path(flags["resume"])
-        plan = experiment.load_plan(out)
+        plan = load_plan(out)
         plan = attrs.evolve(plan, base=placed(plan.base, flags, plugins))
         if flags.get("repeats"):
             plan = attrs.evolve(plan, repeats=flags["repeats"])
     else:
-        plan = experiment.plan_from_flags(flags, plugins)
+        plan = plan_from_flags(flags, plugins)
         out = chosen_out(flags) or Path("experiments") / default_out(plan.base.domain).name
         if (out / "experiment.json").exists() or (out / "config.json").exists():
             raise ConfigError(f"{out} already holds a run or experiment; use --resume {out} "

@@ -68,7 +68,7 @@ def _load_summary(path: Path) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{summary_path} is damaged: {exc}") from None
     if (path / "experiment.json").exists():
-        from dei_framework.experiment import summarize_experiment
+        from dei_framework.experiment_summary import summarize_experiment
 
         return summarize_experiment(path)
     if (path / "config.json").exists():
@@ -105,7 +105,7 @@ def _num(value: Any, spec: str = ".3f") -> str:
 
 
 def _pm(stats: Mapping[str, Any] | None, spec: str = ".3f") -> str:
-    """``mean ± std`` of a :func:`dei_framework.experiment.describe` value; ``(n = k)`` after it
+    """``mean ± std`` of a :func:`dei_framework.experiment_summary.describe` value; ``(n = k)``
     when the value is pooled over nodes and repeats (its n is then not the repeats')."""
     if not stats or stats.get("mean") is None:
         return "–"
@@ -864,7 +864,7 @@ def final_figures(conditions: Mapping[str, Any]) -> tuple[str, dict[str, dict[st
 def champion_common_per_round(condition: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per round, the round champions' common-ground fitness over nodes × repeats (empty when
     no run measured it)."""
-    from dei_framework.experiment import PER_NODE_REPEAT, describe
+    from dei_framework.experiment_summary import PER_NODE_REPEAT, describe
 
     series = [node.get("champion_common_fitness_per_round") or []
               for run in condition.get("runs", [])

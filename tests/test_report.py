@@ -16,11 +16,12 @@ import toy_domain  # noqa: E402
 
 from dei_framework import cli, hookimpl  # noqa: E402
 from dei_framework.archive import GridArchive  # noqa: E402
+from dei_framework.cli_experiment import plan_from_flags  # noqa: E402
 from dei_framework.config import NodeConfig, RunConfig  # noqa: E402
 from dei_framework.domain import DomainSpec  # noqa: E402
 from dei_framework.ensemble import run  # noqa: E402
 from dei_framework.errors import ConfigError  # noqa: E402
-from dei_framework.experiment import plan_from_flags, run_experiment  # noqa: E402
+from dei_framework.experiment import run_experiment  # noqa: E402
 from dei_framework.operators import Operator, OperatorReply, OperatorSpec  # noqa: E402
 from dei_framework.plugins import load_plugins  # noqa: E402
 from dei_framework.report import final_archives, write_run_report  # noqa: E402
