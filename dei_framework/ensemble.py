@@ -1,5 +1,10 @@
 """Running an ensemble: N nodes in this process, fully asynchronous, with checkpoints.
 
+:class:`Ensemble` orchestrates: it builds the nodes (with :mod:`dei_framework.builders`), runs
+them in one event loop and hands the other jobs to their modules: checkpoints to
+:mod:`dei_framework.checkpoints`, round archives, common ground and the merge to
+:mod:`dei_framework.merge`, ``summary.json`` to :mod:`dei_framework.run_summary`.
+
 This is what ``dei-run`` does, and what library users call to run a configured ensemble:
 
     >>> from dei_framework import RunConfig, NodeConfig, run
