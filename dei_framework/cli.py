@@ -22,8 +22,11 @@ import click
 
 from dei_framework import experiment
 from dei_framework.backend import EvaluatorLost
+from dei_framework.cli_experiment import plan_from_flags
 from dei_framework.config import DEFAULT_NODES, RunConfig, chosen_out, resolve_config
 from dei_framework.errors import ConfigError, DEIError
+from dei_framework.experiment_plan import load_plan
+from dei_framework.formatting import plus_minus
 from dei_framework.plugins import DISABLE_PLUGINS_VARIABLE, PluginRegistry, load_plugins
 from dei_framework.presets import PRESETS
 from dei_framework.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
@@ -597,12 +600,12 @@ def experiment_command(**flags: Any) -> None:
         warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report", "parallel",
                                   *PLACEMENT_FLAGS))
         out = Path(flags["resume"])
-        plan = experiment.load_plan(out)
+        plan = load_plan(out)
         plan = attrs.evolve(plan, base=placed(plan.base, flags, plugins))
         if flags.get("repeats"):
             plan = attrs.evolve(plan, repeats=flags["repeats"])
     else:
-        plan = experiment.plan_from_flags(flags, plugins)
+        plan = plan_from_flags(flags, plugins)
         out = chosen_out(flags) or Path("experiments") / default_out(plan.base.domain).name
         if (out / "experiment.json").exists() or (out / "config.json").exists():
             raise ConfigError(f"{out} already holds a run or experiment; use --resume {out} "
@@ -641,23 +644,14 @@ def _condition_table(conditions: Mapping[str, Mapping[str, Any]]) -> list[str]:
         common = cond["merged"].get("common") or {}
         rows.append([
             name, f"{cond['nodes']} node(s)",
-            f"common ground: coverage {_pm(common.get('coverage') or {}, '.1%')}",
-            f"QD-score {_pm(common.get('qd_score') or {}, '.2f')}",
-            f"(raw: {_pm(cov, '.1%')}, {_pm(qd, '.2f')})", f"calls {cond['budget']['calls']}",
+            f"common ground: coverage {plus_minus(common.get('coverage') or {}, '.1%')}",
+            f"QD-score {plus_minus(common.get('qd_score') or {}, '.2f')}",
+            f"(raw: {plus_minus(cov, '.1%')}, {plus_minus(qd, '.2f')})",
+            f"calls {cond['budget']['calls']}",
         ])  # fmt: skip
     widths = [max(len(cell) for cell in column) for column in zip(*rows, strict=True)]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
             for row in rows]  # fmt: skip
-
-
-def _pm(stats: Mapping[str, Any], spec: str) -> str:
-    """``mean ± std`` formatted with ``spec`` (``-`` when missing)."""
-    if stats.get("mean") is None:
-        return "-"
-    text = format(stats["mean"], spec)
-    if stats.get("std") is not None:
-        text += " ± " + format(stats["std"], spec)
-    return text
 
 
 @dei.command("node", cls=RunCommand, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,5 +1,10 @@
 """Running an ensemble: N nodes in this process, fully asynchronous, with checkpoints.
 
+:class:`Ensemble` orchestrates: it builds the nodes (with :mod:`dei_framework.builders`), runs
+them in one event loop and hands the other jobs to their modules: checkpoints to
+:mod:`dei_framework.checkpoints`, round archives, common ground and the merge to
+:mod:`dei_framework.merge`, ``summary.json`` to :mod:`dei_framework.run_summary`.
+
 This is what ``dei-run`` does, and what library users call to run a configured ensemble:
 
     >>> from dei_framework import RunConfig, NodeConfig, run
@@ -12,44 +17,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import shutil
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from dei_framework import chaos
-from dei_framework.archives import ArchiveBase, GridArchive
+from dei_framework.archives import ArchiveBase
 from dei_framework.backend import EvaluatorLost, EvaluatorOptions
-from dei_framework.budget import BudgetLedger, NodeUsage
-from dei_framework.common import (
-    Reference,
-    Score,
-    build_reference,
-    common_fitness,
-    evaluate_texts,
-    merge_common,
-    raw_entries,
-    reference_record,
-    score_texts,
-    scoring_spread,
-    winners,
+from dei_framework.budget import BudgetLedger
+from dei_framework.builders import (
+    build_plugin,
+    build_space,
+    check_metering,
+    domain_lifecycle,
+    nominal_latency,
+    own_options,
+    transport_options,
 )
+from dei_framework.checkpoints import resume_from_checkpoint, write_checkpoint
+from dei_framework.common import build_reference
 from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.context import FactoryContext
-from dei_framework.descriptors import DescriptorSpace
-from dei_framework.domain import LIFECYCLES, Domain
 from dei_framework.envelope import NodeIdentity
-from dei_framework.errors import ConfigError, DEIError, PluginError
+from dei_framework.errors import ConfigError
 from dei_framework.evaluation import Evaluator
-from dei_framework.metrics import cell_histograms, mean_or_none, merged_stats, operator_divergence
+from dei_framework.merge import RunMerge, join_processes
 from dei_framework.node import Node
-from dei_framework.operators import Operator, OperatorSettings
+from dei_framework.operators import OperatorSettings
 from dei_framework.plugins import PluginRegistry, load_plugins, notify
 from dei_framework.replay import RecordedOperator, Recording
+from dei_framework.run_summary import node_summary, run_summary
 from dei_framework.runlog import RunDir, read_jsonl, write_json_atomic
 from dei_framework.scheduler import Scheduler
 from dei_framework.search import RecordedCall, SearchDriver
@@ -67,22 +67,6 @@ CLOSE_SECONDS = 5.0
 #: mean latency holds nothing back (5.3x in benchmarks/llm_pipeline.py); the price is parents
 #: drawn from an archive up to that many slots old (docs/architecture.md#determinism).
 LAG_PER_SLOT = 6
-
-
-def build_space(domain: Domain, axes: tuple[str, ...], registry: PluginRegistry) -> DescriptorSpace:
-    """The grid: the selected axes (or the domain's defaults), plugin binnings overriding."""
-    offered = {spec.name: spec.axis for spec in domain.descriptor_axes()}
-    for name, entry in registry.axes.items():
-        if entry.spec.domain in ("", domain.name):
-            offered[name] = entry.spec.axis
-    names = axes or domain.default_axes
-    unknown = [name for name in names if name not in offered]
-    if unknown:
-        raise ConfigError(
-            f"domain {domain.name!r} has no descriptor axis {', '.join(unknown)}; "
-            f"available: {', '.join(sorted(offered))}"
-        )
-    return DescriptorSpace([offered[name] for name in names])
 
 
 class Ensemble:
@@ -127,13 +111,8 @@ class Ensemble:
         self.resume = resume
         self.replay_from = replay_from
         self.progress = progress or (lambda kind, data: None)
-        self.round_archives: dict[str, dict[int, GridArchive]] = defaultdict(dict)
         # Opponents each node fought per round (for the fitness scale of its raw figures).
         self.round_opponents: dict[str, dict[int, int]] = defaultdict(dict)
-        self.reference: Reference | None = None
-        self.common_outcomes: dict = {}
-        self.common_scores: dict[str, Score] = {}
-        self.merged_entries: list[dict[str, Any]] = []
         #: The run has written its configuration (a failure after this keeps the directory).
         self.started = False
         #: :meth:`stop` was called.
@@ -152,11 +131,13 @@ class Ensemble:
 
     def _build_domain(self) -> None:
         config, registry = self.config, self.registry
-        self.domain = _build_plugin(
+        self.domain = build_plugin(
             registry.domains, config.domain, registry.domain(config.domain).factory,
             self._context(config.domain_options),
         )  # fmt: skip
         self.space = build_space(self.domain, config.axes, registry)
+        #: The nodes' round archives, common ground and the merge.
+        self.merge = RunMerge(self.domain, self.space, [node.name for node in self.local_nodes])
         if not config.lifecycle:  # the domain's default, recorded in config.json as used
             self.config = attrs.evolve(config, lifecycle=domain_lifecycle(self.domain))
 
@@ -172,11 +153,11 @@ class Ensemble:
         if config.common_ground and self.local is None:
             # A node process leaves common ground to the merge, which measures every node's
             # elites and champions at once.
-            self.reference = build_reference(self.domain, scoring=config.common_seeds)
+            self.merge.reference = build_reference(self.domain, scoring=config.common_seeds)
         spaces = {node.name: build_space(self.domain, node.axes or self.space.names, registry)
                   for node in local_nodes}  # fmt: skip
         policies = {
-            node.name: _build_plugin(
+            node.name: build_plugin(
                 registry.sharing, node.sharing or config.sharing,
                 registry.sharing_policy(node.sharing or config.sharing).factory,
                 self._context(config.sharing_options),
@@ -200,22 +181,9 @@ class Ensemble:
         sharing_states: dict[str, dict] = {}
         postings: list[dict] = []
         if self.resume:
-            checkpoint = self.run_dir.read_checkpoint()
-            if checkpoint is not None:
-                states = checkpoint["nodes"]
-                postings = checkpoint.get("timeline", [])
-                sharing_states = checkpoint.get("sharing", {})  # absent in older checkpoints
-                offsets = checkpoint["offsets"]
-                self.ledger.resume_wall(checkpoint.get("wall_seconds", 0.0))
-                # Calls completed before the checkpoint are in its budget and log; calls after
-                # it were paid for too: both are served again by key, the latter logged anew.
-                kept = len(list(read_jsonl(self.run_dir.calls_path, limit=offsets["calls.jsonl"])))
-                for index, call in enumerate(read_jsonl(self.run_dir.calls_path)):
-                    replies[call["node"]][call["key"]] = RecordedCall(record=call,
-                                                                      logged=index < kept)
-                self.run_dir.truncate(offsets)
-            else:
-                self.run_dir.truncate({"events.jsonl": 0, "calls.jsonl": 0})
+            resumed = resume_from_checkpoint(self.run_dir, self.ledger, replies)
+            states, postings = resumed.states, resumed.postings
+            sharing_states = resumed.sharing_states
         lags: dict[str, int] = {}
         if self.replay_from is not None:
             received = defaultdict(lambda: defaultdict(list))
@@ -238,7 +206,7 @@ class Ensemble:
             if self.replay_from is not None and not self.reask_mismatched:
                 operators[node.name] = RecordedOperator(label=node.operator)
             else:
-                operators[node.name] = _build_plugin(
+                operators[node.name] = build_plugin(
                     registry.operators, spec.name, spec.factory,
                     OperatorSettings(spec=node.operator, node=node.name, options=node.options,
                                      registry=registry, seed=config.seed),
@@ -261,9 +229,9 @@ class Ensemble:
         elif shares:
             transport_spec = registry.transport(config.transport)
             transports = list(
-                _build_plugin(registry.transports, config.transport, transport_spec.factory,
+                build_plugin(registry.transports, config.transport, transport_spec.factory,
                               [node.name for node in local_nodes],
-                              self._context(_transport_options(config)))  # fmt: skip
+                              self._context(transport_options(config)))  # fmt: skip
             )
             if len(transports) != len(local_nodes):
                 raise ConfigError(
@@ -282,13 +250,13 @@ class Ensemble:
                 new_fraction=config.new_fraction,
                 lag=lags.get(name, config.lag if config.lag is not None
                              else LAG_PER_SLOT * operators[name].max_in_flight),
-                archive=_build_plugin(registry.archives, archive_name,
+                archive=build_plugin(registry.archives, archive_name,
                                       registry.archive(archive_name).factory,
-                                      self._context(_own(node_config.archive_options,
+                                      self._context(own_options(node_config.archive_options,
                                                          config.archive_options))),
-                emitter=_build_plugin(registry.emitters, emitter_name,
+                emitter=build_plugin(registry.emitters, emitter_name,
                                       registry.emitter(emitter_name).factory,
-                                      self._context(_own(node_config.emitter_options,
+                                      self._context(own_options(node_config.emitter_options,
                                                          config.emitter_options))),
                 sharing=policies[name], qd_offset=self.domain.fitness_floor,
                 own_window=config.max_champions, peer_window=config.max_peer_champions,
@@ -301,9 +269,8 @@ class Ensemble:
                     self._note_opponents(name, entry)
                     path = self.run_dir.round_path(name, entry["round"])
                     if path.exists():
-                        self.round_archives[name][entry["round"]] = self._common(
-                            json.loads(path.read_text())["archive"]
-                        )
+                        self.merge.add_round(name, entry["round"],
+                                             json.loads(path.read_text())["archive"])
             node_dir = self.run_dir.path / "nodes" / name
             node_dir.mkdir(parents=True, exist_ok=True)
             identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
@@ -314,7 +281,7 @@ class Ensemble:
                 )
             clock = None
             if self.timeline is not None:
-                clock = NodeClock(latency=_nominal_latency(node_config, operators[name]),
+                clock = NodeClock(latency=nominal_latency(node_config, operators[name]),
                                   slots=operators[name].max_in_flight,
                                   quota=scheduler.round_quota)  # fmt: skip
             node = Node(name=name, transport=transport, policy=policies[name],
@@ -375,7 +342,7 @@ class Ensemble:
 
     def _on_round(self, name: str) -> Callable[[dict, ArchiveBase], None]:
         def ended(entry: dict, archive: ArchiveBase) -> None:
-            self.round_archives[name][entry["round"]] = self._common(archive.to_json())
+            self.merge.add_round(name, entry["round"], archive.to_json())
             self._note_opponents(name, entry)
             self.run_dir.write_round(name, entry["round"],
                                      {"archive": archive.to_json(), **entry})  # fmt: skip
@@ -389,35 +356,8 @@ class Ensemble:
         if entry.get("opponents") is not None:
             self.round_opponents[name][entry["round"]] = len(entry["opponents"])
 
-    def _common(self, archive: dict[str, Any]) -> GridArchive:
-        """A node's archive mapped into the run's grid (the common space of merges and reports,
-        whatever the node's archive kind and axes)."""
-        return GridArchive(space=self.space, qd_offset=self.domain.fitness_floor).fill_from_json(
-            archive
-        )
-
-    def _in_common_space(self, events: list[dict]) -> list[dict]:
-        """Events with their cells in the run's grid (nodes may use other axes or archives)."""
-        return [
-            {**e, "cell": list(self.space.cell(e["descriptor"]))} if e.get("descriptor") else e
-            for e in events
-        ]
-
     def _checkpoint(self) -> None:
-        self.run_dir.write_checkpoint({
-            "nodes": {name: driver.state_json() for name, driver in self.drivers.items()},
-            "offsets": self.run_dir.offsets(),
-            "wall_seconds": round(self.ledger.wall_seconds, 3),
-            "timeline": self.timeline.to_json() if self.timeline is not None else [],
-            # Sharing counters: a resumed node counts on from them (they restarted at 0 before).
-            "sharing": {node.name: node.state_json(started_round=self._started_round(node.name))
-                        for node in self.nodes},  # fmt: skip
-        })  # fmt: skip
-
-    def _started_round(self, name: str) -> int:
-        """The last round the node's scheduler has started (``-1`` before its first)."""
-        scheduler = self.drivers[name].scheduler
-        return scheduler.round if scheduler.started else scheduler.round - 1
+        write_checkpoint(self.run_dir, self.drivers, self.nodes, self.ledger, self.timeline)
 
     # --- running --------------------------------------------------------------------------------
 
@@ -493,10 +433,10 @@ class Ensemble:
             finally:
                 checkpointer.cancel()
             self._checkpoint()
-            if self.reference is not None:
+            if self.merge.reference is not None:
                 champions = [(e.get("champion") or {}).get("text")
                              for driver in self.drivers.values() for e in driver.history]
-                await self._measure_common(self.evaluator, champions)
+                await self.merge.measure_common(self.evaluator, champions)
         except asyncio.CancelledError:
             # Each node's boundary is consistent with the run log at any await: that is what
             # the periodic checkpoints rely on too.
@@ -521,7 +461,7 @@ class Ensemble:
             self.evaluator.close(wait=not interrupted)
             self.run_dir.close()
         summary = self.summary()
-        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merged_entries)
+        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merge.merged_entries)
         self.run_dir.write_summary(summary)
         self.run_dir.close()
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
@@ -602,55 +542,19 @@ class Ensemble:
         """
         self._build_domain()
         config = self.config
-        quotas, caps = config.node_quotas(), config.node_caps()
-        events: list[dict] = []
-        calls: list[dict] = []
-        nodes: dict[str, Any] = {}
-        budget_nodes: dict[str, Any] = {}
-        champions: dict[str, dict[int, str | None]] = defaultdict(dict)  # text by round
-        wall = 0.0
-        for node in config.nodes:
-            name = node.name
-            source = self.run_dir.process_path(name)
-            summary = _read_json(source / "summary.json")
-            for path in sorted((source / "nodes" / name).glob("round-*.json")):
-                target = self.run_dir.path / "nodes" / name / path.name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target)
-                data = json.loads(path.read_text())
-                self.round_archives[name][data["round"]] = self._common(data["archive"])
-                champions[name][data["round"]] = (data.get("champion") or {}).get("text")
-            events.extend(read_jsonl(source / "events.jsonl"))
-            calls.extend(read_jsonl(source / "calls.jsonl"))
-            if summary is not None and name in summary.get("nodes", {}):
-                nodes[name] = summary["nodes"][name]
-                budget_nodes[name] = summary["budget"]["nodes"][name]
-                wall = max(wall, float(summary["budget"].get("wall_seconds", 0.0)))
-                continue
-            checkpoint = _read_json(source / "checkpoint.json") or {}
-            usage = {**NodeUsage().to_json(),
-                     **(checkpoint.get("nodes", {}).get(name, {}).get("usage") or {})}
-            budget_nodes[name] = {**usage, "quota": quotas[name], "model": node.operator,
-                                  "caps": attrs.asdict(caps[name])}
-            nodes[name] = {
-                "operator": node.operator, "model": node.operator, "calls": usage["calls"],
-                "attempts": usage["attempts"], "quota": quotas[name],
-                "rounds_completed": len(self.round_archives[name]), "champion": None,
-                "stopped": f"its process ended without finishing (see {source}/node.log)",
-            }  # fmt: skip
-        for name, fields in (extra or {}).items():
-            if name in nodes:
-                nodes[name] = {**fields, **nodes[name]}
+        joined = join_processes(config, self.run_dir, self.merge, extra)
+        nodes, budget_nodes, wall = joined.nodes, joined.budget_nodes, joined.wall_seconds
         if config.common_ground:
-            self._merge_common_ground(nodes, champions)
-        self.run_dir.replace_jsonl("events.jsonl", events)
-        self.run_dir.replace_jsonl("calls.jsonl", calls)
+            self.merge.merge_common_ground(self._new_evaluator, config.common_seeds, nodes,
+                                           joined.champions)  # fmt: skip
+        self.run_dir.replace_jsonl("events.jsonl", joined.events)
+        self.run_dir.replace_jsonl("calls.jsonl", joined.calls)
         ledger = BudgetLedger.from_json({"nodes": budget_nodes, "wall_seconds": wall,
                                          "axis": config.compute_axis,
                                          "attempts_per_call": config.max_attempts_per_call})
         budget = {**ledger.to_json(), "wall_seconds": round(wall, 3)}
         summary = self._summary(nodes, budget)
-        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merged_entries)
+        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merge.merged_entries)
         self.run_dir.write_config(config.to_json())
         self.run_dir.write_summary(summary)
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
@@ -666,262 +570,20 @@ class Ensemble:
         backend = self.registry.evaluator(config.evaluator).factory(self.domain, options)
         return Evaluator(self.domain, descriptor_keys=offered, backend=backend)
 
-    def _merge_common_ground(self, nodes: dict[str, Any],
-                             champions: Mapping[str, Mapping[int, str | None]]) -> None:
-        """Common ground for a merge of node processes: every final-archive elite and round
-        champion of every node re-evaluated here, in one place, against the reference set (node
-        processes leave common ground to the merge).
-
-        Args:
-            nodes: The merged per-node summary entries (champion fields are filled in).
-            champions: Per node, each round's champion text (``None`` for a round without).
-        """
-        self.reference = build_reference(self.domain, scoring=self.config.common_seeds)
-        per_round = {name: [champions[name][r] for r in sorted(champions[name])]
-                     for name in nodes}  # fmt: skip
-        evaluator = self._new_evaluator()
-        try:
-            asyncio.run(self._measure_common(
-                evaluator, [text for round_texts in per_round.values() for text in round_texts]
-            ))  # fmt: skip
-        finally:
-            evaluator.close()
-        for name, entry in nodes.items():
-            entry["champion_common_fitness_per_round"] = [
-                common_fitness(self.common_scores, text) for text in per_round[name]
-            ]
-            if entry.get("champion"):
-                entry["champion"] = self._with_common(entry["champion"])
-
-    async def _measure_common(self, evaluator: Evaluator, champions: list[str | None]) -> None:
-        """Common ground in its two steps (:mod:`dei_framework.common`): every final-archive
-        elite and round champion once with the selection seed, then the elites kept per cell
-        and the champions with every scoring seed."""
-        reference = self.reference
-        if reference is None:
-            return
-        self.common_outcomes = await evaluate_texts(evaluator, self._common_texts(champions),
-                                                    reference)  # fmt: skip
-        chosen = winners(self._final_archives(), self.common_outcomes, self.space)
-        self.common_scores = await score_texts(
-            evaluator, chosen + [text for text in champions if text], reference
-        )
-
-    def _with_common(self, champion: Mapping[str, Any]) -> dict[str, Any]:
-        """A champion entry with its common-ground fitness and spread over the scoring seeds."""
-        score = self.common_scores.get(champion.get("text") or "")
-        return {**champion, "common_fitness": score.mean if score else None,
-                "common_fitness_std": score.std if score else None}  # fmt: skip
-
     # --- results --------------------------------------------------------------------------------
-
-    def _final_archives(self) -> list[GridArchive]:
-        return [archives[max(archives)] for archives in self.round_archives.values() if archives]
-
-    def _common_texts(self, champions: Iterable[str | None]) -> list[str]:
-        """Every final-archive elite and every round champion (``None``: a round without one):
-        what common ground measures."""
-        texts = [elite.text for archive in self._final_archives() for elite in archive]
-        return texts + [text for text in champions if text]
-
-    def _merged(self) -> dict[str, Any]:
-        """Raw merge statistics, the common-ground block, and ``merged_archive.json``."""
-        finals = self._final_archives()
-        merged = merged_stats(finals) if finals else {"coverage": 0.0, "qd_score": 0.0}
-        if self.reference is None:
-            self.merged_entries = raw_entries(GridArchive.merge(finals)) if finals else []
-            return merged
-        archive, self.merged_entries = merge_common(
-            finals, self.common_outcomes, self.space, qd_offset=self.domain.fitness_floor,
-            scores=self.common_scores,
-        )
-        failed = sum(1 for o in self.common_outcomes.values() if o.evaluation is None)
-        merged["common"] = {
-            **archive.stats().to_json(),
-            **scoring_spread(self.merged_entries),
-            "reference": dict(self.reference.record),
-            "seed": self.reference.seed,
-            "scoring_seeds": list(self.reference.scoring_seeds),
-            "common_seeds": len(self.reference.scoring_seeds),
-            "fitness_scale": self.reference.fitness_scale,
-            "failed": failed,
-            "scoring_failed": sum(s.failed for s in self.common_scores.values()),
-        }
-        return merged
-
-    def _fitness_scales(self, name: str) -> list[float | None]:
-        fought = self.round_opponents.get(name, {})
-        return [
-            float(self.domain.fitness_scale(fought[e["round"]])) if e["round"] in fought else None
-            for e in self.drivers[name].history
-        ]
 
     def summary(self) -> dict[str, Any]:
         """The run's results: merged archive, per-node metrics, budget, sharing counters."""
-        nodes = {}
-        for node in self.nodes:
-            loop = self.drivers[node.name]
-            usage: NodeUsage = self.ledger.usage[node.name]
-            generality = [e.get("generality") for e in loop.history]
-            final = loop.history[-1] if loop.history else None
-            champion = dict(final["champion"]) if final and final.get("champion") else None
-            if champion is not None and self.reference is not None:
-                champion = self._with_common(champion)
-            nodes[node.name] = {
-                "operator": loop.operator.label,
-                "model": loop.operator.label,
-                "calls": usage.calls,
-                "attempts": usage.attempts,
-                "cost_usd": usage.to_json()["cost_usd"],
-                "quota": self.ledger.quotas[node.name],
-                "rounds_completed": len(loop.history),
-                "generality": final.get("generality") if final else None,
-                "generality_peak": max((g for g in generality if g is not None), default=None),
-                "generality_per_round": generality,
-                "generality_excluded": sorted(loop.generality_excluded),
-                "champion_initial_per_round": [bool(e.get("champion_initial"))
-                                               for e in loop.history],
-                "niche_novelty": mean_or_none(e.get("niche_novelty") for e in loop.history),
-                "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
-                "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
-                "qd_score_per_round": [e["stats"]["qd_score"] for e in loop.history],
-                "champion": champion,
-                "champion_common_fitness_per_round": [
-                    common_fitness(self.common_scores, (e.get("champion") or {}).get("text"))
-                    for e in loop.history
-                ] if self.reference is not None else None,
-                "fitness_scale_per_round": self._fitness_scales(node.name),
-                "stopped": loop.stopped,
-                "sharing": node.stats(),
-                "operator_status": loop.operator.status(),
-                "pid": os.getpid(),
-            }
+        nodes = {
+            node.name: node_summary(node, self.drivers[node.name], self.ledger, self.merge,
+                                    self.round_opponents.get(node.name, {}), self.domain)
+            for node in self.nodes
+        }  # fmt: skip
         return self._summary(nodes, self.ledger.to_json())
 
     def _summary(self, nodes: dict[str, Any], budget: dict[str, Any]) -> dict[str, Any]:
-        rounds = sorted({r for archives in self.round_archives.values() for r in archives})
-        per_round = []
-        for round_index in rounds:
-            archives = [a[round_index] for a in self.round_archives.values() if round_index in a]
-            per_round.append({"round": round_index, **merged_stats(archives)})
-        merged = self._merged()
-        events = list(read_jsonl(self.run_dir.events_path))
-        return {
-            "domain": self.config.domain,
-            "transport": self.config.transport,
-            "sharing": self.config.sharing,
-            "seed": self.config.seed,
-            "rounds": self.config.rounds,
-            "lifecycle": self.config.lifecycle,
-            "space": {"axes": list(self.space.names), "shape": list(self.space.shape),
-                      "cells": self.space.cells, "grid": self.space.to_json()},  # fmt: skip
-            "merged": {**merged, "per_round": per_round},
-            "generality": {
-                "reference": _generality_reference(self.domain),
-                # Per node: how many reference programs it fought or produced, left out of
-                # its generality (the names are in nodes.<name>.generality_excluded).
-                "excluded": {name: len(node["generality_excluded"])
-                             if node.get("generality_excluded") is not None else None
-                             for name, node in nodes.items()},  # fmt: skip
-            },
-            "nodes": nodes,
-            "operator_divergence": operator_divergence(
-                cell_histograms(self._in_common_space(events), self.space.shape)
-            ),
-            "budget": budget,
-            "compute_axis": budget.get("axis", self.config.compute_axis),
-            "invalid": sum(1 for e in events if e.get("status") == "invalid"),
-            "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
-        }
-
-
-def domain_lifecycle(domain: Domain) -> str:
-    """The domain's default archive lifecycle, checked.
-
-    Raises:
-        PluginError: The domain declares a lifecycle DEI does not know.
-    """
-    lifecycle = domain.default_lifecycle()
-    if lifecycle not in LIFECYCLES:
-        raise PluginError(f"domain {domain.name!r} declares lifecycle {lifecycle!r}; "
-                          f"expected one of {', '.join(LIFECYCLES)}")  # fmt: skip
-    return lifecycle
-
-
-def _own(node_options: Mapping[str, Any] | None, run_options: Mapping[str, Any]
-         ) -> Mapping[str, Any]:
-    """A node's own options table if its ``[[node]]`` table gave one, else the run's."""
-    return run_options if node_options is None else node_options
-
-
-def _nominal_latency(node: NodeConfig, operator: Operator) -> float:
-    """The node's nominal seconds per call: its ``nominal_latency`` option, or the operator's."""
-    value = node.options.get("nominal_latency", operator.nominal_latency)
-    try:
-        latency = float(value)
-    except (TypeError, ValueError):
-        latency = -1.0
-    if not 0.0 < latency < float("inf") or isinstance(value, bool):
-        raise ConfigError(f"{node.name}: nominal_latency must be a positive number of seconds, "
-                          f"got {value!r}")  # fmt: skip
-    return latency
-
-
-def _read_json(path: Path) -> Any:
-    """A JSON file's content, or ``None`` when it is missing or damaged."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _generality_reference(domain: Domain) -> dict[str, Any] | None:
-    texts = domain.generality_reference()
-    return None if texts is None else reference_record(texts)
-
-
-def _transport_options(config: RunConfig) -> dict[str, Any]:
-    """The transport's options; the run's membership is passed as ``members`` unless set."""
-    options = dict(config.transport_options)
-    if config.members:
-        options.setdefault("members", list(config.members))
-    return options
-
-
-def check_metering(config: RunConfig, operators: Mapping[str, Operator]) -> None:
-    """Refuses caps the operators cannot honour, before any call is made.
-
-    Raises:
-        ConfigError: A money cap (``--max-cost-usd``) with an operator that cannot price its
-            calls, or a ``tokens``/``cost`` compute axis with one that does not report usage.
-    """
-    for name, operator in operators.items():
-        if isinstance(operator, RecordedOperator):
-            continue
-        if config.max_cost_usd is not None and not operator.priced:
-            raise ConfigError(
-                f"--max-cost-usd: {name}'s model {operator.label} has no known price, so its "
-                f"calls cannot be capped; give one with --price {operator.label}=IN,OUT "
-                "(USD per million input and output tokens)"
-            )
-        if config.compute_axis != "calls" and not operator.metered:
-            raise ConfigError(
-                f"--compute-axis {config.compute_axis}: {name}'s operator {operator.label} does "
-                "not report tokens per attempt; use --compute-axis calls"
-            )
-
-
-def _build_plugin(table: dict, name: str, factory: Callable, *args: Any) -> Any:
-    """Calls a plugin's factory; a bug in it becomes one error naming the plugin."""
-    try:
-        return factory(*args)
-    except DEIError:
-        raise
-    except Exception as exc:
-        plugin = table[name].plugin if name in table else "?"
-        raise PluginError(
-            f"plugin {plugin!r} failed to create {name!r}: {type(exc).__name__}: {exc}"
-        ) from exc
+        return run_summary(self.config, self.domain, self.merge, nodes, budget,
+                           list(read_jsonl(self.run_dir.events_path)))  # fmt: skip
 
 
 def run(

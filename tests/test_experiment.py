@@ -16,17 +16,11 @@ sys.path.insert(0, str(Path(__file__).parent / "toy"))
 import toy_domain  # noqa: E402
 
 from dei_framework import cli, hookimpl  # noqa: E402
+from dei_framework.cli_experiment import plan_from_flags  # noqa: E402
 from dei_framework.errors import ConfigError  # noqa: E402
-from dei_framework.experiment import (  # noqa: E402
-    Condition,
-    ExperimentPlan,
-    describe,
-    metric_values,
-    parse_conditions,
-    plan_from_flags,
-    run_experiment,
-    summarize_condition,
-)
+from dei_framework.experiment import run_experiment  # noqa: E402
+from dei_framework.experiment_plan import Condition, ExperimentPlan, parse_conditions  # noqa: E402
+from dei_framework.experiment_summary import describe, metric_values, summarize_condition  # noqa: E402
 from dei_framework.operators import OperatorSpec  # noqa: E402
 from dei_framework.plugins import load_plugins  # noqa: E402
 from dei_framework.stats import holm  # noqa: E402

@@ -10,8 +10,8 @@ import pytest
 from dei_coreware.domain import CorewarOptions
 
 from dei_framework import config as cfg
+from dei_framework.cli_experiment import plan_from_flags
 from dei_framework.errors import ConfigError
-from dei_framework.experiment import plan_from_flags
 from dei_framework.plugins import load_plugins
 from dei_framework.presets import DEI_PAPER, get_preset
 

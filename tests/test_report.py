@@ -16,14 +16,16 @@ import toy_domain  # noqa: E402
 
 from dei_framework import cli, hookimpl  # noqa: E402
 from dei_framework.archive import GridArchive  # noqa: E402
+from dei_framework.cli_experiment import plan_from_flags  # noqa: E402
 from dei_framework.config import NodeConfig, RunConfig  # noqa: E402
 from dei_framework.domain import DomainSpec  # noqa: E402
 from dei_framework.ensemble import run  # noqa: E402
 from dei_framework.errors import ConfigError  # noqa: E402
-from dei_framework.experiment import plan_from_flags, run_experiment  # noqa: E402
+from dei_framework.experiment import run_experiment  # noqa: E402
 from dei_framework.operators import Operator, OperatorReply, OperatorSpec  # noqa: E402
+from dei_framework.plots import final_archives  # noqa: E402
 from dei_framework.plugins import load_plugins  # noqa: E402
-from dei_framework.report import final_archives, write_run_report  # noqa: E402
+from dei_framework.report import write_run_report  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -231,11 +233,11 @@ def test_experiment_plots_rank_conditions_as_the_common_ground_table(
 ):
     # What final.png draws (bar heights) must be the common-ground means of the report's
     # conditions table, so plot and table rank the conditions alike.
-    from dei_framework import report as report_module
+    from dei_framework import plots as plots_module
 
     drawn: dict[str, list[list[float]]] = {}
     labels: dict[str, list[str]] = {}
-    save = report_module._save
+    save = plots_module._save
 
     def capture(fig, path):
         drawn[path.name] = [[bar.get_height() for bar in ax.patches] for ax in fig.axes]
@@ -244,7 +246,7 @@ def test_experiment_plots_rank_conditions_as_the_common_ground_table(
 
     copy = tmp_path / "copy"
     shutil.copytree(experiment_dir, copy)
-    monkeypatch.setattr(report_module, "_save", capture)
+    monkeypatch.setattr(plots_module, "_save", capture)
     text = write_run_report(copy).read_text()
     summary = json.loads((copy / "summary.json").read_text())
     names = list(summary["conditions"])
@@ -309,19 +311,19 @@ def test_heatmaps_label_a_bounded_number_of_bins(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from dei_framework import report
+    from dei_framework import plots
     from dei_framework.descriptors import DescriptorSpace, ThresholdAxis, UniformAxis
 
     figures = []
-    monkeypatch.setattr(report, "_save", lambda fig, path: figures.append(fig))
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig))
     large = DescriptorSpace([UniformAxis("a", 0.0, 1.0, 100), UniformAxis("b", 0.0, 1.0, 100)])
     small = DescriptorSpace([ThresholdAxis("c", (1, 10, 100)), ThresholdAxis("d", (2, 20))])
     for space in (large, small):
         grid = np.full(space.shape, np.nan)
         grid[1, 1] = 1.0
-        report.plot_heatmaps([("node-0", grid)], space, tmp_path / "h.png", colorbar="fitness")
+        plots.plot_heatmaps([("node-0", grid)], space, tmp_path / "h.png", colorbar="fitness")
     try:
-        for figure, space, most in zip(figures, (large, small), (report.MAX_TICKS, 4), strict=True):
+        for figure, space, most in zip(figures, (large, small), (plots.MAX_TICKS, 4), strict=True):
             axes = figure.axes[0]
             for ticks, axis in ((axes.get_xticklabels(), space.axes[0]),
                                 (axes.get_yticklabels(), space.axes[1])):  # fmt: skip

@@ -125,7 +125,7 @@ def experiment_command(domain: str, *, quick: bool, eval_workers: int) -> list[s
 def homo_vs_solo(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Homo − Solo on the compared metrics, for an experiment without Diverse (the summary
     then has no comparisons): the experiment's own test, interval, A12 and Holm adjustment."""
-    from dei_framework.experiment import COMPARED_METRICS, metric_values
+    from dei_framework.experiment_summary import COMPARED_METRICS, metric_values
     from dei_framework.stats import compare, holm
 
     conditions = summary["conditions"]

@@ -391,7 +391,7 @@ def test_reask_mismatched_asks_only_the_changed_calls(cli, env, stub, tmp_path):
 
 
 def test_experiment_checks_equal_compute_on_the_chosen_axis():
-    from dei_framework.experiment import equal_on_axis
+    from dei_framework.experiment_summary import equal_on_axis
 
     def run(calls, limit, caps):
         return {"budget": {"calls": calls, "limit": limit,

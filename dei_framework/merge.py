@@ -1,0 +1,258 @@
+"""Merging a run: its nodes' final archives into one (raw, and on common ground), and the
+directories of its node processes into one run directory.
+
+:class:`RunMerge` holds what a merge needs as the run goes (each node's round archives, mapped
+into the run's grid) and, at the end, measures common ground (:mod:`dei_framework.common`) and
+merges; :func:`join_processes` gathers what node processes (``dei node``) wrote apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from dei_framework.archives import GridArchive
+from dei_framework.budget import NodeUsage
+from dei_framework.common import (
+    Reference,
+    Score,
+    build_reference,
+    common_fitness,
+    evaluate_texts,
+    merge_common,
+    raw_entries,
+    score_texts,
+    scoring_spread,
+    winners,
+)
+from dei_framework.config import RunConfig
+from dei_framework.descriptors import DescriptorSpace
+from dei_framework.domain import Domain
+from dei_framework.evaluation import Evaluator
+from dei_framework.metrics import merged_stats
+from dei_framework.runlog import RunDir, read_jsonl
+
+
+class RunMerge:
+    """A run's nodes merged: their round archives in the run's grid, common ground, the merge.
+
+    Args:
+        domain: The run's domain (its fitness floor is the archives' QD offset).
+        space: The run's grid: the common space of merges and reports.
+        nodes: The run's node names, in the order merges break ties in.
+    """
+
+    def __init__(self, domain: Domain, space: DescriptorSpace, nodes: Sequence[str]) -> None:
+        self.domain = domain
+        self.space = space
+        # Keyed in node order from the start, not in the order rounds happen to end: merges
+        # break ties between equal elites by archive order, so that order must not be timing.
+        self.round_archives: dict[str, dict[int, GridArchive]] = defaultdict(
+            dict, {name: {} for name in nodes}
+        )
+        #: The common-ground reference set; ``None``: the run measures no common ground.
+        self.reference: Reference | None = None
+        self.common_outcomes: dict = {}
+        self.common_scores: dict[str, Score] = {}
+        #: What ``merged_archive.json`` holds (filled by :meth:`merged`).
+        self.merged_entries: list[dict[str, Any]] = []
+
+    def add_round(self, name: str, round_index: int, archive: dict[str, Any]) -> None:
+        """Keeps a node's round archive (its JSON), mapped into the run's grid."""
+        self.round_archives[name][round_index] = self._common(archive)
+
+    def _common(self, archive: dict[str, Any]) -> GridArchive:
+        """A node's archive mapped into the run's grid (the common space of merges and reports,
+        whatever the node's archive kind and axes)."""
+        return GridArchive(space=self.space, qd_offset=self.domain.fitness_floor).fill_from_json(
+            archive
+        )
+
+    async def measure_common(self, evaluator: Evaluator, champions: list[str | None]) -> None:
+        """Common ground in its two steps (:mod:`dei_framework.common`): every final-archive
+        elite and round champion once with the selection seed, then the elites kept per cell
+        and the champions with every scoring seed."""
+        reference = self.reference
+        if reference is None:
+            return
+        self.common_outcomes = await evaluate_texts(evaluator, self._common_texts(champions),
+                                                    reference)  # fmt: skip
+        chosen = winners(self.final_archives(), self.common_outcomes, self.space)
+        self.common_scores = await score_texts(
+            evaluator, chosen + [text for text in champions if text], reference
+        )
+
+    def merge_common_ground(self, new_evaluator: Callable[[], Evaluator], common_seeds: int,
+                            nodes: dict[str, Any],
+                            champions: Mapping[str, Mapping[int, str | None]]) -> None:
+        """Common ground for a merge of node processes: every final-archive elite and round
+        champion of every node re-evaluated here, in one place, against the reference set (node
+        processes leave common ground to the merge).
+
+        Args:
+            new_evaluator: Makes an evaluator for the run's domain (closed here after use).
+            common_seeds: Scoring seeds per program (the run's ``common_seeds``).
+            nodes: The merged per-node summary entries (champion fields are filled in).
+            champions: Per node, each round's champion text (``None`` for a round without).
+        """
+        self.reference = build_reference(self.domain, scoring=common_seeds)
+        per_round = {name: [champions[name][r] for r in sorted(champions[name])]
+                     for name in nodes}  # fmt: skip
+        evaluator = new_evaluator()
+        try:
+            asyncio.run(self.measure_common(
+                evaluator, [text for round_texts in per_round.values() for text in round_texts]
+            ))  # fmt: skip
+        finally:
+            evaluator.close()
+        for name, entry in nodes.items():
+            entry["champion_common_fitness_per_round"] = [
+                common_fitness(self.common_scores, text) for text in per_round[name]
+            ]
+            if entry.get("champion"):
+                entry["champion"] = self.with_common(entry["champion"])
+
+    def with_common(self, champion: Mapping[str, Any]) -> dict[str, Any]:
+        """A champion entry with its common-ground fitness and spread over the scoring seeds."""
+        score = self.common_scores.get(champion.get("text") or "")
+        return {**champion, "common_fitness": score.mean if score else None,
+                "common_fitness_std": score.std if score else None}  # fmt: skip
+
+    def final_archives(self) -> list[GridArchive]:
+        """Each node's last round archive, in node order."""
+        return [archives[max(archives)] for archives in self.round_archives.values() if archives]
+
+    def _common_texts(self, champions: Iterable[str | None]) -> list[str]:
+        """Every final-archive elite and every round champion (``None``: a round without one):
+        what common ground measures."""
+        texts = [elite.text for archive in self.final_archives() for elite in archive]
+        return texts + [text for text in champions if text]
+
+    def merged(self) -> dict[str, Any]:
+        """Raw merge statistics and the common-ground block; fills :attr:`merged_entries`."""
+        finals = self.final_archives()
+        merged = merged_stats(finals) if finals else {"coverage": 0.0, "qd_score": 0.0}
+        if self.reference is None:
+            self.merged_entries = raw_entries(GridArchive.merge(finals)) if finals else []
+            return merged
+        archive, self.merged_entries = merge_common(
+            finals, self.common_outcomes, self.space, qd_offset=self.domain.fitness_floor,
+            scores=self.common_scores,
+        )
+        failed = sum(1 for o in self.common_outcomes.values() if o.evaluation is None)
+        merged["common"] = {
+            **archive.stats().to_json(),
+            **scoring_spread(self.merged_entries),
+            "reference": dict(self.reference.record),
+            "seed": self.reference.seed,
+            "scoring_seeds": list(self.reference.scoring_seeds),
+            "common_seeds": len(self.reference.scoring_seeds),
+            "fitness_scale": self.reference.fitness_scale,
+            "failed": failed,
+            "scoring_failed": sum(s.failed for s in self.common_scores.values()),
+        }
+        return merged
+
+    def per_round(self) -> list[dict[str, Any]]:
+        """Merge statistics of every round: the nodes' archives of that round merged."""
+        rounds = sorted({r for archives in self.round_archives.values() for r in archives})
+        per_round = []
+        for round_index in rounds:
+            archives = [a[round_index] for a in self.round_archives.values() if round_index in a]
+            per_round.append({"round": round_index, **merged_stats(archives)})
+        return per_round
+
+
+@attrs.frozen(kw_only=True)
+class JoinedProcesses:
+    """What the node processes of a run wrote, gathered by :func:`join_processes`.
+
+    Attributes:
+        nodes: Per node, its summary entry.
+        budget_nodes: Per node, its budget entry.
+        wall_seconds: The longest wall time of a process.
+        champions: Per node, each round's champion text (``None`` for a round without).
+        events: Every process's ``events.jsonl`` lines, node after node.
+        calls: Every process's ``calls.jsonl`` lines, node after node.
+    """
+
+    nodes: dict[str, Any]
+    budget_nodes: dict[str, Any]
+    wall_seconds: float
+    champions: dict[str, dict[int, str | None]]
+    events: list[dict]
+    calls: list[dict]
+
+
+def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
+                   extra: Mapping[str, Mapping[str, Any]] | None = None) -> JoinedProcesses:
+    """Gathers the node processes' directories (``processes/<node>/``) of ``run_dir``.
+
+    Events and calls are concatenated node by node (the caller writes them) and round files
+    copied into ``run_dir`` (their archives go to ``merge``); each node's summary entry comes
+    from its process's summary, or, for a node whose process ended without one, from its last
+    checkpoint (and is marked ``stopped``).
+
+    Args:
+        config: The run's configuration.
+        run_dir: The run directory holding ``processes/<node>/``.
+        merge: Takes every node's round archives.
+        extra: Per node, fields added to its summary entry (a launcher's process ids ...);
+            a process's own ``pid`` wins over one given here.
+    """
+    quotas, caps = config.node_quotas(), config.node_caps()
+    events: list[dict] = []
+    calls: list[dict] = []
+    nodes: dict[str, Any] = {}
+    budget_nodes: dict[str, Any] = {}
+    champions: dict[str, dict[int, str | None]] = defaultdict(dict)  # text by round
+    wall = 0.0
+    for node in config.nodes:
+        name = node.name
+        source = run_dir.process_path(name)
+        summary = _read_json(source / "summary.json")
+        for path in sorted((source / "nodes" / name).glob("round-*.json")):
+            target = run_dir.path / "nodes" / name / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+            data = json.loads(path.read_text())
+            merge.add_round(name, data["round"], data["archive"])
+            champions[name][data["round"]] = (data.get("champion") or {}).get("text")
+        events.extend(read_jsonl(source / "events.jsonl"))
+        calls.extend(read_jsonl(source / "calls.jsonl"))
+        if summary is not None and name in summary.get("nodes", {}):
+            nodes[name] = summary["nodes"][name]
+            budget_nodes[name] = summary["budget"]["nodes"][name]
+            wall = max(wall, float(summary["budget"].get("wall_seconds", 0.0)))
+            continue
+        checkpoint = _read_json(source / "checkpoint.json") or {}
+        usage = {**NodeUsage().to_json(),
+                 **(checkpoint.get("nodes", {}).get(name, {}).get("usage") or {})}
+        budget_nodes[name] = {**usage, "quota": quotas[name], "model": node.operator,
+                              "caps": attrs.asdict(caps[name])}
+        nodes[name] = {
+            "operator": node.operator, "model": node.operator, "calls": usage["calls"],
+            "attempts": usage["attempts"], "quota": quotas[name],
+            "rounds_completed": len(merge.round_archives[name]), "champion": None,
+            "stopped": f"its process ended without finishing (see {source}/node.log)",
+        }  # fmt: skip
+    for name, fields in (extra or {}).items():
+        if name in nodes:
+            nodes[name] = {**fields, **nodes[name]}
+    return JoinedProcesses(nodes=nodes, budget_nodes=budget_nodes, wall_seconds=wall,
+                           champions=champions, events=events, calls=calls)  # fmt: skip
+
+
+def _read_json(path: Path) -> Any:
+    """A JSON file's content, or ``None`` when it is missing or damaged."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,136 @@
+"""A run's ``summary.json``: merged archive figures, per-node metrics, budget, sharing counters.
+
+The fields are described in ``docs/run-directory.md``; :class:`~dei_framework.ensemble.Ensemble`
+writes the summary at the end of a run and of a merge of node processes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dei_framework.budget import BudgetLedger, NodeUsage
+from dei_framework.common import common_fitness, reference_record
+from dei_framework.config import RunConfig
+from dei_framework.descriptors import DescriptorSpace
+from dei_framework.domain import Domain
+from dei_framework.merge import RunMerge
+from dei_framework.metrics import cell_histograms, mean_or_none, operator_divergence
+from dei_framework.node import Node
+from dei_framework.search import SearchDriver
+
+
+def node_summary(node: Node, driver: SearchDriver, ledger: BudgetLedger, merge: RunMerge,
+                 fought: Mapping[int, int], domain: Domain) -> dict[str, Any]:
+    """One node's entry of ``summary.json``.
+
+    Args:
+        node: The node.
+        driver: Its search driver (its round history).
+        ledger: The run's budget ledger.
+        merge: The run's merge (common-ground scores of its champions).
+        fought: Opponents it fought per round (the fitness scale of its raw figures).
+        domain: The run's domain.
+    """
+    loop = driver
+    usage: NodeUsage = ledger.usage[node.name]
+    generality = [e.get("generality") for e in loop.history]
+    final = loop.history[-1] if loop.history else None
+    champion = dict(final["champion"]) if final and final.get("champion") else None
+    if champion is not None and merge.reference is not None:
+        champion = merge.with_common(champion)
+    return {
+        "operator": loop.operator.label,
+        "model": loop.operator.label,
+        "calls": usage.calls,
+        "attempts": usage.attempts,
+        "cost_usd": usage.to_json()["cost_usd"],
+        "quota": ledger.quotas[node.name],
+        "rounds_completed": len(loop.history),
+        "generality": final.get("generality") if final else None,
+        "generality_peak": max((g for g in generality if g is not None), default=None),
+        "generality_per_round": generality,
+        "generality_excluded": sorted(loop.generality_excluded),
+        "champion_initial_per_round": [bool(e.get("champion_initial"))
+                                       for e in loop.history],
+        "niche_novelty": mean_or_none(e.get("niche_novelty") for e in loop.history),
+        "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
+        "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
+        "qd_score_per_round": [e["stats"]["qd_score"] for e in loop.history],
+        "champion": champion,
+        "champion_common_fitness_per_round": [
+            common_fitness(merge.common_scores, (e.get("champion") or {}).get("text"))
+            for e in loop.history
+        ] if merge.reference is not None else None,
+        "fitness_scale_per_round": _fitness_scales(domain, fought, loop.history),
+        "stopped": loop.stopped,
+        "sharing": node.stats(),
+        "operator_status": loop.operator.status(),
+        "pid": os.getpid(),
+    }  # fmt: skip
+
+
+def _fitness_scales(domain: Domain, fought: Mapping[int, int],
+                    history: Sequence[Mapping[str, Any]]) -> list[float | None]:
+    return [
+        float(domain.fitness_scale(fought[e["round"]])) if e["round"] in fought else None
+        for e in history
+    ]
+
+
+def run_summary(config: RunConfig, domain: Domain, merge: RunMerge, nodes: dict[str, Any],
+                budget: dict[str, Any], events: list[dict]) -> dict[str, Any]:
+    """The run's ``summary.json``; fills ``merge.merged_entries`` (``merged_archive.json``).
+
+    Args:
+        config: The run's configuration.
+        domain: The run's domain.
+        merge: The run's merge (round archives, common ground).
+        nodes: Per node, its entry (:func:`node_summary`).
+        budget: The budget ledger's record.
+        events: The run's ``events.jsonl`` lines.
+    """
+    space = merge.space
+    per_round = merge.per_round()
+    merged = merge.merged()
+    return {
+        "domain": config.domain,
+        "transport": config.transport,
+        "sharing": config.sharing,
+        "seed": config.seed,
+        "rounds": config.rounds,
+        "lifecycle": config.lifecycle,
+        "space": {"axes": list(space.names), "shape": list(space.shape),
+                  "cells": space.cells, "grid": space.to_json()},  # fmt: skip
+        "merged": {**merged, "per_round": per_round},
+        "generality": {
+            "reference": _generality_reference(domain),
+            # Per node: how many reference programs it fought or produced, left out of
+            # its generality (the names are in nodes.<name>.generality_excluded).
+            "excluded": {name: len(node["generality_excluded"])
+                         if node.get("generality_excluded") is not None else None
+                         for name, node in nodes.items()},  # fmt: skip
+        },
+        "nodes": nodes,
+        "operator_divergence": operator_divergence(
+            cell_histograms(_in_common_space(space, events), space.shape)
+        ),
+        "budget": budget,
+        "compute_axis": budget.get("axis", config.compute_axis),
+        "invalid": sum(1 for e in events if e.get("status") == "invalid"),
+        "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
+    }
+
+
+def _in_common_space(space: DescriptorSpace, events: list[dict]) -> list[dict]:
+    """Events with their cells in the run's grid (nodes may use other axes or archives)."""
+    return [
+        {**e, "cell": list(space.cell(e["descriptor"]))} if e.get("descriptor") else e
+        for e in events
+    ]
+
+
+def _generality_reference(domain: Domain) -> dict[str, Any] | None:
+    texts = domain.generality_reference()
+    return None if texts is None else reference_record(texts)

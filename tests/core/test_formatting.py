@@ -1,0 +1,29 @@
+"""One formatter for figures: the reports and the command line print a missing value alike."""
+
+from __future__ import annotations
+
+from dei_framework.cli import _condition_table
+from dei_framework.experiment_summary import PER_NODE_REPEAT, describe
+from dei_framework.formatting import MISSING, number, plus_minus, reference_text, value_at
+
+
+def test_mean_and_spread_with_n_only_when_pooled_over_nodes() -> None:
+    assert plus_minus(describe([1.0, 2.0, 3.0]), ".2f") == "2.00 ± 1.00"
+    assert plus_minus(describe([0.5]), ".1%") == "50.0%"
+    pooled = describe([1.0, 3.0, None], unit=PER_NODE_REPEAT)
+    assert plus_minus(pooled, ".1f") == "2.0 ± 1.4 (n = 2)"
+
+
+def test_missing_values_print_one_mark() -> None:
+    assert plus_minus(None) == plus_minus({}) == plus_minus(describe([None])) == MISSING
+    assert number(None) == number(float("nan")) == reference_text(None) == MISSING
+    assert value_at([1, 2], 5) is None and value_at([1, 2], 1) == 2
+
+
+def test_the_cli_condition_table_prints_the_reports_missing_mark() -> None:
+    # A condition from before common ground: its common-ground figures are missing.
+    merged = {"coverage": describe([0.25, 0.5]), "qd_score": describe([1.0, 2.0])}
+    condition = {"nodes": 1, "budget": {"calls": [8, 8]}, "merged": merged}
+    (line,) = _condition_table({"solo": condition})
+    assert f"coverage {MISSING}" in line and f"QD-score {MISSING}" in line
+    assert "(raw: 37.5% ± 17.7%, 1.50 ± 0.71)" in line
