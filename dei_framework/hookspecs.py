@@ -65,6 +65,13 @@ if TYPE_CHECKING:
 hookspec = pluggy.HookspecMarker("dei_framework")
 hookimpl = pluggy.HookimplMarker("dei_framework")
 
+#: The markers and the payload records (the hooks themselves are implemented, not imported).
+__all__ = [
+    "ArchiveStatsRecord", "CandidateRecord", "EvaluatedEvent", "GeneralityRecord", "JSONValue",
+    "MergedRecord", "OpponentRecord", "RoundEvent", "RunSummary", "SpaceRecord", "Timings",
+    "hookimpl", "hookspec",
+]  # fmt: skip
+
 
 # --- payloads: what observation hooks receive --------------------------------------------------
 # TypedDicts rather than classes: the core builds these payloads as the dicts it writes to
