@@ -17,6 +17,8 @@ import attrs
 
 from dei_framework.envelope import hash_text
 
+__all__ = ["Candidate", "Message"]
+
 #: One chat message (``{"role": ..., "content": ...}``).
 Message = Mapping[str, str]
 
