@@ -67,8 +67,9 @@ hookimpl = pluggy.HookimplMarker("dei_framework")
 
 #: The markers and the payload records (the hooks themselves are implemented, not imported).
 __all__ = [
-    "ArchiveStatsRecord", "CandidateRecord", "EvaluatedEvent", "GeneralityRecord", "JSONValue",
-    "MergedRecord", "OpponentRecord", "RoundEvent", "RunSummary", "SpaceRecord", "Timings",
+    "ArchiveStatsRecord", "CandidateRecord", "ChampionRecord", "EvaluatedEvent",
+    "GeneralityRecord", "JSONValue", "MergedRecord", "NodeSummary", "OpponentRecord",
+    "RoundEvent", "RunSummary", "SharingRecord", "SpaceRecord", "Timings",
     "hookimpl", "hookspec",
 ]  # fmt: skip
 
@@ -256,6 +257,85 @@ class GeneralityRecord(TypedDict):
     excluded: dict[str, int | None]
 
 
+class ChampionRecord(CandidateRecord):
+    """A node's final champion in ``summary.json``."""
+
+    #: Its common-ground fitness: the mean over the scoring seeds (``--common-ground`` only;
+    #: ``None`` when not measured or invalid).
+    common_fitness: NotRequired[float | None]
+    #: The spread of that mean over the scoring seeds (``--common-ground`` only).
+    common_fitness_std: NotRequired[float | None]
+
+
+class SharingRecord(TypedDict):
+    """A node's champion-sharing counters."""
+
+    #: Champions it published.
+    published: int
+    #: Valid champions of other nodes taken in at a round start.
+    accepted: int
+    #: Valid champions that arrived after its last round had started (never fought).
+    late: int
+    #: Messages dropped, by cause (``invalid_signature``, ``nonmember``, ``inbox_overflow``,
+    #: ...).
+    dropped: dict[str, int]
+    #: The transport's own counters (or the virtual-time timeline's), as it reports them.
+    transport: dict[str, JSONValue]
+
+
+class NodeSummary(TypedDict):
+    """One node's results. A node whose process ended without a summary (a run over a
+    networked transport) has only the required keys, read from its last checkpoint, and says
+    so in ``stopped``."""
+
+    #: Label of its operator (``--operator``).
+    operator: str
+    #: The same label (kept for readers of older summaries).
+    model: str
+    #: Completed operator calls.
+    calls: int
+    #: Billed attempts (retries included).
+    attempts: int
+    #: Its equal-compute share of the budget.
+    quota: int
+    #: Rounds it finished.
+    rounds_completed: int
+    #: Its last round's champion (``None`` when there is none).
+    champion: ChampionRecord | None
+    #: Why it stopped early (a budget cap, a failing operator, a lost process), or ``None``.
+    stopped: str | None
+    #: Cost of its calls in US dollars (``None`` when a price was unknown).
+    cost_usd: NotRequired[float | None]
+    #: Generality of its last round's champion (share of the reference set beaten or tied).
+    generality: NotRequired[float | None]
+    #: The best generality over its rounds.
+    generality_peak: NotRequired[float | None]
+    #: Generality per round.
+    generality_per_round: NotRequired[list[float | None]]
+    #: Reference programs left out of its generality (it fought or produced them).
+    generality_excluded: NotRequired[list[str]]
+    #: Per round, whether the champion was an initial opponent.
+    champion_initial_per_round: NotRequired[list[bool]]
+    #: Mean niche novelty over its rounds (``None`` when it received nothing).
+    niche_novelty: NotRequired[float | None]
+    #: Niche novelty per round.
+    niche_novelty_per_round: NotRequired[list[float | None]]
+    #: Archive coverage per round.
+    coverage_per_round: NotRequired[list[float]]
+    #: QD-score per round.
+    qd_score_per_round: NotRequired[list[float]]
+    #: Common-ground fitness of each round's champion (``None`` without ``--common-ground``).
+    champion_common_fitness_per_round: NotRequired[list[float | None] | None]
+    #: The fitness scale of each round's archive.
+    fitness_scale_per_round: NotRequired[list[float | None]]
+    #: Its champion-sharing counters.
+    sharing: NotRequired[SharingRecord]
+    #: The operator's own counters (``Operator.status()``: errors, retries, ...).
+    operator_status: NotRequired[dict[str, JSONValue]]
+    #: The id of the process that ran it.
+    pid: NotRequired[int]
+
+
 class RunSummary(TypedDict):
     """A run's results, as written to ``summary.json`` (docs/concepts.md#metrics-in-summaryjson
     describes the figures)."""
@@ -278,9 +358,8 @@ class RunSummary(TypedDict):
     merged: MergedRecord
     #: How generality was measured.
     generality: GeneralityRecord
-    #: Per node (by name): operator, calls, champion, per-round figures, sharing counters,
-    #: budget status (docs/concepts.md#metrics-in-summaryjson).
-    nodes: dict[str, dict[str, JSONValue]]
+    #: Per node, by name.
+    nodes: dict[str, NodeSummary]
     #: Pairwise Jensen–Shannon divergence of the nodes' cell distributions: ``pairs`` and
     #: their ``mean``.
     operator_divergence: dict[str, JSONValue]
