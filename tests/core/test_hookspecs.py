@@ -10,6 +10,7 @@ record, may be typed ``Any`` (``dict[str, Any]`` included).
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import json
 import sys
@@ -24,13 +25,16 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
 
 import toy_domain  # noqa: E402
 
-import plugins.llm.hookspecs as llm_hookspecs  # noqa: E402
 from dei_framework import NodeConfig, RunConfig, hookimpl, hookspec, load_plugins, run  # noqa: E402
 from dei_framework import hookspecs as core_hookspecs  # noqa: E402
 from dei_framework._contract import hook_docs  # noqa: E402
 from dei_framework.envelope import ChampionEnvelope  # noqa: E402
 
-SPEC_MODULES = (core_hookspecs, llm_hookspecs)
+PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
+#: The core's specifications and every reference plugin's own (``plugins/<name>/hookspecs.py``,
+#: installed as ``dei_<name>``).
+SPEC_MODULES = (core_hookspecs, *(importlib.import_module(f"dei_{path.parent.name}.hookspecs")
+                                  for path in sorted(PLUGINS.glob("*/hookspecs.py"))))  # fmt: skip
 HOOKS = [(module, doc) for module in SPEC_MODULES for doc in hook_docs(module)]
 
 
@@ -259,6 +263,10 @@ def test_a_real_runs_payloads_fit_their_records(tmp_path) -> None:
     assert _conforms({**summary, "extra": 1}, core_hookspecs.RunSummary, "s") == [
         "s: undeclared ['extra']"
     ]
+
+
+def test_the_plugins_own_specifications_are_checked_too() -> None:
+    assert "dei_llm_providers" in {doc.name for _, doc in HOOKS}
 
 
 def test_payload_records_are_reachable_from_the_hookspecs_module() -> None:
