@@ -6,6 +6,9 @@ seconds, drawn from the operating system's randomness (so two runs get different
 Seeded runs with virtual-time delivery must give identical results with or without it
 (``tests/core/test_determinism.py``). It is meant for tests and experiments on reproducibility
 only: it slows runs down and changes nothing else.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ library's import and print its traceback — numpy even turns it into an ImportE
 blames the installation. Here the first Ctrl-C is noted and honoured once the import is done
 (one line, exit status 130, as at any other moment); a second one quits at once.
 This module imports nothing of the framework at its top.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

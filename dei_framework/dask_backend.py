@@ -20,6 +20,9 @@ and of the domain's distribution; a worker on another version is refused before 
 
 ``distributed`` is an optional dependency (``pip install "dei-framework[dask]"``): it is imported
 when the backend starts, never when this module is imported.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ Ctrl-C (or SIGTERM) stops every child cleanly: ``dei-run``'s interrupt handling 
 :meth:`Launcher.stop`, which sends SIGINT to the node processes (each stops as ``dei-run``
 does, keeping its checkpoint), then stops the network; a second Ctrl-C kills them
 (:meth:`Launcher.kill_workers`). ``dei-run --resume <run dir>`` continues.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

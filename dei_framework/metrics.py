@@ -1,4 +1,8 @@
-"""Run metrics: merged archives, niche novelty, generality and operator divergence."""
+"""Run metrics: merged archives, niche novelty, generality and operator divergence.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,9 @@ start, every message is verified, and what survives is handed to the node's sear
 replayed node takes the champions it received from the record instead; a node on a
 :class:`~dei_framework.timeline.Timeline` (virtual-time delivery, the in-process default) takes
 what its peers published before its round start in virtual time, waiting for them if needed.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

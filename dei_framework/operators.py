@@ -15,7 +15,7 @@ import attrs
 
 from dei_framework.context import FactoryContext
 from dei_framework.domain import Domain
-from dei_framework.records import Message, Parent
+from dei_framework.records import Candidate, Message, deprecated_alias
 
 
 @attrs.frozen(kw_only=True)
@@ -39,8 +39,8 @@ class OperatorRequest:
     key: str
     kind: Literal["new", "mutate"]
     messages: Sequence[Message]
-    parent: Parent | None = None
-    others: Sequence[Parent] = ()
+    parent: Candidate | None = None
+    others: Sequence[Candidate] = ()
     feedback: str | None = None
     seed: int = 0
     meter: UsageMeter | None = attrs.field(default=None, eq=False, repr=False)
@@ -188,3 +188,8 @@ class OperatorSpec:
     domains: tuple[str, ...] = ()
     description: str = ""
     default: bool = True
+
+
+def __getattr__(name: str) -> type[Candidate]:
+    """``Parent``, a deprecated alias of :class:`~dei_framework.records.Candidate`."""
+    return deprecated_alias(__name__, name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dei_framework.records import Candidate, Opponent
+from dei_framework.records import Candidate, deprecated_alias
 
 #: Own champions remembered (DRQ's *k*).
 OWN_WINDOW = 20
@@ -97,4 +97,9 @@ class OpponentPool:
         return pool
 
 
-__all__ = ["OWN_WINDOW", "PEER_WINDOW", "Opponent", "OpponentPool"]
+__all__ = ["OWN_WINDOW", "PEER_WINDOW", "OpponentPool"]
+
+
+def __getattr__(name: str) -> type[Candidate]:
+    """``Opponent``, a deprecated alias of :class:`~dei_framework.records.Candidate`."""
+    return deprecated_alias(__name__, name)

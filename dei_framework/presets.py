@@ -5,6 +5,9 @@ and flags: ``flags > --config file > preset > defaults``. A value the user sets 
 is reported, since the run then no longer follows the preset's protocol. What ``dei-paper``
 sets, and where this implementation still differs from the paper, is documented in
 ``docs/paper-protocol.md`` and ``docs/deviations.md`` (tests check both against this module).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Rounds are numbered from 0, as in the run directory (``round-000.json``), the event log and
 the reports, and named "round k of R" in prose (``round 0 of 3`` ... ``round 2 of 3``); the
 table's counts ("1/3 rounds done", "40/40 calls") are counts.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

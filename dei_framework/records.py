@@ -2,18 +2,22 @@
 
 A :class:`Candidate` is a program text plus what is known about it. The same record serves as
 an archive elite, a parent handed to an operator, an opponent in the Red Queen pool and a
-champion received from a peer; fields that do not apply keep their defaults. (The names
-``Elite``, ``Parent`` and ``Opponent`` are aliases of it, kept so existing code reads well.)
+champion received from a peer; fields that do not apply keep their defaults. The former
+aliases ``Elite``, ``Parent`` and ``Opponent`` are deprecated: they still give
+:class:`Candidate`, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from dei_framework.envelope import hash_text
+
+__all__ = ["Candidate", "Message"]
 
 #: One chat message (``{"role": ..., "content": ...}``).
 Message = Mapping[str, str]
@@ -66,9 +70,22 @@ class Candidate:
         return cls(**{key: value for key, value in data.items() if key in fields})
 
 
-#: An archive elite (a :class:`Candidate` with ``fitness``, ``descriptor`` and ``cell`` set).
-Elite = Candidate
-#: An elite handed to an operator (a :class:`Candidate`).
-Parent = Candidate
-#: A program in the Red Queen pool (a :class:`Candidate` with ``source`` set).
-Opponent = Candidate
+#: Deprecated aliases of :class:`Candidate`, by name (one record, one name).
+DEPRECATED_ALIASES = ("Elite", "Opponent", "Parent")
+
+
+def deprecated_alias(module: str, name: str) -> type[Candidate]:
+    """:class:`Candidate`, warning that ``module.name`` is a deprecated alias of it.
+
+    Raises:
+        AttributeError: ``name`` is not a deprecated alias (as a module's ``__getattr__`` must).
+    """
+    if name not in DEPRECATED_ALIASES:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(f"{module}.{name} is deprecated; use dei_framework.Candidate (the same class)",
+                  DeprecationWarning, stacklevel=3)  # fmt: skip
+    return Candidate
+
+
+def __getattr__(name: str) -> type[Candidate]:
+    return deprecated_alias(__name__, name)

@@ -25,6 +25,9 @@ import pluggy
 
 from dei_framework.errors import ConfigError
 
+#: The public name (re-exported by ``dei_framework``); the rest serves ``plugins.py``.
+__all__ = ["PluginRegistry"]
+
 #: Registration hooks: the hook, the kind of thing it registers (for messages), its table.
 REGISTRATION_HOOKS: dict[str, tuple[str, str]] = {
     "dei_domains": ("domain", "domains"),

@@ -15,6 +15,9 @@ Layout::
 
 Appends go through one writer per file; a crash can leave a torn last line, which readers skip
 and resume truncates away. Every other file is replaced atomically (write, fsync, rename).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ generator's buffered half-word). Anything else an emitter asks for (``choice``, 
 ``dtype=``...) is served by a real ``numpy.random.Generator`` set to the same state, from then
 on for every draw of that slot. So the draws are bit-for-bit those of ``default_rng(seed)``;
 ``tests/core/test_slot_random.py`` checks them against numpy.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ error rates hold at that n without assuming normality:
 Example:
     >>> mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]).p_value  # 2 of C(10, 5) = 252 splits
     0.007936507936507936
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

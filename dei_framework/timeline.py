@@ -23,6 +23,9 @@ better: it delivers champions by *virtual time* instead of wall-clock time.
 
 :class:`Timeline` is shared by the nodes of one process; it is checkpointed with the run
 (:meth:`Timeline.to_json`), so a resumed run delivers exactly what an uninterrupted one does.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 An experiment directory (it has ``experiment.json``) holds ordinary run directories,
 ``<condition>/repeat-<k>/``; the page lets the user pick one. Anything else is one run, whose
 event files may be spread over per-node subdirectories (see :mod:`dei_framework.watch.run`).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

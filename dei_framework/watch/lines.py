@@ -15,6 +15,9 @@ taken apart by one regular expression run over the whole chunk; its descriptor i
 JSON text and parsed only if the elite is shown. Every other line (invalid candidates, other
 event kinds, other writers' layouts, damaged lines) is parsed with :func:`json.loads` as
 before, so the fields read are the same either way, only faster for the common lines.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

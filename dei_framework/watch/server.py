@@ -9,6 +9,9 @@ Routes (all ``GET``):
 
 It binds to the loopback interface unless told otherwise, serves nothing but these routes, and
 never writes to the run directory.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ fields are ignored, so newer writers do not break it.
 
 Work per event is constant (a round change costs one pass over the grid's filled cells), and
 memory is bounded by the grid, the rounds and the curves' resolution, not by the events.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ A run's event log only grows, except when ``dei-run --resume`` cuts it back to i
 checkpoint. The tail remembers its offset and the bytes just before it; when the file is
 shorter than the offset, or those bytes changed, the file was rewritten and the reader must
 start again (``read`` raises :class:`Rewound`).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from dei_coreware.redcode import Warrior
 from dei_framework.descriptors import AxisSpec, ThresholdAxis
 from dei_framework.domain import Domain, Evaluation, Program
 from dei_framework.errors import ConfigError, InvalidProgram, ReferenceOverlap
-from dei_framework.operators import Message, Parent
+from dei_framework.records import Candidate, Message
 
 #: DRQ's bins (6 x 6 = 36 cells for the default grid) and its two alternative axes.
 TSP_THRESHOLDS = (1, 10, 100, 1000, 10000)
@@ -430,8 +430,8 @@ class CorewarDomain(Domain):
         self,
         kind: str,
         *,
-        parent: Parent | None = None,
-        others: Sequence[Parent] = (),
+        parent: Candidate | None = None,
+        others: Sequence[Candidate] = (),
         feedback: str | None = None,
     ) -> list[Message]:
         """Chat messages for LLM operators (see :mod:`.prompts`)."""

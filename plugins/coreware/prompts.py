@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dei_framework.operators import Message, Parent
+from dei_framework.records import Candidate, Message
 
 if TYPE_CHECKING:
     from dei_coreware.domain import CorewarOptions
@@ -107,7 +107,7 @@ def describe_behaviour(descriptor: dict | None) -> str:
     return "; ".join(parts)
 
 
-def _elite_block(title: str, elite: Parent) -> str:
+def _elite_block(title: str, elite: Candidate) -> str:
     return (
         f"{title} (fitness {elite.fitness:.3f}; {describe_behaviour(dict(elite.descriptor))}):\n"
         f"```redcode\n{elite.text.rstrip()}\n```"
@@ -126,7 +126,7 @@ def new_prompt() -> str:
 
 
 def mutate_prompt(
-    parent: Parent, others: Sequence[Parent] = (), feedback: str | None = None
+    parent: Candidate, others: Sequence[Candidate] = (), feedback: str | None = None
 ) -> str:
     """The request to improve ``parent``, with other elites and the lineage's last error."""
     sections = [
@@ -151,8 +151,8 @@ def mutate_prompt(
 def build_messages(
     kind: str,
     *,
-    parent: Parent | None,
-    others: Sequence[Parent],
+    parent: Candidate | None,
+    others: Sequence[Candidate],
     feedback: str | None,
     options: CorewarOptions,
 ) -> list[Message]:

@@ -19,9 +19,16 @@ if TYPE_CHECKING:
 def dei_llm_providers() -> list[tuple[str, CustomLLM]]:
     """Registers in-process LLM providers for the ``llm`` operator.
 
-    Return ``(provider_name, handler)`` pairs where ``handler`` is a ``litellm.CustomLLM``
-    instance; a model string ``provider_name/model`` then reaches the handler (through
-    litellm's ``custom_provider_map``). Called each time an LLM operator is created, on the
-    plugins of that run (in-process plugins included); import litellm inside the hook, not
-    at module level.
+    A model string ``provider_name/model`` then reaches the handler (through litellm's
+    ``custom_provider_map``). Import litellm inside the hook, not at module level.
+
+    Fires:
+        Once per plugin each time the ``llm`` plugin creates an LLM operator (once per node
+        using one, in the process running that node), on the plugins of that run (in-process
+        plugins included).
+
+    Returns:
+        A list of ``(provider_name, handler)`` pairs, ``handler`` a ``litellm.CustomLLM``
+        instance. Every plugin's list is collected (not firstresult); a plugin whose hook
+        raises is skipped with a warning naming it.
     """

@@ -9,9 +9,9 @@ import pytest
 
 from dei_framework import (
     AddStatus,
+    Candidate,
     ConfigError,
     DescriptorSpace,
-    Elite,
     GridArchive,
     LogAxis,
     ThresholdAxis,
@@ -22,8 +22,8 @@ SPACE = DescriptorSpace([ThresholdAxis("tsp", (1, 10, 100, 1000, 10000)),
                          ThresholdAxis("mc", (10, 100, 500, 1000, 4000))])  # fmt: skip
 
 
-def elite(name: str, fitness: float, tsp: float, mc: float) -> Elite:
-    return Elite(id=name, text=name, fitness=fitness, descriptor={"tsp": tsp, "mc": mc}, cell=())
+def elite(name: str, fitness: float, tsp: float, mc: float) -> Candidate:
+    return Candidate(id=name, text=name, fitness=fitness, descriptor={"tsp": tsp, "mc": mc})
 
 
 def test_threshold_bins_match_drq() -> None:
@@ -64,7 +64,7 @@ def test_add_statuses_and_strictly_greater_replacement() -> None:
 
 def test_cell_is_recomputed_from_the_descriptor() -> None:
     archive = GridArchive(space=SPACE)
-    archive.add(Elite(id="x", text="x", fitness=1, descriptor={"tsp": 0, "mc": 0}, cell=(5, 5)))
+    archive.add(Candidate(id="x", text="x", fitness=1, descriptor={"tsp": 0, "mc": 0}, cell=(5, 5)))
     assert archive.elite_at((0, 0)).id == "x" and (5, 5) not in archive
 
 
@@ -109,11 +109,11 @@ def test_merge_keeps_the_best_elite_per_cell() -> None:
     assert merged.stats().qd_score == pytest.approx(2.0 + 3.0 + 0.2)
     # Archives over other axes are projected into the first one's space ...
     other = GridArchive(space=DescriptorSpace([UniformAxis("tsp", 0, 1, 2)]))
-    other.add(Elite(id="o1", text="o1", fitness=9.0, descriptor={"tsp": 0.5, "mc": 5000}))
+    other.add(Candidate(id="o1", text="o1", fitness=9.0, descriptor={"tsp": 0.5, "mc": 5000}))
     assert GridArchive.merge([a, other]).elite_at((0, 5)).id == "o1"
     # ... which needs every elite to carry a value for each of its axes.
     lacking = GridArchive(space=DescriptorSpace([UniformAxis("tsp", 0, 1, 2)]))
-    lacking.add(Elite(id="o2", text="o2", fitness=1.0, descriptor={"tsp": 0.5}))
+    lacking.add(Candidate(id="o2", text="o2", fitness=1.0, descriptor={"tsp": 0.5}))
     with pytest.raises(ConfigError, match="no value for axis 'mc'"):
         GridArchive.merge([a, lacking])
 
@@ -121,7 +121,7 @@ def test_merge_keeps_the_best_elite_per_cell() -> None:
 def test_json_round_trip_is_lossless() -> None:
     archive = GridArchive(space=DescriptorSpace([*SPACE.axes, LogAxis("len", 1, 100, 3)]),
                           qd_offset=0.25)  # fmt: skip
-    archive.add(Elite(id="p", text="MOV 0, 1\n", fitness=0.1 + 0.2,
+    archive.add(Candidate(id="p", text="MOV 0, 1\n", fitness=0.1 + 0.2,
                       descriptor={"tsp": 1 / 3, "mc": 1e-17, "len": 7}, cell=(), node="n",
                       operator="gp", round=2, parent="q"))  # fmt: skip
     data = json.loads(json.dumps(archive.to_json()))
@@ -143,7 +143,7 @@ def filled(cells: int, seed: int = 0) -> GridArchive:
     for n, flat in enumerate(order):
         row, col = divmod(int(flat), 100)
         archive.add(
-            Elite(
+            Candidate(
                 id=f"e{n}",
                 text=f"e{n}",
                 fitness=float(n % 97),
@@ -162,7 +162,7 @@ def test_occupied_is_the_archive_in_cell_order_without_copying() -> None:
     assert cells == sorted(cells)
     assert occupied[3] is list(archive)[3] and occupied[-1] is list(archive)[-1]
     assert occupied[1:3] == list(archive)[1:3]
-    archive.add(Elite(id="new", text="new", fitness=1.0, descriptor={"x": 0.0, "y": 0.0}))
+    archive.add(Candidate(id="new", text="new", fitness=1.0, descriptor={"x": 0.0, "y": 0.0}))
     assert len(occupied) == 501  # a live view, not a snapshot
     with pytest.raises(IndexError):
         occupied[501]
@@ -173,7 +173,7 @@ def test_stats_and_best_follow_every_insertion() -> None:
     for n in range(300):  # improvements change sums in place
         elite = archive.occupied[n * 5]
         archive.add(
-            Elite(
+            Candidate(
                 id=f"i{n}",
                 text="i",
                 fitness=elite.fitness + 0.1 * n + 0.3,
@@ -204,7 +204,7 @@ class _CountingArchive:
     def __len__(self) -> int:
         return len(self._archive.occupied)
 
-    def __getitem__(self, index: int) -> Elite:
+    def __getitem__(self, index: int) -> Candidate:
         self.accesses += 1
         return self._archive.occupied[index]
 

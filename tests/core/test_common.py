@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dei_framework import DescriptorSpace, Elite, GridArchive, ThresholdAxis
+from dei_framework import Candidate, DescriptorSpace, GridArchive, ThresholdAxis
 from dei_framework.common import (
     Score,
     build_reference,
@@ -30,12 +30,12 @@ import toy_domain  # noqa: E402
 SPACE = DescriptorSpace([ThresholdAxis("x", (1, 2, 3))])
 
 
-def elite(text: str, fitness: float, x: float, node: str) -> Elite:
-    return Elite(id=f"{node}-{text}", text=text, fitness=fitness, descriptor={"x": x}, cell=(),
+def elite(text: str, fitness: float, x: float, node: str) -> Candidate:
+    return Candidate(id=f"{node}-{text}", text=text, fitness=fitness, descriptor={"x": x}, cell=(),
                  node=node)  # fmt: skip
 
 
-def archive(*elites: Elite) -> GridArchive:
+def archive(*elites: Candidate) -> GridArchive:
     built = GridArchive(space=SPACE)
     for item in elites:
         built.add(item)

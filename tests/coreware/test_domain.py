@@ -12,7 +12,7 @@ from dei_coreware.prompts import SYSTEM
 
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.errors import ConfigError, InvalidProgram
-from dei_framework.operators import Parent
+from dei_framework.records import Candidate
 
 IMP = "imp mov.i #0, 1\nend imp\n"
 DAT = "dat #0, #0\n"
@@ -227,9 +227,9 @@ def test_prompts_carry_the_reference_the_parent_and_the_feedback(domain) -> None
     # The example in the reference is a valid warrior.
     example = SYSTEM.split("```redcode\n", 1)[1].split("```", 1)[0]
     assert len(domain.parse(example).data) == 4
-    parent = Parent(id="n-r0-s1", text=DWARF, fitness=1.25,
+    parent = Candidate(id="n-r0-s1", text=DWARF, fitness=1.25,
                     descriptor={"tsp": 0.0, "mc": 3.0, "length": 4.0})  # fmt: skip
-    other = Parent(id="n-r0-s2", text=IMP, fitness=0.5, descriptor={"tsp": 12.0, "mc": 900.0})
+    other = Candidate(id="n-r0-s2", text=IMP, fitness=0.5, descriptor={"tsp": 12.0, "mc": 900.0})
     user = domain.messages("mutate", parent=parent, others=[other],
                            feedback="line 3: MOV needs two operands")[1]["content"]  # fmt: skip
     assert DWARF.strip() in user and IMP.strip() in user

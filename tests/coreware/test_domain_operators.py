@@ -11,11 +11,12 @@ from dei_coreware.operators import GPOperator, TemplateOperator
 from dei_coreware.operators.templates import ARCHETYPES, read_tag, write_archetype
 
 from dei_framework.errors import InvalidProgram
-from dei_framework.operators import OperatorRequest, Parent
+from dei_framework.operators import OperatorRequest
 from dei_framework.plugins import load_plugins
+from dei_framework.records import Candidate
 
 PARENTS = [
-    Parent(id=f"p-{file.stem}", text=file.read_text(), fitness=1.0)
+    Candidate(id=f"p-{file.stem}", text=file.read_text(), fitness=1.0)
     for file in sorted(BUNDLED.glob("*/*.red"))
 ]
 
@@ -77,7 +78,7 @@ def test_gp_mutations_stay_close_to_the_parent(domain) -> None:
 
 
 def test_gp_survives_a_parent_that_does_not_assemble(domain) -> None:
-    broken = Parent(id="x", text="mov 1 2 3", fitness=0.0)
+    broken = Candidate(id="x", text="mov 1 2 3", fitness=0.0)
     text = GPOperator().write(OperatorRequest(key="k", kind="mutate", messages=[], parent=broken,
                                               seed=1))  # fmt: skip
     domain.parse(text)
@@ -99,7 +100,7 @@ def test_every_archetype_assembles_and_runs_alone(domain) -> None:
 def test_templates_reparameterise_their_own_warriors() -> None:
     templates = TemplateOperator()
     parent_text = write_archetype("dwarf", {"step": 4, "bomb": 0, "decoys": 0, "spl": 0}, 8000)
-    parent = Parent(id="p", text=parent_text, fitness=1.0)
+    parent = Candidate(id="p", text=parent_text, fitness=1.0)
     kinds = []
     for seed in range(60):
         child = templates.write(OperatorRequest(key="k", kind="mutate", messages=[],
@@ -175,7 +176,7 @@ def test_a_family_mutation_is_deterministic_and_stays_close_to_its_parent() -> N
     from dei_coreware.operators.families import FamilyOperator
 
     operator = FamilyOperator(("dwarf",), label="bombers")
-    parent = Parent(id="p", text=operator.write(OperatorRequest(key="k", kind="new",
+    parent = Candidate(id="p", text=operator.write(OperatorRequest(key="k", kind="new",
                                                                 messages=[], seed=1)),
                     fitness=1.0)  # fmt: skip
     request = OperatorRequest(key="k", kind="mutate", messages=[], parent=parent, seed=5)

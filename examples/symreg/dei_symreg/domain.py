@@ -25,7 +25,7 @@ import numpy as np
 from dei_framework.descriptors import AxisSpec, ThresholdAxis
 from dei_framework.domain import Domain, Evaluation, Program
 from dei_framework.errors import ConfigError
-from dei_framework.operators import Message, Parent
+from dei_framework.records import Candidate, Message
 from dei_symreg import prompts
 from dei_symreg.dataset import Dataset, make_dataset, options_with_defaults
 from dei_symreg.expr import (
@@ -191,8 +191,8 @@ class SymRegDomain(Domain):
         self,
         kind: str,
         *,
-        parent: Parent | None = None,
-        others: Sequence[Parent] = (),
+        parent: Candidate | None = None,
+        others: Sequence[Candidate] = (),
         feedback: str | None = None,
     ) -> list[Message]:
         return prompts.messages(self, kind, parent=parent, others=others, feedback=feedback)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dei_framework.operators import Message, Parent
+from dei_framework.records import Candidate, Message
 from dei_symreg.expr import FUNCTIONS
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def _data_table(domain: SymRegDomain) -> str:
     return "\n".join(lines)
 
 
-def _describe(parent: Parent) -> str:
+def _describe(parent: Candidate) -> str:
     descriptor = ", ".join(f"{k} {v:g}" for k, v in parent.descriptor.items())
     return f"{parent.text}\n  (fitness {parent.fitness:.4f}; {descriptor})"
 
@@ -54,8 +54,8 @@ def messages(
     domain: SymRegDomain,
     kind: str,
     *,
-    parent: Parent | None = None,
-    others: Sequence[Parent] = (),
+    parent: Candidate | None = None,
+    others: Sequence[Candidate] = (),
     feedback: str | None = None,
 ) -> list[Message]:
     """The chat messages for one request (system prompt first)."""

@@ -11,7 +11,7 @@ from dei_symreg.domain import DEFAULT_OPTIONS, SymRegDomain
 
 from dei_framework import Domain, Program
 from dei_framework.errors import ConfigError, InvalidProgram
-from dei_framework.operators import Parent
+from dei_framework.records import Candidate
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +149,8 @@ def test_messages_describe_the_task(domain):
     assert [m["role"] for m in new] == ["system", "user"]
     assert "x0, x1" in new[0]["content"] and "sin" in new[0]["content"]
     assert "fenced code block" in new[1]["content"]
-    parent = Parent(id="p", text="x0 + 1", fitness=0.7, descriptor={"size": 3})
-    other = Parent(id="o", text="sin(x1)", fitness=0.6, descriptor={"size": 2})
+    parent = Candidate(id="p", text="x0 + 1", fitness=0.7, descriptor={"size": 3})
+    other = Candidate(id="o", text="sin(x1)", fitness=0.6, descriptor={"size": 2})
     mutate = domain.messages("mutate", parent=parent, others=[other], feedback="column 3: oops")
     text = mutate[1]["content"]
     assert "x0 + 1" in text and "sin(x1)" in text and "column 3: oops" in text

@@ -9,7 +9,7 @@ from dei_symreg.domain import SymRegDomain
 from dei_symreg.expr import size
 from dei_symreg.operator import GPOperator, create
 
-from dei_framework import Operator, OperatorRequest, OperatorSettings, Parent
+from dei_framework import Candidate, Operator, OperatorRequest, OperatorSettings
 from dei_framework.errors import ConfigError
 
 
@@ -23,9 +23,9 @@ def propose(operator: Operator, **request) -> str:
     return asyncio.run(operator.propose(request)).text
 
 
-def parent(domain: SymRegDomain, text: str) -> Parent:
+def parent(domain: SymRegDomain, text: str) -> Candidate:
     program = domain.parse(text)
-    return Parent(id=text, text=program.text, fitness=0.5)
+    return Candidate(id=text, text=program.text, fitness=0.5)
 
 
 def test_every_proposal_parses_within_the_limits(small_domain):
