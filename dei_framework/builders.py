@@ -3,6 +3,9 @@
 The descriptor grid, plugin objects made by their factories (a failing factory becomes one
 error naming the plugin), the domain's lifecycle, each node's options and nominal latency, the
 transport's options, and the checks that the operators can honour the run's caps.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

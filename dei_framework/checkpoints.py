@@ -4,6 +4,9 @@ A checkpoint is every node's scheduler state (admitted state plus the items hand
 yet admitted), the budget ledger, the log offsets, the virtual-time timeline and the sharing
 counters, taken together in one synchronous step, so that it is consistent with the run log at
 any moment (docs/architecture.md, "Ask/tell").
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

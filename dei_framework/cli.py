@@ -3,6 +3,9 @@
 Every error a user can cause ends as one line on stderr starting with ``error:`` and exit
 status 1. ``dei-run`` also exits :data:`EXIT_PARTIAL` when some nodes stopped early and
 :data:`EXIT_INTERRUPTED` after Ctrl-C or SIGTERM (docs/cli.md lists them all).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Every ``dei-run`` option plus the experiment's own (``--conditions``, ``--condition``,
 ``--repeats``, ``--preset`` ...), from the command line and the ``--config`` file.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""An experiment's ``report.md``: conditions at equal compute, comparisons, runs, plots."""
+"""An experiment's ``report.md``: conditions at equal compute, comparisons, runs, plots.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
+"""
 
 from __future__ import annotations
 

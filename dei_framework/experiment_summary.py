@@ -3,6 +3,9 @@
 Per condition, every figure over its finished repeats (:func:`describe`: mean, sample standard
 deviation, n and the values), and the comparisons of Diverse with every other condition
 (:mod:`dei_framework.stats`); the fields are described in ``docs/experiments.md``.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

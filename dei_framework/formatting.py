@@ -2,6 +2,9 @@
 
 One formatter for the reports and the command line, so that both print a missing value alike
 (:data:`MISSING`).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

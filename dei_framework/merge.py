@@ -4,6 +4,9 @@ directories of its node processes into one run directory.
 :class:`RunMerge` holds what a merge needs as the run goes (each node's round archives, mapped
 into the run's grid) and, at the end, measures common ground (:mod:`dei_framework.common`) and
 merges; :func:`join_processes` gathers what node processes (``dei node``) wrote apart.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """The PNG plots of a run's and an experiment's report, and the archives they draw.
 
 matplotlib is imported lazily (Agg backend): the rest of the framework does not need it.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ calls; it tells a run from an experiment by the shape of ``summary.json`` (an ex
 ``conditions``). Plots go to ``plots/`` next to ``report.md`` and are linked relatively, so the
 directory can be moved or published as it is. matplotlib is imported lazily (Agg backend): the
 rest of the framework does not need it.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

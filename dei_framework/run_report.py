@@ -1,4 +1,8 @@
-"""A run's ``report.md``: settings, merged figures, per-node tables, champions, budget, plots."""
+"""A run's ``report.md``: settings, merged figures, per-node tables, champions, budget, plots.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
+"""
 
 from __future__ import annotations
 

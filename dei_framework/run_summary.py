@@ -2,6 +2,9 @@
 
 The fields are described in ``docs/run-directory.md``; :class:`~dei_framework.ensemble.Ensemble`
 writes the summary at the end of a run and of a merge of node processes.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations
