@@ -33,7 +33,9 @@ def free_port() -> int:
 
 def _dask_cli() -> list[str]:
     found = shutil.which("dask", path=str(Path(sys.executable).parent))
-    return [found] if found else [sys.executable, "-m", "distributed.cli.dask_worker"]
+    # A venv that sees a system-wide Dask has no `dask` script of its own; `python -m dask`
+    # is the same command line (`dask scheduler`, `dask worker`).
+    return [found] if found else [sys.executable, "-P", "-m", "dask"]  # -P: not the cwd first
 
 
 @attrs.define
