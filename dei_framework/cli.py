@@ -673,6 +673,12 @@ def _pm(stats: Mapping[str, Any], spec: str) -> str:
               help="A transport option, repeatable (overrides the configuration's).")
 @click.option("--eval-workers", type=int,
               help="Evaluation worker processes (default: the configuration's).")
+@click.option("--evaluator", metavar="NAME",
+              help="Where this node's evaluations run, as for dei-run (default: the "
+                   "configuration's).")
+@click.option("--evaluator-address", metavar="ADDRESS",
+              help="The evaluation backend's address, as for dei-run, e.g. the Dask scheduler "
+                   "tcp://host:8786 (default: the configuration's).")
 @click.option("--progress", type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
               default="auto", show_default=True, help="As for dei-run.")
 @user_errors
@@ -728,8 +734,7 @@ def node_command(**flags: Any) -> None:
                           nodes=tuple(attrs.evolve(node, options={**node.options,
                                                                   **tables["operator_options"]})
                                       for node in config.nodes))  # fmt: skip
-    if flags.get("eval_workers") is not None:
-        config = attrs.evolve(config, eval_workers=flags["eval_workers"])
+    config = placed(config, flags, plugins)  # --evaluator, --evaluator-address, --eval-workers
     if name not in config.node_names:
         raise ConfigError(f"node {name!r} is not in the run's nodes "
                           f"({', '.join(config.node_names)})")  # fmt: skip
