@@ -70,10 +70,10 @@ from typing import Any
 import attrs
 import psutil
 
+from dei_framework import evaluation
 from dei_framework.context import FactoryContext
 from dei_framework.dask_backend import DaskBackend
-from dei_framework.evaluation import (Evaluator, LocalBackend, Outcome, _parse, _worker_processes,
-                                     evaluate)  # fmt: skip
+from dei_framework.evaluation import Evaluator, LocalBackend, Outcome, _parse, evaluate
 from dei_framework.plugins import load_plugins
 from dei_framework.presets import DEI_PAPER
 
@@ -165,7 +165,7 @@ class Cluster:
 def _pool_processes(backend: LocalBackend) -> list[psutil.Process]:
     """The local pool's worker processes (those of its candidate lane)."""
     return [psutil.Process(process.pid) for pool in backend._pools.values()
-            for process in _worker_processes(pool)]  # fmt: skip
+            for process in evaluation._worker_processes(pool)]  # fmt: skip
 
 
 async def _measure(evaluator: Evaluator, texts: Sequence[str], opponents: Sequence[Any],
