@@ -43,7 +43,8 @@ machine is quiet (on a 2-core machine, a load above ~0.5 from others already ben
 
 Usage::
 
-    python benchmarks/scale_out.py [--evals 40] [--singles 8] [--repeats 5] [--write FILE]
+    python benchmarks/scale_out.py [--evals 40] [--singles 8] [--repeats 5] [--pool-size N]
+                                   [--write FILE]
 
 Each measurement is a line on stderr; the summary is the one JSON object on stdout
 (``docs/figures/scale_out.py`` renders it into docs/multi-machine.md). A few minutes on a
@@ -253,6 +254,10 @@ def main() -> None:
     parser.add_argument("--singles", type=int, default=8,
                         help="evaluations sent one at a time (per-task overhead)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--pool-size", type=int, default=0,
+                        help="opponents per evaluation (default: the domain's initial ones; "
+                             "e.g. 20 for a dei-paper pool grown to max_champions, made of the "
+                             "initial and reference warriors, cycled)")
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     parser.add_argument("--write", type=Path, help="also write the JSON to this file")
     args = parser.parse_args()
@@ -261,6 +266,9 @@ def main() -> None:
     # A node's first round: its initial opponents; the candidates are the reference warriors.
     opponents = [domain.parse(text) for text in domain.initial_opponents()]
     texts = [domain.parse(text).text for text in domain.reference_opponents()]
+    if args.pool_size:  # a later round's pool: the cost of an evaluation grows with it
+        known = [*opponents, *(domain.parse(text) for text in texts)]
+        opponents = [known[i % len(known)] for i in range(args.pool_size)]
     load_before = os.getloadavg()
     started = time.perf_counter()
     rows: dict[str, list[dict[str, float]]] = {system: [] for system in args.systems}
@@ -299,7 +307,9 @@ def main() -> None:
     result: dict[str, Any] = {
         "benchmark": "scale_out",
         "settings": {"domain_options": dict(DEI_PAPER.domain_options),
-                     "opponents": f"the domain's {len(opponents)} initial opponents",
+                     "opponents": (f"{len(opponents)}: the domain's initial and reference "
+                                   "warriors, cycled" if args.pool_size else
+                                   f"the domain's {len(opponents)} initial opponents"),
                      "candidates": f"the domain's {len(texts)} reference warriors, cycled",
                      "evals": args.evals, "singles": args.singles, "repeats": args.repeats,
                      "dask_workers": "dask worker --nthreads 1 --no-nanny, own scheduler "
