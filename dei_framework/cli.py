@@ -723,7 +723,8 @@ def node_command(**flags: Any) -> None:
     tables = {"transport_options": dict(config.transport_options),
               "domain_options": dict(config.domain_options),
               "sharing_options": dict(config.sharing_options),
-              "operator_options": {}}  # fmt: skip
+              "operator_options": {},
+              "evaluator_options": dict(config.evaluator_options)}  # fmt: skip
     for option, entry in plugins.run_options.items():
         entry.spec.apply(flags.get(option), tables)
     tables["transport_options"].update(
@@ -731,6 +732,7 @@ def node_command(**flags: Any) -> None:
     config = attrs.evolve(config, transport_options=tables["transport_options"],
                           domain_options=tables["domain_options"],
                           sharing_options=tables["sharing_options"],
+                          evaluator_options=tables["evaluator_options"],
                           nodes=tuple(attrs.evolve(node, options={**node.options,
                                                                   **tables["operator_options"]})
                                       for node in config.nodes))  # fmt: skip

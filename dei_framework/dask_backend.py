@@ -53,9 +53,13 @@ import threading
 import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+import click
+
 from dei_framework.backend import EvaluationBackend, EvaluatorLost, EvaluatorOptions, WorkerDied
+from dei_framework.cli_options import RunOption
 from dei_framework.errors import ConfigError
 
 #: Seconds to wait for the scheduler to answer at connect.
@@ -116,6 +120,23 @@ def tls_files(address: str | None, options: Mapping[str, Any]) -> dict[str, str]
         if not os.path.isfile(path):
             raise ConfigError(f"[evaluator_options] {key} = {path!r}: no such file")
     return files
+
+
+def tls_run_options() -> list[RunOption]:
+    """``--evaluator-tls-ca``, ``--evaluator-tls-cert``, ``--evaluator-tls-key``: the
+    :data:`TLS_OPTIONS` of ``[evaluator_options]`` as flags of ``dei-run``, ``dei experiment``
+    and ``dei node`` (paths made absolute)."""
+    flags = {"tls_ca_file": ("--evaluator-tls-ca", "The certificate authority of a tls:// Dask "
+                             "scheduler (PEM)"),
+             "tls_cert": ("--evaluator-tls-cert", "This client's certificate for a tls:// Dask "
+                          "scheduler (PEM, signed by that authority)"),
+             "tls_key": ("--evaluator-tls-key",
+                         "The private key of that certificate (PEM)")}  # fmt: skip
+    return [RunOption(option=click.Option([flag, key], type=click.Path(dir_okay=False),
+                                          metavar="FILE", help=f"{help_text}."),
+                      target="evaluator_options",
+                      convert=lambda path: str(Path(path).resolve()))
+            for key, (flag, help_text) in flags.items()]  # fmt: skip
 
 
 def _import_distributed() -> Any:

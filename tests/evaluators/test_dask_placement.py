@@ -133,3 +133,36 @@ def test_a_tls_cluster_evaluates_as_the_local_pool(tmp_path) -> None:
         cluster.stop()
     expected = [evaluate(domain, text, opponents, seed=i) for i, text in enumerate(texts)]
     assert [o.evaluation for o in outcomes] == [e.evaluation for e in expected]
+
+
+def test_the_tls_flags_reach_the_backend(cli, tmp_path) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("")
+    result = cli("dei-run", *RUN_FLAGS, "--evaluator", "dask", "--evaluator-address",
+                 "tcp://127.0.0.1:8786", "--evaluator-tls-ca", str(ca), "--evaluator-tls-cert",
+                 str(ca), "--evaluator-tls-key", str(ca), "--out", str(tmp_path / "never"),
+                 check=False)  # fmt: skip
+    assert result.returncode == 1
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "names TLS files but the Dask scheduler address tcp://127.0.0.1:8786 is not" in error
+
+
+@pytest.mark.slow
+def test_dei_node_evaluates_over_tls_with_the_flags(cli, tmp_path) -> None:
+    tls = tls_files(tmp_path / "tls")
+    config = tmp_path / "run.toml"
+    config.write_text(NODE_CONFIG)
+    common = ("dei", "node", "--config", str(config), "--name", "a", "--progress", "quiet")
+    cli(*common, "--out", str(tmp_path / "local"), "--evaluator", "local", "--eval-workers", "1")
+    cluster = start_cluster(1, tls=tls)
+    try:
+        cli(*common, "--out", str(tmp_path / "tls-run"), "--evaluator", "dask",
+            "--evaluator-address", cluster.address, "--evaluator-tls-ca", tls["tls_ca_file"],
+            "--evaluator-tls-cert", tls["tls_cert"], "--evaluator-tls-key",
+            tls["tls_key"])  # fmt: skip
+    finally:
+        cluster.stop()
+    assert node_files(tmp_path / "tls-run") == node_files(tmp_path / "local")
+    recorded = json.loads((tmp_path / "tls-run" / "processes" / "a" / "config.json").read_text())
+    assert recorded["evaluator_address"] == cluster.address
+    assert recorded["evaluator_options"] == tls
