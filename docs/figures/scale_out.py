@@ -31,8 +31,9 @@ COLUMNS = (
     ("task_ms", "ms per one-evaluation job", 1),
     ("task_overhead_ms", "per-task overhead ms", 1),
     ("roundtrip_ms", "bare job round trip ms", 2),
-    ("cpu_ms_per_eval", "CPU ms per evaluation", 1),
+    ("busy_cpu_ms_per_eval", "CPU ms per evaluation", 1),
     ("overhead_cpu_ms_per_eval", "overhead CPU ms per evaluation", 1),
+    ("idle_cpu_ms_per_s", "idle CPU ms/s", 1),
     ("cpu_parallelism", "workers' CPU parallelism", 2),
 )
 NOT_MEASURED = "—"
