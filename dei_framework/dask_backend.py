@@ -68,7 +68,7 @@ CONNECT_SECONDS = 20.0
 WORKER_WAIT_SECONDS = 60.0
 #: Opponent sets kept on the workers (the most recently used): a node uses one set
 #: per round, so this covers that many nodes on different rounds.
-SCATTERED_SETS = 16
+RESIDENT_SETS = 16
 #: Task priority of the generality lane: below candidate evaluations, which run first.
 GENERALITY_PRIORITY = -10
 #: The distribution of the core; every worker must run the same version.
@@ -152,8 +152,9 @@ class DaskBackend(EvaluationBackend):
     """Evaluation jobs on a Dask cluster (see the module docstring).
 
     The Dask client runs in its own thread (Dask's synchronous client), so one backend serves
-    any event loop, and closing it needs none; blocking client calls (connect, scatter) run in
-    a helper thread, and a job's result reaches the event loop through a done-callback.
+    any event loop, and closing it needs none; blocking client calls (connect, installing a
+    set) run in a helper thread, and a job's result reaches the event loop through a
+    done-callback.
 
     Args:
         domain: The run's domain (picklable).
@@ -301,7 +302,7 @@ class DaskBackend(EvaluationBackend):
             if shipping is None:
                 shipping = self._calls.submit(self._install_set, set_id, list(programs))
                 self._sets[set_id] = shipping
-                unused = [known for known in list(self._sets)[:-SCATTERED_SETS]
+                unused = [known for known in list(self._sets)[:-RESIDENT_SETS]
                           if not self._carried[known] and self._sets[known].done()]  # fmt: skip
                 for known in unused:  # the least recently used, beyond the limit
                     self._sets.pop(known)
