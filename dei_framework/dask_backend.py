@@ -303,7 +303,8 @@ class DaskBackend(EvaluationBackend):
                 shipping = self._calls.submit(self._install_set, set_id, list(programs))
                 self._sets[set_id] = shipping
                 unused = [known for known in list(self._sets)[:-RESIDENT_SETS]
-                          if not self._carried[known] and self._sets[known].done()]  # fmt: skip
+                          if not self._carried[self._set_name(known)]
+                          and self._sets[known].done()]  # fmt: skip
                 for known in unused:  # the least recently used, beyond the limit
                     self._sets.pop(known)
                     self._calls.submit(self._remove_plugin, self._set_name(known))
@@ -362,6 +363,9 @@ class DaskBackend(EvaluationBackend):
         finally:
             with self._sets_lock:
                 self._carried.subtract(carried)
+                for name in carried:  # no count left behind per round
+                    if self._carried[name] <= 0:
+                        del self._carried[name]
 
     def _failure(self, future: Any, exc: BaseException) -> BaseException:
         """What a failed job raises in the evaluator."""

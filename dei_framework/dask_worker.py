@@ -67,3 +67,8 @@ def on_worker(function: Callable[..., Any], domain: ResidentRef, *args: Any) -> 
 def received() -> dict[str, int]:
     """How often this worker received each resident object, by name (run on the workers)."""
     return dict(_RECEIVED)
+
+
+def resident() -> list[str]:
+    """The names of the objects this worker holds now (run on the workers)."""
+    return sorted(_RESIDENT)

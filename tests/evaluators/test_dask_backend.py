@@ -281,3 +281,42 @@ def test_a_worker_joining_on_another_version_is_refused_and_named(tmp_path, capf
     assert f"warning: {line}" in capfd.readouterr().err
     expected = [evaluate(domain, text, opponents, seed=i) for i, text in enumerate(texts)]
     assert [o.evaluation for o in outcomes] == [e.evaluation for e in expected]
+
+
+def test_an_old_set_leaves_the_workers_unless_a_job_under_way_carries_it(
+    dask_address, monkeypatch
+) -> None:
+    import asyncio
+
+    from dei_framework import dask_backend, dask_worker
+    from dei_framework.dask_backend import DaskBackend
+
+    monkeypatch.setattr(dask_backend, "RESIDENT_SETS", 1)
+    domain = _coreware_domain()
+    programs = [domain.parse(text) for text in domain.initial_opponents()]
+    backend = DaskBackend(domain, address=dask_address)
+
+    def held() -> set[str]:
+        return {name for names in backend._client.run(dask_worker.resident).values()
+                for name in names}  # fmt: skip
+
+    async def scenario():
+        await backend.start()
+        first = await backend.ship("first", programs[:1])
+        backend._carried[first.name] += 1  # a job carrying it is under way
+        second = await backend.ship("second", programs[:2])
+        assert list(backend._sets) == ["first", "second"]  # beyond the limit, but carried
+        kept = held()
+        backend._carried[first.name] -= 1  # that job finished
+        third = await backend.ship("third", programs[:3])
+        await asyncio.sleep(0)
+        return first, second, third, kept
+
+    try:
+        first, second, third, kept = asyncio.run(scenario())
+        wait_for(lambda: first.name not in held() and second.name not in held(), 30,
+                 "the old sets to leave the workers")  # fmt: skip
+        assert third.name in held()
+    finally:
+        backend.close()
+    assert {first.name, second.name} <= kept
