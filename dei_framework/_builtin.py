@@ -5,6 +5,7 @@ from __future__ import annotations
 from dei_framework import dask_backend
 from dei_framework.archives import BUILTIN_ARCHIVES, ArchiveSpec
 from dei_framework.backend import EvaluatorSpec
+from dei_framework.cli_options import RunOption
 from dei_framework.emitters import BUILTIN_EMITTERS, EmitterSpec
 from dei_framework.evaluation import make_local_backend
 from dei_framework.hookspecs import hookimpl
@@ -35,3 +36,8 @@ def dei_evaluation_backends() -> list[EvaluatorSpec]:
                       description="a Dask distributed cluster (--evaluator-address, or a local "
                                   "cluster started for the run); needs dei-framework[dask]"),
     ]  # fmt: skip
+
+
+@hookimpl
+def dei_run_options() -> list[RunOption]:
+    return dask_backend.tls_run_options()

@@ -670,6 +670,12 @@ def _condition_table(conditions: Mapping[str, Mapping[str, Any]]) -> list[str]:
               help="A transport option, repeatable (overrides the configuration's).")
 @click.option("--eval-workers", type=int,
               help="Evaluation worker processes (default: the configuration's).")
+@click.option("--evaluator", metavar="NAME",
+              help="Where this node's evaluations run, as for dei-run (default: the "
+                   "configuration's).")
+@click.option("--evaluator-address", metavar="ADDRESS",
+              help="The evaluation backend's address, as for dei-run, e.g. the Dask scheduler "
+                   "tcp://host:8786 (default: the configuration's).")
 @click.option("--progress", type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
               default="auto", show_default=True, help="As for dei-run.")
 @user_errors
@@ -714,7 +720,8 @@ def node_command(**flags: Any) -> None:
     tables = {"transport_options": dict(config.transport_options),
               "domain_options": dict(config.domain_options),
               "sharing_options": dict(config.sharing_options),
-              "operator_options": {}}  # fmt: skip
+              "operator_options": {},
+              "evaluator_options": dict(config.evaluator_options)}  # fmt: skip
     for option, entry in plugins.run_options.items():
         entry.spec.apply(flags.get(option), tables)
     tables["transport_options"].update(
@@ -722,11 +729,11 @@ def node_command(**flags: Any) -> None:
     config = attrs.evolve(config, transport_options=tables["transport_options"],
                           domain_options=tables["domain_options"],
                           sharing_options=tables["sharing_options"],
+                          evaluator_options=tables["evaluator_options"],
                           nodes=tuple(attrs.evolve(node, options={**node.options,
                                                                   **tables["operator_options"]})
                                       for node in config.nodes))  # fmt: skip
-    if flags.get("eval_workers") is not None:
-        config = attrs.evolve(config, eval_workers=flags["eval_workers"])
+    config = placed(config, flags, plugins)  # --evaluator, --evaluator-address, --eval-workers
     if name not in config.node_names:
         raise ConfigError(f"node {name!r} is not in the run's nodes "
                           f"({', '.join(config.node_names)})")  # fmt: skip

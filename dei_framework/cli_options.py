@@ -9,7 +9,8 @@ import attrs
 import click
 
 #: The options tables of a run a plugin option can feed (see docs/configuration.md).
-Target = Literal["domain_options", "transport_options", "sharing_options", "operator_options"]
+Target = Literal["domain_options", "transport_options", "sharing_options", "operator_options",
+                 "evaluator_options"]  # fmt: skip
 
 
 @attrs.frozen(kw_only=True)

@@ -432,7 +432,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         operators = default_operators(plugins, domain)
         count = count or DEFAULT_NODES
     tables = {target: dict(file.get(target, {})) for target in
-              ("domain_options", "transport_options", "sharing_options", "operator_options")}
+              ("domain_options", "transport_options", "sharing_options", "operator_options",
+               "evaluator_options")}
     if preset is not None:  # the preset's tables lie under the file's
         tables["domain_options"] = {**preset.domain_options, **tables["domain_options"]}
         tables["operator_options"] = {**preset.operator_options, **tables["operator_options"]}
@@ -477,7 +478,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         archive_options=file.get("archive_options", {}),
         eval_workers=pick("eval_workers"), evaluator=pick("evaluator"),
         evaluator_address=pick("evaluator_address"),
-        evaluator_options=file.get("evaluator_options", {}), domain_options=domain_options,
+        evaluator_options=tables["evaluator_options"], domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
         common_ground=bool(pick("common_ground")), common_seeds=pick("common_seeds"),
         members=file.get("members") or (),

@@ -6,10 +6,23 @@ workers of that scheduler; without an address a ``LocalCluster`` (one worker pro
 are the same functions the local pool runs (:mod:`dei_framework.evaluation`), so the outcomes
 are the same bit for bit. What travels:
 
-* the domain (its options included), once per worker at connect (``scatter(broadcast=True)``);
-* each round's opponent set, once per worker when a job first needs it (scattered the same
-  way; jobs carry a reference to it), released when the evaluator has moved on;
-* per job, the candidates' texts and evaluation seeds; back, the outcomes.
+* the domain (its options included), once per worker: at connect, and to a worker that joins
+  later when it joins;
+* each round's opponent set, once per worker, the same way, when the first job of the round
+  is sent; dropped when the evaluator has moved on;
+* per job (a batch of the evaluations asked for in one turn of the event loop, one job per
+  worker: :class:`~dei_framework.evaluation.Evaluator`), the candidates' texts and evaluation
+  seeds and the names of the domain and the set; back, the outcomes.
+
+The domain and the sets are not Dask data (``scatter``): Dask's active memory manager drops
+the replicas of data no waiting task needs, so a scattered set would travel to a worker again
+for later jobs. They travel as worker plugins (:class:`~dei_framework.dask_worker.Resident`),
+which the scheduler hands to every worker once, joining ones included, and which stay until the
+backend removes them.
+
+A ``tls://`` scheduler address is reached over TLS with the certificates named in the run's
+``[evaluator_options]`` (``tls_ca_file``, ``tls_cert``, ``tls_key``: Dask's
+``distributed.security.Security``); the run then refuses to talk to the scheduler unencrypted.
 
 Faults: a worker that dies mid-job has its job redone on another worker by the scheduler
 (``distributed.scheduler.allowed-failures`` times; after that the job's candidates are invalid,
@@ -17,6 +30,9 @@ as with a local worker that died). A scheduler that is gone raises
 :class:`~dei_framework.backend.EvaluatorLost` naming its address; the run checkpoints and
 ``--resume`` continues it. At connect every worker reports the versions of ``dei-framework``
 and of the domain's distribution; a worker on another version is refused before anything runs.
+A worker that joins later is checked on arrival, before it runs a task
+(:mod:`dei_framework.dask_guard`): one on another version closes itself and the run prints a
+warning naming it and both versions.
 
 ``distributed`` is an optional dependency (``pip install "dei-framework[dask]"``): it is imported
 when the backend starts, never when this module is imported.
@@ -35,25 +51,33 @@ import importlib.metadata
 import logging
 import os
 import signal
+import sys
 import threading
+import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+import click
+
 from dei_framework.backend import EvaluationBackend, EvaluatorLost, EvaluatorOptions, WorkerDied
+from dei_framework.cli_options import RunOption
 from dei_framework.errors import ConfigError
 
 #: Seconds to wait for the scheduler to answer at connect.
 CONNECT_SECONDS = 20.0
 #: Seconds to wait for a first worker to join the scheduler.
 WORKER_WAIT_SECONDS = 60.0
-#: Opponent sets kept scattered on the cluster (the most recently used): a node uses one set
+#: Opponent sets kept on the workers (the most recently used): a node uses one set
 #: per round, so this covers that many nodes on different rounds.
-SCATTERED_SETS = 16
+RESIDENT_SETS = 16
 #: Task priority of the generality lane: below candidate evaluations, which run first.
 GENERALITY_PRIORITY = -10
 #: The distribution of the core; every worker must run the same version.
 CORE_DISTRIBUTION = "dei-framework"
+#: ``[evaluator_options]`` keys of this backend: the TLS files of a ``tls://`` scheduler.
+TLS_OPTIONS = ("tls_ca_file", "tls_cert", "tls_key")
 
 
 def distribution_of(module: str) -> str | None:
@@ -74,6 +98,50 @@ def installed_versions(distributions: Sequence[str]) -> dict[str, str | None]:
     return versions
 
 
+def tls_files(address: str | None, options: Mapping[str, Any]) -> dict[str, str]:
+    """The TLS files of ``[evaluator_options]`` for ``address``, checked (``{}``: plain TCP).
+
+    Raises:
+        ConfigError: An unknown option, a ``tls://`` address without all three files (or
+            files without a ``tls://`` address), or a file that does not exist.
+    """
+    unknown = sorted(set(options) - set(TLS_OPTIONS))
+    if unknown:
+        raise ConfigError(f"--evaluator dask takes no [evaluator_options] key "
+                          f"{', '.join(map(repr, unknown))} (known: {', '.join(TLS_OPTIONS)})")
+    files = {key: str(options[key]) for key in TLS_OPTIONS if options.get(key)}
+    secure = (address or "").startswith("tls://")
+    if secure and len(files) < len(TLS_OPTIONS):
+        missing = [key for key in TLS_OPTIONS if key not in files]
+        raise ConfigError(f"the Dask scheduler at {address} speaks TLS: give "
+                          f"{', '.join(missing)} in [evaluator_options] (PEM files of the "
+                          "cluster's certificate authority and of this client)")  # fmt: skip
+    if files and not secure:
+        raise ConfigError(f"[evaluator_options] names TLS files but the Dask scheduler address "
+                          f"{address or '(a local cluster)'} is not tls://host:port")
+    for key, path in files.items():
+        if not os.path.isfile(path):
+            raise ConfigError(f"[evaluator_options] {key} = {path!r}: no such file")
+    return files
+
+
+def tls_run_options() -> list[RunOption]:
+    """``--evaluator-tls-ca``, ``--evaluator-tls-cert``, ``--evaluator-tls-key``: the
+    :data:`TLS_OPTIONS` of ``[evaluator_options]`` as flags of ``dei-run``, ``dei experiment``
+    and ``dei node`` (paths made absolute)."""
+    flags = {"tls_ca_file": ("--evaluator-tls-ca", "The certificate authority of a tls:// Dask "
+                             "scheduler (PEM)"),
+             "tls_cert": ("--evaluator-tls-cert", "This client's certificate for a tls:// Dask "
+                          "scheduler (PEM, signed by that authority)"),
+             "tls_key": ("--evaluator-tls-key",
+                         "The private key of that certificate (PEM)")}  # fmt: skip
+    return [RunOption(option=click.Option([flag, key], type=click.Path(dir_okay=False),
+                                          metavar="FILE", help=f"{help_text}."),
+                      target="evaluator_options",
+                      convert=lambda path: str(Path(path).resolve()))
+            for key, (flag, help_text) in flags.items()]  # fmt: skip
+
+
 def _import_distributed() -> Any:
     try:
         import distributed
@@ -87,32 +155,46 @@ class DaskBackend(EvaluationBackend):
     """Evaluation jobs on a Dask cluster (see the module docstring).
 
     The Dask client runs in its own thread (Dask's synchronous client), so one backend serves
-    any event loop, and closing it needs none; blocking client calls (connect, scatter) run in
-    a helper thread, and a job's result reaches the event loop through a done-callback.
+    any event loop, and closing it needs none; blocking client calls (connect, installing a
+    set) run in a helper thread, and a job's result reaches the event loop through a
+    done-callback.
 
     Args:
         domain: The run's domain (picklable).
-        address: The scheduler (``tcp://host:8786``); ``None`` starts a local cluster.
+        address: The scheduler (``tcp://host:8786``, ``tls://host:8786``); ``None`` starts a
+            local cluster.
         workers: Worker processes of a local cluster (default: one per core).
+        tls: For a ``tls://`` address, the PEM files ``tls_ca_file``, ``tls_cert`` and
+            ``tls_key`` (see :func:`tls_files`).
     """
 
-    def __init__(self, domain: Any, *, address: str | None = None,
-                 workers: int | None = None) -> None:  # fmt: skip
+    def __init__(self, domain: Any, *, address: str | None = None, workers: int | None = None,
+                 tls: Mapping[str, str] | None = None) -> None:  # fmt: skip
         if workers is not None and workers < 1 and address is None:
             raise ConfigError("--evaluator dask needs --eval-workers >= 1 (worker processes of "
                               "the local cluster)")  # fmt: skip
         self.domain = domain
         self.address = address
+        self.tls = tls_files(address, tls or {})
+        #: Workers that joined on another version and closed themselves: one line each.
+        self.refused: list[str] = []
+        # Names of this backend's worker plugins (several runs may share a cluster).
+        self._token = uuid.uuid4().hex[:12]
+        self._guard = f"dei-version-guard-{self._token}"
         self._local_workers = workers
         self._client: Any = None
         self._cluster: Any = None
-        self._domain_future: Any = None
+        self._worker_side: Any = None  # dei_framework.dask_worker, imported at connect
+        self._domain: Any = None  # its ResidentRef
         self._slots = 1
+        # The opponent sets on the workers, by set id (most recently used last), and how many
+        # jobs under way carry each: a set is taken off the workers only when none does.
         self._sets: collections.OrderedDict[str, concurrent.futures.Future] = (
             collections.OrderedDict()
         )
+        self._carried: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()  # connecting and closing (held for seconds at connect)
-        self._sets_lock = threading.Lock()  # the scattered sets (held for a moment, on the loop)
+        self._sets_lock = threading.Lock()  # the sets (held for a moment, on the loop)
         self._calls = concurrent.futures.ThreadPoolExecutor(
             max_workers=2, thread_name_prefix="dei-dask"
         )
@@ -131,6 +213,8 @@ class DaskBackend(EvaluationBackend):
             if self._client is not None:
                 return
             distributed = _import_distributed()
+            from dei_framework import dask_guard, dask_worker
+
             # Every failure the client meets reaches the user as one message of this backend
             # (EvaluatorLost, WorkerDied, a refused worker); Dask's own log lines for the same
             # event (reconnect attempts with their tracebacks) would bury it.
@@ -146,9 +230,15 @@ class DaskBackend(EvaluationBackend):
                         processes=True, dashboard_address=None, silence_logs=logging.ERROR,
                     )  # fmt: skip
                 address = self.address = self._cluster.scheduler_address
+            security = None
+            if self.tls:
+                security = distributed.security.Security(
+                    tls_ca_file=self.tls["tls_ca_file"], tls_client_cert=self.tls["tls_cert"],
+                    tls_client_key=self.tls["tls_key"], require_encryption=True,
+                )  # fmt: skip
             try:
                 client = distributed.Client(address, timeout=CONNECT_SECONDS,
-                                            set_as_default=False)  # fmt: skip
+                                            set_as_default=False, security=security)  # fmt: skip
             except (OSError, TimeoutError) as exc:
                 raise EvaluatorLost(f"cannot reach the Dask scheduler at {address}: {exc}; "
                                     "is it running?") from None  # fmt: skip
@@ -159,16 +249,22 @@ class DaskBackend(EvaluationBackend):
                 raise EvaluatorLost(f"the Dask scheduler at {address} has no workers (waited "
                                     f"{WORKER_WAIT_SECONDS:.0f}s)") from None  # fmt: skip
             try:
-                self._check_versions(client)
-                self._domain_future = client.scatter(self.domain, broadcast=True, hash=False)
+                expected = self._check_versions(client)
+                client.subscribe_topic(dask_guard.TOPIC, self._on_refused)
+                dask_guard.register(client, expected, self._guard)
+                name = f"dei-domain-{self._token}"
+                client.register_plugin(dask_worker.Resident(name, self.domain), name=name)
             except BaseException:
                 client.close()
                 raise
             self._client = client
+            self._worker_side = dask_worker
+            self._domain = dask_worker.ResidentRef(name)
             self._count_slots()
 
-    def _check_versions(self, client: Any) -> None:
-        """Refuses the cluster when a worker runs another version of the core or the domain."""
+    def _check_versions(self, client: Any) -> dict[str, str | None]:
+        """Refuses the cluster when a worker runs another version of the core or the domain;
+        returns the versions every worker must run."""
         distributions = [CORE_DISTRIBUTION]
         domain_distribution = distribution_of(type(self.domain).__module__)
         if domain_distribution and domain_distribution not in distributions:
@@ -182,6 +278,18 @@ class DaskBackend(EvaluationBackend):
             raise ConfigError(f"refusing the Dask workers at {self.address}: "
                               f"{'; '.join(wrong)}; start the workers from the same "
                               "installation as the run")  # fmt: skip
+        return here
+
+    def _on_refused(self, event: tuple[float, Any]) -> None:
+        """A worker that joined on another version closed itself (in the client's thread)."""
+        _, report = event
+        found, expected = report.get("found", {}), report.get("expected", {})
+        what = "; ".join(f"{name} {found.get(name)} (this run: {expected[name]})"
+                         for name in expected if found.get(name) != expected[name])  # fmt: skip
+        line = (f"refused the Dask worker {report.get('worker')} that joined {self.address}: it "
+                f"runs {what}; its tasks go to the other workers")  # fmt: skip
+        self.refused.append(line)
+        print(f"warning: {line}", file=sys.stderr, flush=True)
 
     def _count_slots(self) -> None:
         client = self._client
@@ -195,10 +303,14 @@ class DaskBackend(EvaluationBackend):
         with self._sets_lock:
             shipping = self._sets.get(set_id)
             if shipping is None:
-                shipping = self._calls.submit(self._scatter, list(programs))
+                shipping = self._calls.submit(self._install_set, set_id, list(programs))
                 self._sets[set_id] = shipping
-                while len(self._sets) > SCATTERED_SETS:  # released on the cluster
-                    self._sets.popitem(last=False)
+                unused = [known for known in list(self._sets)[:-RESIDENT_SETS]
+                          if not self._carried[self._set_name(known)]
+                          and self._sets[known].done()]  # fmt: skip
+                for known in unused:  # the least recently used, beyond the limit
+                    self._sets.pop(known)
+                    self._calls.submit(self._remove_plugin, self._set_name(known))
             self._sets.move_to_end(set_id)
         try:
             return await asyncio.wrap_future(shipping)
@@ -207,22 +319,34 @@ class DaskBackend(EvaluationBackend):
                 self._sets.pop(set_id, None)
             raise
 
-    def _scatter(self, programs: list[Any]) -> Any:
+    def _set_name(self, set_id: str) -> str:
+        return f"dei-opponents-{self._token}-{set_id}"
+
+    def _install_set(self, set_id: str, programs: list[Any]) -> Any:
+        """Installs an opponent set on every worker (in a helper thread); returns its ref."""
         self._count_slots()  # once a round: workers may have joined or left
+        name = self._set_name(set_id)
         try:
-            # One object (the set), not one per program: scatter splits a list it is given.
-            (shipped,) = self._client.scatter([programs], broadcast=True, hash=False)
-            return shipped
-        except Exception as exc:  # the client cannot scatter: the scheduler is gone
+            self._client.register_plugin(self._worker_side.Resident(name, programs), name=name)
+        except Exception as exc:  # the client cannot reach the scheduler: it is gone
             raise self._lost(exc) from None
+        return self._worker_side.ResidentRef(name)
+
+    def _remove_plugin(self, name: str, client: Any = None) -> None:
+        client = client or self._client
+        if client is not None:
+            with contextlib.suppress(Exception):  # a lost scheduler holds nothing any more
+                client.unregister_worker_plugin(name)
 
     async def run(self, function: Callable[..., Any], *args: Any,
                   lane: str = "candidates") -> Any:  # fmt: skip
         if self._client is None:
             raise EvaluatorLost(f"the Dask backend at {self.address} is closed")
         priority = GENERALITY_PRIORITY if lane == "generality" else 0
-        future = self._client.submit(function, self._domain_future, *args, pure=False,
-                                     priority=priority)  # fmt: skip
+        worker_side = self._worker_side
+        carried = [arg.name for arg in args if isinstance(arg, worker_side.ResidentRef)]
+        future = self._client.submit(worker_side.on_worker, function, self._domain, *args,
+                                     pure=False, priority=priority)  # fmt: skip
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
 
@@ -234,8 +358,17 @@ class DaskBackend(EvaluationBackend):
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
                 loop.call_soon_threadsafe(_settle, waiter, outcome)
 
+        with self._sets_lock:
+            self._carried.update(carried)
         future.add_done_callback(finished)
-        return await waiter
+        try:
+            return await waiter
+        finally:
+            with self._sets_lock:
+                self._carried.subtract(carried)
+                for name in carried:  # no count left behind per round
+                    if self._carried[name] <= 0:
+                        del self._carried[name]
 
     def _failure(self, future: Any, exc: BaseException) -> BaseException:
         """What a failed job raises in the evaluator."""
@@ -255,9 +388,17 @@ class DaskBackend(EvaluationBackend):
     def close(self, *, wait: bool = True) -> None:
         with self._lock:
             client, cluster = self._client, self._cluster
-            self._client = self._cluster = self._domain_future = None
+            self._client = self._cluster = self._domain = None
         with self._sets_lock:
+            names = [self._set_name(set_id) for set_id in self._sets]
             self._sets.clear()
+        if client is not None and cluster is None:  # a cluster of our own goes away anyway
+            # Left behind, they would stay on the scheduler (and a stale guard would refuse
+            # the workers of a later run on another version). Bounded: a lost scheduler never
+            # answers.
+            removing = [self._calls.submit(self._remove_plugin, name, client)
+                        for name in [self._guard, f"dei-domain-{self._token}", *names]]  # fmt: skip
+            concurrent.futures.wait(removing, timeout=5 if wait else 1)
         for part in (client, cluster):
             if part is not None:
                 with contextlib.suppress(Exception):  # a lost scheduler cannot say goodbye
@@ -291,4 +432,5 @@ def _settle(waiter: asyncio.Future, outcome: tuple[bool, Any]) -> None:
 
 def make_backend(domain: Any, options: EvaluatorOptions) -> DaskBackend:
     """The ``dask`` backend's factory (registered by the core's own plugin)."""
-    return DaskBackend(domain, address=options.address, workers=options.workers)
+    return DaskBackend(domain, address=options.address, workers=options.workers,
+                       tls=options.options)

@@ -33,7 +33,9 @@ def free_port() -> int:
 
 def _dask_cli() -> list[str]:
     found = shutil.which("dask", path=str(Path(sys.executable).parent))
-    return [found] if found else [sys.executable, "-m", "distributed.cli.dask_worker"]
+    # A venv that sees a system-wide Dask has no `dask` script of its own; `python -m dask`
+    # is the same command line (`dask scheduler`, `dask worker`).
+    return [found] if found else [sys.executable, "-P", "-m", "dask"]  # -P: not the cwd first
 
 
 @attrs.define
@@ -43,12 +45,13 @@ class Cluster:
     address: str
     scheduler: subprocess.Popen | None = None
     workers: list[subprocess.Popen] = attrs.Factory(list)
+    tls: dict[str, str] | None = None
 
     def add_worker(self, env: dict[str, str] | None = None) -> subprocess.Popen:
         """Starts one more worker (one process, one thread) for this scheduler."""
         worker = subprocess.Popen(
             [*_dask_cli(), "worker", self.address, "--nworkers", "1", "--nthreads", "1",
-             "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"],
+             "--no-nanny", "--no-dashboard", "--host", "127.0.0.1", *_tls_flags(self.tls)],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip
@@ -59,7 +62,14 @@ class Cluster:
         """Waits until ``count`` workers have joined the scheduler."""
         import distributed
 
-        with distributed.Client(self.address, timeout=timeout, set_as_default=False) as client:
+        security = None
+        if self.tls:
+            security = distributed.Security(
+                tls_ca_file=self.tls["tls_ca_file"], tls_client_cert=self.tls["tls_cert"],
+                tls_client_key=self.tls["tls_key"], require_encryption=True,
+            )  # fmt: skip
+        with distributed.Client(self.address, timeout=timeout, set_as_default=False,
+                                security=security) as client:  # fmt: skip
             client.wait_for_workers(count, timeout=timeout)
 
     def kill_worker(self, worker: subprocess.Popen) -> None:
@@ -81,15 +91,68 @@ class Cluster:
                 process.wait(timeout=10)
 
 
-def start_cluster(workers: int = 2) -> Cluster:
-    """A scheduler on a free loopback port with ``workers`` workers, all joined."""
+def tls_files(folder: Path) -> dict[str, str]:
+    """A certificate authority and one certificate for 127.0.0.1 signed by it, as PEM files
+    in ``folder``: the ``[evaluator_options]`` of a TLS cluster (every party uses the same
+    certificate, as Dask's own test clusters do)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    folder.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC)
+
+    def certificate(subject: str, key, issuer: str, issuer_key, *, ca: bool) -> x509.Certificate:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+        return builder.sign(issuer_key, hashes.SHA256())
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = certificate("dei test CA", ca_key, "dei test CA", ca_key, ca=True)
+    leaf = certificate("127.0.0.1", key, "dei test CA", ca_key, ca=False)
+    pem = serialization.Encoding.PEM
+    files = {"tls_ca_file": folder / "ca.pem", "tls_cert": folder / "cert.pem",
+             "tls_key": folder / "key.pem"}  # fmt: skip
+    files["tls_ca_file"].write_bytes(ca.public_bytes(pem))
+    files["tls_cert"].write_bytes(leaf.public_bytes(pem))
+    files["tls_key"].write_bytes(key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                                   serialization.NoEncryption()))  # fmt: skip
+    return {name: str(path) for name, path in files.items()}
+
+
+def _tls_flags(tls: dict[str, str] | None) -> list[str]:
+    if not tls:
+        return []
+    return ["--tls-ca-file", tls["tls_ca_file"], "--tls-cert", tls["tls_cert"],
+            "--tls-key", tls["tls_key"]]  # fmt: skip
+
+
+def start_cluster(workers: int = 2, tls: dict[str, str] | None = None) -> Cluster:
+    """A scheduler on a free loopback port with ``workers`` workers, all joined (over TLS with
+    the :func:`tls_files` ``tls``)."""
     port = free_port()
     scheduler = subprocess.Popen(
         [*_dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-         "--no-dashboard"],
+         "--no-dashboard", *(["--protocol", "tls"] if tls else []), *_tls_flags(tls)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
-    cluster = Cluster(address=f"tcp://127.0.0.1:{port}", scheduler=scheduler)
+    protocol = "tls" if tls else "tcp"
+    cluster = Cluster(address=f"{protocol}://127.0.0.1:{port}", scheduler=scheduler, tls=tls)
     try:
         for _ in range(workers):
             cluster.add_worker()

@@ -42,6 +42,15 @@ def start_run(out: Path, *flags: str) -> subprocess.Popen:
     )
 
 
+def _coreware_domain():
+    from dei_framework.context import FactoryContext
+    from dei_framework.plugins import load_plugins
+
+    registry = load_plugins()
+    context = FactoryContext(registry=registry, options={"rounds": 2}, seed=0)
+    return registry.domain("coreware").factory(context)
+
+
 def test_dei_plugins_lists_both_built_in_backends(cli) -> None:
     listing = json.loads(cli("dei", "plugins", "--json").stdout)
     assert {row["name"]: row["plugin"] for row in listing["evaluators"]} == {
@@ -180,36 +189,49 @@ def test_a_worker_on_another_version_is_refused(cli, tmp_path) -> None:
 
 def test_opponents_reach_each_worker_once_and_jobs_carry_a_reference(dask_address) -> None:
     import asyncio
+    import pickle
+    import time
 
-    from dei_framework.context import FactoryContext
+    from dei_framework import dask_worker
     from dei_framework.dask_backend import DaskBackend
     from dei_framework.evaluation import Evaluator, evaluate
-    from dei_framework.plugins import load_plugins
 
-    registry = load_plugins()
-    context = FactoryContext(registry=registry, options={"rounds": 2}, seed=0)
-    domain = registry.domain("coreware").factory(context)
+    domain = _coreware_domain()
     opponents = [domain.parse(text) for text in domain.initial_opponents()]
     texts = [domain.parse(text).text for text in domain.reference_opponents()] * 3
     backend = DaskBackend(domain, address=dask_address)
     evaluator = Evaluator(domain, backend=backend)
 
+    async def batch(installed, offset):
+        return await asyncio.gather(*(evaluator.evaluate(text, installed, seed=offset + i)
+                                      for i, text in enumerate(texts)))  # fmt: skip
+
     async def scenario():
         installed = evaluator.install(opponents)
-        outcomes = await asyncio.gather(
-            *(evaluator.evaluate(text, installed, seed=i) for i, text in enumerate(texts))
-        )
-        (shipped,) = backend._sets.values()  # one scatter for every job of the round
-        future = shipped.result()
-        holders = backend._client.who_has(future)[future.key]
-        return outcomes, holders, backend.workers
+        first = await batch(installed, 0)
+        # Longer than Dask's active memory manager's interval (2 s), which drops the replicas
+        # of scattered data no waiting task needs: the set must still be on every worker.
+        time.sleep(3)
+        second = await batch(installed, len(texts))
+        (shipped,) = backend._sets.values()  # one install for every job of the round
+        carried = shipped.result()
+        received = backend._client.run(dask_worker.received)
+        return first + second, carried, received, backend.workers
 
     try:
-        outcomes, holders, workers = asyncio.run(scenario())
+        outcomes, carried, received, workers = asyncio.run(scenario())
     finally:
         evaluator.close()
-    assert workers == 2 and len(holders) == 2  # a copy on each worker, sent once
-    expected = [evaluate(domain, text, opponents, seed=i) for i, text in enumerate(texts)]
+    assert workers == 2 and len(received) == 2
+    # What a job carries in place of the programs: a name, a small fraction of their size.
+    assert len(pickle.dumps(carried)) * 10 < len(pickle.dumps(opponents))
+    for counts in received.values():  # the domain and the set, each sent to each worker once
+        assert counts[carried.name] == 1
+        assert sum(1 for name in counts if name.startswith("dei-domain-")) >= 1
+        assert all(count == 1 for count in counts.values())
+    seeds = range(2 * len(texts))
+    expected = [evaluate(domain, text, opponents, seed=seed)
+                for seed, text in zip(seeds, texts * 2, strict=True)]  # fmt: skip
     assert [o.evaluation for o in outcomes] == [e.evaluation for e in expected]
     assert all(o.evaluation is not None for o in outcomes)
 
@@ -221,3 +243,80 @@ def test_without_an_address_a_local_cluster_serves_the_run(local_run, tmp_path) 
                          "--out", str(out))  # fmt: skip
     assert archives(out) == archives(local_run)
     assert result.stderr == ""  # the cluster started and stopped without a word
+
+
+def test_a_worker_joining_on_another_version_is_refused_and_named(tmp_path, capfd) -> None:
+    import asyncio
+
+    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation import Evaluator, evaluate
+
+    domain = _coreware_domain()
+    opponents = [domain.parse(text) for text in domain.initial_opponents()]
+    texts = [domain.parse(text).text for text in domain.reference_opponents()]
+    cluster = start_cluster(1)
+    try:
+        backend = DaskBackend(domain, address=cluster.address)
+        evaluator = Evaluator(domain, backend=backend)
+        try:
+            asyncio.run(evaluator.start())  # the cluster as it is now passes the check
+            stranger = cluster.add_worker(env=shadowed_version_env(tmp_path / "shadow", "9.9.9"))
+            stranger.wait(timeout=90)  # it closes itself on arrival
+            wait_for(lambda: backend.refused, 30, "the refusal to reach the run")
+
+            async def evaluations():
+                return await asyncio.gather(
+                    *(evaluator.evaluate(text, opponents, seed=i) for i, text in enumerate(texts))
+                )
+
+            outcomes = asyncio.run(evaluations())  # the run goes on with the other worker
+        finally:
+            evaluator.close()
+    finally:
+        cluster.stop()
+    (line,) = backend.refused
+    assert line.startswith("refused the Dask worker tcp://127.0.0.1:")
+    assert f"that joined {cluster.address}" in line
+    assert f"runs dei-framework 9.9.9 (this run: {dei_framework.__version__})" in line
+    assert f"warning: {line}" in capfd.readouterr().err
+    expected = [evaluate(domain, text, opponents, seed=i) for i, text in enumerate(texts)]
+    assert [o.evaluation for o in outcomes] == [e.evaluation for e in expected]
+
+
+def test_an_old_set_leaves_the_workers_unless_a_job_under_way_carries_it(
+    dask_address, monkeypatch
+) -> None:
+    import asyncio
+
+    from dei_framework import dask_backend, dask_worker
+    from dei_framework.dask_backend import DaskBackend
+
+    monkeypatch.setattr(dask_backend, "RESIDENT_SETS", 1)
+    domain = _coreware_domain()
+    programs = [domain.parse(text) for text in domain.initial_opponents()]
+    backend = DaskBackend(domain, address=dask_address)
+
+    def held() -> set[str]:
+        return {name for names in backend._client.run(dask_worker.resident).values()
+                for name in names}  # fmt: skip
+
+    async def scenario():
+        await backend.start()
+        first = await backend.ship("first", programs[:1])
+        backend._carried[first.name] += 1  # a job carrying it is under way
+        second = await backend.ship("second", programs[:2])
+        assert list(backend._sets) == ["first", "second"]  # beyond the limit, but carried
+        kept = held()
+        backend._carried[first.name] -= 1  # that job finished
+        third = await backend.ship("third", programs[:3])
+        await asyncio.sleep(0)
+        return first, second, third, kept
+
+    try:
+        first, second, third, kept = asyncio.run(scenario())
+        wait_for(lambda: first.name not in held() and second.name not in held(), 30,
+                 "the old sets to leave the workers")  # fmt: skip
+        assert third.name in held()
+    finally:
+        backend.close()
+    assert {first.name, second.name} <= kept
