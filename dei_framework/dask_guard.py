@@ -8,6 +8,9 @@ without this module, or with another version of it).
 
 A worker on another version logs an event on :data:`TOPIC` (its address, what it runs and
 what the run runs) and closes itself; the scheduler gives its tasks to the other workers.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

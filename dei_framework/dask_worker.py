@@ -6,6 +6,9 @@ worker that joins later when it joins); a job carries a :class:`ResidentRef` in 
 and :func:`on_worker` swaps it for the worker's copy. Imported by the backend when it starts
 and by the workers when they unpickle a plugin or a job (never by the rest of the core: it
 imports ``distributed``).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations
