@@ -130,7 +130,24 @@ def summary_sentence(data: Mapping[str, Any]) -> str:
 
 def figures(data: Mapping[str, Any]) -> dict[str, str]:
     """The figures of this set, by name (see docs/figures/render.py)."""
+    per_condition = {}
+    for condition in dict.fromkeys(run_label(r["run"])[0] for r in data["runs"]):
+        mine = [r for r in data["runs"] if run_label(r["run"])[0] == condition]
+        zs = [r["z"] for r in mine if r["z"] is not None]
+        error = math.sqrt(sum(r["reported_sem"] ** 2 + r["fresh_sem"] ** 2 for r in mine))
+        per_condition[f"{condition}.mean-difference"] = (
+            f"{fmt_number(sum(r['difference'] for r in mine) / len(mine), signed=True)} ± "
+            f"{fmt_number(error / len(mine))}"
+        )
+        per_condition[f"{condition}.pooled-z"] = (
+            fmt_number(sum(zs) / math.sqrt(len(zs)), signed=True) if zs else "–"
+        )
+        per_condition[f"{condition}.runs"] = str(len(mine))
     return {
+        **per_condition,
+        "outside-2-se": str(data["n_runs"] - data["within_2_standard_errors"]),
+        "n-runs": str(data["n_runs"]),
+        "p-too-few-within": fmt_p(verdict(data)["p_too_few_within"]),
         "runs": runs_table(data["runs"]),
         "by-condition": conditions_table(data["runs"]),
         "summary": summary_sentence(data),
