@@ -1,17 +1,30 @@
 """Check: re-measure the common-ground elites of finished runs on fresh seeds; prints JSON.
 
 Common ground chooses each cell's elite on one measurement and reports the mean of K other,
-fresh ones (``dei_framework/common.py``). If that removes the winner's curse, scoring the same
-elites on further seeds — none of them used by the run — must give the same common QD-score
-up to measurement noise. For every run directory given (or every run of an experiment
-directory), this script re-evaluates each elite of ``merged_archive.json`` against the run's
-reference set with ``--seeds`` fresh seeds and compares:
+fresh ones, every program on seeds of its own (``dei_framework/common.py``). If that removes
+the winner's curse, scoring the same elites on further seeds — none of them used by the run —
+must give the same common QD-score up to measurement noise. For every run directory given (or
+every run of an experiment directory), this script re-evaluates each elite of
+``merged_archive.json`` against the run's reference set with ``--seeds`` fresh seeds of its
+own (hashes of the elite's text and fresh bases derived from the reference set with the
+purpose ``remeasure``, never one of the seeds the run measured that text with) and compares:
 
 * ``reported_qd`` / ``reported_sem``: the run's ``merged.common.qd_score`` and its standard
   error from its K seeds (``qd_score_sem``);
-* ``fresh_qd`` / ``fresh_sem``: the same elites' QD-score on the fresh seeds, and its error;
-* ``difference`` = fresh − reported, ``z`` = difference / sqrt(reported_sem² + fresh_sem²);
+* ``fresh_qd`` / ``fresh_sem``: the same elites' QD-score on the fresh seeds, and its standard
+  error by the same formula (:func:`dei_framework.common.scoring_spread`: per-elite variances
+  over seeds, divided by the seeds, summed — the elites' seeds are their own, so their errors
+  are independent);
+* ``difference`` = fresh − reported, ``z`` = difference / sqrt(reported_sem² + fresh_sem²) (the
+  two measurements use disjoint seeds, so their errors are independent too);
+* ``within_reported_sem``: whether |difference| < reported_sem (the literal criterion of
+  issue 22), and ``p_within_if_unbiased``: how often that holds when nothing is biased
+  (``P(|Z| < reported_sem / sqrt(reported_sem² + fresh_sem²))``, Z standard normal);
 * ``selection_qd``: the QD-score on the selection measurement (biased upward), for contrast.
+
+Over all runs it prints ``mean_difference`` and its standard error (the runs are independent:
+no seed is shared between elites) and ``pooled_z`` = sum of z / sqrt(n): a bias common to the
+runs shows there even when no single run's z does.
 
 Usage::
 
@@ -29,17 +42,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
-
-from dei_framework.common import build_reference, score_texts
+from dei_framework.common import (
+    build_reference,
+    score_with_seeds,
+    scoring_seeds,
+    scoring_spread,
+    text_seeds,
+)
 from dei_framework.config import RunConfig
 from dei_framework.context import FactoryContext
 from dei_framework.evaluation import Evaluator
 from dei_framework.plugins import PluginRegistry, load_plugins
 from dei_framework.runlog import RunDir
 
-#: First fresh seed; fresh seeds are consecutive from here, skipping any the run used.
-FIRST_FRESH_SEED = 1_000_003
+#: The purpose the fresh bases are derived with (the run's are ``score``).
+FRESH_PURPOSE = "remeasure"
 
 
 def run_dirs(paths: Sequence[Path]) -> list[Path]:
@@ -56,7 +73,7 @@ def run_dirs(paths: Sequence[Path]) -> list[Path]:
 def remeasure(
     run_dir: Path, seeds: int, *, registry: PluginRegistry | None = None, workers: int = 0
 ) -> dict[str, Any]:
-    """Re-measures one finished run's common-ground elites on ``seeds`` fresh seeds."""
+    """Re-measures one finished run's common-ground elites on ``seeds`` fresh seeds each."""
     registry = registry or load_plugins()
     config = RunConfig.from_json(RunDir(run_dir).read_config())
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -68,47 +85,69 @@ def remeasure(
         FactoryContext(registry=registry, options=dict(config.domain_options), seed=config.seed)
     )
     reference = build_reference(domain, scoring=max(1, common.get("common_seeds") or 1))
-    used = {reference.seed, *reference.scoring_seeds}
-    fresh_seeds = [s for s in range(FIRST_FRESH_SEED, FIRST_FRESH_SEED + seeds + len(used))
-                   if s not in used][:seeds]  # fmt: skip
-    fresh_reference = attrs.evolve(reference, scoring_seeds=fresh_seeds)
+    bases = scoring_seeds(reference.record["sha256"], seeds, reference.seed, purpose=FRESH_PURPOSE)
+    fresh_seeds = {}
+    for entry in entries:
+        used = (reference.selection_seed(entry["text"]), *reference.seeds_for(entry["text"]))
+        fresh_seeds[entry["text"]] = text_seeds(bases, entry["text"], exclude=used)
     evaluator = Evaluator(domain, workers=workers)
     try:
-        scores = asyncio.run(score_texts(evaluator, [e["text"] for e in entries], fresh_reference))
+        scores = asyncio.run(score_with_seeds(evaluator, fresh_seeds, reference))
     finally:
         evaluator.close()
-    shift, variance = 0.0, 0.0
+    fresh_entries, shift = [], 0.0
     for entry in entries:
         score = scores[entry["text"]]
         if score.mean is None:
             continue
         shift += score.mean - entry["common_fitness"]
-        variance += (score.std or 0.0) ** 2 / len(score.values)
-    fresh_sem = math.sqrt(variance)
-    # The seeds are shared by every elite: the error of a QD-score comes from per-seed totals
-    # (as the run's own qd_score_sem), unless an evaluation failed.
-    if len(fresh_seeds) > 1 and all(scores[e["text"]].complete for e in entries):
-        totals = [sum(column) for column in zip(*(scores[e["text"]].values for e in entries),
-                                                strict=True)]  # fmt: skip
-        fresh_sem = statistics.stdev(totals) / math.sqrt(len(totals))
+        fresh_entries.append({"common_fitness": score.mean, "common_fitness_std": score.std,
+                              "common_fitness_n": len(score.values),
+                              "selection_fitness": score.mean})  # fmt: skip
+    # The run's formula (scoring_spread), so that the two errors are comparable.
+    fresh_sem = scoring_spread(fresh_entries)["qd_score_sem"] or 0.0
     reported_sem = common.get("qd_score_sem") or 0.0
     combined = math.sqrt(reported_sem**2 + fresh_sem**2)
     return {
         "run": str(run_dir),
         "elites": len(entries),
+        "remeasured": len(fresh_entries),
         "common_seeds": common.get("common_seeds"),
-        "fresh_seeds": len(fresh_seeds),
+        "fresh_seeds": seeds,
         "reported_qd": common["qd_score"],
         "reported_sem": common.get("qd_score_sem"),
         "fresh_qd": common["qd_score"] + shift,
         "fresh_sem": fresh_sem,
         "difference": shift,
         "z": shift / combined if combined else None,
+        "within_reported_sem": abs(shift) < reported_sem,
+        "p_within_if_unbiased": (math.erf(reported_sem / combined / math.sqrt(2))
+                                 if combined else None),  # fmt: skip
         "selection_qd": (
             common["qd_score"] + common["selection_qd_gap"]
             if common.get("selection_qd_gap") is not None
             else None
         ),  # fmt: skip
+    }
+
+
+def overall(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What the runs say together: how many stay within their spread, and a common shift."""
+    zs = [r["z"] for r in runs if r["z"] is not None]
+    n = len(runs)
+    variances = [r["reported_sem"] ** 2 + r["fresh_sem"] ** 2 for r in runs
+                 if r["reported_sem"] is not None]  # fmt: skip
+    return {
+        "n_runs": n,
+        "within_2_standard_errors": sum(abs(z) <= 2 for z in zs),
+        "within_reported_sem": sum(r["within_reported_sem"] for r in runs),
+        "expected_within_reported_sem": (sum(r["p_within_if_unbiased"] or 0.0 for r in runs)
+                                         if runs else None),  # fmt: skip
+        "mean_difference": statistics.fmean(r["difference"] for r in runs) if runs else None,
+        "mean_difference_sem": (math.sqrt(sum(variances)) / n
+                                if runs and len(variances) == n else None),  # fmt: skip
+        "pooled_z": sum(zs) / math.sqrt(len(zs)) if zs else None,
+        "negative_differences": sum(r["difference"] < 0 for r in runs),
     }
 
 
@@ -119,11 +158,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0, help="evaluation worker processes")
     args = parser.parse_args()
     runs = [remeasure(path, args.seeds, workers=args.workers) for path in run_dirs(args.dirs)]
-    within = [abs(r["z"]) <= 2 for r in runs if r["z"] is not None]
-    print(json.dumps({"runs": runs, "n_runs": len(runs),
-                      "within_2_standard_errors": sum(within),
-                      "mean_difference": (sum(r["difference"] for r in runs) / len(runs)
-                                          if runs else None)}, indent=1))  # fmt: skip
+    print(json.dumps({"runs": runs, **overall(runs)}, indent=1))
 
 
 if __name__ == "__main__":

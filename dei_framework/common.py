@@ -11,19 +11,31 @@ against no one, with seeds derived from the empty set.
 
 It does so in two steps, so that the reported figures carry no winner's curse:
 
-1. **Selection**: every elite is evaluated once with the **selection seed** (derived from the
-   reference set). That measurement places it in the cell of its common-ground descriptor,
-   and per cell the best one is kept — the best of several noisy measurements, biased upward
-   the more candidates a cell had.
-2. **Scoring**: each kept elite (and each round champion) is evaluated again with
-   ``K`` (:attr:`~dei_framework.config.RunConfig.common_seeds`) **scoring seeds**, also derived
-   from the reference set and distinct from the selection seed. Its common-ground fitness is
-   the mean of those ``K`` fresh measurements, its spread their standard deviation; they are
-   independent of the choice, so their mean is an unbiased measure of the chosen elite.
+1. **Selection**: every elite is evaluated once with its **selection seed**. That measurement
+   places it in the cell of its common-ground descriptor, and per cell the best one is kept —
+   the best of several noisy measurements, biased upward the more candidates a cell had.
+2. **Scoring**: each kept elite (and each round champion) is evaluated again with ``K``
+   (:attr:`~dei_framework.config.RunConfig.common_seeds`) **scoring seeds**. Its common-ground
+   fitness is the mean of those ``K`` fresh measurements, its spread their standard
+   deviation; they are independent of the choice, so their mean is an unbiased measure of the
+   chosen elite.
 
-Both kinds of seed depend on the reference set only, so the same program text gets the same
-common-ground fitness in every run, condition and repeat that uses the same domain options and
-``K`` — which is what makes merged archives of different conditions comparable.
+The seeds are a program's own. The reference set has a *selection base* and ``K`` *scoring
+bases*, derived from its digest and distinct from each other (:func:`scoring_seeds`); a
+program's selection seed is a hash of the selection base and its canonical text, its ``j``-th
+scoring seed a hash of scoring base ``j`` and its text (:func:`text_seeds`), none equal to
+another of its seeds. So:
+
+* the same text gets the same seeds, and so the same common-ground fitness, in every run,
+  condition and repeat that uses the same domain options and ``K`` — what makes merged
+  archives of different conditions comparable;
+* different texts get unrelated seeds. A seed can be easy or hard for everyone (in Core War it
+  fixes the placements of a battle); had every elite been measured on the same seeds, such a
+  seed would move every elite, every run and every condition together, an error that does not
+  average out over elites (and, on the selection seed, would pass for or hide a winner's
+  curse in ``selection_qd_gap``). With seeds of its own, each elite's error is independent
+  of the others', and the QD-score's error shrinks relative to it as elites are summed
+  (:func:`scoring_spread` derives its standard error).
 
 The common-ground merged archive holds the kept elites at their selection cells with their
 scored fitness; it is what ``merged_archive.json`` holds and what ``merged.common`` in
@@ -69,9 +81,11 @@ class Reference:
 
     Attributes:
         programs: The parsed reference programs, sorted by canonical text.
-        seed: The selection seed, derived from the set's digest (the same for every run).
-        scoring_seeds: The scoring seeds, derived from the digest too and distinct from
-            ``seed`` (the same for every run with the same number of them).
+        seed: The selection base, derived from the set's digest (the same for every run). A
+            program's selection seed is derived from it and its text: :meth:`selection_seed`.
+        scoring_seeds: The ``K`` scoring bases, derived from the digest too and distinct from
+            ``seed`` (the same for every run with the same number of them). A program's
+            scoring seeds are derived from them and its text: :meth:`seeds_for`.
         fitness_scale: The domain's fitness scale of a battle against this set (see
             :meth:`~dei_framework.domain.Domain.fitness_scale`).
         record: ``{"count", "sha256"}`` of the canonical texts.
@@ -83,20 +97,67 @@ class Reference:
     fitness_scale: float
     record: Mapping[str, Any]
 
+    def selection_seed(self, text: str) -> int:
+        """The selection seed of the program ``text`` (canonical): its own, the same in every
+        run with this set (see the module doc)."""
+        return text_seeds((self.seed,), text)[0]
+
+    def seeds_for(self, text: str) -> tuple[int, ...]:
+        """The ``K`` scoring seeds of the program ``text`` (canonical): its own, none equal to
+        its selection seed, the same in every run with this set and ``K``."""
+        return text_seeds(self.scoring_seeds, text, exclude=(self.selection_seed(text),))
+
 
 def _derived_seed(digest: str, purpose: str) -> int:
     return int(hashlib.sha256(f"{digest}:{purpose}".encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
-def scoring_seeds(digest: str, count: int, selection: int) -> tuple[int, ...]:
-    """``count`` distinct seeds derived from a reference digest, none equal to ``selection``."""
+def scoring_seeds(
+    digest: str, count: int, selection: int, *, purpose: str = "score"
+) -> tuple[int, ...]:
+    """``count`` distinct bases derived from a reference digest, none equal to ``selection``.
+
+    More bases extend the list, they do not reshuffle it (base ``j`` does not depend on
+    ``count``). Another ``purpose`` gives an unrelated list (``benchmarks/common_remeasure.py``
+    draws its fresh seeds that way).
+    """
     seeds: list[int] = []
     index = 0
     while len(seeds) < count:
-        seed = _derived_seed(digest, f"score-{index}")
+        seed = _derived_seed(digest, f"{purpose}-{index}")
         if seed != selection and seed not in seeds:
             seeds.append(seed)
         index += 1
+    return tuple(seeds)
+
+
+def _text_seed(base: int, text: str, attempt: int) -> int:
+    key = f"{base}:{attempt}\0{text}".encode()
+    return int(hashlib.sha256(key).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+
+def text_seeds(bases: Sequence[int], text: str, *, exclude: Iterable[int] = ()) -> tuple[int, ...]:
+    """A program's own seeds: one per base, a hash of the base and the program's text.
+
+    The ``j``-th seed depends on base ``j``, the text and the seeds before it only, so more
+    bases extend the list. A seed equal to an excluded one or to an earlier one (a hash
+    collision, about one in 2**31) is hashed again with the next attempt number.
+
+    Args:
+        bases: The bases (:attr:`Reference.scoring_seeds`, or a fresh list).
+        text: The program's canonical text.
+        exclude: Seeds the result must not contain (e.g. the selection seed).
+    """
+    taken = set(exclude)
+    seeds = []
+    for base in bases:
+        attempt = 0
+        seed = _text_seed(base, text, attempt)
+        while seed in taken:
+            attempt += 1
+            seed = _text_seed(base, text, attempt)
+        taken.add(seed)
+        seeds.append(seed)
     return tuple(seeds)
 
 
@@ -136,12 +197,14 @@ def build_reference(domain: Domain, *, scoring: int = 5) -> Reference:
 async def evaluate_texts(
     evaluator: Evaluator, texts: Iterable[str], reference: Reference
 ) -> dict[str, Outcome]:
-    """Each distinct text evaluated once against the reference set with its selection seed."""
+    """Each distinct text evaluated once against the reference set with its selection seed
+    (:meth:`Reference.selection_seed`)."""
     unique = list(dict.fromkeys(texts))
     opponents = evaluator.install(reference.programs)  # sent to each worker once
     outcomes = await asyncio.gather(
-        *(evaluator.evaluate(text, opponents, seed=reference.seed) for text in unique)
-    )
+        *(evaluator.evaluate(text, opponents, seed=reference.selection_seed(text))
+          for text in unique)
+    )  # fmt: skip
     return dict(zip(unique, outcomes, strict=True))
 
 
@@ -176,19 +239,32 @@ class Score:
 async def score_texts(
     evaluator: Evaluator, texts: Iterable[str], reference: Reference
 ) -> dict[str, Score]:
-    """Each distinct text evaluated with every scoring seed of the reference set."""
+    """Each distinct text evaluated with each of its scoring seeds (:meth:`Reference.seeds_for`)."""
     unique = list(dict.fromkeys(texts))
-    opponents = evaluator.install(reference.programs)
+    return await score_with_seeds(evaluator, {text: reference.seeds_for(text) for text in unique},
+                                  reference)  # fmt: skip
+
+
+async def score_with_seeds(
+    evaluator: Evaluator, seeds: Mapping[str, Sequence[int]], reference: Reference
+) -> dict[str, Score]:
+    """Each text of ``seeds`` evaluated against the reference set with each of its seeds.
+
+    Returns:
+        Per text, a :class:`Score` whose values are in the order of its seeds.
+    """
+    opponents = evaluator.install(reference.programs)  # sent to each worker once
+    jobs = [(text, seed) for text, own in seeds.items() for seed in own]
     outcomes = await asyncio.gather(
-        *(evaluator.evaluate(text, opponents, seed=seed)
-          for text in unique for seed in reference.scoring_seeds)
-    )  # fmt: skip
-    count = len(reference.scoring_seeds)
+        *(evaluator.evaluate(text, opponents, seed=seed) for text, seed in jobs)
+    )
+    found: dict[str, list[Outcome]] = {text: [] for text in seeds}
+    for (text, _), outcome in zip(jobs, outcomes, strict=True):
+        found[text].append(outcome)
     scores = {}
-    for index, text in enumerate(unique):
-        mine = outcomes[index * count : (index + 1) * count]
+    for text, mine in found.items():
         values = [float(o.evaluation.fitness) for o in mine if o.evaluation is not None]
-        scores[text] = Score(values=values, failed=count - len(values))
+        scores[text] = Score(values=values, failed=len(mine) - len(values))
     return scores
 
 
@@ -268,37 +344,33 @@ def merge_common(
 def scoring_spread(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """How precisely the K scoring seeds measure a merge's QD-score (``merged.common``).
 
-    The scoring seeds are shared by every elite (that is what makes a text score the same
-    everywhere), so a seed that is easy or hard for all of them moves every elite at once: the
-    elites' errors are correlated. The standard error therefore comes from the QD-score each
-    single seed gives (the sum over elites of their fitness with that seed), not from the
-    per-elite variances.
+    The standard error, derived: the common QD-score is ``sum_i (m_i - offset)`` over the kept
+    elites ``i``, where ``m_i`` is the mean of elite ``i``'s ``n_i`` scoring measurements.
+    Given the kept elites, each ``m_i`` has variance ``sigma_i**2 / n_i`` (``sigma_i``: the
+    spread of one measurement of that program over seeds), and the ``m_i`` are independent of
+    each other because every program is scored on seeds of its own (see the module doc): no
+    seed is shared, so no seed effect is common to two elites. The covariances vanish and
+
+        Var(QD) = sum_i sigma_i**2 / n_i,
+
+    estimated with each elite's sample variance ``s_i**2`` (``common_fitness_std`` squared).
+    An elite with a single measurement (``n_i = 1``, K = 1 or every other seed failed) has no
+    ``s_i`` and adds nothing, so with K = 1 there is no standard error. It is the error of the
+    measurement of these elites, over scoring seeds — not the spread over repeats, which also
+    holds the search's own variation.
 
     Returns:
-        ``qd_score_sem``: standard error of the common-ground QD-score from the K seeds: the
-        sample standard deviation of the per-seed QD-scores over sqrt(K) (when some scoring
-        failed, the per-elite formula ``sqrt(sum of variance / n)``, which assumes
-        independent elites); the unit is scoring seeds, not repeats; ``qd_score_per_seed``:
-        those per-seed QD-scores (without the domain's offset);
-        ``elite_std_mean`` / ``elite_std_max``: mean and largest per-elite standard deviation
-        over its seeds; ``selection_qd_gap``: the sum of selection fitness minus scored
-        fitness over the kept elites (the winner's curse the scoring removed).
+        ``qd_score_sem``: that standard error, ``sqrt(sum_i s_i**2 / n_i)`` (``None`` without
+        any ``s_i``); ``elite_std_mean`` / ``elite_std_max``: mean and largest per-elite
+        standard deviation over its seeds; ``selection_qd_gap``: the sum of selection fitness
+        minus scored fitness over the kept elites (the winner's curse the scoring removed).
     """
-    stds = [e["common_fitness_std"] for e in entries if e.get("common_fitness_std") is not None]
-    columns = [e.get("common_fitness_values") for e in entries]
-    per_seed = None
-    if entries and all(columns) and len({len(c) for c in columns}) == 1:
-        per_seed = [sum(values) for values in zip(*columns, strict=True)]
-    if per_seed is not None and len(per_seed) > 1:
-        sem = statistics.stdev(per_seed) / math.sqrt(len(per_seed))
-    elif stds:
-        sem = math.sqrt(sum(e["common_fitness_std"] ** 2 / e["common_fitness_n"] for e in entries
-                            if e.get("common_fitness_std") is not None))  # fmt: skip
-    else:
-        sem = None
+    measured = [e for e in entries if e.get("common_fitness_std") is not None]
+    stds = [e["common_fitness_std"] for e in measured]
+    sem = (math.sqrt(sum(e["common_fitness_std"] ** 2 / e["common_fitness_n"] for e in measured))
+           if measured else None)  # fmt: skip
     return {
         "qd_score_sem": sem,
-        "qd_score_per_seed": per_seed,
         "elite_std_mean": statistics.fmean(stds) if stds else None,
         "elite_std_max": max(stds) if stds else None,
         "selection_qd_gap": sum(e["selection_fitness"] - e["common_fitness"] for e in entries),

@@ -230,3 +230,34 @@ def test_static_domains_compares_homo_with_solo_when_there_is_no_diverse(tmp_pat
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     tied = static.figures({"symreg": static.extract("symreg", tmp_path) | {"command": ""}})
     assert tied["symreg.tally"] == "wins 0, loses 0, ties 2"
+
+
+def _remeasured(differences, sem=0.5):
+    runs = [{"run": f"docs/example-report/families/solo/repeat-{k}", "elites": 6,
+             "reported_qd": 5.0, "reported_sem": sem, "fresh_qd": 5.0 + d, "fresh_sem": sem,
+             "difference": d, "z": d / (sem * 2**0.5), "within_reported_sem": abs(d) < sem}
+            for k, d in enumerate(differences)]  # fmt: skip
+    zs = [r["z"] for r in runs]
+    return {"runs": runs, "n_runs": len(runs), "fresh_seeds": 10,
+            "within_2_standard_errors": sum(abs(z) <= 2 for z in zs),
+            "within_reported_sem": sum(r["within_reported_sem"] for r in runs),
+            "expected_within_reported_sem": 0.52 * len(runs),
+            "mean_difference": sum(differences) / len(runs),
+            "mean_difference_sem": sem * 2**0.5 / len(runs) ** 0.5,
+            "pooled_z": sum(zs) / len(zs) ** 0.5,
+            "negative_differences": sum(d < 0 for d in differences)}  # fmt: skip
+
+
+def test_common_remeasure_states_whether_the_check_passes():
+    remeasure = render.load_script(FIGURES / "common_remeasure.py")
+    # Differences of both signs, each within its error: passes.
+    unbiased = remeasure.figures(_remeasured([0.3, -0.4, 0.1, -0.2, 0.5, -0.6, 0.2, -0.1]))
+    assert unbiased["verdict"] == "passes" and "**the check passes**" in unbiased["summary"]
+    assert "8 runs" in unbiased["summary"] and "| solo | 8 |" in unbiased["by-condition"]
+    assert unbiased["runs"].count("\n") == 8 + 1  # header, rule, one row per run
+    # Each run only about one standard error low, but all of them: the pooled z catches it.
+    shifted = remeasure.figures(_remeasured([-0.6, -0.7, -0.5, -0.8, -0.6, -0.7, -0.5, -0.6]))
+    assert shifted["verdict"] == "fails" and "**the check fails**" in shifted["summary"]
+    # Too many runs outside two standard errors fails too, whatever their signs.
+    wild = remeasure.figures(_remeasured([2.0, -2.0, 1.9, -1.9, 0.1, -0.1, 2.1, -2.1]))
+    assert wild["verdict"] == "fails"

@@ -175,15 +175,15 @@ def test_the_same_text_gets_the_same_common_fitness_in_every_condition(experimen
     assert shared, "no program was found by two conditions"
     for text, found in shared.items():
         assert len(set(found.values())) == 1, (text, found)
-    # And it is the mean fitness against the reference set over the reference's K scoring
-    # seeds (the same in every run).
+    # And it is the mean fitness against the reference set over the text's own K scoring
+    # seeds (derived from the reference set and the text: the same in every run).
     from dei_framework.common import build_reference
 
     domain = toy_domain.ToyDomain()
     reference = build_reference(domain, scoring=plan.base.common_seeds)
     for text, found in shared.items():
         direct = [domain.evaluate(domain.parse(text), reference.programs, seed=seed).fitness
-                  for seed in reference.scoring_seeds]  # fmt: skip
+                  for seed in reference.seeds_for(text)]  # fmt: skip
         assert next(iter(found.values())) == pytest.approx(statistics.fmean(direct))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import statistics
@@ -17,11 +18,13 @@ from dei_framework.common import (
     merge_common,
     raw_entries,
     reference_record,
+    score_texts,
     scoring_spread,
+    text_seeds,
     winners,
 )
 from dei_framework.domain import Evaluation
-from dei_framework.evaluation import Outcome
+from dei_framework.evaluation import Evaluator, Outcome
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
 
@@ -140,14 +143,6 @@ def test_kept_elites_take_the_mean_of_their_scoring_seeds() -> None:
     assert spread["qd_score_sem"] == pytest.approx(math.sqrt(0.01 / 3 + 0.02 / 2))
     assert spread["selection_qd_gap"] == pytest.approx(0.9 - 0.5 + 0.3 - 0.3)
     assert winners([a, b], outcomes, SPACE) == ["lucky", "moved"]
-    # With every seed measured, the error of the QD-score comes from the per-seed QD-scores
-    # (the seeds are shared by all elites, so their errors are correlated): seed totals
-    # 0.4 + 0.2, 0.5 + 0.4, 0.6 + 0.3 -> 0.6, 0.9, 0.9.
-    scores["moved"] = Score(values=[0.2, 0.4, 0.3])
-    _, entries = merge_common([a, b], outcomes, SPACE, qd_offset=0.0, scores=scores)
-    spread = scoring_spread(entries)
-    assert spread["qd_score_per_seed"] == pytest.approx([0.6, 0.9, 0.9])
-    assert spread["qd_score_sem"] == pytest.approx(statistics.stdev([0.6, 0.9, 0.9]) / math.sqrt(3))
 
 
 def test_scoring_seeds_depend_on_the_set_and_differ_from_the_selection_seed() -> None:
@@ -158,8 +153,56 @@ def test_scoring_seeds_depend_on_the_set_and_differ_from_the_selection_seed() ->
     assert again.scoring_seeds == reference.scoring_seeds[:3]  # K more seeds extend, not reshuffle
 
 
+def test_every_text_has_scoring_seeds_of_its_own_the_same_in_every_run() -> None:
+    # Built twice, as two runs (or two conditions) build it: one text, the same seeds; two
+    # texts, no seed in common; never its selection seed; more seeds extend the list.
+    first = build_reference(toy_domain.ToyDomain(), scoring=5)
+    second = build_reference(toy_domain.ToyDomain(), scoring=5)
+    assert first.seeds_for("3 14 15") == second.seeds_for("3 14 15")
+    assert first.selection_seed("3 14 15") == second.selection_seed("3 14 15")
+    one, other = first.seeds_for("3 14 15"), first.seeds_for("3 14 16")
+    assert len(set(one)) == len(one) == 5 and not set(one) & set(other)
+    assert first.selection_seed("3 14 15") != first.selection_seed("3 14 16")
+    assert first.selection_seed("3 14 15") not in one
+    assert first.seed not in one and not set(one) & set(first.scoring_seeds)
+    wider = build_reference(toy_domain.ToyDomain(), scoring=8)
+    assert wider.seeds_for("3 14 15")[:5] == one
+    # A collision with an excluded seed is hashed again, not repeated.
+    assert text_seeds(first.scoring_seeds, "3 14 15", exclude=one[:2])[2:] == one[2:]
+    assert not set(text_seeds(first.scoring_seeds, "3 14 15", exclude=one[:2])) & set(one[:2])
+
+
+def test_a_seed_that_is_easy_for_everyone_does_not_move_every_elite_together() -> None:
+    # The toy's ``seed_effect`` adds noise that depends on the seed only: the same for every
+    # program measured with that seed, as a Core War seed fixes everyone's placements. Scored
+    # on K shared seeds, every program would carry the same error (their mean over the K
+    # seeds); scored on seeds of their own, the errors are independent, so they spread over
+    # programs and their sum (the QD-score's error) stays within a few of its standard errors.
+    noisy = toy_domain.ToyDomain({"seed_effect": 1.0})
+    clean = toy_domain.ToyDomain()
+    reference = build_reference(noisy, scoring=5)
+    texts = [f"{a} {b}" for a in range(10, 90, 8) for b in range(5, 95, 15)]  # 60 programs
+    evaluator = Evaluator(noisy, workers=0)
+    try:
+        scores = asyncio.run(score_texts(evaluator, texts, reference))
+    finally:
+        evaluator.close()
+    truth = {text: clean.evaluate(clean.parse(text), reference.programs, seed=0).fitness
+             for text in texts}  # fmt: skip
+    errors = [scores[text].mean - truth[text] for text in texts]
+    # Independent errors of a mean of 5 unit-variance draws: sd 1/sqrt(5) ~ 0.45 over programs
+    # (shared seeds: sd 0).
+    assert 0.3 < statistics.stdev(errors) < 0.6
+    entries = [{"common_fitness": scores[t].mean, "common_fitness_std": scores[t].std,
+                "common_fitness_n": 5, "selection_fitness": 0.0} for t in texts]  # fmt: skip
+    sem = scoring_spread(entries)["qd_score_sem"]
+    assert sem == pytest.approx(math.sqrt(60 / 5), rel=0.25)
+    assert abs(sum(errors)) <= 3 * sem
+
+
 def test_fresh_seeds_agree_with_the_reported_common_qd(tmp_path) -> None:
-    # A noisy domain: every measurement carries Gaussian noise (sd 0.5). Eight nodes offer
+    # A noisy domain: every measurement carries Gaussian noise (sd 0.5), half of it from the
+    # seed alone (the same for every program measured with it). Eight nodes offer
     # several elites per common cell, so the best of their selection measurements is biased
     # upward (the winner's curse). The reported common QD, scored on K = 5 fresh seeds, must
     # agree with a re-measurement of the same elites on 20 further seeds; the selection
@@ -173,7 +216,8 @@ def test_fresh_seeds_agree_with_the_reported_common_qd(tmp_path) -> None:
     registry = load_plugins([toy_domain])
     nodes = [NodeConfig(name=f"node-{i}", operator="toy-random") for i in range(8)]
     config = RunConfig(domain="toy", nodes=nodes, budget=320, rounds=1, eval_workers=0, seed=11,
-                       domain_options={"noise": 0.5}, common_ground=True)  # fmt: skip
+                       domain_options={"noise": 0.35, "seed_effect": 0.35},
+                       common_ground=True)  # fmt: skip
     summary = run(config, tmp_path / "run", registry=registry)
     block = summary["merged"]["common"]
     assert block["common_seeds"] == 5 and len(block["scoring_seeds"]) == 5
@@ -182,15 +226,16 @@ def test_fresh_seeds_agree_with_the_reported_common_qd(tmp_path) -> None:
     assert all(e["common_fitness_n"] == 5 and e["common_fitness_std"] > 0 for e in elites)
     assert sum(e["common_fitness"] for e in elites) == pytest.approx(block["qd_score"])
 
-    domain = toy_domain.ToyDomain({"noise": 0.5})
+    domain = toy_domain.ToyDomain(config.domain_options)
     reference = build_reference(domain)
-    fresh_seeds = [seed for seed in range(1000, 1020)
-                   if seed not in (reference.seed, *block["scoring_seeds"])]  # fmt: skip
+    assert block["scoring_seeds"] == list(reference.scoring_seeds)
+    fresh_bases = list(range(1000, 1020))
     fresh = []
     for item in elites:
         program = domain.parse(item["text"])
+        own = (reference.selection_seed(item["text"]), *reference.seeds_for(item["text"]))
         values = [domain.evaluate(program, reference.programs, seed=s).fitness
-                  for s in fresh_seeds]  # fmt: skip
+                  for s in text_seeds(fresh_bases, item["text"], exclude=own)]  # fmt: skip
         fresh.append(values)
     fresh_qd = sum(sum(values) / len(values) for values in fresh)
     fresh_sem = math.sqrt(sum(statistics.variance(v) / len(v) for v in fresh))

@@ -56,6 +56,11 @@ class ToyDomain(Domain):
         noise = float(self._options.get("noise", 0.0))
         if noise:
             noise *= random.Random(f"{seed}:{program.text}").gauss(0.0, 1.0)
+        # And noise from the seed alone, the same for every program measured with that seed
+        # (a Core War seed fixes everyone's placements): an easy or a hard seed.
+        seed_effect = float(self._options.get("seed_effect", 0.0))
+        if seed_effect:
+            noise += seed_effect * random.Random(f"seed:{seed}").gauss(0.0, 1.0)
         return Evaluation(fitness=beaten / max(len(opponents), 1) + closeness + noise,
                           descriptor=descriptor)
 
