@@ -58,7 +58,7 @@ from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain, Program
 from dei_framework.errors import ConfigError, InvalidProgram
 from dei_framework.evaluation import Evaluator, Outcome
-from dei_framework.records import Elite
+from dei_framework.records import Candidate
 
 
 def reference_record(texts: Iterable[str]) -> dict[str, Any]:
@@ -278,14 +278,14 @@ def winners(
 
 def _placed(
     archives: Sequence[GridArchive], outcomes: Mapping[str, Outcome], space: DescriptorSpace
-) -> Iterable[tuple[Elite, Elite]]:
+) -> Iterable[tuple[Candidate, Candidate]]:
     """Each elite with a selection outcome, as ``(placed on common ground, as the node had it)``."""
     for archive in archives:
         for elite in archive:
             outcome = outcomes.get(elite.text)
             if outcome is None or outcome.evaluation is None:
                 continue
-            yield Elite(
+            yield Candidate(
                 id=elite.id, text=elite.text, fitness=float(outcome.evaluation.fitness),
                 descriptor=dict(outcome.evaluation.descriptor),
                 cell=space.cell(outcome.evaluation.descriptor), node=elite.node,
@@ -317,7 +317,7 @@ def merge_common(
         is the raw fitness the node measured and ``raw_cell`` the cell it had there.
     """
     selected = GridArchive(space=space, qd_offset=qd_offset)
-    found: dict[str, Elite] = {}
+    found: dict[str, Candidate] = {}
     for common, elite in _placed(archives, outcomes, space):
         if selected.add(common):
             found[elite.id] = elite
