@@ -34,6 +34,9 @@ class Candidate:
         round: Round it was evaluated in, or champion of (``-1`` for initial opponents).
         parent: Id of the elite it was mutated from, if any.
         source: Where an opponent came from: ``"initial"``, ``"own"`` or ``"peer"``.
+        data: The domain's parsed form of ``text`` when whoever built the record had it (a
+            numeric genome, say), so an operator need not parse the text again; ``None``
+            otherwise. Not compared, not shown, not serialised (the text is the record).
     """
 
     text: str
@@ -46,6 +49,7 @@ class Candidate:
     round: int = -1
     parent: str | None = None
     source: str = ""
+    data: Any = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def digest(self) -> str:
