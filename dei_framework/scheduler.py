@@ -54,7 +54,12 @@ _RNG_BLOCKS_KEPT = 8
 
 def derive_seed(*parts: int | str) -> int:
     """A 31-bit seed derived from parts (ints or strings), stable across Python versions."""
-    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
+    return _seed_of("/".join(map(str, parts)))
+
+
+def _seed_of(joined: str) -> int:
+    """:func:`derive_seed` of parts already joined with ``/``."""
+    digest = hashlib.blake2b(joined.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & 0x7FFFFFFF
 
 
@@ -502,13 +507,16 @@ class Scheduler:
 
     def _plan_slot(self, slot: int) -> WorkItem:
         rng = self._slot_rng(self.round, slot)
-        common = {"order": self._warm + slot, "suffix": f"s{slot}", "eval_seed": self.eval_seed()}
+        key = f"{self.name}/r{self.round}/s{slot}"
+        fields = {"id": f"{self.name}-r{self.round}-s{slot}", "key": key, "node": self.name,
+                  "round": self.round, "order": self._warm + slot, "eval_seed": self.eval_seed(),
+                  "seed": _seed_of(f"{self.seed}/{key}")}  # = derive_seed(self.seed, key)
         if len(self.archive) == 0 or rng.random() < self.new_fraction:
-            return self._item(kind="new", **common)
+            return WorkItem(kind="new", **fields)
         parent, *others = self.emitter.select(self.archive, rng, 1 + self.others)
-        others = tuple(o for o in others if o.id != parent.id)
-        return self._item(kind="mutate", parent=parent, others=others,
-                          feedback=self.lineage_errors.get(parent.id), **common)  # fmt: skip
+        others = tuple([o for o in others if o.id != parent.id])
+        return WorkItem(kind="mutate", parent=parent, others=others,
+                        feedback=self.lineage_errors.get(parent.id), **fields)  # fmt: skip
 
     def ask(self, n: int = 1) -> list[WorkItem]:
         """Up to ``n`` items to work on, in slot order (fewer, possibly none, when the next

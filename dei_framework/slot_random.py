@@ -149,6 +149,16 @@ class SlotGenerator:
             return np.full(size, low, dtype=np.int64)
         return np.array([low + self._bounded(span) for _ in range(size)], dtype=np.int64)
 
+    def bounded(self, high: int, count: int) -> list[int]:
+        """The values ``integers(high, size=count)`` gives, as a list of Python ints (without
+        building an array: what the built-in emitters need per slot)."""
+        if self._real is not None or type(high) is not int or not 0 < high < _MASK32:
+            return self.integers(high, size=count).tolist()
+        span = high - 1
+        if span == 0:
+            return [0] * count
+        return [self._bounded(span) for _ in range(count)]
+
     def real(self) -> np.random.Generator:
         """The real numpy generator, in this slot's current state (used from then on)."""
         if self._real is None:

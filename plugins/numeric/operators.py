@@ -8,27 +8,109 @@
   the isotropic part alone.
 
 Both ignore the chat messages and draw everything from the request's seed, so a run is
-reproducible. They are written from the published descriptions; no pyribs code is used.
+reproducible. The noise is counter-based (:func:`seeded_normals`): request ``r``'s numbers
+depend on its seed alone, so a whole batch of requests is drawn in one vectorised pass, and
+:meth:`~dei_framework.operators.Operator.propose`, ``propose_batch`` and ``propose_genomes``
+give the same child for a request however requests are grouped. ``propose_genomes`` is the
+array form a library loop uses (no text is written; see ``NumericDomain.texts``). They are
+written from the published descriptions; no pyribs code is used.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from dei_numeric.domain import NumericDomain, format_genome
 
 from dei_framework.errors import ConfigError
 from dei_framework.operators import Operator, OperatorReply, OperatorRequest, OperatorSettings
+from dei_framework.records import Candidate
+
+# SplitMix64 (Steele, Lea & Flood, 2014): a stream seeded by ``s`` has its k-th word at
+# mix(s + k * gamma); every word is computed on its own, so any block of words is one numpy pass.
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX_A = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_B = np.uint64(0x94D049BB133111EB)
+_UNIT53 = 2.0**-53
 
 
-def _values(text: str) -> list[float]:
-    """The genome of a canonical program text (the domain wrote it)."""
-    return [float(token) for token in text.split()]
+def _mix(words: np.ndarray) -> np.ndarray:
+    words = (words ^ (words >> np.uint64(30))) * _MIX_A
+    words = (words ^ (words >> np.uint64(27))) * _MIX_B
+    return words ^ (words >> np.uint64(31))
 
 
-class GaussianOperator(Operator):
+def seeded_normals(seeds: Sequence[int], count: int) -> np.ndarray:
+    """``count`` standard normal numbers per seed, row ``i`` a function of ``seeds[i]`` alone.
+
+    Row ``i`` takes words ``1 .. 2 count`` of the SplitMix64 stream seeded by ``seeds[i]`` and
+    turns each pair into one normal number (Box-Muller, 53-bit uniforms; the first of each
+    pair is shifted by half a unit so its logarithm is finite).
+
+    Args:
+        seeds: Non-negative 64-bit seeds (request seeds are 31-bit).
+        count: Numbers per seed.
+
+    Returns:
+        An array of shape ``(len(seeds), count)``.
+    """
+    keys = np.asarray(seeds, dtype=np.uint64).reshape(-1, 1)
+    steps = np.arange(1, 2 * count + 1, dtype=np.uint64) * _GAMMA
+    words = _mix(keys + steps)  # uint64 arithmetic wraps modulo 2**64, as SplitMix64's does
+    first = ((words[:, 0::2] >> np.uint64(11)).astype(float) + 0.5) * _UNIT53
+    second = (words[:, 1::2] >> np.uint64(11)).astype(float) * _UNIT53
+    return np.sqrt(-2.0 * np.log(first)) * np.cos(2.0 * np.pi * second)
+
+
+class _NumericOperator(Operator):
+    """What both operators share: a batch of requests in, a batch of genomes out."""
+
+    offline = True
+    domain: NumericDomain
+
+    def _genome(self, candidate: Candidate) -> np.ndarray:
+        """A candidate's genome: its cached parsed form, else its text parsed."""
+        data = candidate.data
+        if isinstance(data, np.ndarray) and data.shape == (self.domain.dim,):
+            return data
+        return self.domain.genome(candidate.text)
+
+    def propose_genomes(self, requests: Sequence[Any]) -> np.ndarray:
+        """The children of many requests, one row each, in one vectorised pass.
+
+        Args:
+            requests: Operator requests, or the scheduler's work items directly (only
+                ``seed``, ``parent`` and ``others`` are read).
+
+        Returns:
+            An array of shape ``(len(requests), dim)``; row ``i`` is the genome
+            :meth:`propose` writes for ``requests[i]``.
+        """
+        raise NotImplementedError
+
+    async def propose_batch(self, requests: Sequence[OperatorRequest]) -> list[OperatorReply]:
+        return [OperatorReply(text=format_genome(row)) for row in
+                self.propose_genomes(requests).tolist()]  # fmt: skip
+
+    async def propose(self, request: OperatorRequest) -> OperatorReply:
+        return OperatorReply(text=format_genome(self.propose_genomes([request])[0].tolist()))
+
+    def _parents(self, requests: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """Each request's starting genome (the origin for a new program) and whether it
+        mutates a parent."""
+        dim = self.domain.dim
+        starts = np.zeros((len(requests), dim))
+        mutates = np.zeros(len(requests), dtype=bool)
+        for row, request in enumerate(requests):
+            if request.parent is not None:
+                starts[row] = self._genome(request.parent)
+                mutates[row] = True
+        return starts, mutates
+
+
+class GaussianOperator(_NumericOperator):
     """Isotropic Gaussian mutation.
 
     Args:
@@ -37,7 +119,6 @@ class GaussianOperator(Operator):
         max_in_flight: Concurrent calls.
     """
 
-    offline = True
     label = "gaussian"
 
     def __init__(self, domain: NumericDomain, *, sigma: float = 0.5, max_in_flight: int = 8):
@@ -45,17 +126,13 @@ class GaussianOperator(Operator):
         self.sigma = sigma
         self.max_in_flight = max_in_flight
 
-    async def propose(self, request: OperatorRequest) -> OperatorReply:
-        rng = random.Random(request.seed)
-        sigma = self.sigma
-        if request.parent is None:
-            start = [0.0] * self.domain.dim
-        else:
-            start = _values(request.parent.text)
-        return OperatorReply(text=format_genome([x + rng.gauss(0.0, sigma) for x in start]))
+    def propose_genomes(self, requests: Sequence[Any]) -> np.ndarray:
+        starts, _ = self._parents(requests)
+        noise = seeded_normals([request.seed for request in requests], self.domain.dim)
+        return starts + self.sigma * noise
 
 
-class IsoLineOperator(Operator):
+class IsoLineOperator(_NumericOperator):
     """Iso+LineDD mutation.
 
     Args:
@@ -65,7 +142,6 @@ class IsoLineOperator(Operator):
         max_in_flight: Concurrent calls.
     """
 
-    offline = True
     label = "iso-line"
 
     def __init__(
@@ -81,19 +157,19 @@ class IsoLineOperator(Operator):
         self.line_sigma = line_sigma
         self.max_in_flight = max_in_flight
 
-    async def propose(self, request: OperatorRequest) -> OperatorReply:
-        rng = random.Random(request.seed)
-        iso = self.iso_sigma
-        if request.parent is None:
-            return OperatorReply(text=format_genome([rng.gauss(0.0, iso) for _ in
-                                                     range(self.domain.dim)]))  # fmt: skip
-        parent = _values(request.parent.text)
-        child = [x + rng.gauss(0.0, iso) for x in parent]
-        if request.others:
-            step = rng.gauss(0.0, self.line_sigma)
-            other = _values(request.others[0].text)
-            child = [c + step * (o - x) for c, o, x in zip(child, other, parent, strict=True)]
-        return OperatorReply(text=format_genome(child))
+    def propose_genomes(self, requests: Sequence[Any]) -> np.ndarray:
+        dim = self.domain.dim
+        starts, mutates = self._parents(requests)
+        # dim isotropic numbers, then the step along the line (drawn for every request so a
+        # request's numbers do not depend on the others').
+        noise = seeded_normals([request.seed for request in requests], dim + 1)
+        children = starts + self.iso_sigma * noise[:, :dim]
+        for row, request in enumerate(requests):
+            if mutates[row] and request.others:
+                other = self._genome(request.others[0])
+                step = self.line_sigma * noise[row, dim]
+                children[row] += step * (other - starts[row])
+        return children
 
 
 def _positive(settings: OperatorSettings, name: str, default: float) -> float:
