@@ -501,8 +501,9 @@ class Scheduler:
                 self._rng_blocks.clear()
             start = block * _RNG_BLOCK
             end = max(slot + 1, min(start + _RNG_BLOCK, self.round_quota(round_index)))
+            prefix = f"{self.seed}/{self.name}/{round_index}"
             states = self._rng_blocks[round_index, block] = initial_states(
-                [derive_seed(self.seed, self.name, round_index, s) for s in range(start, end)])
+                [_seed_of(f"{prefix}/{s}") for s in range(start, end)])  # derive_seed's
         return SlotGenerator(*states[offset])
 
     def _plan_slot(self, slot: int) -> WorkItem:

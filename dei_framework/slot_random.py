@@ -157,7 +157,26 @@ class SlotGenerator:
         span = high - 1
         if span == 0:
             return [0] * count
-        return [self._bounded(span) for _ in range(count)]
+        # _bounded, _next32 and _next64 inlined (this runs for every mutation slot).
+        state, inc, has32, half = self._state, self._inc, self._has32, self._half
+        threshold = (_MASK32 - span) % high
+        values = []
+        for _ in range(count):
+            while True:
+                if has32:
+                    has32, word = False, half
+                else:
+                    state = (state * _PCG_MULT + inc) & _MASK128
+                    value = ((state >> 64) ^ state) & _MASK64
+                    rotation = state >> 122
+                    value = ((value >> rotation) | (value << (64 - rotation))) & _MASK64
+                    has32, half, word = True, value >> 32, value & _MASK32
+                product = word * high
+                if product & _MASK32 >= threshold:  # Lemire: accept (leftover >= threshold)
+                    break
+            values.append(product >> 32)
+        self._state, self._has32, self._half = state, has32, half
+        return values
 
     def real(self) -> np.random.Generator:
         """The real numpy generator, in this slot's current state (used from then on)."""
