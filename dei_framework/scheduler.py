@@ -41,7 +41,7 @@ from dei_framework.domain import LIFECYCLES, Domain
 from dei_framework.emitters import EmitterBase, UniformEmitter
 from dei_framework.operators import DeferredMessages, OperatorRequest
 from dei_framework.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
-from dei_framework.records import Candidate
+from dei_framework.records import Candidate, DeferredText
 from dei_framework.sharing import Admit, SharingPolicy, TopKSharing
 from dei_framework.slot_random import SlotGenerator, initial_states
 
@@ -567,9 +567,10 @@ class Scheduler:
 
         Args:
             items: Asked ``"new"``/``"mutate"`` items (any order, any subset of those asked).
-            texts: Canonical program text per item. Read only for a candidate that enters the
-                archive (or that a learning emitter is told about): a lazy sequence that
-                formats on access saves formatting the rest.
+            texts: Canonical program text per item. An admitted candidate reads its text
+                from here when its ``text`` is first read (a :class:`DeferredText`): with a
+                lazy sequence that formats on access, texts nobody reads are never written
+                (the sequence is kept until then).
             fitness: Fitness per item; ``None`` marks an invalid item (nothing parsed or the
                 evaluation failed).
             descriptors: Raw descriptor values, one row per item and one column per axis of
@@ -653,7 +654,7 @@ class Scheduler:
         if not status and not learns:
             return status  # nothing would change: no record needed
         candidate = Candidate(
-            id=item.id, text=told.texts[told.position] or "", fitness=told.fitness,
+            id=item.id, text=DeferredText(told.texts, told.position), fitness=told.fitness,
             descriptor=dict(zip(self.space.names, told.values, strict=True)), cell=told.cell,
             node=self.name, operator=told.operator, round=self.round,
             parent=parent.id if parent is not None else None, data=told.data,
