@@ -142,6 +142,8 @@ class LogAxis(Axis):
     def index(self, value: float) -> int:
         if not value > self.low:
             return 0
+        if math.isinf(value):  # clamps, as every other out-of-range value (was OverflowError)
+            return self.count - 1
         span = math.log10(self.high) - math.log10(self.low)
         position = (math.log10(value) - math.log10(self.low)) / span * self.count
         return min(max(int(math.floor(position)), 0), self.count - 1)

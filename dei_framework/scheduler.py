@@ -301,6 +301,7 @@ class Scheduler:
         self.lifecycle = lifecycle
         self.name = name
         self.space = space
+        self._axis_names = space.names
         self.calls = calls
         self.rounds = rounds
         self.seed = seed
@@ -655,7 +656,7 @@ class Scheduler:
             return status  # nothing would change: no record needed
         candidate = Candidate(
             id=item.id, text=DeferredText(told.texts, told.position), fitness=told.fitness,
-            descriptor=dict(zip(self.space.names, told.values, strict=True)), cell=told.cell,
+            descriptor=dict(zip(self._axis_names, told.values, strict=True)), cell=told.cell,
             node=self.name, operator=told.operator, round=self.round,
             parent=parent.id if parent is not None else None, data=told.data,
         )  # fmt: skip

@@ -100,13 +100,11 @@ class _NumericOperator(Operator):
     def _parents(self, requests: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         """Each request's starting genome (the origin for a new program) and whether it
         mutates a parent."""
-        dim = self.domain.dim
-        starts = np.zeros((len(requests), dim))
-        mutates = np.zeros(len(requests), dtype=bool)
-        for row, request in enumerate(requests):
-            if request.parent is not None:
-                starts[row] = self._genome(request.parent)
-                mutates[row] = True
+        starts = np.zeros((len(requests), self.domain.dim))
+        mutates = np.array([request.parent is not None for request in requests], dtype=bool)
+        if mutates.any():
+            starts[mutates] = [self._genome(request.parent) for request in requests
+                               if request.parent is not None]  # fmt: skip
         return starts, mutates
 
 
