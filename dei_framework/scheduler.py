@@ -745,7 +745,7 @@ class Scheduler:
 
     def _snapshot(self) -> ArchiveBase:
         """A copy of the archive as it stands (once per round: its cost is the archive's)."""
-        return self._new_archive(self.round).fill_from_json(self.archive.to_json())
+        return self._new_archive(self.round).fill_from(self.archive)
 
     def stop(self, reason: str) -> None:
         """Stops the node for good (e.g. its operator failed beyond retrying)."""

@@ -266,6 +266,17 @@ class ArchiveBase(abc.ABC):
             "elites": [elite.to_json() for elite in self],
         }
 
+    def fill_from(self, other: ArchiveBase) -> ArchiveBase:
+        """Adds the elites of another archive (of any kind); returns ``self``.
+
+        The same elites as ``fill_from_json(other.to_json())``, without the round trip: texts
+        not yet written (:class:`~dei_framework.records.DeferredText`) stay unwritten, and
+        ``data`` stays on the elites.
+        """
+        for elite in other:
+            self.add(elite)
+        return self
+
     def fill_from_json(self, data: Mapping[str, Any]) -> ArchiveBase:
         """Adds the elites of :meth:`to_json` output (of any archive kind); returns ``self``."""
         for item in data["elites"]:
