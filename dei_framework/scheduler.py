@@ -509,16 +509,18 @@ class Scheduler:
 
     def _plan_slot(self, slot: int) -> WorkItem:
         rng = self._slot_rng(self.round, slot)
-        key = f"{self.name}/r{self.round}/s{slot}"
-        fields = {"id": f"{self.name}-r{self.round}-s{slot}", "key": key, "node": self.name,
-                  "round": self.round, "order": self._warm + slot, "eval_seed": self.eval_seed(),
-                  "seed": _seed_of(f"{self.seed}/{key}")}  # = derive_seed(self.seed, key)
-        if len(self.archive) == 0 or rng.random() < self.new_fraction:
-            return WorkItem(kind="new", **fields)
-        parent, *others = self.emitter.select(self.archive, rng, 1 + self.others)
-        others = tuple([o for o in others if o.id != parent.id])
-        return WorkItem(kind="mutate", parent=parent, others=others,
-                        feedback=self.lineage_errors.get(parent.id), **fields)  # fmt: skip
+        name, round_index = self.name, self.round
+        key = f"{name}/r{round_index}/s{slot}"
+        parent, others, feedback, kind = None, (), None, "new"
+        if len(self.archive) and rng.random() >= self.new_fraction:
+            parent, *drawn = self.emitter.select(self.archive, rng, 1 + self.others)
+            others = tuple([o for o in drawn if o.id != parent.id])
+            feedback, kind = self.lineage_errors.get(parent.id), "mutate"
+        return WorkItem(id=f"{name}-r{round_index}-s{slot}", key=key, node=name,
+                        round=round_index, order=self._warm + slot, kind=kind,
+                        seed=_seed_of(f"{self.seed}/{key}"),  # = derive_seed(self.seed, key)
+                        eval_seed=self.eval_seed(), parent=parent, others=others,
+                        feedback=feedback)  # fmt: skip
 
     def ask(self, n: int = 1) -> list[WorkItem]:
         """Up to ``n`` items to work on, in slot order (fewer, possibly none, when the next
