@@ -225,3 +225,25 @@ def test_propose_batch_defaults_to_propose_per_request_in_order() -> None:
     requests = [OperatorRequest(key=f"k{i}", kind="new", messages=[], seed=i) for i in range(5)]
     replies = asyncio.run(Echo().propose_batch(requests))
     assert [reply.text for reply in replies] == [f"k{i}:{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize("kind", ["same grid", "other space", "cvt"])
+def test_fill_from_gives_what_the_json_round_trip_gives(kind) -> None:
+    source = GridArchive(space=SPACE, qd_offset=1.0)
+    draw = random.Random(3)
+    for index in range(300):
+        descriptor = {"x": draw.uniform(-1.2, 1.2), "y": draw.uniform(-1, 1)}
+        source.add(Candidate(text=f"p{index}", fitness=draw.uniform(0, 9), descriptor=descriptor))
+    if kind == "same grid":
+        make = lambda: GridArchive(space=SPACE, qd_offset=1.0)  # noqa: E731
+    elif kind == "other space":
+        other = DescriptorSpace([UniformAxis("x", -1.0, 1.0, 5), ThresholdAxis("y", (0.2,))])
+        make = lambda: GridArchive(space=other, qd_offset=1.0)  # noqa: E731
+    else:
+        make = lambda: CVTArchive(space=SPACE, cells=16, seed=2, qd_offset=1.0)  # noqa: E731
+    copied, reference = make().fill_from(source), make().fill_from_json(source.to_json())
+    assert copied.to_json() == reference.to_json()
+    assert copied.stats() == reference.stats() and copied.best() == reference.best()
+    assert [elite.id for elite in copied.occupied] == [elite.id for elite in reference.occupied]
+    copied.add(Candidate(text="late", fitness=100.0, descriptor={"x": 0.0, "y": 0.0}))
+    assert source.best().text != "late"  # a copy: the source archive is not changed
