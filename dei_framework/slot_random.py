@@ -130,7 +130,12 @@ class SlotGenerator:
         """A double in ``[0, 1)`` (other forms go to numpy)."""
         if self._real is not None or size is not None or options:
             return self.real().random(size, **options)
-        return (self._next64() >> 11) * _DOUBLE_UNIT
+        # _next64 inlined: every slot draws this first.
+        state = self._state = (self._state * _PCG_MULT + self._inc) & _MASK128
+        value = ((state >> 64) ^ state) & _MASK64
+        rotation = state >> 122
+        value = ((value >> rotation) | (value << (64 - rotation))) & _MASK64
+        return (value >> 11) * _DOUBLE_UNIT
 
     def integers(self, low: Any, high: Any = None, size: Any = None, **options: Any) -> Any:
         """Integers in ``[low, high)`` (or ``[0, low)``), as ``Generator.integers`` draws them."""
