@@ -18,6 +18,7 @@ written from the published descriptions; no pyribs code is used.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,25 +30,25 @@ from dei_framework.operators import Operator, OperatorReply, OperatorRequest, Op
 from dei_framework.records import Candidate
 
 # SplitMix64 (Steele, Lea & Flood, 2014): a stream seeded by ``s`` has its k-th word at
-# mix(s + k * gamma); every word is computed on its own, so any block of words is one numpy pass.
+# mix(s + k * gamma) (mix: the xor-shift-multiply finaliser below); every word is computed on its
+# own, so any block of words is one numpy pass.
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX_A = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_B = np.uint64(0x94D049BB133111EB)
 _UNIT53 = 2.0**-53
 
 
-def _mix(words: np.ndarray) -> np.ndarray:
-    words = (words ^ (words >> np.uint64(30))) * _MIX_A
-    words = (words ^ (words >> np.uint64(27))) * _MIX_B
-    return words ^ (words >> np.uint64(31))
+_STEPS: dict[int, np.ndarray] = {}  # count -> the stream offsets of words 1 .. 2 count
 
 
 def seeded_normals(seeds: Sequence[int], count: int) -> np.ndarray:
     """``count`` standard normal numbers per seed, row ``i`` a function of ``seeds[i]`` alone.
 
     Row ``i`` takes words ``1 .. 2 count`` of the SplitMix64 stream seeded by ``seeds[i]`` and
-    turns each pair into one normal number (Box-Muller, 53-bit uniforms; the first of each
-    pair is shifted by half a unit so its logarithm is finite).
+    turns each pair ``(a, b)`` into one normal number by Box-Muller,
+    ``sqrt(-2 ln u) cos(2 pi v)`` with the 53-bit uniforms ``u = (a >> 11 + 1/2) / 2**53``
+    (never 0) and ``v = (b >> 11) / 2**53``. Done in place, in few numpy passes: a single
+    request (``propose``) costs about what a batch of a few does.
 
     Args:
         seeds: Non-negative 64-bit seeds (request seeds are 31-bit).
@@ -56,12 +57,27 @@ def seeded_normals(seeds: Sequence[int], count: int) -> np.ndarray:
     Returns:
         An array of shape ``(len(seeds), count)``.
     """
-    keys = np.asarray(seeds, dtype=np.uint64).reshape(-1, 1)
-    steps = np.arange(1, 2 * count + 1, dtype=np.uint64) * _GAMMA
-    words = _mix(keys + steps)  # uint64 arithmetic wraps modulo 2**64, as SplitMix64's does
-    first = ((words[:, 0::2] >> np.uint64(11)).astype(float) + 0.5) * _UNIT53
-    second = (words[:, 1::2] >> np.uint64(11)).astype(float) * _UNIT53
-    return np.sqrt(-2.0 * np.log(first)) * np.cos(2.0 * np.pi * second)
+    steps = _STEPS.get(count)
+    if steps is None:
+        steps = _STEPS[count] = np.arange(1, 2 * count + 1, dtype=np.uint64) * _GAMMA
+    words = np.array(seeds, dtype=np.uint64).reshape(-1, 1) + steps  # wraps modulo 2**64
+    words ^= words >> np.uint64(30)
+    words *= _MIX_A
+    words ^= words >> np.uint64(27)
+    words *= _MIX_B
+    words ^= words >> np.uint64(31)
+    words >>= np.uint64(11)
+    uniforms = words.astype(float)
+    radius, angle = uniforms[:, 0::2], uniforms[:, 1::2]
+    radius += 0.5
+    radius *= _UNIT53
+    np.log(radius, out=radius)
+    radius *= -2.0
+    np.sqrt(radius, out=radius)
+    angle *= 2.0 * np.pi * _UNIT53  # = 2 pi (b / 2**53): scaling by a power of two is exact
+    np.cos(angle, out=angle)
+    radius *= angle
+    return radius
 
 
 class _NumericOperator(Operator):
@@ -95,7 +111,30 @@ class _NumericOperator(Operator):
                 self.propose_genomes(requests).tolist()]  # fmt: skip
 
     async def propose(self, request: OperatorRequest) -> OperatorReply:
-        return OperatorReply(text=format_genome(self.propose_genomes([request])[0].tolist()))
+        """One request's reply. Calls made in the same turn of the event loop (``dei-run``
+        starts up to ``max_in_flight`` at once) are drawn together in one vectorised pass:
+        numpy's per-call cost would otherwise dominate a single small genome. Each reply
+        depends on its own request only, so grouping changes nothing in the result."""
+        loop = asyncio.get_running_loop()
+        reply = loop.create_future()
+        pending = self.__dict__.setdefault("_pending", [])
+        pending.append((request, reply))
+        if len(pending) == 1:
+            loop.call_soon(self._answer_pending)
+        return await reply
+
+    def _answer_pending(self) -> None:
+        pending, self._pending = self._pending, []
+        try:
+            rows = self.propose_genomes([request for request, _ in pending]).tolist()
+        except Exception as exc:  # noqa: BLE001 - handed to every caller, as propose would raise
+            for _, reply in pending:
+                if not reply.done():
+                    reply.set_exception(exc)
+            return
+        for (_, reply), row in zip(pending, rows, strict=True):
+            if not reply.done():  # a caller cancelled meanwhile
+                reply.set_result(OperatorReply(text=format_genome(row)))
 
     def _parents(self, requests: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         """Each request's starting genome (the origin for a new program) and whether it

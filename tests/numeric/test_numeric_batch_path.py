@@ -107,3 +107,39 @@ def test_the_array_loop_builds_the_archive_the_text_loop_builds(factory, options
     # Elites keep their genomes: operators need not parse their texts.
     elite = array.archive.occupied[0]
     assert elite.data.tolist() == domain.genome(elite.text).tolist()
+
+
+def test_concurrent_proposals_are_drawn_in_one_pass_with_the_same_replies() -> None:
+    domain = NumericDomain({"dim": 5})
+    operator = create_gaussian(_settings(), domain)
+    parent = Candidate(text=format_genome([0.5] * 5))
+    requests = [OperatorRequest(key=f"k{seed}", kind="mutate" if seed % 2 else "new",
+                                messages=(), parent=parent if seed % 2 else None, seed=seed)
+                for seed in range(8)]  # fmt: skip
+    alone = [asyncio.run(operator.propose(request)).text for request in requests]
+    passes = []
+    draw = operator.propose_genomes
+    operator.propose_genomes = lambda batch: passes.append(len(batch)) or draw(batch)
+
+    async def together() -> list[str]:
+        replies = await asyncio.gather(*(operator.propose(request) for request in requests))
+        return [reply.text for reply in replies]
+
+    assert asyncio.run(together()) == alone
+    assert passes == [8]
+    assert asyncio.run(operator.propose(requests[3])).text == alone[3] and passes == [8, 1]
+
+
+def test_a_failing_pass_raises_in_every_caller() -> None:
+    domain = NumericDomain({"dim": 3})
+    operator = create_gaussian(_settings(), domain)
+    bad = Candidate(text="not numbers")
+    requests = [OperatorRequest(key=f"k{i}", kind="mutate", messages=(), parent=bad, seed=i)
+                for i in range(3)]  # fmt: skip
+
+    async def together() -> list:
+        return await asyncio.gather(*(operator.propose(r) for r in requests),
+                                    return_exceptions=True)  # fmt: skip
+
+    outcomes = asyncio.run(together())
+    assert len(outcomes) == 3 and all("expected 3 numbers" in str(o) for o in outcomes)
