@@ -8,7 +8,8 @@ origin):
 
 * ``pyribs`` — ``GridArchive`` + one ``GaussianEmitter`` (its default batch of 64) + ``Scheduler``;
 * ``dei-asktell`` — DEI's ask/tell core as a library user drives it: ``Scheduler`` over the
-  ``numeric`` domain, the ``gaussian`` operator, ``Domain.evaluate_batch`` on each batch;
+  ``numeric`` domain, the ``gaussian`` operator's array form (``propose_genomes``), the
+  domain's vectorised objective and descriptor, and ``Scheduler.tell_batch`` on each batch;
 * ``dei-run`` — the ``dei-run`` command with one node and in-process evaluation
   (``--eval-workers 0``), as a subprocess; its CPU time is the child's, minus that of the same
   command with ``--budget 1`` (interpreter start, imports, run directory), measured each repeat.
@@ -49,7 +50,7 @@ import numpy as np
 from dei_numeric.domain import NumericDomain
 from dei_numeric.operators import create_gaussian
 
-from dei_framework import OperatorSettings, Result, Scheduler
+from dei_framework import OperatorSettings, Scheduler
 
 SIGMA = 0.5
 DIM = 20
@@ -112,25 +113,22 @@ def _tell_partial(scheduler: Any, domain: NumericDomain, solutions: np.ndarray, 
 
 
 async def _asktell(evals: int, seed: int) -> tuple[Scheduler, NumericDomain, list[np.ndarray]]:
+    """DEI's array path, as pyribs' loop: ask items, the operator's genomes for all of them in
+    one pass, the vectorised objective, one ``tell_batch`` (texts written only for the
+    candidates the archive takes)."""
     domain = NumericDomain({"dim": DIM})
     operator = create_gaussian(OperatorSettings(spec="gaussian", node="n", options={
         "sigma": SIGMA}), domain)  # fmt: skip
     scheduler = Scheduler.for_domain(domain, name="n", calls=evals, rounds=1, seed=seed,
                                      lag=ASKTELL_BATCH)  # fmt: skip
-    axes = scheduler.space.names
     genomes = []
     while not scheduler.finished:
         items = scheduler.ask(ASKTELL_BATCH)
-        replies = [await operator.propose(item.request(domain)) for item in items]
-        programs = [domain.parse(reply.text) for reply in replies]
-        evaluations = domain.evaluate_batch(programs, (), seeds=[i.eval_seed for i in items])
-        genomes.append(np.stack([program.data for program in programs]))
-        scheduler.tell([
-            Result(item=item, text=program.text, fitness=evaluation.fitness,
-                   descriptor={axis: evaluation.descriptor[axis] for axis in axes},
-                   operator=operator.label)
-            for item, program, evaluation in zip(items, programs, evaluations, strict=True)
-        ])  # fmt: skip
+        batch = operator.propose_genomes(items)
+        scheduler.tell_batch(items, texts=domain.texts(batch), fitness=domain.objective(batch),
+                             descriptors=domain.descriptors(batch), data=batch,
+                             operator=operator.label)  # fmt: skip
+        genomes.append(batch)
     return scheduler, domain, genomes
 
 

@@ -27,6 +27,14 @@ class Axis(abc.ABC):
     def index(self, value: float) -> int:
         """The bin of ``value`` (always within ``[0, bins)``; out-of-range values clamp)."""
 
+    def indices(self, values: np.ndarray) -> np.ndarray:
+        """The bins of many values (``int64``), each what :meth:`index` gives for it.
+
+        This default calls :meth:`index` per value; built-in axes compute them vectorised.
+        """
+        values = np.asarray(values, dtype=float).tolist()
+        return np.fromiter(map(self.index, values), dtype=np.int64, count=len(values))
+
     @abc.abstractmethod
     def to_json(self) -> dict[str, Any]:
         """A JSON description from which :func:`axis_from_json` rebuilds the axis."""
@@ -59,6 +67,10 @@ class ThresholdAxis(Axis):
     def index(self, value: float) -> int:
         return int(np.searchsorted(self.thresholds, value, side="right"))
 
+    def indices(self, values: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.thresholds, np.asarray(values, dtype=float),
+                               side="right").astype(np.int64)  # fmt: skip
+
     def labels(self) -> list[str]:
         t = [_fmt(x) for x in self.thresholds]
         return [f"<{t[0]}"] + [f"{a}-{b}" for a, b in zip(t, t[1:], strict=False)] + [f">={t[-1]}"]
@@ -89,6 +101,15 @@ class UniformAxis(Axis):
             return 0 if value < 0 or math.isnan(value) else self.count - 1
         position = (value - self.low) / (self.high - self.low) * self.count
         return min(max(int(math.floor(position)), 0), self.count - 1)
+
+    def indices(self, values: np.ndarray) -> np.ndarray:
+        # The same float operations as index(), elementwise; nan goes to bin 0 and the
+        # infinities clamp, as there.
+        values = np.asarray(values, dtype=float)
+        with np.errstate(invalid="ignore", over="ignore"):
+            position = np.floor((values - self.low) / (self.high - self.low) * self.count)
+        position[np.isnan(position)] = 0.0
+        return np.clip(position, 0, self.count - 1).astype(np.int64)
 
     def labels(self) -> list[str]:
         edges = np.linspace(self.low, self.high, self.count + 1)
@@ -121,6 +142,8 @@ class LogAxis(Axis):
     def index(self, value: float) -> int:
         if not value > self.low:
             return 0
+        if math.isinf(value):  # clamps, as every other out-of-range value (was OverflowError)
+            return self.count - 1
         span = math.log10(self.high) - math.log10(self.low)
         position = (math.log10(value) - math.log10(self.low)) / span * self.count
         return min(max(int(math.floor(position)), 0), self.count - 1)
@@ -199,6 +222,21 @@ class DescriptorSpace:
         """
         check_descriptor(descriptor)
         return tuple(axis.index(float(descriptor[axis.name])) for axis in self.axes)
+
+    def indices(self, values: np.ndarray) -> np.ndarray:
+        """The cells of many raw descriptors: ``values`` has one row per descriptor and one
+        column per axis (in :attr:`names` order); row ``i`` of the result is the cell
+        :meth:`cell` gives for row ``i``.
+
+        Raises:
+            ValueError: ``values`` is not a 2-D array with one column per axis.
+        """
+        values = np.asarray(values, dtype=float)
+        if values.ndim != 2 or values.shape[1] != len(self.axes):
+            raise ValueError(f"descriptor values of shape {values.shape}: need (n, "
+                             f"{len(self.axes)}), one column per axis {self.names}")  # fmt: skip
+        return np.stack([axis.indices(values[:, k]) for k, axis in enumerate(self.axes)],
+                        axis=1).reshape(len(values), len(self.axes))  # fmt: skip
 
     def to_json(self) -> list[dict[str, Any]]:
         """JSON description (see :meth:`from_json`)."""

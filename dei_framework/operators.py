@@ -18,6 +18,49 @@ from dei_framework.domain import Domain
 from dei_framework.records import Candidate, Message, deprecated_alias
 
 
+class DeferredMessages(Sequence[Message]):
+    """Chat messages written on first use: offline operators that never read them cost nothing.
+
+    A read-only sequence (``len``, indexing, iteration, equality with any sequence of
+    messages) over what ``write()`` returns, called once, on the first access.
+
+    Args:
+        write: Returns the messages (e.g. a ``functools.partial`` of ``Domain.messages``).
+    """
+
+    __slots__ = ("_write", "_messages")
+
+    def __init__(self, write: Callable[[], Sequence[Message]]) -> None:
+        self._write = write
+        self._messages: list[Message] | None = None
+
+    def _written(self) -> list[Message]:
+        if self._messages is None:
+            self._messages = list(self._write())
+        return self._messages
+
+    def __len__(self) -> int:
+        return len(self._written())
+
+    def __getitem__(self, index):  # type: ignore[override]  # int or slice, as list's
+        return self._written()[index]
+
+    def __iter__(self):
+        return iter(self._written())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DeferredMessages):
+            other = other._written()
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return self._written() == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # as a list's
+
+    def __repr__(self) -> str:
+        return repr(self._written()) if self._messages is not None else "DeferredMessages(...)"
+
+
 @attrs.frozen(kw_only=True)
 class OperatorRequest:
     """One request for a program.
@@ -26,7 +69,8 @@ class OperatorRequest:
         key: Unique, stable id of this request within the run (``node/round/iteration``); used
             to record replies and to replay or resume them.
         kind: ``"new"`` for a program from scratch, ``"mutate"`` for a variation of ``parent``.
-        messages: Chat messages from the domain (system prompt first).
+        messages: Chat messages from the domain (system prompt first); the scheduler's
+            requests write them on first access (:class:`DeferredMessages`).
         parent: The elite to mutate (``kind == "mutate"`` only).
         others: A few more elites (e.g. for crossover), possibly empty.
         feedback: The last parse error in this parent's lineage, if any.
@@ -123,6 +167,16 @@ class Operator(abc.ABC):
     @abc.abstractmethod
     async def propose(self, request: OperatorRequest) -> OperatorReply:
         """Answers one request."""
+
+    async def propose_batch(self, requests: Sequence[OperatorRequest]) -> list[OperatorReply]:
+        """Answers several requests, replies in the requests' order.
+
+        The default awaits :meth:`propose` for each request in turn. An operator that can
+        answer many requests at once (a vectorised offline generator) overrides it; its
+        replies must be exactly those :meth:`propose` gives for each request alone, so that
+        a seeded run does not depend on how requests are grouped.
+        """
+        return [await self.propose(request) for request in requests]
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Releases connections; called once when the node finishes."""

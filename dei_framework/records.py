@@ -10,7 +10,7 @@ aliases ``Elite``, ``Parent`` and ``Opponent`` are deprecated: they still give
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -23,7 +23,53 @@ __all__ = ["Candidate", "Message"]
 Message = Mapping[str, str]
 
 
-@attrs.frozen(kw_only=True)
+class DeferredText:
+    """A program text read from a sequence when first needed (then kept).
+
+    What :meth:`~dei_framework.scheduler.Scheduler.tell_batch` puts in the candidates it
+    admits: when the texts are a lazy sequence (one that formats on access, such as a numeric
+    domain's), an elite replaced before anyone reads its text is never formatted. ``str()``
+    gives the text; equal to a string or another deferred text with the same text; pickles as
+    the plain string.
+
+    Args:
+        source: The texts (``None`` entries read as ``""``).
+        index: Which one.
+    """
+
+    __slots__ = ("_source", "_index", "_text")
+
+    def __init__(self, source: Sequence[str | None], index: int) -> None:
+        self._source: Sequence[str | None] | None = source
+        self._index = index
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = self._source[self._index] or ""  # type: ignore[index]
+            self._source = None  # the batch it came from may go
+        return self._text
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str | DeferredText):
+            return str(self) == str(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (str, (str(self),))
+
+
+def _text_key(text: str | DeferredText) -> str:
+    return text if type(text) is str else str(text)
+
+
+@attrs.frozen(kw_only=True, repr=False)
 class Candidate:
     """A program and what is known about it.
 
@@ -38,9 +84,13 @@ class Candidate:
         round: Round it was evaluated in, or champion of (``-1`` for initial opponents).
         parent: Id of the elite it was mutated from, if any.
         source: Where an opponent came from: ``"initial"``, ``"own"`` or ``"peer"``.
+        data: The domain's parsed form of ``text`` when whoever built the record had it (a
+            numeric genome, say), so an operator need not parse the text again; ``None``
+            otherwise. Not compared, not shown, not serialised (the text is the record).
     """
 
-    text: str
+    # Stored as given (a string, or a DeferredText written on first read of ``text``).
+    _text: str | DeferredText = attrs.field(alias="text", eq=_text_key)
     id: str = ""
     fitness: float | None = None
     descriptor: Mapping[str, float] = attrs.field(factory=dict)
@@ -50,6 +100,21 @@ class Candidate:
     round: int = -1
     parent: str | None = None
     source: str = ""
+    data: Any = attrs.field(default=None, eq=False, repr=False)
+
+    def __repr__(self) -> str:  # attrs' form, with the field's public name
+        shown = ", ".join(f"{field.alias}={getattr(self, field.alias)!r}"
+                          for field in attrs.fields(type(self)) if field.repr)  # fmt: skip
+        return f"{type(self).__name__}({shown})"
+
+    @property
+    def text(self) -> str:
+        """Canonical program text."""
+        text = self._text
+        if type(text) is not str:
+            text = str(text)
+            object.__setattr__(self, "_text", text)  # written once: keep the string
+        return text
 
     @property
     def digest(self) -> str:
@@ -66,7 +131,7 @@ class Candidate:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Candidate:
-        fields = {field.name for field in attrs.fields(cls)}
+        fields = {field.alias for field in attrs.fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in fields})
 
 

@@ -27,19 +27,21 @@ then. So the plans, and therefore a seeded offline run, are the same whatever th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
+import numpy as np
 
 from dei_framework.archives import AddStatus, ArchiveBase, ArchiveFactory, GridArchive
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import LIFECYCLES, Domain
 from dei_framework.emitters import EmitterBase, UniformEmitter
-from dei_framework.operators import OperatorRequest
+from dei_framework.operators import DeferredMessages, OperatorRequest
 from dei_framework.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
-from dei_framework.records import Candidate
+from dei_framework.records import Candidate, DeferredText
 from dei_framework.sharing import Admit, SharingPolicy, TopKSharing
 from dei_framework.slot_random import SlotGenerator, initial_states
 
@@ -52,7 +54,12 @@ _RNG_BLOCKS_KEPT = 8
 
 def derive_seed(*parts: int | str) -> int:
     """A 31-bit seed derived from parts (ints or strings), stable across Python versions."""
-    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
+    return _seed_of("/".join(map(str, parts)))
+
+
+def _seed_of(joined: str) -> int:
+    """:func:`derive_seed` of parts already joined with ``/``."""
+    digest = hashlib.blake2b(joined.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & 0x7FFFFFFF
 
 
@@ -97,9 +104,11 @@ class WorkItem:
         return self.kind in ("new", "mutate")
 
     def request(self, domain: Domain) -> OperatorRequest:
-        """The operator request of a call item, with the domain's chat messages."""
-        messages = domain.messages(self.kind, parent=self.parent, others=self.others,
-                                   feedback=self.feedback)  # fmt: skip
+        """The operator request of a call item, with the domain's chat messages (written when
+        the operator first reads them: offline operators that ignore them cost nothing)."""
+        messages = DeferredMessages(functools.partial(
+            domain.messages, self.kind, parent=self.parent, others=self.others,
+            feedback=self.feedback))  # fmt: skip
         return OperatorRequest(key=self.key, kind=self.kind, messages=messages,
                                parent=self.parent, others=self.others, feedback=self.feedback,
                                seed=self.seed)  # fmt: skip
@@ -203,16 +212,34 @@ class RoundEnd:
 
 @attrs.frozen(kw_only=True)
 class TellReport:
-    """What :meth:`Scheduler.tell` did.
+    """What :meth:`Scheduler.tell` or :meth:`Scheduler.tell_batch` did.
 
     Attributes:
-        admitted: Results admitted by this call, in slot order (earlier-told results that were
-            waiting for a slower slot are admitted now too).
+        admitted: Results told through :meth:`~Scheduler.tell` admitted by this call, in slot
+            order (earlier-told results that were waiting for a slower slot are admitted now
+            too).
+        statuses: Items told through :meth:`~Scheduler.tell_batch` admitted by this call, in
+            slot order, each with what the archive did (``None`` when invalid).
         round_end: The round that ended, if one did.
     """
 
     admitted: tuple[Admission, ...] = ()
+    statuses: tuple[tuple[WorkItem, AddStatus | None], ...] = ()
     round_end: RoundEnd | None = None
+
+
+class _Told:
+    """One item told through :meth:`Scheduler.tell_batch`, waiting in the reorder buffer (a
+    plain record: a batch makes one per item)."""
+
+    __slots__ = ("item", "texts", "position", "fitness", "values", "cell", "index", "data",
+                 "error", "operator")  # fmt: skip
+
+    def __init__(self, item, texts, position, fitness, values, cell, index, data, error,
+                 operator):  # fmt: skip
+        self.item, self.texts, self.position = item, texts, position
+        self.fitness, self.values, self.cell, self.index = fitness, values, cell, index
+        self.data, self.error, self.operator = data, error, operator
 
 
 class Scheduler:
@@ -274,6 +301,7 @@ class Scheduler:
         self.lifecycle = lifecycle
         self.name = name
         self.space = space
+        self._axis_names = space.names
         self.calls = calls
         self.rounds = rounds
         self.seed = seed
@@ -474,19 +502,25 @@ class Scheduler:
                 self._rng_blocks.clear()
             start = block * _RNG_BLOCK
             end = max(slot + 1, min(start + _RNG_BLOCK, self.round_quota(round_index)))
+            prefix = f"{self.seed}/{self.name}/{round_index}"
             states = self._rng_blocks[round_index, block] = initial_states(
-                [derive_seed(self.seed, self.name, round_index, s) for s in range(start, end)])
+                [_seed_of(f"{prefix}/{s}") for s in range(start, end)])  # derive_seed's
         return SlotGenerator(*states[offset])
 
     def _plan_slot(self, slot: int) -> WorkItem:
         rng = self._slot_rng(self.round, slot)
-        common = {"order": self._warm + slot, "suffix": f"s{slot}", "eval_seed": self.eval_seed()}
-        if len(self.archive) == 0 or rng.random() < self.new_fraction:
-            return self._item(kind="new", **common)
-        parent, *others = self.emitter.select(self.archive, rng, 1 + self.others)
-        others = tuple(o for o in others if o.id != parent.id)
-        return self._item(kind="mutate", parent=parent, others=others,
-                          feedback=self.lineage_errors.get(parent.id), **common)  # fmt: skip
+        name, round_index = self.name, self.round
+        key = f"{name}/r{round_index}/s{slot}"
+        parent, others, feedback, kind = None, (), None, "new"
+        if len(self.archive) and rng.random() >= self.new_fraction:
+            parent, *drawn = self.emitter.select(self.archive, rng, 1 + self.others)
+            others = tuple([o for o in drawn if o.id != parent.id])
+            feedback, kind = self.lineage_errors.get(parent.id), "mutate"
+        return WorkItem(id=f"{name}-r{round_index}-s{slot}", key=key, node=name,
+                        round=round_index, order=self._warm + slot, kind=kind,
+                        seed=_seed_of(f"{self.seed}/{key}"),  # = derive_seed(self.seed, key)
+                        eval_seed=self.eval_seed(), parent=parent, others=others,
+                        feedback=feedback)  # fmt: skip
 
     def ask(self, n: int = 1) -> list[WorkItem]:
         """Up to ``n`` items to work on, in slot order (fewer, possibly none, when the next
@@ -514,11 +548,89 @@ class Scheduler:
             if result.item.round != self.round or order not in self._asked:
                 raise ValueError(f"tell: {result.item.key} was not asked or was already told")
             self._buffer[order] = result
-        admitted = []
+        return self._admit_buffered()
+
+    def tell_batch(
+        self,
+        items: Sequence[WorkItem],
+        *,
+        texts: Sequence[str | None],
+        fitness: Sequence[float | None],
+        descriptors: Any,
+        data: Sequence[Any] | None = None,
+        errors: Sequence[str | None] | None = None,
+        operator: str = "",
+    ) -> TellReport:
+        """Tells many call items' outcomes at once, as columns (pyribs' ``tell`` shape).
+
+        The same admissions as :meth:`tell` with one :class:`Result` per item (the same
+        archives, emitter and lineage updates, in slot order through the same reorder buffer),
+        for a fraction of the cost: cells are computed for the whole batch in one pass, and
+        a candidate record is built only for what the archive takes (or the emitter is told).
+
+        Args:
+            items: Asked ``"new"``/``"mutate"`` items (any order, any subset of those asked).
+            texts: Canonical program text per item. An admitted candidate reads its text
+                from here when its ``text`` is first read (a :class:`DeferredText`): with a
+                lazy sequence that formats on access, texts nobody reads are never written
+                (the sequence is kept until then).
+            fitness: Fitness per item; ``None`` marks an invalid item (nothing parsed or the
+                evaluation failed).
+            descriptors: Raw descriptor values, one row per item and one column per axis of
+                :attr:`space` (``space.names`` order), e.g. an ``(n, axes)`` array. Rows of
+                invalid items are ignored (any finite numbers).
+            data: The parsed form per item, kept on admitted candidates (``Candidate.data``)
+                so operators need not parse their text again. Give values nothing else
+                will modify (a row of an array you reuse would change under the archive).
+            errors: Why each invalid item is invalid (the parent's lineage feedback).
+            operator: Label of the operator that wrote the programs.
+
+        Returns:
+            The round end, if the round ended, and ``statuses``: the items admitted now (in
+            slot order: earlier-told items waiting for a slower slot too), with what the
+            archive did (Results told earlier through :meth:`tell` come in ``admitted``).
+
+        Raises:
+            ValueError: an item was not asked, was already told, or is not a call item; or
+                the columns' lengths differ from the items'.
+        """
+        count = len(items)
+        columns = [texts, fitness, *(column for column in (data, errors) if column is not None)]
+        if any(len(column) != count for column in columns):
+            raise ValueError("tell_batch: texts, fitness, data and errors need one entry per item")
+        values = np.asarray(descriptors, dtype=float).reshape(count, len(self.space.axes))
+        scores = [None if value is None else float(value) for value in
+                  (fitness.tolist() if isinstance(fitness, np.ndarray) else fitness)]  # fmt: skip
+        valid = [k for k in range(count) if scores[k] is not None]
+        placed = self.archive.place(values[valid]) if valid else ([], [])
+        cells: list[Any] = [None] * count
+        indices: list[Any] = [None] * count
+        for k, cell, index in zip(valid, *placed, strict=True):
+            cells[k], indices[k] = cell, index
+        rows = values.tolist()
+        for k, item in enumerate(items):
+            order = item.order
+            if item.round != self.round or order not in self._asked or order in self._buffer:
+                raise ValueError(f"tell_batch: {item.key} was not asked or was already told")
+            if not item.needs_call:
+                raise ValueError(f"tell_batch: {item.key} is a {item.kind!r} item; tell() it")
+            self._buffer[order] = _Told(
+                item, texts, k, scores[k], rows[k], cells[k], indices[k],
+                None if data is None else data[k], None if errors is None else errors[k], operator,
+            )  # fmt: skip
+        return self._admit_buffered()
+
+    def _admit_buffered(self) -> TellReport:
+        """Admits every buffered result whose earlier slots are in, then ends the round if
+        its last slot was admitted."""
+        admitted, statuses = [], []
         while self._next_order in self._buffer:
             result = self._buffer.pop(self._next_order)
             del self._asked[self._next_order]
-            admitted.append(self._admit(result))
+            if type(result) is _Told:
+                statuses.append((result.item, self._admit_told(result)))
+            else:
+                admitted.append(self._admit(result))
             self._next_order += 1
             self._plan()
         round_end = None
@@ -526,7 +638,35 @@ class Scheduler:
         if self.started and self._next_order >= self._warm and not self._planned \
                 and not self._asked and quota_done:
             round_end = self._end_round()
-        return TellReport(admitted=tuple(admitted), round_end=round_end)
+        return TellReport(admitted=tuple(admitted), statuses=tuple(statuses),
+                          round_end=round_end)  # fmt: skip
+
+    def _admit_told(self, told: _Told) -> AddStatus | None:
+        """:meth:`_admit` for a call item told through :meth:`tell_batch` (the same effects)."""
+        item = told.item
+        self.completed += 1
+        parent = item.parent
+        if told.fitness is None:
+            if parent is not None and told.error:
+                self.lineage_errors[parent.id] = told.error
+            if item.kind == "mutate":
+                self.emitter.tell(parent, None, AddStatus.NOT_ADDED)
+            return None
+        status = self.archive.status_at(told.index, told.fitness)
+        learns = item.kind == "mutate" and type(self.emitter).tell is not EmitterBase.tell
+        if not status and not learns:
+            return status  # nothing would change: no record needed
+        candidate = Candidate(
+            id=item.id, text=DeferredText(told.texts, told.position), fitness=told.fitness,
+            descriptor=dict(zip(self._axis_names, told.values, strict=True)), cell=told.cell,
+            node=self.name, operator=told.operator, round=self.round,
+            parent=parent.id if parent is not None else None, data=told.data,
+        )  # fmt: skip
+        if status:
+            status = self.archive.add_at(candidate, told.index)
+        if item.kind == "mutate":
+            self.emitter.tell(parent, candidate, status)
+        return status
 
     def _admit(self, result: Result) -> Admission:
         item = result.item
@@ -607,7 +747,7 @@ class Scheduler:
 
     def _snapshot(self) -> ArchiveBase:
         """A copy of the archive as it stands (once per round: its cost is the archive's)."""
-        return self._new_archive(self.round).fill_from_json(self.archive.to_json())
+        return self._new_archive(self.round).fill_from(self.archive)
 
     def stop(self, reason: str) -> None:
         """Stops the node for good (e.g. its operator failed beyond retrying)."""

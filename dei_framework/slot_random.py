@@ -133,7 +133,12 @@ class SlotGenerator:
         """A double in ``[0, 1)`` (other forms go to numpy)."""
         if self._real is not None or size is not None or options:
             return self.real().random(size, **options)
-        return (self._next64() >> 11) * _DOUBLE_UNIT
+        # _next64 inlined: every slot draws this first.
+        state = self._state = (self._state * _PCG_MULT + self._inc) & _MASK128
+        value = ((state >> 64) ^ state) & _MASK64
+        rotation = state >> 122
+        value = ((value >> rotation) | (value << (64 - rotation))) & _MASK64
+        return (value >> 11) * _DOUBLE_UNIT
 
     def integers(self, low: Any, high: Any = None, size: Any = None, **options: Any) -> Any:
         """Integers in ``[low, high)`` (or ``[0, low)``), as ``Generator.integers`` draws them."""
@@ -151,6 +156,35 @@ class SlotGenerator:
         if span == 0:
             return np.full(size, low, dtype=np.int64)
         return np.array([low + self._bounded(span) for _ in range(size)], dtype=np.int64)
+
+    def bounded(self, high: int, count: int) -> list[int]:
+        """The values ``integers(high, size=count)`` gives, as a list of Python ints (without
+        building an array: what the built-in emitters need per slot)."""
+        if self._real is not None or type(high) is not int or not 0 < high < _MASK32:
+            return self.integers(high, size=count).tolist()
+        span = high - 1
+        if span == 0:
+            return [0] * count
+        # _bounded, _next32 and _next64 inlined (this runs for every mutation slot).
+        state, inc, has32, half = self._state, self._inc, self._has32, self._half
+        threshold = (_MASK32 - span) % high
+        values = []
+        for _ in range(count):
+            while True:
+                if has32:
+                    has32, word = False, half
+                else:
+                    state = (state * _PCG_MULT + inc) & _MASK128
+                    value = ((state >> 64) ^ state) & _MASK64
+                    rotation = state >> 122
+                    value = ((value >> rotation) | (value << (64 - rotation))) & _MASK64
+                    has32, half, word = True, value >> 32, value & _MASK32
+                product = word * high
+                if product & _MASK32 >= threshold:  # Lemire: accept (leftover >= threshold)
+                    break
+            values.append(product >> 32)
+        self._state, self._has32, self._half = state, has32, half
+        return values
 
     def real(self) -> np.random.Generator:
         """The real numpy generator, in this slot's current state (used from then on)."""

@@ -103,6 +103,23 @@ class ArchiveBase(abc.ABC):
     def _flat(self, cell: tuple[int, ...]) -> int:
         return int(cell[0])
 
+    def place(self, values: np.ndarray) -> tuple[list[tuple[int, ...]], list[int]]:
+        """The cells of many raw descriptors at once, and their flat indices.
+
+        Args:
+            values: One row per descriptor, one column per axis of :attr:`space` (in its
+                order).
+
+        Returns:
+            The cells (as :meth:`cell_of` gives them) and their flat indices (the keys
+            :meth:`add_at` and :meth:`status_at` take). This default goes row by row; a grid
+            archive computes them in one vectorised pass.
+        """
+        names = self.space.names
+        cells = [self.cell_of(dict(zip(names, row, strict=True))) for row in np.asarray(
+            values, dtype=float).tolist()]  # fmt: skip
+        return cells, [self._flat(cell) for cell in cells]
+
     # --- queries --------------------------------------------------------------------------------
 
     def __len__(self) -> int:
@@ -180,6 +197,17 @@ class ArchiveBase(abc.ABC):
 
     # --- updates --------------------------------------------------------------------------------
 
+    def status_at(self, index: int, fitness: float | None) -> AddStatus:
+        """What :meth:`add_at` would do with an elite of ``fitness`` in the cell of flat index
+        ``index`` (nothing changes): lets a caller skip building records the archive would
+        turn down."""
+        if fitness is None or not math.isfinite(fitness):
+            return AddStatus.NOT_ADDED
+        current = self._elites.get(index)
+        if current is None:
+            return AddStatus.NEW
+        return AddStatus.IMPROVE_EXISTING if fitness > current.fitness else AddStatus.NOT_ADDED
+
     def add(self, elite: Candidate) -> AddStatus:
         """Offers an elite; its ``cell`` is recomputed from its descriptor.
 
@@ -193,6 +221,14 @@ class ArchiveBase(abc.ABC):
         index = self._flat(cell)
         if cell != elite.cell:
             elite = attrs.evolve(elite, cell=cell)
+        return self.add_at(elite, index)
+
+    def add_at(self, elite: Candidate, index: int) -> AddStatus:
+        """:meth:`add` for an elite already placed: its ``cell`` is its descriptor's cell and
+        ``index`` that cell's flat index (as :meth:`place` gives them); nothing is recomputed.
+        """
+        if elite.fitness is None or not math.isfinite(elite.fitness):
+            return AddStatus.NOT_ADDED
         current = self._elites.get(index)
         fitness = float(elite.fitness)
         if current is None:
@@ -229,6 +265,17 @@ class ArchiveBase(abc.ABC):
             "qd_offset": self.qd_offset,
             "elites": [elite.to_json() for elite in self],
         }
+
+    def fill_from(self, other: ArchiveBase) -> ArchiveBase:
+        """Adds the elites of another archive (of any kind); returns ``self``.
+
+        The same elites as ``fill_from_json(other.to_json())``, without the round trip: texts
+        not yet written (:class:`~dei_framework.records.DeferredText`) stay unwritten, and
+        ``data`` stays on the elites.
+        """
+        for elite in other:
+            self.add(elite)
+        return self
 
     def fill_from_json(self, data: Mapping[str, Any]) -> ArchiveBase:
         """Adds the elites of :meth:`to_json` output (of any archive kind); returns ``self``."""

@@ -39,6 +39,23 @@ class GridArchive(ArchiveBase):
     def cell_of(self, descriptor: Mapping[str, float]) -> tuple[int, ...]:
         return self.space.cell(descriptor)
 
+    def fill_from(self, other: ArchiveBase) -> GridArchive:
+        if type(other) is type(self) and other.space == self.space and not self._elites:
+            # The same cells: the elites, their order and the best carry over as they are (what
+            # adding them one by one gives, without placing each again).
+            self._elites.update(other._elites)
+            self._order[:] = other._order
+            self._best, self._stats = other._best, None
+            return self
+        return super().fill_from(other)  # type: ignore[return-value]
+
+    def place(self, values: np.ndarray) -> tuple[list[tuple[int, ...]], list[int]]:
+        """The cells and flat indices of many raw descriptors, in one vectorised pass (the
+        same bins as :meth:`cell_of`, value for value)."""
+        bins = self.space.indices(values)
+        flat = np.ravel_multi_index(bins.T, self.space.shape) if len(bins) else bins[:, 0]
+        return list(map(tuple, bins.tolist())), flat.tolist()
+
     def _flat(self, cell: tuple[int, ...]) -> int:
         # Row-major flat index, as np.ravel_multi_index gives, without its per-call overhead.
         strides = self.__dict__.get("_strides")

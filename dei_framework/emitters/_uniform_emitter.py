@@ -7,6 +7,7 @@ import numpy as np
 from dei_framework.archives import ArchiveBase
 from dei_framework.emitters._emitter_base import EmitterBase
 from dei_framework.records import Candidate
+from dei_framework.slot_random import SlotGenerator
 
 
 class UniformEmitter(EmitterBase):
@@ -16,4 +17,6 @@ class UniformEmitter(EmitterBase):
 
     def select(self, archive: ArchiveBase, rng: np.random.Generator, count: int) -> list[Candidate]:
         occupied = archive.occupied  # O(1) per draw: no copy of the archive
+        if type(rng) is SlotGenerator:  # the scheduler's: the same draws, no array built
+            return [occupied[i] for i in rng.bounded(len(occupied), count)]
         return [occupied[int(i)] for i in rng.integers(len(occupied), size=count)]

@@ -54,6 +54,30 @@ def format_genome(values: Sequence[float]) -> str:
     return " ".join(map(repr, map(float, values)))
 
 
+class GenomeTexts(Sequence[str]):
+    """The canonical texts of the rows of a genome array, each written when first read.
+
+    What :meth:`dei_framework.scheduler.Scheduler.tell_batch` takes as ``texts``: it reads
+    only the texts of the candidates an archive takes, so the rest are never formatted.
+
+    Args:
+        genomes: One genome per row.
+    """
+
+    __slots__ = ("_genomes",)
+
+    def __init__(self, genomes: np.ndarray) -> None:
+        self._genomes = genomes
+
+    def __len__(self) -> int:
+        return len(self._genomes)
+
+    def __getitem__(self, index):  # type: ignore[override]  # int or slice, as a list's
+        if isinstance(index, slice):
+            return [format_genome(row) for row in self._genomes[index].tolist()]
+        return format_genome(self._genomes[index].tolist())
+
+
 def _plain_numbers(text: str, dim: int) -> list[float] | None:
     """The values of a text of exactly ``dim`` finite numbers separated by white space (what
     operators write), or ``None`` for anything else (the general parser handles it)."""
@@ -141,6 +165,10 @@ class NumericDomain(Domain):
         if not np.all(np.isfinite(values)):
             raise InvalidProgram("every coordinate must be a finite number")
         return values
+
+    def texts(self, genomes: np.ndarray) -> GenomeTexts:
+        """The canonical texts of ``genomes``' rows, written lazily (see :class:`GenomeTexts`)."""
+        return GenomeTexts(genomes)
 
     def parse(self, reply: str) -> Program:
         values = self.genome(reply)

@@ -49,3 +49,21 @@ def test_other_draws_continue_on_a_real_generator_in_the_same_state() -> None:
         assert np.array_equal(fast.integers(2**40, size=2), reference.integers(2**40, size=2))
         assert fast.random() == reference.random()
         assert fast.integers(5) == reference.integers(5)
+
+
+def test_bounded_lists_what_integers_with_a_size_draws() -> None:
+    choose = random.Random(2)
+    for seed, state in zip(SEEDS, initial_states(SEEDS), strict=True):
+        fast, reference = SlotGenerator(*state), np.random.default_rng(seed)
+        for _ in range(6):  # interleaved with random(): the buffered half-word carries over
+            assert fast.random() == reference.random()
+            high = choose.choice([1, 2, 3, 7, 100, 5000, 2**31 + 5, 2**32 - 2])
+            count = choose.choice([0, 1, 2, 3, 5])
+            drawn = fast.bounded(high, count)
+            assert all(type(value) is int for value in drawn)
+            assert drawn == reference.integers(high, size=count).tolist(), (seed, high, count)
+    handed_over = SlotGenerator(*initial_states([5])[0])
+    handed_over.choice(4, 2)  # from now on a real generator draws
+    reference = np.random.default_rng(5)
+    reference.choice(4, 2)
+    assert handed_over.bounded(1000, 4) == reference.integers(1000, size=4).tolist()
