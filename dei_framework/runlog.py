@@ -119,6 +119,7 @@ class RunDir:
         # Lines appended but not written yet, by file name (see the module docstring).
         self._pending: dict[str, list[str]] = {}
         self._flush_loop: asyncio.AbstractEventLoop | None = None  # where a flush is scheduled
+        self._keys: dict[str, str] = {}
 
     # --- paths ----------------------------------------------------------------------------------
 
@@ -157,7 +158,7 @@ class RunDir:
         pending = self._pending.get(name)
         if pending is None:
             pending = self._pending[name] = []
-            _WRITERS[_key(self.path / name)] = self
+            _WRITERS[self._key(name)] = self
         pending.extend(lines)
         try:
             loop = asyncio.get_running_loop()
@@ -168,12 +169,19 @@ class RunDir:
             self._flush_loop = loop
             loop.call_soon(self.flush)
 
+    def _key(self, name: str) -> str:
+        """The file's key in the module's table of pending writers (its absolute path)."""
+        key = self._keys.get(name)
+        if key is None:
+            key = self._keys[name] = _key(self.path / name)
+        return key
+
     def flush(self) -> None:
         """Writes the appended lines that are still pending to their files."""
         self._flush_loop = None
         pending, self._pending = self._pending, {}
         for name, lines in pending.items():
-            _WRITERS.pop(_key(self.path / name), None)
+            _WRITERS.pop(self._key(name), None)
             handle = self._handles.get(name)
             if handle is None:
                 handle = self._handles[name] = open(self.path / name, "a", encoding="utf-8")
