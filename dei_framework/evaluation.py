@@ -721,8 +721,9 @@ class Evaluator:
             return [exc] * len(jobs)
 
     def _in_process(self) -> bool:
-        """Whether jobs run in this process (the local backend without worker processes)."""
-        return isinstance(self.backend, LocalBackend) and self.backend.workers == 0
+        """Whether jobs run in this process: the local backend itself without worker processes
+        (a plugin's subclass runs every job through its own ``run``)."""
+        return type(self.backend) is LocalBackend and self.backend.workers == 0
 
     async def _in_this_process(self, opponents: OpponentSet, jobs: list[tuple[str, int]],
                                axes: tuple[str, ...]) -> list[Outcome | Exception]:  # fmt: skip
