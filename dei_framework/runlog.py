@@ -98,7 +98,15 @@ def read_jsonl(path: Path, *, limit: int | None = None) -> Iterator[dict[str, An
         return
     with open(path, "rb") as handle:
         data = handle.read() if limit is None else handle.read(limit)
-    for line in data.splitlines():
+    lines = data.splitlines()
+    try:  # every line whole (nearly always): one parse for the file, not one per line
+        records = json.loads(b"[" + b",".join(lines) + b"]")
+    except json.JSONDecodeError:  # a torn or blank line: the lines one by one, skipping it
+        records = None
+    if records is not None and len(records) == len(lines):
+        yield from records
+        return
+    for line in lines:
         try:
             yield json.loads(line)
         except json.JSONDecodeError:
