@@ -533,8 +533,9 @@ class Evaluator:
 
     Args:
         domain: The domain (must be picklable when ``workers > 0``).
-        workers: Worker processes of the default backend; ``0`` runs in threads of this
-            process (for cheap domains and tests), ``None`` uses one per CPU core.
+        workers: Worker processes of the default backend; ``0`` runs in this process (for
+            cheap domains and tests: in threads, or on the event loop for a batch expected to
+            take less CPU than :data:`INLINE_SECONDS`), ``None`` uses one per CPU core.
         descriptor_keys: Every descriptor key the domain may report (its axes and the plugin
             axes of the run); another key makes the candidate invalid. ``None`` accepts any.
         backend: Where jobs run (default: a :class:`LocalBackend` with ``workers``).
