@@ -368,7 +368,11 @@ class SearchDriver:
         """One slot's operator call: the program text to evaluate, or the failed call's result
         (after a back-off)."""
         early = self._early.pop(item.key, None)
-        reply, seconds = await (early if early is not None else self._slot_call(item))
+        if early is not None:
+            reply, seconds = await early
+        else:
+            async with self._calling:  # (what _slot_call does, one coroutine less per call)
+                reply, seconds = await self._call(item)
         if reply is None:
             # Back off as the old batch loop did: the exponent grows once per slot-width
             # of consecutive failures.
