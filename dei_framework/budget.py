@@ -237,16 +237,17 @@ class CallMeter:
 
     def _add(self, attempts: int, prompt: int | None, completion: int | None,
              cost: float | None) -> None:  # fmt: skip
-        delta = NodeUsage(attempts=attempts, prompt_tokens=prompt or 0,
-                          completion_tokens=completion or 0)  # fmt: skip
-        if prompt is None and completion is None:
-            delta.unreported_attempts = attempts
-        if cost is None:
-            delta.unpriced_attempts = attempts if delta.tokens else 0
-        else:
-            delta.cost_usd = cost
-        self.usage.add(delta)
-        self.ledger.usage[self.node].add(delta)
+        # What NodeUsage.add of a delta would do, without building the delta (once per call).
+        unreported = attempts if prompt is None and completion is None else 0
+        prompt, completion = prompt or 0, completion or 0
+        unpriced = (attempts if prompt + completion else 0) if cost is None else 0
+        for usage in (self.usage, self.ledger.usage[self.node]):
+            usage.attempts += attempts
+            usage.prompt_tokens += prompt
+            usage.completion_tokens += completion
+            usage.cost_usd += 0.0 if cost is None else cost
+            usage.unpriced_attempts += unpriced
+            usage.unreported_attempts += unreported
         self.ledger._changed()
 
     def commit(self, reply: OperatorReply, *, seconds: float = 0.0) -> None:
@@ -276,10 +277,12 @@ class CallMeter:
         self.ledger._changed()
 
     def to_json(self) -> dict[str, Any]:
-        """What this call used, for its record in ``calls.jsonl``."""
-        data = self.usage.to_json()
-        return {key: data[key] for key in ("attempts", "prompt_tokens", "completion_tokens",
-                                           "cost_usd")}  # fmt: skip
+        """What this call used, for its record in ``calls.jsonl`` (the fields of
+        :meth:`NodeUsage.to_json` that describe one call)."""
+        usage = self.usage
+        return {"attempts": usage.attempts, "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "cost_usd": round(usage.cost_usd, 10) if usage.cost_known else None}  # fmt: skip
 
 
 class BudgetLedger:

@@ -186,6 +186,8 @@ def _watch_parent(parent: int) -> None:
 
 
 def _finite_number(value: object) -> bool:
+    if type(value) is float:  # nearly always (checked once per value of every evaluation)
+        return math.isfinite(value)
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
 
@@ -205,12 +207,14 @@ def check_evaluation(
     if not _finite_number(fitness):
         return f"domain returned fitness {fitness!r}, not a finite number"
     descriptor = evaluation.descriptor
-    if not isinstance(descriptor, Mapping):
+    if type(descriptor) is not dict and not isinstance(descriptor, Mapping):
         return f"domain returned a descriptor of type {type(descriptor).__name__}, not a mapping"
-    missing = sorted(set(required) - set(descriptor))
-    if missing:
-        return f"domain returned no descriptor value for axis {', '.join(map(repr, missing))}"
-    if known is not None:
+    # The sets below only when a key is missing or unknown (they cost more than the checks).
+    if not all(key in descriptor for key in required):
+        missing = sorted(set(required) - set(descriptor))
+        if missing:
+            return f"domain returned no descriptor value for axis {', '.join(map(repr, missing))}"
+    if known is not None and not all(key in known or key in required for key in descriptor):
         extra = sorted(set(map(str, descriptor)) - set(known) - set(required))
         if extra:
             return f"domain returned unknown descriptor key {', '.join(map(repr, extra))}"
@@ -326,6 +330,20 @@ def _parse_and_evaluate_batch(
     return outcomes  # type: ignore[return-value]  # every job has its outcome now
 
 
+def _timed_batch(
+    domain: Domain | None,
+    jobs: Sequence[tuple[str, int]],
+    opponents: Sequence[Program],
+    required: Collection[str] = (),
+    known: Collection[str] | None = None,
+) -> tuple[list[Outcome | Exception], float]:
+    """:func:`_parse_and_evaluate_batch` in this process, with the CPU seconds it took (of this
+    thread: what other threads and processes do on a busy machine does not count)."""
+    started = time.thread_time()
+    outcomes = _parse_and_evaluate_batch(domain, jobs, opponents, required, known)
+    return outcomes, time.thread_time() - started
+
+
 def _evaluate_parsed(
     domain: Domain,
     program: Program,
@@ -390,6 +408,14 @@ def _generality_outcomes(domain: Domain | None, program: Program) -> dict[str, b
 
 #: Most evaluations one batch job carries (bounds a batch's latency and its pickled size).
 MAX_BATCH = 256
+
+#: Without worker processes (``workers=0``), a batch expected to take less CPU time than this
+#: is evaluated on the event loop itself: for a cheap domain, handing it to a thread and back
+#: costs more than evaluating it, and the loop is held no longer than by its own bookkeeping.
+INLINE_SECONDS = 0.002
+#: How fast the per-evaluation estimate behind :data:`INLINE_SECONDS` forgets a dearer batch
+#: (a factor per batch): slowly, so that a domain seldom slow stays off the loop.
+INLINE_DECAY = 0.9
 
 
 @attrs.define(kw_only=True)
@@ -507,8 +533,9 @@ class Evaluator:
 
     Args:
         domain: The domain (must be picklable when ``workers > 0``).
-        workers: Worker processes of the default backend; ``0`` runs in threads of this
-            process (for cheap domains and tests), ``None`` uses one per CPU core.
+        workers: Worker processes of the default backend; ``0`` runs in this process (for
+            cheap domains and tests: in threads, or on the event loop for a batch expected to
+            take less CPU than :data:`INLINE_SECONDS`), ``None`` uses one per CPU core.
         descriptor_keys: Every descriptor key the domain may report (its axes and the plugin
             axes of the run); another key makes the candidate invalid. ``None`` accepts any.
         backend: Where jobs run (default: a :class:`LocalBackend` with ``workers``).
@@ -536,6 +563,9 @@ class Evaluator:
         self._pending: dict[tuple[str, tuple[str, ...]], list[_Job]] = {}
         self._flush_scheduled = False
         self._batches: set[asyncio.Task] = set()
+        # CPU seconds one in-process evaluation is expected to take (see _in_this_process);
+        # unknown at first, so the first batch runs in a thread and is measured there.
+        self._job_cpu = math.inf
 
     @property
     def workers(self) -> int:
@@ -625,23 +655,10 @@ class Evaluator:
                 task.add_done_callback(self._batches.discard)
 
     async def _send(self, jobs: list[_Job], axes: tuple[str, ...]) -> None:
-        opponents = jobs[0].opponents
-        try:
-            await self.start()
-            sent = await self.backend.ship(opponents.id, opponents.programs)
-            outcomes = await self._run(_parse_and_evaluate_batch,
-                                       [(job.text, job.seed) for job in jobs], sent, axes,
-                                       self.descriptor_keys)  # fmt: skip
-        except WorkerDied:
-            outcomes = [Outcome(error="evaluation failed: the worker process died")] * len(jobs)
-        except EvaluatorLost as exc:
-            if self.on_lost is None:
-                outcomes = [exc] * len(jobs)
-            else:  # the run stops and checkpoints; these jobs are cancelled with it
-                self.on_lost(exc)
-                return
-        except Exception as exc:  # the pool itself failed: every job of the batch hears it
-            outcomes = [exc] * len(jobs)
+        outcomes = await self._outcomes(jobs[0].opponents, [(job.text, job.seed) for job in jobs],
+                                        axes)  # fmt: skip
+        if outcomes is None:  # the run stops and checkpoints; these jobs are cancelled with it
+            return
         for job, outcome in zip(jobs, outcomes, strict=True):
             if job.future.done():
                 continue
@@ -649,6 +666,84 @@ class Evaluator:
                 job.future.set_exception(outcome)
             else:
                 job.future.set_result(outcome)
+
+    async def evaluate_many(
+        self,
+        jobs: Sequence[tuple[str, int]],
+        opponents: OpponentSet | Sequence[Program],
+        *,
+        axes: Collection[str] = (),
+    ) -> list[Outcome]:
+        """Parses and evaluates several pieces of operator output at once: :meth:`evaluate`
+        for each ``(text, seed)`` job, sent as :meth:`evaluate`'s batches are (one per worker,
+        at most :data:`MAX_BATCH` evaluations each) without a future per job.
+
+        Raises:
+            Exception: What :meth:`evaluate` raises for a job (the first job's, in job order).
+        """
+        if not isinstance(opponents, OpponentSet):
+            opponents = self.install(opponents)
+        axes = tuple(axes)
+        chunks = max(1, min(self.workers, len(jobs)), -(-len(jobs) // MAX_BATCH))
+        size = max(1, -(-len(jobs) // chunks))
+        parts = [list(jobs[start : start + size]) for start in range(0, len(jobs), size)]
+        if len(parts) == 1:
+            answers = [await self._outcomes(opponents, parts[0], axes)]
+        else:
+            answers = await asyncio.gather(*(self._outcomes(opponents, part, axes)
+                                             for part in parts))  # fmt: skip
+        if any(answer is None for answer in answers):  # the run stops and checkpoints
+            await asyncio.get_running_loop().create_future()  # cancelled with the run
+        outcomes = [outcome for answer in answers for outcome in answer]
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                raise outcome
+        return outcomes
+
+    async def _outcomes(self, opponents: OpponentSet, jobs: list[tuple[str, int]],
+                        axes: tuple[str, ...]) -> list[Outcome | Exception] | None:  # fmt: skip
+        """One batch's outcomes, or the exception in a job's place; ``None`` when the backend
+        was lost and :attr:`on_lost` took it."""
+        try:
+            await self.start()
+            if self._in_process():
+                return await self._in_this_process(opponents, jobs, axes)
+            sent = await self.backend.ship(opponents.id, opponents.programs)
+            return await self._run(_parse_and_evaluate_batch, jobs, sent, axes,
+                                   self.descriptor_keys)  # fmt: skip
+        except WorkerDied:
+            return [Outcome(error="evaluation failed: the worker process died")] * len(jobs)
+        except EvaluatorLost as exc:
+            if self.on_lost is None:
+                return [exc] * len(jobs)
+            self.on_lost(exc)
+            return None
+        except Exception as exc:  # the pool itself failed: every job of the batch hears it
+            return [exc] * len(jobs)
+
+    def _in_process(self) -> bool:
+        """Whether jobs run in this process: the local backend itself without worker processes
+        (a plugin's subclass runs every job through its own ``run``)."""
+        return type(self.backend) is LocalBackend and self.backend.workers == 0
+
+    async def _in_this_process(self, opponents: OpponentSet, jobs: list[tuple[str, int]],
+                               axes: tuple[str, ...]) -> list[Outcome | Exception]:  # fmt: skip
+        """A batch evaluated in this process: on the event loop when it should take less CPU
+        than :data:`INLINE_SECONDS` (a cheap domain: the hop to a thread and back would cost
+        more than the evaluations), otherwise in a thread."""
+        programs = list(opponents.programs)
+        if self._job_cpu * len(jobs) < INLINE_SECONDS:
+            outcomes, cpu = _timed_batch(self.domain, jobs, programs, axes, self.descriptor_keys)
+        else:
+            outcomes, cpu = await self.backend.run(_timed_batch, jobs, programs, axes,
+                                                   self.descriptor_keys)  # fmt: skip
+        # The estimate follows a dearer batch at once and a cheaper one slowly, so that a
+        # run of cheap outcomes (programs that did not parse) does not bring a slow domain
+        # back onto the loop.
+        per_job = cpu / max(len(jobs), 1)
+        self._job_cpu = per_job if math.isinf(self._job_cpu) else max(
+            per_job, self._job_cpu * INLINE_DECAY)
+        return outcomes
 
     async def parse(self, text: str) -> Program | str:
         """Parses a program off the event loop; returns the program or why it is invalid."""

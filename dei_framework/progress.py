@@ -37,14 +37,16 @@ class Progress:
         if self.mode == "live":
             from rich.live import Live
 
-            self._live = Live(self._table(), refresh_per_second=4, transient=False,
-                              console=_stderr_console())  # fmt: skip
+            # The table is built when the display refreshes (4 times a second), not on
+            # every update: a run makes one update per evaluation.
+            self._live = Live(get_renderable=self._table, refresh_per_second=4,
+                              transient=False, console=_stderr_console())  # fmt: skip
             self._live.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
-            self._live.update(self._table())
+            self._live.refresh()
             self._live.__exit__(*exc)
 
     def update(self, kind: str, data: dict[str, Any]) -> None:
@@ -89,8 +91,6 @@ class Progress:
             self._transient(data["node"], row, status)
             if self.mode == "json":
                 print(json.dumps({"event": "status", **data}), flush=True)
-        if self._live is not None:
-            self._live.update(self._table())
 
     def _transient(self, node: str, row: dict[str, Any], status: dict[str, Any]) -> None:
         """Shows the cause of new failed attempts (retried, or given back to the budget)."""

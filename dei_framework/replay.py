@@ -19,11 +19,13 @@ from typing import Any
 from dei_framework.errors import OperatorError, ReplayMismatch
 from dei_framework.operators import Message, Operator, OperatorReply, OperatorRequest
 
+#: The canonical JSON of :func:`messages_digest` (one encoder for every call of a run).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
 
 def messages_digest(messages: Sequence[Message]) -> str:
     """``sha256:<hex>`` of the messages' canonical JSON (key order and spacing do not matter)."""
-    canonical = json.dumps([dict(message) for message in messages], sort_keys=True,
-                           separators=(",", ":"), ensure_ascii=False)  # fmt: skip
+    canonical = _CANONICAL.encode([dict(message) for message in messages])
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -16,15 +16,23 @@ Layout::
 Appends go through one writer per file; a crash can leave a torn last line, which readers skip
 and resume truncates away. Every other file is replaced atomically (write, fsync, rename).
 
+Lines appended during one turn of the event loop reach their file together at the end of that
+turn (one write per file, not one per line): before the loop waits for anything, so a crash
+loses no more than it did line by line. A checkpoint's offsets, :meth:`RunDir.close` and
+:func:`read_jsonl` write out what is pending first.
+
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import contextlib
 import json
 import os
+import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -59,10 +67,14 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+#: The encoder of :func:`dumps` (``json.dumps`` with options would build one per line).
+_LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_json_default, allow_nan=False)
+
+
 def dumps(data: Any) -> str:
     """One compact JSON line (NaN is not JSON: it is written as null)."""
     try:  # almost every record: no NaN and no infinity, so no walk over it first
-        return json.dumps(data, separators=(",", ":"), default=_json_default, allow_nan=False)
+        return _LINE_ENCODER.encode(data)
     except ValueError:
         return json.dumps(_finite(data), separators=(",", ":"), default=_json_default)
 
@@ -84,11 +96,20 @@ def read_jsonl(path: Path, *, limit: int | None = None) -> Iterator[dict[str, An
         path: The file (missing means empty).
         limit: Read only the first ``limit`` bytes (a checkpoint's offset).
     """
+    _flush_pending(path)
     if not path.exists():
         return
     with open(path, "rb") as handle:
         data = handle.read() if limit is None else handle.read(limit)
-    for line in data.splitlines():
+    lines = data.splitlines()
+    try:  # every line whole (nearly always): one parse for the file, not one per line
+        records = json.loads(b"[" + b",".join(lines) + b"]")
+    except json.JSONDecodeError:  # a torn or blank line: the lines one by one, skipping it
+        records = None
+    if records is not None and len(records) == len(lines):
+        yield from records
+        return
+    for line in lines:
         try:
             yield json.loads(line)
         except json.JSONDecodeError:
@@ -106,6 +127,10 @@ class RunDir:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self._handles: dict[str, Any] = {}
+        # Lines appended but not written yet, by file name (see the module docstring).
+        self._pending: dict[str, list[str]] = {}
+        self._flush_loop: asyncio.AbstractEventLoop | None = None  # where a flush is scheduled
+        self._keys: dict[str, str] = {}
 
     # --- paths ----------------------------------------------------------------------------------
 
@@ -141,11 +166,39 @@ class RunDir:
     def _append(self, name: str, lines: list[str]) -> None:
         if not lines:
             return
-        handle = self._handles.get(name)
-        if handle is None:
-            handle = self._handles[name] = open(self.path / name, "a", encoding="utf-8")
-        handle.write("".join(line + "\n" for line in lines))
-        handle.flush()
+        pending = self._pending.get(name)
+        if pending is None:
+            pending = self._pending[name] = []
+            _WRITERS[self._key(name)] = self
+        pending.extend(lines)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop: nothing to gather lines with
+            self.flush()
+            return
+        if self._flush_loop is not loop:  # (a loop that closed before its turn ended: again)
+            self._flush_loop = loop
+            loop.call_soon(self.flush)
+
+    def _key(self, name: str) -> str:
+        """The file's key in the module's table of pending writers (its absolute path)."""
+        key = self._keys.get(name)
+        if key is None:
+            key = self._keys[name] = _key(self.path / name)
+        return key
+
+    def flush(self) -> None:
+        """Writes the appended lines that are still pending to their files."""
+        self._flush_loop = None
+        pending, self._pending = self._pending, {}
+        for name, lines in pending.items():
+            _WRITERS.pop(self._key(name), None)
+            handle = self._handles.get(name)
+            if handle is None:
+                handle = self._handles[name] = open(self.path / name, "a", encoding="utf-8")
+            lines.append("")  # the last line's newline
+            handle.write("\n".join(lines))
+            handle.flush()
 
     def log_events(self, events: list[Mapping[str, Any]]) -> None:
         """Appends events to ``events.jsonl``."""
@@ -167,14 +220,17 @@ class RunDir:
         os.replace(tmp, path)
 
     def offsets(self) -> dict[str, int]:
-        """Current sizes of the append-only files (stored in checkpoints)."""
+        """Current sizes of the append-only files (stored in checkpoints), pending lines
+        written out first."""
+        self.flush()
         return {
             name: (self.path / name).stat().st_size if (self.path / name).exists() else 0
             for name in ("events.jsonl", "calls.jsonl")
         }
 
     def truncate(self, offsets: Mapping[str, int]) -> None:
-        """Cuts the append-only files back to a checkpoint's offsets (used by resume)."""
+        """Cuts the append-only files back to a checkpoint's offsets (used by resume); lines
+        still pending are written first (and cut with the rest)."""
         self.close()
         for name, size in offsets.items():
             path = self.path / name
@@ -183,6 +239,8 @@ class RunDir:
                     handle.truncate(size)
 
     def close(self) -> None:
+        """Writes out pending lines and closes the append-only files."""
+        self.flush()
         for handle in self._handles.values():
             handle.close()
         self._handles.clear()
@@ -214,6 +272,7 @@ class RunDir:
     def discard(self) -> None:
         """Removes a run that never started: the files a run writes, then every folder left
         empty, this one included. Anything else found in the directory is kept."""
+        self._pending.clear()
         self.close()
         for name in ("config.json", "checkpoint.json", "events.jsonl", "calls.jsonl",
                      "summary.json"):  # fmt: skip
@@ -227,3 +286,25 @@ class RunDir:
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         write_json_atomic(self.summary_path, summary)
+
+
+#: Run directories with lines pending, by file path: a reader of the file writes them first.
+_WRITERS: weakref.WeakValueDictionary[str, RunDir] = weakref.WeakValueDictionary()
+
+
+def _key(path: Path) -> str:
+    return os.path.abspath(path)
+
+
+def _flush_pending(path: Path) -> None:
+    writer = _WRITERS.get(_key(path))
+    if writer is not None:
+        writer.flush()
+
+
+@atexit.register
+def _flush_all() -> None:
+    """Pending lines of a run directory nobody closed reach their files at exit."""
+    for writer in list(_WRITERS.values()):
+        with contextlib.suppress(OSError):
+            writer.flush()

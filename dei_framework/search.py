@@ -14,9 +14,10 @@ log offsets, taken together between two awaits) is therefore consistent at any m
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -122,6 +123,9 @@ class SearchDriver:
         self._next_calls: tuple[int, list[WorkItem]] = (-1, [])
         # Operator calls in flight, early ones included, never exceed the operator's limit.
         self._calling = asyncio.Semaphore(operator.max_in_flight)
+        # Watched tasks that finished, and the future the loop waits on for the next one.
+        self._done: list[asyncio.Task] = []
+        self._wakeup: asyncio.Future | None = None
 
     @property
     def history(self) -> list[dict[str, Any]]:
@@ -151,7 +155,8 @@ class SearchDriver:
             await self._load_opponents()
         # A slot is busy only while its operator call (or the back-off after a failed one) is
         # in flight: evaluations run beside the calls, so the operator keeps max_in_flight
-        # calls going while earlier replies are evaluated and admitted.
+        # calls going while earlier replies are evaluated and admitted. The replies that came
+        # in together are evaluated together (one task, one batch for the evaluator).
         calls: dict[asyncio.Task, WorkItem] = {}
         evaluations: set[asyncio.Task] = set()
         fatal: BaseException | None = None
@@ -172,11 +177,10 @@ class SearchDriver:
                     raise RuntimeError(f"{self.name}: the scheduler has no work and no round end")
                 await self._finish_round()
                 continue
-            early = {task for task in self._early.values() if not task.done()}
-            done, _ = await asyncio.wait(calls.keys() | evaluations | early,
-                                         return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            done = await self._next_done()
             mismatches = []
-            for task in sorted(done & calls.keys(), key=lambda t: calls[t].order):
+            replies: list[tuple[WorkItem, str, str, dict[str, Any]]] = []
+            for task in sorted((t for t in done if t in calls), key=lambda t: calls[t].order):
                 item = calls.pop(task)
                 try:
                     outcome = task.result()
@@ -189,15 +193,18 @@ class SearchDriver:
                 if isinstance(outcome, Result):  # the call failed: nothing to evaluate
                     self._handle(scheduler.tell([outcome]))
                 else:
-                    evaluations.add(asyncio.create_task(self._evaluate(item, *outcome)))
+                    replies.append((item, *outcome))
+            if replies:
+                evaluations.add(self._watch(self._evaluate(replies)))
             if mismatches:
                 # Stops the run: settle every task first so none is left unretrieved. The
                 # lowest slot's mismatch is the one reported (slots start in order).
                 await self._cancel_all((*calls, *evaluations, *self._early.values()))
                 raise mismatches[0]
-            for task in done & evaluations:
-                evaluations.discard(task)
-                self._handle(scheduler.tell([task.result()]))
+            for task in done:
+                if task in evaluations:
+                    evaluations.discard(task)
+                    self._handle(scheduler.tell(task.result()))
             if self._failures >= MAX_FAILURES_PER_SLOT * self.operator.max_in_flight:
                 fatal = fatal or OperatorError(
                     f"{self.name}: operator {self.operator.label!r} failed {self._failures} "
@@ -220,6 +227,32 @@ class SearchDriver:
             for entry in self.history:
                 if entry["round"] == round_index:
                     entry["generality"] = value
+
+    def _watch(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task:
+        """A task for ``coroutine`` whose completion :meth:`_next_done` reports."""
+        task = asyncio.create_task(coroutine)
+        task.add_done_callback(self._on_done)
+        return task
+
+    def _on_done(self, task: asyncio.Task) -> None:
+        self._done.append(task)
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+
+    async def _next_done(self) -> list[asyncio.Task]:
+        """The watched tasks that finished since the last call (waits for one if none has).
+
+        Each task reports itself as it finishes, so a wait costs the same however many tasks
+        are in flight (``asyncio.wait`` would hook and unhook every one of them each time).
+        """
+        if not self._done:
+            self._wakeup = asyncio.get_running_loop().create_future()
+            try:
+                await self._wakeup
+            finally:
+                self._wakeup = None
+        done, self._done = self._done, []
+        return done
 
     def _share(self, outcomes: Mapping[str, bool] | float | None) -> float | None:
         """Generality from per-reference outcomes, leaving out the excluded programs."""
@@ -298,7 +331,7 @@ class SearchDriver:
             if free <= 0:
                 break
             if item.key not in self._early:
-                self._early[item.key] = asyncio.create_task(self._slot_call(item))
+                self._early[item.key] = self._watch(self._slot_call(item))
                 free -= 1
 
     def _fill(self, calls: dict[asyncio.Task, WorkItem], evaluations: set[asyncio.Task]) -> None:
@@ -306,22 +339,24 @@ class SearchDriver:
         straight to evaluation)."""
         scheduler = self.scheduler
         remaining = self.ledger.remaining(self.name)
-        while (free := self.operator.max_in_flight - len(calls)) > 0:
+        programs: list[tuple[WorkItem, str, str, dict[str, Any]]] = []  # evaluated as they are
+        while scheduler.stopped is None and (free := self.operator.max_in_flight - len(calls)) > 0:
             items = scheduler.ask(free)
             if not items:
-                return
+                break
             for item in items:
                 if not item.needs_call:
-                    program = item.program.text if item.program else ""
-                    evaluations.add(asyncio.create_task(self._evaluate(item, program)))
+                    programs.append((item, item.program.text if item.program else "", "", {}))
                     continue
                 paid = item.key in self._early  # made early: charged already
                 if not paid and remaining is not None and remaining <= 0:
                     reason = self.ledger.exhausted(self.name)
                     scheduler.stop(reason and f"{self.name}: {reason}"
                                    or f"{self.name}: call budget used up")  # fmt: skip
-                    return
-                calls[asyncio.create_task(self._reply_of(item))] = item
+                    break
+                calls[self._watch(self._reply_of(item))] = item
+        if programs:
+            evaluations.add(self._watch(self._evaluate(programs)))
 
     @staticmethod
     async def _cancel_all(tasks: Sequence[asyncio.Task]) -> None:
@@ -333,7 +368,11 @@ class SearchDriver:
         """One slot's operator call: the program text to evaluate, or the failed call's result
         (after a back-off)."""
         early = self._early.pop(item.key, None)
-        reply, seconds = await (early if early is not None else self._slot_call(item))
+        if early is not None:
+            reply, seconds = await early
+        else:
+            async with self._calling:  # (what _slot_call does, one coroutine less per call)
+                reply, seconds = await self._call(item)
         if reply is None:
             # Back off as the old batch loop did: the exponent grows once per slot-width
             # of consecutive failures.
@@ -342,13 +381,18 @@ class SearchDriver:
             return Result(item=item, call_failed=True)
         return reply.text, self.operator.label, {"call_s": round(seconds, 6)}
 
-    async def _evaluate(self, item: WorkItem, text: str, operator: str = "",
-                        info: Mapping[str, Any] | None = None) -> Result:
-        """One candidate's evaluation in the shared pool."""
-        outcome = await self.evaluator.evaluate(text, self._opponents, seed=item.eval_seed,
-                                                axes=self.axes)  # fmt: skip
-        return outcome.result(item, operator=operator,
-                              timings={"eval_s": round(outcome.seconds, 6), **(info or {})})
+    async def _evaluate(self, batch: Sequence[tuple[WorkItem, str, str, Mapping[str, Any]]]
+                        ) -> list[Result]:  # fmt: skip
+        """Evaluates ``(item, program text, operator, timings)`` entries in the shared pool,
+        in one batch."""
+        outcomes = await self.evaluator.evaluate_many(
+            [(text, item.eval_seed) for item, text, _, _ in batch], self._opponents,
+            axes=self.axes,
+        )
+        return [outcome.result(item, operator=operator,
+                               timings={"eval_s": round(outcome.seconds, 6), **info})
+                for (item, _, operator, info), outcome
+                in zip(batch, outcomes, strict=True)]  # fmt: skip
 
     async def _slot_call(self, item: WorkItem) -> tuple[OperatorReply | None, float]:
         async with self._calling:
@@ -410,7 +454,7 @@ class SearchDriver:
         meter.commit(reply, seconds=seconds)
         self._failures = 0
         self.record([], [{**call, "messages": list(request.messages), "seconds": round(seconds, 6),
-                          "reply": attrs.asdict(reply), "usage": meter.to_json()}])  # fmt: skip
+                          "reply": reply_json(reply), "usage": meter.to_json()}])  # fmt: skip
         return reply, seconds
 
     def _start_generality(self, round_index: int, text: str) -> None:
@@ -421,6 +465,23 @@ class SearchDriver:
         if not isinstance(parsed, Program):
             return None
         return await self.evaluator.generality_outcomes(parsed)
+
+
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(field.name for field in attrs.fields(cls))
+
+
+def reply_json(reply: OperatorReply) -> dict[str, Any]:
+    """``attrs.asdict(reply)`` (the ``reply`` of a ``calls.jsonl`` line), without its general
+    walk when every field holds a plain value, as they do (once per call)."""
+    data = {name: getattr(reply, name) for name in _field_names(type(reply))}
+    if all(type(value) in _PLAIN_TYPES for value in data.values()):
+        return data
+    return attrs.asdict(reply)
 
 
 def generality_subject(entry: Mapping[str, Any]) -> str | None:
