@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -86,6 +87,29 @@ def runs_table(runs: Sequence[Mapping[str, Any]]) -> str:
     return markdown_table(header, rows)
 
 
+def reported_spread(runs: Sequence[Mapping[str, Any]]) -> float | None:
+    """The spread an experiment report gives a condition's common QD-score: the sample standard
+    deviation of the runs' reported values (``None`` below two runs)."""
+    values = [r["reported_qd"] for r in runs]
+    return statistics.stdev(values) if len(values) > 1 else None
+
+
+def conditions_below_spread(runs: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """How many conditions' mean change (fresh − reported) is smaller than their reported
+    spread, out of how many conditions with a spread."""
+    by_condition: dict[str, list[Mapping[str, Any]]] = {}
+    for run in runs:
+        by_condition.setdefault(run_label(run["run"])[0], []).append(run)
+    below = total = 0
+    for mine in by_condition.values():
+        spread = reported_spread(mine)
+        if spread is None:
+            continue
+        total += 1
+        below += abs(sum(r["difference"] for r in mine) / len(mine)) < spread
+    return below, total
+
+
 def conditions_table(runs: Sequence[Mapping[str, Any]]) -> str:
     """Per condition: runs, mean difference ± its standard error, pooled z, runs within 2 sem."""
     by_condition: dict[str, list[Mapping[str, Any]]] = {}
@@ -96,15 +120,19 @@ def conditions_table(runs: Sequence[Mapping[str, Any]]) -> str:
         n = len(mine)
         variance = sum(r["reported_sem"] ** 2 + r["fresh_sem"] ** 2 for r in mine)
         zs = [r["z"] for r in mine if r["z"] is not None]
+        spread = reported_spread(mine)
+        shift = sum(r["difference"] for r in mine) / n
         rows.append([
             condition, str(n),
-            f"{fmt_number(sum(r['difference'] for r in mine) / n, signed=True)} ± "
-            f"{fmt_number(math.sqrt(variance) / n)}",
+            f"{fmt_number(shift, signed=True)} ± {fmt_number(math.sqrt(variance) / n)}",
+            fmt_number(spread) if spread is not None else "–",
+            ("yes" if abs(shift) < spread else "**no**") if spread is not None else "–",
             fmt_number(sum(zs) / math.sqrt(len(zs)), signed=True) if zs else "–",
             f"{sum(abs(z) <= Z_LIMIT for z in zs)} of {len(zs)}",
             f"{sum(r['within_reported_sem'] for r in mine)} of {n}",
         ])  # fmt: skip
-    header = ["condition", "runs", "mean fresh − reported ± se", "pooled z", "within 2 se",
+    header = ["condition", "runs", "mean fresh − reported ± se", "reported spread (std over runs)",
+              "change below spread", "pooled z", "within 2 se",
               "within reported sem"]  # fmt: skip
     return markdown_table(header, rows)
 
@@ -113,6 +141,7 @@ def summary_sentence(data: Mapping[str, Any]) -> str:
     """One sentence: what the re-measurement shows, and whether the check passes."""
     n = data["n_runs"]
     judged = verdict(data)
+    below, total = conditions_below_spread(data["runs"])
     outcome = "**the check passes**" if judged["passes"] else "**the check fails**"
     return (
         f"Re-measured on {data['fresh_seeds']} fresh seeds per elite, the {n} runs' common "
@@ -124,7 +153,8 @@ def summary_sentence(data: Mapping[str, Any]) -> str:
         f"{fmt_p(judged['p_too_few_within'])}) and {data['within_reported_sem']} of {n} "
         f"within their reported standard error "
         f"({fmt_number(data['expected_within_reported_sem'], 1)} expected if nothing is "
-        f"biased): {outcome}."
+        f"biased): {outcome}. Per condition, the mean change is smaller than the spread the "
+        f"experiment report gives (std over runs) in {below} of {total} conditions."
     )
 
 
@@ -145,6 +175,7 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
         per_condition[f"{condition}.runs"] = str(len(mine))
     return {
         **per_condition,
+        "conditions-below-spread": "{} of {}".format(*conditions_below_spread(data["runs"])),
         "outside-2-se": str(data["n_runs"] - data["within_2_standard_errors"]),
         "n-runs": str(data["n_runs"]),
         "p-too-few-within": fmt_p(verdict(data)["p_too_few_within"]),
