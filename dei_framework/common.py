@@ -40,6 +40,9 @@ another of its seeds. So:
 The common-ground merged archive holds the kept elites at their selection cells with their
 scored fitness; it is what ``merged_archive.json`` holds and what ``merged.common`` in
 ``summary.json`` describes.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations
