@@ -543,11 +543,18 @@ class SearchDriver:
         return reply, seconds
 
     def _request_of(self, item: WorkItem) -> tuple[OperatorRequest, dict[str, Any]]:
-        """The item's operator request and the head of its ``calls.jsonl`` line."""
+        """The item's operator request and the head of its ``calls.jsonl`` line.
+
+        A batching operator is a generator that ignores the messages: its lines leave out
+        the messages' hash, a cost per call; replay hashes the recorded messages instead
+        (:func:`~dei_framework.replay.recorded_digest`).
+        """
         request = item.request(self.domain)
         call = {"key": item.key, "node": self.name, "round": item.round, "kind": item.kind,
                 "parent": item.parent.id if item.parent else None, "operator": self.operator.label,
-                "id": item.id, "messages_sha256": messages_digest(request.messages)}  # fmt: skip
+                "id": item.id}  # fmt: skip
+        if not self._batched:
+            call["messages_sha256"] = messages_digest(request.messages)
         return request, call
 
     def _recorded(self, item: WorkItem, request: OperatorRequest
