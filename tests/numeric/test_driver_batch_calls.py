@@ -96,3 +96,29 @@ def test_a_batched_run_replays_exactly_and_a_changed_prompt_is_caught(
     monkeypatch.setattr(NumericDomain, "messages", reworded)
     with pytest.raises(ReplayMismatch, match="has different messages"):
         run(_config(), tmp_path / "changed", replay_from=tmp_path / "first")
+
+
+def test_a_batched_numeric_run_stopped_midway_resumes_to_the_uninterrupted_run(
+    toy_env, cli, tmp_path
+) -> None:
+    from midway import ctrl_c, stop_midway
+
+    config = tmp_path / "run.toml"
+    config.write_text('domain = "numeric"\nnodes = 2\nbudget = 8000\nrounds = 2\nseed = 2\n'
+                      "checkpoint_seconds = 0.1\neval_workers = 0\n")  # fmt: skip
+    stopped, whole = tmp_path / "stopped", tmp_path / "whole"
+    common = ["--progress", "quiet", "--no-report"]
+    run_args = ["--config", str(config), *common]
+    halted = stop_midway([*run_args, "--out", str(stopped)], stopped, toy_env,
+                         min_events=1500, send=ctrl_c)  # fmt: skip
+    assert halted.returncode == 130, halted.stderr
+    assert cli("dei-run", "--resume", str(stopped), *common, env=toy_env,
+               timeout=300).returncode == 0  # fmt: skip
+    assert cli("dei-run", *run_args, "--out", str(whole), env=toy_env,
+               timeout=300).returncode == 0  # fmt: skip
+    assert (stopped / "merged_archive.json").read_text() == (
+        whole / "merged_archive.json"
+    ).read_text()
+    assert _rounds(stopped) == _rounds(whole) and len(_rounds(whole)) == 4
+    keys = [call["key"] for call in _calls(stopped)]
+    assert len(keys) == 8000 and len(set(keys)) == 8000
