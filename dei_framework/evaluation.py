@@ -107,13 +107,14 @@ class Outcome:
     def result(self, item: WorkItem, *, operator: str = "", **info: Any) -> Result:
         """The scheduler :class:`~dei_framework.scheduler.Result` of ``item`` (for ``tell``)."""
         text = self.program.text if self.program is not None else None
+        data = self.program.data if self.program is not None else None
         if self.matches:  # logged, and left out of the node's generality reference
             info = {**info, "generality_matches": list(self.matches)}
         if self.evaluation is None:
             return Result(item=item, text=text, error=self.error, operator=operator, info=info)
         return Result(item=item, text=text, fitness=float(self.evaluation.fitness),
                       descriptor=dict(self.evaluation.descriptor), operator=operator,
-                      info=info)  # fmt: skip
+                      info=info, data=data)  # fmt: skip
 
 
 _STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})

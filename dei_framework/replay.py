@@ -1,9 +1,11 @@
 """Replaying a recorded run: recorded calls served by request key, checked against the record.
 
 Every call in ``calls.jsonl`` carries its request key (``node/rROUND/sSLOT``) and the SHA-256 of
-its chat messages. A replayed (or resumed) run asks :class:`Recording` for each call it is about
-to make; the record is served only when the key is there *and* the messages hash the same, so a
-changed prompt, plan or domain can never re-score a reply to a different question.
+its chat messages (a batching offline operator's calls carry the messages alone: the hash is
+computed from them when read, :func:`recorded_digest`). A replayed (or resumed) run asks
+:class:`Recording` for each call it is about to make; the record is served only when the key
+is there *and* the messages hash the same, so a changed prompt, plan or domain can never
+re-score a reply to a different question.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.

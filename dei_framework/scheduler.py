@@ -143,6 +143,8 @@ class Result:
             call does not count against the round's quota.
         operator: Label of the operator that wrote the program (for calls).
         info: Extra fields for the ``evaluated`` event (timings ...).
+        data: The domain's parsed form of ``text``, kept on the admitted candidate
+            (``Candidate.data``) so that operators need not parse its text again.
     """
 
     item: WorkItem
@@ -153,6 +155,7 @@ class Result:
     call_failed: bool = False
     operator: str = ""
     info: Mapping[str, Any] = attrs.field(factory=dict)
+    data: Any = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def valid(self) -> bool:
@@ -685,7 +688,7 @@ class Scheduler:
             id=item.id, text=result.text or "", fitness=float(result.fitness),
             descriptor=dict(result.descriptor), cell=self.archive.cell_of(result.descriptor),
             node=self.name, operator=operator, round=self.round,
-            parent=item.parent.id if item.parent else None,
+            parent=item.parent.id if item.parent else None, data=result.data,
         )  # fmt: skip
         if item.kind == "peer":
             self._valid_received += 1

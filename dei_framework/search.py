@@ -30,6 +30,7 @@ from dei_framework.evaluation import Evaluator, OpponentSet
 from dei_framework.operators import (
     Operator,
     OperatorReply,
+    OperatorRequest,
     TransientOperatorFailure,
 )
 from dei_framework.records import Candidate
@@ -123,6 +124,11 @@ class SearchDriver:
         self._next_calls: tuple[int, list[WorkItem]] = (-1, [])
         # Operator calls in flight, early ones included, never exceed the operator's limit.
         self._calling = asyncio.Semaphore(operator.max_in_flight)
+        # An offline operator with a real batch method answers a turn's calls in one call of
+        # it (one task, one log write); others (LLM operators: per-call concurrency, retries
+        # and ledger) keep one task per call.
+        batch_method = type(operator).propose_batch
+        self._batched = operator.offline and batch_method is not Operator.propose_batch
         # Watched tasks that finished, and the future the loop waits on for the next one.
         self._done: list[asyncio.Task] = []
         self._wakeup: asyncio.Future | None = None
@@ -157,7 +163,8 @@ class SearchDriver:
         # in flight: evaluations run beside the calls, so the operator keeps max_in_flight
         # calls going while earlier replies are evaluated and admitted. The replies that came
         # in together are evaluated together (one task, one batch for the evaluator).
-        calls: dict[asyncio.Task, WorkItem] = {}
+        # The call tasks in flight and their items (several for a batch task).
+        calls: dict[asyncio.Task, list[WorkItem]] = {}
         evaluations: set[asyncio.Task] = set()
         fatal: BaseException | None = None
         while True:
@@ -167,7 +174,7 @@ class SearchDriver:
             if fatal is None and not scheduler.finished:
                 self._fill(calls, evaluations)
                 if scheduler.draining:
-                    self._call_early(self.operator.max_in_flight - len(calls)
+                    self._call_early(self.operator.max_in_flight - _calls_out(calls)
                                      - self._early_running())  # fmt: skip
             if not calls and not evaluations:
                 if fatal is not None or scheduler.finished:
@@ -180,17 +187,12 @@ class SearchDriver:
             done = await self._next_done()
             mismatches = []
             replies: list[tuple[WorkItem, str, str, dict[str, Any]]] = []
-            for task in sorted((t for t in done if t in calls), key=lambda t: calls[t].order):
-                item = calls.pop(task)
-                try:
-                    outcome = task.result()
-                except OperatorError as exc:
-                    fatal = fatal or exc
-                    continue
-                except ReplayMismatch as exc:
-                    mismatches.append(exc)
-                    continue
-                if isinstance(outcome, Result):  # the call failed: nothing to evaluate
+            for item, outcome in _call_outcomes(done, calls):
+                if isinstance(outcome, OperatorError):
+                    fatal = fatal or outcome
+                elif isinstance(outcome, ReplayMismatch):
+                    mismatches.append(outcome)
+                elif isinstance(outcome, Result):  # the call failed: nothing to evaluate
                     self._handle(scheduler.tell([outcome]))
                 else:
                     replies.append((item, *outcome))
@@ -334,13 +336,16 @@ class SearchDriver:
                 self._early[item.key] = self._watch(self._slot_call(item))
                 free -= 1
 
-    def _fill(self, calls: dict[asyncio.Task, WorkItem], evaluations: set[asyncio.Task]) -> None:
+    def _fill(self, calls: dict[asyncio.Task, list[WorkItem]],
+              evaluations: set[asyncio.Task]) -> None:  # fmt: skip
         """Hands the scheduler's next items to free call slots (items without a call go
-        straight to evaluation)."""
+        straight to evaluation; a batching operator's calls go out together)."""
         scheduler = self.scheduler
         remaining = self.ledger.remaining(self.name)
         programs: list[tuple[WorkItem, str, str, dict[str, Any]]] = []  # evaluated as they are
-        while scheduler.stopped is None and (free := self.operator.max_in_flight - len(calls)) > 0:
+        batch: list[WorkItem] = []
+        busy = _calls_out(calls)
+        while scheduler.stopped is None and (free := self.operator.max_in_flight - busy) > 0:
             items = scheduler.ask(free)
             if not items:
                 break
@@ -354,7 +359,13 @@ class SearchDriver:
                     scheduler.stop(reason and f"{self.name}: {reason}"
                                    or f"{self.name}: call budget used up")  # fmt: skip
                     break
-                calls[self._watch(self._reply_of(item))] = item
+                busy += 1
+                if self._batched and not paid:
+                    batch.append(item)
+                else:
+                    calls[self._watch(self._reply_of(item))] = [item]
+        if batch:
+            calls[self._watch(self._replies_of(batch))] = batch
         if programs:
             evaluations.add(self._watch(self._evaluate(programs)))
 
@@ -381,6 +392,98 @@ class SearchDriver:
             return Result(item=item, call_failed=True)
         return reply.text, self.operator.label, {"call_s": round(seconds, 6)}
 
+    async def _replies_of(
+        self, items: Sequence[WorkItem]
+    ) -> list[tuple[str, str, dict[str, Any]] | Result | BaseException]:
+        """What :meth:`_reply_of` gives for each item, its calls made in one call of the
+        operator's ``propose_batch`` (a replay mismatch or operator error in an item's
+        place)."""
+        held = 0
+        try:
+            for _ in items:  # each call holds its slot of the operator's limit, as alone
+                await self._calling.acquire()
+                held += 1
+            replies = await self._call_batch(items)
+        finally:
+            for _ in range(held):
+                self._calling.release()
+        if any(reply is None for reply, _ in replies):  # back off once, as a slot would
+            rounds_failed = self._failures / self.operator.max_in_flight
+            await asyncio.sleep(min(2.0 ** min(rounds_failed, 8) * 0.05, 10.0))
+        label = self.operator.label
+        return [reply if isinstance(reply, BaseException)
+                else Result(item=item, call_failed=True) if reply is None
+                else (reply.text, label, {"call_s": round(seconds, 6)})
+                for item, (reply, seconds) in zip(items, replies, strict=True)]  # fmt: skip
+
+    async def _call_batch(
+        self, items: Sequence[WorkItem]
+    ) -> list[tuple[OperatorReply | BaseException | None, float]]:
+        """:meth:`_call` for several items, the operator asked once for those not recorded
+        (``(None, 0.0)`` for a failed or refused call, a :class:`ReplayMismatch` in place of
+        an item whose recording differs). The calls are logged together."""
+        outcomes: list[tuple[OperatorReply | BaseException | None, float]] = []
+        asked: list[tuple[int, OperatorRequest, dict[str, Any], Any]] = []
+        for index, item in enumerate(items):
+            request, call = self._request_of(item)
+            try:
+                recorded = self._recorded(item, request)
+            except ReplayMismatch as exc:
+                outcomes.append((exc, 0.0))
+                continue
+            if recorded is not None:
+                outcomes.append(recorded)
+                continue
+            try:
+                meter = self.ledger.reserve(self.name)
+            except BudgetExhausted:  # a cap was reached while this slot was planned
+                outcomes.append((None, 0.0))
+                continue
+            outcomes.append((None, 0.0))  # replaced by the reply below
+            asked.append((index, attrs.evolve(request, meter=meter), call, meter))
+        if not asked:
+            return outcomes
+        started = time.perf_counter()
+        try:
+            replies = await self.operator.propose_batch([request for _, request, _, _ in asked])
+            if len(replies) != len(asked):
+                raise ValueError(f"{len(replies)} replies to {len(asked)} requests")
+        except (TransientOperatorFailure, BudgetExhausted) as exc:
+            seconds = time.perf_counter() - started
+            failed = []
+            for _, request, call, meter in asked:
+                meter.release(attempts=getattr(exc, "attempts", 0), seconds=seconds)
+                if meter.usage.attempts:
+                    failed.append({**call, "messages": list(request.messages),
+                                   "failed": str(exc), "seconds": round(seconds, 6),
+                                   "usage": meter.to_json()})  # fmt: skip
+                if not isinstance(exc, BudgetExhausted):
+                    self._failures += 1
+            self.record([], failed)
+            return outcomes
+        except OperatorError:
+            for _, _, _, meter in asked:
+                meter.release(seconds=time.perf_counter() - started)
+            raise
+        except Exception as exc:  # an operator plugin's bug stops its node, not the run
+            for _, _, _, meter in asked:
+                meter.release(seconds=time.perf_counter() - started)
+            raise OperatorError(
+                f"{self.name}: operator {self.operator.label!r} failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        seconds = time.perf_counter() - started
+        records = []
+        for (index, request, call, meter), reply in zip(asked, replies, strict=True):
+            meter.commit(reply, seconds=seconds)
+            records.append({**call, "messages": list(request.messages),
+                            "seconds": round(seconds, 6), "reply": reply_json(reply),
+                            "usage": meter.to_json()})  # fmt: skip
+            outcomes[index] = (reply, seconds)
+        self._failures = 0
+        self.record([], records)
+        return outcomes
+
     async def _evaluate(self, batch: Sequence[tuple[WorkItem, str, str, Mapping[str, Any]]]
                         ) -> list[Result]:  # fmt: skip
         """Evaluates ``(item, program text, operator, timings)`` entries in the shared pool,
@@ -402,28 +505,10 @@ class SearchDriver:
         """The slot's operator call (or its recorded reply); ``None`` when it failed
         transiently or a cap refused it. Calls are logged at once, failed ones with what they
         were billed."""
-        request = item.request(self.domain)
-        call = {"key": item.key, "node": self.name, "round": item.round, "kind": item.kind,
-                "parent": item.parent.id if item.parent else None, "operator": self.operator.label,
-                "id": item.id, "messages_sha256": messages_digest(request.messages)}  # fmt: skip
-        recorded = (self.replies.take(item.key, request.messages)
-                    if self.replies is not None else None)  # fmt: skip
+        request, call = self._request_of(item)
+        recorded = self._recorded(item, request)
         if recorded is not None:
-            reply = replayed_reply(recorded.record)
-            if not recorded.logged:
-                meter = self.ledger.reserve(self.name)
-                meter.record(**recorded_usage(recorded.record))
-                seconds = recorded.record.get("seconds", 0.0)
-                if reply is None:
-                    meter.release(seconds=seconds)
-                else:
-                    meter.commit(reply, seconds=seconds)
-                self.record([], [{**recorded.record, "replayed": True}])
-            if reply is None:
-                self._failures += 1
-                return None, 0.0
-            self._failures = 0
-            return reply, 0.0
+            return recorded
         try:
             meter = self.ledger.reserve(self.name)
         except BudgetExhausted:  # a cap was reached while this slot was planned
@@ -457,6 +542,45 @@ class SearchDriver:
                           "reply": reply_json(reply), "usage": meter.to_json()}])  # fmt: skip
         return reply, seconds
 
+    def _request_of(self, item: WorkItem) -> tuple[OperatorRequest, dict[str, Any]]:
+        """The item's operator request and the head of its ``calls.jsonl`` line.
+
+        A batching operator is a generator that ignores the messages: its lines leave out
+        the messages' hash, a cost per call; replay hashes the recorded messages instead
+        (:func:`~dei_framework.replay.recorded_digest`).
+        """
+        request = item.request(self.domain)
+        call = {"key": item.key, "node": self.name, "round": item.round, "kind": item.kind,
+                "parent": item.parent.id if item.parent else None, "operator": self.operator.label,
+                "id": item.id}  # fmt: skip
+        if not self._batched:
+            call["messages_sha256"] = messages_digest(request.messages)
+        return request, call
+
+    def _recorded(self, item: WorkItem, request: OperatorRequest
+                  ) -> tuple[OperatorReply | None, float] | None:  # fmt: skip
+        """The recorded reply of the item's call (logged and charged unless it was
+        already), or ``None`` when there is none to serve."""
+        recorded = (self.replies.take(item.key, request.messages)
+                    if self.replies is not None else None)  # fmt: skip
+        if recorded is None:
+            return None
+        reply = replayed_reply(recorded.record)
+        if not recorded.logged:
+            meter = self.ledger.reserve(self.name)
+            meter.record(**recorded_usage(recorded.record))
+            seconds = recorded.record.get("seconds", 0.0)
+            if reply is None:
+                meter.release(seconds=seconds)
+            else:
+                meter.commit(reply, seconds=seconds)
+            self.record([], [{**recorded.record, "replayed": True}])
+        if reply is None:
+            self._failures += 1
+            return None, 0.0
+        self._failures = 0
+        return reply, 0.0
+
     def _start_generality(self, round_index: int, text: str) -> None:
         self.generality_tasks[round_index] = asyncio.create_task(self._generality(text))
 
@@ -465,6 +589,33 @@ class SearchDriver:
         if not isinstance(parsed, Program):
             return None
         return await self.evaluator.generality_outcomes(parsed)
+
+
+def _calls_out(calls: Mapping[asyncio.Task, Sequence[WorkItem]]) -> int:
+    """Operator calls in flight in ``calls`` (a batch task holds several)."""
+    return sum(len(items) for items in calls.values())
+
+
+def _call_outcomes(done: Sequence[asyncio.Task], calls: dict[asyncio.Task, list[WorkItem]]
+                   ) -> list[tuple[WorkItem, Any]]:  # fmt: skip
+    """The finished call tasks' ``(item, outcome)`` pairs in slot order, taken out of
+    ``calls``; an operator error or replay mismatch stands in the place of its item(s)."""
+    outcomes: list[tuple[WorkItem, Any]] = []
+    for task in done:
+        items = calls.pop(task, None)
+        if items is None:
+            continue
+        try:
+            result = task.result()
+        except (OperatorError, ReplayMismatch) as exc:
+            outcomes.extend((item, exc) for item in items)
+            continue
+        if isinstance(result, list):  # a batch task
+            outcomes.extend(zip(items, result, strict=True))
+        else:
+            outcomes.append((items[0], result))
+    outcomes.sort(key=lambda pair: pair[0].order)
+    return outcomes
 
 
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
