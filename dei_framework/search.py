@@ -9,6 +9,9 @@ reproducible whatever the timing. While a round drains, the next round's from-sc
 Calls are logged the moment they complete and admissions the moment they happen; a checkpoint
 (the scheduler's :meth:`~dei_framework.scheduler.Scheduler.state_json`, the ledger and the
 log offsets, taken together between two awaits) is therefore consistent at any moment.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

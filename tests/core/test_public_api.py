@@ -75,10 +75,6 @@ def test_the_version_is_the_installed_distributions() -> None:
 
 #: The docstring paragraph that marks a module internal.
 INTERNAL_MARK = "Internal: not public API"
-#: Internal modules not yet marked: their files belong to work under way elsewhere (the module
-#: split of issue 25, the scheduler and common-ground work); each gets the mark when that lands.
-#: The test below fails once one of them carries it, so this list only shrinks.
-NOT_YET_MARKED = {"search"}
 
 
 def _modules() -> list[str]:
@@ -107,7 +103,7 @@ def test_every_module_is_public_api_private_or_marked_internal() -> None:
         docstring = importlib.import_module(f"dei_framework.{module}").__doc__ or ""
         if not any(line.startswith(INTERNAL_MARK) for line in docstring.splitlines()):
             unmarked.append(module)
-    assert sorted(unmarked) == sorted(NOT_YET_MARKED)
+    assert unmarked == [], f"neither public nor marked {INTERNAL_MARK!r}: {unmarked}"
 
 
 def test_a_public_modules_all_holds_the_names_the_package_takes_from_it() -> None:
