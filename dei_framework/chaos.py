@@ -59,6 +59,10 @@ def install(evaluator: Evaluator, operators: Mapping[str, Operator]) -> None:
     longest = stall_seconds()
     if longest <= 0:
         return
+    # Every way in is stalled: the driver sends a loop turn's evaluations through
+    # ``evaluate_many`` and a batching operator's calls through ``propose_batch``.
     evaluator.evaluate = _stalled(evaluator.evaluate, longest)  # type: ignore[method-assign]
+    evaluator.evaluate_many = _stalled(evaluator.evaluate_many, longest)  # type: ignore[method-assign]
     for operator in operators.values():
         operator.propose = _stalled(operator.propose, longest)  # type: ignore[method-assign]
+        operator.propose_batch = _stalled(operator.propose_batch, longest)  # type: ignore[method-assign]
