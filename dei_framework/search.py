@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 
 from dei_framework.archives import ArchiveBase
-from dei_framework.budget import BudgetLedger
+from dei_framework.budget import BudgetLedger, CallMeter
 from dei_framework.domain import Domain, Program
 from dei_framework.errors import BudgetExhausted, OperatorError, ReplayMismatch
 from dei_framework.evaluation import Evaluator, OpponentSet
@@ -426,7 +426,7 @@ class SearchDriver:
         (``(None, 0.0)`` for a failed or refused call, a :class:`ReplayMismatch` in place of
         an item whose recording differs). The calls are logged together."""
         outcomes: list[tuple[OperatorReply | BaseException | None, float]] = []
-        asked: list[tuple[int, OperatorRequest, dict[str, Any], Any]] = []
+        asked: list[tuple[int, OperatorRequest, dict[str, Any], CallMeter]] = []
         for index, item in enumerate(items):
             request, call = self._request_of(item)
             try:
@@ -457,9 +457,7 @@ class SearchDriver:
             for _, request, call, meter in asked:
                 meter.release(attempts=getattr(exc, "attempts", 0), seconds=seconds)
                 if meter.usage.attempts:
-                    failed.append({**call, "messages": list(request.messages),
-                                   "failed": str(exc), "seconds": round(seconds, 6),
-                                   "usage": meter.to_json()})  # fmt: skip
+                    failed.append(_call_line(call, request, meter, seconds, failed=str(exc)))
                 if not isinstance(exc, BudgetExhausted):
                     self._failures += 1
             self.record([], failed)
@@ -471,17 +469,12 @@ class SearchDriver:
         except Exception as exc:  # an operator plugin's bug stops its node, not the run
             for _, _, _, meter in asked:
                 meter.release(seconds=time.perf_counter() - started)
-            raise OperatorError(
-                f"{self.name}: operator {self.operator.label!r} failed: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+            raise self._operator_bug(exc) from exc
         seconds = time.perf_counter() - started
         records = []
         for (index, request, call, meter), reply in zip(asked, replies, strict=True):
             meter.commit(reply, seconds=seconds)
-            records.append({**call, "messages": list(request.messages),
-                            "seconds": round(seconds, 6), "reply": reply_json(reply),
-                            "usage": meter.to_json()})  # fmt: skip
+            records.append(_call_line(call, request, meter, seconds, reply=reply))
             outcomes[index] = (reply, seconds)
         self._failures = 0
         self.record([], records)
@@ -499,6 +492,13 @@ class SearchDriver:
                                timings={"eval_s": round(outcome.seconds, 6), **info})
                 for (item, _, operator, info), outcome
                 in zip(batch, outcomes, strict=True)]  # fmt: skip
+
+    def _operator_bug(self, exc: Exception) -> OperatorError:
+        """The error that stops this node when its operator plugin raised something it should
+        not (a bug in the plugin stops its node, not the run)."""
+        return OperatorError(
+            f"{self.name}: operator {self.operator.label!r} failed: {type(exc).__name__}: {exc}"
+        )
 
     async def _slot_call(self, item: WorkItem) -> tuple[OperatorReply | None, float]:
         async with self._calling:
@@ -524,8 +524,7 @@ class SearchDriver:
             seconds = time.perf_counter() - started
             meter.release(attempts=getattr(exc, "attempts", 0), seconds=seconds)
             if meter.usage.attempts:  # a call refused before its first attempt cost nothing
-                self.record([], [{**call, "messages": list(request.messages), "failed": str(exc),
-                                  "seconds": round(seconds, 6), "usage": meter.to_json()}])
+                self.record([], [_call_line(call, request, meter, seconds, failed=str(exc))])
             if not isinstance(exc, BudgetExhausted):
                 self._failures += 1
             return None, 0.0
@@ -534,15 +533,11 @@ class SearchDriver:
             raise
         except Exception as exc:  # an operator plugin's bug stops its node, not the run
             meter.release(seconds=time.perf_counter() - started)
-            raise OperatorError(
-                f"{self.name}: operator {self.operator.label!r} failed: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+            raise self._operator_bug(exc) from exc
         seconds = time.perf_counter() - started
         meter.commit(reply, seconds=seconds)
         self._failures = 0
-        self.record([], [{**call, "messages": list(request.messages), "seconds": round(seconds, 6),
-                          "reply": reply_json(reply), "usage": meter.to_json()}])  # fmt: skip
+        self.record([], [_call_line(call, request, meter, seconds, reply=reply)])
         return reply, seconds
 
     def _request_of(self, item: WorkItem) -> tuple[OperatorRequest, dict[str, Any]]:
@@ -627,6 +622,22 @@ _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
 @functools.cache
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(field.name for field in attrs.fields(cls))
+
+
+def _call_line(
+    call: Mapping[str, Any], request: OperatorRequest, meter: CallMeter, seconds: float, *,
+    reply: OperatorReply | None = None, failed: str | None = None,
+) -> dict[str, Any]:
+    """A ``calls.jsonl`` line of a made call: its reply, or why it failed (keys in the order
+    the file has always had them: a resume compares lines)."""
+    line = {**call, "messages": list(request.messages)}
+    if failed is not None:
+        line["failed"] = failed
+    line["seconds"] = round(seconds, 6)
+    if reply is not None:
+        line["reply"] = reply_json(reply)
+    line["usage"] = meter.to_json()
+    return line
 
 
 def reply_json(reply: OperatorReply) -> dict[str, Any]:
