@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from dei_llm.operator import LLMOperator, LLMOptions
+from dei_llm.operator import LLMOperator, LLMOptions, import_litellm
 from openai_stub import DEFAULT_TEXT, malformed_json, ok, slow, status
 
 from dei_framework.budget import BudgetLedger
@@ -80,6 +80,7 @@ def test_429_with_retry_after_then_success(stub):
 
 def test_retry_after_is_capped(stub):
     stub.script(status(429, retry_after=30), ok())
+    import_litellm()  # its first import takes seconds: not part of the wait measured here
     started = time.monotonic()
     reply = _run(_operator(stub, retry_max=0.2).propose(_request()))
     assert reply.attempts == 2
