@@ -320,3 +320,117 @@ def test_an_old_set_leaves_the_workers_unless_a_job_under_way_carries_it(
     finally:
         backend.close()
     assert {first.name, second.name} <= kept
+
+
+
+def _domain_bug(domain, message: str) -> None:
+    """A job that fails as a buggy domain does (sent by value on the direct path)."""
+    raise ValueError(message)
+
+
+def _jobs_by_path(backend) -> dict[str, int]:
+    """The jobs the cluster's workers ran, by path (``actor``: direct; ``task``: scheduler)."""
+    from dei_framework import dask_worker
+
+    totals = {"actor": 0, "task": 0}
+    for counts in backend._client.run(dask_worker.ran).values():
+        for path, count in counts.items():
+            totals[path] += count
+    return totals
+
+
+def test_candidate_jobs_go_straight_to_the_workers_actors(dask_address) -> None:
+    import asyncio
+    import sys
+
+    import cloudpickle
+
+    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation import _parse
+
+    domain = _coreware_domain()
+    texts = [domain.parse(text).text for text in domain.reference_opponents()] * 2
+    backend = DaskBackend(domain, address=dask_address)
+
+    async def scenario():
+        await backend.start()
+        actors = sorted(backend._actors)
+        before = _jobs_by_path(backend)
+        parsed = await asyncio.gather(*(backend.run(_parse, text) for text in texts))
+        after_candidates = _jobs_by_path(backend)
+        # The workers cannot import this module: the function travels by value.
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        try:
+            with pytest.raises(ValueError, match="^a bug of the domain$"):
+                await backend.run(_domain_bug, "a bug of the domain")
+        finally:
+            cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        after_bug = _jobs_by_path(backend)
+        general = await backend.run(_parse, texts[0], lane="generality")
+        after_generality = _jobs_by_path(backend)
+        return actors, parsed + [general], before, after_candidates, after_bug, after_generality
+
+    try:
+        actors, parsed, before, candidates, bug, generality = asyncio.run(scenario())
+        workers = set(backend._client.nthreads())
+    finally:
+        backend.close()
+    assert set(actors) == workers and len(workers) == 2  # one actor per worker
+    assert [program.text for program in parsed] == [*texts, texts[0]]
+    # Every candidate job took the direct path, none went through the scheduler.
+    assert candidates == {"actor": before["actor"] + len(texts), "task": before["task"]}
+    # The domain's own exception is raised as it was, and the job is not done again.
+    assert bug == {"actor": candidates["actor"] + 1, "task": candidates["task"]}
+    # The generality lane stays a task of the scheduler (its low priority).
+    assert generality == {"actor": bug["actor"], "task": bug["task"] + 1}
+
+
+def test_a_worker_killed_during_an_actor_call_has_its_job_redone() -> None:
+    import asyncio
+    import os
+    import signal
+
+    from dei_framework import dask_worker
+    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation import Evaluator, evaluate
+
+    domain = _coreware_domain()
+    opponents = [domain.parse(text) for text in domain.initial_opponents()]
+    # About 2 s of evaluations per worker: the kill lands in the middle of a call.
+    texts = [domain.parse(text).text for text in domain.reference_opponents()] * 120
+    cluster = start_cluster(2)
+    try:
+        backend = DaskBackend(domain, address=cluster.address)
+        evaluator = Evaluator(domain, backend=backend)
+
+        async def scenario():
+            await evaluator.start()
+            actors = set(backend._actors)
+            client = backend._client
+            pids = await asyncio.to_thread(client.run, os.getpid)
+            batch = asyncio.gather(*(evaluator.evaluate(text, opponents, seed=i)
+                                     for i, text in enumerate(texts)))  # fmt: skip
+            running: list[str] = []
+            while not running:  # a worker that has begun its job and not answered yet
+                await asyncio.sleep(0.05)
+                ran = await asyncio.to_thread(client.run, dask_worker.ran)
+                running = [address for address, counts in ran.items()
+                           if counts.get("actor") and address in backend._actors
+                           and backend._actors[address].outstanding]  # fmt: skip
+            os.kill(pids[running[0]], signal.SIGKILL)
+            outcomes = await asyncio.wait_for(batch, 300)
+            ran = await asyncio.to_thread(client.run, dask_worker.ran)
+            return actors, running[0], outcomes, ran, set(backend._actors)
+
+        try:
+            actors, killed, outcomes, ran, left = asyncio.run(scenario())
+        finally:
+            evaluator.close()
+    finally:
+        cluster.stop()
+    assert len(actors) == 2 and left == actors - {killed}  # its actor is forgotten
+    (survivor,) = ran
+    assert ran[survivor].get("task", 0) >= 1  # the survivor redid the job, as a task
+    expected = [evaluate(domain, text, opponents, seed=i) for i, text in enumerate(texts)]
+    assert [o.evaluation for o in outcomes] == [e.evaluation for e in expected]
+    assert all(o.evaluation is not None for o in outcomes)
