@@ -20,19 +20,32 @@ for later jobs. They travel as worker plugins (:class:`~dei_framework.dask_worke
 which the scheduler hands to every worker once, joining ones included, and which stay until the
 backend removes them.
 
+How a job travels: a node waits on its candidates' jobs, so those go straight to the worker
+and back, through a Dask actor (:class:`~dei_framework.dask_worker.Evaluations`, one per
+worker, created at connect and, once a round, for workers that joined; each job goes to the
+one with the fewest jobs outstanding). A task through the scheduler would cost the client's
+batching interval and two more hops each way, several milliseconds per job
+(``benchmarks/scale_out.py``, ``roundtrip_ms``). The generality lane, which nobody waits on,
+stays a task of low priority. On the worker both run in its task threads.
+
 A ``tls://`` scheduler address is reached over TLS with the certificates named in the run's
 ``[evaluator_options]`` (``tls_ca_file``, ``tls_cert``, ``tls_key``: Dask's
 ``distributed.security.Security``); the run then refuses to talk to the scheduler unencrypted.
 
-Faults: a worker that dies mid-job has its job redone on another worker by the scheduler
+Faults: a worker that dies mid-job has its job redone on another worker: a direct call that
+fails (its worker died, the connection broke) forgets that worker's actor and sends the job
+again as a task, which the scheduler redoes elsewhere in turn when its worker dies
 (``distributed.scheduler.allowed-failures`` times; after that the job's candidates are invalid,
-as with a local worker that died). A scheduler that is gone raises
+as with a local worker that died). What the evaluated function raised is relayed unchanged and
+not redone. A client that lost the scheduler sends tasks only (the workers may still answer),
+so a scheduler that is gone raises
 :class:`~dei_framework.backend.EvaluatorLost` naming its address; the run checkpoints and
 ``--resume`` continues it. At connect every worker reports the versions of ``dei-framework``
 and of the domain's distribution; a worker on another version is refused before anything runs.
 A worker that joins later is checked on arrival, before it runs a task
 (:mod:`dei_framework.dask_guard`): one on another version closes itself and the run prints a
-warning naming it and both versions.
+warning naming it and both versions; it never gets an actor (its actor is created as a task
+restricted to it, which it never runs, and is cancelled once it is no longer listed).
 
 ``distributed`` is an optional dependency (``pip install "dei-framework[dask]"``): it is imported
 when the backend starts, never when this module is imported.
@@ -159,8 +172,9 @@ class DaskBackend(EvaluationBackend):
 
     The Dask client runs in its own thread (Dask's synchronous client), so one backend serves
     any event loop, and closing it needs none; blocking client calls (connect, installing a
-    set) run in a helper thread, and a job's result reaches the event loop through a
-    done-callback.
+    set) run in a helper thread. A task's result reaches the event loop through a
+    done-callback; an actor call's through a coroutine on the client's own event loop, which
+    awaits it there (Dask's actor futures take no callback; this costs no thread per job).
 
     Args:
         domain: The run's domain (picklable).
