@@ -291,7 +291,8 @@ class DaskBackend(EvaluationBackend):
                 with client.as_current(), contextlib.suppress(TimeoutError):
                     distributed.wait(list(creating.values()), timeout=ACTOR_WAIT_SECONDS)
                 for address, future in creating.items():  # kept now, not when Dask calls back
-                    self._actor_placed(client, address, future)
+                    if future.done():
+                        self._actor_placed(client, address, future)
 
     def _check_versions(self, client: Any) -> dict[str, str | None]:
         """Refuses the cluster when a worker runs another version of the core or the domain;
@@ -361,21 +362,20 @@ class DaskBackend(EvaluationBackend):
         return dict(zip(wanted, creating, strict=True))
 
     def _actor_placed(self, client: Any, address: str, future: Any) -> None:
-        """Keeps the actor of ``address`` once it exists (in a thread of Dask's)."""
+        """Keeps the actor of ``address`` once it exists (in a thread of Dask's, and at connect
+        in the connecting thread: whichever comes first keeps it)."""
+        actor = None
+        if future.status == "finished":
+            with contextlib.suppress(Exception):  # no actor: its worker's jobs go as tasks
+                # Bound to this client (the run's client is nobody's default): calls go
+                # through it.
+                with client.as_current():
+                    actor = future.result()
         with self._actors_lock:
             if self._placing.get(address) is not future:
-                return  # cancelled, or replaced meanwhile
+                return  # kept already, cancelled, or replaced meanwhile
             del self._placing[address]
-        if future.status != "finished":
-            return
-        try:
-            # Bound to this client (the run's client is nobody's default): calls go through it.
-            with client.as_current():
-                actor = future.result()
-        except Exception:  # noqa: BLE001 - no actor: its worker's jobs go by the scheduler
-            return
-        with self._actors_lock:
-            if self._client is client:
+            if actor is not None and self._client is client:
                 self._actors[address] = _Direct(actor=actor, future=future)
 
     # --- jobs ------------------------------------------------------------------------------------

@@ -434,3 +434,48 @@ def test_a_worker_killed_during_an_actor_call_has_its_job_redone() -> None:
     expected = [evaluate(domain, text, opponents, seed=i) for i, text in enumerate(texts)]
     assert [o.evaluation for o in outcomes] == [e.evaluation for e in expected]
     assert all(o.evaluation is not None for o in outcomes)
+
+
+def test_a_joining_worker_gets_an_actor_and_a_leaving_one_loses_it() -> None:
+    import asyncio
+
+    from dei_framework import dask_worker
+    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation import _parse
+
+    domain = _coreware_domain()
+    programs = [domain.parse(text) for text in domain.initial_opponents()]
+    texts = [program.text for program in programs]
+    cluster = start_cluster(1)
+    try:
+        backend = DaskBackend(domain, address=cluster.address)
+
+        async def scenario():
+            await backend.start()
+            first = set(backend._actors)
+            joined = cluster.add_worker()
+            await asyncio.to_thread(cluster.wait_for_workers, 2)
+            await backend.ship("round-1", programs)  # once a round: the workers are counted
+            await asyncio.to_thread(wait_for, lambda: len(backend._actors) == 2, 30,
+                                    "an actor on the worker that joined")  # fmt: skip
+            both = set(backend._actors)
+            parsed = await asyncio.gather(*(backend.run(_parse, text) for text in texts))
+            ran = await asyncio.to_thread(backend._client.run, dask_worker.ran)
+            cluster.kill_worker(joined)
+            await asyncio.to_thread(wait_for, lambda: len(backend._client.nthreads()) == 1, 30,
+                                    "the scheduler to drop the killed worker")  # fmt: skip
+            await backend.ship("round-2", programs)
+            return first, both, parsed, ran, set(backend._actors)
+
+        try:
+            first, both, parsed, ran, after = asyncio.run(scenario())
+        finally:
+            backend.close()
+    finally:
+        cluster.stop()
+    assert len(first) == 1 and len(both) == 2 and first < both
+    assert [program.text for program in parsed] == texts
+    # Jobs go to the actor with the fewest outstanding: both workers took some directly.
+    assert set(ran) == both and all(counts.get("actor", 0) >= 1 for counts in ran.values())
+    assert all(counts.get("task", 0) == 0 for counts in ran.values())
+    assert after == first  # the worker that left has no actor any more
