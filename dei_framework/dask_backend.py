@@ -68,6 +68,7 @@ import sys
 import threading
 import uuid
 import warnings
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -213,6 +214,7 @@ class DaskBackend(EvaluationBackend):
         # The direct path: one actor per worker, by worker address, and those being created.
         self._actors: dict[str, _Direct] = {}
         self._placing: dict[str, Any] = {}
+        self._direct_jobs: set[_Job] = set()  # sent to an actor, not answered yet
         self._lock = threading.Lock()  # connecting and closing (held for seconds at connect)
         self._sets_lock = threading.Lock()  # the sets (held for a moment, on the loop)
         self._actors_lock = threading.Lock()  # the actors (a moment, on the loop or Dask's)
@@ -376,7 +378,10 @@ class DaskBackend(EvaluationBackend):
                 return  # kept already, cancelled, or replaced meanwhile
             del self._placing[address]
             if actor is not None and self._client is client:
-                self._actors[address] = _Direct(actor=actor, future=future)
+                # Ties between idle actors go round, from a place of this backend's own, so
+                # that runs sharing the workers do not all start on the same one.
+                order = zlib.crc32(f"{self._token} {address}".encode())
+                self._actors[address] = _Direct(actor=actor, future=future, order=order)
 
     # --- jobs ------------------------------------------------------------------------------------
 
@@ -444,6 +449,8 @@ class DaskBackend(EvaluationBackend):
             if direct is None:
                 self._submit(job)
             else:
+                with self._actors_lock:
+                    self._direct_jobs.add(job)
                 client.loop.add_callback(self._call_actor, direct, job)
             return await waiter
         finally:
@@ -454,13 +461,15 @@ class DaskBackend(EvaluationBackend):
                         del self._carried[name]
 
     def _pick_actor(self) -> _Direct | None:
-        """The actor with the fewest jobs outstanding (``None``: no worker has one yet); which
-        one does not change the outcome, a pure function of the job."""
+        """The actor with the fewest jobs outstanding, of those the one sent the fewest jobs
+        (``None``: no worker has one yet); which one does not change the outcome, a pure
+        function of the job."""
         with self._actors_lock:
             if not self._actors:
                 return None
-            direct = min(self._actors.values(), key=lambda known: known.outstanding)
+            direct = min(self._actors.values(), key=_least_busy)
             direct.outstanding += 1
+            direct.sent += 1
             return direct
 
     def _submit(self, job: _Job) -> None:
@@ -498,6 +507,7 @@ class DaskBackend(EvaluationBackend):
         finally:
             with self._actors_lock:
                 direct.outstanding -= 1
+                self._direct_jobs.discard(job)
         if answer is _CALL_FAILED:
             with self._actors_lock:
                 for address, known in list(self._actors.items()):
@@ -532,8 +542,12 @@ class DaskBackend(EvaluationBackend):
             self._client = self._cluster = self._domain = None
         with self._actors_lock:
             placing = list(self._placing.values())
+            direct_jobs = list(self._direct_jobs)
             self._actors.clear()
             self._placing.clear()
+            self._direct_jobs.clear()
+        for job in direct_jobs:  # the client's loop that awaits their answers is stopping
+            job.settle((False, EvaluatorLost(f"the Dask backend at {self.address} is closed")))
         for future in placing:
             with contextlib.suppress(Exception):  # a lost scheduler cannot hear it
                 future.cancel()
@@ -576,11 +590,19 @@ class _Direct:
         actor: Dask's handle on it.
         future: Its task (holding it keeps the actor alive).
         outstanding: Jobs sent to it and not answered yet.
+        sent: Jobs sent to it.
+        order: Its place among actors with as many of both (this backend's own).
     """
 
     actor: Any
     future: Any
     outstanding: int = 0
+    sent: int = 0
+    order: int = 0
+
+
+def _least_busy(direct: _Direct) -> tuple[int, int, int]:
+    return direct.outstanding, direct.sent, direct.order
 
 
 @attrs.frozen(eq=False)

@@ -328,6 +328,17 @@ def _domain_bug(domain, message: str) -> None:
     raise ValueError(message)
 
 
+def _timed_nap(domain, seconds: float) -> tuple[int, str, float, float]:
+    """A job that notes its process, its thread and when it ran (sent by value)."""
+    import os
+    import threading
+    import time
+
+    start = time.monotonic()  # one clock per machine: the workers share this one
+    time.sleep(seconds)
+    return os.getpid(), threading.current_thread().name, start, time.monotonic()
+
+
 def _jobs_by_path(backend) -> dict[str, int]:
     """The jobs the cluster's workers ran, by path (``actor``: direct; ``task``: scheduler)."""
     from dei_framework import dask_worker
@@ -479,3 +490,41 @@ def test_a_joining_worker_gets_an_actor_and_a_leaving_one_loses_it() -> None:
     assert set(ran) == both and all(counts.get("actor", 0) >= 1 for counts in ran.values())
     assert all(counts.get("task", 0) == 0 for counts in ran.values())
     assert after == first  # the worker that left has no actor any more
+
+
+def test_a_one_thread_worker_runs_one_direct_job_at_a_time_in_its_task_thread(
+    dask_address,
+) -> None:
+    import asyncio
+    import sys
+
+    import cloudpickle
+
+    from dei_framework.dask_backend import DaskBackend
+
+    domain = _coreware_domain()
+    backend = DaskBackend(domain, address=dask_address)
+
+    async def scenario():
+        await backend.start()
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        try:
+            return await asyncio.gather(*(backend.run(_timed_nap, 0.3) for _ in range(6)))
+        finally:
+            cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+    try:
+        naps = asyncio.run(scenario())
+        threads = backend._client.nthreads()
+    finally:
+        backend.close()
+    assert set(threads.values()) == {1}  # the cluster's workers have one thread each
+    by_worker: dict[int, list[tuple[float, float]]] = {}
+    for pid, thread, start, end in naps:
+        # Not the worker's one actor thread: the thread its tasks run in.
+        assert thread.startswith("Dask-Default-Threads"), thread
+        by_worker.setdefault(pid, []).append((start, end))
+    assert len(by_worker) == 2  # both workers took jobs
+    for spans in by_worker.values():  # one after the other on each
+        spans.sort()
+        assert all(end <= later for (_, end), (later, _) in zip(spans[:-1], spans[1:], strict=True))
