@@ -29,8 +29,9 @@ import distributed
 _RESIDENT: dict[str, Any] = {}
 #: How often this worker received each of them (once, unless a plugin is registered again).
 _RECEIVED: collections.Counter[str] = collections.Counter()
-#: The jobs this worker ran, by the path they came (``"actor"``, ``"task"``).
-_RAN: collections.Counter[str] = collections.Counter()
+#: The jobs this worker ran, by the name of their domain (one per backend) and the path they
+#: came by (``"actor"``, ``"task"``).
+_RAN: collections.Counter[tuple[str, str]] = collections.Counter()
 
 
 @attrs.frozen
@@ -103,7 +104,7 @@ class Evaluations:
                    if isinstance(ref, ResidentRef) and ref.name not in _RESIDENT]  # fmt: skip
         if missing:
             raise LookupError(f"this worker holds no {', '.join(missing)}")
-        _RAN["actor"] += 1
+        _RAN[domain.name, "actor"] += 1
         threads = self._worker.executors["default"]
         try:
             return await asyncio.get_running_loop().run_in_executor(
@@ -116,7 +117,7 @@ class Evaluations:
 def on_worker(function: Callable[..., Any], domain: ResidentRef, *args: Any) -> Any:
     """A job on a worker (sent as a task): ``function(domain, *args)`` with every
     :class:`ResidentRef` (the domain, an opponent set) replaced by this worker's copy."""
-    _RAN["task"] += 1
+    _RAN[domain.name, "task"] += 1
     return _evaluate(function, domain, args)
 
 
@@ -127,10 +128,10 @@ def _evaluate(function: Callable[..., Any], domain: ResidentRef, args: tuple[Any
     )
 
 
-def ran() -> dict[str, int]:
-    """How many jobs this worker ran, by path: ``"actor"`` (direct), ``"task"`` (through the
-    scheduler; run on the workers)."""
-    return dict(_RAN)
+def ran(domain: ResidentRef) -> dict[str, int]:
+    """How many jobs of ``domain``'s backend this worker ran, by path: ``"actor"`` (direct),
+    ``"task"`` (through the scheduler; run on the workers)."""
+    return {path: count for (name, path), count in _RAN.items() if name == domain.name}
 
 
 def received() -> dict[str, int]:

@@ -340,11 +340,12 @@ def _timed_nap(domain, seconds: float) -> tuple[int, str, float, float]:
 
 
 def _jobs_by_path(backend) -> dict[str, int]:
-    """The jobs the cluster's workers ran, by path (``actor``: direct; ``task``: scheduler)."""
+    """The jobs of ``backend`` the cluster's workers ran, by path (``actor``: direct; ``task``:
+    scheduler); other runs sharing the cluster do not count."""
     from dei_framework import dask_worker
 
     totals = {"actor": 0, "task": 0}
-    for counts in backend._client.run(dask_worker.ran).values():
+    for counts in backend._client.run(dask_worker.ran, backend._domain).values():
         for path, count in counts.items():
             totals[path] += count
     return totals
@@ -424,13 +425,13 @@ def test_a_worker_killed_during_an_actor_call_has_its_job_redone() -> None:
             running: list[str] = []
             while not running:  # a worker that has begun its job and not answered yet
                 await asyncio.sleep(0.05)
-                ran = await asyncio.to_thread(client.run, dask_worker.ran)
+                ran = await asyncio.to_thread(client.run, dask_worker.ran, backend._domain)
                 running = [address for address, counts in ran.items()
                            if counts.get("actor") and address in backend._actors
                            and backend._actors[address].outstanding]  # fmt: skip
             os.kill(pids[running[0]], signal.SIGKILL)
             outcomes = await asyncio.wait_for(batch, 300)
-            ran = await asyncio.to_thread(client.run, dask_worker.ran)
+            ran = await asyncio.to_thread(client.run, dask_worker.ran, backend._domain)
             return actors, running[0], outcomes, ran, set(backend._actors)
 
         try:
@@ -471,7 +472,8 @@ def test_a_joining_worker_gets_an_actor_and_a_leaving_one_loses_it() -> None:
                                     "an actor on the worker that joined")  # fmt: skip
             both = set(backend._actors)
             parsed = await asyncio.gather(*(backend.run(_parse, text) for text in texts))
-            ran = await asyncio.to_thread(backend._client.run, dask_worker.ran)
+            ran = await asyncio.to_thread(backend._client.run, dask_worker.ran,
+                                          backend._domain)  # fmt: skip
             cluster.kill_worker(joined)
             await asyncio.to_thread(wait_for, lambda: len(backend._client.nthreads()) == 1, 30,
                                     "the scheduler to drop the killed worker")  # fmt: skip
