@@ -433,7 +433,8 @@ class DaskBackend(EvaluationBackend):
         carried = [arg.name for arg in args if isinstance(arg, worker_side.ResidentRef)]
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
-        job = _Job(function=function, args=args, lane=lane, loop=loop, waiter=waiter)
+        job = _Job(function=function, domain=self._domain, args=args, lane=lane, loop=loop,
+                   waiter=waiter)  # fmt: skip
         with self._sets_lock:
             self._carried.update(carried)
         try:
@@ -481,7 +482,7 @@ class DaskBackend(EvaluationBackend):
             return
         priority = GENERALITY_PRIORITY if job.lane == "generality" else 0
         try:
-            future = client.submit(self._worker_side.on_worker, job.function, self._domain,
+            future = client.submit(self._worker_side.on_worker, job.function, job.domain,
                                    *job.args, pure=False, priority=priority)  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - the client closed under us, say
             job.settle((False, self._lost(exc)))
@@ -501,7 +502,7 @@ class DaskBackend(EvaluationBackend):
         call that fails (its worker died, the connection broke) forgets the actor and sends
         the job again through the scheduler."""
         try:
-            answer = await direct.actor.evaluate(job.function, self._domain, *job.args)
+            answer = await direct.actor.evaluate(job.function, job.domain, *job.args)
         except Exception:  # noqa: BLE001 - the call failed, not the job: redone below
             answer = _CALL_FAILED
         finally:
@@ -610,6 +611,7 @@ class _Job:
     """One job of :meth:`DaskBackend.run` and the run's loop that waits on it."""
 
     function: Callable[..., Any]
+    domain: Any  # the domain's ResidentRef
     args: tuple[Any, ...]
     lane: str
     loop: asyncio.AbstractEventLoop
