@@ -270,11 +270,15 @@ def test_a_worker_joining_on_another_version_is_refused_and_named(tmp_path, capf
                 )
 
             outcomes = asyncio.run(evaluations())  # the run goes on with the other worker
+            direct = set(backend._actors)
         finally:
             evaluator.close()
     finally:
         cluster.stop()
     (line,) = backend.refused
+    refused_worker = line.split()[4]  # "refused the Dask worker tcp://... that joined ..."
+    (kept,) = direct  # the refused worker got no actor; the other one has its own
+    assert refused_worker.startswith("tcp://") and kept != refused_worker
     assert line.startswith("refused the Dask worker tcp://127.0.0.1:")
     assert f"that joined {cluster.address}" in line
     assert f"runs dei-framework 9.9.9 (this run: {dei_framework.__version__})" in line
