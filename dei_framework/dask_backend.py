@@ -20,19 +20,32 @@ for later jobs. They travel as worker plugins (:class:`~dei_framework.dask_worke
 which the scheduler hands to every worker once, joining ones included, and which stay until the
 backend removes them.
 
+How a job travels: a node waits on its candidates' jobs, so those go straight to the worker
+and back, through a Dask actor (:class:`~dei_framework.dask_worker.Evaluations`, one per
+worker, created at connect and, once a round, for workers that joined; each job goes to the
+one with the fewest jobs outstanding). A task through the scheduler would cost the client's
+batching interval and two more hops each way, several milliseconds per job
+(``benchmarks/scale_out.py``, ``roundtrip_ms``). The generality lane, which nobody waits on,
+stays a task of low priority. On the worker both run in its task threads.
+
 A ``tls://`` scheduler address is reached over TLS with the certificates named in the run's
 ``[evaluator_options]`` (``tls_ca_file``, ``tls_cert``, ``tls_key``: Dask's
 ``distributed.security.Security``); the run then refuses to talk to the scheduler unencrypted.
 
-Faults: a worker that dies mid-job has its job redone on another worker by the scheduler
+Faults: a worker that dies mid-job has its job redone on another worker: a direct call that
+fails (its worker died, the connection broke) forgets that worker's actor and sends the job
+again as a task, which the scheduler redoes elsewhere in turn when its worker dies
 (``distributed.scheduler.allowed-failures`` times; after that the job's candidates are invalid,
-as with a local worker that died). A scheduler that is gone raises
+as with a local worker that died). What the evaluated function raised is relayed unchanged and
+not redone. A client that lost the scheduler sends tasks only (the workers may still answer),
+so a scheduler that is gone raises
 :class:`~dei_framework.backend.EvaluatorLost` naming its address; the run checkpoints and
 ``--resume`` continues it. At connect every worker reports the versions of ``dei-framework``
 and of the domain's distribution; a worker on another version is refused before anything runs.
 A worker that joins later is checked on arrival, before it runs a task
 (:mod:`dei_framework.dask_guard`): one on another version closes itself and the run prints a
-warning naming it and both versions.
+warning naming it and both versions; it never gets an actor (its actor is created as a task
+restricted to it, which it never runs, and is cancelled once it is no longer listed).
 
 ``distributed`` is an optional dependency (``pip install "dei-framework[dask]"``): it is imported
 when the backend starts, never when this module is imported.
@@ -55,10 +68,12 @@ import sys
 import threading
 import uuid
 import warnings
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import click
 
 from dei_framework.backend import EvaluationBackend, EvaluatorLost, EvaluatorOptions, WorkerDied
@@ -72,8 +87,10 @@ WORKER_WAIT_SECONDS = 60.0
 #: Opponent sets kept on the workers (the most recently used): a node uses one set
 #: per round, so this covers that many nodes on different rounds.
 RESIDENT_SETS = 16
-#: Task priority of the generality lane: below candidate evaluations, which run first.
+#: Task priority of the generality lane: below other tasks of the cluster.
 GENERALITY_PRIORITY = -10
+#: Seconds to wait at connect for the workers' actors (the direct path of the jobs).
+ACTOR_WAIT_SECONDS = 20.0
 #: The distribution of the core; every worker must run the same version.
 CORE_DISTRIBUTION = "dei-framework"
 #: ``[evaluator_options]`` keys of this backend: the TLS files of a ``tls://`` scheduler.
@@ -156,8 +173,9 @@ class DaskBackend(EvaluationBackend):
 
     The Dask client runs in its own thread (Dask's synchronous client), so one backend serves
     any event loop, and closing it needs none; blocking client calls (connect, installing a
-    set) run in a helper thread, and a job's result reaches the event loop through a
-    done-callback.
+    set) run in a helper thread. A task's result reaches the event loop through a
+    done-callback; an actor call's through a coroutine on the client's own event loop, which
+    awaits it there (Dask's actor futures take no callback; this costs no thread per job).
 
     Args:
         domain: The run's domain (picklable).
@@ -193,8 +211,13 @@ class DaskBackend(EvaluationBackend):
             collections.OrderedDict()
         )
         self._carried: collections.Counter[str] = collections.Counter()
+        # The direct path: one actor per worker, by worker address, and those being created.
+        self._actors: dict[str, _Direct] = {}
+        self._placing: dict[str, Any] = {}
+        self._direct_jobs: set[_Job] = set()  # sent to an actor, not answered yet
         self._lock = threading.Lock()  # connecting and closing (held for seconds at connect)
         self._sets_lock = threading.Lock()  # the sets (held for a moment, on the loop)
+        self._actors_lock = threading.Lock()  # the actors (a moment, on the loop or Dask's)
         self._calls = concurrent.futures.ThreadPoolExecutor(
             max_workers=2, thread_name_prefix="dei-dask"
         )
@@ -237,8 +260,11 @@ class DaskBackend(EvaluationBackend):
                     tls_client_key=self.tls["tls_key"], require_encryption=True,
                 )  # fmt: skip
             try:
+                # direct_to_workers: jobs on the direct path and results go between the run
+                # and the workers without the scheduler in between.
                 client = distributed.Client(address, timeout=CONNECT_SECONDS,
-                                            set_as_default=False, security=security)  # fmt: skip
+                                            set_as_default=False, security=security,
+                                            direct_to_workers=True)  # fmt: skip
             except (OSError, TimeoutError) as exc:
                 raise EvaluatorLost(f"cannot reach the Dask scheduler at {address}: {exc}; "
                                     "is it running?") from None  # fmt: skip
@@ -260,7 +286,15 @@ class DaskBackend(EvaluationBackend):
             self._client = client
             self._worker_side = dask_worker
             self._domain = dask_worker.ResidentRef(name)
-            self._count_slots()
+            creating = self._count_slots()
+            # The first jobs take the direct path (bounded: a worker that leaves meanwhile
+            # keeps its actor from ever being placed; its jobs go by the scheduler).
+            if creating:
+                with client.as_current(), contextlib.suppress(TimeoutError):
+                    distributed.wait(list(creating.values()), timeout=ACTOR_WAIT_SECONDS)
+                for address, future in creating.items():  # kept now, not when Dask calls back
+                    if future.done():
+                        self._actor_placed(client, address, future)
 
     def _check_versions(self, client: Any) -> dict[str, str | None]:
         """Refuses the cluster when a worker runs another version of the core or the domain;
@@ -291,11 +325,63 @@ class DaskBackend(EvaluationBackend):
         self.refused.append(line)
         print(f"warning: {line}", file=sys.stderr, flush=True)
 
-    def _count_slots(self) -> None:
+    def _count_slots(self) -> dict[str, Any]:
+        """Counts the workers' threads and gives every worker an actor (at connect and once a
+        round, in a helper thread); returns the actors being created, by worker."""
         client = self._client
-        if client is not None:
-            with contextlib.suppress(Exception):  # keep the last count when it cannot be had
-                self._slots = max(1, sum(client.nthreads().values()))
+        if client is None:
+            return {}
+        try:
+            threads = client.nthreads()
+        except Exception:  # noqa: BLE001 - keep the last count when it cannot be had
+            return {}
+        self._slots = max(1, sum(threads.values()))
+        return self._place_actors(client, set(threads))
+
+    def _place_actors(self, client: Any, workers: set[str]) -> dict[str, Any]:
+        """Creates an :class:`~dei_framework.dask_worker.Evaluations` actor on each of
+        ``workers`` that has none and forgets those of workers that left; returns the
+        creations, by worker."""
+        with self._actors_lock:
+            for address in [known for known in self._actors if known not in workers]:
+                del self._actors[address]  # its worker left
+            for address in [known for known in self._placing if known not in workers]:
+                self._placing.pop(address).cancel()  # it left before its actor was placed
+            wanted = sorted(workers - set(self._actors) - set(self._placing))
+            creating = []
+            for address in wanted:
+                # Restricted to its worker: a worker refused for its version closes itself
+                # before it runs a task, so it never gets one (the creation waits, and is
+                # cancelled when the worker is no longer listed).
+                future = client.submit(self._worker_side.Evaluations, actor=True,
+                                       workers=[address], allow_other_workers=False)  # fmt: skip
+                self._placing[address] = future
+                creating.append(future)
+        for address, future in zip(wanted, creating, strict=True):
+            future.add_done_callback(
+                lambda done, address=address: self._actor_placed(client, address, done)
+            )
+        return dict(zip(wanted, creating, strict=True))
+
+    def _actor_placed(self, client: Any, address: str, future: Any) -> None:
+        """Keeps the actor of ``address`` once it exists (in a thread of Dask's, and at connect
+        in the connecting thread: whichever comes first keeps it)."""
+        actor = None
+        if future.status == "finished":
+            with contextlib.suppress(Exception):  # no actor: its worker's jobs go as tasks
+                # Bound to this client (the run's client is nobody's default): calls go
+                # through it.
+                with client.as_current():
+                    actor = future.result()
+        with self._actors_lock:
+            if self._placing.get(address) is not future:
+                return  # kept already, cancelled, or replaced meanwhile
+            del self._placing[address]
+            if actor is not None and self._client is client:
+                # Ties between idle actors go round, from a place of this backend's own, so
+                # that runs sharing the workers do not all start on the same one.
+                order = zlib.crc32(f"{self._token} {address}".encode())
+                self._actors[address] = _Direct(actor=actor, future=future, order=order)
 
     # --- jobs ------------------------------------------------------------------------------------
 
@@ -340,28 +426,33 @@ class DaskBackend(EvaluationBackend):
 
     async def run(self, function: Callable[..., Any], *args: Any,
                   lane: str = "candidates") -> Any:  # fmt: skip
-        if self._client is None:
+        client = self._client
+        if client is None:
             raise EvaluatorLost(f"the Dask backend at {self.address} is closed")
-        priority = GENERALITY_PRIORITY if lane == "generality" else 0
         worker_side = self._worker_side
         carried = [arg.name for arg in args if isinstance(arg, worker_side.ResidentRef)]
-        future = self._client.submit(worker_side.on_worker, function, self._domain, *args,
-                                     pure=False, priority=priority)  # fmt: skip
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
-
-        def finished(done: Any) -> None:  # in a thread of Dask's: result() may fetch the data
-            try:
-                outcome: tuple[bool, Any] = (True, done.result())
-            except BaseException as exc:  # noqa: BLE001 - every kind of failure is relayed
-                outcome = (False, self._failure(done, exc))
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                loop.call_soon_threadsafe(_settle, waiter, outcome)
-
+        job = _Job(function=function, domain=self._domain, args=args, lane=lane, loop=loop,
+                   waiter=waiter)  # fmt: skip
         with self._sets_lock:
             self._carried.update(carried)
-        future.add_done_callback(finished)
         try:
+            # Candidates (and parsing), which a node waits on, go straight to a worker's actor.
+            # Generality stays a task: nobody waits on it, and its low priority keeps it behind
+            # the other tasks of the cluster (another run's, sharing the workers); on a worker
+            # it runs in the same task threads as the direct jobs, one at a time on a
+            # one-thread worker. A client that lost the scheduler sends tasks too: they fail
+            # as before, and the run hears EvaluatorLost (the workers may still answer).
+            direct = None
+            if lane == "candidates" and client.status == "running":
+                direct = self._pick_actor()
+            if direct is None:
+                self._submit(job)
+            else:
+                with self._actors_lock:
+                    self._direct_jobs.add(job)
+                client.loop.add_callback(self._call_actor, direct, job)
             return await waiter
         finally:
             with self._sets_lock:
@@ -369,6 +460,67 @@ class DaskBackend(EvaluationBackend):
                 for name in carried:  # no count left behind per round
                     if self._carried[name] <= 0:
                         del self._carried[name]
+
+    def _pick_actor(self) -> _Direct | None:
+        """The actor with the fewest jobs outstanding, of those the one sent the fewest jobs
+        (``None``: no worker has one yet); which one does not change the outcome, a pure
+        function of the job."""
+        with self._actors_lock:
+            if not self._actors:
+                return None
+            direct = min(self._actors.values(), key=_least_busy)
+            direct.outstanding += 1
+            direct.sent += 1
+            return direct
+
+    def _submit(self, job: _Job) -> None:
+        """Sends ``job`` as a task, through the scheduler (which redoes it elsewhere if its
+        worker dies)."""
+        client = self._client
+        if client is None:
+            job.settle((False, EvaluatorLost(f"the Dask backend at {self.address} is closed")))
+            return
+        priority = GENERALITY_PRIORITY if job.lane == "generality" else 0
+        try:
+            future = client.submit(self._worker_side.on_worker, job.function, job.domain,
+                                   *job.args, pure=False, priority=priority)  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - the client closed under us, say
+            job.settle((False, self._lost(exc)))
+            return
+
+        def finished(done: Any) -> None:  # in a thread of Dask's: result() may fetch the data
+            try:
+                outcome: tuple[bool, Any] = (True, done.result())
+            except BaseException as exc:  # noqa: BLE001 - every kind of failure is relayed
+                outcome = (False, self._failure(done, exc))
+            job.settle(outcome)
+
+        future.add_done_callback(finished)
+
+    async def _call_actor(self, direct: _Direct, job: _Job) -> None:
+        """Sends ``job`` to a worker's actor (on the client's event loop) and settles it; a
+        call that fails (its worker died, the connection broke) forgets the actor and sends
+        the job again through the scheduler."""
+        try:
+            answer = await direct.actor.evaluate(job.function, job.domain, *job.args)
+        except Exception:  # noqa: BLE001 - the call failed, not the job: redone below
+            answer = _CALL_FAILED
+        finally:
+            with self._actors_lock:
+                direct.outstanding -= 1
+                self._direct_jobs.discard(job)
+        if answer is _CALL_FAILED:
+            with self._actors_lock:
+                for address, known in list(self._actors.items()):
+                    if known is direct:
+                        del self._actors[address]  # a worker still listed gets a new one
+            # From the run's loop: client.submit is not meant for the client's own loop.
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                job.loop.call_soon_threadsafe(self._submit, job)
+        elif isinstance(answer, self._worker_side.Raised):
+            job.settle((False, answer.exception))  # the job's own error: not redone
+        else:
+            job.settle((True, answer))
 
     def _failure(self, future: Any, exc: BaseException) -> BaseException:
         """What a failed job raises in the evaluator."""
@@ -389,6 +541,17 @@ class DaskBackend(EvaluationBackend):
         with self._lock:
             client, cluster = self._client, self._cluster
             self._client = self._cluster = self._domain = None
+        with self._actors_lock:
+            placing = list(self._placing.values())
+            direct_jobs = list(self._direct_jobs)
+            self._actors.clear()
+            self._placing.clear()
+            self._direct_jobs.clear()
+        for job in direct_jobs:  # the client's loop that awaits their answers is stopping
+            job.settle((False, EvaluatorLost(f"the Dask backend at {self.address} is closed")))
+        for future in placing:
+            with contextlib.suppress(Exception):  # a lost scheduler cannot hear it
+                future.cancel()
         with self._sets_lock:
             names = [self._set_name(set_id) for set_id in self._sets]
             self._sets.clear()
@@ -418,6 +581,50 @@ class DaskBackend(EvaluationBackend):
             if pid:
                 with contextlib.suppress(OSError):  # best effort, just before the process exits
                     os.kill(pid, signal.SIGKILL)
+
+
+@attrs.define(eq=False)
+class _Direct:
+    """A worker's :class:`~dei_framework.dask_worker.Evaluations` actor.
+
+    Attributes:
+        actor: Dask's handle on it.
+        future: Its task (holding it keeps the actor alive).
+        outstanding: Jobs sent to it and not answered yet.
+        sent: Jobs sent to it.
+        order: Its place among actors with as many of both (this backend's own).
+    """
+
+    actor: Any
+    future: Any
+    outstanding: int = 0
+    sent: int = 0
+    order: int = 0
+
+
+def _least_busy(direct: _Direct) -> tuple[int, int, int]:
+    return direct.outstanding, direct.sent, direct.order
+
+
+@attrs.frozen(eq=False)
+class _Job:
+    """One job of :meth:`DaskBackend.run` and the run's loop that waits on it."""
+
+    function: Callable[..., Any]
+    domain: Any  # the domain's ResidentRef
+    args: tuple[Any, ...]
+    lane: str
+    loop: asyncio.AbstractEventLoop
+    waiter: asyncio.Future
+
+    def settle(self, outcome: tuple[bool, Any]) -> None:
+        """Hands ``outcome`` (succeeded, result or exception) to the waiter (from any thread)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            self.loop.call_soon_threadsafe(_settle, self.waiter, outcome)
+
+
+#: What :meth:`DaskBackend._call_actor` meets when the call itself failed.
+_CALL_FAILED = object()
 
 
 def _settle(waiter: asyncio.Future, outcome: tuple[bool, Any]) -> None:

@@ -7,12 +7,16 @@ and :func:`on_worker` swaps it for the worker's copy. Imported by the backend wh
 and by the workers when they unpickle a plugin or a job (never by the rest of the core: it
 imports ``distributed``).
 
+The backend also places one :class:`Evaluations` actor on every worker: the direct path of a
+job, from the run straight to the worker and back, without the scheduler's hops.
+
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import pickle
 from collections.abc import Callable
@@ -25,6 +29,9 @@ import distributed
 _RESIDENT: dict[str, Any] = {}
 #: How often this worker received each of them (once, unless a plugin is registered again).
 _RECEIVED: collections.Counter[str] = collections.Counter()
+#: The jobs this worker ran, by the name of their domain (one per backend) and the path they
+#: came by (``"actor"``, ``"task"``).
+_RAN: collections.Counter[tuple[str, str]] = collections.Counter()
 
 
 @attrs.frozen
@@ -58,13 +65,73 @@ class Resident(distributed.WorkerPlugin):
         _RESIDENT.pop(self.name, None)
 
 
+@attrs.frozen
+class Raised:
+    """What an :class:`Evaluations` call returns when the job's function raised: the exception
+    travels as a value, so that the backend tells it from a failure of the call itself (a
+    worker that died, a connection that broke), which it redoes elsewhere.
+
+    Attributes:
+        exception: What the function raised.
+    """
+
+    exception: Exception
+
+
+class Evaluations:
+    """The actor through which the backend sends jobs straight to this worker (one per worker).
+
+    Its method is a coroutine, so Dask runs it on the worker's event loop rather than in the
+    worker's one actor thread; the job itself runs in the worker's task threads (``--nthreads``
+    of them), the ones its ordinary tasks run in. A one-thread worker therefore runs one
+    evaluation at a time whichever path a job came by, and a worker with more threads runs as
+    many jobs at once as it has threads.
+    """
+
+    def __init__(self) -> None:
+        self._worker = distributed.get_worker()
+
+    async def evaluate(self, function: Callable[..., Any], domain: ResidentRef,
+                       *args: Any) -> Any:  # fmt: skip
+        """:func:`on_worker` in a task thread; what the function raised comes back as a
+        :class:`Raised`.
+
+        Raises:
+            LookupError: This worker does not hold an object the job names (not the job's
+                fault: the backend sends it by the scheduler instead).
+        """
+        missing = [ref.name for ref in (domain, *args)
+                   if isinstance(ref, ResidentRef) and ref.name not in _RESIDENT]  # fmt: skip
+        if missing:
+            raise LookupError(f"this worker holds no {', '.join(missing)}")
+        _RAN[domain.name, "actor"] += 1
+        threads = self._worker.executors["default"]
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                threads, _evaluate, function, domain, args
+            )
+        except Exception as exc:  # noqa: BLE001 - relayed as a value, raised by the backend
+            return Raised(exc)
+
+
 def on_worker(function: Callable[..., Any], domain: ResidentRef, *args: Any) -> Any:
-    """A job on a worker: ``function(domain, *args)`` with every :class:`ResidentRef` (the
-    domain, an opponent set) replaced by this worker's copy."""
+    """A job on a worker (sent as a task): ``function(domain, *args)`` with every
+    :class:`ResidentRef` (the domain, an opponent set) replaced by this worker's copy."""
+    _RAN[domain.name, "task"] += 1
+    return _evaluate(function, domain, args)
+
+
+def _evaluate(function: Callable[..., Any], domain: ResidentRef, args: tuple[Any, ...]) -> Any:
     return function(
         _RESIDENT[domain.name],
         *(_RESIDENT[arg.name] if isinstance(arg, ResidentRef) else arg for arg in args),
     )
+
+
+def ran(domain: ResidentRef) -> dict[str, int]:
+    """How many jobs of ``domain``'s backend this worker ran, by path: ``"actor"`` (direct),
+    ``"task"`` (through the scheduler; run on the workers)."""
+    return {path: count for (name, path), count in _RAN.items() if name == domain.name}
 
 
 def received() -> dict[str, int]:

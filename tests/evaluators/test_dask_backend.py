@@ -270,11 +270,15 @@ def test_a_worker_joining_on_another_version_is_refused_and_named(tmp_path, capf
                 )
 
             outcomes = asyncio.run(evaluations())  # the run goes on with the other worker
+            direct = set(backend._actors)
         finally:
             evaluator.close()
     finally:
         cluster.stop()
     (line,) = backend.refused
+    refused_worker = line.split()[4]  # "refused the Dask worker tcp://... that joined ..."
+    (kept,) = direct  # the refused worker got no actor; the other one has its own
+    assert refused_worker.startswith("tcp://") and kept != refused_worker
     assert line.startswith("refused the Dask worker tcp://127.0.0.1:")
     assert f"that joined {cluster.address}" in line
     assert f"runs dei-framework 9.9.9 (this run: {dei_framework.__version__})" in line
@@ -320,3 +324,213 @@ def test_an_old_set_leaves_the_workers_unless_a_job_under_way_carries_it(
     finally:
         backend.close()
     assert {first.name, second.name} <= kept
+
+
+
+def _domain_bug(domain, message: str) -> None:
+    """A job that fails as a buggy domain does (sent by value on the direct path)."""
+    raise ValueError(message)
+
+
+def _timed_nap(domain, seconds: float) -> tuple[int, str, float, float]:
+    """A job that notes its process, its thread and when it ran (sent by value)."""
+    import os
+    import threading
+    import time
+
+    start = time.monotonic()  # one clock per machine: the workers share this one
+    time.sleep(seconds)
+    return os.getpid(), threading.current_thread().name, start, time.monotonic()
+
+
+def _jobs_by_path(backend) -> dict[str, int]:
+    """The jobs of ``backend`` the cluster's workers ran, by path (``actor``: direct; ``task``:
+    scheduler); other runs sharing the cluster do not count."""
+    from dei_framework import dask_worker
+
+    totals = {"actor": 0, "task": 0}
+    for counts in backend._client.run(dask_worker.ran, backend._domain).values():
+        for path, count in counts.items():
+            totals[path] += count
+    return totals
+
+
+def test_candidate_jobs_go_straight_to_the_workers_actors(dask_address) -> None:
+    import asyncio
+    import sys
+
+    import cloudpickle
+
+    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation import _parse
+
+    domain = _coreware_domain()
+    texts = [domain.parse(text).text for text in domain.reference_opponents()] * 2
+    backend = DaskBackend(domain, address=dask_address)
+
+    async def scenario():
+        await backend.start()
+        actors = sorted(backend._actors)
+        before = _jobs_by_path(backend)
+        parsed = await asyncio.gather(*(backend.run(_parse, text) for text in texts))
+        after_candidates = _jobs_by_path(backend)
+        # The workers cannot import this module: the function travels by value.
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        try:
+            with pytest.raises(ValueError, match="^a bug of the domain$"):
+                await backend.run(_domain_bug, "a bug of the domain")
+        finally:
+            cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        after_bug = _jobs_by_path(backend)
+        general = await backend.run(_parse, texts[0], lane="generality")
+        after_generality = _jobs_by_path(backend)
+        return actors, parsed + [general], before, after_candidates, after_bug, after_generality
+
+    try:
+        actors, parsed, before, candidates, bug, generality = asyncio.run(scenario())
+        workers = set(backend._client.nthreads())
+    finally:
+        backend.close()
+    assert set(actors) == workers and len(workers) == 2  # one actor per worker
+    assert [program.text for program in parsed] == [*texts, texts[0]]
+    # Every candidate job took the direct path, none went through the scheduler.
+    assert candidates == {"actor": before["actor"] + len(texts), "task": before["task"]}
+    # The domain's own exception is raised as it was, and the job is not done again.
+    assert bug == {"actor": candidates["actor"] + 1, "task": candidates["task"]}
+    # The generality lane stays a task of the scheduler (its low priority).
+    assert generality == {"actor": bug["actor"], "task": bug["task"] + 1}
+
+
+def test_a_worker_killed_during_an_actor_call_has_its_job_redone() -> None:
+    import asyncio
+    import os
+    import signal
+
+    from dei_framework import dask_worker
+    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation import Evaluator, evaluate
+
+    domain = _coreware_domain()
+    opponents = [domain.parse(text) for text in domain.initial_opponents()]
+    # About 2 s of evaluations per worker: the kill lands in the middle of a call.
+    texts = [domain.parse(text).text for text in domain.reference_opponents()] * 120
+    cluster = start_cluster(2)
+    try:
+        backend = DaskBackend(domain, address=cluster.address)
+        evaluator = Evaluator(domain, backend=backend)
+
+        async def scenario():
+            await evaluator.start()
+            actors = set(backend._actors)
+            client = backend._client
+            pids = await asyncio.to_thread(client.run, os.getpid)
+            batch = asyncio.gather(*(evaluator.evaluate(text, opponents, seed=i)
+                                     for i, text in enumerate(texts)))  # fmt: skip
+            running: list[str] = []
+            while not running:  # a worker that has begun its job and not answered yet
+                await asyncio.sleep(0.05)
+                ran = await asyncio.to_thread(client.run, dask_worker.ran, backend._domain)
+                running = [address for address, counts in ran.items()
+                           if counts.get("actor") and address in backend._actors
+                           and backend._actors[address].outstanding]  # fmt: skip
+            os.kill(pids[running[0]], signal.SIGKILL)
+            outcomes = await asyncio.wait_for(batch, 300)
+            ran = await asyncio.to_thread(client.run, dask_worker.ran, backend._domain)
+            return actors, running[0], outcomes, ran, set(backend._actors)
+
+        try:
+            actors, killed, outcomes, ran, left = asyncio.run(scenario())
+        finally:
+            evaluator.close()
+    finally:
+        cluster.stop()
+    assert len(actors) == 2 and left == actors - {killed}  # its actor is forgotten
+    (survivor,) = ran
+    assert ran[survivor].get("task", 0) >= 1  # the survivor redid the job, as a task
+    expected = [evaluate(domain, text, opponents, seed=i) for i, text in enumerate(texts)]
+    assert [o.evaluation for o in outcomes] == [e.evaluation for e in expected]
+    assert all(o.evaluation is not None for o in outcomes)
+
+
+def test_a_joining_worker_gets_an_actor_and_a_leaving_one_loses_it() -> None:
+    import asyncio
+
+    from dei_framework import dask_worker
+    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation import _parse
+
+    domain = _coreware_domain()
+    programs = [domain.parse(text) for text in domain.initial_opponents()]
+    texts = [program.text for program in programs]
+    cluster = start_cluster(1)
+    try:
+        backend = DaskBackend(domain, address=cluster.address)
+
+        async def scenario():
+            await backend.start()
+            first = set(backend._actors)
+            joined = cluster.add_worker()
+            await asyncio.to_thread(cluster.wait_for_workers, 2)
+            await backend.ship("round-1", programs)  # once a round: the workers are counted
+            await asyncio.to_thread(wait_for, lambda: len(backend._actors) == 2, 30,
+                                    "an actor on the worker that joined")  # fmt: skip
+            both = set(backend._actors)
+            parsed = await asyncio.gather(*(backend.run(_parse, text) for text in texts))
+            ran = await asyncio.to_thread(backend._client.run, dask_worker.ran,
+                                          backend._domain)  # fmt: skip
+            cluster.kill_worker(joined)
+            await asyncio.to_thread(wait_for, lambda: len(backend._client.nthreads()) == 1, 30,
+                                    "the scheduler to drop the killed worker")  # fmt: skip
+            await backend.ship("round-2", programs)
+            return first, both, parsed, ran, set(backend._actors)
+
+        try:
+            first, both, parsed, ran, after = asyncio.run(scenario())
+        finally:
+            backend.close()
+    finally:
+        cluster.stop()
+    assert len(first) == 1 and len(both) == 2 and first < both
+    assert [program.text for program in parsed] == texts
+    # Jobs go to the actor with the fewest outstanding: both workers took some directly.
+    assert set(ran) == both and all(counts.get("actor", 0) >= 1 for counts in ran.values())
+    assert all(counts.get("task", 0) == 0 for counts in ran.values())
+    assert after == first  # the worker that left has no actor any more
+
+
+def test_a_one_thread_worker_runs_one_direct_job_at_a_time_in_its_task_thread(
+    dask_address,
+) -> None:
+    import asyncio
+    import sys
+
+    import cloudpickle
+
+    from dei_framework.dask_backend import DaskBackend
+
+    domain = _coreware_domain()
+    backend = DaskBackend(domain, address=dask_address)
+
+    async def scenario():
+        await backend.start()
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        try:
+            return await asyncio.gather(*(backend.run(_timed_nap, 0.3) for _ in range(6)))
+        finally:
+            cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+    try:
+        naps = asyncio.run(scenario())
+        threads = backend._client.nthreads()
+    finally:
+        backend.close()
+    assert set(threads.values()) == {1}  # the cluster's workers have one thread each
+    by_worker: dict[int, list[tuple[float, float]]] = {}
+    for pid, thread, start, end in naps:
+        # Not the worker's one actor thread: the thread its tasks run in.
+        assert thread.startswith("Dask-Default-Threads"), thread
+        by_worker.setdefault(pid, []).append((start, end))
+    assert len(by_worker) == 2  # both workers took jobs
+    for spans in by_worker.values():  # one after the other on each
+        spans.sort()
+        assert all(end <= later for (_, end), (later, _) in zip(spans[:-1], spans[1:], strict=True))
