@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,9 +50,33 @@ MAX_CHARS = 200_000
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)", re.IGNORECASE)
 
 
+#: How many of the texts :func:`written_genome` wrote are remembered (a few turns' replies).
+WRITTEN_KEPT = 4096
+
+# Texts this module's operators wrote lately, with their values: canonical by construction,
+# so parse takes them as they are instead of reading and writing every number again (what
+# an operator's reply costs twice otherwise). Bounded, oldest first out; an OrderedDict, whose
+# get, set and popitem are single steps under the GIL (evaluation may run in a thread).
+_WRITTEN: OrderedDict[str, list[float]] = OrderedDict()
+
+
 def format_genome(values: Sequence[float]) -> str:
     """The canonical program text of a genome: each value's shortest exact ``repr``."""
     return " ".join(map(repr, map(float, values)))
+
+
+def written_genome(values: list[float]) -> str:
+    """:func:`format_genome` of a list of floats, remembered so that
+    :meth:`NumericDomain.parse` of that text (in this process) need not read it again.
+
+    The text is what :func:`format_genome` writes, whether or not it is remembered, so a
+    parse in another process (evaluation workers) gives the same program.
+    """
+    text = format_genome(values)
+    _WRITTEN[text] = values
+    if len(_WRITTEN) > WRITTEN_KEPT:
+        _WRITTEN.popitem(last=False)
+    return text
 
 
 class GenomeTexts(Sequence[str]):
@@ -171,6 +196,10 @@ class NumericDomain(Domain):
         return GenomeTexts(genomes)
 
     def parse(self, reply: str) -> Program:
+        values = _WRITTEN.get(reply)
+        if values is not None and len(values) == self.dim and all(map(math.isfinite, values)):
+            # Written by format_genome from these floats: the text is canonical already.
+            return Program(text=reply, data=np.array(values))
         values = self.genome(reply)
         return Program(text=format_genome(values.tolist()), data=values)
 
