@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 
 from dei_framework import chaos
-from dei_framework.archives import ArchiveBase
+from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.backend import EvaluatorLost, EvaluatorOptions
 from dei_framework.budget import BudgetLedger
 from dei_framework.builders import (
@@ -307,6 +307,11 @@ class Ensemble:
             if name in states:
                 self.drivers[name].generality_excluded.update(
                     states[name].get("generality_excluded", ()))
+        # A node whose archive is a grid over the run's space logs cells of that space.
+        self.tally = EventTally(self.space, placed=[
+            name for name, driver in self.drivers.items()
+            if type(driver.scheduler.archive) is GridArchive
+            and driver.scheduler.archive.space == self.space])  # fmt: skip
 
     def delivery(self, spec: TransportSpec) -> str:
         """``"virtual"`` or ``"wallclock"``: the run's champion delivery with transport ``spec``.

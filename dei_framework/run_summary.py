@@ -10,7 +10,7 @@ change in any release.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,10 +96,14 @@ class EventTally:
     Args:
         space: The run's grid (the common space: nodes may use other axes or archives).
         events: Events to count first.
+        placed: Nodes whose events' cells are cells of ``space`` already (a grid archive over
+            it): their cells are taken as they are instead of placing each descriptor again.
     """
 
-    def __init__(self, space: DescriptorSpace, events: Iterable[Mapping[str, Any]] = ()) -> None:
+    def __init__(self, space: DescriptorSpace, events: Iterable[Mapping[str, Any]] = (), *,
+                 placed: Collection[str] = ()) -> None:  # fmt: skip
         self.space = space
+        self.placed = frozenset(placed)
         self.evaluated = 0
         self.invalid = 0
         #: Per node, the operator-made candidates per cell of :attr:`space`.
@@ -117,9 +121,10 @@ class EventTally:
                 self.invalid += 1
             if event.get("cell") is None or event.get("kind") not in ("new", "mutate"):
                 continue
-            descriptor = event.get("descriptor")
-            cell = self.space.cell(descriptor) if descriptor else tuple(event["cell"])
-            counts = self.cells.setdefault(event["node"], {})
+            node, descriptor = event["node"], event.get("descriptor")
+            cell = (self.space.cell(descriptor) if descriptor and node not in self.placed
+                    else tuple(event["cell"]))  # fmt: skip
+            counts = self.cells.setdefault(node, {})
             counts[cell] = counts.get(cell, 0) + 1
 
     def histograms(self) -> dict[str, np.ndarray]:

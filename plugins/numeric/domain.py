@@ -158,6 +158,10 @@ class NumericDomain(Domain):
         self._options = {"dim": self.dim, "function": self.function, "low": self.low,
                          "high": self.high, "bins": self.bins}  # fmt: skip
         self.shift = SHIFT_FRACTION * self.high
+        # The system prompt (the same for every request: written once).
+        self._task = (f"Propose a vector of {self.dim} real numbers in [{self.low}, {self.high}] "
+                      f"that maximises a {self.function} benchmark objective. Answer with the "
+                      "numbers only, separated by spaces.")  # fmt: skip
         # The worst value of the raw objective over the bounds: 0 on the normalised scale.
         displacement = (self.low - self.shift) ** 2
         per_coordinate = displacement if self.function == "sphere" else displacement + 20.0
@@ -262,9 +266,7 @@ class NumericDomain(Domain):
         feedback: str | None = None,
     ) -> list[Message]:
         """Plain prompts, for LLM operators (the built-in operators ignore them)."""
-        task = (f"Propose a vector of {self.dim} real numbers in [{self.low}, {self.high}] that "
-                f"maximises a {self.function} benchmark objective. Answer with the numbers only, "
-                "separated by spaces.")  # fmt: skip
+        task = self._task
         if kind == "new" or parent is None:
             user = "Write a new vector."
         else:
