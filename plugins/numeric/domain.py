@@ -51,7 +51,7 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan
 
 
 #: How many of the texts :func:`written_genome` wrote are remembered (a few turns' replies).
-WRITTEN_KEPT = 4096
+WRITTEN_KEPT = 1024
 
 # Texts this module's operators wrote lately, with their values: canonical by construction,
 # so parse takes them as they are instead of reading and writing every number again (what
