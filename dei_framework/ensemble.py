@@ -351,7 +351,7 @@ class Ensemble:
 
     def _on_round(self, name: str) -> Callable[[dict, ArchiveBase], None]:
         def ended(entry: dict, archive: ArchiveBase) -> None:
-            self.merge.add_round(name, entry["round"], archive.to_json())
+            self.merge.add_round(name, entry["round"], archive)
             self._note_opponents(name, entry)
             self.run_dir.write_round(name, entry["round"],
                                      {"archive": archive.to_json(), **entry})  # fmt: skip
