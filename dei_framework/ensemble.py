@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 
 from dei_framework import chaos
-from dei_framework.archives import ArchiveBase
+from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.backend import EvaluatorLost, EvaluatorOptions
 from dei_framework.budget import BudgetLedger
 from dei_framework.builders import (
@@ -49,7 +49,7 @@ from dei_framework.node import Node
 from dei_framework.operators import OperatorSettings
 from dei_framework.plugins import PluginRegistry, load_plugins, notify
 from dei_framework.replay import RecordedOperator, Recording
-from dei_framework.run_summary import node_summary, run_summary
+from dei_framework.run_summary import EventTally, node_summary, run_summary
 from dei_framework.runlog import RunDir, read_jsonl, write_json_atomic
 from dei_framework.scheduler import Scheduler
 from dei_framework.search import RecordedCall, SearchDriver
@@ -138,6 +138,9 @@ class Ensemble:
         self.space = build_space(self.domain, config.axes, registry)
         #: The nodes' round archives, common ground and the merge.
         self.merge = RunMerge(self.domain, self.space, [node.name for node in self.local_nodes])
+        #: The events logged so far, counted for the summary (a resumed run's are added
+        #: when it starts).
+        self.tally = EventTally(self.space)
         if not config.lifecycle:  # the domain's default, recorded in config.json as used
             self.config = attrs.evolve(config, lifecycle=domain_lifecycle(self.domain))
 
@@ -304,6 +307,11 @@ class Ensemble:
             if name in states:
                 self.drivers[name].generality_excluded.update(
                     states[name].get("generality_excluded", ()))
+        # A node whose archive is a grid over the run's space logs cells of that space.
+        self.tally = EventTally(self.space, placed=[
+            name for name, driver in self.drivers.items()
+            if type(driver.scheduler.archive) is GridArchive
+            and driver.scheduler.archive.space == self.space])  # fmt: skip
 
     def delivery(self, spec: TransportSpec) -> str:
         """``"virtual"`` or ``"wallclock"``: the run's champion delivery with transport ``spec``.
@@ -334,6 +342,7 @@ class Ensemble:
     def _record(self, events: list[dict], calls: list[dict]) -> None:
         self.run_dir.log_calls(calls)
         self.run_dir.log_events(events)
+        self.tally.add(events)
         for event in events:
             if event.get("event") == "evaluated":
                 notify(self.registry, "dei_candidate_evaluated", event=event)
@@ -342,7 +351,7 @@ class Ensemble:
 
     def _on_round(self, name: str) -> Callable[[dict, ArchiveBase], None]:
         def ended(entry: dict, archive: ArchiveBase) -> None:
-            self.merge.add_round(name, entry["round"], archive.to_json())
+            self.merge.add_round(name, entry["round"], archive)
             self._note_opponents(name, entry)
             self.run_dir.write_round(name, entry["round"],
                                      {"archive": archive.to_json(), **entry})  # fmt: skip
@@ -501,7 +510,9 @@ class Ensemble:
         calls: dict[str, int] = defaultdict(int)
         invalid: dict[str, int] = defaultdict(int)
         if self.resume:
-            for event in read_jsonl(self.run_dir.events_path):
+            kept = list(read_jsonl(self.run_dir.events_path))  # the log as the checkpoint left it
+            self.tally.add(kept)
+            for event in kept:
                 if event.get("event") == "evaluated" and event.get("kind") in ("new", "mutate"):
                     calls[event["node"]] += 1
                     invalid[event["node"]] += event.get("status") == "invalid"
@@ -553,7 +564,7 @@ class Ensemble:
                                          "axis": config.compute_axis,
                                          "attempts_per_call": config.max_attempts_per_call})
         budget = {**ledger.to_json(), "wall_seconds": round(wall, 3)}
-        summary = self._summary(nodes, budget)
+        summary = self._summary(nodes, budget, EventTally(self.space, joined.events))
         write_json_atomic(self.run_dir.path / "merged_archive.json", self.merge.merged_entries)
         self.run_dir.write_config(config.to_json())
         self.run_dir.write_summary(summary)
@@ -579,11 +590,11 @@ class Ensemble:
                                     self.round_opponents.get(node.name, {}), self.domain)
             for node in self.nodes
         }  # fmt: skip
-        return self._summary(nodes, self.ledger.to_json())
+        return self._summary(nodes, self.ledger.to_json(), self.tally)
 
-    def _summary(self, nodes: dict[str, Any], budget: dict[str, Any]) -> dict[str, Any]:
-        return run_summary(self.config, self.domain, self.merge, nodes, budget,
-                           list(read_jsonl(self.run_dir.events_path)))  # fmt: skip
+    def _summary(self, nodes: dict[str, Any], budget: dict[str, Any], tally: EventTally
+                 ) -> dict[str, Any]:  # fmt: skip
+        return run_summary(self.config, self.domain, self.merge, nodes, budget, tally)
 
 
 def run(

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from dei_framework.archives import GridArchive
+from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.budget import NodeUsage
 from dei_framework.common import (
     Reference,
@@ -67,16 +67,23 @@ class RunMerge:
         #: What ``merged_archive.json`` holds (filled by :meth:`merged`).
         self.merged_entries: list[dict[str, Any]] = []
 
-    def add_round(self, name: str, round_index: int, archive: dict[str, Any]) -> None:
-        """Keeps a node's round archive (its JSON), mapped into the run's grid."""
+    def add_round(self, name: str, round_index: int,
+                  archive: ArchiveBase | Mapping[str, Any]) -> None:  # fmt: skip
+        """Keeps a node's round archive (the archive or its JSON), mapped into the run's grid
+        (a copy: the archive may change afterwards)."""
         self.round_archives[name][round_index] = self._common(archive)
 
-    def _common(self, archive: dict[str, Any]) -> GridArchive:
+    def _common(self, archive: ArchiveBase | Mapping[str, Any]) -> GridArchive:
         """A node's archive mapped into the run's grid (the common space of merges and reports,
         whatever the node's archive kind and axes)."""
-        return GridArchive(space=self.space, qd_offset=self.domain.fitness_floor).fill_from_json(
-            archive
-        )
+        common = GridArchive(space=self.space, qd_offset=self.domain.fitness_floor)
+        if isinstance(archive, ArchiveBase):
+            if type(archive) is GridArchive and archive.space == self.space:
+                # The same cells: its elites as they are (what placing each of them again
+                # from its JSON gives, without the cost of that).
+                return common.fill_from(archive)
+            archive = archive.to_json()
+        return common.fill_from_json(archive)
 
     async def measure_common(self, evaluator: Evaluator, champions: list[str | None]) -> None:
         """Common ground in its two steps (:mod:`dei_framework.common`): every final-archive

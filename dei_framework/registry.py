@@ -167,6 +167,10 @@ class PluginRegistry:
             if muted
             else getattr(self.manager.hook, hook)
         )
+        # Only the guard (no observer): nothing to call. The search notifies once per
+        # evaluation, and pluggy's call with the guard alone costs as much as a small event.
+        if all(impl.plugin_name == GUARD_NAME for impl in caller.get_hookimpls()):
+            return
         try:
             caller(**kwargs)
         except Exception as exc:  # a wrapper outside the guard raised

@@ -10,8 +10,10 @@ change in any release.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from dei_framework.budget import BudgetLedger, NodeUsage
 from dei_framework.common import common_fitness, reference_record
@@ -19,7 +21,7 @@ from dei_framework.config import RunConfig
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
 from dei_framework.merge import RunMerge
-from dei_framework.metrics import cell_histograms, mean_or_none, operator_divergence
+from dei_framework.metrics import mean_or_none, operator_divergence
 from dei_framework.node import Node
 from dei_framework.search import SearchDriver
 
@@ -82,8 +84,63 @@ def _fitness_scales(domain: Domain, fought: Mapping[int, int],
     ]
 
 
+class EventTally:
+    """What the summary takes from a run's events, counted as they are logged: how many
+    candidates were evaluated and how many were invalid, and where each node's operator-made
+    candidates fell in the run's grid (the operator divergence).
+
+    A run counts its events as it writes them, so that its summary need not read
+    ``events.jsonl`` back (a cost that grew with the run); a resumed run first counts the
+    events its log kept, a merge of node processes the merged log.
+
+    Args:
+        space: The run's grid (the common space: nodes may use other axes or archives).
+        events: Events to count first.
+        placed: Nodes whose events' cells are cells of ``space`` already (a grid archive over
+            it): their cells are taken as they are instead of placing each descriptor again.
+    """
+
+    def __init__(self, space: DescriptorSpace, events: Iterable[Mapping[str, Any]] = (), *,
+                 placed: Collection[str] = ()) -> None:  # fmt: skip
+        self.space = space
+        self.placed = frozenset(placed)
+        self.evaluated = 0
+        self.invalid = 0
+        #: Per node, the operator-made candidates per cell of :attr:`space`.
+        self.cells: dict[str, dict[tuple[int, ...], int]] = {}
+        self.add(events)
+
+    def add(self, events: Iterable[Mapping[str, Any]]) -> None:
+        """Counts ``events`` (any kind; only ``evaluated`` ones count)."""
+        for event in events:
+            if event.get("event") != "evaluated":
+                self.invalid += event.get("status") == "invalid"
+                continue
+            self.evaluated += 1
+            if event.get("status") == "invalid":
+                self.invalid += 1
+            if event.get("cell") is None or event.get("kind") not in ("new", "mutate"):
+                continue
+            node, descriptor = event["node"], event.get("descriptor")
+            cell = (self.space.cell(descriptor) if descriptor and node not in self.placed
+                    else tuple(event["cell"]))  # fmt: skip
+            counts = self.cells.setdefault(node, {})
+            counts[cell] = counts.get(cell, 0) + 1
+
+    def histograms(self) -> dict[str, np.ndarray]:
+        """Per node, its candidates per cell of the flattened grid (as
+        :func:`~dei_framework.metrics.cell_histograms` counts them from the events)."""
+        shape = self.space.shape
+        histograms = {}
+        for node, counts in self.cells.items():
+            histogram = histograms[node] = np.zeros(int(np.prod(shape)))
+            for cell, count in counts.items():
+                histogram[int(np.ravel_multi_index(cell, shape))] += count
+        return histograms
+
+
 def run_summary(config: RunConfig, domain: Domain, merge: RunMerge, nodes: dict[str, Any],
-                budget: dict[str, Any], events: list[dict]) -> dict[str, Any]:
+                budget: dict[str, Any], tally: EventTally) -> dict[str, Any]:
     """The run's ``summary.json``; fills ``merge.merged_entries`` (``merged_archive.json``).
 
     Args:
@@ -92,7 +149,7 @@ def run_summary(config: RunConfig, domain: Domain, merge: RunMerge, nodes: dict[
         merge: The run's merge (round archives, common ground).
         nodes: Per node, its entry (:func:`node_summary`).
         budget: The budget ledger's record.
-        events: The run's ``events.jsonl`` lines.
+        tally: The run's events, counted (see :class:`EventTally`).
     """
     space = merge.space
     per_round = merge.per_round()
@@ -116,22 +173,12 @@ def run_summary(config: RunConfig, domain: Domain, merge: RunMerge, nodes: dict[
                          for name, node in nodes.items()},  # fmt: skip
         },
         "nodes": nodes,
-        "operator_divergence": operator_divergence(
-            cell_histograms(_in_common_space(space, events), space.shape)
-        ),
+        "operator_divergence": operator_divergence(tally.histograms()),
         "budget": budget,
         "compute_axis": budget.get("axis", config.compute_axis),
-        "invalid": sum(1 for e in events if e.get("status") == "invalid"),
-        "evaluated": sum(1 for e in events if e.get("event") == "evaluated"),
+        "invalid": tally.invalid,
+        "evaluated": tally.evaluated,
     }
-
-
-def _in_common_space(space: DescriptorSpace, events: list[dict]) -> list[dict]:
-    """Events with their cells in the run's grid (nodes may use other axes or archives)."""
-    return [
-        {**e, "cell": list(space.cell(e["descriptor"]))} if e.get("descriptor") else e
-        for e in events
-    ]
 
 
 def _generality_reference(domain: Domain) -> dict[str, Any] | None:

@@ -39,7 +39,7 @@ from dei_framework.archives import AddStatus, ArchiveBase, ArchiveFactory, GridA
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import LIFECYCLES, Domain
 from dei_framework.emitters import EmitterBase, UniformEmitter
-from dei_framework.operators import DeferredMessages, OperatorRequest
+from dei_framework.operators import DeferredMessages, OperatorRequest, UsageMeter
 from dei_framework.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
 from dei_framework.records import Candidate, DeferredText
 from dei_framework.sharing import Admit, SharingPolicy, TopKSharing
@@ -103,15 +103,16 @@ class WorkItem:
         """``True`` when an operator must write the program first."""
         return self.kind in ("new", "mutate")
 
-    def request(self, domain: Domain) -> OperatorRequest:
+    def request(self, domain: Domain, *, meter: UsageMeter | None = None) -> OperatorRequest:
         """The operator request of a call item, with the domain's chat messages (written when
-        the operator first reads them: offline operators that ignore them cost nothing)."""
+        the operator first reads them: offline operators that ignore them cost nothing) and
+        the call's ``meter``, if any."""
         messages = DeferredMessages(functools.partial(
             domain.messages, self.kind, parent=self.parent, others=self.others,
             feedback=self.feedback))  # fmt: skip
         return OperatorRequest(key=self.key, kind=self.kind, messages=messages,
                                parent=self.parent, others=self.others, feedback=self.feedback,
-                               seed=self.seed)  # fmt: skip
+                               seed=self.seed, meter=meter)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
@@ -684,9 +685,11 @@ class Scheduler:
                 self.emitter.tell(item.parent, None, AddStatus.NOT_ADDED)
             return Admission(result=result, candidate=None, status=None)
         operator = item.program.operator if item.program else result.operator
+        archive = self.archive
+        cell = archive.cell_of(result.descriptor)
         candidate = Candidate(
             id=item.id, text=result.text or "", fitness=float(result.fitness),
-            descriptor=dict(result.descriptor), cell=self.archive.cell_of(result.descriptor),
+            descriptor=dict(result.descriptor), cell=cell,
             node=self.name, operator=operator, round=self.round,
             parent=item.parent.id if item.parent else None, data=result.data,
         )  # fmt: skip
@@ -702,8 +705,11 @@ class Scheduler:
             # for its cell like any candidate (an island model), or it could never improve one.
             add = self.archive.add if self.lifecycle == "continual" else self.archive.add_if_empty
             status = add(candidate)
-        else:
-            status = self.archive.add(candidate)
+        elif type(archive).add is ArchiveBase.add:
+            # What add does, without placing the descriptor a second time: the cell is this.
+            status = archive.add_at(candidate, archive._flat(cell))
+        else:  # an archive with its own add
+            status = archive.add(candidate)
         if item.kind == "mutate":
             self.emitter.tell(item.parent, candidate, status)
         return Admission(result=result, candidate=candidate, status=status)

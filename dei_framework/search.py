@@ -428,22 +428,27 @@ class SearchDriver:
         outcomes: list[tuple[OperatorReply | BaseException | None, float]] = []
         asked: list[tuple[int, OperatorRequest, dict[str, Any], CallMeter]] = []
         for index, item in enumerate(items):
-            request, call = self._request_of(item)
-            try:
-                recorded = self._recorded(item, request)
-            except ReplayMismatch as exc:
-                outcomes.append((exc, 0.0))
-                continue
-            if recorded is not None:
-                outcomes.append(recorded)
-                continue
+            if self.replies is not None:  # a recorded reply is looked up by the request
+                request, call = self._request_of(item)
+                try:
+                    recorded = self._recorded(item, request)
+                except ReplayMismatch as exc:
+                    outcomes.append((exc, 0.0))
+                    continue
+                if recorded is not None:
+                    outcomes.append(recorded)
+                    continue
             try:
                 meter = self.ledger.reserve(self.name)
             except BudgetExhausted:  # a cap was reached while this slot was planned
                 outcomes.append((None, 0.0))
                 continue
             outcomes.append((None, 0.0))  # replaced by the reply below
-            asked.append((index, attrs.evolve(request, meter=meter), call, meter))
+            if self.replies is None:
+                request, call = self._request_of(item, meter=meter)
+            else:  # built above already (its messages too, for the lookup)
+                request = attrs.evolve(request, meter=meter)
+            asked.append((index, request, call, meter))
         if not asked:
             return outcomes
         started = time.perf_counter()
@@ -540,14 +545,16 @@ class SearchDriver:
         self.record([], [_call_line(call, request, meter, seconds, reply=reply)])
         return reply, seconds
 
-    def _request_of(self, item: WorkItem) -> tuple[OperatorRequest, dict[str, Any]]:
-        """The item's operator request and the head of its ``calls.jsonl`` line.
+    def _request_of(self, item: WorkItem, *, meter: CallMeter | None = None
+                    ) -> tuple[OperatorRequest, dict[str, Any]]:  # fmt: skip
+        """The item's operator request (with the call's ``meter``, if any) and the head of its
+        ``calls.jsonl`` line.
 
         A batching operator is a generator that ignores the messages: its lines leave out
         the messages' hash, a cost per call; replay hashes the recorded messages instead
         (:func:`~dei_framework.replay.recorded_digest`).
         """
-        request = item.request(self.domain)
+        request = item.request(self.domain, meter=meter)
         call = {"key": item.key, "node": self.name, "round": item.round, "kind": item.kind,
                 "parent": item.parent.id if item.parent else None, "operator": self.operator.label,
                 "id": item.id}  # fmt: skip

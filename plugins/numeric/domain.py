@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,9 +50,33 @@ MAX_CHARS = 200_000
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)", re.IGNORECASE)
 
 
+#: How many of the texts :func:`written_genome` wrote are remembered (a few turns' replies).
+WRITTEN_KEPT = 1024
+
+# Texts this module's operators wrote lately, with their values: canonical by construction,
+# so parse takes them as they are instead of reading and writing every number again (what
+# an operator's reply costs twice otherwise). Bounded, oldest first out; an OrderedDict, whose
+# get, set and popitem are single steps under the GIL (evaluation may run in a thread).
+_WRITTEN: OrderedDict[str, list[float]] = OrderedDict()
+
+
 def format_genome(values: Sequence[float]) -> str:
     """The canonical program text of a genome: each value's shortest exact ``repr``."""
     return " ".join(map(repr, map(float, values)))
+
+
+def written_genome(values: list[float]) -> str:
+    """:func:`format_genome` of a list of floats, remembered so that
+    :meth:`NumericDomain.parse` of that text (in this process) need not read it again.
+
+    The text is what :func:`format_genome` writes, whether or not it is remembered, so a
+    parse in another process (evaluation workers) gives the same program.
+    """
+    text = format_genome(values)
+    _WRITTEN[text] = values
+    if len(_WRITTEN) > WRITTEN_KEPT:
+        _WRITTEN.popitem(last=False)
+    return text
 
 
 class GenomeTexts(Sequence[str]):
@@ -133,6 +158,10 @@ class NumericDomain(Domain):
         self._options = {"dim": self.dim, "function": self.function, "low": self.low,
                          "high": self.high, "bins": self.bins}  # fmt: skip
         self.shift = SHIFT_FRACTION * self.high
+        # The system prompt (the same for every request: written once).
+        self._task = (f"Propose a vector of {self.dim} real numbers in [{self.low}, {self.high}] "
+                      f"that maximises a {self.function} benchmark objective. Answer with the "
+                      "numbers only, separated by spaces.")  # fmt: skip
         # The worst value of the raw objective over the bounds: 0 on the normalised scale.
         displacement = (self.low - self.shift) ** 2
         per_coordinate = displacement if self.function == "sphere" else displacement + 20.0
@@ -171,6 +200,10 @@ class NumericDomain(Domain):
         return GenomeTexts(genomes)
 
     def parse(self, reply: str) -> Program:
+        values = _WRITTEN.get(reply)
+        if values is not None and len(values) == self.dim and all(map(math.isfinite, values)):
+            # Written by format_genome from these floats: the text is canonical already.
+            return Program(text=reply, data=np.array(values))
         values = self.genome(reply)
         return Program(text=format_genome(values.tolist()), data=values)
 
@@ -233,9 +266,7 @@ class NumericDomain(Domain):
         feedback: str | None = None,
     ) -> list[Message]:
         """Plain prompts, for LLM operators (the built-in operators ignore them)."""
-        task = (f"Propose a vector of {self.dim} real numbers in [{self.low}, {self.high}] that "
-                f"maximises a {self.function} benchmark objective. Answer with the numbers only, "
-                "separated by spaces.")  # fmt: skip
+        task = self._task
         if kind == "new" or parent is None:
             user = "Write a new vector."
         else:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from dei_numeric.domain import NumericDomain, format_genome
+from dei_numeric.domain import NumericDomain, written_genome
 
 from dei_framework.errors import ConfigError
 from dei_framework.operators import Operator, OperatorReply, OperatorRequest, OperatorSettings
@@ -107,7 +107,7 @@ class _NumericOperator(Operator):
         raise NotImplementedError
 
     async def propose_batch(self, requests: Sequence[OperatorRequest]) -> list[OperatorReply]:
-        return [OperatorReply(text=format_genome(row)) for row in
+        return [OperatorReply(text=written_genome(row)) for row in
                 self.propose_genomes(requests).tolist()]  # fmt: skip
 
     async def propose(self, request: OperatorRequest) -> OperatorReply:
@@ -134,7 +134,7 @@ class _NumericOperator(Operator):
             return
         for (_, reply), row in zip(pending, rows, strict=True):
             if not reply.done():  # a caller cancelled meanwhile
-                reply.set_result(OperatorReply(text=format_genome(row)))
+                reply.set_result(OperatorReply(text=written_genome(row)))
 
     def _parents(self, requests: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         """Each request's starting genome (the origin for a new program) and whether it

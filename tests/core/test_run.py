@@ -234,6 +234,8 @@ def test_a_resumed_run_ends_exactly_as_an_uninterrupted_one(toy_env, cli, tmp_pa
                       if e["event"] == "evaluated")  # fmt: skip
         rounds = [json.loads((path / "nodes" / "node-0" / f"round-{r:03d}.json").read_text())
                   ["archive"] for r in range(4)]  # fmt: skip
-        return summary["merged"], summary["budget"]["calls"], made, rounds
+        # The event figures too: a resumed run counts the events its checkpoint kept.
+        figures = (summary["evaluated"], summary["invalid"], summary["operator_divergence"])
+        return summary["merged"], summary["budget"]["calls"], made, rounds, figures
 
     assert outcome(killed) == outcome(clean)

@@ -113,3 +113,32 @@ def test_an_ask_tell_search_fills_the_grid() -> None:
         scheduler.tell(results)
     stats = scheduler.history[-1]["stats"]
     assert stats["num_elites"] > 20 and 50 < stats["obj_max"] <= 100
+
+
+def test_a_text_the_operators_wrote_parses_as_any_text_does() -> None:
+    from dei_numeric import domain as numeric_domain
+
+    domain = NumericDomain({"dim": 6})
+    values = [0.1, -2.5, 3.0, 1e-300, -0.0, 5.12]
+    text = numeric_domain.written_genome(values)
+    assert text == format_genome(values)
+    remembered = domain.parse(text)
+    numeric_domain._WRITTEN.clear()  # the same text, read number by number
+    read = domain.parse(text)
+    assert remembered.text == read.text == text
+    assert np.array_equal(remembered.data, read.data)
+    # Remembered or not, a text of another length or with a non-finite number is refused.
+    numeric_domain.written_genome(values)
+    with pytest.raises(InvalidProgram):
+        NumericDomain({"dim": 5}).parse(text)
+    with pytest.raises(InvalidProgram):
+        domain.parse(numeric_domain.written_genome([0.0, 1.0, float("nan"), 0.0, 0.0, 0.0]))
+
+
+def test_the_operators_texts_are_remembered_in_bounded_number() -> None:
+    from dei_numeric import domain as numeric_domain
+
+    for index in range(numeric_domain.WRITTEN_KEPT + 50):
+        numeric_domain.written_genome([float(index), 0.0])
+    assert len(numeric_domain._WRITTEN) == numeric_domain.WRITTEN_KEPT
+    assert format_genome([0.0, 0.0]) not in numeric_domain._WRITTEN  # the oldest went first
