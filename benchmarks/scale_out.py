@@ -42,6 +42,10 @@ Headline ratios, each the mean of the per-repeat ratios with std and a 95 % t in
 * ``dask_cpu_over_local_cpu`` — ``busy_cpu_ms_per_eval`` of dask-2 over local-2: the
   load-proof form of the overhead target (CPU per evaluation, the idle rate taken out).
 
+The machine's own ceiling, ``machine_2_over_1``: evaluations per second of two forked
+processes evaluating the batch side by side, with no backend between them, over one process
+alone (each repeat). A backend's 2-over-1 cannot beat it: read ``dask_2_over_dask_1`` against it.
+
 The load average before and after is recorded: wall-clock figures are only as good as the
 machine is quiet (on a 2-core machine, a load above ~0.5 from others already bends them).
 
@@ -61,6 +65,7 @@ import argparse
 import asyncio
 import json
 import math
+import multiprocessing
 import os
 import shutil
 import socket
@@ -253,6 +258,42 @@ def work_cpu_ms(domain: Any, texts: Sequence[str], opponents: Sequence[Any], eva
     return 1000 * (time.process_time() - started) / evals
 
 
+def _evaluate_after(gate: Any, ends: Any, domain: Any, texts: Sequence[str],
+                    opponents: Sequence[Any], evals: int) -> None:
+    """A process of :func:`machine_2_over_1`: waits at ``gate``, evaluates, reports its end."""
+    gate.wait()
+    for i in range(evals):
+        evaluate(domain, texts[i % len(texts)], opponents, seed=i)
+    ends.put(time.perf_counter())
+
+
+def machine_2_over_1(domain: Any, texts: Sequence[str], opponents: Sequence[Any],
+                     evals: int) -> float:  # fmt: skip
+    """The machine's own ceiling for a 2-over-1 speed-up: evaluations per second of two
+    processes evaluating side by side, with nothing to say to each other, over one alone.
+
+    On a machine whose two cores share more than they seem to (hyperthreads, a busy host
+    under a virtual machine), this stays below 2 whatever the backend does.
+    """
+    context = multiprocessing.get_context("fork")  # the domain and opponents as they are
+    times = []
+    for processes in (1, 2):
+        gate, ends = context.Barrier(processes + 1), context.Queue()
+        children = [context.Process(target=_evaluate_after,
+                                    args=(gate, ends, domain, texts, opponents, evals))
+                    for _ in range(processes)]  # fmt: skip
+        for child in children:
+            child.start()
+        gate.wait()
+        began = time.perf_counter()
+        finished = max(ends.get() for _ in children)
+        for child in children:
+            child.join()
+        times.append(finished - began)
+    one, two = times
+    return 2 * one / two
+
+
 def ratio(rows: dict[str, list[dict[str, float]]], top: tuple[str, str],
           bottom: tuple[str, str], *, invert: bool = False) -> dict[str, Any] | None:  # fmt: skip
     """Per-repeat ratios ``top / bottom`` (``(system, metric)`` each), described."""
@@ -288,6 +329,7 @@ def main() -> None:
     started = time.perf_counter()
     rows: dict[str, list[dict[str, float]]] = {system: [] for system in args.systems}
     work: list[float] = []
+    ceiling: list[float] = []
     clusters: dict[str, Cluster] = {}
     try:
         for system in args.systems:
@@ -295,6 +337,7 @@ def main() -> None:
                 clusters[system] = Cluster(int(system.partition("-")[2])).start()
         for repeat in range(args.repeats):
             work.append(work_cpu_ms(domain, texts, opponents, args.evals))
+            ceiling.append(machine_2_over_1(domain, texts, opponents, args.evals))
             for system in args.systems:
                 row = measure(system, domain, texts, opponents, args, clusters.get(system))
                 row["overhead_cpu_ms_per_eval"] = row["busy_cpu_ms_per_eval"] - work[-1]
@@ -333,6 +376,7 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "loadavg_before": load_before,
                     "loadavg_after": os.getloadavg()},
         "work_cpu_ms_per_eval": describe(work),
+        "machine_2_over_1": describe(ceiling),
         "systems": summary,
         "ratios": {name: value for name, value in ratios.items() if value is not None},
         "seconds": round(time.perf_counter() - started, 1),
