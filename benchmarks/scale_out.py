@@ -3,7 +3,8 @@
 Every system evaluates the same Core War candidates against the same opponents under the
 ``--preset dei-paper`` battle settings (core 8000, 80 000 cycles, 8000 processes, 20 battle
 rounds per evaluation) through a node's :class:`~dei_framework.evaluation.Evaluator`, which
-sends the evaluations asked for in one turn of the event loop as one job per worker. Systems:
+sends the evaluations asked for in one turn of the event loop as jobs: one per worker, up to
+four per worker once it has measured that evaluations are dear (these are). Systems:
 
 * ``local-1``, ``local-2`` — the ``local`` backend (process pool) with 1 and 2 workers;
 * ``dask-1``, ``dask-2`` — the ``dask`` backend on a cluster started here as a remote one is:

@@ -23,8 +23,10 @@ backend removes them.
 How a job travels: a node waits on its candidates' jobs, so those go straight to the worker
 and back, through a Dask actor (:class:`~dei_framework.dask_worker.Evaluations`, one per
 worker, created at connect and, once a round, for workers that joined; each job goes to the
-one with the fewest jobs outstanding). A task through the scheduler would cost the client's
-batching interval and two more hops each way, several milliseconds per job
+one with the fewest jobs outstanding among those whose worker has a thread free, and waits in
+the run until one has: whichever worker frees up first takes the next job). A task through
+the scheduler would cost the client's batching interval and two more hops each way, several
+milliseconds per job
 (``benchmarks/scale_out.py``, ``roundtrip_ms``). The generality lane, which nobody waits on,
 stays a task of low priority. On the worker both run in its task threads.
 
@@ -215,6 +217,10 @@ class DaskBackend(EvaluationBackend):
         self._actors: dict[str, _Direct] = {}
         self._placing: dict[str, Any] = {}
         self._direct_jobs: set[_Job] = set()  # sent to an actor, not answered yet
+        # Candidate jobs waiting for a worker's thread to free up (every actor has as many
+        # jobs as its worker has threads), oldest first, and each worker's threads.
+        self._waiting: collections.deque[_Job] = collections.deque()
+        self._threads: dict[str, int] = {}
         self._lock = threading.Lock()  # connecting and closing (held for seconds at connect)
         self._sets_lock = threading.Lock()  # the sets (held for a moment, on the loop)
         self._actors_lock = threading.Lock()  # the actors (a moment, on the loop or Dask's)
@@ -336,15 +342,20 @@ class DaskBackend(EvaluationBackend):
         except Exception:  # noqa: BLE001 - keep the last count when it cannot be had
             return {}
         self._slots = max(1, sum(threads.values()))
-        return self._place_actors(client, set(threads))
+        return self._place_actors(client, threads)
 
-    def _place_actors(self, client: Any, workers: set[str]) -> dict[str, Any]:
-        """Creates an :class:`~dei_framework.dask_worker.Evaluations` actor on each of
-        ``workers`` that has none and forgets those of workers that left; returns the
-        creations, by worker."""
+    def _place_actors(self, client: Any, threads: Mapping[str, int]) -> dict[str, Any]:
+        """Creates an :class:`~dei_framework.dask_worker.Evaluations` actor on each worker of
+        ``threads`` (its thread count, by address) that has none and forgets those of workers
+        that left; returns the creations, by worker."""
+        workers = set(threads)
         with self._actors_lock:
+            self._threads = {address: max(1, count) for address, count in threads.items()}
+            for address, direct in self._actors.items():
+                direct.capacity = self._threads[address] if address in workers else 0
             for address in [known for known in self._actors if known not in workers]:
                 del self._actors[address]  # its worker left
+            stranded = self._strand()
             for address in [known for known in self._placing if known not in workers]:
                 self._placing.pop(address).cancel()  # it left before its actor was placed
             wanted = sorted(workers - set(self._actors) - set(self._placing))
@@ -357,6 +368,7 @@ class DaskBackend(EvaluationBackend):
                                        workers=[address], allow_other_workers=False)  # fmt: skip
                 self._placing[address] = future
                 creating.append(future)
+        self._resubmit(stranded)
         for address, future in zip(wanted, creating, strict=True):
             future.add_done_callback(
                 lambda done, address=address: self._actor_placed(client, address, done)
@@ -377,11 +389,26 @@ class DaskBackend(EvaluationBackend):
             if self._placing.get(address) is not future:
                 return  # kept already, cancelled, or replaced meanwhile
             del self._placing[address]
-            if actor is not None and self._client is client:
-                # Ties between idle actors go round, from a place of this backend's own, so
-                # that runs sharing the workers do not all start on the same one.
-                order = zlib.crc32(f"{self._token} {address}".encode())
-                self._actors[address] = _Direct(actor=actor, future=future, order=order)
+            if actor is None or self._client is not client:
+                return
+            # Ties between idle actors go round, from a place of this backend's own, so
+            # that runs sharing the workers do not all start on the same one.
+            order = zlib.crc32(f"{self._token} {address}".encode())
+            direct = _Direct(actor=actor, future=future, order=order,
+                             capacity=self._threads.get(address, 1))  # fmt: skip
+            self._actors[address] = direct
+            # Jobs that waited for a free thread: the new worker's are free.
+            taken = []
+            while direct.outstanding < direct.capacity:
+                job = self._next_waiting()
+                if job is None:
+                    break
+                direct.outstanding += 1
+                direct.sent += 1
+                self._direct_jobs.add(job)
+                taken.append(job)
+        for job in taken:
+            client.loop.add_callback(self._call_actor, direct, job)
 
     # --- jobs ------------------------------------------------------------------------------------
 
@@ -444,15 +471,9 @@ class DaskBackend(EvaluationBackend):
             # it runs in the same task threads as the direct jobs, one at a time on a
             # one-thread worker. A client that lost the scheduler sends tasks too: they fail
             # as before, and the run hears EvaluatorLost (the workers may still answer).
-            direct = None
-            if lane == "candidates" and client.status == "running":
-                direct = self._pick_actor()
-            if direct is None:
+            direct = lane == "candidates" and client.status == "running"
+            if not (direct and self._dispatch(client, job)):
                 self._submit(job)
-            else:
-                with self._actors_lock:
-                    self._direct_jobs.add(job)
-                client.loop.add_callback(self._call_actor, direct, job)
             return await waiter
         finally:
             with self._sets_lock:
@@ -461,17 +482,51 @@ class DaskBackend(EvaluationBackend):
                     if self._carried[name] <= 0:
                         del self._carried[name]
 
-    def _pick_actor(self) -> _Direct | None:
-        """The actor with the fewest jobs outstanding, of those the one sent the fewest jobs
-        (``None``: no worker has one yet); which one does not change the outcome, a pure
-        function of the job."""
+    def _dispatch(self, client: Any, job: _Job) -> bool:
+        """Sends ``job`` to the actor with the fewest jobs outstanding among those with a free
+        thread (of those, the one sent the fewest jobs), or queues it until a thread frees up;
+        ``False``: no worker has an actor yet. Which actor does not change the outcome, a pure
+        function of the job; waiting here rather than in a worker's queue lets whichever
+        worker frees up first take the next job (a batch cut into more jobs than workers is
+        not held up by the slowest worker's share)."""
         with self._actors_lock:
             if not self._actors:
-                return None
-            direct = min(self._actors.values(), key=_least_busy)
+                return False
+            free = [direct for direct in self._actors.values()
+                    if direct.outstanding < direct.capacity]  # fmt: skip
+            if not free:
+                self._waiting.append(job)
+                return True
+            direct = min(free, key=_least_busy)
             direct.outstanding += 1
             direct.sent += 1
-            return direct
+            self._direct_jobs.add(job)
+        client.loop.add_callback(self._call_actor, direct, job)
+        return True
+
+    def _next_waiting(self) -> _Job | None:
+        """The oldest waiting job whose caller still waits (under the actors' lock)."""
+        while self._waiting:
+            job = self._waiting.popleft()
+            if not job.waiter.done():  # else cancelled meanwhile: nobody waits for it
+                return job
+        return None
+
+    def _strand(self) -> list[_Job]:
+        """The waiting jobs, taken out of the queue when no actor is left to take them
+        (under the actors' lock)."""
+        if self._actors:
+            return []
+        stranded = list(self._waiting)
+        self._waiting.clear()
+        return stranded
+
+    def _resubmit(self, jobs: Sequence[_Job]) -> None:
+        """Sends ``jobs`` as tasks, from their run's loop (``client.submit`` is not meant for
+        the client's own loop)."""
+        for job in jobs:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                job.loop.call_soon_threadsafe(self._submit, job)
 
     def _submit(self, job: _Job) -> None:
         """Sends ``job`` as a task, through the scheduler (which redoes it elsewhere if its
@@ -497,30 +552,42 @@ class DaskBackend(EvaluationBackend):
 
         future.add_done_callback(finished)
 
-    async def _call_actor(self, direct: _Direct, job: _Job) -> None:
-        """Sends ``job`` to a worker's actor (on the client's event loop) and settles it; a
-        call that fails (its worker died, the connection broke) forgets the actor and sends
-        the job again through the scheduler."""
-        try:
-            answer = await direct.actor.evaluate(job.function, job.domain, *job.args)
-        except Exception:  # noqa: BLE001 - the call failed, not the job: redone below
-            answer = _CALL_FAILED
-        finally:
+    async def _call_actor(self, direct: _Direct, job: _Job | None) -> None:
+        """Sends ``job`` to a worker's actor (on the client's event loop) and settles it, then
+        the waiting jobs one after another while there are some; a call that fails (its worker
+        died, the connection broke) forgets the actor and sends the job again through the
+        scheduler (and the waiting ones, when no actor is left)."""
+        while job is not None:
+            try:
+                answer = await direct.actor.evaluate(job.function, job.domain, *job.args)
+            except Exception:  # noqa: BLE001 - the call failed, not the job: redone below
+                answer = _CALL_FAILED
+            except BaseException:  # the client's loop stops: close() answers the job
+                with self._actors_lock:
+                    direct.outstanding -= 1
+                    self._direct_jobs.discard(job)
+                raise
+            following, stranded = None, []
             with self._actors_lock:
-                direct.outstanding -= 1
                 self._direct_jobs.discard(job)
-        if answer is _CALL_FAILED:
-            with self._actors_lock:
-                for address, known in list(self._actors.items()):
-                    if known is direct:
-                        del self._actors[address]  # a worker still listed gets a new one
-            # From the run's loop: client.submit is not meant for the client's own loop.
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                job.loop.call_soon_threadsafe(self._submit, job)
-        elif isinstance(answer, self._worker_side.Raised):
-            job.settle((False, answer.exception))  # the job's own error: not redone
-        else:
-            job.settle((True, answer))
+                if answer is _CALL_FAILED:
+                    direct.outstanding -= 1
+                    for address, known in list(self._actors.items()):
+                        if known is direct:
+                            del self._actors[address]  # a worker still listed gets a new one
+                    stranded = self._strand()
+                elif direct.capacity and (following := self._next_waiting()) is not None:
+                    direct.sent += 1  # its thread goes on to the next job
+                    self._direct_jobs.add(following)
+                else:
+                    direct.outstanding -= 1
+            if answer is _CALL_FAILED:
+                self._resubmit([job, *stranded])
+            elif isinstance(answer, self._worker_side.Raised):
+                job.settle((False, answer.exception))  # the job's own error: not redone
+            else:
+                job.settle((True, answer))
+            job = following
 
     def _failure(self, future: Any, exc: BaseException) -> BaseException:
         """What a failed job raises in the evaluator."""
@@ -543,7 +610,8 @@ class DaskBackend(EvaluationBackend):
             self._client = self._cluster = self._domain = None
         with self._actors_lock:
             placing = list(self._placing.values())
-            direct_jobs = list(self._direct_jobs)
+            direct_jobs = [*self._direct_jobs, *self._waiting]
+            self._waiting.clear()
             self._actors.clear()
             self._placing.clear()
             self._direct_jobs.clear()
@@ -593,6 +661,7 @@ class _Direct:
         outstanding: Jobs sent to it and not answered yet.
         sent: Jobs sent to it.
         order: Its place among actors with as many of both (this backend's own).
+        capacity: Jobs it takes at once: its worker's threads (0: its worker left).
     """
 
     actor: Any
@@ -600,6 +669,7 @@ class _Direct:
     outstanding: int = 0
     sent: int = 0
     order: int = 0
+    capacity: int = 1
 
 
 def _least_busy(direct: _Direct) -> tuple[int, int, int]:

@@ -31,7 +31,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -407,8 +407,18 @@ def _generality_outcomes(domain: Domain | None, program: Program) -> dict[str, b
     return {str(name): bool(beaten) for name, beaten in outcomes.items()}
 
 
+_T = TypeVar("_T")
+
 #: Most evaluations one batch job carries (bounds a batch's latency and its pickled size).
 MAX_BATCH = 256
+#: A batch is cut into at most this many jobs per worker, so that a worker that finishes its
+#: job early takes the next instead of the batch waiting on the slowest worker's share
+#: (evaluations differ in cost: a battle ends when a warrior dies).
+JOBS_PER_WORKER = 4
+#: ... but each job carries at least this many seconds of evaluation (as measured on the
+#: batches so far), so that moving it (a millisecond or a few) stays a few per cent of it:
+#: evaluations of a cheap domain go one job per worker.
+MIN_JOB_SECONDS = 0.1
 
 #: Without worker processes (``workers=0``), a batch expected to take less CPU time than this
 #: is evaluated on the event loop itself: for a cheap domain, handing it to a thread and back
@@ -560,13 +570,16 @@ class Evaluator:
         self._started: tuple[asyncio.AbstractEventLoop, asyncio.Task] | None = None
         self._sets: dict[str, OpponentSet] = {}
         # Evaluations asked for in the same turn of the event loop, by (opponent set, axes):
-        # sent together, in at most one batch per worker (see evaluate()).
+        # sent together, cut into jobs by _parts (see evaluate()).
         self._pending: dict[tuple[str, tuple[str, ...]], list[_Job]] = {}
         self._flush_scheduled = False
         self._batches: set[asyncio.Task] = set()
         # CPU seconds one in-process evaluation is expected to take (see _in_this_process);
         # unknown at first, so the first batch runs in a thread and is measured there.
         self._job_cpu = math.inf
+        # Seconds one evaluation took on a worker lately (0: none measured yet): how finely a
+        # batch is cut into jobs (see _parts).
+        self._eval_seconds = 0.0
 
     @property
     def workers(self) -> int:
@@ -640,18 +653,15 @@ class Evaluator:
         return await job.future
 
     def _flush(self) -> None:
-        """Sends the pending evaluations: per opponent set, one batch job per worker (at most
-        :data:`MAX_BATCH` evaluations each), so each batch crosses the process boundary once."""
+        """Sends the pending evaluations: per opponent set, cut into batch jobs by
+        :meth:`_parts` (one per worker, or a few per worker for dear evaluations), so each job
+        crosses the process boundary once."""
         self._flush_scheduled = False
         pending, self._pending = self._pending, {}
         for (_, axes), jobs in pending.items():
             jobs = [job for job in jobs if not job.future.done()]  # cancelled meanwhile
-            chunks = max(1, min(self.workers, len(jobs)), -(-len(jobs) // MAX_BATCH))
-            size = -(-len(jobs) // chunks)
-            for start in range(0, len(jobs), size):
-                task = asyncio.get_running_loop().create_task(
-                    self._send(jobs[start : start + size], axes)
-                )
+            for part in self._parts(jobs):
+                task = asyncio.get_running_loop().create_task(self._send(part, axes))
                 self._batches.add(task)
                 task.add_done_callback(self._batches.discard)
 
@@ -676,8 +686,8 @@ class Evaluator:
         axes: Collection[str] = (),
     ) -> list[Outcome]:
         """Parses and evaluates several pieces of operator output at once: :meth:`evaluate`
-        for each ``(text, seed)`` job, sent as :meth:`evaluate`'s batches are (one per worker,
-        at most :data:`MAX_BATCH` evaluations each) without a future per job.
+        for each ``(text, seed)`` job, sent as :meth:`evaluate`'s batches are (cut by
+        :meth:`_parts`) without a future per job.
 
         Raises:
             Exception: What :meth:`evaluate` raises for a job (the first job's, in job order).
@@ -685,9 +695,7 @@ class Evaluator:
         if not isinstance(opponents, OpponentSet):
             opponents = self.install(opponents)
         axes = tuple(axes)
-        chunks = max(1, min(self.workers, len(jobs)), -(-len(jobs) // MAX_BATCH))
-        size = max(1, -(-len(jobs) // chunks))
-        parts = [list(jobs[start : start + size]) for start in range(0, len(jobs), size)]
+        parts = self._parts(list(jobs))
         if len(parts) == 1:
             answers = [await self._outcomes(opponents, parts[0], axes)]
         else:
@@ -701,6 +709,29 @@ class Evaluator:
                 raise outcome
         return outcomes
 
+    def _parts(self, jobs: list[_T]) -> list[list[_T]]:
+        """A batch cut into jobs: at least one per worker (and at most :data:`MAX_BATCH`
+        evaluations each); up to :data:`JOBS_PER_WORKER` per worker when the evaluations are
+        dear enough that a job of :data:`MIN_JOB_SECONDS` holds few of them."""
+        if not jobs:
+            return []
+        least = max(1, min(self.workers, len(jobs)), -(-len(jobs) // MAX_BATCH))
+        chunks = least
+        if self._eval_seconds > 0 and not self._in_process():
+            per_job = max(1, math.ceil(MIN_JOB_SECONDS / self._eval_seconds))
+            chunks = max(least, min(-(-len(jobs) // per_job), JOBS_PER_WORKER * self.workers))
+        size = -(-len(jobs) // chunks)
+        return [jobs[start : start + size] for start in range(0, len(jobs), size)]
+
+    def _measured(self, outcomes: Sequence[Outcome | Exception]) -> None:
+        """Follows the seconds an evaluation takes on a worker (half old, half new)."""
+        seconds = [outcome.seconds for outcome in outcomes if isinstance(outcome, Outcome)]
+        if seconds:
+            latest = sum(seconds) / len(seconds)
+            if self._eval_seconds:
+                latest = (self._eval_seconds + latest) / 2
+            self._eval_seconds = latest
+
     async def _outcomes(self, opponents: OpponentSet, jobs: list[tuple[str, int]],
                         axes: tuple[str, ...]) -> list[Outcome | Exception] | None:  # fmt: skip
         """One batch's outcomes, or the exception in a job's place; ``None`` when the backend
@@ -710,8 +741,10 @@ class Evaluator:
             if self._in_process():
                 return await self._in_this_process(opponents, jobs, axes)
             sent = await self.backend.ship(opponents.id, opponents.programs)
-            return await self._run(_parse_and_evaluate_batch, jobs, sent, axes,
-                                   self.descriptor_keys)  # fmt: skip
+            outcomes = await self._run(_parse_and_evaluate_batch, jobs, sent, axes,
+                                       self.descriptor_keys)  # fmt: skip
+            self._measured(outcomes)
+            return outcomes
         except WorkerDied:
             return [Outcome(error="evaluation failed: the worker process died")] * len(jobs)
         except EvaluatorLost as exc:

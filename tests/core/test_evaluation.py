@@ -89,3 +89,61 @@ def test_generality_never_holds_up_candidate_evaluations(toy, tmp_path):
     assert candidates.isdisjoint(lane)
     lowest = min(19, os.getpriority(os.PRIO_PROCESS, 0) + GENERALITY_NICENESS)
     assert niceness and all(n >= lowest for n in niceness)
+
+
+def test_a_batch_of_dear_evaluations_is_cut_finer_than_one_job_per_worker(toy):
+    """Evaluations that take long go in more, smaller jobs than workers (a worker that finishes
+    early takes the next); cheap ones stay one job per worker; the outcomes do not change."""
+    import time
+
+    from dei_framework.evaluation import JOBS_PER_WORKER, LocalBackend
+
+    class Dear(toy.ToyDomain):
+        def evaluate(self, program, opponents, *, seed):
+            time.sleep(0.03)
+            return super().evaluate(program, opponents, seed=seed)
+
+    class TwoWorkers(LocalBackend):
+        """Threads of this process that say they are two workers; notes each job's size."""
+
+        def __init__(self, domain, sizes: list[int]) -> None:
+            super().__init__(domain, workers=0)
+            self.sizes = sizes
+
+        @property
+        def workers(self) -> int:
+            return 2
+
+        async def run(self, function, *args, lane="candidates"):
+            if function.__name__ == "_parse_and_evaluate_batch":
+                self.sizes.append(len(args[0]))
+            return await super().run(function, *args, lane=lane)
+
+    def batches(domain) -> tuple[list[list[int]], list[list]]:
+        sizes: list[int] = []
+        evaluator = Evaluator(domain, backend=TwoWorkers(domain, sizes))
+        opponents = [domain.parse("10 10")]
+        jobs = [(f"{i} {i * 3 % 100}", i) for i in range(40)]
+
+        async def scenario():
+            results = []
+            for _ in range(2):
+                before = len(sizes)
+                outcomes = await evaluator.evaluate_many(jobs, opponents)
+                results.append((sorted(sizes[before:]), [o.evaluation for o in outcomes]))
+            return results
+
+        try:
+            results = asyncio.run(scenario())
+        finally:
+            evaluator.close()
+        return [cut for cut, _ in results], [evaluations for _, evaluations in results]
+
+    dear_cuts, dear_evaluations = batches(Dear())
+    cheap_cuts, cheap_evaluations = batches(toy.ToyDomain())
+    # Nothing measured before the first batch: one job per worker.
+    assert dear_cuts[0] == cheap_cuts[0] == [20, 20]
+    # 30 ms each: jobs of about 0.1 s (4 evaluations), at most JOBS_PER_WORKER per worker.
+    assert JOBS_PER_WORKER == 4 and dear_cuts[1] == [5] * 8
+    assert cheap_cuts[1] == [20, 20]
+    assert dear_evaluations[0] == dear_evaluations[1] == cheap_evaluations[0]

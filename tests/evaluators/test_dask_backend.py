@@ -534,3 +534,40 @@ def test_a_one_thread_worker_runs_one_direct_job_at_a_time_in_its_task_thread(
     for spans in by_worker.values():  # one after the other on each
         spans.sort()
         assert all(end <= later for (_, end), (later, _) in zip(spans[:-1], spans[1:], strict=True))
+
+
+def test_the_worker_that_frees_up_first_takes_the_waiting_jobs() -> None:
+    import asyncio
+    import sys
+
+    import cloudpickle
+
+    from dei_framework.dask_backend import DaskBackend
+
+    cluster = start_cluster(2)  # its own: another test's jobs must not hold a worker up
+    try:
+        backend = DaskBackend(_coreware_domain(), address=cluster.address)
+
+        async def scenario():
+            await backend.start()
+            cloudpickle.register_pickle_by_value(sys.modules[__name__])
+            try:
+                # One long job, then six short ones, asked for at once on two one-thread
+                # workers: jobs handed out at once would be split 4 / 3 and the long
+                # worker's share would wait behind it.
+                return await asyncio.gather(backend.run(_timed_nap, 3.0),
+                                            *(backend.run(_timed_nap, 0.05) for _ in range(6)))
+            finally:
+                cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+        try:
+            naps = asyncio.run(scenario())
+            paths = _jobs_by_path(backend)
+        finally:
+            backend.close()
+    finally:
+        cluster.stop()
+    long_pid = naps[0][0]
+    assert [pid for pid, *_ in naps[1:]].count(long_pid) == 0  # the other worker took them all
+    assert paths == {"actor": 7, "task": 0}  # they waited in the run, then went direct
+    assert max(end for *_, end in naps[1:]) < naps[0][3]  # done while the long one ran
