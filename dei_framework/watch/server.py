@@ -157,6 +157,15 @@ class _Server(ThreadingHTTPServer):
         self.watch = watch
         super().__init__(address, _Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line on stderr instead of socketserver's traceback; nothing at all for a
+        browser that went away mid-request (a closed tab, a reload, a killed headless one)."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            return
+        print(f"watch: a request from {client_address[0]} failed: {error!r}", file=sys.stderr,
+              flush=True)  # fmt: skip
+
     @property
     def loopback(self) -> bool:
         host = str(self.server_address[0])

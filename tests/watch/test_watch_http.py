@@ -163,3 +163,24 @@ def test_infinite_values_in_a_log_still_give_parseable_json(tmp_path) -> None:
     assert state["nodes"][0]["cells"][0]["descriptor"] == {"x": None}
     assert state["champions"][0]["fitness"] is None
     assert state["space"]["inferred"] and state["space"]["shape"] == [1, 1]
+
+
+def test_a_browser_that_goes_away_mid_request_prints_no_traceback(finished_run, capfd) -> None:
+    import struct
+    import time
+
+    server = WatchServer(finished_run, port=0).start()
+    try:
+        port = int(server.url.rsplit(":", 1)[1].strip("/"))
+        for _ in range(3):
+            client = socket.create_connection(("127.0.0.1", port), timeout=30)
+            client.sendall(b"GET /api/state HTTP/1.1\r\nHost: 127.0.0.1")  # no end of line
+            # Closed with a reset (linger 0), as a killed browser's socket is.
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.close()
+        time.sleep(0.5)  # the server's threads meet the resets
+        body = urlopen(server.url + "api/runs").read()  # and it still serves
+    finally:
+        server.close()
+    assert body
+    assert "Traceback" not in capfd.readouterr().err
