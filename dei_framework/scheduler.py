@@ -707,7 +707,7 @@ class Scheduler:
             status = add(candidate)
         elif type(archive).add is ArchiveBase.add:
             # What add does, without placing the descriptor a second time: the cell is this.
-            status = archive.add_at(candidate, archive._flat(cell))
+            status = archive.add_at(candidate, archive.flat_index(cell))
         else:  # an archive with its own add
             status = archive.add(candidate)
         if item.kind == "mutate":

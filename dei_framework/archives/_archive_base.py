@@ -100,8 +100,17 @@ class ArchiveBase(abc.ABC):
         """The cell of a raw descriptor, as recorded on elites (a tuple)."""
         return (self.index_of(descriptor),)
 
-    def _flat(self, cell: tuple[int, ...]) -> int:
-        return int(cell[0])
+    def flat_index(self, cell: tuple[int, ...]) -> int:
+        """The flat index of a cell as elites record it (the key :meth:`add_at` and
+        :meth:`status_at` take): what :meth:`index_of` gives for a descriptor in that cell.
+
+        Raises:
+            ValueError: The cell is not one of this archive's.
+        """
+        index = int(cell[0])
+        if len(cell) != 1 or not 0 <= index < self.cells:
+            raise ValueError(f"cell {cell} is not one of the archive's {self.cells} cells")
+        return index
 
     def place(self, values: np.ndarray) -> tuple[list[tuple[int, ...]], list[int]]:
         """The cells of many raw descriptors at once, and their flat indices.
@@ -118,7 +127,7 @@ class ArchiveBase(abc.ABC):
         names = self.space.names
         cells = [self.cell_of(dict(zip(names, row, strict=True))) for row in np.asarray(
             values, dtype=float).tolist()]  # fmt: skip
-        return cells, [self._flat(cell) for cell in cells]
+        return cells, [self.flat_index(cell) for cell in cells]
 
     # --- queries --------------------------------------------------------------------------------
 
@@ -139,11 +148,11 @@ class ArchiveBase(abc.ABC):
         return self._occupied
 
     def __contains__(self, cell: tuple[int, ...]) -> bool:
-        return self._flat(tuple(cell)) in self._elites
+        return self.flat_index(tuple(cell)) in self._elites
 
     def elite_at(self, cell: tuple[int, ...]) -> Candidate | None:
         """The elite in ``cell``, or ``None``."""
-        return self._elites.get(self._flat(tuple(cell)))
+        return self._elites.get(self.flat_index(tuple(cell)))
 
     def best(self) -> Candidate | None:
         """The elite with the highest fitness (ties: the lowest cell index), or ``None``."""
@@ -218,7 +227,7 @@ class ArchiveBase(abc.ABC):
         if elite.fitness is None or not math.isfinite(elite.fitness):
             return AddStatus.NOT_ADDED
         cell = self.cell_of(elite.descriptor)  # once: the index is the cell's flat form
-        index = self._flat(cell)
+        index = self.flat_index(cell)
         if cell != elite.cell:
             elite = attrs.evolve(elite, cell=cell)
         return self.add_at(elite, index)

@@ -34,7 +34,7 @@ class GridArchive(ArchiveBase):
         return self.space.cells
 
     def index_of(self, descriptor: Mapping[str, float]) -> int:
-        return self._flat(self.space.cell(descriptor))
+        return self.flat_index(self.space.cell(descriptor))
 
     def cell_of(self, descriptor: Mapping[str, float]) -> tuple[int, ...]:
         return self.space.cell(descriptor)
@@ -56,7 +56,8 @@ class GridArchive(ArchiveBase):
         flat = np.ravel_multi_index(bins.T, self.space.shape) if len(bins) else bins[:, 0]
         return list(map(tuple, bins.tolist())), flat.tolist()
 
-    def _flat(self, cell: tuple[int, ...]) -> int:
+    def flat_index(self, cell: tuple[int, ...]) -> int:
+        """The row-major flat index of a grid cell (see :meth:`ArchiveBase.flat_index`)."""
         # Row-major flat index, as np.ravel_multi_index gives, without its per-call overhead.
         strides = self.__dict__.get("_strides")
         if strides is None:
