@@ -236,3 +236,19 @@ def test_selection_cost_is_flat_in_archive_size() -> None:
     # Two reads per tournament pick, one per uniform pick, whatever the archive holds.
     assert {accesses["_TournamentEmitter", n] for n in (10, 100, 10_000)} == {6}
     assert {accesses["UniformEmitter", n] for n in (10, 100, 10_000)} == {3}
+
+
+def test_flat_index_is_the_key_of_a_cell_and_refuses_foreign_cells() -> None:
+    from dei_framework import CVTArchive
+
+    grid = GridArchive(space=SPACE)
+    descriptor = {"tsp": 50.0, "mc": 700.0}
+    cell = grid.cell_of(descriptor)
+    assert grid.flat_index(cell) == grid.index_of(descriptor)
+    assert grid.add_at(elite("a", 1.0, **descriptor), grid.flat_index(cell)) is AddStatus.NEW
+    assert grid.elite_at(cell).id == "a"
+    cvt = CVTArchive(space=SPACE, cells=8, seed=0)
+    assert cvt.flat_index(cvt.cell_of(descriptor)) == cvt.index_of(descriptor)
+    for archive, foreign in ((grid, (9, 0)), (grid, (0,)), (cvt, (8,)), (cvt, (1, 2))):
+        with pytest.raises(ValueError, match="cell"):
+            archive.flat_index(foreign)
