@@ -38,22 +38,6 @@ def js_divergence(p: np.ndarray, q: np.ndarray) -> float:
     return (kl(p, m) + kl(q, m)) / 2
 
 
-def cell_histograms(
-    events: Iterable[Mapping[str, Any]], shape: Sequence[int]
-) -> dict[str, np.ndarray]:
-    """Per node, how many valid operator-made candidates fell in each cell (flattened grid)."""
-    cells = int(np.prod(shape))
-    histograms: dict[str, np.ndarray] = {}
-    for event in events:
-        if event.get("event") != "evaluated" or event.get("cell") is None:
-            continue
-        if event.get("kind") not in ("new", "mutate"):
-            continue
-        counts = histograms.setdefault(event["node"], np.zeros(cells))
-        counts[int(np.ravel_multi_index(tuple(event["cell"]), tuple(shape)))] += 1
-    return histograms
-
-
 def operator_divergence(histograms: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """Pairwise Jensen–Shannon divergence between nodes' cell distributions, and its mean.
 

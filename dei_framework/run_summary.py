@@ -128,8 +128,8 @@ class EventTally:
             counts[cell] = counts.get(cell, 0) + 1
 
     def histograms(self) -> dict[str, np.ndarray]:
-        """Per node, its candidates per cell of the flattened grid (as
-        :func:`~dei_framework.metrics.cell_histograms` counts them from the events)."""
+        """Per node, its candidates per cell of the flattened (row-major) grid: the cell
+        distributions :func:`~dei_framework.metrics.operator_divergence` compares."""
         shape = self.space.shape
         histograms = {}
         for node, counts in self.cells.items():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from dei_framework.descriptors import DescriptorSpace, UniformAxis
-from dei_framework.metrics import cell_histograms
 from dei_framework.run_summary import EventTally
 
 SPACE = DescriptorSpace([UniformAxis("x", 0.0, 1.0, 4), UniformAxis("y", 0.0, 1.0, 5)])
@@ -35,9 +34,14 @@ EVENTS = [
 def _expected_histograms(events: list[dict]) -> dict[str, np.ndarray]:
     """What the summary computed before the tally: every cell placed again in the run's grid,
     then counted per node."""
-    placed = [{**e, "cell": list(SPACE.cell(e["descriptor"]))} if e.get("descriptor") else e
-              for e in events]  # fmt: skip
-    return cell_histograms(placed, SPACE.shape)
+    histograms: dict[str, np.ndarray] = {}
+    for event in events:
+        if (event.get("event") != "evaluated" or event.get("cell") is None
+                or event.get("kind") not in ("new", "mutate")):  # fmt: skip
+            continue
+        counts = histograms.setdefault(event["node"], np.zeros(int(np.prod(SPACE.shape))))
+        counts[np.ravel_multi_index(SPACE.cell(event["descriptor"]), SPACE.shape)] += 1
+    return histograms
 
 
 def test_the_tally_counts_what_reading_the_log_back_counted() -> None:
