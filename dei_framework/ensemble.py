@@ -507,21 +507,15 @@ class Ensemble:
         resumed driver asks their items again, serves the recorded replies without charging
         them twice, and the display counts them when they are admitted.
         """
-        calls: dict[str, int] = defaultdict(int)
-        invalid: dict[str, int] = defaultdict(int)
-        if self.resume:
-            kept = list(read_jsonl(self.run_dir.events_path))  # the log as the checkpoint left it
-            self.tally.add(kept)
-            for event in kept:
-                if event.get("event") == "evaluated" and event.get("kind") in ("new", "mutate"):
-                    calls[event["node"]] += 1
-                    invalid[event["node"]] += event.get("status") == "invalid"
+        if self.resume:  # the log as the checkpoint left it
+            self.tally.add(read_jsonl(self.run_dir.events_path))
         for node in self.nodes:
             loop = self.drivers[node.name]
             last = loop.history[-1] if loop.history else None
             self.progress("resumed", {
-                "node": node.name, "calls": calls[node.name],
-                "invalid": invalid[node.name], "rounds_done": len(loop.history),
+                "node": node.name, "calls": self.tally.made.get(node.name, 0),
+                "invalid": self.tally.made_invalid.get(node.name, 0),
+                "rounds_done": len(loop.history),
                 "coverage": last["stats"]["coverage"] if last else 0.0,
                 "best": max((e["champion"]["fitness"] for e in loop.history if e["champion"]),
                             default=None),

@@ -108,6 +108,9 @@ class EventTally:
         self.invalid = 0
         #: Per node, the operator-made candidates per cell of :attr:`space`.
         self.cells: dict[str, dict[tuple[int, ...], int]] = {}
+        #: Per node, its operator-made candidates evaluated, and how many of them were invalid.
+        self.made: dict[str, int] = {}
+        self.made_invalid: dict[str, int] = {}
         self.add(events)
 
     def add(self, events: Iterable[Mapping[str, Any]]) -> None:
@@ -117,11 +120,15 @@ class EventTally:
                 self.invalid += event.get("status") == "invalid"
                 continue
             self.evaluated += 1
-            if event.get("status") == "invalid":
-                self.invalid += 1
-            if event.get("cell") is None or event.get("kind") not in ("new", "mutate"):
+            invalid = event.get("status") == "invalid"
+            self.invalid += invalid
+            if event.get("kind") not in ("new", "mutate"):
                 continue
             node, descriptor = event["node"], event.get("descriptor")
+            self.made[node] = self.made.get(node, 0) + 1
+            self.made_invalid[node] = self.made_invalid.get(node, 0) + invalid
+            if event.get("cell") is None:
+                continue
             cell = (self.space.cell(descriptor) if descriptor and node not in self.placed
                     else tuple(event["cell"]))  # fmt: skip
             counts = self.cells.setdefault(node, {})

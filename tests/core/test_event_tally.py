@@ -48,6 +48,8 @@ def test_the_tally_counts_what_reading_the_log_back_counted() -> None:
     tally = EventTally(SPACE, EVENTS[:4])
     tally.add(EVENTS[4:])  # counted in pieces, as a run logs them
     assert tally.evaluated == 7 and tally.invalid == 1
+    # operator-made candidates per node (what a resumed run's progress display starts from)
+    assert tally.made == {"a": 4, "b": 1} and tally.made_invalid == {"a": 1, "b": 0}
     expected = _expected_histograms(EVENTS)
     histograms = tally.histograms()
     assert sorted(histograms) == sorted(expected) == ["a", "b"]
