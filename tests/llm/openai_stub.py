@@ -23,10 +23,11 @@ import socket
 import threading
 import time
 from collections import Counter, deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import attrs
+from quiet_server import QuietThreadingHTTPServer
 
 #: The reply served when a test scripts nothing: a small valid warrior with some prose.
 DEFAULT_TEXT = """Here is a compact bomber that drops DAT bombs every fourth cell.
@@ -169,7 +170,7 @@ class OpenAIStub:
     _in_flight: int = 0
     _queue: deque = attrs.field(factory=deque)
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
+    _server: QuietThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
 
     # --- control --------------------------------------------------------------------------
@@ -181,8 +182,7 @@ class OpenAIStub:
         class Handler(_Handler):
             server_stub = stub
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = QuietThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )

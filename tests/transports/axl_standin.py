@@ -18,7 +18,9 @@ import json
 import secrets
 import threading
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from quiet_server import QuietThreadingHTTPServer
 
 INBOX_CAPACITY = 100
 
@@ -66,8 +68,7 @@ class StandIn:
         self.extra_topology: list[dict] = []  # raw extra peer entries (e.g. down peers)
         self.null_topology = False
         self.requests: list[tuple[str, str]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        self._server = QuietThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

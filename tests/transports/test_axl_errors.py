@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from dei_transports.axlnode import AxlNodeProcess, free_port, loopback_config
 from dei_transports.plugin import make_axl
+from quiet_server import QuietThreadingHTTPServer
 
 from dei_framework.errors import TransportError
 
@@ -49,7 +50,7 @@ class _NotAxl(http.server.BaseHTTPRequestHandler):
 
 
 def test_another_server_on_the_port_is_named(cli, toy_env, tmp_path):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotAxl)
+    server = QuietThreadingHTTPServer(("127.0.0.1", 0), _NotAxl)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
