@@ -17,7 +17,6 @@ from dei_framework import (
     Candidate,
     Domain,
     Evaluation,
-    InvalidProgram,
     NodeConfig,
     Program,
     RunConfig,
@@ -34,20 +33,14 @@ from dei_framework.sharing import BUILTIN_POLICIES
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from test_scheduler import DOMAIN, propose  # noqa: E402
+from test_scheduler import DOMAIN, Sums, propose  # noqa: E402
 
 
-class Static(Domain):
-    """A static objective without opponents: sums near 100, descriptors length and peak."""
+class Static(Sums):
+    """A static objective without opponents: sums near 100, descriptors length and peak (the
+    scheduler tests' programs, parser and prompts)."""
 
     name = "static-sums"
-    default_axes = ("length", "peak")
-
-    def parse(self, reply: str) -> Program:
-        tokens = reply.split()
-        if not tokens or not all(t.isdigit() and int(t) < 50 for t in tokens):
-            raise InvalidProgram(f"line 1: not a list of integers below 50: {reply[:20]!r}")
-        return Program(text=" ".join(tokens), data=[int(t) for t in tokens])
 
     def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
         total = sum(program.data)
@@ -60,8 +53,7 @@ class Static(Domain):
         return [AxisSpec(name="length", axis=ThresholdAxis("length", (2, 4, 6, 8))),
                 AxisSpec(name="peak", axis=UniformAxis("peak", 0, 50, 5))]  # fmt: skip
 
-    def messages(self, kind, *, parent=None, others=(), feedback=None):
-        return [{"role": "user", "content": kind}]
+    initial_opponents = Domain.initial_opponents  # the contract's default: no opponents
 
 
 STATIC = Static()
