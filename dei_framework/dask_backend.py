@@ -30,9 +30,10 @@ milliseconds per job
 (``benchmarks/scale_out.py``, ``roundtrip_ms``). The actor is called over connections of the
 run's own event loop to the worker (Dask's comms, its TLS included), not through the Dask
 client's thread: that hop there and back, and Dask's serialization of every argument (the job
-travels as a few pickled byte strings), were about half of a job's overhead (measured with
-``benchmarks/scale_out.py``, ``task_overhead_ms``). The generality lane, which nobody waits
-on, stays a task of low priority. On the worker both run in its task threads.
+travels as a few pickled byte strings), were a large part of a job's overhead
+(``benchmarks/scale_out.py``: ``roundtrip_ms``, ``task_overhead_ms``). The generality lane,
+which nobody waits on, stays a task of low priority. On the worker both run in its task
+threads.
 
 A ``tls://`` scheduler address is reached over TLS with the certificates named in the run's
 ``[evaluator_options]`` (``tls_ca_file``, ``tls_cert``, ``tls_key``: Dask's
@@ -72,6 +73,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import uuid
 import warnings
 import zlib
@@ -99,6 +101,8 @@ GENERALITY_PRIORITY = -10
 ACTOR_WAIT_SECONDS = 20.0
 #: The distribution of the core; every worker must run the same version.
 CORE_DISTRIBUTION = "dei-framework"
+#: Seconds between checks, while a task's result is fetched, that the backend is still open.
+FETCH_CHECK_SECONDS = 1.0
 #: ``[evaluator_options]`` keys of this backend: the TLS files of a ``tls://`` scheduler.
 TLS_OPTIONS = ("tls_ca_file", "tls_cert", "tls_key")
 #: Dask settings for a cluster that evaluates: Dask's statistical profiler samples a worker's
@@ -454,6 +458,10 @@ class DaskBackend(EvaluationBackend):
                     self._sets.pop(known)
                     self._calls.submit(self._remove_plugin, self._set_name(known))
             self._sets.move_to_end(set_id)
+        if shipping.done() and not shipping.cancelled() and shipping.exception() is None:
+            # Every job after the round's first: at once (wrap_future would hand the result
+            # over through the loop's self-pipe, a wake-up more per job).
+            return shipping.result()
         try:
             return await asyncio.wrap_future(shipping)
         except EvaluatorLost:
@@ -574,12 +582,30 @@ class DaskBackend(EvaluationBackend):
 
         def finished(done: Any) -> None:  # in a thread of Dask's: result() may fetch the data
             try:
-                outcome: tuple[bool, Any] = (True, done.result())
+                outcome: tuple[bool, Any] = (True, self._result_of(done, client))
             except BaseException as exc:  # noqa: BLE001 - every kind of failure is relayed
                 outcome = (False, self._failure(done, exc))
             job.settle(outcome)
 
         future.add_done_callback(finished)
+
+    def _result_of(self, future: Any, client: Any) -> Any:
+        """A done task's result (or its exception), fetched through ``client``'s event loop.
+
+        A fetch still under way when the client closes never ends (its loop is gone), and the
+        Dask thread that waits on it would hold up the exit of the process (seen once in the
+        lost-scheduler test): the wait goes in steps, and ends with
+        :class:`~dei_framework.backend.EvaluatorLost` once the backend is closed.
+        """
+        while True:
+            began = time.monotonic()
+            try:
+                return future.result(timeout=FETCH_CHECK_SECONDS)
+            except TimeoutError:
+                if time.monotonic() - began < FETCH_CHECK_SECONDS:
+                    raise  # what the job itself raised, not the end of the wait
+                if self._client is not client:
+                    raise EvaluatorLost(f"the Dask backend at {self.address} is closed") from None
 
     def _start_call(self, direct: _Direct, job: _Job) -> None:
         """Starts the call of ``job`` to the actor ``direct`` on the job's own event loop (from
