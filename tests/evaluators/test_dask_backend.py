@@ -642,3 +642,14 @@ def test_a_local_cluster_of_the_run_runs_without_the_profiler_and_checks_its_loo
     # Dask's defaults: the profiler every 10 ms, the loop checked every 20 ms.
     assert list(workers.values()) == [{"profile": None, "tick": 1000}]
     assert scheduler == {"profile": None, "tick": 1000}
+
+
+def test_the_dask_settings_the_docs_and_ci_start_clusters_with_are_the_backends() -> None:
+    from dei_framework.dask_backend import quiet_environment
+
+    root = Path(__file__).resolve().parents[2]
+    wanted = {f"{name}={value}" for name, value in quiet_environment().items()}
+    for path in ("docs/multi-machine.md", ".ci/run"):
+        lines = (root / path).read_text().splitlines()
+        exports = [set(line.split()[1:]) for line in lines if line.startswith("export DASK_")]
+        assert exports == [wanted], path
