@@ -9,7 +9,9 @@ four per worker once it has measured that evaluations are dear (these are). Syst
 * ``local-1``, ``local-2`` — the ``local`` backend (process pool) with 1 and 2 workers;
 * ``dask-1``, ``dask-2`` — the ``dask`` backend on a cluster started here as a remote one is:
   a ``dask scheduler`` process and 1 or 2 ``dask worker --nthreads 1 --no-nanny`` processes,
-  reached through the scheduler's address.
+  reached through the scheduler's address, with the settings docs/multi-machine.md gives them
+  (``dei_framework.dask_backend.QUIET_CLUSTER``: Dask's statistical profiler off, its
+  event-loop check once a second).
 
 Per system and repeat (systems interleaved within a repeat, so that load drifts hit all):
 
@@ -83,7 +85,7 @@ import psutil
 
 from dei_framework import evaluation
 from dei_framework.context import FactoryContext
-from dei_framework.dask_backend import DaskBackend
+from dei_framework.dask_backend import DaskBackend, quiet_environment
 from dei_framework.evaluation import Evaluator, LocalBackend, Outcome, _parse, evaluate
 from dei_framework.plugins import load_plugins
 from dei_framework.presets import DEI_PAPER
@@ -145,7 +147,9 @@ class Cluster:
 
         port = _free_port()
         self.address = f"tcp://127.0.0.1:{port}"
-        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        # As docs/multi-machine.md starts a cluster: Dask's profiler and loop check slowed.
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
+                 "env": {**os.environ, **quiet_environment()}}  # fmt: skip
         self.processes.append(subprocess.Popen(
             [*_dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", str(port),
              "--no-dashboard"], **quiet))  # fmt: skip
@@ -373,7 +377,8 @@ def main() -> None:
                      "candidates": f"the domain's {len(texts)} reference warriors, cycled",
                      "evals": args.evals, "singles": args.singles, "repeats": args.repeats,
                      "dask_workers": "dask worker --nthreads 1 --no-nanny, own scheduler "
-                                     "process"},
+                                     "process",
+                     "dask_settings": quiet_environment()},
         "machine": {"cpus": os.cpu_count(), "loadavg_before": load_before,
                     "loadavg_after": os.getloadavg()},
         "work_cpu_ms_per_eval": describe(work),

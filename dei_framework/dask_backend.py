@@ -27,8 +27,13 @@ one with the fewest jobs outstanding among those whose worker has a thread free,
 the run until one has: whichever worker frees up first takes the next job). A task through
 the scheduler would cost the client's batching interval and two more hops each way, several
 milliseconds per job
-(``benchmarks/scale_out.py``, ``roundtrip_ms``). The generality lane, which nobody waits on,
-stays a task of low priority. On the worker both run in its task threads.
+(``benchmarks/scale_out.py``, ``roundtrip_ms``). The actor is called over connections of the
+run's own event loop to the worker (Dask's comms, its TLS included), not through the Dask
+client's thread: that hop there and back, and Dask's serialization of every argument (the job
+travels as a few pickled byte strings), were a large part of a job's overhead
+(``benchmarks/scale_out.py``: ``roundtrip_ms``, ``task_overhead_ms``). The generality lane,
+which nobody waits on, stays a task of low priority. On the worker both run in its task
+threads.
 
 A ``tls://`` scheduler address is reached over TLS with the certificates named in the run's
 ``[evaluator_options]`` (``tls_ca_file``, ``tls_cert``, ``tls_key``: Dask's
@@ -68,6 +73,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import uuid
 import warnings
 import zlib
@@ -95,8 +101,26 @@ GENERALITY_PRIORITY = -10
 ACTOR_WAIT_SECONDS = 20.0
 #: The distribution of the core; every worker must run the same version.
 CORE_DISTRIBUTION = "dei-framework"
+#: Seconds between checks, while a task's result is fetched, that the backend is still open.
+FETCH_CHECK_SECONDS = 1.0
 #: ``[evaluator_options]`` keys of this backend: the TLS files of a ``tls://`` scheduler.
 TLS_OPTIONS = ("tls_ca_file", "tls_cert", "tls_key")
+#: Dask settings for a cluster that evaluates: Dask's statistical profiler samples a worker's
+#: threads every 10 ms, and its event-loop health check wakes every process's loop every
+#: 20 ms; on the cores that evaluate, both take CPU (and a worker's GIL) from the evaluations
+#: (``benchmarks/scale_out.py``: ``idle_cpu_ms_per_s``, ``task_ms``). Neither is needed to
+#: evaluate: without the profiler the dashboard shows no profile, and a loop blocked for
+#: longer than Dask's warning limit (3 s) is still reported. A local cluster of the run gets
+#: them; ``dask scheduler`` and ``dask worker`` get them from :func:`quiet_environment`
+#: (docs/multi-machine.md).
+QUIET_CLUSTER = {"distributed.worker.profile.enabled": False,
+                 "distributed.admin.tick.interval": "1s"}  # fmt: skip
+
+
+def quiet_environment() -> dict[str, str]:
+    """:data:`QUIET_CLUSTER` as the environment variables Dask reads its settings from."""
+    return {"DASK_" + key.upper().replace(".", "__").replace("-", "_"): str(value)
+            for key, value in QUIET_CLUSTER.items()}  # fmt: skip
 
 
 def distribution_of(module: str) -> str | None:
@@ -176,8 +200,8 @@ class DaskBackend(EvaluationBackend):
     The Dask client runs in its own thread (Dask's synchronous client), so one backend serves
     any event loop, and closing it needs none; blocking client calls (connect, installing a
     set) run in a helper thread. A task's result reaches the event loop through a
-    done-callback; an actor call's through a coroutine on the client's own event loop, which
-    awaits it there (Dask's actor futures take no callback; this costs no thread per job).
+    done-callback; an actor is called from the event loop of the run that waits on the job,
+    over connections of that loop to its worker (kept, one per job under way at once).
 
     Args:
         domain: The run's domain (picklable).
@@ -217,6 +241,11 @@ class DaskBackend(EvaluationBackend):
         self._actors: dict[str, _Direct] = {}
         self._placing: dict[str, Any] = {}
         self._direct_jobs: set[_Job] = set()  # sent to an actor, not answered yet
+        # The calls under way (tasks of the runs' loops) and, per event loop and worker, the
+        # idle connections they use (a connection belongs to the loop it was opened on).
+        self._calls_under_way: set[asyncio.Task] = set()
+        self._connections: dict[tuple[asyncio.AbstractEventLoop, str], list[Any]] = {}
+        self._connection_args: dict[str, Any] = {}
         # Candidate jobs waiting for a worker's thread to free up (every actor has as many
         # jobs as its worker has threads), oldest first, and each worker's threads.
         self._waiting: collections.deque[_Job] = collections.deque()
@@ -242,6 +271,8 @@ class DaskBackend(EvaluationBackend):
             if self._client is not None:
                 return
             distributed = _import_distributed()
+            import dask.config
+
             from dei_framework import dask_guard, dask_worker
 
             # Every failure the client meets reaches the user as one message of this backend
@@ -252,7 +283,8 @@ class DaskBackend(EvaluationBackend):
                     logging.getLogger(name).setLevel(logging.CRITICAL)
             address = self.address
             if address is None:
-                with warnings.catch_warnings():  # another cluster's HTTP port: a note only
+                with warnings.catch_warnings(), dask.config.set(QUIET_CLUSTER):
+                    # Another cluster's HTTP port: a note only.
                     warnings.filterwarnings("ignore", message="Port .* is already in use")
                     self._cluster = distributed.LocalCluster(
                         n_workers=self._local_workers or None, threads_per_worker=1,
@@ -290,6 +322,7 @@ class DaskBackend(EvaluationBackend):
                 client.close()
                 raise
             self._client = client
+            self._connection_args = client.connection_args  # TLS: the client's own
             self._worker_side = dask_worker
             self._domain = dask_worker.ResidentRef(name)
             creating = self._count_slots()
@@ -394,7 +427,7 @@ class DaskBackend(EvaluationBackend):
             # Ties between idle actors go round, from a place of this backend's own, so
             # that runs sharing the workers do not all start on the same one.
             order = zlib.crc32(f"{self._token} {address}".encode())
-            direct = _Direct(actor=actor, future=future, order=order,
+            direct = _Direct(actor=actor, future=future, address=address, order=order,
                              capacity=self._threads.get(address, 1))  # fmt: skip
             self._actors[address] = direct
             # Jobs that waited for a free thread: the new worker's are free.
@@ -408,7 +441,7 @@ class DaskBackend(EvaluationBackend):
                 self._direct_jobs.add(job)
                 taken.append(job)
         for job in taken:
-            client.loop.add_callback(self._call_actor, direct, job)
+            self._start_call(direct, job)
 
     # --- jobs ------------------------------------------------------------------------------------
 
@@ -425,6 +458,10 @@ class DaskBackend(EvaluationBackend):
                     self._sets.pop(known)
                     self._calls.submit(self._remove_plugin, self._set_name(known))
             self._sets.move_to_end(set_id)
+        if shipping.done() and not shipping.cancelled() and shipping.exception() is None:
+            # Every job after the round's first: at once (wrap_future would hand the result
+            # over through the loop's self-pipe, a wake-up more per job).
+            return shipping.result()
         try:
             return await asyncio.wrap_future(shipping)
         except EvaluatorLost:
@@ -501,7 +538,7 @@ class DaskBackend(EvaluationBackend):
             direct.outstanding += 1
             direct.sent += 1
             self._direct_jobs.add(job)
-        client.loop.add_callback(self._call_actor, direct, job)
+        self._start_call(direct, job)
         return True
 
     def _next_waiting(self) -> _Job | None:
@@ -545,24 +582,60 @@ class DaskBackend(EvaluationBackend):
 
         def finished(done: Any) -> None:  # in a thread of Dask's: result() may fetch the data
             try:
-                outcome: tuple[bool, Any] = (True, done.result())
+                outcome: tuple[bool, Any] = (True, self._result_of(done, client))
             except BaseException as exc:  # noqa: BLE001 - every kind of failure is relayed
                 outcome = (False, self._failure(done, exc))
             job.settle(outcome)
 
         future.add_done_callback(finished)
 
+    def _result_of(self, future: Any, client: Any) -> Any:
+        """A done task's result (or its exception), fetched through ``client``'s event loop.
+
+        A fetch still under way when the client closes never ends (its loop is gone), and the
+        Dask thread that waits on it would hold up the exit of the process (seen once in the
+        lost-scheduler test): the wait goes in steps, and ends with
+        :class:`~dei_framework.backend.EvaluatorLost` once the backend is closed.
+        """
+        while True:
+            began = time.monotonic()
+            try:
+                return future.result(timeout=FETCH_CHECK_SECONDS)
+            except TimeoutError:
+                if time.monotonic() - began < FETCH_CHECK_SECONDS:
+                    raise  # what the job itself raised, not the end of the wait
+                if self._client is not client:
+                    raise EvaluatorLost(f"the Dask backend at {self.address} is closed") from None
+
+    def _start_call(self, direct: _Direct, job: _Job) -> None:
+        """Starts the call of ``job`` to the actor ``direct`` on the job's own event loop (from
+        any thread; ``job`` counts as outstanding on ``direct`` already)."""
+        if _running_loop() is job.loop:
+            self._launch(direct, job)
+            return
+        try:
+            job.loop.call_soon_threadsafe(self._launch, direct, job)
+        except RuntimeError:  # the loop is closed: nobody waits for the job
+            with self._actors_lock:
+                direct.outstanding -= 1
+                self._direct_jobs.discard(job)
+
+    def _launch(self, direct: _Direct, job: _Job) -> None:
+        task = job.loop.create_task(self._call_actor(direct, job))
+        self._calls_under_way.add(task)  # held: the loop keeps only a weak reference
+        task.add_done_callback(self._calls_under_way.discard)
+
     async def _call_actor(self, direct: _Direct, job: _Job | None) -> None:
-        """Sends ``job`` to a worker's actor (on the client's event loop) and settles it, then
-        the waiting jobs one after another while there are some; a call that fails (its worker
-        died, the connection broke) forgets the actor and sends the job again through the
-        scheduler (and the waiting ones, when no actor is left)."""
+        """Sends ``job`` to a worker's actor (on the job's own event loop) and settles it, then
+        the waiting jobs of that loop one after another while there are some; a call that
+        fails (its worker died, the connection broke) forgets the actor and sends the job
+        again through the scheduler (and the waiting ones, when no actor is left)."""
         while job is not None:
             try:
-                answer = await direct.actor.evaluate(job.function, job.domain, *job.args)
+                answer = await self._call(direct, job)
             except Exception:  # noqa: BLE001 - the call failed, not the job: redone below
                 answer = _CALL_FAILED
-            except BaseException:  # the client's loop stops: close() answers the job
+            except BaseException:  # cancelled (the run stops, or close()): nobody waits
                 with self._actors_lock:
                     direct.outstanding -= 1
                     self._direct_jobs.discard(job)
@@ -582,12 +655,64 @@ class DaskBackend(EvaluationBackend):
                 else:
                     direct.outstanding -= 1
             if answer is _CALL_FAILED:
+                self._drop_connections(job.loop, direct.address)
                 self._resubmit([job, *stranded])
             elif isinstance(answer, self._worker_side.Raised):
                 job.settle((False, answer.exception))  # the job's own error: not redone
             else:
                 job.settle((True, answer))
+            if following is not None and following.loop is not job.loop:
+                self._start_call(direct, following)  # another run's loop: its own call
+                following = None
             job = following
+
+    async def _call(self, direct: _Direct, job: _Job) -> Any:
+        """One call of the actor's ``evaluate`` for ``job``, over a connection of the job's
+        event loop to the actor's worker (kept for the next call): straight from the run's
+        loop, with neither the Dask client's thread nor the scheduler in between.
+
+        Raises:
+            Exception: The call failed (no connection, the worker died or answered with an
+                error of its own): not the job's failure.
+        """
+        distributed = _import_distributed()
+        key = (job.loop, direct.address)
+        idle = self._connections.setdefault(key, [])
+        if idle:
+            comm = idle.pop()
+        else:
+            self._forget_closed_loops()
+            comm = await distributed.comm.connect(direct.address, timeout=CONNECT_SECONDS,
+                                                  **self._connection_args)  # fmt: skip
+        try:
+            await comm.write({"op": "actor_execute", "actor": direct.actor.key,
+                              "function": "evaluate", "kwargs": {}, "reply": True,
+                              "args": self._worker_side.pack(job.function, job.domain,
+                                                             job.args)})  # fmt: skip
+            reply = await comm.read()
+        except BaseException:
+            comm.abort()  # in an unknown state (half a message sent or read)
+            raise
+        if self._client is None:  # closed meanwhile
+            comm.abort()
+        else:
+            idle.append(comm)
+        if not isinstance(reply, dict) or reply.get("status") != "OK":
+            error = reply.get("exception") if isinstance(reply, dict) else None
+            raise error if isinstance(error, Exception) else RuntimeError(repr(reply)[:200])
+        return self._worker_side.unpack(reply["result"])
+
+    def _forget_closed_loops(self) -> None:
+        """Closes the idle connections of event loops that are closed (a run ended; the
+        backend may serve the next one)."""
+        for loop, address in [key for key in list(self._connections) if key[0].is_closed()]:
+            self._drop_connections(loop, address)
+
+    def _drop_connections(self, loop: asyncio.AbstractEventLoop, address: str) -> None:
+        """Closes this loop's idle connections to ``address`` (after a call there failed)."""
+        for comm in self._connections.pop((loop, address), []):
+            with contextlib.suppress(Exception):
+                comm.abort()
 
     def _failure(self, future: Any, exc: BaseException) -> BaseException:
         """What a failed job raises in the evaluator."""
@@ -615,8 +740,15 @@ class DaskBackend(EvaluationBackend):
             self._actors.clear()
             self._placing.clear()
             self._direct_jobs.clear()
-        for job in direct_jobs:  # the client's loop that awaits their answers is stopping
+            calls, self._calls_under_way = list(self._calls_under_way), set()
+            connections, self._connections = dict(self._connections), {}
+        for job in direct_jobs:  # their calls are cancelled below: nobody would answer them
             job.settle((False, EvaluatorLost(f"the Dask backend at {self.address} is closed")))
+        for call in calls:
+            _on_its_loop(call.get_loop(), call.cancel)
+        for (loop, _), comms in connections.items():
+            for comm in comms:
+                _on_its_loop(loop, comm.abort)
         for future in placing:
             with contextlib.suppress(Exception):  # a lost scheduler cannot hear it
                 future.cancel()
@@ -658,6 +790,7 @@ class _Direct:
     Attributes:
         actor: Dask's handle on it.
         future: Its task (holding it keeps the actor alive).
+        address: Its worker's.
         outstanding: Jobs sent to it and not answered yet.
         sent: Jobs sent to it.
         order: Its place among actors with as many of both (this backend's own).
@@ -666,6 +799,7 @@ class _Direct:
 
     actor: Any
     future: Any
+    address: str = ""
     outstanding: int = 0
     sent: int = 0
     order: int = 0
@@ -689,8 +823,29 @@ class _Job:
 
     def settle(self, outcome: tuple[bool, Any]) -> None:
         """Hands ``outcome`` (succeeded, result or exception) to the waiter (from any thread)."""
+        if _running_loop() is self.loop:  # a direct call, on the loop that waits: no hop
+            _settle(self.waiter, outcome)
+            return
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
             self.loop.call_soon_threadsafe(_settle, self.waiter, outcome)
+
+
+def _on_its_loop(loop: asyncio.AbstractEventLoop, action: Callable[[], Any]) -> None:
+    """Calls ``action`` in the thread of ``loop`` when that loop runs in another thread, at
+    once otherwise (its loop is this thread's, or stopped)."""
+    with contextlib.suppress(Exception):  # a closed loop, or what it held is gone already
+        if loop.is_running() and _running_loop() is not loop:
+            loop.call_soon_threadsafe(action)
+        else:
+            action()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 #: What :meth:`DaskBackend._call_actor` meets when the call itself failed.

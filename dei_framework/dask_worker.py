@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 import distributed
+from distributed.protocol import pickle as dask_pickle
 
 #: What the :class:`Resident` plugins installed on this worker hold, by name.
 _RESIDENT: dict[str, Any] = {}
@@ -86,20 +87,26 @@ class Evaluations:
     of them), the ones its ordinary tasks run in. A one-thread worker therefore runs one
     evaluation at a time whichever path a job came by, and a worker with more threads runs as
     many jobs at once as it has threads.
+
+    A job and its answer travel as pickled bytes (:func:`pack`), which Dask's messages carry
+    as they are: wrapped for Dask's own serialization, every argument would cost a header and
+    a lookup of its serializer each way, a good part of a job's overhead
+    (``benchmarks/scale_out.py``, ``task_overhead_ms``).
     """
 
     def __init__(self) -> None:
         self._worker = distributed.get_worker()
 
-    async def evaluate(self, function: Callable[..., Any], domain: ResidentRef,
-                       *args: Any) -> Any:  # fmt: skip
-        """:func:`on_worker` in a task thread; what the function raised comes back as a
-        :class:`Raised`.
+    async def evaluate(self, *job: bytes) -> bytes:
+        """:func:`on_worker` in a task thread, for a job packed by :func:`pack` (the function,
+        the domain's :class:`ResidentRef` and the arguments); returns its result packed, or
+        what the function raised as a :class:`Raised`.
 
         Raises:
             LookupError: This worker does not hold an object the job names (not the job's
                 fault: the backend sends it by the scheduler instead).
         """
+        function, domain, *args = (dask_pickle.loads(part) for part in job)
         missing = [ref.name for ref in (domain, *args)
                    if isinstance(ref, ResidentRef) and ref.name not in _RESIDENT]  # fmt: skip
         if missing:
@@ -107,11 +114,24 @@ class Evaluations:
         _RAN[domain.name, "actor"] += 1
         threads = self._worker.executors["default"]
         try:
-            return await asyncio.get_running_loop().run_in_executor(
-                threads, _evaluate, function, domain, args
+            result = await asyncio.get_running_loop().run_in_executor(
+                threads, _evaluate, function, domain, tuple(args)
             )
         except Exception as exc:  # noqa: BLE001 - relayed as a value, raised by the backend
-            return Raised(exc)
+            result = Raised(exc)
+        return dask_pickle.dumps(result)
+
+
+def pack(function: Callable[..., Any], domain: ResidentRef, args: tuple[Any, ...]) -> list[bytes]:
+    """A job for :meth:`Evaluations.evaluate`: each part pickled as Dask pickles a task's
+    (by value when its module cannot be imported on a worker: ``__main__``, or registered
+    with ``cloudpickle.register_pickle_by_value``)."""
+    return [dask_pickle.dumps(part) for part in (function, domain, *args)]
+
+
+def unpack(answer: bytes) -> Any:
+    """What :meth:`Evaluations.evaluate` returned: the job's result, or a :class:`Raised`."""
+    return dask_pickle.loads(answer)
 
 
 def on_worker(function: Callable[..., Any], domain: ResidentRef, *args: Any) -> Any:

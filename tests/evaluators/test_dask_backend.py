@@ -571,3 +571,85 @@ def test_the_worker_that_frees_up_first_takes_the_waiting_jobs() -> None:
     assert [pid for pid, *_ in naps[1:]].count(long_pid) == 0  # the other worker took them all
     assert paths == {"actor": 7, "task": 0}  # they waited in the run, then went direct
     assert max(end for *_, end in naps[1:]) < naps[0][3]  # done while the long one ran
+
+
+def test_direct_jobs_of_two_event_loops_each_go_over_that_loops_own_connections(
+    dask_address,
+) -> None:
+    import asyncio
+    import threading
+
+    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation import _parse
+
+    domain = _coreware_domain()
+    texts = [domain.parse(text).text for text in domain.reference_opponents()] * 2
+    backend = DaskBackend(domain, address=dask_address)
+    answers: dict[str, tuple[list[str], dict[str, int]]] = {}
+
+    def a_run(name: str) -> None:  # a run with an event loop of its own, in its own thread
+        async def scenario():
+            await backend.start()
+            parsed = await asyncio.gather(*(backend.run(_parse, text) for text in texts))
+            loop = asyncio.get_running_loop()
+            kept = {address: len(comms) for (owner, address), comms
+                    in list(backend._connections.items()) if owner is loop}  # fmt: skip
+            return [program.text for program in parsed], kept
+
+        answers[name] = asyncio.run(scenario())
+
+    try:
+        runs = [threading.Thread(target=a_run, args=(name,)) for name in ("first", "second")]
+        for run in runs:
+            run.start()
+        for run in runs:
+            run.join(120)
+        paths = _jobs_by_path(backend)
+        threads = backend._client.nthreads()
+        connections = [comm for comms in backend._connections.values() for comm in comms]
+        open_before = [not comm.closed() for comm in connections]
+    finally:
+        backend.close()
+    assert set(answers) == {"first", "second"}
+    for parsed, kept in answers.values():
+        assert parsed == texts
+        # Each loop kept its connections to the workers it called, at most one per thread.
+        assert kept and all(1 <= count <= threads[address] for address, count in kept.items())
+    assert paths["actor"] == 2 * len(texts) and paths["task"] == 0  # all went direct
+    assert connections and all(open_before)
+    assert all(comm.closed() for comm in connections)  # close() closed them
+
+
+def _loop_settings(dask_worker=None, dask_scheduler=None) -> dict[str, float | None]:
+    """A Dask process's profiler and event-loop check intervals, in ms (``None``: off)."""
+    server = dask_worker or dask_scheduler
+    return {name: getattr(server.periodic_callbacks.get(name), "callback_time", None)
+            for name in ("profile", "tick")}  # fmt: skip
+
+
+def test_a_local_cluster_of_the_run_runs_without_the_profiler_and_checks_its_loop_slowly() -> None:
+    import asyncio
+
+    from dei_framework.dask_backend import DaskBackend
+
+    backend = DaskBackend(_coreware_domain(), workers=1)
+    try:
+        asyncio.run(backend.start())
+        workers = backend._client.run(_loop_settings)
+        scheduler = backend._client.run_on_scheduler(_loop_settings)
+    finally:
+        backend.close()
+    # Dask's defaults: the profiler every 10 ms, the loop checked every 20 ms.
+    assert list(workers.values()) == [{"profile": None, "tick": 1000}]
+    assert scheduler == {"profile": None, "tick": 1000}
+
+
+def test_the_dask_settings_the_docs_and_ci_start_clusters_with_are_the_backends() -> None:
+    from dei_framework.dask_backend import quiet_environment
+
+    root = Path(__file__).resolve().parents[2]
+    wanted = {f"{name}={value}" for name, value in quiet_environment().items()}
+    for path in ("docs/multi-machine.md", ".ci/run"):
+        lines = (root / path).read_text().splitlines()
+        exports = [set(line.split()[1:]) for line in lines if line.startswith("export DASK_")]
+        assert exports == [wanted], path
