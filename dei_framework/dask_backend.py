@@ -671,6 +671,10 @@ class DaskBackend(EvaluationBackend):
         event loop to the actor's worker (kept for the next call): straight from the run's
         loop, with neither the Dask client's thread nor the scheduler in between.
 
+        The message is the one Dask's own :class:`distributed.Actor` handle sends (the
+        worker's ``actor_execute`` handler; tested against the installed Dask). Should a Dask
+        release change it, every call fails and is redone as a task: slower, still correct.
+
         Raises:
             Exception: The call failed (no connection, the worker died or answered with an
                 error of its own): not the job's failure.
