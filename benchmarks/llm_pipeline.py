@@ -62,9 +62,7 @@ import toy_domain  # noqa: E402
 
 import dei_framework  # noqa: E402
 from dei_framework import NodeConfig, RunConfig, load_plugins, run  # noqa: E402
-
-#: Two-sided 95 % Student t quantiles by degrees of freedom (n - 1).
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+from dei_framework.stats import t95  # noqa: E402
 
 
 class HeavyTailedServer:
@@ -274,7 +272,7 @@ def main() -> None:
     runs = [measure(args, registry, repeat) for repeat in range(args.repeats)]
     ratios = [r["throughput_ratio"] for r in runs]
     mean = statistics.fmean(ratios)
-    half = (T95.get(len(ratios) - 1, 1.96) * statistics.stdev(ratios) / len(ratios) ** 0.5
+    half = (t95(len(ratios) - 1) * statistics.stdev(ratios) / len(ratios) ** 0.5
             if len(ratios) > 1 else None)  # fmt: skip
     print(json.dumps({
         "code": str(Path(dei_framework.__file__).resolve().parents[1]),

@@ -89,14 +89,12 @@ from dei_framework.dask_backend import DaskBackend, quiet_environment
 from dei_framework.evaluation import Evaluator, LocalBackend, Outcome, _parse, evaluate
 from dei_framework.plugins import load_plugins
 from dei_framework.presets import DEI_PAPER
+from dei_framework.stats import t95
 
 #: Seconds the idle CPU of a system's processes is measured over, before each batch.
 IDLE_SECONDS = 1.0
 #: Trivial jobs per round-trip measurement.
 ROUNDTRIPS = 20
-#: Two-sided 95 % Student t quantiles by degrees of freedom (n - 1).
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-       9: 2.262}  # fmt: skip
 SYSTEMS = ("local-1", "local-2", "dask-1", "dask-2")
 
 
@@ -112,7 +110,7 @@ def describe(values: Sequence[float]) -> dict[str, Any]:
     n = len(values)
     mean = statistics.fmean(values)
     std = statistics.stdev(values) if n > 1 else 0.0
-    half = T95.get(n - 1, 1.96) * std / math.sqrt(n) if n > 1 else float("nan")
+    half = t95(n - 1) * std / math.sqrt(n) if n > 1 else float("nan")
     return {"mean": round(mean, 4), "std": round(std, 4), "n": n,
             "ci95": [round(mean - half, 4), round(mean + half, 4)],
             "values": [round(v, 4) for v in values]}  # fmt: skip

@@ -144,3 +144,17 @@ def test_invalid_input_raises() -> None:
     with pytest.raises(ValueError):
         shift_interval([], [2.0])
     assert not math.isnan(mann_whitney([1.0], [2.0]).p_value)
+
+
+def test_t95_is_students_quantile_and_never_the_normal_one_for_small_samples() -> None:
+    from dei_framework.stats import t95
+
+    # Published two-sided 95 % quantiles (df 1, 4, 15, 29 tabulated; 40, 60, 120 expanded).
+    for df, quantile in ((1, 12.706), (4, 2.776), (15, 2.131), (29, 2.045), (40, 2.021),
+                         (60, 2.000), (120, 1.980)):  # fmt: skip
+        assert abs(t95(df) - quantile) < 1e-3, df
+    values = [t95(df) for df in range(1, 500)]
+    assert all(a > b for a, b in zip(values, values[1:], strict=False))  # narrows with n
+    assert values[-1] > 1.959964  # above the normal quantile, however large n
+    with pytest.raises(ValueError, match="degree of freedom"):
+        t95(0)
