@@ -78,18 +78,25 @@ def test_a_seeded_run_on_dask_equals_the_local_run(dask_address, local_run, tmp_
     assert (config["evaluator"], config["evaluator_address"]) == ("dask", dask_address)
 
 
+def run_under_way(out, cluster):
+    """A seeded run on ``cluster`` (the dask backend), once its first evaluations are under way
+    (it must still be running then)."""
+    run = start_run(out, "--evaluator", "dask", "--evaluator-address", cluster.address)
+    wait_for(
+        lambda: evaluations_under_way(out, 3) or run.poll() is not None,
+        180,
+        "the run's first evaluations",
+    )
+    assert run.poll() is None, run.stderr.read()
+    return run
+
+
 @pytest.mark.slow
 def test_killing_a_worker_mid_run_changes_nothing_but_the_timing(local_run, tmp_path) -> None:
     cluster = start_cluster(2)
     try:
         out = tmp_path / "killed"
-        run = start_run(out, "--evaluator", "dask", "--evaluator-address", cluster.address)
-        wait_for(
-            lambda: evaluations_under_way(out, 3) or run.poll() is not None,
-            180,
-            "the run's first evaluations",
-        )
-        assert run.poll() is None, run.stderr.read()
+        run = run_under_way(out, cluster)
         cluster.kill_worker(cluster.workers[0])
         _, stderr = run.communicate(timeout=300)
         assert run.returncode == 0, stderr
@@ -104,13 +111,7 @@ def test_a_lost_scheduler_is_one_clear_error_and_the_run_resumes(local_run, tmp_
     cluster = start_cluster(2)
     out = tmp_path / "lost"
     try:
-        run = start_run(out, "--evaluator", "dask", "--evaluator-address", cluster.address)
-        wait_for(
-            lambda: evaluations_under_way(out, 3) or run.poll() is not None,
-            180,
-            "the run's first evaluations",
-        )
-        assert run.poll() is None, run.stderr.read()
+        run = run_under_way(out, cluster)
         cluster.kill_scheduler()
         _, stderr = run.communicate(timeout=300)
     finally:
