@@ -436,9 +436,7 @@ class DaskBackend(EvaluationBackend):
                 job = self._next_waiting()
                 if job is None:
                     break
-                direct.outstanding += 1
-                direct.sent += 1
-                self._direct_jobs.add(job)
+                self._assign(direct, job)
                 taken.append(job)
         for job in taken:
             self._start_call(direct, job)
@@ -492,7 +490,7 @@ class DaskBackend(EvaluationBackend):
                   lane: str = "candidates") -> Any:  # fmt: skip
         client = self._client
         if client is None:
-            raise EvaluatorLost(f"the Dask backend at {self.address} is closed")
+            raise self._closed()
         worker_side = self._worker_side
         carried = [arg.name for arg in args if isinstance(arg, worker_side.ResidentRef)]
         loop = asyncio.get_running_loop()
@@ -535,11 +533,22 @@ class DaskBackend(EvaluationBackend):
                 self._waiting.append(job)
                 return True
             direct = min(free, key=_least_busy)
-            direct.outstanding += 1
-            direct.sent += 1
-            self._direct_jobs.add(job)
+            self._assign(direct, job)
         self._start_call(direct, job)
         return True
+
+    def _assign(self, direct: _Direct, job: _Job) -> None:
+        """Counts ``job`` as sent to ``direct`` and under way (under the actors' lock)."""
+        direct.outstanding += 1
+        direct.sent += 1
+        self._direct_jobs.add(job)
+
+    def _unassign(self, direct: _Direct, job: _Job) -> None:
+        """Takes back ``job``'s place on ``direct``: its call ended without an answer anybody
+        waits for."""
+        with self._actors_lock:
+            direct.outstanding -= 1
+            self._direct_jobs.discard(job)
 
     def _next_waiting(self) -> _Job | None:
         """The oldest waiting job whose caller still waits (under the actors' lock)."""
@@ -570,7 +579,7 @@ class DaskBackend(EvaluationBackend):
         worker dies)."""
         client = self._client
         if client is None:
-            job.settle((False, EvaluatorLost(f"the Dask backend at {self.address} is closed")))
+            job.settle((False, self._closed()))
             return
         priority = GENERALITY_PRIORITY if job.lane == "generality" else 0
         try:
@@ -605,7 +614,7 @@ class DaskBackend(EvaluationBackend):
                 if time.monotonic() - began < FETCH_CHECK_SECONDS:
                     raise  # what the job itself raised, not the end of the wait
                 if self._client is not client:
-                    raise EvaluatorLost(f"the Dask backend at {self.address} is closed") from None
+                    raise self._closed() from None
 
     def _start_call(self, direct: _Direct, job: _Job) -> None:
         """Starts the call of ``job`` to the actor ``direct`` on the job's own event loop (from
@@ -616,9 +625,7 @@ class DaskBackend(EvaluationBackend):
         try:
             job.loop.call_soon_threadsafe(self._launch, direct, job)
         except RuntimeError:  # the loop is closed: nobody waits for the job
-            with self._actors_lock:
-                direct.outstanding -= 1
-                self._direct_jobs.discard(job)
+            self._unassign(direct, job)
 
     def _launch(self, direct: _Direct, job: _Job) -> None:
         task = job.loop.create_task(self._call_actor(direct, job))
@@ -636,9 +643,7 @@ class DaskBackend(EvaluationBackend):
             except Exception:  # noqa: BLE001 - the call failed, not the job: redone below
                 answer = _CALL_FAILED
             except BaseException:  # cancelled (the run stops, or close()): nobody waits
-                with self._actors_lock:
-                    direct.outstanding -= 1
-                    self._direct_jobs.discard(job)
+                self._unassign(direct, job)
                 raise
             following, stranded = None, []
             with self._actors_lock:
@@ -731,6 +736,10 @@ class DaskBackend(EvaluationBackend):
         reason = getattr(exc, "reason", None) or type(exc).__name__
         return EvaluatorLost(f"lost the Dask scheduler at {self.address} ({reason})")
 
+    def _closed(self) -> EvaluatorLost:
+        """What a job of this backend meets once it is closed."""
+        return EvaluatorLost(f"the Dask backend at {self.address} is closed")
+
     # --- stopping --------------------------------------------------------------------------------
 
     def close(self, *, wait: bool = True) -> None:
@@ -747,7 +756,7 @@ class DaskBackend(EvaluationBackend):
             calls, self._calls_under_way = list(self._calls_under_way), set()
             connections, self._connections = dict(self._connections), {}
         for job in direct_jobs:  # their calls are cancelled below: nobody would answer them
-            job.settle((False, EvaluatorLost(f"the Dask backend at {self.address} is closed")))
+            job.settle((False, self._closed()))
         for call in calls:
             _on_its_loop(call.get_loop(), call.cancel)
         for (loop, _), comms in connections.items():
