@@ -15,7 +15,8 @@ The core is domain-agnostic. What it offers library users:
 * :class:`OpponentPool` — the Red Queen opponents; :class:`SharingPolicy` (a protocol),
   :class:`TopKSharing` and :class:`Admit` — champion sharing.
 * :class:`BudgetLedger` — equal-compute call accounting with hard caps.
-* :class:`Domain`, :class:`Operator`, :class:`Transport` — the plugin contracts, with
+* :class:`Domain`, :class:`Operator`, :class:`Transport` — the plugin contracts (with
+  :class:`GenomeEvaluations`, the array form's outcome), with
   :data:`hookimpl` and the hook specifications in :mod:`dei_framework.hookspecs`;
   :class:`OperatorSettings` — what an operator factory receives (build one to create an
   operator yourself: ``registry.operator(spec).factory(settings, domain)``).
@@ -61,7 +62,7 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "config": ("NodeConfig", "RunConfig"),
     "context": ("FactoryContext",),
     "descriptors": ("AxisSpec", "DescriptorSpace", "LogAxis", "ThresholdAxis", "UniformAxis"),
-    "domain": ("Domain", "DomainSpec", "Evaluation", "Program"),
+    "domain": ("Domain", "DomainSpec", "Evaluation", "GenomeEvaluations", "Program"),
     "emitters": ("EmitterBase", "EmitterSpec", "ImprovementEmitter", "UniformEmitter"),
     "ensemble": ("run",),
     "envelope": ("ChampionEnvelope", "EnvelopeError", "InboxFilter", "NodeIdentity"),
@@ -113,7 +114,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         ThresholdAxis,
         UniformAxis,
     )
-    from dei_framework.domain import Domain, DomainSpec, Evaluation, Program
+    from dei_framework.domain import Domain, DomainSpec, Evaluation, GenomeEvaluations, Program
     from dei_framework.emitters import EmitterBase, EmitterSpec, ImprovementEmitter, UniformEmitter
     from dei_framework.ensemble import run
     from dei_framework.envelope import ChampionEnvelope, EnvelopeError, InboxFilter, NodeIdentity
@@ -156,7 +157,8 @@ __all__ = [
     "TellReport", "TopKSharing", "UniformEmitter", "WorkItem", "evaluate",
     "AddStatus", "ArchiveStats", "AxisSpec", "BudgetExhausted", "BudgetLedger", "ConfigError",
     "DEIError", "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Evaluation",
-    "FactoryContext", "GridArchive", "InvalidProgram", "LogAxis", "NodeConfig", "Operator",
+    "FactoryContext", "GenomeEvaluations", "GridArchive", "InvalidProgram", "LogAxis",
+    "NodeConfig", "Operator",
     "OperatorError", "OperatorReply", "OperatorRequest", "OperatorSettings", "OperatorSpec",
     "OpponentPool", "PluginError", "Program", "ReferenceOverlap",
     "RunConfig", "SharingPolicy", "SharingSpec", "ThresholdAxis", "TransientOperatorFailure",

@@ -397,6 +397,27 @@ class BudgetLedger:
         self._reserved(node)
         CallMeter(self, node).release(attempts=attempts, seconds=seconds)
 
+    def count_free_calls(self, node: str, count: int, *, seconds: float = 0.0) -> None:
+        """Records ``count`` completed calls of an operator that costs nothing (one attempt
+        each, no tokens), made together in ``seconds`` (each lasted that long, as calls made
+        concurrently do): the array path's calls, which hold no reservation because they
+        cannot fail or be refused halfway.
+
+        Raises:
+            BudgetExhausted: fewer than ``count`` calls remain, or a cap was reached.
+        """
+        usage = self.usage[node]
+        if usage.exhausted is not None:
+            raise BudgetExhausted(f"{node}: {usage.exhausted}")
+        remaining = self.remaining(node)
+        if remaining is not None and remaining < count:
+            raise BudgetExhausted(f"{node}: {count} calls asked, {remaining} left of the call "
+                                  f"budget of {self.quotas[node]}")  # fmt: skip
+        usage.calls += count
+        usage.attempts += count
+        usage.call_seconds += seconds * count
+        self._changed()
+
     def _reserved(self, node: str) -> NodeUsage:
         usage = self.usage[node]
         if usage.in_flight <= 0:

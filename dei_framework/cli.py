@@ -208,6 +208,9 @@ RUN_OPTIONS = [
     click.option("--common-seeds", type=int,
                  help="Fresh seeds each common-ground winner and champion is scored on; "
                       "its common-ground fitness is their mean (default 5)."),
+    click.option("--array-path/--no-array-path", "array_path", default=None,
+                 help="Let offline array operators skip program texts and call records when "
+                      "the domain has an array form (default: on; same results)."),
     click.option("--eval-workers", type=int,
                  help="Evaluation worker processes (default: one per core; 0: in-process)."),
     click.option("--evaluator", metavar="NAME",

@@ -112,6 +112,10 @@ class RunConfig:
             in-process transports only), ``"wallclock"`` (as the transport delivers them) or
             ``"auto"`` (virtual for in-process transports, else wall clock).
         checkpoint_seconds: Minimum seconds between in-round checkpoints.
+        array_path: Let a node whose offline operator and domain both have the array form
+            (``propose_genomes``, ``evaluate_genomes``) skip program texts and call records
+            (docs/performance.md, "The array path"); ``False`` sends every call through text
+            and logs it in ``calls.jsonl``. The results are the same either way.
         common_ground: After the run, re-evaluate every merged-archive elite and round
             champion against the domain's reference set (``merged.common`` in the summary;
             always on in experiments).
@@ -158,6 +162,7 @@ class RunConfig:
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
     delivery: str = "auto"
     checkpoint_seconds: float = 2.0
+    array_path: bool = True
     common_ground: bool = False
     common_seeds: int = attrs.field(default=5, validator=_positive("--common-seeds"))
     members: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _members(v))
@@ -370,6 +375,7 @@ DEFAULTS: dict[str, Any] = {
     "emitter": "uniform",
     "archive": "grid",
     "checkpoint_seconds": 2.0,
+    "array_path": True,
     "delivery": "auto",
     "common_seeds": 5,
     "evaluator": "local",
@@ -399,7 +405,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
              "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
              "common_ground", "common_seeds", "preset", "members", "delivery", "lifecycle",
-             "evaluator", "evaluator_address", "evaluator_options"}
+             "evaluator", "evaluator_address", "evaluator_options", "array_path"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -480,6 +486,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         evaluator_address=pick("evaluator_address"),
         evaluator_options=tables["evaluator_options"], domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
+        array_path=bool(pick("array_path")),
         common_ground=bool(pick("common_ground")), common_seeds=pick("common_seeds"),
         members=file.get("members") or (),
         compute_axis=pick("compute_axis") or "calls", max_cost_usd=pick("max_cost_usd"),

@@ -60,6 +60,20 @@ class Evaluation:
     info: Mapping[str, Any] = attrs.field(factory=dict)
 
 
+@attrs.frozen(kw_only=True)
+class GenomeEvaluations:
+    """The outcome of :meth:`Domain.evaluate_genomes`: one row per genome.
+
+    Attributes:
+        fitness: Shape ``(n,)``; NaN marks a genome that has no valid evaluation.
+        descriptors: Shape ``(n, len(descriptor_axes()))``, columns in the order of
+            :meth:`Domain.descriptor_axes`.
+    """
+
+    fitness: Any
+    descriptors: Any
+
+
 class Domain(abc.ABC):
     """A search problem, adversarial (fitness against opponents) or static (fitness alone).
 
@@ -113,6 +127,25 @@ class Domain(abc.ABC):
         """
         return [self.evaluate(program, opponents, seed=seed)
                 for program, seed in zip(programs, seeds, strict=True)]  # fmt: skip
+
+    def evaluate_genomes(self, genomes: Any, *, seeds: Sequence[int]) -> GenomeEvaluations:
+        """Optional array form of :meth:`evaluate_batch` for a static domain whose programs are
+        genomes (rows of an array): every row evaluated in one vectorised pass.
+
+        Row ``i`` must give exactly what :meth:`evaluate` gives for the program parsed from
+        ``genome_texts(genomes)[i]`` (``seeds[i]`` is its seed), so that a run's results do
+        not depend on the path. With an offline operator that has
+        :meth:`~dei_framework.operators.Operator.propose_genomes`, ``dei-run`` then evaluates
+        in the node's process without writing or parsing texts (docs/performance.md, "The
+        array path"). The default raises :class:`NotImplementedError` (no array form).
+        """
+        raise NotImplementedError
+
+    def genome_texts(self, genomes: Any) -> Sequence[str]:
+        """The canonical program texts of ``genomes``' rows (what :meth:`parse` gives back
+        unchanged), for the array path; a lazy sequence may write each text when it is first
+        read (only the archive's elites are). Needed with :meth:`evaluate_genomes`."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     def descriptor_axes(self) -> Sequence[AxisSpec]:

@@ -303,6 +303,7 @@ class Ensemble:
                 on_round=self._on_round(name), checkpoint=self._checkpoint,
                 on_event=lambda event: self.progress("evaluated", event),
                 axes=tuple(dict.fromkeys((*spaces[name].names, *self.space.names))),
+                array_path=config.array_path,
             )  # fmt: skip
             if name in states:
                 self.drivers[name].generality_excluded.update(

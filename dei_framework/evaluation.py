@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 import attrs
 
 from dei_framework.backend import EvaluationBackend, EvaluatorLost, EvaluatorOptions, WorkerDied
-from dei_framework.domain import Domain, Evaluation, Program
+from dei_framework.domain import Domain, Evaluation, GenomeEvaluations, Program
 from dei_framework.errors import InvalidProgram
 from dei_framework.records import Candidate
 from dei_framework.scheduler import Result, WorkItem
@@ -345,6 +345,14 @@ def _timed_batch(
     return outcomes, time.thread_time() - started
 
 
+def _timed_genomes(domain: Domain, genomes: Any, seeds: Sequence[int]
+                   ) -> tuple[GenomeEvaluations, float]:  # fmt: skip
+    """``domain.evaluate_genomes`` with the CPU seconds it took (of this thread)."""
+    started = time.thread_time()
+    evaluations = domain.evaluate_genomes(genomes, seeds=seeds)
+    return evaluations, time.thread_time() - started
+
+
 def _evaluate_parsed(
     domain: Domain,
     program: Program,
@@ -577,9 +585,30 @@ class Evaluator:
         # CPU seconds one in-process evaluation is expected to take (see _in_this_process);
         # unknown at first, so the first batch runs in a thread and is measured there.
         self._job_cpu = math.inf
+        self._genome_cpu = math.inf  # the same, for array-path genomes
         # Seconds one evaluation took on a worker lately (0: none measured yet): how finely a
         # batch is cut into jobs (see _parts).
         self._eval_seconds = 0.0
+
+    @property
+    def local(self) -> bool:
+        """Whether evaluations run on this machine's built-in backend (any worker count): an
+        array-path evaluation then runs in this process (see :meth:`evaluate_genomes`)."""
+        return type(self.backend) is LocalBackend
+
+    async def evaluate_genomes(self, genomes: Any, seeds: Sequence[int]) -> GenomeEvaluations:
+        """The domain's :meth:`~dei_framework.domain.Domain.evaluate_genomes` in this process:
+        on the event loop when the batch should take less CPU than :data:`INLINE_SECONDS`,
+        otherwise in a thread (the estimate, per genome, as for in-process batches)."""
+        if self._genome_cpu * len(seeds) < INLINE_SECONDS:
+            evaluations, cpu = _timed_genomes(self.domain, genomes, seeds)
+        else:
+            evaluations, cpu = await asyncio.to_thread(_timed_genomes, self.domain, genomes,
+                                                       seeds)  # fmt: skip
+        per_genome = cpu / max(len(seeds), 1)
+        self._genome_cpu = per_genome if math.isinf(self._genome_cpu) else max(
+            per_genome, self._genome_cpu * INLINE_DECAY)
+        return evaluations
 
     @property
     def workers(self) -> int:

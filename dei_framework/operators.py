@@ -178,6 +178,23 @@ class Operator(abc.ABC):
         """
         return [await self.propose(request) for request in requests]
 
+    def propose_genomes(self, requests: Sequence[Any]) -> Any:
+        """Optional array form of an offline operator: one genome per request, as array rows.
+
+        Row ``i`` is the genome whose text (the domain's
+        :meth:`~dei_framework.domain.Domain.genome_texts`) :meth:`propose` writes for
+        ``requests[i]``, and it depends on that request alone. ``requests`` are operator
+        requests or the scheduler's work items: read only ``seed``, ``parent``, ``others``
+        and ``feedback``, never the chat messages. When an offline operator and its domain
+        both have the array form, ``dei-run`` goes through it (docs/performance.md, "The
+        array path"); the default raises :class:`NotImplementedError` (no array form).
+
+        Returns:
+            An array of shape ``(len(requests), ...)``, what the domain's
+            :meth:`~dei_framework.domain.Domain.evaluate_genomes` takes.
+        """
+        raise NotImplementedError
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Releases connections; called once when the node finishes."""
 

@@ -225,11 +225,14 @@ class TellReport:
         statuses: Items told through :meth:`~Scheduler.tell_batch` admitted by this call, in
             slot order, each with what the archive did (``None`` when invalid).
         round_end: The round that ended, if one did.
+        events: The ``evaluated`` events of the ``statuses`` items told with ``info`` (what
+            :meth:`Admission.event` gives for an item told through :meth:`~Scheduler.tell`).
     """
 
     admitted: tuple[Admission, ...] = ()
     statuses: tuple[tuple[WorkItem, AddStatus | None], ...] = ()
     round_end: RoundEnd | None = None
+    events: tuple[dict[str, Any], ...] = ()
 
 
 class _Told:
@@ -237,13 +240,13 @@ class _Told:
     plain record: a batch makes one per item)."""
 
     __slots__ = ("item", "texts", "position", "fitness", "values", "cell", "index", "data",
-                 "error", "operator")  # fmt: skip
+                 "error", "operator", "info")  # fmt: skip
 
     def __init__(self, item, texts, position, fitness, values, cell, index, data, error,
-                 operator):  # fmt: skip
+                 operator, info):  # fmt: skip
         self.item, self.texts, self.position = item, texts, position
         self.fitness, self.values, self.cell, self.index = fitness, values, cell, index
-        self.data, self.error, self.operator = data, error, operator
+        self.data, self.error, self.operator, self.info = data, error, operator, info
 
 
 class Scheduler:
@@ -564,6 +567,7 @@ class Scheduler:
         data: Sequence[Any] | None = None,
         errors: Sequence[str | None] | None = None,
         operator: str = "",
+        info: Mapping[str, Any] | None = None,
     ) -> TellReport:
         """Tells many call items' outcomes at once, as columns (pyribs' ``tell`` shape).
 
@@ -588,6 +592,8 @@ class Scheduler:
                 will modify (a row of an array you reuse would change under the archive).
             errors: Why each invalid item is invalid (the parent's lineage feedback).
             operator: Label of the operator that wrote the programs.
+            info: When given, each item's ``evaluated`` event is made too (for a run log),
+                ending with these fields, and returned in :attr:`TellReport.events`.
 
         Returns:
             The round end, if the round ended, and ``statuses``: the items admitted now (in
@@ -621,18 +627,22 @@ class Scheduler:
             self._buffer[order] = _Told(
                 item, texts, k, scores[k], rows[k], cells[k], indices[k],
                 None if data is None else data[k], None if errors is None else errors[k], operator,
+                info,
             )  # fmt: skip
         return self._admit_buffered()
 
     def _admit_buffered(self) -> TellReport:
         """Admits every buffered result whose earlier slots are in, then ends the round if
         its last slot was admitted."""
-        admitted, statuses = [], []
+        admitted, statuses, events = [], [], []
         while self._next_order in self._buffer:
             result = self._buffer.pop(self._next_order)
             del self._asked[self._next_order]
             if type(result) is _Told:
-                statuses.append((result.item, self._admit_told(result)))
+                status = self._admit_told(result)
+                statuses.append((result.item, status))
+                if result.info is not None:
+                    events.append(self._told_event(result, status))
             else:
                 admitted.append(self._admit(result))
             self._next_order += 1
@@ -643,7 +653,26 @@ class Scheduler:
                 and not self._asked and quota_done:
             round_end = self._end_round()
         return TellReport(admitted=tuple(admitted), statuses=tuple(statuses),
-                          round_end=round_end)  # fmt: skip
+                          round_end=round_end, events=tuple(events))  # fmt: skip
+
+    def _told_event(self, told: _Told, status: AddStatus | None) -> dict[str, Any]:
+        """The ``evaluated`` event of an item told through :meth:`tell_batch` (the fields and
+        their order of :meth:`Admission.event`)."""
+        item = told.item
+        event: dict[str, Any] = {
+            "event": "evaluated", "id": item.id, "node": item.node, "round": item.round,
+            "operator": told.operator, "kind": item.kind,
+            "parent": item.parent.id if item.parent else None, "slot": item.order,
+        }  # fmt: skip
+        if told.fitness is None:
+            event.update(status="invalid", error=told.error, fitness=None, descriptor=None,
+                         cell=None)  # fmt: skip
+        else:
+            event.update(status=status.label, fitness=told.fitness,
+                         descriptor=dict(zip(self._axis_names, told.values, strict=True)),
+                         cell=list(told.cell))  # fmt: skip
+        event.update(told.info)
+        return event
 
     def _admit_told(self, told: _Told) -> AddStatus | None:
         """:meth:`_admit` for a call item told through :meth:`tell_batch` (the same effects)."""

@@ -24,10 +24,11 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 import attrs
+import numpy as np
 
 from dei_framework.archives import ArchiveBase
 from dei_framework.budget import BudgetLedger, CallMeter
-from dei_framework.domain import Domain, Program
+from dei_framework.domain import Domain, GenomeEvaluations, Program
 from dei_framework.errors import BudgetExhausted, OperatorError, ReplayMismatch
 from dei_framework.evaluation import Evaluator, OpponentSet
 from dei_framework.operators import (
@@ -42,6 +43,8 @@ from dei_framework.scheduler import Result, RoundEnd, Scheduler, TellReport, Wor
 
 #: Consecutive failed calls, per slot of concurrency, after which a node gives up.
 MAX_FAILURES_PER_SLOT = 30
+#: Most call items one array-path step takes (the lag rule usually allows fewer).
+ARRAY_BATCH = 1024
 
 __all__ = ["MAX_FAILURES_PER_SLOT", "RecordedCall", "SearchDriver", "derive_seed"]
 
@@ -79,6 +82,8 @@ class SearchDriver:
         checkpoint: Called when a round has ended (a good moment to write a checkpoint).
         axes: Descriptor keys every evaluation must report (default: the scheduler's axes;
             an ensemble adds the run's common axes, into which reports map every node).
+        array_path: Whether the array path may be used where it applies (see
+            :attr:`array_path`).
     """
 
     def __init__(
@@ -99,6 +104,7 @@ class SearchDriver:
         on_event: Callable[[dict], None] = lambda event: None,
         checkpoint: Callable[[], None] = lambda: None,
         axes: Sequence[str] | None = None,
+        array_path: bool = True,
     ) -> None:
         self.scheduler = scheduler
         self.name = scheduler.name
@@ -132,9 +138,37 @@ class SearchDriver:
         # and ledger) keep one task per call.
         batch_method = type(operator).propose_batch
         self._batched = operator.offline and batch_method is not Operator.propose_batch
+        # The array path (docs/performance.md): genomes from the operator straight to the
+        # domain's vectorised evaluation and to Scheduler.tell_batch, with no text written
+        # or parsed (only the elites' texts, when read) and no calls.jsonl line.
+        self._array_columns = self._array_path_columns() if array_path else None
         # Watched tasks that finished, and the future the loop waits on for the next one.
         self._done: list[asyncio.Task] = []
         self._wakeup: asyncio.Future | None = None
+
+    def _array_path_columns(self) -> list[int] | None:
+        """The domain's descriptor columns of this node's axes when the array path applies,
+        else ``None``: an offline operator and a domain that both have the array form, the
+        built-in local evaluator, nothing recorded to serve, no cap but the call quota, the
+        scheduler's own axes and an archive without its own ``add`` (the conditions under
+        which it gives what the text path gives)."""
+        operator, domain, scheduler = self.operator, self.domain, self.scheduler
+        axis_names = [axis.name for axis in domain.descriptor_axes()]
+        if not (operator.offline
+                and type(operator).propose_genomes is not Operator.propose_genomes
+                and type(domain).evaluate_genomes is not Domain.evaluate_genomes
+                and type(domain).genome_texts is not Domain.genome_texts
+                and self.evaluator.local and not self.replies
+                and attrs.astuple(self.ledger.caps[self.name]) == (None, None, None)
+                and set(self.axes) == set(scheduler.space.names) <= set(axis_names)
+                and type(scheduler.archive).add is ArchiveBase.add):
+            return None
+        return [axis_names.index(name) for name in scheduler.space.names]
+
+    @property
+    def array_path(self) -> bool:
+        """Whether this node's calls go through the array path (docs/performance.md)."""
+        return self._array_columns is not None
 
     @property
     def history(self) -> list[dict[str, Any]]:
@@ -176,7 +210,7 @@ class SearchDriver:
                 await self._start_round()
             if fatal is None and not scheduler.finished:
                 self._fill(calls, evaluations)
-                if scheduler.draining:
+                if scheduler.draining and self._array_columns is None:
                     self._call_early(self.operator.max_in_flight - _calls_out(calls)
                                      - self._early_running())  # fmt: skip
             if not calls and not evaluations:
@@ -209,7 +243,13 @@ class SearchDriver:
             for task in done:
                 if task in evaluations:
                     evaluations.discard(task)
-                    self._handle(scheduler.tell(task.result()))
+                    try:
+                        results = task.result()
+                    except OperatorError as exc:  # an array-path call failed
+                        fatal = fatal or exc
+                        continue
+                    if results:
+                        self._handle(scheduler.tell(results))
             if self._failures >= MAX_FAILURES_PER_SLOT * self.operator.max_in_flight:
                 fatal = fatal or OperatorError(
                     f"{self.name}: operator {self.operator.label!r} failed {self._failures} "
@@ -296,6 +336,7 @@ class SearchDriver:
 
     def _handle(self, report: TellReport) -> None:
         events = [event for a in report.admitted if (event := a.event()) is not None]
+        events.extend(report.events)
         for admission in report.admitted:
             self.generality_excluded.update(admission.result.info.get("generality_matches", ()))
         self.record(events, [])
@@ -347,8 +388,11 @@ class SearchDriver:
         remaining = self.ledger.remaining(self.name)
         programs: list[tuple[WorkItem, str, str, dict[str, Any]]] = []  # evaluated as they are
         batch: list[WorkItem] = []
+        arrays: list[WorkItem] = []
         busy = _calls_out(calls)
-        while scheduler.stopped is None and (free := self.operator.max_in_flight - busy) > 0:
+        # The array path holds no call slot: it takes whatever the lag rule lets be planned.
+        limit = ARRAY_BATCH if self._array_columns is not None else self.operator.max_in_flight
+        while scheduler.stopped is None and (free := limit - busy) > 0:
             items = scheduler.ask(free)
             if not items:
                 break
@@ -363,12 +407,16 @@ class SearchDriver:
                                    or f"{self.name}: call budget used up")  # fmt: skip
                     break
                 busy += 1
-                if self._batched and not paid:
+                if self._array_columns is not None:
+                    arrays.append(item)
+                elif self._batched and not paid:
                     batch.append(item)
                 else:
                     calls[self._watch(self._reply_of(item))] = [item]
         if batch:
             calls[self._watch(self._replies_of(batch))] = batch
+        if arrays:
+            evaluations.add(self._watch(self._array_step(arrays)))
         if programs:
             evaluations.add(self._watch(self._evaluate(programs)))
 
@@ -484,6 +532,40 @@ class SearchDriver:
         self._failures = 0
         self.record([], records)
         return outcomes
+
+    async def _array_step(self, items: Sequence[WorkItem]) -> list[Result]:
+        """Call items through the array path: the operator's genomes for all of them, the
+        domain's vectorised evaluation, one :meth:`Scheduler.tell_batch` (handled here: the
+        returned list is empty). Raises :class:`OperatorError` when the operator fails."""
+        started = time.perf_counter()
+        try:
+            genomes = self.operator.propose_genomes(items)
+        except OperatorError:
+            raise
+        except Exception as exc:  # an operator plugin's bug stops its node, not the run
+            raise self._operator_bug(exc) from exc
+        call_seconds = time.perf_counter() - started
+        try:
+            self.ledger.count_free_calls(self.name, len(items), seconds=call_seconds)
+        except BudgetExhausted as exc:  # a quota the scheduler's plan did not foresee
+            self.scheduler.stop(str(exc))
+            return []
+        started = time.perf_counter()
+        try:
+            scores = await self.evaluator.evaluate_genomes(genomes, [i.eval_seed for i in items])
+            fitness, descriptors, errors = _array_columns(scores, len(items), self._array_columns)
+        except Exception as exc:  # noqa: BLE001 - a domain's bug: the batch is invalid, with why
+            reason = f"domain's evaluate_genomes failed: {type(exc).__name__}: {exc}"
+            fitness, descriptors, errors = [None] * len(items), 0.0, [reason] * len(items)
+        eval_seconds = (time.perf_counter() - started) / len(items)
+        timings = {"eval_s": round(eval_seconds, 6), "call_s": round(call_seconds, 6)}
+        self._handle(self.scheduler.tell_batch(
+            items, texts=self.domain.genome_texts(genomes), fitness=fitness,
+            descriptors=np.broadcast_to(descriptors, (len(items), len(self._array_columns))),
+            data=list(genomes), errors=errors, operator=self.operator.label,
+            info={"timings": timings},
+        ))  # fmt: skip
+        return []
 
     async def _evaluate(self, batch: Sequence[tuple[WorkItem, str, str, Mapping[str, Any]]]
                         ) -> list[Result]:  # fmt: skip
@@ -629,6 +711,30 @@ _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
 @functools.cache
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(field.name for field in attrs.fields(cls))
+
+
+def _array_columns(scores: GenomeEvaluations, count: int, columns: Sequence[int]
+                   ) -> tuple[list[float | None], np.ndarray, list[str | None]]:  # fmt: skip
+    """``tell_batch``'s fitness, descriptor and error columns from the domain's array
+    evaluation (a row with a value that is not a finite number is invalid, with why).
+
+    Raises:
+        ValueError: the arrays do not have one row per genome.
+    """
+    fitness = np.asarray(scores.fitness, dtype=float)
+    descriptors = np.asarray(scores.descriptors, dtype=float)
+    if fitness.shape != (count,) or descriptors.ndim != 2 or len(descriptors) != count:
+        raise ValueError(f"fitness of shape {fitness.shape} and descriptors of shape "
+                         f"{descriptors.shape} for {count} genomes")  # fmt: skip
+    descriptors = descriptors[:, columns]
+    valid = np.isfinite(fitness) & np.isfinite(descriptors).all(axis=1)
+    if valid.all():
+        return fitness.tolist(), descriptors, [None] * count
+    errors = [None if ok else "the domain's evaluation is not a finite number"
+              for ok in valid.tolist()]  # fmt: skip
+    scores = [value if ok else None
+              for value, ok in zip(fitness.tolist(), valid.tolist(), strict=True)]  # fmt: skip
+    return scores, np.where(valid[:, None], descriptors, 0.0), errors
 
 
 def _call_line(

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dei_framework.descriptors import AxisSpec, UniformAxis
-from dei_framework.domain import Domain, Evaluation, Program
+from dei_framework.domain import Domain, Evaluation, GenomeEvaluations, Program
 from dei_framework.errors import ConfigError, InvalidProgram
 from dei_framework.records import Candidate, Message
 
@@ -195,7 +195,7 @@ class NumericDomain(Domain):
             raise InvalidProgram("every coordinate must be a finite number")
         return values
 
-    def texts(self, genomes: np.ndarray) -> GenomeTexts:
+    def genome_texts(self, genomes: np.ndarray) -> GenomeTexts:
         """The canonical texts of ``genomes``' rows, written lazily (see :class:`GenomeTexts`)."""
         return GenomeTexts(genomes)
 
@@ -238,6 +238,16 @@ class NumericDomain(Domain):
         first, second = AXIS_NAMES
         return [Evaluation(fitness=value, descriptor={first: m[0], second: m[1]})
                 for value, m in zip(fitness, measures, strict=True)]  # fmt: skip
+
+    def evaluate_genomes(self, genomes: np.ndarray, *, seeds: Sequence[int]) -> GenomeEvaluations:
+        """:meth:`evaluate_batch` on the rows themselves (the array path): what a genome's
+        text would give, NaN fitness for a row with a number that is not finite (its text
+        would not parse)."""
+        fitness = self.objective(genomes)
+        finite = np.isfinite(genomes).all(axis=1)
+        if not finite.all():
+            fitness = np.where(finite, fitness, np.nan)
+        return GenomeEvaluations(fitness=fitness, descriptors=self.descriptors(genomes))
 
     def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
         return self.evaluate_batch([program], opponents, seeds=[seed])[0]

@@ -93,19 +93,6 @@ class _NumericOperator(Operator):
             return data
         return self.domain.genome(candidate.text)
 
-    def propose_genomes(self, requests: Sequence[Any]) -> np.ndarray:
-        """The children of many requests, one row each, in one vectorised pass.
-
-        Args:
-            requests: Operator requests, or the scheduler's work items directly (only
-                ``seed``, ``parent`` and ``others`` are read).
-
-        Returns:
-            An array of shape ``(len(requests), dim)``; row ``i`` is the genome
-            :meth:`propose` writes for ``requests[i]``.
-        """
-        raise NotImplementedError
-
     async def propose_batch(self, requests: Sequence[OperatorRequest]) -> list[OperatorReply]:
         return [OperatorReply(text=written_genome(row)) for row in
                 self.propose_genomes(requests).tolist()]  # fmt: skip

@@ -17,8 +17,9 @@ from dei_framework.operators import Operator
 
 
 def _config() -> RunConfig:
+    # The text path (the array path, which skips texts and call records, has its own tests).
     return RunConfig(domain="numeric", budget=400, rounds=2, seed=5, eval_workers=0,
-                     domain_options={"dim": 6},
+                     domain_options={"dim": 6}, array_path=False,
                      nodes=[NodeConfig(name="a", operator="gaussian"),
                             NodeConfig(name="b", operator="iso-line")])  # fmt: skip
 
@@ -98,14 +99,16 @@ def test_a_batched_run_replays_exactly_and_a_changed_prompt_is_caught(
         run(_config(), tmp_path / "changed", replay_from=tmp_path / "first")
 
 
+@pytest.mark.parametrize("array_path", [False, True], ids=["text-path", "array-path"])
 def test_a_batched_numeric_run_stopped_midway_resumes_to_the_uninterrupted_run(
-    toy_env, cli, tmp_path
+    toy_env, cli, tmp_path, array_path
 ) -> None:
-    from midway import ctrl_c, stop_midway
+    from midway import ctrl_c, events, stop_midway
 
     config = tmp_path / "run.toml"
     config.write_text('domain = "numeric"\nnodes = 2\nbudget = 8000\nrounds = 2\nseed = 2\n'
-                      "checkpoint_seconds = 0.1\neval_workers = 0\n")  # fmt: skip
+                      "checkpoint_seconds = 0.1\neval_workers = 0\n"
+                      f"array_path = {str(array_path).lower()}\n")  # fmt: skip
     stopped, whole = tmp_path / "stopped", tmp_path / "whole"
     common = ["--progress", "quiet", "--no-report"]
     run_args = ["--config", str(config), *common]
@@ -120,5 +123,11 @@ def test_a_batched_numeric_run_stopped_midway_resumes_to_the_uninterrupted_run(
         whole / "merged_archive.json"
     ).read_text()
     assert _rounds(stopped) == _rounds(whole) and len(_rounds(whole)) == 4
+    if array_path:  # no call records: every call's candidate is evaluated once
+        assert not (stopped / "calls.jsonl").exists()
+        ids = [e["id"] for e in events(stopped) if e["event"] == "evaluated"
+               and e["kind"] in ("new", "mutate")]  # fmt: skip
+        assert len(ids) == 8000 and len(set(ids)) == 8000
+        return
     keys = [call["key"] for call in _calls(stopped)]
     assert len(keys) == 8000 and len(set(keys)) == 8000

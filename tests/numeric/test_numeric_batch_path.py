@@ -73,7 +73,8 @@ def _array_loop(domain: NumericDomain, operator, **settings) -> Scheduler:
     while not scheduler.finished:
         items = scheduler.ask(32)
         genomes = operator.propose_genomes(items)
-        scheduler.tell_batch(items, texts=domain.texts(genomes), fitness=domain.objective(genomes),
+        scheduler.tell_batch(items, texts=domain.genome_texts(genomes),
+                             fitness=domain.objective(genomes),
                              descriptors=domain.descriptors(genomes), data=genomes,
                              operator=operator.label)  # fmt: skip
     return scheduler

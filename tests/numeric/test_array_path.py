@@ -1,0 +1,153 @@
+"""dei-run's array path: an offline operator's genomes go straight to the domain's vectorised
+evaluation and to ``Scheduler.tell_batch``. It must give exactly the run the text path gives,
+log every evaluation as the text path does (but no call records), and fail as the text path
+fails: a bad row is an invalid candidate with its reason, a broken operator stops its node."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from dei_numeric.domain import NumericDomain
+from dei_numeric.operators import _NumericOperator
+
+from dei_framework import BudgetExhausted, BudgetLedger, NodeConfig, RunConfig, run
+
+
+def _config(**changes) -> RunConfig:
+    settings = {"domain": "numeric", "budget": 600, "rounds": 3, "seed": 11, "eval_workers": 0,
+                "domain_options": {"dim": 6},
+                "nodes": [NodeConfig(name="a", operator="gaussian"),
+                          NodeConfig(name="b", operator="iso-line")]}  # fmt: skip
+    return RunConfig(**{**settings, **changes})
+
+
+def _events(directory: Path) -> list[dict]:
+    return [json.loads(line) for line in (directory / "events.jsonl").read_text().splitlines()]
+
+
+def _evaluated(directory: Path) -> dict[str, dict]:
+    """Evaluated events by candidate id, without their timings (wall-clock figures)."""
+    return {event["id"]: {k: v for k, v in event.items() if k != "timings"}
+            for event in _events(directory) if event["event"] == "evaluated"}  # fmt: skip
+
+
+def _files(directory: Path, pattern: str) -> dict[str, str]:
+    return {str(path.relative_to(directory)): path.read_text()
+            for path in sorted(directory.glob(pattern))}  # fmt: skip
+
+
+def test_the_array_path_makes_the_text_paths_run_without_texts_or_call_records(
+    tmp_path, monkeypatch
+) -> None:
+    genome_calls: list[int] = []
+    batch_calls: list[int] = []
+    propose_genomes = {cls: cls.propose_genomes for cls in _NumericOperator.__subclasses__()}
+    for cls, method in propose_genomes.items():
+        def counted(self, requests, method=method):
+            genome_calls.append(len(requests))
+            return method(self, requests)
+        monkeypatch.setattr(cls, "propose_genomes", counted)
+    batch = _NumericOperator.propose_batch
+
+    async def counted_batch(self, requests):
+        batch_calls.append(len(requests))
+        return await batch(self, requests)
+
+    monkeypatch.setattr(_NumericOperator, "propose_batch", counted_batch)
+    arrays, texts = tmp_path / "arrays", tmp_path / "texts"
+    array_summary = run(_config(), arrays)
+    assert batch_calls == [] and sum(genome_calls) == 600
+    # Steps take what the lag rule lets be planned, not one loop turn's calls.
+    assert max(genome_calls) > 8
+    genome_calls.clear()
+    text_summary = run(_config(array_path=False), texts)
+    assert sum(batch_calls) + sum(genome_calls) >= 300  # the text path's own batches
+
+    assert (arrays / "merged_archive.json").read_text() == (
+        texts / "merged_archive.json"
+    ).read_text()
+    assert _files(arrays, "nodes/*/round-*.json") == _files(texts, "nodes/*/round-*.json")
+    assert len(_files(arrays, "nodes/*/round-*.json")) == 6
+    evaluated = _evaluated(arrays)
+    assert evaluated == _evaluated(texts) and len(evaluated) > 600
+    assert array_summary["merged"] == text_summary["merged"]
+    assert [node["calls"] for node in array_summary["nodes"].values()] == [300, 300]
+    assert array_summary["nodes"] == text_summary["nodes"]
+    # No call records on the array path; the text path logs every call.
+    assert not (arrays / "calls.jsonl").exists()
+    assert len((texts / "calls.jsonl").read_text().splitlines()) == 600
+    # Champions crossed between the nodes on both paths alike (the nodes' lines interleave
+    # in the log as they ran).
+    def received(directory: Path) -> list[dict]:
+        return sorted((e for e in _events(directory) if e["event"] == "received"),
+                      key=lambda e: (e["node"], e["round"]))  # fmt: skip
+
+    assert len(received(arrays)) == 4 and received(arrays) == received(texts)
+
+
+def test_a_cap_besides_the_call_quota_keeps_the_text_path(tmp_path) -> None:
+    run(_config(max_attempts_per_node=1000), tmp_path / "capped")
+    assert len((tmp_path / "capped" / "calls.jsonl").read_text().splitlines()) == 600
+
+
+def test_rows_without_a_finite_evaluation_are_invalid_with_the_reason(
+    tmp_path, monkeypatch
+) -> None:
+    evaluate_genomes = NumericDomain.evaluate_genomes
+
+    def half_broken(self, genomes, *, seeds):
+        scores = evaluate_genomes(self, genomes, seeds=seeds)
+        fitness = np.array(scores.fitness, dtype=float)
+        fitness[::2] = np.nan
+        return type(scores)(fitness=fitness, descriptors=scores.descriptors)
+
+    monkeypatch.setattr(NumericDomain, "evaluate_genomes", half_broken)
+    run(_config(rounds=1), tmp_path / "run")
+    made = [e for e in _events(tmp_path / "run") if e["event"] == "evaluated"]
+    invalid = [e for e in made if e["status"] == "invalid"]
+    assert len(made) == 600 and 250 < len(invalid) < 350
+    assert {e["error"] for e in invalid} == {"the domain's evaluation is not a finite number"}
+    assert all(e["fitness"] is None and e["cell"] is None for e in invalid)
+
+
+def test_a_domain_whose_array_evaluation_raises_makes_its_batch_invalid(
+    tmp_path, monkeypatch
+) -> None:
+    def broken(self, genomes, *, seeds):
+        raise RuntimeError("no vectorised objective today")
+
+    monkeypatch.setattr(NumericDomain, "evaluate_genomes", broken)
+    summary = run(_config(rounds=1), tmp_path / "run")
+    made = [e for e in _events(tmp_path / "run") if e["event"] == "evaluated"]
+    assert len(made) == 600 and {e["error"] for e in made} == {
+        "domain's evaluate_genomes failed: RuntimeError: no vectorised objective today"}
+    assert summary["merged"]["coverage"] == 0.0
+
+
+def test_an_operator_that_raises_stops_its_node_with_the_cause(tmp_path, monkeypatch) -> None:
+    def broken(self, requests):
+        raise ZeroDivisionError("sigma is zero")
+
+    monkeypatch.setattr(_NumericOperator.__subclasses__()[0], "propose_genomes", broken)
+    run(_config(rounds=1, nodes=[NodeConfig(name="a", operator="gaussian"),
+                                 NodeConfig(name="b", operator="iso-line")]),
+        tmp_path / "run")  # fmt: skip
+    stopped = [e for e in _events(tmp_path / "run") if e["event"] == "node_stopped"]
+    assert [e["node"] for e in stopped] == ["a"]
+    assert "operator 'gaussian' failed: ZeroDivisionError: sigma is zero" in stopped[0]["reason"]
+    made = {e["node"] for e in _events(tmp_path / "run") if e["event"] == "evaluated"}
+    assert made == {"b"}
+
+
+def test_free_calls_are_counted_in_one_step_within_the_quota() -> None:
+    ledger = BudgetLedger(quotas={"a": 10})
+    ledger.count_free_calls("a", 4, seconds=0.5)
+    usage = ledger.usage["a"]
+    assert (usage.calls, usage.attempts, usage.cost_usd, usage.call_seconds) == (4, 4, 0.0, 2.0)
+    assert ledger.remaining("a") == 6
+    with pytest.raises(BudgetExhausted, match="7 calls asked, 6 left of the call budget of 10"):
+        ledger.count_free_calls("a", 7)
+    assert ledger.usage["a"].calls == 4
