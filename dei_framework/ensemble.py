@@ -471,7 +471,8 @@ class Ensemble:
             self.evaluator.close(wait=not interrupted)
             self.run_dir.close()
         summary = self.summary()
-        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merge.merged_entries)
+        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merge.merged_entries,
+                          layout="records")
         self.run_dir.write_summary(summary)
         self.run_dir.close()
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
@@ -560,7 +561,8 @@ class Ensemble:
                                          "attempts_per_call": config.max_attempts_per_call})
         budget = {**ledger.to_json(), "wall_seconds": round(wall, 3)}
         summary = self._summary(nodes, budget, EventTally(self.space, joined.events))
-        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merge.merged_entries)
+        write_json_atomic(self.run_dir.path / "merged_archive.json", self.merge.merged_entries,
+                          layout="records")
         self.run_dir.write_config(config.to_json())
         self.run_dir.write_summary(summary)
         notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)

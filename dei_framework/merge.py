@@ -39,7 +39,6 @@ from dei_framework.config import RunConfig
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
 from dei_framework.evaluation import Evaluator
-from dei_framework.metrics import merged_stats
 from dei_framework.runlog import RunDir, read_jsonl
 
 
@@ -66,12 +65,21 @@ class RunMerge:
         self.common_scores: dict[str, Score] = {}
         #: What ``merged_archive.json`` holds (filled by :meth:`merged`).
         self.merged_entries: list[dict[str, Any]] = []
+        # Merges made, by the archives merged (the last round's merge is also the final one).
+        self._merges: dict[tuple[int, ...], tuple[tuple[GridArchive, ...], GridArchive]] = {}
 
     def add_round(self, name: str, round_index: int,
                   archive: ArchiveBase | Mapping[str, Any]) -> None:  # fmt: skip
         """Keeps a node's round archive (the archive or its JSON), mapped into the run's grid
         (a copy: the archive may change afterwards)."""
         self.round_archives[name][round_index] = self._common(archive)
+
+    def _merge(self, archives: Sequence[GridArchive]) -> GridArchive:
+        """:meth:`GridArchive.merge` of kept round archives, made once per set of archives."""
+        key = tuple(map(id, archives))  # the archives are kept with it: no id is reused
+        if key not in self._merges:
+            self._merges[key] = (tuple(archives), GridArchive.merge(archives))
+        return self._merges[key][1]
 
     def _common(self, archive: ArchiveBase | Mapping[str, Any]) -> GridArchive:
         """A node's archive mapped into the run's grid (the common space of merges and reports,
@@ -148,9 +156,10 @@ class RunMerge:
     def merged(self) -> dict[str, Any]:
         """Raw merge statistics and the common-ground block; fills :attr:`merged_entries`."""
         finals = self.final_archives()
-        merged = merged_stats(finals) if finals else {"coverage": 0.0, "qd_score": 0.0}
+        raw = self._merge(finals) if finals else None
+        merged = raw.stats().to_json() if raw else {"coverage": 0.0, "qd_score": 0.0}
         if self.reference is None:
-            self.merged_entries = raw_entries(GridArchive.merge(finals)) if finals else []
+            self.merged_entries = raw_entries(raw) if raw else []
             return merged
         archive, self.merged_entries = merge_common(
             finals, self.common_outcomes, self.space, qd_offset=self.domain.fitness_floor,
@@ -176,7 +185,7 @@ class RunMerge:
         per_round = []
         for round_index in rounds:
             archives = [a[round_index] for a in self.round_archives.values() if round_index in a]
-            per_round.append({"round": round_index, **merged_stats(archives)})
+            per_round.append({"round": round_index, **self._merge(archives).stats().to_json()})
         return per_round
 
 

@@ -31,25 +31,35 @@ import asyncio
 import atexit
 import contextlib
 import json
+import math
 import os
 import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from dei_framework.errors import ConfigError
 
 
-def write_json_atomic(path: Path, data: Any, *, compact: bool = False) -> None:
+def write_json_atomic(path: Path, data: Any, *, layout: str = "indent") -> None:
     """Writes JSON so that a crash leaves either the old file or the new one, never a mix.
 
-    ``compact`` writes one line with the C encoder (``indent`` forces Python's slow one):
-    for files written often from the event loop, like checkpoints.
+    ``layout`` is ``"indent"`` (``indent=1``: small files people read), ``"compact"`` (one
+    line, for files written often from the event loop, like checkpoints) or ``"records"``
+    (objects indented, but each element of a list of objects or lists on one line: archives,
+    whose elites are then one line each). ``indent`` uses the standard library's encoder (its
+    pure-Python path); the other two encode with orjson, about ten times faster on an archive
+    of thousands of elites (and, as :func:`dumps` does, write a number that is not finite as
+    null, where ``indent`` raises :class:`ValueError`).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer process
-    layout = {"separators": (",", ":")} if compact else {"indent": 1}
-    text = json.dumps(data, allow_nan=False, default=_json_default, **layout)
+    if layout == "indent":
+        text = json.dumps(data, allow_nan=False, default=_json_default, indent=1)
+    else:
+        text = _records_text(data, 0) if layout == "records" else dumps(data)
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()
@@ -67,26 +77,45 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-#: The encoder of :func:`dumps` (``json.dumps`` with options would build one per line).
-_LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_json_default, allow_nan=False)
+#: orjson's options for every line: numpy arrays and scalars as numbers.
+_ORJSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
 
 
 def dumps(data: Any) -> str:
-    """One compact JSON line (NaN is not JSON: it is written as null)."""
-    try:  # almost every record: no NaN and no infinity, so no walk over it first
-        return _LINE_ENCODER.encode(data)
-    except ValueError:
+    """One compact JSON line (NaN and infinities are not JSON: they are written as null).
+
+    orjson writes it (a run logs a line per evaluation: the standard library's encoder took
+    a large share of a cheap domain's run); a record orjson refuses (keys that are not
+    strings, integers beyond 64 bits) is written by the standard library's encoder instead.
+    Numbers are the same either way, but may be spelled differently (``1e-05``/``1e-5``).
+    """
+    try:
+        return orjson.dumps(data, default=_json_default, option=_ORJSON_OPTIONS).decode()
+    except orjson.JSONEncodeError:
         return json.dumps(_finite(data), separators=(",", ":"), default=_json_default)
 
 
 def _finite(value: Any) -> Any:
-    if isinstance(value, float) and value != value:  # NaN
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_finite(v) for v in value]
     return value
+
+
+def _records_text(value: Any, depth: int) -> str:
+    """``value`` in the ``"records"`` layout of :func:`write_json_atomic`."""
+    if isinstance(value, dict) and value and all(type(key) is str for key in value):
+        pad = " " * (depth + 1)
+        items = ",\n".join(f"{pad}{dumps(key)}: {_records_text(item, depth + 1)}"
+                            for key, item in value.items())  # fmt: skip
+        return "{\n" + items + "\n" + " " * depth + "}"
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], (dict, list, tuple)):
+        pad = " " * (depth + 1)
+        return "[\n" + ",\n".join(pad + dumps(item) for item in value) + "\n" + " " * depth + "]"
+    return dumps(value)
 
 
 def read_jsonl(path: Path, *, limit: int | None = None) -> Iterator[dict[str, Any]]:
@@ -256,7 +285,7 @@ class RunDir:
         return json.loads(self.config_path.read_text())
 
     def write_checkpoint(self, state: Mapping[str, Any]) -> None:
-        write_json_atomic(self.checkpoint_path, state, compact=True)
+        write_json_atomic(self.checkpoint_path, state, layout="compact")
 
     def read_checkpoint(self) -> dict[str, Any] | None:
         if not self.checkpoint_path.exists():
@@ -267,7 +296,7 @@ class RunDir:
             raise ConfigError(f"{self.checkpoint_path} is damaged: {exc}") from None
 
     def write_round(self, node: str, round_index: int, data: Mapping[str, Any]) -> None:
-        write_json_atomic(self.round_path(node, round_index), data)
+        write_json_atomic(self.round_path(node, round_index), data, layout="records")
 
     def discard(self) -> None:
         """Removes a run that never started: the files a run writes, then every folder left

@@ -47,6 +47,10 @@ class GridArchive(ArchiveBase):
             self._order[:] = other._order
             self._best, self._stats = other._best, None
             return self
+        if type(other) is type(self) and other.space == self.space:
+            for index in other._order:  # the same cells: by index, without placing each again
+                self.add_at(other._elites[index], index)
+            return self
         return super().fill_from(other)  # type: ignore[return-value]
 
     def place(self, values: np.ndarray) -> tuple[list[tuple[int, ...]], list[int]]:
@@ -89,6 +93,9 @@ class GridArchive(ArchiveBase):
         first = archives[0]
         merged = cls(space=first.space, qd_offset=first.qd_offset, seed=seed)
         for archive in archives:
+            if type(archive) is GridArchive and archive.space == merged.space:
+                merged.fill_from(archive)
+                continue
             for elite in archive:
                 missing = [name for name in first.space.names if name not in elite.descriptor]
                 if missing:
