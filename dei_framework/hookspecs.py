@@ -306,6 +306,9 @@ class NodeSummary(TypedDict):
     stopped: str | None
     #: Cost of its calls in US dollars (``None`` when a price was unknown).
     cost_usd: NotRequired[float | None]
+    #: Whether its calls took the array path (docs/performance.md): then they are counted
+    #: here but not logged in ``calls.jsonl``.
+    array_path: NotRequired[bool]
     #: Generality of its last round's champion (share of the reference set beaten or tied).
     generality: NotRequired[float | None]
     #: The best generality over its rounds.

@@ -51,6 +51,7 @@ def node_summary(node: Node, driver: SearchDriver, ledger: BudgetLedger, merge: 
         "calls": usage.calls,
         "attempts": usage.attempts,
         "cost_usd": usage.to_json()["cost_usd"],
+        "array_path": loop.array_path,
         "quota": ledger.quotas[node.name],
         "rounds_completed": len(loop.history),
         "generality": final.get("generality") if final else None,

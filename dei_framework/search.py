@@ -540,6 +540,8 @@ class SearchDriver:
         started = time.perf_counter()
         try:
             genomes = self.operator.propose_genomes(items)
+            if len(genomes) != len(items):
+                raise ValueError(f"{len(genomes)} genomes for {len(items)} requests")
         except OperatorError:
             raise
         except Exception as exc:  # an operator plugin's bug stops its node, not the run
@@ -553,7 +555,7 @@ class SearchDriver:
         started = time.perf_counter()
         try:
             scores = await self.evaluator.evaluate_genomes(genomes, [i.eval_seed for i in items])
-            fitness, descriptors, errors = _array_columns(scores, len(items), self._array_columns)
+            fitness, descriptors, errors = _told_columns(scores, len(items), self._array_columns)
         except Exception as exc:  # noqa: BLE001 - a domain's bug: the batch is invalid, with why
             reason = f"domain's evaluate_genomes failed: {type(exc).__name__}: {exc}"
             fitness, descriptors, errors = [None] * len(items), 0.0, [reason] * len(items)
@@ -713,7 +715,7 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(field.name for field in attrs.fields(cls))
 
 
-def _array_columns(scores: GenomeEvaluations, count: int, columns: Sequence[int]
+def _told_columns(scores: GenomeEvaluations, count: int, columns: Sequence[int]
                    ) -> tuple[list[float | None], np.ndarray, list[str | None]]:  # fmt: skip
     """``tell_batch``'s fitness, descriptor and error columns from the domain's array
     evaluation (a row with a value that is not a finite number is invalid, with why).

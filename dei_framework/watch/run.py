@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 
 from dei_framework.watch.lines import Evaluated, events
 from dei_framework.watch.state import MAX_CAUSES, NodeState, RunState
@@ -493,7 +494,7 @@ class WatchedRun:
 
         Searched from the end, where the current round's calls are, without parsing the file.
         """
-        needle = b'"id":' + json.dumps(elite_id).encode() + b","
+        needle = b'"id":' + orjson.dumps(elite_id) + b","  # as runlog.dumps writes it
         for source in self._sources.values():
             path = source.dir / "calls.jsonl"
             try:

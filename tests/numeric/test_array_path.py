@@ -75,6 +75,8 @@ def test_the_array_path_makes_the_text_paths_run_without_texts_or_call_records(
     assert evaluated == _evaluated(texts) and len(evaluated) > 600
     assert array_summary["merged"] == text_summary["merged"]
     assert [node["calls"] for node in array_summary["nodes"].values()] == [300, 300]
+    assert [node.pop("array_path") for node in array_summary["nodes"].values()] == [True, True]
+    assert [node.pop("array_path") for node in text_summary["nodes"].values()] == [False, False]
     assert array_summary["nodes"] == text_summary["nodes"]
     # No call records on the array path; the text path logs every call.
     assert not (arrays / "calls.jsonl").exists()
@@ -89,7 +91,8 @@ def test_the_array_path_makes_the_text_paths_run_without_texts_or_call_records(
 
 
 def test_a_cap_besides_the_call_quota_keeps_the_text_path(tmp_path) -> None:
-    run(_config(max_attempts_per_node=1000), tmp_path / "capped")
+    summary = run(_config(max_attempts_per_node=1000), tmp_path / "capped")
+    assert [node["array_path"] for node in summary["nodes"].values()] == [False, False]
     assert len((tmp_path / "capped" / "calls.jsonl").read_text().splitlines()) == 600
 
 
