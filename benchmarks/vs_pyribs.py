@@ -18,8 +18,9 @@ origin):
 ``overhead_us_per_eval`` is the CPU time (user + system; the machine may be shared, so not wall
 time) minus the objective's own CPU time, per evaluation. The objective's CPU time is measured
 by timing the pure vectorised objective and descriptor on the same genomes in the same batch
-sizes, after the run (``dei-run`` keeps no record of its genomes: as many seeded ones). Each metric is reported as mean, std and n over ``--repeats`` seeds, and
-the ratio of DEI's mean overhead to pyribs'.
+sizes, after the run (``dei-run`` keeps no record of its genomes: as many seeded ones). Each
+metric is reported as mean, std and n over ``--repeats`` seeds, and the ratio of DEI's mean
+overhead to pyribs'.
 
 Usage::
 
