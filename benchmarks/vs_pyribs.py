@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import resource
 import statistics
@@ -53,6 +54,7 @@ from dei_numeric.domain import NumericDomain
 from dei_numeric.operators import create_gaussian
 
 from dei_framework import OperatorSettings, Scheduler
+from dei_framework.stats import t95
 
 SIGMA = 0.5
 DIM = 20
@@ -205,6 +207,18 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def paired_ratio(rows: Sequence[dict[str, Any]], reference: Sequence[dict[str, Any]],
+                 metric: str) -> dict[str, Any]:
+    """Repeat by repeat, ``metric`` over the reference system's in the same repeat: mean,
+    sample std, n and the 95 % Student t interval of the mean."""
+    ratios = [row[metric] / ref[metric] for row, ref in zip(rows, reference, strict=True)]
+    n = len(ratios)
+    mean = statistics.fmean(ratios)
+    std = statistics.stdev(ratios) if n > 1 else 0.0
+    half = t95(n - 1) * std / math.sqrt(n) if n > 1 else 0.0
+    return {"mean": mean, "std": std, "n": n, "ci95": [mean - half, mean + half]}
+
+
 def _commit() -> str:
     """HEAD, with ``+dirty`` when the work tree differs from it (taken before measuring)."""
     try:
@@ -228,21 +242,28 @@ def main() -> None:
     args = parser.parse_args()
     commit = _commit()
     lines = []
+    for system in args.systems:
+        SYSTEMS[system](WARMUP_EVALS, args.seed)  # lazy imports and caches, not measured
     for evals in args.evals:
-        summaries = {}
-        for system in args.systems:
-            SYSTEMS[system](WARMUP_EVALS, args.seed)  # lazy imports and caches, not measured
-            rows = [SYSTEMS[system](evals, args.seed + k) for k in range(args.repeats)]
-            summaries[system] = {"system": system, "evals": evals, "repeats": args.repeats,
-                                 "batch": rows[0]["batch"], **summarise(rows)}  # fmt: skip
+        # Interleaved: repeat k runs every system once, so that a slow spell of a shared
+        # machine falls on all of them alike, and each repeat gives a paired ratio.
+        rows: dict[str, list[dict[str, Any]]] = {system: [] for system in args.systems}
+        for k in range(args.repeats):
+            for system in args.systems:
+                rows[system].append(SYSTEMS[system](evals, args.seed + k))
+        summaries = {system: {"system": system, "evals": evals, "repeats": args.repeats,
+                              "batch": rows[system][0]["batch"], **summarise(rows[system])}
+                     for system in args.systems}  # fmt: skip
         reference = summaries.get("pyribs")
-        for line in summaries.values():
+        for system, line in summaries.items():
             if reference is not None:
                 line["ratio_to_pyribs"] = {
                     metric: (line[metric]["mean"] / reference[metric]["mean"]
                              if reference[metric]["mean"] else None)
                     for metric in ("coverage", "qd_score", "evals_per_s", "overhead_us_per_eval")
                 }  # fmt: skip
+                line["paired_overhead_ratio"] = paired_ratio(
+                    rows[system], rows["pyribs"], "overhead_us_per_eval")
             print(json.dumps(line), flush=True)
             lines.append(line)
     if args.write is not None:
