@@ -11,9 +11,10 @@ origin):
   ``numeric`` domain, the ``gaussian`` operator's array form (``propose_genomes``), the
   domain's vectorised objective and descriptor, and ``Scheduler.tell_batch`` on each batch;
 * ``dei-run`` — the ``dei-run`` command with one node and in-process evaluation
-  (``--eval-workers 0``), as a subprocess (its array path: docs/performance.md); its CPU time
-  is the child's, minus the median of three runs of the same command with ``--budget 1``
-  (interpreter start, imports, run directory), measured each repeat.
+  (``--eval-workers 0``; its array path: docs/performance.md), its click command called in
+  this process after a warm-up call (so interpreter start and imports are not counted); its
+  CPU time minus the median of three calls of the same command with ``--budget 1`` (plugins,
+  configuration, run directory), measured each repeat.
 
 ``overhead_us_per_eval`` is the CPU time (user + system; the machine may be shared, so not wall
 time) minus the objective's own CPU time, per evaluation. The objective's CPU time is measured
@@ -36,10 +37,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
+import io
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -63,7 +66,7 @@ ASKTELL_BATCH = 64
 #: ``dei-run`` goes through the array path: each step evaluates what the lag rule lets be
 #: planned, ``lag + 1`` items (its default lag is 6 x the operator's concurrency of 8).
 DEI_RUN_BATCH = 6 * 8 + 1
-#: ``dei-run --budget 1`` runs whose median CPU and wall time are the fixed cost subtracted.
+#: ``dei-run --budget 1`` calls whose median CPU and wall time are the fixed cost subtracted.
 BASE_RUNS = 3
 #: Evaluations of the unmeasured run each system makes first (pyribs' first run in a process
 #: costs 20x its later ones).
@@ -150,28 +153,30 @@ def run_asktell(evals: int, seed: int) -> dict[str, Any]:
                 qd_score=stats["qd_score"], batch=ASKTELL_BATCH)  # fmt: skip
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _dei_run(budget: int, seed: int, out: Path) -> tuple[float, float]:
-    command = [str(Path(sys.executable).with_name("dei-run"))]
-    command += ["--domain", "numeric", "--operator", "gaussian", "--nodes", "1", "--rounds", "1",
-                "--budget", str(budget), "--seed", str(seed), "--eval-workers", "0",
-                "--progress", "quiet", "--no-report",
-                "--out", str(out)]  # fmt: skip
-    before, wall = _children_cpu(), time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return _children_cpu() - before, time.perf_counter() - wall
+    """CPU and wall seconds of the ``dei-run`` command (its click command, what the console
+    script runs) called in this process: interpreter start and imports, which vary by a
+    tenth of a second between identical processes, are not in them."""
+    from dei_framework.cli import dei_run
+
+    args = ["--domain", "numeric", "--operator", "gaussian", "--nodes", "1", "--rounds", "1",
+            "--budget", str(budget), "--seed", str(seed), "--eval-workers", "0",
+            "--progress", "quiet", "--no-report", "--out", str(out)]  # fmt: skip
+    with contextlib.redirect_stdout(io.StringIO()):
+        started, wall = time.process_time(), time.perf_counter()
+        dei_run.main(args=args, prog_name="dei-run", standalone_mode=False)
+        return time.process_time() - started, time.perf_counter() - wall
 
 
 def run_dei_run(evals: int, seed: int) -> dict[str, Any]:
     domain = NumericDomain({"dim": DIM})
     with tempfile.TemporaryDirectory(prefix="dei-vs-pyribs-") as tmp:
-        # The fixed cost (interpreter, imports, run directory) varies by a tenth of a second
-        # between identical processes: the median of three is subtracted.
-        bases = [_dei_run(1, seed, Path(tmp) / f"base-{k}") for k in range(BASE_RUNS)]
+        # The fixed cost of a run (plugins, configuration, run directory): the median of three.
+        bases = []
+        for k in range(BASE_RUNS):
+            gc.collect()
+            bases.append(_dei_run(1, seed, Path(tmp) / f"base-{k}"))
+        gc.collect()
         base_cpu = statistics.median(cpu for cpu, _ in bases)
         base_wall = statistics.median(wall for _, wall in bases)
         cpu, wall = _dei_run(evals, seed, Path(tmp) / "run")
@@ -250,6 +255,7 @@ def main() -> None:
         rows: dict[str, list[dict[str, Any]]] = {system: [] for system in args.systems}
         for k in range(args.repeats):
             for system in args.systems:
+                gc.collect()  # no collection of an earlier run's garbage inside this one
                 rows[system].append(SYSTEMS[system](evals, args.seed + k))
         summaries = {system: {"system": system, "evals": evals, "repeats": args.repeats,
                               "batch": rows[system][0]["batch"], **summarise(rows[system])}
