@@ -154,3 +154,21 @@ def test_free_calls_are_counted_in_one_step_within_the_quota() -> None:
     with pytest.raises(BudgetExhausted, match="7 calls asked, 6 left of the call budget of 10"):
         ledger.count_free_calls("a", 7)
     assert ledger.usage["a"].calls == 4
+
+
+def test_the_command_line_flag_chooses_the_path_and_the_summary_says_which(
+    cli, tmp_path
+) -> None:
+    common = ["--domain", "numeric", "--nodes", "1", "--budget", "40", "--rounds", "1",
+              "--eval-workers", "0", "--progress", "quiet", "--no-report"]  # fmt: skip
+    cli("dei-run", *common, "--out", str(tmp_path / "arrays"))
+    cli("dei-run", *common, "--no-array-path", "--out", str(tmp_path / "texts"))
+    for name, on in (("arrays", True), ("texts", False)):
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        assert [node["array_path"] for node in summary["nodes"].values()] == [on]
+        config = json.loads((tmp_path / name / "config.json").read_text())
+        assert config["array_path"] is on
+    assert not (tmp_path / "arrays" / "calls.jsonl").exists()
+    assert len((tmp_path / "texts" / "calls.jsonl").read_text().splitlines()) == 40
+    assert (tmp_path / "arrays" / "merged_archive.json").read_text() == (
+        tmp_path / "texts" / "merged_archive.json").read_text()

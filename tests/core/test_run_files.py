@@ -1,0 +1,55 @@
+"""How a run's files are written: log lines and archive files through orjson, the same values
+as the standard library reads back, numbers that are not finite as null, records it refuses
+through the standard library, and archive files with one elite per line."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dei_framework.runlog import dumps, write_json_atomic
+
+
+def test_a_log_line_reads_back_as_the_record_it_was() -> None:
+    record = {"event": "evaluated", "id": "nœud-r0-s1", "fitness": 1e-05, "big": 1e16,
+              "cell": (3, 4), "parent": None, "ok": True, "descriptor": {"a": -0.0}}  # fmt: skip
+    line = dumps(record)
+    assert "\n" not in line and " " not in line
+    assert json.loads(line) == {**record, "cell": [3, 4]}
+
+
+def test_numbers_that_are_not_finite_are_null_and_numpy_values_are_numbers() -> None:
+    line = dumps({"nan": math.nan, "inf": -math.inf, "np": np.float64(2.5), "i": np.int64(7),
+                  "row": np.array([1.0, 2.0])})  # fmt: skip
+    assert json.loads(line) == {"nan": None, "inf": None, "np": 2.5, "i": 7, "row": [1.0, 2.0]}
+
+
+def test_records_orjson_refuses_go_through_the_standard_library() -> None:
+    record = {1: "integer key", "huge": 2**70, "nan": math.nan}
+    assert json.loads(dumps(record)) == {"1": "integer key", "huge": 2**70, "nan": None}
+
+
+def test_a_value_nothing_can_write_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="not JSON serialisable: object"):
+        dumps({"x": object()})
+
+
+@pytest.mark.parametrize("layout", ["indent", "compact", "records"])
+def test_every_layout_reads_back_the_same(tmp_path, layout) -> None:
+    data = {"type": "grid", "space": [{"name": "a", "count": 3}], "qd_offset": 0.0,
+            "elites": [{"text": "x y", "fitness": 1.5, "cell": [0, 1]},
+                       {"text": "z", "fitness": -2.0, "cell": [2, 2]}],
+            "empty": [], "n": {}}  # fmt: skip
+    path = tmp_path / "archive.json"
+    write_json_atomic(path, data, layout=layout)
+    assert json.loads(path.read_text()) == data
+    lines = path.read_text().splitlines()
+    if layout == "records":  # each elite on its own line, indented under its key
+        assert '  {"text":"x y","fitness":1.5,"cell":[0,1]},' in lines
+        assert '  {"text":"z","fitness":-2.0,"cell":[2,2]}' in lines
+    if layout == "compact":
+        assert len(lines) == 1
+    assert not list(tmp_path.glob(".*.tmp"))  # the temporary file was renamed
