@@ -183,20 +183,31 @@ class Admission:
         if result.call_failed:
             return None
         operator = item.program.operator if item.program else result.operator
-        event: dict[str, Any] = {
-            "event": "evaluated", "id": item.id, "node": item.node, "round": item.round,
-            "operator": operator, "kind": item.kind,
-            "parent": item.parent.id if item.parent else None, "slot": item.order,
-        }  # fmt: skip
-        if self.candidate is None:
-            event.update(status="invalid", error=result.error, fitness=None, descriptor=None,
-                         cell=None)  # fmt: skip
-        else:
-            event.update(status=self.status.label, fitness=self.candidate.fitness,
-                         descriptor=dict(self.candidate.descriptor),
-                         cell=list(self.candidate.cell))  # fmt: skip
-        event.update(result.info)
-        return event
+        candidate = self.candidate
+        if candidate is None:
+            return _evaluated_event(item, operator, None, error=result.error, info=result.info)
+        return _evaluated_event(item, operator, self.status, fitness=candidate.fitness,
+                               descriptor=dict(candidate.descriptor), cell=candidate.cell,
+                               info=result.info)  # fmt: skip
+
+
+def _evaluated_event(item: WorkItem, operator: str, status: AddStatus | None, *,
+                    fitness: float | None = None, descriptor: dict[str, float] | None = None,
+                    cell: Sequence[int] | None = None, error: str | None = None,
+                    info: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The ``evaluated`` event of an item (``status`` ``None``: invalid, with ``error``), its
+    fields in the run log's order, ``info``'s last."""
+    event: dict[str, Any] = {
+        "event": "evaluated", "id": item.id, "node": item.node, "round": item.round,
+        "operator": operator, "kind": item.kind,
+        "parent": item.parent.id if item.parent else None, "slot": item.order,
+    }  # fmt: skip
+    if status is None:
+        event.update(status="invalid", error=error, fitness=None, descriptor=None, cell=None)
+    else:
+        event.update(status=status.label, fitness=fitness, descriptor=descriptor, cell=list(cell))
+    event.update(info)
+    return event
 
 
 @attrs.frozen(kw_only=True)
@@ -656,23 +667,16 @@ class Scheduler:
                           round_end=round_end, events=tuple(events))  # fmt: skip
 
     def _told_event(self, told: _Told, status: AddStatus | None) -> dict[str, Any]:
-        """The ``evaluated`` event of an item told through :meth:`tell_batch` (the fields and
-        their order of :meth:`Admission.event`)."""
-        item = told.item
-        event: dict[str, Any] = {
-            "event": "evaluated", "id": item.id, "node": item.node, "round": item.round,
-            "operator": told.operator, "kind": item.kind,
-            "parent": item.parent.id if item.parent else None, "slot": item.order,
-        }  # fmt: skip
+        """The ``evaluated`` event of an item told through :meth:`tell_batch` (what
+        :meth:`Admission.event` gives for one told through :meth:`tell`)."""
         if told.fitness is None:
-            event.update(status="invalid", error=told.error, fitness=None, descriptor=None,
-                         cell=None)  # fmt: skip
-        else:
-            event.update(status=status.label, fitness=told.fitness,
-                         descriptor=dict(zip(self._axis_names, told.values, strict=True)),
-                         cell=list(told.cell))  # fmt: skip
-        event.update(told.info)
-        return event
+            return _evaluated_event(told.item, told.operator, None, error=told.error,
+                                   info=told.info)  # fmt: skip
+        return _evaluated_event(
+            told.item, told.operator, status, fitness=told.fitness,
+            descriptor=dict(zip(self._axis_names, told.values, strict=True)), cell=told.cell,
+            info=told.info,
+        )  # fmt: skip
 
     def _admit_told(self, told: _Told) -> AddStatus | None:
         """:meth:`_admit` for a call item told through :meth:`tell_batch` (the same effects)."""
