@@ -172,3 +172,40 @@ def test_the_command_line_flag_chooses_the_path_and_the_summary_says_which(
     assert len((tmp_path / "texts" / "calls.jsonl").read_text().splitlines()) == 40
     assert (tmp_path / "arrays" / "merged_archive.json").read_text() == (
         tmp_path / "texts" / "merged_archive.json").read_text()
+
+
+def test_array_evaluations_leave_the_event_loop_only_when_dear() -> None:
+    import asyncio
+    import threading
+    import time
+
+    from dei_framework.evaluation import Evaluator
+
+    class Timed(NumericDomain):
+        spin = 0.0
+        threads: list[str] = []
+
+        def evaluate_genomes(self, genomes, *, seeds):
+            Timed.threads.append(threading.current_thread().name)
+            end = time.thread_time() + self.spin
+            while time.thread_time() < end:  # CPU, as a dear objective spends it
+                pass
+            return super().evaluate_genomes(genomes, seeds=seeds)
+
+    async def batches(domain: Timed, count: int) -> list[str]:
+        evaluator = Evaluator(domain, workers=0)
+        genomes = np.zeros((8, domain.dim))
+        Timed.threads = []
+        for _ in range(count):
+            scores = await evaluator.evaluate_genomes(genomes, [0] * 8)
+            assert np.asarray(scores.fitness).shape == (8,)
+        evaluator.close()
+        return Timed.threads
+
+    loop_thread = threading.current_thread().name
+    cheap = asyncio.run(batches(Timed({"dim": 4}), 4))
+    # The first batch is measured in a thread; cheap ones then stay on the loop.
+    assert cheap[0] != loop_thread and cheap[1:] == [loop_thread] * 3
+    Timed.spin = 0.005
+    dear = asyncio.run(batches(Timed({"dim": 4}), 3))
+    assert loop_thread not in dear
