@@ -6,7 +6,7 @@ the same sphere problem, the same number of evaluations) and keeps its JSON line
 name (ask/tell overhead at most 5x pyribs', ``dei-run`` at most 10x, evaluations per second at
 20 000 evaluations within 20 % of those at 2 000). Usage::
 
-    python docs/figures/vs_pyribs.py            # --evals 2000 20000 --repeats 5
+    python docs/figures/vs_pyribs.py            # --evals 2000 20000 --repeats 8
     python docs/figures/vs_pyribs.py --quick    # a tiny run that tests the pipeline
     python docs/figures/render.py               # then render the docs
 
@@ -34,7 +34,7 @@ from figurelib import (  # noqa: E402
 
 #: (documented run, quick run): evaluation counts (smallest and largest) and repeats.
 SETTINGS = {
-    "full": {"evals": (2000, 20000), "repeats": 5},
+    "full": {"evals": (2000, 20000), "repeats": 8},
     "quick": {"evals": (500, 2000), "repeats": 2},
 }
 #: Issue 21's targets: the most DEI's overhead per evaluation may be, in multiples of pyribs'.
