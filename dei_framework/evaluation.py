@@ -25,6 +25,7 @@ import multiprocessing
 import multiprocessing.context
 import os
 import pickle
+import shutil
 import signal
 import tempfile
 import threading
@@ -447,6 +448,41 @@ class _Job:
     future: asyncio.Future
 
 
+#: Prefix of the local backend's opponent-set directories in the temporary directory, followed
+#: by the owning process's id.
+SETS_PREFIX = "dei-opponents-"
+
+
+def remove_orphaned_set_dirs(tmp: str | None = None) -> list[str]:
+    """Removes opponent-set directories whose process is gone (a run killed with SIGKILL
+    cannot remove its own); returns their paths. A directory of a live process, of another
+    user's process, or without a process id in its name is left alone."""
+    tmp = tmp or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(tmp)
+    except OSError:
+        return removed
+    for name in names:
+        pid = name[len(SETS_PREFIX):].split("-", 1)[0] if name.startswith(SETS_PREFIX) else ""
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        path = os.path.join(tmp, name)
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (EPERM): alive
+        return True
+    return True
+
+
 class LocalBackend(EvaluationBackend):
     """The ``local`` evaluation backend: a process pool on this machine (the default).
 
@@ -472,7 +508,8 @@ class LocalBackend(EvaluationBackend):
 
     def _sets_dir(self) -> str:
         if self._set_dir is None:
-            self._set_dir = tempfile.TemporaryDirectory(prefix="dei-opponents-")
+            remove_orphaned_set_dirs()
+            self._set_dir = tempfile.TemporaryDirectory(prefix=f"{SETS_PREFIX}{os.getpid()}-")
         return self._set_dir.name
 
     def install(self, set_id: str, data: bytes) -> str:

@@ -53,3 +53,22 @@ def test_every_layout_reads_back_the_same(tmp_path, layout) -> None:
     if layout == "compact":
         assert len(lines) == 1
     assert not list(tmp_path.glob(".*.tmp"))  # the temporary file was renamed
+
+
+def test_opponent_set_directories_of_dead_processes_are_removed(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from dei_framework.evaluation import SETS_PREFIX, remove_orphaned_set_dirs
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead = tmp_path / f"{SETS_PREFIX}{gone.stdout.strip()}-abc"
+    live = tmp_path / f"{SETS_PREFIX}{os.getpid()}-def"
+    unnamed = tmp_path / f"{SETS_PREFIX}xyz"  # an older name without a process id
+    for directory in (dead, live, unnamed):
+        directory.mkdir()
+        (directory / "set.pickle").write_bytes(b"x")
+    assert remove_orphaned_set_dirs(str(tmp_path)) == [str(dead)]
+    assert not dead.exists() and live.exists() and unnamed.exists()
