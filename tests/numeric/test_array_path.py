@@ -209,3 +209,13 @@ def test_array_evaluations_leave_the_event_loop_only_when_dear() -> None:
     Timed.spin = 0.005
     dear = asyncio.run(batches(Timed({"dim": 4}), 3))
     assert loop_thread not in dear
+
+
+def test_a_replay_of_an_array_path_run_makes_its_calls_again(tmp_path) -> None:
+    first, replay = tmp_path / "first", tmp_path / "replay"
+    run(_config(), first)
+    summary = run(_config(), replay, replay_from=first)
+    assert (replay / "merged_archive.json").read_text() == (first / "merged_archive.json"
+                                                            ).read_text()  # fmt: skip
+    assert _files(replay, "nodes/*/round-*.json") == _files(first, "nodes/*/round-*.json")
+    assert [node["array_path"] for node in summary["nodes"].values()] == [True, True]
