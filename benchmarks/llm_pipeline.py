@@ -62,7 +62,7 @@ import toy_domain  # noqa: E402
 
 import dei_framework  # noqa: E402
 from dei_framework import NodeConfig, RunConfig, load_plugins, run  # noqa: E402
-from dei_framework.stats import t95  # noqa: E402
+from dei_framework.stats import mean_interval  # noqa: E402
 
 
 class HeavyTailedServer:
@@ -271,9 +271,7 @@ def main() -> None:
     coreware = coreware_job_bytes(registry, champions=20)
     runs = [measure(args, registry, repeat) for repeat in range(args.repeats)]
     ratios = [r["throughput_ratio"] for r in runs]
-    mean = statistics.fmean(ratios)
-    half = (t95(len(ratios) - 1) * statistics.stdev(ratios) / len(ratios) ** 0.5
-            if len(ratios) > 1 else None)  # fmt: skip
+    mean, _, half = mean_interval(ratios)
     print(json.dumps({
         "code": str(Path(dei_framework.__file__).resolve().parents[1]),
         "commit": _commit(Path(dei_framework.__file__).resolve().parents[1]),

@@ -67,7 +67,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import multiprocessing
 import os
 import shutil
@@ -89,7 +88,7 @@ from dei_framework.dask_backend import DaskBackend, quiet_environment
 from dei_framework.evaluation import Evaluator, LocalBackend, Outcome, _parse, evaluate
 from dei_framework.plugins import load_plugins
 from dei_framework.presets import DEI_PAPER
-from dei_framework.stats import t95
+from dei_framework.stats import mean_interval
 
 #: Seconds the idle CPU of a system's processes is measured over, before each batch.
 IDLE_SECONDS = 1.0
@@ -107,11 +106,9 @@ def dei_paper_domain() -> Any:
 
 def describe(values: Sequence[float]) -> dict[str, Any]:
     """Mean, std, n and a 95 % t interval."""
-    n = len(values)
-    mean = statistics.fmean(values)
-    std = statistics.stdev(values) if n > 1 else 0.0
-    half = t95(n - 1) * std / math.sqrt(n) if n > 1 else float("nan")
-    return {"mean": round(mean, 4), "std": round(std, 4), "n": n,
+    mean, std, half = mean_interval(values)
+    half = float("nan") if half is None else half
+    return {"mean": round(mean, 4), "std": round(std, 4), "n": len(values),
             "ci95": [round(mean - half, 4), round(mean + half, 4)],
             "values": [round(v, 4) for v in values]}  # fmt: skip
 

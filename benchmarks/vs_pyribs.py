@@ -41,7 +41,6 @@ import contextlib
 import gc
 import io
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -57,7 +56,7 @@ from dei_numeric.domain import NumericDomain
 from dei_numeric.operators import create_gaussian
 
 from dei_framework import OperatorSettings, Scheduler
-from dei_framework.stats import t95
+from dei_framework.stats import mean_interval
 
 SIGMA = 0.5
 DIM = 20
@@ -217,11 +216,9 @@ def paired_ratio(rows: Sequence[dict[str, Any]], reference: Sequence[dict[str, A
     """Repeat by repeat, ``metric`` over the reference system's in the same repeat: mean,
     sample std, n and the 95 % Student t interval of the mean."""
     ratios = [row[metric] / ref[metric] for row, ref in zip(rows, reference, strict=True)]
-    n = len(ratios)
-    mean = statistics.fmean(ratios)
-    std = statistics.stdev(ratios) if n > 1 else 0.0
-    half = t95(n - 1) * std / math.sqrt(n) if n > 1 else 0.0
-    return {"mean": mean, "std": std, "n": n, "ci95": [mean - half, mean + half]}
+    mean, std, half = mean_interval(ratios)
+    half = half or 0.0
+    return {"mean": mean, "std": std, "n": len(ratios), "ci95": [mean - half, mean + half]}
 
 
 def _commit() -> str:

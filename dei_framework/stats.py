@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,6 +78,17 @@ def t95(df: int) -> float:
     z = _Z975
     return (z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
             + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))  # fmt: skip
+
+
+def mean_interval(values: Sequence[float]) -> tuple[float, float, float | None]:
+    """The mean of ``values``, their sample standard deviation (0 for one value) and the
+    half-width of the mean's 95 % Student t interval (``None`` for fewer than two values)."""
+    n = len(values)
+    mean = statistics.fmean(values) if n else math.nan
+    if n < 2:
+        return mean, 0.0, None
+    std = statistics.stdev(values)
+    return mean, std, t95(n - 1) * std / math.sqrt(n)
 
 
 @attrs.frozen

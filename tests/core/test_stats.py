@@ -158,3 +158,12 @@ def test_t95_is_students_quantile_and_never_the_normal_one_for_small_samples() -
     assert values[-1] > 1.959964  # above the normal quantile, however large n
     with pytest.raises(ValueError, match="degree of freedom"):
         t95(0)
+
+
+def test_mean_interval_is_the_t_interval_of_the_mean() -> None:
+    from dei_framework.stats import mean_interval
+
+    mean, std, half = mean_interval([1.0, 2.0, 3.0, 4.0])
+    assert (mean, round(std, 6)) == (2.5, 1.290994)
+    assert half == pytest.approx(3.182 * 1.290994 / 2, rel=1e-6)
+    assert mean_interval([5.0]) == (5.0, 0.0, None)
