@@ -209,8 +209,8 @@ class Ensemble:
             # A replay serves the recorded replies; an offline operator whose calls the record
             # does not hold (the array path logs none) runs again: it needs no network, and its
             # calls are a function of their seeds.
-            if (self.replay_from is not None and not self.reask_mismatched
-                    and not (spec.offline and not replies.get(node.name))):
+            reruns = spec.offline and not replies.get(node.name)
+            if self.replay_from is not None and not self.reask_mismatched and not reruns:
                 operators[node.name] = RecordedOperator(label=node.operator)
             else:
                 operators[node.name] = build_plugin(

@@ -346,6 +346,15 @@ def _timed_batch(
     return outcomes, time.thread_time() - started
 
 
+def _cpu_estimate(estimate: float, cpu: float, count: int) -> float:
+    """The CPU seconds one evaluation is expected to take, after a batch of ``count`` took
+    ``cpu``. The estimate follows a dearer batch at once and a cheaper one slowly, so that a
+    run of cheap outcomes (programs that did not parse) does not bring a slow domain back onto
+    the event loop."""
+    per_item = cpu / max(count, 1)
+    return per_item if math.isinf(estimate) else max(per_item, estimate * INLINE_DECAY)
+
+
 def _timed_genomes(domain: Domain, genomes: Any, seeds: Sequence[int]
                    ) -> tuple[GenomeEvaluations, float]:  # fmt: skip
     """``domain.evaluate_genomes`` with the CPU seconds it took (of this thread)."""
@@ -642,9 +651,7 @@ class Evaluator:
         else:
             evaluations, cpu = await asyncio.to_thread(_timed_genomes, self.domain, genomes,
                                                        seeds)  # fmt: skip
-        per_genome = cpu / max(len(seeds), 1)
-        self._genome_cpu = per_genome if math.isinf(self._genome_cpu) else max(
-            per_genome, self._genome_cpu * INLINE_DECAY)
+        self._genome_cpu = _cpu_estimate(self._genome_cpu, cpu, len(seeds))
         return evaluations
 
     @property
@@ -837,12 +844,7 @@ class Evaluator:
         else:
             outcomes, cpu = await self.backend.run(_timed_batch, jobs, programs, axes,
                                                    self.descriptor_keys)  # fmt: skip
-        # The estimate follows a dearer batch at once and a cheaper one slowly, so that a
-        # run of cheap outcomes (programs that did not parse) does not bring a slow domain
-        # back onto the loop.
-        per_job = cpu / max(len(jobs), 1)
-        self._job_cpu = per_job if math.isinf(self._job_cpu) else max(
-            per_job, self._job_cpu * INLINE_DECAY)
+        self._job_cpu = _cpu_estimate(self._job_cpu, cpu, len(jobs))
         return outcomes
 
     async def parse(self, text: str) -> Program | str:

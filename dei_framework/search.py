@@ -27,7 +27,7 @@ import attrs
 import numpy as np
 
 from dei_framework.archives import ArchiveBase
-from dei_framework.budget import BudgetLedger, CallMeter
+from dei_framework.budget import BudgetLedger, CallMeter, NodeCaps
 from dei_framework.domain import Domain, GenomeEvaluations, Program
 from dei_framework.errors import BudgetExhausted, OperatorError, ReplayMismatch
 from dei_framework.evaluation import Evaluator, OpponentSet
@@ -159,7 +159,7 @@ class SearchDriver:
                 and type(domain).evaluate_genomes is not Domain.evaluate_genomes
                 and type(domain).genome_texts is not Domain.genome_texts
                 and self.evaluator.local and not self.replies
-                and attrs.astuple(self.ledger.caps[self.name]) == (None, None, None)
+                and self.ledger.caps[self.name] == NodeCaps()
                 and set(self.axes) == set(scheduler.space.names) <= set(axis_names)
                 and type(scheduler.archive).add is ArchiveBase.add):
             return None

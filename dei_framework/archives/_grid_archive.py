@@ -93,7 +93,7 @@ class GridArchive(ArchiveBase):
         first = archives[0]
         merged = cls(space=first.space, qd_offset=first.qd_offset, seed=seed)
         for archive in archives:
-            if type(archive) is GridArchive and archive.space == merged.space:
+            if archive.space == merged.space:  # its elites have every axis: fill_from places them
                 merged.fill_from(archive)
                 continue
             for elite in archive:
