@@ -50,8 +50,8 @@ def write_json_atomic(path: Path, data: Any, *, layout: str = "indent") -> None:
     line, for files written often from the event loop, like checkpoints) or ``"records"``
     (objects indented, but each element of a list of objects or lists on one line: archives,
     whose elites are then one line each). ``indent`` uses the standard library's encoder (its
-    pure-Python path); the other two encode with orjson, about ten times faster on an archive
-    of thousands of elites (and, as :func:`dumps` does, write a number that is not finite as
+    pure-Python path); the other two encode with orjson, much faster on an archive of
+    thousands of elites (and, as :func:`dumps` does, write a number that is not finite as
     null, where ``indent`` raises :class:`ValueError`).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
