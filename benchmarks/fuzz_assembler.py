@@ -50,7 +50,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     bundled = Path(__file__).resolve().parents[1] / "plugins" / "coreware" / "warriors"
-    corpus = [p.read_text(encoding="latin-1") for p in sorted(bundled.glob("*.red"))]
+    corpus = [p.read_text(encoding="latin-1") for p in sorted(bundled.rglob("*.red"))]
     if args.corpus.exists():
         corpus += [p.read_text(encoding="latin-1") for p in sorted(args.corpus.rglob("*.red"))]
     counts = {"inputs": 0, "assembled": 0, "assembly_errors": 0, "other_exceptions": 0}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import concurrent.futures.process  # BrokenProcessPool lives here; the package does not import it
 import contextlib
 import hashlib
 import math
