@@ -219,6 +219,17 @@ RUN_OPTIONS = [
     click.option("--evaluator-address", metavar="ADDRESS",
                  help="The evaluation backend's address, e.g. the Dask scheduler "
                       "tcp://host:8786 (default: a local cluster started for the run)."),
+    click.option("--sandbox", type=click.Choice(["none", "process", "isolated"]),
+                 help="How candidates are isolated: none (in the evaluation worker), process "
+                      "(each in its own child process), isolated (as process, inside "
+                      "bubblewrap: read-only files, no network). Default: process for domains "
+                      "that execute code, none otherwise."),
+    click.option("--eval-timeout", type=float, metavar="SECONDS",
+                 help="Wall-clock limit per candidate; one over it is invalid (\"timeout after "
+                      "N s\"). Default: the domain's, else none."),
+    click.option("--eval-memory", type=int, metavar="MB",
+                 help="Memory limit per candidate (address space it may add, in MB); one over "
+                      "it is invalid. Default: the domain's, else none."),
     click.option("--out", type=click.Path(file_okay=False),
                  help="Run directory (default: a new folder under ./runs/)."),
     click.option("--resume", type=click.Path(file_okay=False, exists=True),

@@ -18,6 +18,7 @@ import attrs
 from dei_framework.domain import LIFECYCLES
 from dei_framework.errors import ConfigError
 from dei_framework.presets import get_preset, overridden, warn_overrides
+from dei_framework.sandbox.policy import check_options as check_sandbox_options
 
 if TYPE_CHECKING:
     from dei_framework.registry import PluginRegistry
@@ -106,6 +107,11 @@ class RunConfig:
         evaluator_address: The backend's address (for ``dask``, the scheduler,
             ``tcp://host:8786``; ``None``: a local cluster started for the run).
         evaluator_options: Options of a plugin's backend (``[evaluator_options]`` table).
+        sandbox: Candidate isolation: ``"none"``, ``"process"``, ``"isolated"`` or ``""`` (the
+            domain's default: ``process`` when it executes code or has limits; see
+            :mod:`dei_framework.sandbox`).
+        eval_timeout: Wall-clock seconds per candidate (``None``: the domain's, else none).
+        eval_memory: Memory per candidate in MB (``None``: the domain's, else none).
         domain_options: Domain options (``[domain_options]`` table and domain flags).
         transport_options: Transport options (``[transport_options]`` table and flags).
         delivery: How champions reach peers: ``"virtual"`` (by virtual time: deterministic;
@@ -158,6 +164,9 @@ class RunConfig:
     evaluator: str = "local"
     evaluator_address: str | None = None
     evaluator_options: Mapping[str, Any] = attrs.field(factory=dict)
+    sandbox: str = ""
+    eval_timeout: float | None = None
+    eval_memory: int | None = None
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
     delivery: str = "auto"
@@ -405,7 +414,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
              "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
              "common_ground", "common_seeds", "preset", "members", "delivery", "lifecycle",
-             "evaluator", "evaluator_address", "evaluator_options", "array_path"}
+             "evaluator", "evaluator_address", "evaluator_options", "array_path",
+             "sandbox", "eval_timeout", "eval_memory"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -427,6 +437,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     domain = pick("domain")
     if not domain:
         raise ConfigError("no domain given: use --domain (see `dei plugins`)")
+    check_sandbox_options(pick("sandbox") or "", pick("eval_timeout"), pick("eval_memory"))
     plugins.domain(domain)
     plugins.evaluator(pick("evaluator"))
     operators = list(flags.get("operators") or file.get("operators") or file.get("operator") or [])
@@ -484,7 +495,9 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         archive_options=file.get("archive_options", {}),
         eval_workers=pick("eval_workers"), evaluator=pick("evaluator"),
         evaluator_address=pick("evaluator_address"),
-        evaluator_options=tables["evaluator_options"], domain_options=domain_options,
+        evaluator_options=tables["evaluator_options"], sandbox=pick("sandbox") or "",
+        eval_timeout=pick("eval_timeout"), eval_memory=pick("eval_memory"),
+        domain_options=domain_options,
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
         array_path=bool(pick("array_path")),
         common_ground=bool(pick("common_ground")), common_seeds=pick("common_seeds"),

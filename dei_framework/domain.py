@@ -93,6 +93,15 @@ class Domain(abc.ABC):
     #: :data:`LIFECYCLES`). Empty: ``"reset"`` when :meth:`initial_opponents` gives any program,
     #: ``"continual"`` when it gives none (see :meth:`default_lifecycle`).
     lifecycle: str = ""
+    #: Whether evaluating a program runs code the program brings (a Python heuristic, a
+    #: kernel): such a domain's candidates are evaluated in a sandbox, ``process`` level, unless
+    #: ``--sandbox`` says otherwise (see :mod:`dei_framework.sandbox`). Programs that are data
+    #: (warriors in a VM, vectors, expressions) leave it ``False`` and keep the direct path.
+    executes_code: bool = False
+    #: Default wall-clock seconds per candidate (``--eval-timeout`` overrides; ``None``: none).
+    eval_timeout: float | None = None
+    #: Default memory per candidate in MB (``--eval-memory`` overrides; ``None``: none).
+    eval_memory: int | None = None
 
     @abc.abstractmethod
     def parse(self, reply: str) -> Program:

@@ -51,6 +51,7 @@ from dei_framework.plugins import PluginRegistry, load_plugins, notify
 from dei_framework.replay import RecordedOperator, Recording
 from dei_framework.run_summary import EventTally, node_summary, run_summary
 from dei_framework.runlog import RunDir, read_jsonl, write_json_atomic
+from dei_framework.sandbox.policy import choose_policy
 from dei_framework.scheduler import Scheduler
 from dei_framework.search import RecordedCall, SearchDriver
 from dei_framework.timeline import NodeClock, Timeline
@@ -580,7 +581,9 @@ class Ensemble:
         options = EvaluatorOptions(workers=config.eval_workers, address=config.evaluator_address,
                                    options=dict(config.evaluator_options))  # fmt: skip
         backend = self.registry.evaluator(config.evaluator).factory(self.domain, options)
-        return Evaluator(self.domain, descriptor_keys=offered, backend=backend)
+        sandbox = choose_policy(self.domain, level=config.sandbox, timeout=config.eval_timeout,
+                                memory_mb=config.eval_memory)  # fmt: skip
+        return Evaluator(self.domain, descriptor_keys=offered, backend=backend, sandbox=sandbox)
 
     # --- results --------------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from dei_framework.backend import EvaluationBackend, EvaluatorLost, EvaluatorOpt
 from dei_framework.domain import Domain, Evaluation, GenomeEvaluations, Program
 from dei_framework.errors import InvalidProgram
 from dei_framework.records import Candidate
+from dei_framework.sandbox.policy import SandboxPolicy
 from dei_framework.scheduler import Result, WorkItem
 
 _WORKER_DOMAIN: Domain | None = None
@@ -333,6 +334,64 @@ def _parse_and_evaluate_batch(
     return outcomes  # type: ignore[return-value]  # every job has its outcome now
 
 
+def _sandboxed_batch(
+    domain: Domain | None,
+    jobs: Sequence[tuple[str, int]],
+    opponents: Sequence[Program] | str,
+    required: Collection[str],
+    known: Collection[str] | None,
+    policy: SandboxPolicy,
+) -> list[Outcome]:
+    """The worker-side job of a sandboxed run: each ``(text, seed)`` evaluated in a child of
+    this worker's warm process (:func:`~dei_framework.sandbox.client.sandbox_for`), one at a
+    time, so that whatever a program does lands on its own outcome.
+
+    What comes back is plain data; the program is parsed again here (parsing is the
+    domain's own code on the text and, by the domain contract, runs nothing of it) and the
+    answer checked again (:func:`check_evaluation`), since a program can forge its reply.
+    """
+    from dei_framework.sandbox.client import sandbox_for
+
+    domain = domain or _WORKER_DOMAIN
+    if isinstance(opponents, str):  # an installed set's id
+        set_id, programs = opponents, _worker_opponents(opponents)
+    else:
+        programs = list(opponents)
+        set_id = hashlib.blake2b(pickle.dumps(programs, protocol=pickle.HIGHEST_PROTOCOL),
+                                 digest_size=16).hexdigest()  # fmt: skip
+    sandbox = sandbox_for(domain, policy)
+    required = tuple(required)
+    known = None if known is None else frozenset(known)
+
+    def set_data() -> bytes:
+        return pickle.dumps(programs, protocol=pickle.HIGHEST_PROTOCOL)
+
+    outcomes = []
+    for text, seed in jobs:
+        reply = sandbox.evaluate(text, seed, set_id, set_data, required, known)
+        program = None
+        if reply.parsed:
+            try:
+                program = domain.parse(text)
+            except Exception:  # noqa: BLE001 - parsed in the sandbox; no program is no loss
+                program = None
+        if reply.status != "valid":
+            outcomes.append(Outcome(program=program, error=reply.error, seconds=reply.seconds,
+                                    matches=reply.matches))  # fmt: skip
+            continue
+        evaluation = Evaluation(fitness=reply.fitness, descriptor=reply.descriptor,
+                                info=reply.info)  # fmt: skip
+        problem = check_evaluation(evaluation, required, known)
+        if problem is not None or program is None:
+            problem = problem or "the text did not parse again outside the sandbox"
+            outcomes.append(Outcome(program=program, error=f"evaluation failed: {problem}",
+                                    seconds=reply.seconds, matches=reply.matches))  # fmt: skip
+            continue
+        outcomes.append(Outcome(program=program, evaluation=evaluation, seconds=reply.seconds,
+                                matches=reply.matches))  # fmt: skip
+    return outcomes
+
+
 def _timed_batch(
     domain: Domain | None,
     jobs: Sequence[tuple[str, int]],
@@ -427,6 +486,11 @@ def _generality_outcomes(domain: Domain | None, program: Program) -> dict[str, b
 
 
 _T = TypeVar("_T")
+
+#: The outcome of a job whose worker process died under it.
+WORKER_DIED = "evaluation failed: the worker process died"
+#: Times a job of a batch whose worker died is tried alone before it is blamed for the death.
+ALONE_ATTEMPTS = 2
 
 #: Most evaluations one batch job carries (bounds a batch's latency and its pickled size).
 MAX_BATCH = 256
@@ -605,6 +669,8 @@ class Evaluator:
         descriptor_keys: Every descriptor key the domain may report (its axes and the plugin
             axes of the run); another key makes the candidate invalid. ``None`` accepts any.
         backend: Where jobs run (default: a :class:`LocalBackend` with ``workers``).
+        sandbox: Isolation and limits per candidate (default: none, the domain's code runs in
+            the worker itself); see :mod:`dei_framework.sandbox`.
     """
 
     def __init__(
@@ -614,8 +680,12 @@ class Evaluator:
         workers: int | None = None,
         descriptor_keys: Collection[str] | None = None,
         backend: EvaluationBackend | None = None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.domain = domain
+        self.sandbox = sandbox if sandbox is not None else SandboxPolicy()
+        # Suspects of a batch whose worker died are evaluated one at a time (see _culprit).
+        self._alone = asyncio.Lock()
         self.descriptor_keys = None if descriptor_keys is None else frozenset(descriptor_keys)
         self.backend = backend if backend is not None else LocalBackend(domain, workers=workers)
         #: Called with the :class:`EvaluatorLost` error when the backend is gone, instead of
@@ -815,12 +885,18 @@ class Evaluator:
             if self._in_process():
                 return await self._in_this_process(opponents, jobs, axes)
             sent = await self.backend.ship(opponents.id, opponents.programs)
-            outcomes = await self._run(_parse_and_evaluate_batch, jobs, sent, axes,
-                                       self.descriptor_keys)  # fmt: skip
+            if self.sandbox.sandboxed:
+                outcomes = await self._run(_sandboxed_batch, jobs, sent, axes,
+                                           self.descriptor_keys, self.sandbox)  # fmt: skip
+            else:
+                outcomes = await self._run(_parse_and_evaluate_batch, jobs, sent, axes,
+                                           self.descriptor_keys)  # fmt: skip
             self._measured(outcomes)
             return outcomes
         except WorkerDied:
-            return [Outcome(error="evaluation failed: the worker process died")] * len(jobs)
+            if len(jobs) > 1:
+                return await self._culprit(opponents, jobs, axes)
+            return [Outcome(error=WORKER_DIED)]
         except EvaluatorLost as exc:
             if self.on_lost is None:
                 return [exc] * len(jobs)
@@ -829,10 +905,30 @@ class Evaluator:
         except Exception as exc:  # the pool itself failed: every job of the batch hears it
             return [exc] * len(jobs)
 
+    async def _culprit(self, opponents: OpponentSet, jobs: list[tuple[str, int]],
+                       axes: tuple[str, ...]) -> list[Outcome | Exception] | None:  # fmt: skip
+        """The outcomes of a batch whose worker died: its jobs again, one at a time, so that
+        only the program that kills its worker is invalid (the others get the outcome they
+        would have had alone). A lone job's worker may also die of another batch's culprit
+        on the same pool, so it is tried :data:`ALONE_ATTEMPTS` times before it is blamed."""
+        outcomes: list[Outcome | Exception] = []
+        async with self._alone:
+            for job in jobs:
+                for _ in range(ALONE_ATTEMPTS):
+                    answer = await self._outcomes(opponents, [job], axes)
+                    if answer is None:
+                        return None
+                    died = isinstance(answer[0], Outcome) and answer[0].error == WORKER_DIED
+                    if not died:
+                        break
+                outcomes.extend(answer)
+        return outcomes
+
     def _in_process(self) -> bool:
         """Whether jobs run in this process: the local backend itself without worker processes
-        (a plugin's subclass runs every job through its own ``run``)."""
-        return type(self.backend) is LocalBackend and self.backend.workers == 0
+        (a plugin's subclass runs every job through its own ``run``), and no sandbox."""
+        return (type(self.backend) is LocalBackend and self.backend.workers == 0
+                and not self.sandbox.sandboxed)  # fmt: skip
 
     async def _in_this_process(self, opponents: OpponentSet, jobs: list[tuple[str, int]],
                                axes: tuple[str, ...]) -> list[Outcome | Exception]:  # fmt: skip
@@ -889,6 +985,10 @@ class Evaluator:
                 could still be used.
         """
         self.backend.close(wait=wait)
+        if self.sandbox.sandboxed:  # warm processes of this process's threads (workers=0)
+            from dei_framework.sandbox.client import close_all
+
+            close_all()
         self._sets.clear()
         self._started = None
 
