@@ -121,7 +121,8 @@ def run_report(path: Path, summary: Mapping[str, Any]) -> str:
     ))  # fmt: skip
     out.append(
         f"\nWall time {number(budget.get('wall_seconds'), '.1f')} s; "
-        f"{summary.get('evaluated', '?')} evaluations, {summary.get('invalid', '?')} invalid.\n"
+        f"{summary.get('evaluated', '?')} evaluations, {summary.get('invalid', '?')} invalid"
+        f"{_stopped_note(summary.get('stopped'))}.\n"
     )
     out.extend(_budget_notes(budget))
     out.append("\n## Champions\n")
@@ -175,3 +176,18 @@ def _origin(champion: Mapping[str, Any], nodes: Mapping[str, Any]) -> str:
 
 def _last(values: Sequence[Any] | None) -> Any:
     return values[-1] if values else None
+
+
+#: How the report words each kind of stopped candidate.
+_STOPPED_WORDS = {"timeout": "over the time limit", "memory": "over the memory limit",
+                  "killed": "killed by a signal", "sandbox": "took their sandbox down"}
+
+
+def _stopped_note(stopped: Any) -> str:
+    """``" (of which 1 over the time limit, ...)"`` for a sandboxed run's stopped candidates."""
+    if not isinstance(stopped, dict):
+        return ""
+    parts = [f"{count} {_STOPPED_WORDS.get(kind, kind)}" for kind, count in stopped.items()
+             if isinstance(count, int) and count]  # fmt: skip
+    return f" (of which {', '.join(parts)})" if parts else " (none stopped by a limit)"
+

@@ -20,9 +20,12 @@ from dei_framework.common import common_fitness, reference_record
 from dei_framework.config import RunConfig
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
+from dei_framework.errors import DEIError
 from dei_framework.merge import RunMerge
 from dei_framework.metrics import mean_or_none, operator_divergence
 from dei_framework.node import Node
+from dei_framework.sandbox.limits import STOP_KINDS, stop_kind
+from dei_framework.sandbox.policy import choose_policy
 from dei_framework.search import SearchDriver
 
 
@@ -112,6 +115,9 @@ class EventTally:
         #: Per node, its operator-made candidates evaluated, and how many of them were invalid.
         self.made: dict[str, int] = {}
         self.made_invalid: dict[str, int] = {}
+        #: Invalid candidates a limit or the sandbox stopped, by kind
+        #: (:data:`~dei_framework.sandbox.limits.STOP_KINDS`).
+        self.stopped: dict[str, int] = dict.fromkeys(STOP_KINDS, 0)
         self.add(events)
 
     def add(self, events: Iterable[Mapping[str, Any]]) -> None:
@@ -123,6 +129,9 @@ class EventTally:
             self.evaluated += 1
             invalid = event.get("status") == "invalid"
             self.invalid += invalid
+            kind = stop_kind(event.get("error")) if invalid else None
+            if kind is not None:
+                self.stopped[kind] += 1
             if event.get("kind") not in ("new", "mutate"):
                 continue
             node, descriptor = event["node"], event.get("descriptor")
@@ -186,7 +195,17 @@ def run_summary(config: RunConfig, domain: Domain, merge: RunMerge, nodes: dict[
         "compute_axis": budget.get("axis", config.compute_axis),
         "invalid": tally.invalid,
         "evaluated": tally.evaluated,
+        # Only where candidates ran in a sandbox (domains whose programs are data never stop).
+        **({"stopped": dict(tally.stopped)} if _sandboxed(config, domain) else {}),
     }
+
+
+def _sandboxed(config: RunConfig, domain: Domain) -> bool:
+    try:
+        return choose_policy(domain, level=config.sandbox, timeout=config.eval_timeout,
+                             memory_mb=config.eval_memory).sandboxed  # fmt: skip
+    except DEIError:  # not reached: the run could not have started
+        return False
 
 
 def _generality_reference(domain: Domain) -> dict[str, Any] | None:

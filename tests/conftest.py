@@ -12,6 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 TOY_SOURCE = REPO / "tests" / "toy"
 SEARCHPLUG_SOURCE = REPO / "tests" / "searchplug"
+NAIVE_SOURCE = REPO / "tests" / "naive"
 
 
 def _pip_install(source: Path, factory: pytest.TempPathFactory) -> Path:
@@ -30,6 +31,13 @@ def _pip_install(source: Path, factory: pytest.TempPathFactory) -> Path:
 def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder where the `dei-toy` distribution is installed (pip install --target)."""
     return _pip_install(TOY_SOURCE, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def naive_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder where the `dei-naive` distribution is installed (its `evaluate` execs the
+    model's Python code: the sandbox tests' domain)."""
+    return _pip_install(NAIVE_SOURCE, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 
 from dei_framework.errors import ConfigError
 
@@ -23,14 +24,27 @@ INSTALL_HINT = ("install the 'bubblewrap' package (Debian/Ubuntu: apt install bu
                 "Fedora: dnf install bubblewrap)")  # fmt: skip
 
 
-def bwrap_arguments(executable: str) -> list[str]:
-    """The bubblewrap command line that runs what follows it inside the jail."""
+def bwrap_arguments(executable: str, visible: Sequence[str] = ()) -> list[str]:
+    """The bubblewrap command line that runs what follows it inside the jail.
+
+    Args:
+        executable: The ``bwrap`` binary.
+        visible: Directories under ``/tmp`` the jail must still see, read-only (the import
+            path may reach into it: a plugin installed with ``pip --target``, a test's
+            folder); the private ``/tmp`` would hide them.
+    """
+    private_tmp = os.path.realpath("/tmp")
+    keep = []
+    for path in dict.fromkeys(os.path.realpath(path) for path in visible):
+        if (path + "/").startswith(private_tmp + "/") and os.path.isdir(path):
+            keep += ["--ro-bind", path, path]
     return [
         executable,
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",
         "--tmpfs", "/tmp",
+        *keep,
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--new-session",
         "--die-with-parent",

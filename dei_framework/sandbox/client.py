@@ -151,7 +151,7 @@ class SandboxProcess:
         isolated = self.policy.level == "isolated"
         command = [sys.executable, "-m", "dei_framework.sandbox.zygote"]
         if isolated:
-            command = [*bwrap_arguments(find_bubblewrap()), *command]
+            command = [*bwrap_arguments(find_bubblewrap(), visible=sys.path), *command]
         errors = tempfile.TemporaryFile()
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=errors, env=_environment(isolated), close_fds=True,

@@ -311,6 +311,7 @@ class WatchedRun:
             "calls": node.calls,
             "quota": quota,
             "invalid": node.invalid,
+            "limits": dict(node.limits),
             "statuses": dict(node.statuses),
             "errors": [{"cause": cause, "count": count, "example": node.examples.get(cause, "")}
                        for cause, count in causes],

@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from dei_framework.sandbox.limits import stop_kind
 from dei_framework.watch.lines import Evaluated
 
 #: Points kept per curve; older points are thinned (every other one dropped) beyond this.
@@ -163,6 +164,8 @@ class NodeState:
         self.calls = 0
         self.round_calls = 0
         self.invalid = 0
+        #: Invalid candidates a limit or the sandbox stopped, by kind (timeout, memory, ...).
+        self.limits: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
         self.causes: dict[str, int] = {}
         self.examples: dict[str, str] = {}
@@ -295,6 +298,9 @@ class RunState:
                 node.operator = event.operator
             if status == "invalid":
                 node.invalid += 1
+                kind = stop_kind(event.error)
+                if kind is not None:
+                    node.limits[kind] = node.limits.get(kind, 0) + 1
         if status == "invalid":
             cause = error_cause(event.error)
             node.causes[cause] = node.causes.get(cause, 0) + 1

@@ -7,6 +7,7 @@ Nothing here protects the run from the program; the core's sandbox must (``execu
 from __future__ import annotations
 
 import ast
+import os
 import random
 import re
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from dei_framework import hookimpl
 from dei_framework.descriptors import AxisSpec, ThresholdAxis, UniformAxis
 from dei_framework.domain import Domain, DomainSpec, Evaluation, Program
 from dei_framework.errors import InvalidProgram
+from dei_framework.operators import Operator, OperatorReply, OperatorRequest, OperatorSpec
 
 CAPACITY = 100
 FENCE = re.compile(r"```(?:python)?\n(.*?)```", re.S)
@@ -88,3 +90,60 @@ class NaiveBinPacking(Domain):
 def dei_domains():
     return [DomainSpec(name="naive", factory=NaiveBinPacking,
                        description="online bin packing, priority() exec'd in-process")]
+
+
+#: Replies a model may give that harm a naive run (each is invalid under a sandbox).
+HOSTILE = {
+    "loop": "def priority(item, bins):\n    while True:\n        pass\n",
+    "bomb": "def priority(item, bins):\n    hoard = []\n    while True:\n"
+            "        hoard.append(bytearray(10**7))\n",
+    "suicide": "import os, signal\ndef priority(item, bins):\n"
+               "    os.kill(os.getpid(), signal.SIGKILL)\n",
+    "parricide": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+                 "def priority(item, bins):\n    return [0.0] * len(bins)\n",
+    "system": "import os\nos.system('rm -f {canary}; echo pwned > {canary}.outside')\n"
+              "raise SystemExit(0)\ndef priority(item, bins):\n    return [0.0] * len(bins)\n",
+    "import": "import nosuchmodule\ndef priority(item, bins):\n    return [0.0] * len(bins)\n",
+}
+SYNTAX_ERROR = "def priority(item, bins)\n    return [0.0] * len(bins)\n"
+
+
+def ordinary(rng: random.Random) -> str:
+    """A plain heuristic: best fit, worst fit or first fit, weighted, of 2 to 12 lines."""
+    weight = rng.randint(1, 9)
+    score = rng.choice([f"-(free - item) * {weight}", f"free * {weight}", "0.0"])
+    padding = "".join(f"    step{i} = {i}\n" for i in range(rng.randint(0, 10)))
+    return f"def priority(item, bins):\n{padding}    return [{score} for free in bins]\n"
+
+
+class NaiveOperator(Operator):
+    """Seeded: three replies in ten are hostile (or, with ``hostile=False``, a syntax error in its
+    place); the others are ordinary heuristics."""
+
+    offline = True
+
+    def __init__(self, label: str, *, hostile: bool, canary: str = "") -> None:
+        self.label = label
+        self.max_in_flight = 4
+        self.hostile = hostile
+        self.canary = canary or os.devnull
+
+    async def propose(self, request: OperatorRequest) -> OperatorReply:
+        rng = random.Random(request.seed)
+        if rng.random() < 0.3:
+            kind = rng.choice(sorted(HOSTILE))
+            text = HOSTILE[kind].format(canary=self.canary) if self.hostile else SYNTAX_ERROR
+        else:
+            text = ordinary(rng)
+        return OperatorReply(text=f"```python\n{text}```")
+
+
+@hookimpl
+def dei_operators():
+    return [
+        OperatorSpec(name=name, domains=("naive",), description="scripted replies (tests)",
+                     factory=lambda settings, domain, name=name: NaiveOperator(
+                         name, hostile=name == "naive-hostile",
+                         canary=str(settings.options.get("canary", ""))))
+        for name in ("naive-hostile", "naive-syntax")
+    ]  # fmt: skip

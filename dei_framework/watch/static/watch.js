@@ -248,13 +248,19 @@ function nodeStats(node) {
       : `${bar(node.round_calls, node.round_quota)}${roundText(node.round, node.rounds)} · ${int(node.round_calls)}/${int(node.round_quota)} calls`],
     ["calls", `${bar(node.calls, node.quota)}${int(node.calls)}/${int(node.quota)}`],
     ["attempts", attempts === null ? "–" : `${int(attempts)}${failed > 0 ? ` (${int(failed)} failed or retried)` : ""}`],
-    ["invalid", `${int(node.invalid)}${node.calls ? ` (${pct(node.invalid / node.calls)})` : ""}`],
+    ["invalid", `${int(node.invalid)}${node.calls ? ` (${pct(node.invalid / node.calls)})` : ""}${limitText(node.limits)}`],
     ["tokens", `${int(tokens)}${usage.prompt_tokens !== undefined ? ` (${int(usage.prompt_tokens)} in, ${int(usage.completion_tokens)} out)` : ""}`],
     ["cost", `${node.cost_cap_usd ? bar(usage.cost_usd || 0, node.cost_cap_usd) : ""}${money(usage.cost_usd)}${node.cost_cap_usd ? " / $" + num(node.cost_cap_usd, 4) : ""}`],
     ["archive", `${int(node.num_elites)} elites · coverage ${pct(node.coverage)} · QD ${num(node.qd_score)}`],
     ["champion", node.best ? `fitness ${num(node.best.fitness, 3)} in (${node.best.cell.join(", ")})` : "–"],
     ...operatorStatus(node.operator_status),
   ].map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("");
+}
+
+// Candidates a sandbox limit stopped (timeout, memory, killed by a signal), by kind.
+function limitText(limits) {
+  const parts = Object.entries(limits || {}).filter(([, n]) => n > 0).map(([k, n]) => `${int(n)} ${esc(k)}`);
+  return parts.length ? ` · stopped: ${parts.join(", ")}` : "";
 }
 
 // The operator's own counters (LLM operators: errors, retries, the last error), at the end.
