@@ -84,7 +84,8 @@ def _hostile_run(cli, stub, env, tmp_path: Path, *placement: str, level: str
 @pytest.mark.timeout(600)
 def test_isolated_run_survives_hostile_replies_and_keeps_files_outside(
         cli, stub, naive_env, tmp_path, bubblewrap) -> None:  # fmt: skip
-    _, canary = _hostile_run(cli, stub, naive_env, tmp_path, "--eval-workers", "2", level="isolated")
+    _, canary = _hostile_run(cli, stub, naive_env, tmp_path, "--eval-workers", "2",
+                             level="isolated")  # fmt: skip
     assert canary.read_text() == "keep me"
     assert not Path(f"{canary}.outside").exists()
 
