@@ -149,9 +149,10 @@ class HeavyTailedServer:
         self.http.server_close()
 
 
-def _serve(connection, fast_s: float, slow_s: float, seed: int) -> None:
+def _serve(connection, fast_s: float, slow_s: float, seed: int,
+           server_class: type[HeavyTailedServer] = HeavyTailedServer) -> None:  # fmt: skip
     """The server process: serves until told to stop, then sends back its window."""
-    server = HeavyTailedServer(fast_s, slow_s, seed)
+    server = server_class(fast_s, slow_s, seed)
     connection.send(server.base_url)
     connection.recv()
     connection.send(server.window())
@@ -162,11 +163,12 @@ class ServerProcess:
     """:class:`HeavyTailedServer` in a process of its own, as a provider is: its threads never
     compete with the node's event loop for this interpreter's lock."""
 
-    def __init__(self, fast_s: float, slow_s: float, seed: int) -> None:
+    def __init__(self, fast_s: float, slow_s: float, seed: int,
+                 server_class: type[HeavyTailedServer] = HeavyTailedServer) -> None:  # fmt: skip
         context = multiprocessing.get_context("spawn")
         self._connection, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child, fast_s, slow_s, seed),
-                                        daemon=True)  # fmt: skip
+        self._process = context.Process(target=_serve, daemon=True,
+                                        args=(child, fast_s, slow_s, seed, server_class))
         self._process.start()
         self.base_url: str = self._connection.recv()
 

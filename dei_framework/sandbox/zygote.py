@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import pickle
 import resource
@@ -30,6 +31,8 @@ import tempfile
 import time
 from collections import OrderedDict
 from typing import Any
+
+import attrs
 
 from dei_framework.sandbox import wire
 from dei_framework.sandbox.limits import Limits, signal_message, timeout_message
@@ -61,16 +64,38 @@ def _address_space() -> int:
         return int(file.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
-class Zygote:
-    """The zygote's state: the domain, the opponent sets it holds, its limits."""
+@attrs.define
+class _Child:
+    """A forked child waiting for its candidate (the spare), or running it."""
 
-    def __init__(self, domain: Any, limits: Limits, scratch_root: str) -> None:
+    pid: int
+    job: int  #: the write end of the pipe the child reads its job from
+    reply: int  #: the read end of the pipe it answers on
+    exited: int  #: readable once it has exited (see _exit_watch)
+    scratch: str
+    sets: frozenset[str]  #: the opponent sets it was forked with
+
+
+class Zygote:
+    """The zygote's state: the domain, the opponent sets it holds, its limits, and the next
+    candidate's child, forked ahead of time.
+
+    Forking and ending a process cost a few milliseconds: the spare is forked, and the last
+    child reaped, after the reply has gone out (:meth:`tidy`), so a candidate's latency holds
+    neither.
+    """
+
+    def __init__(self, domain: Any, limits: Limits, scratch_root: str,
+                 channel: tuple[int, ...] = ()) -> None:  # fmt: skip
         self.domain = domain
+        #: The client's pipes, closed in every child: a program must not reach the client.
+        self.channel = channel
         self.limits = limits
         self.scratch_root = scratch_root
         self.sets: OrderedDict[str, list[Any]] = OrderedDict()
         self.die_with_parent = _pdeathsig_setter()
-        self.measures_memory = limits.memory_mb is not None and os.path.exists("/proc/self/statm")
+        self.spare: _Child | None = None
+        self._done: list[_Child] = []
 
     def keep(self, set_id: str, data: bytes) -> None:
         self.sets[set_id] = pickle.loads(data)
@@ -80,31 +105,68 @@ class Zygote:
     def run(self, text: str, seed: int, set_id: str, required: Any, known: Any
             ) -> tuple[Any, ...]:  # fmt: skip
         """One candidate, in a forked child; the frame that answers it."""
-        opponents = self.sets[set_id]
         self.sets.move_to_end(set_id)
-        scratch = tempfile.mkdtemp(prefix="candidate-", dir=self.scratch_root)
-        base = _address_space() if self.measures_memory else 0
-        read_end, write_end = os.pipe()
+        child, self.spare = self.spare, None
+        if child is None or set_id not in child.sets:  # forked before this round's set came
+            if child is not None:
+                self._done.append(child)
+            child = self._fork()
+        self._done.append(child)
         started = time.perf_counter()
+        try:
+            wire.write_frame(child.job, wire.dumps((text, seed, set_id, required, known)))
+        except OSError:  # the spare is gone (the OOM killer, ...): the candidate gets another
+            child = self._fork()
+            self._done.append(child)
+            started = time.perf_counter()
+            wire.write_frame(child.job, wire.dumps((text, seed, set_id, required, known)))
+        try:
+            return self._wait(child, started)
+        finally:
+            with contextlib.suppress(OSError):  # whatever the program started in its group
+                os.killpg(child.pid, signal.SIGKILL)
+
+    def tidy(self) -> None:
+        """Reaps the children that are done and forks the next candidate's (between jobs)."""
+        for child in self._done:
+            with contextlib.suppress(OSError):
+                os.killpg(child.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child.pid, 0)
+            for fd in (child.job, child.reply, child.exited):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            shutil.rmtree(child.scratch, ignore_errors=True)
+        self._done.clear()
+        if self.spare is None:
+            self.spare = self._fork()
+
+    def _fork(self) -> _Child:
+        scratch = tempfile.mkdtemp(prefix="candidate-", dir=self.scratch_root)
+        job_read, job_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        # Objects the zygote holds stay out of the child's collections: a collection would
+        # write to every page they are on, and copying those pages costs more than most
+        # evaluations.
+        gc.freeze()
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            os.close(read_end)
-            self._child(text, seed, opponents, required, known, scratch, base, write_end)
-        os.close(write_end)
-        with contextlib.suppress(OSError):  # the child may have done it (or died) already
+            os.close(job_write)
+            os.close(reply_read)
+            self._child(job_read, reply_write, scratch)
+        os.close(job_read)
+        os.close(reply_write)
+        with contextlib.suppress(OSError):  # the child may have done it already
             os.setpgid(pid, pid)
-        try:
-            return self._wait(pid, read_end, started)
-        finally:
-            os.close(read_end)
-            with contextlib.suppress(OSError):  # whatever the program started in its group
-                os.killpg(pid, signal.SIGKILL)
-            shutil.rmtree(scratch, ignore_errors=True)
+        os.set_blocking(reply_read, False)
+        return _Child(pid=pid, job=job_write, reply=reply_read, exited=_exit_watch(pid),
+                      scratch=scratch, sets=frozenset(self.sets))  # fmt: skip
 
-    def _child(self, text: str, seed: int, opponents: list[Any], required: Any, known: Any,
-               scratch: str, base: int, write_end: int) -> None:  # fmt: skip
+    def _child(self, job_read: int, write_end: int, scratch: str) -> None:
         status = 0
         try:
+            for fd in self.channel:
+                os.close(fd)
             os.setpgid(0, 0)
             if self.die_with_parent is not None:
                 self.die_with_parent()
@@ -114,9 +176,15 @@ class Zygote:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
+            try:
+                text, seed, set_id, required, known = pickle.loads(wire.read_frame(job_read))
+            except EOFError:  # a spare the zygote let go of
+                os._exit(0)
+            os.close(job_read)
             if self.limits.memory_mb is not None:
-                cap = base + self.limits.memory_mb * 1024 * 1024
+                cap = _address_space() + self.limits.memory_mb * 1024 * 1024
                 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+            opponents = self.sets[set_id]
             try:
                 outcome = self._evaluate(text, seed, opponents, required, known, write_end)
             except MemoryError:
@@ -158,87 +226,92 @@ class Zygote:
         return _evaluate_parsed(self.domain, program, opponents, seed, required, known,
                                 started=started)  # fmt: skip
 
-    def _wait(self, pid: int, read_end: int, started: float) -> tuple[Any, ...]:
-        """Reads the child's reply until it exits, its deadline passes or it sends too much."""
+    def _wait(self, child: _Child, started: float) -> tuple[Any, ...]:
+        """Reads the child's reply until it is complete, the child exits, its deadline passes
+        or it sends too much."""
         deadline = None if self.limits.timeout is None else started + self.limits.timeout
-        os.set_blocking(read_end, False)
-        # The child's exit is watched directly (a pidfd), not through the pipe's end: a program
-        # may leave a process behind that holds the pipe open.
-        exited = _exit_watch(pid)
         chunks: list[bytes] = []
         size = 0
+        # The child's exit is watched directly, not through the pipe's end: a program may
+        # leave a process behind that holds the pipe open.
+        watched = [child.reply, child.exited]
         while True:
             wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
-            ready, _, _ = select.select([read_end, exited], [], [], wait)
+            ready, _, _ = select.select(watched, [], [], wait)
             if not ready:  # the deadline: the whole group, whatever it blocks or ignores
-                return self._stop(pid, exited, timeout_message(self.limits.timeout), started,
-                                  chunks)  # fmt: skip
-            size += _drain(read_end, chunks)
+                return _stopped(timeout_message(self.limits.timeout), started, chunks)
+            if child.reply in ready:
+                read, closed = _drain(child.reply, chunks)
+                size += read
+                if closed:
+                    watched = [child.exited]
+                data = b"".join(chunks)
+                frame = data[len(PARSED):] if data.startswith(PARSED) else data
+                if len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4:
+                    return ("done", frame[4:], time.perf_counter() - started)
             if size > MAX_REPLY + 8:
-                return self._stop(pid, exited, "evaluation failed: the program sent more "
-                                  f"than {MAX_REPLY} bytes", started, chunks)  # fmt: skip
-            if exited in ready or _reaped(pid, exited):
+                return _stopped(f"evaluation failed: the program sent more than {MAX_REPLY} "
+                                "bytes", started, chunks)  # fmt: skip
+            if child.exited in ready and _reaped(child.pid):
                 break
-        _, exit_status = os.waitpid(pid, 0)
-        os.close(exited)
-        size += _drain(read_end, chunks)
-        seconds = time.perf_counter() - started
+        _drain(child.reply, chunks)
         data = b"".join(chunks)
+        frame = data[len(PARSED):] if data.startswith(PARSED) else data
+        seconds = time.perf_counter() - started
+        if len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4:
+            return ("done", frame[4:], seconds)
+        status = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         parsed = data.startswith(PARSED)
-        data = data[len(PARSED):] if parsed else data
-        if len(data) >= 4 and int.from_bytes(data[:4], "big") == len(data) - 4:
-            return ("done", data[4:], seconds)
-        if os.WIFSIGNALED(exit_status):
-            return ("stopped", signal_message(os.WTERMSIG(exit_status)), seconds, parsed)
-        code = os.WEXITSTATUS(exit_status) if os.WIFEXITED(exit_status) else -1
+        if status is not None and status.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+            return ("stopped", signal_message(status.si_status), seconds, parsed)
+        code = status.si_status if status is not None else -1
         return ("stopped", f"evaluation failed: the program exited with status {code} before "
                 "answering", seconds, parsed)  # fmt: skip
 
-    @staticmethod
-    def _stop(pid: int, exited: int, reason: str, started: float, chunks: list[bytes]
-              ) -> tuple[Any, ...]:  # fmt: skip
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(exited)
-        parsed = bool(chunks) and chunks[0].startswith(PARSED)
-        return ("stopped", reason, time.perf_counter() - started, parsed)
+
+def _stopped(reason: str, started: float, chunks: list[bytes]) -> tuple[Any, ...]:
+    parsed = bool(chunks) and chunks[0].startswith(PARSED)
+    return ("stopped", reason, time.perf_counter() - started, parsed)
 
 
 def _exit_watch(pid: int) -> int:
-    """A descriptor that becomes readable when ``pid`` exits (a pidfd; a pipe that never does
-    where the system has none, and :func:`_reaped` polls instead)."""
+    """A descriptor that becomes readable when ``pid`` exits: a pidfd (Linux 5.3), else one
+    that is always readable, and :func:`_reaped` polls."""
+    global _PIDFD
     try:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
+        _PIDFD = False
         read_end, write_end = os.pipe()
-        os.close(write_end)  # readable at once: select returns, _reaped decides
+        os.close(write_end)  # at end of file: always readable
         return read_end
 
 
-def _reaped(pid: int, exited: int) -> bool:
-    """Whether the child has exited, where no pidfd tells (polled every few milliseconds)."""
-    if not hasattr(os, "pidfd_open"):
-        time.sleep(0.005)
-        waited, _ = os.waitpid(pid, os.WNOHANG)
-        return waited != 0
-    return False
+_PIDFD = True  # set by _exit_watch: whether this system gives pidfds
 
 
-def _drain(fd: int, chunks: list[bytes]) -> int:
-    """Reads what ``fd`` holds now into ``chunks``; returns how many bytes."""
+def _reaped(pid: int) -> bool:
+    """Whether the child has exited, once its exit watch is readable (polled every few ms
+    where there is no pidfd)."""
+    if _PIDFD:
+        return True
+    time.sleep(0.002)
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def _drain(fd: int, chunks: list[bytes]) -> tuple[int, bool]:
+    """Reads what ``fd`` holds now into ``chunks``: how many bytes, and whether it is closed."""
     size = 0
-    while True:
+    while size <= MAX_REPLY + 8:
         try:
             chunk = os.read(fd, 1 << 20)
         except BlockingIOError:
-            return size
+            return size, False
         if not chunk:
-            return size
+            return size, True
         chunks.append(chunk)
         size += len(chunk)
-        if size > MAX_REPLY + 8:
-            return size
+    return size, False
 
 
 def _reply(outcome: Any) -> tuple[Any, ...]:
@@ -273,7 +346,7 @@ def main() -> None:
         assert kind == "hello"
         limits = Limits(**limits_data)
         scratch_root = tempfile.mkdtemp(prefix="dei-sandbox-")
-        zygote = Zygote(pickle.loads(domain_data), limits, scratch_root)
+        zygote = Zygote(pickle.loads(domain_data), limits, scratch_root, (inbound, outbound))
         import dei_framework.evaluation  # noqa: F401 - imported before the first fork, once
     except EOFError:
         return
@@ -293,6 +366,7 @@ def main() -> None:
                 continue
             wire.write_frame(outbound, wire.dumps(zygote.run(text, seed, set_id, required,
                                                              known)))  # fmt: skip
+            zygote.tidy()  # while the client reads the reply
     finally:
         shutil.rmtree(scratch_root, ignore_errors=True)
 
