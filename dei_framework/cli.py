@@ -892,8 +892,16 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to serve on. Anything but loopback (e.g. 0.0.0.0) shows the run's "
                    "programs to your network.")  # fmt: skip
+@click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another name the page may be opened under on loopback (besides localhost, "
+    "127.0.0.1 and [::1]), repeatable; requests naming any other host get 403.",
+)
 @user_errors
-def watch_command(run_dir: Path, port: int, host: str) -> None:
+def watch_command(run_dir: Path, port: int, host: str, allowed_hosts: tuple[str, ...]) -> None:
     """Serve a live web view of a run or experiment directory (finished or in progress).
 
     Open the printed URL in a browser: one heatmap per node and one of the merged archive,
@@ -904,7 +912,7 @@ def watch_command(run_dir: Path, port: int, host: str) -> None:
         raise ConfigError(f"{run_dir} is a file; give a run or experiment directory")
     if not run_dir.exists():
         click.echo(f"warning: {run_dir} does not exist yet; the page waits for it", err=True)
-    serve(run_dir, host=host, port=port)
+    serve(run_dir, host=host, port=port, allowed_hosts=allowed_hosts)
 
 
 def main() -> None:
