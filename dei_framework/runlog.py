@@ -292,8 +292,8 @@ class RunDir:
         if not self.checkpoint_path.exists():
             return None
         try:
-            return json.loads(self.checkpoint_path.read_text())
-        except json.JSONDecodeError as exc:
+            return json.loads(self.checkpoint_path.read_bytes())
+        except ValueError as exc:  # not JSON, or not UTF-8 text at all
             raise ConfigError(f"{self.checkpoint_path} is damaged: {exc}") from None
 
     def write_round(self, node: str, round_index: int, data: Mapping[str, Any]) -> None:
