@@ -102,6 +102,30 @@ def test_two_runs_started_together_on_one_out_give_one_refusal(toy_env, tmp_path
     _assert_one_clean_log(out, nodes=2, rounds=2)
 
 
+def test_two_node_processes_of_one_node_give_one_refusal(toy_env, tmp_path) -> None:
+    gate = tmp_path / "gate"
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'domain = "toy"\nsharing = "none"\nbudget = 20\nrounds = 2\neval_workers = 1\n'
+        f'[domain_options]\ngenerality_gate = "{gate}"\n'
+        '[[node]]\nname = "a"\noperator = "toy-random"\n'
+    )
+    out = tmp_path / "run"
+    args = ["dei", "node", "--config", str(config), "--name", "a", "--out", str(out),
+            "--progress", "quiet"]  # fmt: skip
+    first = _start(args, toy_env)
+    try:
+        _wait_for(lambda: Path(f"{gate}.started").exists(), "the node's first generality job")
+        for again in (args, ["dei", "node", "--resume", str(out), "--name", "a"]):
+            result = subprocess.run(again, env=toy_env, capture_output=True, text=True,
+                                    timeout=300)  # fmt: skip
+            assert str(out / "processes" / "a") in _refusal(result, first.pid)
+    finally:
+        gate.touch()
+        _, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+
+
 _HOLDER = """
 import sys
 from dei_framework.run_lock import lock_run_dir
