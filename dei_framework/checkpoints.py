@@ -70,8 +70,9 @@ UNLOGGED_CALLS = "calls-unlogged.jsonl"
 LOGS = ("events.jsonl", "calls.jsonl")
 
 
-def resume_from_checkpoint(run_dir: RunDir, ledger: BudgetLedger,
-                           replies: dict[str, dict[str, RecordedCall]]) -> Resumption:
+def resume_from_checkpoint(
+    run_dir: RunDir, ledger: BudgetLedger, replies: dict[str, dict[str, RecordedCall]]
+) -> Resumption:
     """Takes a run directory back to its last checkpoint, checking the logs against it.
 
     The logs are cut back to the checkpoint's offsets (to nothing without a checkpoint: a
@@ -127,10 +128,14 @@ def _offsets(run_dir: RunDir, checkpoint: Any) -> dict[str, int]:
     where = run_dir.checkpoint_path
     if checkpoint is None:
         return dict.fromkeys(LOGS, 0)
-    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("nodes"), dict) \
-            or not isinstance(checkpoint.get("offsets"), dict):  # fmt: skip
-        raise ConfigError(f"{where} is damaged: not a checkpoint (no nodes and offsets); "
-                          "remove it to resume from the start (paid replies are kept)")
+    shaped = isinstance(checkpoint, dict) and all(
+        isinstance(checkpoint.get(key), dict) for key in ("nodes", "offsets")
+    )
+    if not shaped:
+        raise ConfigError(
+            f"{where} is damaged: not a checkpoint (no nodes and offsets); "
+            "remove it to resume from the start (paid replies are kept)"
+        )
     offsets = {}
     for name in LOGS:
         value = checkpoint["offsets"].get(name)

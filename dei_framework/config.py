@@ -171,8 +171,7 @@ class RunConfig:
     lifecycle: str = ""
     lag: int | None = None
     max_champions: int = attrs.field(default=20, validator=_positive("max_champions", 0))
-    max_peer_champions: int = attrs.field(default=20,
-                                          validator=_positive("max_peer_champions", 0))
+    max_peer_champions: int = attrs.field(default=20, validator=_positive("max_peer_champions", 0))
     eval_workers: int | None = attrs.field(default=None, validator=_positive("--eval-workers", 0))
     evaluator: str = "local"
     evaluator_address: str | None = None
