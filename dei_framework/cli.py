@@ -10,13 +10,14 @@ change in any release.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -28,10 +29,11 @@ from dei_framework.backend import EvaluatorLost
 from dei_framework.cli_experiment import plan_from_flags
 from dei_framework.config import DEFAULT_NODES, RunConfig, chosen_out, resolve_config
 from dei_framework.errors import ConfigError, DEIError
-from dei_framework.experiment_plan import load_plan
+from dei_framework.experiment_plan import ExperimentPlan, load_plan
 from dei_framework.formatting import plus_minus
 from dei_framework.plugins import DISABLE_PLUGINS_VARIABLE, PluginRegistry, load_plugins
 from dei_framework.presets import PRESETS
+from dei_framework.run_lock import RunLock, lock_run_dir
 from dei_framework.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
 from dei_framework.watch.server import serve, serve_until_interrupted, watch_in_background
 
@@ -340,9 +342,6 @@ def dei_run(**flags: Any) -> None:
 
 
 def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
-    from dei_framework.ensemble import Ensemble
-    from dei_framework.launcher import local_network
-    from dei_framework.progress import make_progress
     from dei_framework.runlog import RunDir
 
     plugins = sound_registry()
@@ -355,16 +354,74 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         warn_ignored(flags, keep=("resume", "replay", "out", "progress", "no_report", "watch",
                                   "reask_mismatched", *PLACEMENT_FLAGS))
     if resume_dir:
-        config = placed(RunConfig.from_json(RunDir(resume_dir).read_config()), flags, plugins)
         out = Path(resume_dir)
+        lock = lock_run_dir(out)  # before anything is read or written: one writer at a time
+        with _given_up_unless_written(lock, out / "config.json"):
+            config = placed(RunConfig.from_json(RunDir(resume_dir).read_config()), flags,
+                            plugins)  # fmt: skip
     elif replay_dir:
         config = placed(RunConfig.from_json(RunDir(replay_dir).read_config()), flags, plugins)
-        out = Path(flags["out"]) if flags.get("out") else Path(replay_dir) / "replay"
+        out = Path(flags["out"]) if flags.get("out") else _fresh_replay_dir(Path(replay_dir))
+        lock = _lock_fresh(out)
     else:
         config = resolve_config(flags, plugins)
         out = chosen_out(flags) or default_out(config.domain)
-        if (out / "config.json").exists():
-            raise ConfigError(f"{out} already holds a run; use --resume {out} or another --out")
+        lock = _lock_fresh(out)
+    with _given_up_unless_written(lock, out / "config.json"):
+        _run_locked(config, out, plugins, flags, interrupts,
+                    resume_dir=resume_dir, replay_dir=replay_dir)  # fmt: skip
+
+
+def _lock_fresh(out: Path) -> RunLock:
+    """Locks ``out`` for a new run (fresh or replayed): refused when it holds a run.
+
+    The lock comes first and the check second, so that of two commands started together on
+    one directory the second is refused whichever looked first.
+    """
+    lock = lock_run_dir(out)
+    if (out / "config.json").exists():
+        raise ConfigError(f"{out} already holds a run; use --resume {out} or another --out")
+    return lock
+
+
+def _fresh_replay_dir(recorded: Path) -> Path:
+    """Where a replay of ``recorded`` goes without ``--out``: ``replay/``, or ``replay-N/``
+    with the first N that holds no run (a replay never appends to an earlier one)."""
+    candidate, number = recorded / "replay", 1
+    while (candidate / "config.json").exists():
+        number += 1
+        candidate = recorded / f"replay-{number}"
+    return candidate
+
+
+@contextlib.contextmanager
+def _given_up_unless_written(lock: RunLock, marker: Path) -> Iterator[None]:
+    """Gives the directory up (lock file, and the directory when the lock made it) if the
+    command fails before ``marker`` exists: a failed start leaves no directory behind."""
+    try:
+        yield
+    except BaseException:
+        if not marker.exists():
+            lock.abandon()
+        raise
+
+
+def _run_locked(
+    config: RunConfig,
+    out: Path,
+    plugins: PluginRegistry,
+    flags: dict[str, Any],
+    interrupts: Interrupts,
+    *,
+    resume_dir: str | None,
+    replay_dir: str | None,
+) -> None:
+    """The run of ``dei-run`` once its directory is locked."""
+    from dei_framework.ensemble import Ensemble
+    from dei_framework.launcher import local_network
+    from dei_framework.progress import make_progress
+    from dei_framework.runlog import RunDir
+
     watching = watch_in_background(out) if flags.get("watch") else None
     network = None if replay_dir else local_network(config, plugins, out)
     if network is not None:
@@ -373,8 +430,11 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
                           resume=bool(resume_dir))  # fmt: skip
     else:
         progress = make_progress(flags.get("progress") or "auto", config)
-        hint = (f"interrupted; the replay in {out} is incomplete (run it again)" if replay_dir
-                else f"interrupted; continue with: dei-run --resume {_shell_path(out)}")
+        hint = (
+            f"interrupted; the replay in {out} is incomplete (replay again into a new --out)"
+            if replay_dir
+            else f"interrupted; continue with: dei-run --resume {_shell_path(out)}"
+        )
         ensemble = Ensemble(config, RunDir(out), registry=plugins, resume=bool(resume_dir),
                             replay_from=RunDir(replay_dir) if replay_dir else None,
                             progress=progress.update,
@@ -617,16 +677,27 @@ def experiment_command(**flags: Any) -> None:
         warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report", "parallel",
                                   *PLACEMENT_FLAGS))
         out = Path(flags["resume"])
-        plan = load_plan(out)
+        lock = lock_run_dir(out)  # before anything is read or written: one writer at a time
+        with _given_up_unless_written(lock, out / "experiment.json"):
+            plan = load_plan(out)
         plan = attrs.evolve(plan, base=placed(plan.base, flags, plugins))
         if flags.get("repeats"):
             plan = attrs.evolve(plan, repeats=flags["repeats"])
     else:
         plan = plan_from_flags(flags, plugins)
         out = chosen_out(flags) or Path("experiments") / default_out(plan.base.domain).name
+        lock = lock_run_dir(out)  # first, then the check: two starts cannot both pass it
         if (out / "experiment.json").exists() or (out / "config.json").exists():
             raise ConfigError(f"{out} already holds a run or experiment; use --resume {out} "
                               "or another --out")  # fmt: skip
+    with _given_up_unless_written(lock, out / "experiment.json"):
+        _experiment_locked(plan, out, plugins, flags)
+
+
+def _experiment_locked(
+    plan: ExperimentPlan, out: Path, plugins: PluginRegistry, flags: dict[str, Any]
+) -> None:
+    """The experiment of ``dei experiment`` once its directory is locked."""
     progress = flags.get("progress") or "auto"
     # Runs show their own progress; the experiment's lines go to stderr, so that
     # --progress json keeps stdout machine-readable.
@@ -699,10 +770,7 @@ def node_command(**flags: Any) -> None:
     Every node of the run is started with the same configuration and its own --name; on one
     machine `dei-run --transport axl` starts them all (and their AXL nodes) for you.
     """
-    from dei_framework.config import _key_values
-    from dei_framework.ensemble import Ensemble
-    from dei_framework.progress import make_progress
-    from dei_framework.runlog import RunDir, write_json_atomic
+    from dei_framework.runlog import RunDir
 
     plugins = registry()
     name = flags["name"]
@@ -711,10 +779,14 @@ def node_command(**flags: Any) -> None:
             raise ConfigError("--resume DIR takes the configuration recorded in DIR; "
                               "drop --config and --out")  # fmt: skip
         out = Path(flags["resume"])
-        node_dir = RunDir(out).process_path(name)
-        if not (node_dir / "config.json").exists():
+        node_dir = out / "processes" / name
+        if not node_dir.is_dir():
             raise ConfigError(f"{node_dir} holds no run of node {name!r} to resume")
-        config = RunConfig.from_json(RunDir(node_dir).read_config())
+        lock = lock_run_dir(node_dir)  # before anything is read or written: one writer
+        with _given_up_unless_written(lock, node_dir / "config.json"):
+            if not (node_dir / "config.json").exists():
+                raise ConfigError(f"{node_dir} holds no run of node {name!r} to resume")
+            config = RunConfig.from_json(RunDir(node_dir).read_config())
     else:
         if not flags.get("config_file"):
             raise ConfigError("give the shared run configuration with --config (or --resume)")
@@ -727,10 +799,25 @@ def node_command(**flags: Any) -> None:
         else:
             config = resolve_config({"config_file": str(path)}, plugins)
         out = chosen_out(flags) or default_out(config.domain)
-        node_dir = RunDir(out).process_path(name)
+        node_dir = out / "processes" / name
+        lock = lock_run_dir(node_dir)  # first, then the check: two starts cannot both pass it
         if (node_dir / "config.json").exists():
             raise ConfigError(f"{node_dir} already holds node {name!r}; use "
                               f"dei node --resume {out} --name {name}")  # fmt: skip
+    with _given_up_unless_written(lock, node_dir / "config.json"):
+        _node_locked(config, out, node_dir, plugins, flags)
+
+
+def _node_locked(
+    config: RunConfig, out: Path, node_dir: Path, plugins: PluginRegistry, flags: dict[str, Any]
+) -> None:
+    """The node of ``dei node`` once its process directory is locked."""
+    from dei_framework.config import _key_values
+    from dei_framework.ensemble import Ensemble
+    from dei_framework.progress import make_progress
+    from dei_framework.runlog import RunDir, write_json_atomic
+
+    name = flags["name"]
     tables = {"transport_options": dict(config.transport_options),
               "domain_options": dict(config.domain_options),
               "sharing_options": dict(config.sharing_options),
@@ -791,6 +878,7 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
     from dei_framework.ensemble import Ensemble
     from dei_framework.runlog import RunDir
 
+    lock_run_dir(run_dir)  # a run still writing (its launcher, another merge): refused
     directory = RunDir(run_dir)
     config = RunConfig.from_json(directory.read_config())
     missing = [n for n in config.node_names if not directory.process_path(n).is_dir()]
@@ -815,8 +903,16 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to serve on. Anything but loopback (e.g. 0.0.0.0) shows the run's "
                    "programs to your network.")  # fmt: skip
+@click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another name the page may be opened under on loopback (besides localhost, "
+    "127.0.0.1 and [::1]), repeatable; requests naming any other host get 403.",
+)
 @user_errors
-def watch_command(run_dir: Path, port: int, host: str) -> None:
+def watch_command(run_dir: Path, port: int, host: str, allowed_hosts: tuple[str, ...]) -> None:
     """Serve a live web view of a run or experiment directory (finished or in progress).
 
     Open the printed URL in a browser: one heatmap per node and one of the merged archive,
@@ -827,7 +923,7 @@ def watch_command(run_dir: Path, port: int, host: str) -> None:
         raise ConfigError(f"{run_dir} is a file; give a run or experiment directory")
     if not run_dir.exists():
         click.echo(f"warning: {run_dir} does not exist yet; the page waits for it", err=True)
-    serve(run_dir, host=host, port=port)
+    serve(run_dir, host=host, port=port, allowed_hosts=allowed_hosts)
 
 
 def main() -> None:

@@ -14,7 +14,12 @@ from typing import Any
 import attrs
 
 from dei_framework.builders import build_plugin, domain_lifecycle
-from dei_framework.config import DEFAULT_CALLS_PER_NODE, load_toml, resolve_config
+from dei_framework.config import (
+    DEFAULT_CALLS_PER_NODE,
+    check_count,
+    load_toml,
+    resolve_config,
+)
 from dei_framework.context import FactoryContext
 from dei_framework.errors import ConfigError
 from dei_framework.experiment_plan import (
@@ -52,6 +57,11 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     # One base node per operator: it carries that operator's options (api_base, [[node]] ...).
     # On the tokens axis the budget and the call bound stay: the base configuration must hold.
     calls_only = {} if tokens else {"budget": None, "iterations": None}
+    # Counts an `or` below would otherwise take as "not given" (0) or pass on (-2, "ten").
+    check_count("--nodes", flags.get("nodes"))
+    check_count("--budget", flags.get("budget") if flags.get("budget") is not None
+                else file.get("budget"))  # fmt: skip
+    check_count("--repeats", flags.get("repeats"))
     base = resolve_config({**flags, "nodes": None, **calls_only}, plugins)
     operators = list(dict.fromkeys(node.operator for node in base.nodes))
     nodes = flags.get("nodes") or protocol.get("nodes") or DEFAULT_EXPERIMENT_NODES

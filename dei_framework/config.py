@@ -7,6 +7,7 @@ a ``--config`` file into a :class:`RunConfig`.
 from __future__ import annotations
 
 import json
+import numbers
 import secrets
 import tomllib
 from collections.abc import Mapping
@@ -24,10 +25,27 @@ if TYPE_CHECKING:
     from dei_framework.registry import PluginRegistry
 
 
-def _positive(name: str):
+def check_count(name: str, value: Any, minimum: int | None = 1) -> None:
+    """Refuses a count that is not a whole number of at least ``minimum`` (``None`` passes:
+    the option was not given).
+
+    A TOML file can hold any type where a flag holds an int: ``true`` (a bool is an int to
+    Python, and would count as 1) or ``"ten"`` must be refused by name, not crash later.
+
+    Raises:
+        ConfigError: Naming the option and the value.
+    """
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{name} must be a whole number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+
+
+def _positive(name: str, minimum: int | None = 1):
     def check(instance, attribute, value) -> None:
-        if value is not None and value < 1:
-            raise ConfigError(f"{name} must be at least 1, got {value}")
+        check_count(name, value, minimum)
 
     return check
 
@@ -147,7 +165,7 @@ class RunConfig:
     rounds: int = attrs.field(default=3, validator=_positive("--rounds"))
     budget: int | None = attrs.field(default=None, validator=_positive("--budget"))
     iterations: int | None = attrs.field(default=None, validator=_positive("--iterations"))
-    seed: int = 0
+    seed: int = attrs.field(default=0, validator=_positive("--seed", None))
     sharing: str = "champion"
     sharing_options: Mapping[str, Any] = attrs.field(factory=dict)
     axes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
@@ -158,9 +176,9 @@ class RunConfig:
     new_fraction: float = 0.1
     lifecycle: str = ""
     lag: int | None = None
-    max_champions: int = 20
-    max_peer_champions: int = 20
-    eval_workers: int | None = None
+    max_champions: int = attrs.field(default=20, validator=_positive("max_champions", 0))
+    max_peer_champions: int = attrs.field(default=20, validator=_positive("max_peer_champions", 0))
+    eval_workers: int | None = attrs.field(default=None, validator=_positive("--eval-workers", 0))
     evaluator: str = "local"
     evaluator_address: str | None = None
     evaluator_options: Mapping[str, Any] = attrs.field(factory=dict)
@@ -445,6 +463,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         operators = [operators]
     node_tables = list(file.get("node", []))
     count = pick("nodes")
+    check_count("--nodes", count)  # 0 would silently mean "the default", -2 a budget error
     if not operators and not node_tables:
         operators = default_operators(plugins, domain)
         count = count or DEFAULT_NODES
@@ -484,6 +503,9 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     axes = pick("axes") or ()
     if isinstance(axes, str):
         axes = tuple(a.strip() for a in axes.split(",") if a.strip())
+    elif not isinstance(axes, list | tuple) or not all(isinstance(a, str) for a in axes):
+        raise ConfigError(f"--axes takes axis names (comma-separated, or a list of strings in a "
+                          f"config file), got {axes!r}")  # fmt: skip
     return RunConfig(
         domain=domain, transport=pick("transport"), nodes=nodes, rounds=pick("rounds"),
         budget=budget, iterations=iterations, seed=pick("seed"), sharing=pick("sharing"),

@@ -37,7 +37,11 @@ from dei_framework.builders import (
     own_options,
     transport_options,
 )
-from dei_framework.checkpoints import resume_from_checkpoint, write_checkpoint
+from dei_framework.checkpoints import (
+    UNLOGGED_CALLS,
+    resume_from_checkpoint,
+    write_checkpoint,
+)
 from dei_framework.common import build_reference
 from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.context import FactoryContext
@@ -448,6 +452,9 @@ class Ensemble:
             finally:
                 checkpointer.cancel()
             self._checkpoint()
+            # Every node has finished: the replies a resume carried over are logged again
+            # (and this checkpoint covers them), so their safety copy has done its job.
+            (self.run_dir.path / UNLOGGED_CALLS).unlink(missing_ok=True)
             if self.merge.reference is not None:
                 champions = [(e.get("champion") or {}).get("text")
                              for driver in self.drivers.values() for e in driver.history]

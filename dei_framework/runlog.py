@@ -41,6 +41,7 @@ from typing import Any
 import orjson
 
 from dei_framework.errors import ConfigError
+from dei_framework.run_lock import held
 
 
 def write_json_atomic(path: Path, data: Any, *, layout: str = "indent") -> None:
@@ -291,8 +292,8 @@ class RunDir:
         if not self.checkpoint_path.exists():
             return None
         try:
-            return json.loads(self.checkpoint_path.read_text())
-        except json.JSONDecodeError as exc:
+            return json.loads(self.checkpoint_path.read_bytes())
+        except ValueError as exc:  # not JSON, or not UTF-8 text at all
             raise ConfigError(f"{self.checkpoint_path} is damaged: {exc}") from None
 
     def write_round(self, node: str, round_index: int, data: Mapping[str, Any]) -> None:
@@ -303,6 +304,9 @@ class RunDir:
         empty, this one included. Anything else found in the directory is kept."""
         self._pending.clear()
         self.close()
+        lock = held(self.path)
+        if lock is not None:  # its lock file would keep the directory: a failed start leaves none
+            lock.release(remove=True)
         for name in ("config.json", "checkpoint.json", "events.jsonl", "calls.jsonl",
                      "summary.json"):  # fmt: skip
             (self.path / name).unlink(missing_ok=True)

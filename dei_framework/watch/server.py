@@ -19,8 +19,10 @@ from __future__ import annotations
 import ipaddress
 import json
 import math
+import re
 import sys
 import threading
+from collections.abc import Iterable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -36,6 +38,17 @@ from dei_framework.watch.run import WatchedRun
 DEFAULT_PORT = 8765
 #: Seconds of reading one ``/api/state`` request may spend catching up with a large run.
 READ_SECONDS = 0.5
+#: The names this machine answers to on loopback (a Host header's name, port aside).
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+#: Connections the listening socket queues before ``accept`` (socketserver's default is 5:
+#: a page's polling plus a few tabs would see refused or timed-out connections).
+LISTEN_BACKLOG = 128
+#: A Host header: a name, or an IPv6 address in brackets, then an optional numeric port.
+_HOST = re.compile(r"(?P<name>\[[0-9A-Fa-f:.]+\]|[^:\[\]]+)(?::(?P<port>[0-9]{1,5}))?")
+#: A numeric query parameter: ASCII digits only (``str.isdigit`` takes ``²``, which int
+#: refuses).
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
 #: Static files and their content types.
 STATIC = {
     "index.html": "text/html; charset=utf-8",
@@ -88,8 +101,16 @@ class _Handler(BaseHTTPRequestHandler):
             # would send its own name here: only this machine's names are answered.
             self._error(HTTPStatus.FORBIDDEN, "unexpected Host header")
             return
-        url = urlsplit(self.path)
+        try:
+            url = urlsplit(self.path)
+        except ValueError as exc:  # e.g. an unclosed "[" in the path: the client's mistake
+            self._error(HTTPStatus.BAD_REQUEST, f"bad request path: {exc}")
+            return
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
+        since = query.get("since") or None
+        if since is not None and not _DIGITS.fullmatch(since):
+            self._error(HTTPStatus.BAD_REQUEST, f"since must be a version number, got {since!r}")
+            return
         try:
             if url.path in ("/", "/index.html"):
                 self._static("index.html")
@@ -98,9 +119,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif url.path == "/api/runs":
                 self._json(self.server.watch.runs())
             elif url.path == "/api/state":
-                since = query.get("since")
                 run = self.server.watch.run(query.get("run", ""))
-                self._json(run.state(since=int(since) if since and since.isdigit() else None,
+                self._json(run.state(since=None if since is None else int(since),
                                      seconds=READ_SECONDS))  # fmt: skip
             elif url.path == "/api/elite":
                 run = self.server.watch.run(query.get("run", ""))
@@ -152,9 +172,17 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, address: tuple[str, int], watch: Watch) -> None:
+    def __init__(self, address: tuple[str, int], watch: Watch,
+                 allowed_hosts: Iterable[str] = ()) -> None:  # fmt: skip
         self.watch = watch
+        bound = address[0]
+        bound = f"[{bound}]" if ":" in bound else bound
+        # Names compared lower-case, as DNS compares them; the address bound is its own name.
+        self.allowed_names = frozenset(
+            name.lower() for name in (*LOOPBACK_NAMES, bound, *allowed_hosts)
+        )
         super().__init__(address, _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -175,11 +203,21 @@ class _Server(ThreadingHTTPServer):
             return host == "localhost"
 
     def host_allowed(self, header: str) -> bool:
-        """On loopback, only requests addressed to this machine's own names are served."""
+        """On loopback, only requests addressed to this machine's own names are served.
+
+        The Host header must be exactly one of :data:`LOOPBACK_NAMES`, the address bound or
+        a name the user allowed, with or without a port: a prefix test (``127.``) would let
+        ``127.0.0.1.attacker.example`` in, which an attacker's DNS can point here.
+        """
         if not self.loopback:
             return True
-        name = urlsplit(f"//{header}").hostname or ""
-        return name in ("localhost", "127.0.0.1", "::1") or name.startswith("127.")
+        match = _HOST.fullmatch(header.strip())
+        if match is None:
+            return False
+        port = match.group("port")
+        if port is not None and not 0 < int(port) < 65536:
+            return False
+        return match.group("name").lower() in self.allowed_names
 
 
 def _finite(value: Any) -> Any:
@@ -200,6 +238,8 @@ class WatchServer:
         root: A run or experiment directory.
         host: Interface to bind (default loopback only).
         port: Port (0 picks a free one).
+        allowed_hosts: Host names served on loopback besides ``localhost``, ``127.0.0.1``,
+            ``[::1]`` and the address bound (e.g. a name in ``/etc/hosts``).
 
     Raises:
         ConfigError: the address is not usable (port taken, unknown host).
@@ -210,10 +250,11 @@ class WatchServer:
         >>> print(server.url)  # doctest: +SKIP
     """
 
-    def __init__(self, root: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT):
+    def __init__(self, root: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+                 allowed_hosts: Iterable[str] = ()) -> None:  # fmt: skip
         self.watch = Watch(root)
         try:
-            self._server = _Server((host, port), self.watch)
+            self._server = _Server((host, port), self.watch, allowed_hosts)
         except OSError as exc:
             hint = "; choose another with --port (0 picks a free one)" if port else ""
             raise ConfigError(f"cannot serve on {host}:{port}: {exc.strerror or exc}{hint}") \
@@ -257,13 +298,14 @@ def _announce(server: WatchServer) -> None:
               "it shows the run's programs", file=sys.stderr, flush=True)  # fmt: skip
 
 
-def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
+def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+          allowed_hosts: Iterable[str] = ()) -> None:  # fmt: skip
     """``dei watch``: serves ``root`` in this thread, printing the URL, until Ctrl-C.
 
     Raises:
         ConfigError: the address is not usable.
     """
-    server = WatchServer(root, host=host, port=port)
+    server = WatchServer(root, host=host, port=port, allowed_hosts=allowed_hosts)
     _announce(server)
     try:
         server.serve_forever()

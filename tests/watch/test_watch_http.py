@@ -145,6 +145,64 @@ def test_requests_for_other_host_names_are_refused_on_loopback(finished_run) -> 
         server.close()
 
 
+def _status(port: int, target: str, host: str) -> int:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.putrequest("GET", target, skip_host=True)
+        connection.putheader("Host", host)
+        connection.endheaders()
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_only_exact_loopback_names_and_allowed_ones_are_served(finished_run) -> None:
+    server = WatchServer(finished_run, port=0, allowed_hosts=["devbox"]).start()
+    try:
+        port = int(server.url.rsplit(":", 1)[1].strip("/"))
+        served = ["127.0.0.1", f"127.0.0.1:{port}", "localhost", f"localhost:{port}",
+                  "LocalHost", "[::1]", f"[::1]:{port}", "devbox", f"devbox:{port}"]  # fmt: skip
+        refused = ["127.0.0.1.attacker.example", f"127.0.0.1.attacker.example:{port}",
+                   "127.evil.com", "localhost.evil.com", "[::1", "[::1]x", "", "127.0.0.2",
+                   "localhost:abc", "localhost:99999", "localhost:", "devbox.evil.com",
+                   "127.0.0.1:8765:1"]  # fmt: skip
+        for host in served:
+            assert _status(port, "/api/runs", host) == 200, host
+        for host in refused:
+            assert _status(port, "/api/runs", host) == 403, host
+    finally:
+        server.close()
+
+
+def test_numeric_parameters_are_parsed_strictly(finished_run) -> None:
+    server = WatchServer(finished_run, port=0).start()
+    try:
+        port = int(server.url.rsplit(":", 1)[1].strip("/"))
+        assert _status(port, "/api/state?since=0", "127.0.0.1") == 200
+        assert _status(port, "/api/state?since=", "127.0.0.1") == 200  # no version: all of it
+        for since in ("%C2%B2", "abc", "-1", "1.5", "%EF%BC%91", "9" * 40):  # ² and a wide 1
+            assert _status(port, f"/api/state?since={since}", "127.0.0.1") == 400, since
+        assert _status(port, "//[/api/state", "127.0.0.1") in (400, 404)  # answered, not dropped
+    finally:
+        server.close()
+
+
+def test_the_listen_backlog_holds_many_clients_at_once(finished_run) -> None:
+    # Not serving yet: every connection waits in the kernel's accept queue, as a burst of
+    # clients does while the server is busy. socketserver's default (5) holds about six.
+    server = WatchServer(finished_run, port=0)
+    port = int(server.url.rsplit(":", 1)[1].strip("/"))
+    clients = []
+    try:
+        for _ in range(100):
+            clients.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+    finally:
+        for client in clients:
+            client.close()
+        server.close()
+    assert len(clients) == 100
+
+
 def test_infinite_values_in_a_log_still_give_parseable_json(tmp_path) -> None:
     events = [
         {"event": "evaluated", "id": "a-r0-s0", "node": "a", "round": 0, "kind": "mutate",
