@@ -5,6 +5,9 @@ A worker (a local pool process, a thread of ``--eval-workers 0``, a Dask worker 
 keeps its own :class:`SandboxProcess` (:func:`sandbox_for`), so no evaluation slot waits for
 another's. Everything read back is untrusted (:func:`~dei_framework.sandbox.wire.loads_untrusted`)
 and checked for shape here; the caller rebuilds the program by parsing the text itself.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

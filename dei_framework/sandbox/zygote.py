@@ -13,6 +13,9 @@ Frames in (see :mod:`~dei_framework.sandbox.wire`): ``("hello", domain_pickle, l
 once, then ``("set", id, pickle)`` and ``("job", text, seed, set_id, required, known)``.
 Frames out: ``("ready", pid)``, ``("need", set_id)``, and per job ``("done", reply, seconds)``
 or ``("stopped", reason, seconds, parsed)``.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations
