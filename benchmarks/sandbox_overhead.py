@@ -17,8 +17,9 @@ then in the way too, so this is the whole cost per evaluation, CPU included).
 **Throughput.** ``dei-run``'s library entry point runs 4 nodes of the naive domain with
 ``--sandbox none`` and then ``process`` against a loopback OpenAI-compatible server (a
 process of its own, ``benchmarks/llm_pipeline.py``'s) that answers every request after
-``--latency-s`` with an ordinary program; ideal throughput is (nodes x concurrency) / mean latency, achieved is calls
-served over the server's busy window; ``throughput_ratio`` is their ratio per repeat.
+``--latency-s`` with an ordinary program; ideal throughput is (nodes x concurrency) / mean
+latency, achieved is calls served over the server's busy window; ``throughput_ratio`` is
+their ratio per repeat.
 
 Usage::
 
