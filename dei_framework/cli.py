@@ -390,7 +390,13 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
                if node.get("stopped")}  # fmt: skip
     budget = summary["budget"]
     if budget["calls"] == 0 and budget["limit"] != 0:
-        causes = sorted(set(stopped.values())) or ["no operator call succeeded"]
+        # One cause per distinct reason: nodes of one model share "no API key: ...".
+        causes = sorted(
+            {
+                _with_last_failure(reason, summary["nodes"][name], budget, name)
+                for name, reason in stopped.items()
+            }
+        ) or ["no operator call succeeded"]
         fail(f"no operator call completed: {'; '.join(causes)} (the record of the run is "
              f"in {out})")  # fmt: skip
     # A node that reached a cap the user set (money, tokens, attempts, its share on the
@@ -427,6 +433,18 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         click.echo(f"warning: incomplete run: {len(stopped)} of {len(summary['nodes'])} nodes "
                    f"stopped early (exit status {EXIT_PARTIAL})", err=True)  # fmt: skip
         sys.exit(EXIT_PARTIAL)
+
+
+def _with_last_failure(reason: str, node: dict, budget: dict, name: str) -> str:
+    """A node's stop reason, with its operator's last failure when a cap stopped it.
+
+    A cap (``--max-attempts-per-node``) says that the node ended, not why no call completed;
+    the failures that used up its attempts do.
+    """
+    last = (node.get("operator_status") or {}).get("last_error")
+    if last and budget["nodes"].get(name, {}).get("exhausted"):
+        return f"{reason} (last failure: {last})"
+    return reason
 
 
 def _shell_path(path: Path) -> str:
