@@ -171,7 +171,8 @@ RUN_OPTIONS = [
                  help="Operator of a node, repeatable and cycled over nodes: an offline operator "
                       "name (e.g. gp) or a litellm model string (e.g. openai/gpt-4.1-mini)."),
     click.option("--api-base",
-                 help="Base URL for LLM operators (local OpenAI-compatible servers)."),
+                 help="Base URL for the LLM nodes without their own (local OpenAI-compatible "
+                      "servers); one node's own: --operator MODEL@URL."),
     click.option("--budget", type=int, help="Total operator calls, split equally across nodes."),
     click.option("--iterations", type=int,
                  help="Operator calls per node per round (instead of --budget)."),
