@@ -248,6 +248,29 @@ def run_options(function: Callable) -> Callable:
     return function
 
 
+#: ``dei experiment``'s own help for options it shares with ``dei-run``.
+EXPERIMENT_HELP = {
+    "out": "Experiment directory (default: a new folder under ./experiments/).",
+    "resume": "Continue the experiment in this directory: finished repeats are kept, "
+              "unfinished runs resume from their checkpoints (--repeats may be raised).",
+    "iterations": "With --compute-axis tokens only: the calls per node and round of the "
+                  "condition with the most nodes (equal compute is otherwise a total --budget).",
+}  # fmt: skip
+#: ``dei-run`` options an experiment refuses: parsed, so that the refusal says what to do
+#: instead, but left out of its help.
+EXPERIMENT_HIDDEN = ("replay", "reask_mismatched")
+
+
+def experiment_options(function: Callable) -> Callable:
+    """:func:`run_options` in ``dei experiment``'s words (its help is not dei-run's)."""
+    function = run_options(function)
+    for param in function.__click_params__:  # fresh Option objects: dei-run's are untouched
+        if param.name in EXPERIMENT_HELP:
+            param.help = EXPERIMENT_HELP[param.name]
+        param.hidden = param.hidden or param.name in EXPERIMENT_HIDDEN
+    return function
+
+
 class RunCommand(click.Command):
     """A command taking ``dei-run``'s options plus those plugins add (``dei_run_options``).
 
@@ -610,7 +633,7 @@ def export_command(run_dir: Path, out: Path, what: str) -> None:
     "--parallel", type=int, default=1, show_default=True, metavar="N",
     help="Runs at once, each in its own process; the summary is the sequential one's.",
 )
-@run_options
+@experiment_options
 @user_errors
 def experiment_command(**flags: Any) -> None:
     """Equal-compute experiment: Solo vs Homo vs Diverse ensembles over repeated seeds.

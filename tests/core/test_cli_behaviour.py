@@ -111,3 +111,42 @@ def test_the_config_files_out_key_is_the_run_directory(toy_env, tmp_path) -> Non
     refused = r"run\.toml: out must be a directory path \(a string\), not 3$"
     with pytest.raises(ConfigError, match=refused):
         chosen_out({"config_file": str(config)})
+
+
+def test_experiment_help_is_in_its_own_words_and_omits_what_it_refuses(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    runner = CliRunner()
+    experiment = runner.invoke(dei, ["experiment", "--help"], terminal_width=200)
+    assert experiment.exit_code == 0, experiment.output
+    text = experiment.output
+    assert "--replay" not in text and "--reask-mismatched" not in text
+    assert "a new folder under ./experiments/" in text and "./runs/" not in text
+    assert "Continue the experiment in this directory" in text
+    assert "With --compute-axis tokens only" in text  # --iterations: refused on other axes
+    run = runner.invoke(dei_run, ["--help"], terminal_width=200).output
+    assert "--replay" in run and "a new folder under ./runs/" in run  # dei-run's are untouched
+    # Still parsed, so that the refusal can say what to do instead.
+    refused = runner.invoke(dei, ["experiment", "--domain", "coreware", "--operator", "gp",
+                                  "--replay", str(tmp_path)])  # fmt: skip
+    assert refused.exit_code == 1
+    assert "dei experiment does not replay; replay single runs with dei-run --replay" in (
+        refused.output + (refused.stderr or "")
+    )
+
+
+def test_the_default_output_folders_are_ignored_by_git() -> None:
+    # A fresh clone's first `dei-run` or `dei experiment` must not leave untracked files.
+    import shutil
+
+    repo = Path(__file__).resolve().parents[2]
+    if shutil.which("git") is None or not (repo / ".git").exists():
+        pytest.skip("not a git checkout")
+    from dei_framework.cli import default_out
+
+    run = default_out("coreware")  # what the commands pick without --out
+    experiment = Path("experiments") / run.name
+    paths = [str(run / "config.json"), str(experiment / "experiment.json")]
+    checked = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=repo,
+                             capture_output=True, text=True)  # fmt: skip
+    assert checked.stdout.split() == paths, checked
