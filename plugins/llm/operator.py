@@ -24,7 +24,7 @@ Failures fall into three groups:
   far more often than an outage, and retrying it for half an hour helps nobody.
 
 Transient failures are bounded too: ``max_consecutive_failures`` failed attempts in a row
-(20 by default), or ``max_seconds_without_reply`` seconds of failing attempts without a
+(20 by default; rate limits count towards the time bound only), or ``max_seconds_without_reply`` seconds of failing attempts without a
 completed call (300 by default), make the provider fatal for the node, with one line
 naming the node, the statuses and their count, the URL and the model
 (``node-0: HTTP 500 × 20 from http://127.0.0.1:8000/v1/chat/completions
@@ -70,6 +70,9 @@ from dei_framework.operators import (
 
 #: Statuses worth retrying: timeouts, conflicts, too early, rate limits and server errors.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
+
+#: A failed attempt's short cause when the provider limits our rate (see ``_count_failure``).
+RATE_LIMITED = "HTTP 429"
 
 #: How litellm and the SDKs say that no API key was configured at all.
 _MISSING_KEY = re.compile(
@@ -120,8 +123,9 @@ class LLMOptions:
         timeout: Hard per-attempt timeout in seconds.
         concurrency: Calls in flight at once (the operator's ``max_in_flight``).
         max_retries: Retries after the first attempt before a call is given back.
-        max_consecutive_failures: Failed attempts in a row (across the node's calls) after
-            which the provider counts as unusable and the node stops; 0 for no bound.
+        max_consecutive_failures: Failed attempts in a row (across the node's calls, rate
+            limits not counted) after which the provider counts as unusable and the node
+            stops; 0 for no bound.
         max_seconds_without_reply: Seconds of failing attempts without a completed call after
             which the node stops; 0 for no bound.
         retry_base: Backoff base in seconds (wait ~ ``retry_base * 2**n`` with jitter).
@@ -480,13 +484,16 @@ class LLMOperator(Operator):
         """Adds a failed attempt to the streak; past a bound, the provider is fatal.
 
         Fatal failures are not counted: they stop the node on their own, with their cause.
+        Rate limits (429) count towards the time bound only: they say "later", not "broken",
+        and a provider that keeps saying it (an exhausted quota) is ended by the time bound.
         """
         if _classify(exc)[0] == "fatal" or self._fatal is not None:
             return
         self._streak.add(_short_cause(exc), sent, self._request_url(exc))
         options, streak = self.options, self._streak
         failing = time.monotonic() - streak.started
-        if options.max_consecutive_failures and streak.count >= options.max_consecutive_failures:
+        broken = streak.count - streak.causes.get(RATE_LIMITED, 0)
+        if options.max_consecutive_failures and broken >= options.max_consecutive_failures:
             why = ""
         elif options.max_seconds_without_reply and failing >= options.max_seconds_without_reply:
             why = f"no completed call in {failing:.0f} s: "

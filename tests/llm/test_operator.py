@@ -477,3 +477,16 @@ def test_progress_says_which_failure_is_retried_instead_of_waiting(stub, monkeyp
     assert retrying[-1].endswith(f"): no reply yet from {MODEL} at {stub.base_url}")
     counts = [int(line.split("(", 1)[1].split(")", 1)[0]) for line in retrying]
     assert counts == sorted(set(counts)) and counts[-1] < 12  # new news only, never repeated
+
+
+def test_rate_limits_count_towards_the_time_bound_only(stub):
+    # A 429 says "later", not "broken": a burst of them longer than the count bound is waited
+    # out (an exhausted quota, 429 for ever, is ended by the time bound instead).
+    stub.script(*[status(429, retry_after=0.01)] * 5, ok())
+    op = _operator(stub, max_consecutive_failures=3)
+    assert _run(op.propose(_request())).attempts == 6
+    stub.default = status(429, retry_after=0.01)
+    op = _operator(stub, max_retries=100, max_consecutive_failures=3,
+                   max_seconds_without_reply=0.2)  # fmt: skip
+    with pytest.raises(OperatorError, match=r"no completed call in \d+ s: HTTP 429 × \d+ from"):
+        _run(op.propose(_request("node-0/0/1")))
