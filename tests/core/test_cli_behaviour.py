@@ -150,3 +150,14 @@ def test_the_default_output_folders_are_ignored_by_git() -> None:
     checked = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=repo,
                              capture_output=True, text=True)  # fmt: skip
     assert checked.stdout.split() == paths, checked
+
+
+def test_the_axl_api_help_names_no_default_that_dei_run_does_not_use() -> None:
+    # dei-run --transport axl without --axl-api starts AXL nodes of its own: 9002 is not used.
+    from click.testing import CliRunner
+
+    text = CliRunner().invoke(dei_run, ["--help"], terminal_width=200).output
+    entry = re.search(r"^  --axl-api (.*?)(?=^  -)", text, re.M | re.S)
+    assert entry, text
+    line = " ".join(entry[1].split())
+    assert "9002" not in line and "starts a loopback AXL node for every node" in line, line
