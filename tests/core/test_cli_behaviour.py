@@ -161,3 +161,21 @@ def test_the_axl_api_help_names_no_default_that_dei_run_does_not_use() -> None:
     assert entry, text
     line = " ".join(entry[1].split())
     assert "9002" not in line and "starts a loopback AXL node for every node" in line, line
+
+
+def test_dei_plugins_help_and_cli_md_name_every_kind_the_listing_has() -> None:
+    from click.testing import CliRunner
+
+    from dei_framework import load_plugins
+
+    kinds = list(load_plugins().listing())
+    text = " ".join(CliRunner().invoke(dei, ["plugins", "--help"]).output.split())
+    words = {"domains": "domains", "operators": "operators", "transports": "transports",
+             "sharing": "sharing policies", "axes": "descriptor axes", "emitters": "emitters",
+             "archives": "archives", "evaluators": "evaluators"}  # fmt: skip
+    assert set(kinds) == set(words), kinds  # a new kind needs its words here and in the help
+    missing = [kind for kind in kinds if words[kind] not in text]
+    assert not missing, text
+    cli_md = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    json_line = next(line for line in cli_md.splitlines() if line.startswith("| `--json` |"))
+    assert [kind for kind in kinds if f'"{kind}": [...]' not in json_line] == []
