@@ -48,6 +48,10 @@ class Progress:
         if self._live is not None:
             self._live.refresh()
             self._live.__exit__(*exc)
+            if not self._live.console.is_terminal:
+                # Off a terminal the last frame is written without a line end: what follows
+                # (done: ..., an error) would start on its last line.
+                self._live.console.line()
 
     def update(self, kind: str, data: dict[str, Any]) -> None:
         row = self.rows.get(data.get("node", ""))
@@ -119,6 +123,7 @@ class Progress:
         Args:
             width: The terminal's width (default: the live display's console's, else 80).
         """
+        from rich.console import Group
         from rich.text import Text
 
         if width is None:
@@ -151,10 +156,13 @@ class Progress:
             # Too narrow even so: cut at the edge, never wrapped into the next row's place.
             return text if len(text) < width else text[: width - 2] + "…"
 
-        table = Text(f"DEI {self.config.domain}: {len(self.rows)} nodes\n", style="bold")
-        table.append(line(headers) + "\n", style="bold")
-        table.append("\n".join(line(row) for row in rows))
-        return table
+        # A Group of one Text per line: each ends its line, the last one too (what follows
+        # the final frame starts on a line of its own).
+        return Group(
+            Text(f"DEI {self.config.domain}: {len(self.rows)} nodes", style="bold"),
+            Text(line(headers), style="bold"),
+            *(Text(line(row)) for row in rows),
+        )
 
 
 def _stderr_console():

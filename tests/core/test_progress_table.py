@@ -40,3 +40,13 @@ def test_every_node_has_one_line_with_its_whole_name_and_figures(width) -> None:
     assert "RateLimitError" in rows[0]
     if width >= 120:  # room enough: nothing is cut
         assert all(op in line for op, line in zip(OPERATORS, rows, strict=True))
+
+
+def test_what_follows_the_last_frame_starts_on_a_line_of_its_own(capsys) -> None:
+    import sys
+
+    with _progress():
+        pass
+    print("done: ...", file=sys.stderr)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == "done: ..." and lines[-2].startswith("node-3-3fa9c1"), lines
