@@ -116,3 +116,18 @@ def test_an_at_sign_of_the_model_string_is_not_an_endpoint() -> None:
         "vertex_ai/claude-3-5-sonnet@20240620", None)  # fmt: skip
     assert split_endpoint("ollama/qwen2.5-coder:32b@http://127.0.0.1:11434") == (
         "ollama/qwen2.5-coder:32b", "http://127.0.0.1:11434")  # fmt: skip
+
+
+def test_an_experiment_carries_each_operators_endpoint_into_its_conditions() -> None:
+    from dei_framework import load_plugins
+    from dei_framework.cli_experiment import plan_from_flags
+
+    first, second = "http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"
+    flags = {"domain": "coreware", "budget": 16, "rounds": 1, "conditions": "homo,diverse",
+             "operators": (f"openai/a@{first}", f"hosted_vllm/b@{second}")}  # fmt: skip
+    plan = plan_from_flags(flags, load_plugins())
+    assert [(n.operator, n.options["api_base"]) for n in plan.base.nodes] == [
+        ("openai/a", first), ("hosted_vllm/b", second)]  # fmt: skip
+    with pytest.raises(ConfigError, match=rf"--operator openai/a@{first} and name the operator"):
+        plan_from_flags({**flags, "conditions": "", "condition": (f"mine=openai/a@{first}",)},
+                        load_plugins())  # fmt: skip
