@@ -24,9 +24,10 @@ Failures fall into three groups:
   far more often than an outage, and retrying it for half an hour helps nobody.
 
 Transient failures are bounded too: ``max_consecutive_failures`` failed attempts in a row
-(20 by default; rate limits count towards the time bound only), or ``max_seconds_without_reply`` seconds of failing attempts without a
-completed call (300 by default), make the provider fatal for the node, with one line
-naming the node, the statuses and their count, the URL and the model
+(20 by default; rate limits count towards the time bound only), or
+``max_seconds_without_reply`` seconds of failing attempts without a completed call (300 by
+default), make the provider fatal for the node, with one line naming the node, the
+statuses and their count, the URL and the model
 (``node-0: HTTP 500 × 20 from http://127.0.0.1:8000/v1/chat/completions
 (openai/qwen)``). A call given back to the budget is made again, so without this bound a
 server that answers every request with a 500 would be asked for ever.
@@ -84,6 +85,12 @@ _MISSING_KEY = re.compile(
 #: Seconds the first call may be out before a line says that the run is waiting for it (and
 #: how often, while no call has completed, a line says which failures it is retrying after).
 FIRST_REPLY_NOTICE = 5.0
+
+#: The mock request URLs litellm puts on errors it raises without a real request (its
+#: ``exceptions.py``): never where a request went.
+_PLACEHOLDER_URLS = frozenset(
+    {"https://litellm.ai", "https://api.openai.com/v1", "https://cloud.google.com/vertex-ai"}
+)
 
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "litellm", "httpx", "openai")
 _MESSAGE_LIMIT = 240
@@ -506,18 +513,21 @@ class LLMOperator(Operator):
         )
 
     def _request_url(self, exc: BaseException) -> str | None:
-        """The URL the failed request went to, as the HTTP client reports it.
+        """The URL the failed request went to, as the HTTP client reports it (``None``: not
+        known).
 
-        litellm sometimes attaches a placeholder request (``https://api.openai.com/v1`` for
-        any provider) to errors it makes up itself: with an ``api_base``, only a URL under it
-        is believed.
+        litellm attaches a placeholder request to errors it builds without one (see
+        :data:`_PLACEHOLDER_URLS`), which must not be reported as where the request went; with
+        an ``api_base``, only a URL under it is believed.
         """
+        base = self.options.api_base
         for cause in _causes(exc):
             try:
                 url = str(cause.response.request.url)  # type: ignore[attr-defined]
             except (AttributeError, RuntimeError):  # no response, or httpx has no request
                 continue
-            base = self.options.api_base
+            if url.rstrip("/") in _PLACEHOLDER_URLS:
+                continue
             if base is None or url.startswith(base.rstrip("/")):
                 return url
         return None

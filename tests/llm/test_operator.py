@@ -490,3 +490,25 @@ def test_rate_limits_count_towards_the_time_bound_only(stub):
                    max_seconds_without_reply=0.2)  # fmt: skip
     with pytest.raises(OperatorError, match=r"no completed call in \d+ s: HTTP 429 × \d+ from"):
         _run(op.propose(_request("node-0/0/1")))
+
+
+def test_litellms_placeholder_request_url_is_never_reported_as_where_a_request_went(
+    monkeypatch,
+):
+    import dei_llm.operator as operator_module
+    import httpx
+
+    # No api_base: the preflight would ask the real provider's model list; no test may.
+    monkeypatch.setattr(operator_module, "preflight", lambda *args, **kwargs: None)
+
+    class Failure(Exception):
+        def __init__(self, url: str) -> None:
+            super().__init__("stub")
+            self.response = httpx.Response(500, request=httpx.Request("POST", url))
+
+    op = LLMOperator(MODEL, LLMOptions.from_mapping({}), node="node-0")
+    for placeholder in ("https://litellm.ai", "https://api.openai.com/v1",
+                        "https://cloud.google.com/vertex-ai/"):  # fmt: skip
+        assert op._request_url(Failure(placeholder)) is None
+    real = "https://api.openai.com/v1/chat/completions"
+    assert op._request_url(Failure(real)) == real
