@@ -474,9 +474,13 @@ def _run_locked(
         except EvaluatorLost as exc:
             if not ensemble.started:
                 raise
+            from dei_framework.evaluation import WorkersKeepDying
+
+            elsewhere = ("" if isinstance(exc, WorkersKeepDying) else
+                         " (--evaluator-address ADDRESS or --evaluator local to evaluate "
+                         "elsewhere)")  # fmt: skip
             fail(f"{exc}; the run is checkpointed: continue with dei-run --resume "
-                 f"{_shell_path(out)} (--evaluator-address ADDRESS or --evaluator local to "
-                 "evaluate elsewhere)")  # fmt: skip
+                 f"{_shell_path(out)}{elsewhere}")  # fmt: skip
         except DEIError as exc:
             if not ensemble.started:
                 raise

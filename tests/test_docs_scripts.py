@@ -93,3 +93,21 @@ def test_the_static_domain_example_runs_as_a_script_with_spawned_workers(tmp_pat
     assert not [e for e in log if e["event"] == "evaluated" and e.get("status") == "invalid"]
     received = {(e["node"], e["round"]) for e in log if e["event"] == "received"}
     assert received == {(f"node-{n}", r) for n in range(4) for r in (1, 2, 3)}
+
+
+def test_a_script_without_the_main_guard_fails_loudly_naming_it(tmp_path) -> None:
+    # The same example with its guard removed: every spawned worker dies while it imports the
+    # script again, and run() raises with the cause instead of returning an empty summary.
+    [module] = _blocks("writing-a-domain.md", "class Sphere(Domain)")
+    [source] = _blocks("writing-a-domain.md", "import sphere_module")
+    head, guard, body = source.partition('if __name__ == "__main__":')
+    assert guard
+    body = body.split("\n", 1)[1]  # the guard's comment goes with it
+    unguarded = head + "\n".join(line.removeprefix("    ") for line in body.splitlines())
+    (tmp_path / "sphere_module.py").write_text(module)
+    script = tmp_path / "run_sphere.py"
+    script.write_text(unguarded)
+    result = _run_script(script)
+    assert result.returncode != 0
+    assert "every evaluation worker died" in result.stderr, result.stderr[-3000:]
+    assert 'if __name__ == "__main__":' in result.stderr.split("every evaluation worker died")[-1]
