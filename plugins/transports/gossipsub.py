@@ -296,7 +296,7 @@ class GossipSubRouter(Transport):
             targets = set(self.fanout)
         self._fanout_last = self._tick
         frame = Frame(sender=self.peer_id, messages=[message]).encode()
-        for peer in targets:
+        for peer in sorted(targets):  # in a fixed order: sends draw on a seeded link
             self._emit(peer, frame)
         self.counters["data_frames_sent"] += len(targets)
         return mid
@@ -362,13 +362,13 @@ class GossipSubRouter(Transport):
                 candidates = {
                     q for q in self.known - self.mesh if self.backoff.get(q, -1) < self._tick
                 }
-                for peer in self._pick(candidates, p.d - len(self.mesh)):
+                for peer in sorted(self._pick(candidates, p.d - len(self.mesh))):
                     self.mesh.add(peer)
                     self._emit(peer, Frame(sender=self.peer_id, graft=True).encode())
                     self.counters["graft_sent"] += 1
             if len(self.mesh) > p.d_high:
                 keep = self._pick(self.mesh, p.d)
-                for peer in self.mesh - keep:
+                for peer in sorted(self.mesh - keep):
                     self._prune(peer)
                 self.mesh = keep
         # Fanout for publish-only nodes.
@@ -387,7 +387,7 @@ class GossipSubRouter(Transport):
             targets = self._pick(outside, p.d_lazy)
             if len(targets) < p.d_lazy:
                 targets |= self._pick(self.known - targets, p.d_lazy - len(targets))
-            for peer in targets:
+            for peer in sorted(targets):
                 self._send_ihave(peer, recent)
         # Aging.
         while self._cache:
@@ -429,7 +429,7 @@ class GossipSubRouter(Transport):
             return
         forward = DataMessage(message.origin, message.hops + 1, message.payload)
         frame = Frame(sender=self.peer_id, messages=[forward]).encode()
-        for target in self.mesh - {peer, message.origin}:
+        for target in sorted(self.mesh - {peer, message.origin}):
             self._emit(target, frame)
             self.counters["forwarded"] += 1
             self.counters["data_frames_sent"] += 1
