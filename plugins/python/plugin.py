@@ -1,5 +1,5 @@
-"""The plugin DEI loads through the ``dei_framework`` entry point: the ``python`` domain and
-the ``--task`` flag."""
+"""The plugin DEI loads through the ``dei_framework`` entry point: the ``python`` domain, its
+``python-ast`` operator and the ``--task`` flag."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from dei_framework.cli_options import RunOption
 from dei_framework.domain import Domain, DomainSpec
 from dei_framework.export import ExportedProgram
 from dei_framework.hookspecs import hookimpl
+from dei_framework.operators import Operator, OperatorSettings, OperatorSpec
 
 
 def _domain(options: Mapping[str, Any]) -> Domain:
@@ -21,11 +22,23 @@ def _domain(options: Mapping[str, Any]) -> Domain:
     return PythonDomain(options)
 
 
+def _operator(settings: OperatorSettings, domain: Domain) -> Operator:
+    from dei_python.mutate import create
+
+    return create(settings, domain)
+
+
 @hookimpl
 def dei_domains() -> list[DomainSpec]:
     return [DomainSpec(name="python", factory=_domain,
                        description="Python programs: an OpenEvolve task folder (--task DIR; "
                                    "default: bundled FunSearch bin packing)")]  # fmt: skip
+
+
+@hookimpl
+def dei_operators() -> list[OperatorSpec]:
+    return [OperatorSpec(name="python-ast", factory=_operator, domains=("python",),
+                         description="seeded AST mutations of the evolve block (offline)")]
 
 
 @hookimpl
