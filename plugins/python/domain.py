@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 from dei_python import harness
 from dei_python.blocks import END, START, Scaffold, check_syntax, reply_block, split
+from dei_python.diffs import apply_edits, is_diff
 from dei_python.task import DEFAULT_TASK, DEFAULT_TIMEOUT, Task, load_task, warn_ignored
 
 from dei_framework.descriptors import AxisSpec, UniformAxis
@@ -178,6 +179,24 @@ class PythonDomain(Domain):
         check_syntax(text, attrs.evolve(self.scaffold, block=block))
         return Program(text=text)
 
+    def resolve_reply(self, reply: str, *, parent: Candidate | None) -> str:
+        """A reply written as SEARCH/REPLACE edits, applied to the parent's block (the
+        initial program's for a new program): the whole program, for :meth:`parse`. Any other
+        reply is returned as it is.
+
+        Raises:
+            InvalidProgram: An edit that does not apply, with why (:mod:`dei_python.diffs`).
+        """
+        if not is_diff(reply):
+            return reply
+        base = parent.text if parent is not None else self.initial_text
+        try:
+            scaffold = split(base)
+        except InvalidProgram:  # not one of this task's programs: there is nothing to edit
+            raise InvalidProgram("the parent has no single evolve block to apply edits "
+                                 "to") from None
+        return self.scaffold.join(apply_edits(reply, scaffold))
+
     def initial_opponents(self) -> Sequence[str]:
         """The task's initial program: a seed, evaluated once and offered to the archive."""
         return (self.initial_text,)
@@ -286,8 +305,14 @@ class PythonDomain(Domain):
                       f"block {number}:", f"```python\n{_block_of(other.text)}```"]  # fmt: skip
         if feedback:
             parts += ["", f"The last attempt from this program was invalid: {feedback}"]
-        parts += ["", "Answer with the new code of the evolve block only (without the marker "
-                  "lines), in one ```python fenced block."]  # fmt: skip
+        if self.task.config.diffs:
+            parts += ["", "Answer with edits of the evolve block, each in this form (SEARCH "
+                      "holds lines copied exactly from the block):", "<<<<<<< SEARCH",
+                      "(lines of the current block)", "=======", "(their replacement)",
+                      ">>>>>>> REPLACE"]  # fmt: skip
+        else:
+            parts += ["", "Answer with the new code of the evolve block only (without the "
+                      "marker lines), in one ```python fenced block."]  # fmt: skip
         return [{"role": "system", "content": system},
                 {"role": "user", "content": "\n".join(parts)}]  # fmt: skip
 

@@ -2,7 +2,8 @@
 optional ``config.yaml``.
 
 Only the keys of ``config.yaml`` that map onto DEI are read (the system message, the feature
-dimensions and their bins, the evaluator's timeout and cascade); every other key is named in
+dimensions and their bins, the evaluator's timeout and cascade, ``diff_based_evolution``: what
+form of reply the prompt asks for); every other key is named in
 one warning line, with the DEI flag that does its job where there is one, so that nothing is
 ignored silently. Reading a task never runs its code.
 """
@@ -44,7 +45,6 @@ _HINTS: Mapping[str, str] = {
     "database.migration_interval": "a round is a migration interval: --rounds",
     "database.population_size": "the archive is the grid; its size is the axes' bins",
     "evaluator.parallel_evaluations": "use --eval-workers",
-    "diff_based_evolution": "replies are full evolve blocks",
 }
 #: The keys read, by section (a section's other keys are named one by one).
 _READ: Mapping[str, tuple[str, ...]] = {
@@ -69,6 +69,8 @@ class TaskConfig:
         cascade: Whether ``evaluate_stage1`` (when the evaluator has it) gates the rest
             (``evaluator.cascade_evaluation``, default true as in OpenEvolve).
         thresholds: Score each stage must reach to go on (``evaluator.cascade_thresholds``).
+        diffs: Whether the prompt asks for SEARCH/REPLACE edits instead of the whole block
+            (``diff_based_evolution``; replies in either form are accepted all the same).
         ignored: Ignored keys, each with why (``section.key``, the reason).
     """
 
@@ -78,6 +80,7 @@ class TaskConfig:
     timeout: float | None = None
     cascade: bool = True
     thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
+    diffs: bool = False
     ignored: tuple[tuple[str, str], ...] = ()
 
 
@@ -145,7 +148,7 @@ def read_config(path: Path) -> TaskConfig:
         if key in _READ and isinstance(value, Mapping):
             ignored += [(f"{key}.{sub}", _HINTS.get(f"{key}.{sub}", ""))
                         for sub in value if sub not in _READ[key]]  # fmt: skip
-        elif key not in _READ:
+        elif key not in _READ and key != "diff_based_evolution":
             ignored.append((str(key), _HINTS.get(str(key), "")))
     prompt = _section(data, "prompt", path)
     evaluator = _section(data, "evaluator", path)
@@ -172,6 +175,7 @@ def read_config(path: Path) -> TaskConfig:
                       timeout=None if timeout is None else float(timeout),
                       cascade=bool(evaluator.get("cascade_evaluation", True)),
                       thresholds=tuple(float(v) for v in thresholds),
+                      diffs=bool(data.get("diff_based_evolution", False)),
                       ignored=tuple(ignored))  # fmt: skip
 
 
