@@ -83,3 +83,14 @@ def test_dei_run_takes_an_openevolve_task_folder(cli, task: Path, tmp_path: Path
     elites = json.loads((out / "merged_archive.json").read_text())
     assert all("# EVOLVE-BLOCK-START" in elite["text"] for elite in elites)
     assert max(elite["fitness"] for elite in elites) >= -4.0  # the seed's, or better
+
+
+@pytest.mark.timeout(600)
+def test_dei_export_writes_runnable_python_files(cli, runs, tmp_path: Path) -> None:
+    out = tmp_path / "exported"
+    cli("dei", "export", str(runs[0]), "--out", str(out), timeout=600)
+    files = sorted(out.glob("*.py"))
+    assert files and not list(out.glob("*.txt"))
+    namespace: dict = {}
+    exec(compile(files[0].read_text(), str(files[0]), "exec"), namespace)  # our own elite
+    assert 2 <= len(namespace["pack"]([50, 50, 60], 100)) <= 3  # the scaffold's harness runs
