@@ -220,6 +220,8 @@ class PythonDomain(Domain):
                                          thresholds=self.task.config.thresholds)  # fmt: skip
                 except InvalidProgram as exc:
                     error = str(exc)
+                except MemoryError:  # the sandbox reports it as the memory limit's doing
+                    raise
                 except (Exception, SystemExit) as exc:  # the program's doing, or the evaluator's
                     error = self._describe(exc, path, program.text)
                 finally:

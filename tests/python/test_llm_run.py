@@ -50,3 +50,33 @@ def test_replies_are_evolve_blocks_and_a_broken_one_is_invalid_with_its_line(
     prompt = stub.bodies[0]["messages"]
     assert prompt[0]["content"].startswith("You are an expert in combinatorial optimisation")
     assert "# EVOLVE-BLOCK-START" in prompt[1]["content"]
+
+
+def _block(body: str) -> str:
+    return f"```python\ndef priority(item, bins):\n{body}```"
+
+
+@pytest.mark.timeout(600)
+def test_hostile_blocks_end_their_own_evaluation_only(cli, stub, llm_env, tmp_path: Path) -> None:
+    # The evaluator runs the block in-process: the sandbox's child is what a hostile one ends.
+    hostile = [
+        (_block("    while True:\n        pass\n"), "timeout after 2.0 s"),
+        (_block("    import os\n    os._exit(3)\n"), "evaluation failed: the program exited"),
+        (_block("    raise SystemExit(0)\n"), "line 15 (line 2 of the evolve block): SystemExit"),
+        (_block("    hoard = []\n    while True:\n        hoard.append(bytearray(10**7))\n"),
+         "memory limit 512 MB exceeded"),
+    ]  # fmt: skip
+    stub.script(*(ok(reply) for reply, _ in hostile))
+    stub.cycle(*(ok(block) for block in BLOCKS))
+    out = tmp_path / "run"
+    cli("dei-run", "--domain", "python", "--operator", MODEL, "--api-base", stub.base_url,
+        "--nodes", "1", "--budget", "8", "--rounds", "1", "--seed", "5", "--eval-workers", "1",
+        "--eval-timeout", "2", "--eval-memory", "512", "--out", str(out), "--progress", "quiet",
+        "--no-report", env=llm_env, timeout=600)  # fmt: skip
+    events = [e for e in map(json.loads, (out / "events.jsonl").read_text().splitlines())
+              if e["event"] == "evaluated" and e["kind"] in ("new", "mutate")]  # fmt: skip
+    assert len(events) == 8 == stub.completed
+    reasons = sorted(e["error"] for e in events if e["status"] == "invalid")
+    assert len(reasons) == len(hostile), reasons  # the ordinary blocks are all valid
+    for start in (start for _, start in hostile):
+        assert any(reason.startswith(start) for reason in reasons), (start, reasons)
