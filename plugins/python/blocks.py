@@ -119,6 +119,8 @@ def reply_block(reply: str, scaffold: Scaffold) -> str:
         raise InvalidProgram(f"line 1: the reply has {len(reply)} characters; at most "
                              f"{MAX_CHARS} are read")  # fmt: skip
     code = reply_code(reply)
+    if START not in code and START in reply:  # a whole program whose text has a fence in it
+        code = reply
     if START in code or END in code:
         code = split(code).block
     if not code.strip():

@@ -77,3 +77,9 @@ def test_hostile_text_is_invalid_not_a_crash(code: str) -> None:
     scaffold = split(PROGRAM)
     with pytest.raises(InvalidProgram, match="^line "):
         check_syntax(scaffold.join(reply_block(code, scaffold)), scaffold)
+
+
+def test_a_whole_program_with_a_fence_in_its_docstring_gives_its_marked_part() -> None:
+    program = '"""Usage:\n```python\nrun()\n```\n"""\n' + PROGRAM
+    scaffold = split(program)
+    assert reply_block(program, scaffold) == scaffold.block
