@@ -7,9 +7,9 @@ import pickle
 from pathlib import Path
 
 import pytest
-from conftest import INITIAL, write_task
 from dei_python.domain import PythonDomain
 from dei_python.task import DEFAULT_TIMEOUT
+from openevolve_task import INITIAL, write_task
 
 from dei_framework.errors import ConfigError, InvalidProgram
 
