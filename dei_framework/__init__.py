@@ -82,6 +82,7 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "plugins": ("load_plugins",),
     "records": ("Candidate", "Message"),
     "registry": ("PluginRegistry",),
+    "sandbox": ("Limits", "SandboxPolicy", "choose_policy"),
     "scheduler": ("Admission", "Result", "RoundEnd", "Scheduler", "TellReport", "WorkItem"),
     "sharing": ("Admit", "SharingPolicy", "SharingSpec", "TopKSharing"),
     "transport": ("Delivery", "LocalNetwork", "Transport", "TransportSpec"),
@@ -144,6 +145,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
     from dei_framework.plugins import load_plugins
     from dei_framework.records import Candidate, Message
     from dei_framework.registry import PluginRegistry
+    from dei_framework.sandbox import Limits, SandboxPolicy, choose_policy
     from dei_framework.scheduler import Admission, Result, RoundEnd, Scheduler, TellReport, WorkItem
     from dei_framework.sharing import Admit, SharingPolicy, SharingSpec, TopKSharing
     from dei_framework.transport import Delivery, LocalNetwork, Transport, TransportSpec
@@ -169,6 +171,7 @@ __all__ = [
     "EvaluatorOptions", "EvaluatorSpec", "ExperimentPlan", "ExportedProgram", "InboxFilter",
     "LocalNetwork", "Message", "NodeIdentity", "PluginRegistry", "RoundEvent", "RunOption",
     "RunSummary", "WatchedRun", "run_experiment",
+    "Limits", "SandboxPolicy", "choose_policy",
 ]  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from dei_framework.domain import LIFECYCLES
+from dei_framework.endpoints import check_shared_api_base, split_endpoint
 from dei_framework.errors import ConfigError
 from dei_framework.presets import get_preset, overridden, warn_overrides
 from dei_framework.sandbox.policy import check_options as check_sandbox_options
@@ -316,11 +317,13 @@ def build_nodes(
 
     A ``[[node]]`` table (by position) may set that node's operator and options; a node
     table's options override ``common_options`` (the global ``[operator_options]`` table and
-    flags such as ``--api-base``).
+    flags such as ``--api-base``). An operator ``MODEL@URL`` sets that node's ``api_base``.
 
     Raises:
-        ConfigError: no operator given, or a node table has unknown keys.
+        ConfigError: no operator given, a node table has unknown keys, or a global
+            ``api_base`` would reach operators of several providers.
     """
+    inheriting = []  # operators of the nodes that get the global api_base, if any
     if not operators and not node_tables:
         raise ConfigError("no operator given: use --operator (e.g. --operator gp)")
     count = count or max(len(operators), len(node_tables), 1)
@@ -334,6 +337,11 @@ def build_nodes(
                                                    if operators else None)
         if not operator:
             raise ConfigError(f"node {index} has no operator")
+        operator, endpoint = split_endpoint(operator)
+        if endpoint is not None:
+            table["api_base"] = endpoint
+        elif "api_base" not in table:
+            inheriting.append(operator)
         name = table.pop("name", f"node-{index}")
         search = {key: table.pop(key) for key in NODE_SEARCH_KEYS if key in table}
         if isinstance(search.get("axes"), str):
@@ -347,6 +355,7 @@ def build_nodes(
     names = [node.name for node in nodes]
     if len(set(names)) != len(names):
         raise ConfigError(f"node names repeat: {names}")
+    check_shared_api_base(common_options.get("api_base"), inheriting)
     return tuple(nodes)
 
 
