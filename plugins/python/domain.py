@@ -131,7 +131,10 @@ class PythonDomain(Domain):
         # and work in a scratch folder; in this one they would take the terminal's.
         self._home_pid = os.getpid()
         self._module: ModuleType | None = None
-        self.initial_text = self.parse(self.task.initial_program).text
+        try:
+            self.initial_text = self.parse(self.task.initial_program).text
+        except InvalidProgram as exc:  # the task's own program: the user's to fix, not a lineage's
+            raise ConfigError(f"python: {self.task.program_path}: {exc}") from None
 
     def _features(self, axes: str) -> tuple[Feature, ...]:
         if axes:

@@ -150,6 +150,10 @@ def test_bad_task_folders_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="EVOLVE-BLOCK-END is missing"):
         _domain(write_task(tmp_path / "nomarker",
                            initial="# EVOLVE-BLOCK-START\ndef guess():\n    return 1\n"))
+    with pytest.raises(ConfigError, match=r"initial_program.py: line 5 \(line 1 of the evolve "
+                                          r"block\): "):
+        _domain(write_task(tmp_path / "broken", initial=INITIAL.replace("def guess():",
+                                                                         "def guess(:")))
     with pytest.raises(ConfigError, match="unknown option"):
         _domain(tmp_path, typo=1)
 
