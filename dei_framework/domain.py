@@ -112,6 +112,22 @@ class Domain(abc.ABC):
                 is logged and shown to the next mutation of the same lineage.
         """
 
+    def resolve_reply(self, reply: str, *, parent: Candidate | None) -> str:
+        """The text :meth:`parse` receives for an operator's reply, knowing the parent.
+
+        Optional: a code domain whose operators answer with edits (SEARCH/REPLACE diffs)
+        applies them to ``parent``'s text here and returns the whole program; the default
+        returns ``reply`` as it is. Called in the node's process for every operator reply
+        (``parent`` is ``None`` for a ``new`` request), never for received champions or seed
+        programs, so it must not run the program; ``calls.jsonl`` keeps the raw reply, and
+        resume and replay resolve it again, so it must depend on its arguments alone.
+
+        Raises:
+            InvalidProgram: The reply cannot apply (a SEARCH text the parent does not hold):
+                the candidate is invalid with this reason, fed back to the lineage.
+        """
+        return reply
+
     @abc.abstractmethod
     def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
         """Evaluates ``program``, deterministic in ``seed``.
