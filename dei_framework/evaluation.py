@@ -115,6 +115,8 @@ class Outcome:
             info = {**info, "generality_matches": list(self.matches)}
         if self.evaluation is None:
             return Result(item=item, text=text, error=self.error, operator=operator, info=info)
+        if self.evaluation.info:  # the domain's extra figures, logged under their own key
+            info = {**info, "info": dict(self.evaluation.info)}
         return Result(item=item, text=text, fitness=float(self.evaluation.fitness),
                       descriptor=dict(self.evaluation.descriptor), operator=operator,
                       info=info, data=data)  # fmt: skip
