@@ -447,12 +447,12 @@ class InboxFilter:
     (``forged``/``unsigned``), run membership of that key (``nonmember``), the sender name
     against the key (``impersonation``: a claim of the receiver's own name by any other key,
     of a name the membership binds to another key, or by a bound key of any other name),
-    replay of the same message (``replay``), a program already taken in from anyone
-    (``duplicate``), the per-sender token bucket (``rate_limited``) and the per-round cap
-    (``round_cap``). Nothing from a peer reaches the search before all of them pass. Memory is
-    bounded: at most ``max_seen`` message ids, ``max_seen`` program hashes and ``max_senders``
-    token buckets are kept (least recently used ones are forgotten first); non-members and
-    impostors never get a bucket.
+    replay of the same message (``replay``), a program already taken in for the same round
+    from anyone (``duplicate``), the per-sender token bucket (``rate_limited``) and the
+    per-round cap (``round_cap``). Nothing from a peer reaches the search before all of them
+    pass. Memory is bounded: at most ``max_seen`` message ids, ``max_seen`` program hashes
+    and ``max_senders`` token buckets are kept (least recently used ones are forgotten first);
+    non-members and impostors never get a bucket.
 
     Attributes:
         domain: Reject envelopes of other domains (``None`` accepts any).
@@ -517,10 +517,12 @@ class InboxFilter:
             self._seen.move_to_end(mid)
             self.dropped["replay"] += 1
             return None
-        # The same program is fought once, whoever signs or relays it and for whatever round
-        # it is claimed: a copy adds nothing but another evaluation and a false transfer.
+        # The same program is fought once per round, whoever signs or relays it: a re-signed
+        # copy adds nothing but another evaluation and a false transfer. A later round may
+        # take it in again, since honest nodes re-publish a lasting elite as each round's
+        # migrant (and a member may publish any program anyway, within its rate).
         own = self.own_key is not None and envelope.key == self.own_key
-        program = hash_text(envelope.program)
+        program = f"{envelope.round}:{hash_text(envelope.program)}"
         if not own and program in self._taken:
             self._taken.move_to_end(program)
             self.dropped["duplicate"] += 1

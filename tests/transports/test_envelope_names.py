@@ -147,15 +147,17 @@ def test_a_champion_taken_in_is_not_fought_again_whoever_resigns_it():
     assert inbox.accept(Delivery(original, "node-2")) is not None
     # The same bytes relayed by another peer: a replay.
     assert inbox.accept(Delivery(original, "node-0")) is None
-    # node-0 re-signs node-2's champion as its own, for the same or another round ...
+    # node-0 re-signs node-2's champion as its own (or as node-2's: an impersonation).
     assert inbox.accept(_signed("node-0", node="node-0", program="SPL 0", round_=3)) is None
-    assert inbox.accept(_signed("node-0", node="node-0", program="SPL 0", round_=4)) is None
-    # ... or node-2 itself sends it again for a later round.
-    assert inbox.accept(_signed("node-2", node="node-2", program="SPL 0", round_=4)) is None
-    assert inbox.dropped == {"replay": 1, "duplicate": 3}
+    assert inbox.accept(_signed("node-0", node="node-2", program="SPL 0", round_=3)) is None
+    # A key-only member re-signing it under a free name is a duplicate too.
+    assert inbox.accept(_signed("loose", node="loose-node", program="SPL 0", round_=3)) is None
+    assert inbox.dropped == {"replay": 1, "duplicate": 2, "impersonation": 1}
     assert inbox.accepted == 1
     # Duplicates spend no tokens and no round cap: a new program from node-0 still gets in.
-    assert inbox.accept(_signed("node-0", node="node-0", program="SPL 1", round_=4)) is not None
+    assert inbox.accept(_signed("node-0", node="node-0", program="SPL 1", round_=3)) is not None
+    # A lasting elite re-published as a later round's migrant is that round's champion.
+    assert inbox.accept(_signed("node-2", node="node-2", program="SPL 0", round_=4)) is not None
 
 
 def test_the_remembered_programs_are_bounded():
@@ -166,6 +168,7 @@ def test_the_remembered_programs_are_bounded():
     # The oldest are forgotten: memory is bounded, and an old program may be fought again.
     assert inbox.accept(_signed("node-2", node="node-2", program="DAT 0")) is not None
     assert inbox.accept(_signed("node-2", node="node-2", program="DAT 9")) is None
+    assert inbox.dropped == {"duplicate": 1}
 
 
 @pytest.mark.parametrize("fields, reason", [
@@ -223,7 +226,7 @@ def test_a_node_admits_only_the_honest_champion_of_each_forgery():
         _signed("node-0", node="node-2", program="X1"),  # another member's name
         _signed("node-0", node="node-1", program="X2"),  # the receiver's name
         _signed("node-2", node="node-2", program="REAL"),  # honest
-        _signed("node-0", node="node-0", program="REAL", round_=2),  # re-signed copy
+        _signed("node-0", node="node-0", program="REAL"),  # re-signed copy
         _raw("node-0", node="node-0" + "x" * 200_000),  # a 200 KB name
         _raw("node-0", node="node-0", round=10**30, program="X3"),
         _raw("node-0", node="node-0", operator="o" * 100_000, program="X4"),
