@@ -148,8 +148,10 @@ class RunConfig:
             each round champion is scored on; its common-ground fitness is the mean over them.
             The cell's winner is chosen on one other measurement, so the reported figure is
             free of the winner's curse (see :mod:`dei_framework.common`).
-        members: The run's membership: ed25519 public keys (64 hex) of the nodes allowed to
-            share champions. Empty: an open run (any validly signed champion is considered).
+        members: The run's membership: entries ``name=key`` (a node's name and its ed25519
+            public key, 64 hex: that key may sign only champions under that name, and no other
+            key may claim it) or a bare ``key`` (no name bound). Empty: an open run (any
+            validly signed champion is considered).
             Champions signed by other keys are dropped and counted (``nonmember``); networked
             transports also drop frames from peers outside it (``rejected_nonmember``).
         compute_axis: What equal compute is measured on: ``calls`` (the paper; ``budget`` counts
@@ -289,10 +291,11 @@ class RunConfig:
 
 
 def _members(value: Any) -> tuple[str, ...]:
-    from dei_framework.envelope import EnvelopeError, parse_members
+    from dei_framework.envelope import EnvelopeError, parse_membership
 
     try:
-        return tuple(sorted(parse_members(value or None) or ()))
+        membership = parse_membership(value or None)
+        return () if membership is None else membership.entries()
     except EnvelopeError as exc:
         raise ConfigError(f"members: {exc}") from None
 

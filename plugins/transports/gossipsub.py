@@ -76,6 +76,10 @@ class GossipSubParams:
             old dial) holds one slot, not the whole queue behind it.
         max_peers: Peers with state. Beyond it a new peer gets no state (it is neither meshed
             nor gossiped to), but the messages its frames carry are still delivered.
+        max_payload_bytes: Largest received payload kept; a larger one is counted
+            (``oversize_messages``) and neither cached, forwarded nor delivered. The default is
+            the champion envelope's own cap (256 KiB), so no relay carries what every
+            receiver would drop.
         subscribe: Join the topic mesh; ``False`` publishes through fanout only.
     """
 
@@ -98,6 +102,7 @@ class GossipSubParams:
     max_outbox: int = 1_000
     max_inflight: int = 4
     max_peers: int = 4_096
+    max_payload_bytes: int = 256 * 1024
     subscribe: bool = True
 
     def __attrs_post_init__(self) -> None:
@@ -310,6 +315,10 @@ class GossipSubRouter(Transport):
         if self._closed:
             return
         self.counters["frames_received"] += 1
+        if len(data) > MAX_FRAME_BYTES:
+            # Counted apart from other bad frames: a peer sending these is flooding, not buggy.
+            self.counters["oversize_frames"] += 1
+            return
         try:
             frame = Frame.decode(data, max_ids=self.params.max_ihave_length)
         except FrameError:
@@ -410,6 +419,9 @@ class GossipSubRouter(Transport):
     def _on_message(self, peer: str, message: DataMessage) -> None:
         if self.members is not None and message.origin not in self.members:
             self.counters["rejected_nonmember"] += 1
+            return
+        if len(message.payload) > self.params.max_payload_bytes:
+            self.counters["oversize_messages"] += 1
             return
         mid = message.id
         if mid in self._seen:
