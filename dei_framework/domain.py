@@ -98,6 +98,12 @@ class Domain(abc.ABC):
     #: ``--sandbox`` says otherwise (see :mod:`dei_framework.sandbox`). Programs that are data
     #: (warriors in a VM, vectors, expressions) leave it ``False`` and keep the direct path.
     executes_code: bool = False
+    #: Whether a program's evaluation is the same whatever the seed (and against the same
+    #: opponents): an objective with no randomness, or one that brings its own fixed seed.
+    #: Common ground then scores each elite and champion once, reusing its selection
+    #: evaluation, instead of on ``common_seeds`` fresh seeds that would all give the same
+    #: value. Leave it ``False`` when any evaluation draws on the seed (Core War's placements).
+    deterministic: bool = False
     #: Default wall-clock seconds per candidate (``--eval-timeout`` overrides; ``None``: none).
     eval_timeout: float | None = None
     #: Default memory per candidate in MB (``--eval-memory`` overrides; ``None``: none).

@@ -236,8 +236,10 @@ class BestProgram:
                  f"{list(self.program.cell)}")  # fmt: skip
         if self.basis == "common":
             raw = "unmeasured" if self.program.fitness is None else f"{self.program.fitness:.6g}"
-            return (f"best by common-ground fitness {self.score:.6g} (mean of {self.samples} "
-                    f"evaluation{'s' if self.samples != 1 else ''}; raw {raw}): {where}")
+            # One evaluation: a deterministic domain (or every other seed failed).
+            samples = (f"mean of {self.samples} evaluations" if self.samples != 1
+                       else "one evaluation")  # fmt: skip
+            return f"best by common-ground fitness {self.score:.6g} ({samples}; raw {raw}): {where}"
         return f"best by raw fitness {self.score:.6g} (the run has no common ground): {where}"
 
 

@@ -100,6 +100,9 @@ class PythonDomain(Domain):
     name = "python"
     lifecycle = "continual"
     executes_code = True
+    # evaluate(program_path) receives no seed: the task's evaluator is deterministic or brings
+    # its own, so common ground scores each program once.
+    deterministic = True
     eval_timeout = DEFAULT_TIMEOUT
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
