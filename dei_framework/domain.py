@@ -192,6 +192,19 @@ class Domain(abc.ABC):
         """
         return ()
 
+    def seed_programs(self) -> Sequence[str]:
+        """Source texts of seed programs: where the search starts, without being opponents.
+        Default: none.
+
+        They are evaluated in the warm start of every fresh archive (round 0's with the
+        ``continual`` lifecycle, every round's with ``reset``) and offered to it, like initial
+        opponents, but they never join the opponent pool, do not make the default lifecycle
+        ``reset`` (:meth:`default_lifecycle` reads :meth:`initial_opponents` only) and are
+        not in the common-ground reference set. A static domain's starting programs belong
+        here; an adversarial domain may add seeds beside its opponents.
+        """
+        return ()
+
     def default_lifecycle(self) -> str:
         """The archive lifecycle of this domain's runs: :attr:`lifecycle` if set, else
         ``"reset"`` for a domain with initial opponents and ``"continual"`` for one without."""

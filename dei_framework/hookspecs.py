@@ -148,10 +148,12 @@ class EvaluatedEvent(TypedDict):
     node: str
     #: The round (0-based) it was evaluated in.
     round: int
-    #: Label of the operator that wrote it (``"initial"``, ``"peer:<node>"`` for others).
+    #: Label of the operator that wrote it (``"initial"``, ``"seed"``, ``"peer:<node>"`` for
+    #: others).
     operator: str
     #: ``"new"`` or ``"mutate"`` (an operator wrote it this round), ``"warm"`` (a pool program
-    #: re-evaluated at a round's start) or ``"peer"`` (a champion received from another node).
+    #: re-evaluated at a round's start, or a seed program) or ``"peer"`` (a champion received
+    #: from another node).
     kind: Literal["warm", "peer", "new", "mutate"]
     #: Id of the elite it was mutated from (``mutate`` only; else ``None``).
     parent: str | None

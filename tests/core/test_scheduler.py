@@ -397,3 +397,69 @@ def test_tournament_emitter_options_are_checked_and_a_seeded_run_is_reproducible
     assert drive(scheduler(emitter=TournamentEmitter()), random.Random(3)) == reference
     assert drive(scheduler(emitter=TournamentEmitter(), seed=5), None) != reference
     assert drive(scheduler(), None) != reference  # it chose other parents than uniform
+
+
+class SeededSums(Sums):
+    """Sums with seed programs; ``opponents`` says whether it also has initial opponents."""
+
+    def __init__(self, opponents: bool) -> None:
+        self.has_opponents = opponents
+
+    def initial_opponents(self) -> list[str]:
+        return super().initial_opponents() if self.has_opponents else []
+
+    def seed_programs(self) -> list[str]:
+        return ["30 30 30", "49 49 49 3", "20 20"]  # the last is also an opponent of Sums
+
+
+def _warm_items(s: Scheduler) -> list[dict]:
+    """Round by round, the warm items' (id, text, operator), and the opponents fought."""
+    rounds = []
+    while not s.finished:
+        round_index = s.round
+        items = s.ask(100)
+        warm = [(i.id, i.program.text, i.program.operator) for i in items if i.kind == "warm"]
+        report = s.tell([work(s, item) for item in items])
+        statuses = {a.result.item.id: str(a.status) for a in report.admitted}
+        rounds.append({"warm": warm, "opponents": [o.text for o in s.opponents],
+                       "status": [statuses.get(item_id) for item_id, *_ in warm]})  # fmt: skip
+        while s.round == round_index and not s.finished:
+            s.tell([work(s, item) for item in s.ask(4)])
+    return rounds
+
+
+def test_seed_programs_start_a_static_domains_archive_without_becoming_opponents() -> None:
+    domain = SeededSums(opponents=False)
+    assert domain.default_lifecycle() == "continual"  # seeds do not make it adversarial
+    s = Scheduler.for_domain(domain, name="n", calls=30, rounds=3, seed=4, lag=6)
+    rounds = _warm_items(s)
+    # Round 0 warms the archive with the seeds; the continual archive keeps them after.
+    assert rounds[0]["warm"] == [("n-r0-w0", "30 30 30", "seed"), ("n-r0-w1", "49 49 49 3", "seed"),
+                                 ("n-r0-w2", "20 20", "seed")]  # fmt: skip
+    assert [r["warm"] for r in rounds[1:]] == [[], []]
+    assert all(r["opponents"] == [] for r in rounds)  # they never fight anyone
+    assert all(e["opponents"] == [] for e in s.history)
+    # The first round's champion is a seed: no work of the search, marked as such.
+    first = s.history[0]
+    assert first["champion_initial"] == (first["champion"]["text"] in domain.seed_programs())
+    # Each seed was offered to the archive (they differ in length and peak: three cells).
+    assert rounds[0]["status"] == ["NEW", "NEW", "NEW"]
+
+
+def test_seed_programs_of_an_adversarial_domain_warm_every_fresh_archive() -> None:
+    domain = SeededSums(opponents=True)
+    assert domain.default_lifecycle() == "reset"
+    s = Scheduler.for_domain(domain, name="n", calls=30, rounds=2, seed=4, lag=6)
+    rounds = _warm_items(s)
+    for index, r in enumerate(rounds):
+        texts = [text for _, text, _ in r["warm"]]
+        # The pool first (initial opponents, then own champions), then the seeds; "20 20" is
+        # an opponent already and is warmed once, as the opponent.
+        assert texts[:2] == ["1 1", "20 20"] and texts[-2:] == ["30 30 30", "49 49 49 3"]
+        assert texts.count("20 20") == 1 and [op for *_, op in r["warm"]][-2:] == ["seed"] * 2
+        assert "30 30 30" not in r["opponents"] and "49 49 49 3" not in r["opponents"]
+        assert len({item_id for item_id, *_ in r["warm"]}) == len(r["warm"])  # ids unique
+        assert all(item_id.startswith(f"n-r{index}-w") for item_id, *_ in r["warm"])
+    # Without seeds the warm start is the pool alone, as before.
+    plain = _warm_items(Scheduler.for_domain(DOMAIN, name="n", calls=30, rounds=2, seed=4, lag=6))
+    assert [text for _, text, _ in plain[0]["warm"]] == ["1 1", "20 20"]
