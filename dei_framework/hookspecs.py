@@ -203,7 +203,8 @@ class RoundEvent(TypedDict):
     stats: ArchiveStatsRecord
     #: The round's best elite (``None`` when the archive is empty).
     champion: CandidateRecord | None
-    #: Whether the champion is one of the initial opponents (re-evaluated in the warm start).
+    #: Whether the champion is one of the initial opponents or seed programs (evaluated in the
+    #: warm start: no work of the search).
     champion_initial: bool
     #: Valid champions of other nodes evaluated this round.
     received: int
@@ -219,7 +220,7 @@ class RoundEvent(TypedDict):
     #: The champion's generality: ``None`` in the event, since it is measured afterwards
     #: (``summary.json`` has the measured values).
     generality: float | None
-    #: The best elite other than an initial opponent, when ``champion_initial`` (the subject
+    #: The best elite other than an initial opponent or seed, when ``champion_initial`` (the subject
     #: of champion-level figures such as generality).
     generality_champion: NotRequired[CandidateRecord | None]
 
