@@ -584,7 +584,8 @@ def dei_export_program(domain: str, program: ExportedProgram) -> tuple[str, str]
 
     Fires:
         Once per exported champion or elite, in ``dei export`` (or
-        :func:`~dei_framework.export.export_programs`).
+        :func:`~dei_framework.export.export_programs`); once for the run's best program with
+        ``dei export --best`` (:func:`~dei_framework.export.export_best`).
 
     Args:
         domain: The run's domain name (``summary.json``'s ``domain``).
