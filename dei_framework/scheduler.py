@@ -289,7 +289,8 @@ class Scheduler:
         seeds: Texts of seed programs (:meth:`~dei_framework.domain.Domain.seed_programs`):
             evaluated in the warm start of every fresh archive (round 0's with ``continual``,
             every round's with ``reset``), after the opponents, and offered to it; never
-            opponents. A seed whose text is an opponent's is warmed once, as the opponent.
+            opponents. A seed whose text is an opponent's (an initial one, or with ``reset`` a
+            champion of this node) is warmed once, as the opponent.
 
     Raises:
         ValueError: ``rounds``, ``calls`` or ``lag`` out of range, or an unknown lifecycle.
@@ -471,7 +472,11 @@ class Scheduler:
         continual = self.lifecycle == "continual"
         # A persistent archive holds every earlier warm start already (the objective is fixed).
         own = [] if continual and self.round > 0 else self.pool.opponents()
-        seeds = () if continual and self.round > 0 else self.seeds  # a fresh archive's start
+        # A fresh archive's start; a seed that became an opponent (reset: a champion of this
+        # node) is warmed once, as the opponent.
+        fighting = {opponent.text for opponent in own}
+        seeds = [] if continual and self.round > 0 else [
+            seed for seed in self.seeds if seed.text not in fighting]  # fmt: skip
         accepted = []
         peers: list[tuple[Candidate, bool]] = []
         for champion in received:

@@ -456,10 +456,25 @@ def test_seed_programs_of_an_adversarial_domain_warm_every_fresh_archive() -> No
         # The pool first (initial opponents, then own champions), then the seeds; "20 20" is
         # an opponent already and is warmed once, as the opponent.
         assert texts[:2] == ["1 1", "20 20"] and texts[-2:] == ["30 30 30", "49 49 49 3"]
-        assert texts.count("20 20") == 1 and [op for *_, op in r["warm"]][-2:] == ["seed"] * 2
+        assert len(texts) == len(set(texts))  # a seed that is an opponent is warmed once
+        assert [op for *_, op in r["warm"]][-2:] == ["seed"] * 2
         assert "30 30 30" not in r["opponents"] and "49 49 49 3" not in r["opponents"]
         assert len({item_id for item_id, *_ in r["warm"]}) == len(r["warm"])  # ids unique
         assert all(item_id.startswith(f"n-r{index}-w") for item_id, *_ in r["warm"])
     # Without seeds the warm start is the pool alone, as before.
     plain = _warm_items(Scheduler.for_domain(DOMAIN, name="n", calls=30, rounds=2, seed=4, lag=6))
     assert [text for _, text, _ in plain[0]["warm"]] == ["1 1", "20 20"]
+
+
+def test_a_seed_that_became_the_champion_is_warmed_once_as_an_opponent() -> None:
+    # With seed 6 the seed "30 30 30" wins round 0 (no child beat it): it joins the pool as
+    # this node's champion, so round 1 warms it once, as that opponent, and marks round 0's
+    # champion as no work of the search.
+    s = Scheduler.for_domain(SeededSums(opponents=True), name="n", calls=30, rounds=2, seed=6,
+                             lag=6)  # fmt: skip
+    rounds = _warm_items(s)
+    assert s.history[0]["champion"]["text"] == "30 30 30" and s.history[0]["champion_initial"]
+    assert [(text, operator) for _, text, operator in rounds[1]["warm"]] == [
+        ("1 1", "initial"), ("20 20", "initial"), ("30 30 30", "own:n"),
+        ("49 49 49 3", "seed")]  # fmt: skip
+    assert "30 30 30" in rounds[1]["opponents"]  # as a champion, not as a seed
