@@ -9,7 +9,7 @@ The core is domain-agnostic. What it offers library users:
   work, with a ``DeprecationWarning``.
 * :class:`ArchiveBase`, :class:`GridArchive`, :class:`CVTArchive`, :class:`AddStatus`,
   :class:`ArchiveStats` — archives; :class:`EmitterBase`, :class:`UniformEmitter`,
-  :class:`ImprovementEmitter` — parent choice.
+  :class:`ImprovementEmitter`, :class:`TournamentEmitter` — parent choice.
 * :class:`DescriptorSpace` and the axes :class:`ThresholdAxis`, :class:`UniformAxis`,
   :class:`LogAxis`.
 * :class:`OpponentPool` — the Red Queen opponents; :class:`SharingPolicy` (a protocol),
@@ -63,7 +63,8 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "context": ("FactoryContext",),
     "descriptors": ("AxisSpec", "DescriptorSpace", "LogAxis", "ThresholdAxis", "UniformAxis"),
     "domain": ("Domain", "DomainSpec", "Evaluation", "GenomeEvaluations", "Program"),
-    "emitters": ("EmitterBase", "EmitterSpec", "ImprovementEmitter", "UniformEmitter"),
+    "emitters": ("EmitterBase", "EmitterSpec", "ImprovementEmitter", "TournamentEmitter",
+                 "UniformEmitter"),
     "ensemble": ("run",),
     "envelope": ("ChampionEnvelope", "EnvelopeError", "InboxFilter", "NodeIdentity"),
     "errors": (
@@ -116,7 +117,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         UniformAxis,
     )
     from dei_framework.domain import Domain, DomainSpec, Evaluation, GenomeEvaluations, Program
-    from dei_framework.emitters import EmitterBase, EmitterSpec, ImprovementEmitter, UniformEmitter
+    from dei_framework.emitters import (
+        EmitterBase,
+        EmitterSpec,
+        ImprovementEmitter,
+        TournamentEmitter,
+        UniformEmitter,
+    )
     from dei_framework.ensemble import run
     from dei_framework.envelope import ChampionEnvelope, EnvelopeError, InboxFilter, NodeIdentity
     from dei_framework.errors import (
@@ -156,7 +163,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
 __all__ = [
     "Admission", "Admit", "ArchiveBase", "ArchiveSpec", "CVTArchive", "Candidate",
     "EmitterBase", "EmitterSpec", "ImprovementEmitter", "Result", "RoundEnd", "Scheduler",
-    "TellReport", "TopKSharing", "UniformEmitter", "WorkItem", "evaluate",
+    "TellReport", "TopKSharing", "TournamentEmitter", "UniformEmitter", "WorkItem", "evaluate",
     "AddStatus", "ArchiveStats", "AxisSpec", "BudgetExhausted", "BudgetLedger", "ConfigError",
     "DEIError", "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Evaluation",
     "FactoryContext", "GenomeEvaluations", "GridArchive", "InvalidProgram", "LogAxis",

@@ -674,17 +674,27 @@ def report_command(run_dir: str) -> None:
 @dei.command("export")
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), required=True,
-              help="Folder to write the program files and programs.jsonl to.")  # fmt: skip
-@click.option("--what", type=click.Choice(["champions", "elites", "all"]), default="all",
-              show_default=True,
-              help="Every round's champions, the last round's elites, or both.")  # fmt: skip
+              help="Folder to write the program files and programs.jsonl to (with --best: "
+                   "the file to write).")  # fmt: skip
+@click.option("--what", type=click.Choice(["champions", "elites", "all"]), default=None,
+              help="Every round's champions, the last round's elites, or both (default: all).")
+@click.option("--best", is_flag=True,
+              help="Write only the run's best program (the highest common-ground fitness in "
+                   "its merged archive, else the highest raw fitness) to the file --out.")
 @user_errors
-def export_command(run_dir: Path, out: Path, what: str) -> None:
+def export_command(run_dir: Path, out: Path, what: str | None, best: bool) -> None:
     """Write the champions and elites of a run or experiment as files in the domain's format
-    (Core War: .red), plus programs.jsonl."""
-    from dei_framework.export import JSONL_NAME, export_programs
+    (Core War: .red), plus programs.jsonl; or, with --best, the run's best program."""
+    from dei_framework.export import JSONL_NAME, export_best, export_programs
 
-    written = export_programs(run_dir, out, registry(), what=what)
+    if best:
+        if what is not None:
+            raise ConfigError("--best writes one program; it takes no --what")
+        path, chosen = export_best(run_dir, out, registry())
+        click.echo(chosen.line)
+        click.echo(f"wrote {path}")
+        return
+    written = export_programs(run_dir, out, registry(), what=what or "all")
     click.echo(f"exported {len(written)} programs to {out} (index: {out / JSONL_NAME})")
 
 

@@ -272,7 +272,7 @@ class Ensemble:
                                                          config.emitter_options))),
                 sharing=policies[name], qd_offset=self.domain.fitness_floor,
                 own_window=config.max_champions, peer_window=config.max_peer_champions,
-                lifecycle=config.lifecycle,
+                lifecycle=config.lifecycle, seeds=self.domain.seed_programs(),
             )  # fmt: skip
             if name in states:
                 scheduler.restore(states[name])

@@ -52,11 +52,11 @@ def test_operator_and_transport_examples_run_together(tmp_path):
 def test_search_component_examples_run_in_an_ensemble(tmp_path):
     components = plugin_from_doc("writing-search-components.md")
     registry = load_plugins(extra=[components])
-    assert {"tournament", "first-axis", "cells-only"} <= (
+    assert {"pairwise", "first-axis", "cells-only"} <= (
         set(registry.emitters) | set(registry.archives) | set(registry.sharing)
     )
     config = RunConfig(
-        domain="symreg", emitter="tournament", archive="first-axis", sharing="cells-only",
+        domain="symreg", emitter="pairwise", archive="first-axis", sharing="cells-only",
         nodes=[NodeConfig(name="node-0", operator="symreg-gp"),
                NodeConfig(name="node-1", operator="symreg-gp", emitter="uniform")],
         budget=40, rounds=2, eval_workers=0,
@@ -67,7 +67,7 @@ def test_search_component_examples_run_in_an_ensemble(tmp_path):
     log = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").open()]
     rounds = [e for e in log if e["event"] == "round"]
     assert {(e["node"], e["emitter"], e["archive_kind"]) for e in rounds} == {
-        ("node-0", "tournament", "first-axis"), ("node-1", "uniform", "first-axis")}
+        ("node-0", "pairwise", "first-axis"), ("node-1", "uniform", "first-axis")}
     # cells-only: received champions (if one arrived in time) seed cells, never join opponents.
     assert not [o for e in rounds for o in e["opponents"] if o["source"] == "peer"]
     peers = [e for e in log if e["event"] == "evaluated" and e["kind"] == "peer"]

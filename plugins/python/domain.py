@@ -10,8 +10,9 @@ the task names are the descriptor; the rest of the result and what the evaluatio
 ``Evaluation.info``, and an evaluation that fails carries its reason and the end of its
 standard error to the next mutation of the lineage.
 
-The objective is static: the initial program is a seed (the ``continual`` lifecycle), opponents
-and seeds are ignored (an OpenEvolve evaluator takes neither).
+The objective is static: the initial program is a seed program (``seed_programs``, not an
+opponent; the ``continual`` lifecycle), opponents and seeds are ignored (an OpenEvolve
+evaluator takes neither).
 """
 
 from __future__ import annotations
@@ -100,6 +101,9 @@ class PythonDomain(Domain):
     name = "python"
     lifecycle = "continual"
     executes_code = True
+    # evaluate(program_path) receives no seed: the task's evaluator is deterministic or brings
+    # its own, so common ground scores each program once.
+    deterministic = True
     eval_timeout = DEFAULT_TIMEOUT
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
@@ -200,8 +204,9 @@ class PythonDomain(Domain):
                                  "to") from None
         return self.scaffold.join(apply_edits(reply, scaffold))
 
-    def initial_opponents(self) -> Sequence[str]:
-        """The task's initial program: a seed, evaluated once and offered to the archive."""
+    def seed_programs(self) -> Sequence[str]:
+        """The task's initial program: a seed, evaluated once and offered to the archive (not
+        an opponent: the objective is static, and common ground needs no reference set)."""
         return (self.initial_text,)
 
     def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:

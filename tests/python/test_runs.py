@@ -48,8 +48,13 @@ def test_four_nodes_on_the_bundled_task_use_its_features_as_axes(runs, workers) 
     assert summary["lifecycle"] == "continual"  # the initial program is a seed, not an opponent
     assert summary["budget"]["calls"] == BUDGET
     events = _events(out)
-    seeds = [e for e in events if e["operator"] == "initial"]
+    seeds = [e for e in events if e["operator"] == "seed"]
     assert len(seeds) == 4 and all(e["status"] != "invalid" for e in seeds)  # the scaffold runs
+    # A seed program, not an opponent: no round fought anyone, and common ground (if asked)
+    # would need no reference set.
+    rounds = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    rounds = [e for e in rounds if e["event"] == "round"]
+    assert len(rounds) == 8 and all(e["opponents"] == [] for e in rounds)
     made = [e for e in events if e["kind"] in ("new", "mutate")]
     assert len(made) == BUDGET
     assert sum(e["status"] != "invalid" for e in made) > BUDGET // 2

@@ -66,5 +66,5 @@ def test_circle_packing_runs_on_the_offline_operator(tmp_path: Path) -> None:
     assert summary["space"]["axes"] == ["radius_spread", "edge_share"]
     events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text()
               .splitlines()]  # fmt: skip
-    seeds = [e for e in events if e["event"] == "evaluated" and e["operator"] == "initial"]
+    seeds = [e for e in events if e["event"] == "evaluated" and e["operator"] == "seed"]
     assert len(seeds) == 2 and all(e["status"] != "invalid" for e in seeds)
