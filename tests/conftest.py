@@ -9,6 +9,11 @@ from pathlib import Path
 
 import pytest
 
+# litellm fetches its price map from GitHub when first imported unless told not to; the LLM
+# operator sets this before its import, but a test may import litellm first (nothing here may
+# reach the network).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 REPO = Path(__file__).resolve().parents[1]
 TOY_SOURCE = REPO / "tests" / "toy"
 SEARCHPLUG_SOURCE = REPO / "tests" / "searchplug"
