@@ -48,3 +48,10 @@ def test_the_default_set_and_the_rest_together_select_every_test_once() -> None:
         chosen = [selection.evaluate(has) for selection in sets]
         assert chosen.count(True) == 1, names
         assert chosen[0] == (not names)  # the default set: unmarked tests only
+
+
+def test_test_module_basenames_are_unique() -> None:
+    # Test folders are not packages: pytest imports each test file by its basename, and a second
+    # file of the same name is a collection error of the whole run.
+    names = [path.name for path in (ROOT / "tests").rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
