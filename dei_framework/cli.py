@@ -196,6 +196,8 @@ RUN_OPTIONS = [
     click.option("--new-fraction", type=float,
                  help="Share of calls that write a program from scratch (default 0.1)."),
     click.option("--sharing", help="Champion-sharing policy (default: champion)."),
+    click.option("--allocation", help="Budget allocator (default: static, equal shares; "
+                 "bandit moves the budget left to the nodes that add cells; see `dei plugins`)."),
     click.option("--axes", help="Comma-separated descriptor axes (default: the domain's)."),
     click.option("--emitter", help="How parents are chosen (default: uniform; see `dei plugins`)."),
     click.option("--archive", help="Archive kind (default: grid; cvt for 3+ axes)."),
