@@ -102,7 +102,7 @@ class ToyOperator(Operator):
         delay: float = 0.0,
         down_until: str = "",
         jitter: float = 0.0,
-        strength: int = 1,
+        strength: float = 1.0,
     ) -> None:
         self.label = label
         self.strength = strength
@@ -124,7 +124,7 @@ class ToyOperator(Operator):
             numbers = [rng.randrange(100) for _ in range(rng.randint(1, 8))]
         else:
             numbers = [int(t) for t in request.parent.text.split()]
-            for _ in range(self.strength):  # mutation strength: edits per mutation
+            for _ in range(max(1, round(self.strength))):  # mutation strength: edits
                 move = rng.random()
                 if move < 0.3 and len(numbers) < 8:
                     numbers.insert(rng.randrange(len(numbers) + 1), rng.randrange(100))
@@ -159,8 +159,9 @@ def dei_operators():
                          delay=float(settings.options.get("delay", 0.0)),
                          jitter=float(settings.options.get("jitter", 0.0)),
                          down_until=str(settings.options.get("down_until", "")),
-                         strength=int(settings.options.get("strength", 1))),
-                     domains=("toy",), description="random integers (tests)"),
+                         strength=float(settings.options.get("strength", 1.0))),
+                     domains=("toy",), description="random integers (tests)",
+                     ladder_option="strength", ladder_range=(0.5, 2.0)),
         OperatorSpec(name="toy-stuck", factory=lambda settings, domain: StuckOperator(),
                      domains=("toy",), description="the same program every call (tests)"),
     ]  # fmt: skip
