@@ -202,3 +202,20 @@ def test_gp_strength_scales_the_edits_and_one_is_the_operator_as_it_was(domain) 
     assert spec.ladder_option == "strength"
     with pytest.raises(ConfigError, match="strength must be a positive number"):
         spec.factory(OperatorSettings(spec="gp", node="n", options={"strength": 0}), domain)
+
+
+def test_family_strength_re_rolls_more_and_one_is_the_family_as_it_was() -> None:
+    from dei_coreware.operators.families import FAMILIES, FamilyOperator
+
+    for name in FAMILIES:
+        plain, strong = (FamilyOperator(FAMILIES[name], label=name, strength=s)
+                         for s in (1.0, 3.0))  # fmt: skip
+        parent = Candidate(id="p", text=plain.write(OperatorRequest(key="k", kind="new",
+                                                                    messages=[], seed=2)),
+                           fitness=1.0)  # fmt: skip
+        batch = [OperatorRequest(key="k", kind="mutate", messages=[], parent=parent, seed=s)
+                 for s in range(30)]  # fmt: skip
+        as_before = FamilyOperator(FAMILIES[name], label=name)
+        assert [plain.write(r) for r in batch] == [as_before.write(r) for r in batch]
+        assert [strong.write(r) for r in batch] != [plain.write(r) for r in batch], name
+    assert load_plugins().operator("bombers").ladder_option == "strength"
