@@ -39,6 +39,7 @@ import attrs
 from dei_framework.archives import ArchiveBase
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.errors import ConfigError
+from dei_framework.records import Candidate
 
 #: An operator-made elite's id ends with its call slot (``node-0-r2-s17``).
 _CALL_ID = re.compile(r"-r\d+-s\d+$")
@@ -323,7 +324,7 @@ def round_credits(
     landed = dict.fromkeys(archives, 0)
     reached: set[Any] = set()
     for node, archive in archives.items():
-        for elite in archive:
+        for elite in _elites(archive):
             cell = _merged_cell(elite, node, space)
             reached.add(cell)
             if _CALL_ID.search(elite.id or "") and cell not in known:
@@ -341,6 +342,13 @@ def round_credits(
     known.update(reached)
     return {node: RoundCredit(spent=int(spent.get(node, 0)), new_cells=new_cells[node],
                               landed=landed[node]) for node in archives}  # fmt: skip
+
+
+def _elites(archive: ArchiveBase | Mapping[str, Any]) -> Iterable[Candidate]:
+    """An archive's elites, from the archive or its JSON (a round file read on resume)."""
+    if isinstance(archive, Mapping):
+        return [Candidate.from_json(elite) for elite in archive["elites"]]
+    return archive
 
 
 def _merged_cell(elite: Any, node: str, space: DescriptorSpace) -> Any:
@@ -396,8 +404,19 @@ class AllocationCoordinator:
         """Round 0's quotas: the budget spread evenly over the rounds, split equally."""
         budget = self.limit // self.rounds
         quotas = apportion(budget, dict.fromkeys(self.nodes, 1.0), 0)
-        self.decisions[0] = quotas
+        self.decisions.setdefault(0, quotas)
         return quotas
+
+    def restore(self, node: str, quotas: Mapping[int, int],
+                ended: Mapping[int, tuple[ArchiveBase | Mapping[str, Any], int]]) -> None:
+        """Puts back what a resumed node had: its quotas so far (from its checkpointed
+        scheduler) and the rounds it ended (their archives, or their round files' JSON, and
+        calls). Decisions already made are not made (nor logged) again; later ones are made
+        from the same credits, recomputed from the same archives."""
+        for round_index, quota in quotas.items():
+            self.decisions.setdefault(round_index, {})[node] = quota
+        for round_index, (archive, calls) in ended.items():
+            self._ended.setdefault(round_index, {})[node] = (archive, calls)
 
     def round_ended(self, node: str, round_index: int, archive: ArchiveBase, calls: int) -> None:
         """A node ended a round: its archive and calls count for the next decision."""
@@ -467,9 +486,6 @@ class AllocationCoordinator:
             **dict(decision.inputs),
         })  # fmt: skip
 
-    def state_json(self) -> dict[str, Any]:
-        """The decisions so far (a checkpoint's; credits are recomputed from round files)."""
-        return {"decisions": {str(r): dict(q) for r, q in sorted(self.decisions.items())}}
 
 
 def iter_allocation_events(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -478,13 +494,12 @@ def iter_allocation_events(events: Iterable[Mapping[str, Any]]) -> list[Mapping[
                   key=lambda e: e["round"])  # fmt: skip
 
 
-def check_allocation(config: Any, *, processes: bool, resume: bool = False) -> None:
+def check_allocation(config: Any, *, processes: bool) -> None:
     """Refuses a dynamic allocator where it cannot hold its promises.
 
     Args:
         config: The run's :class:`~dei_framework.config.RunConfig`.
         processes: The nodes run as processes of their own (``dei node``, AXL).
-        resume: The run continues from a checkpoint.
 
     Raises:
         ConfigError: one line saying what is not supported and what is.
@@ -497,6 +512,3 @@ def check_allocation(config: Any, *, processes: bool, resume: bool = False) -> N
     if config.compute_axis != "calls":
         raise ConfigError(f"--allocation {name} moves calls; with --compute-axis "
                           f"{config.compute_axis} use --allocation static")  # fmt: skip
-    if resume:
-        raise ConfigError(f"--allocation {name}: a run cannot be resumed yet (its decisions "
-                          "are not checkpointed); start it again")  # fmt: skip

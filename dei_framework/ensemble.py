@@ -281,12 +281,17 @@ class Ensemble:
             if name in states:
                 scheduler.restore(states[name])
                 self.ledger.usage[name].restore(states[name]["usage"])
+                ended = {}
                 for entry in scheduler.history:
                     self._note_opponents(name, entry)
                     path = self.run_dir.round_path(name, entry["round"])
                     if path.exists():
-                        self.merge.add_round(name, entry["round"],
-                                             json.loads(path.read_text())["archive"])
+                        archive = json.loads(path.read_text())["archive"]
+                        self.merge.add_round(name, entry["round"], archive)
+                        ended[entry["round"]] = (archive, entry["calls"])
+                if self.allocation is not None:
+                    self.allocation.restore(name, scheduler.round_quotas, ended)
+                    self.ledger.quotas[name] = sum(scheduler.round_quotas.values())
             node_dir = self.run_dir.path / "nodes" / name
             node_dir.mkdir(parents=True, exist_ok=True)
             identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
@@ -340,14 +345,14 @@ class Ensemble:
                                  self._context(config.allocation_options))  # fmt: skip
         if not allocator.dynamic:
             return None
-        check_allocation(config, processes=self.local is not None, resume=self.resume)
+        check_allocation(config, processes=self.local is not None)
         ledger = self.ledger
 
         def apply(node: str, round_index: int, quota: int) -> None:
-            self.drivers[node].scheduler.set_round_quota(round_index, quota)
-            # The node's hard cap: what it spent plus this round's calls, nothing more.
-            usage = ledger.usage[node]
-            ledger.quotas[node] = usage.calls + usage.in_flight + quota
+            scheduler = self.drivers[node].scheduler
+            scheduler.set_round_quota(round_index, quota)
+            # The node's hard cap: the calls of its rounds so far, nothing more.
+            ledger.quotas[node] = sum(scheduler.round_quotas.values())
 
         coordinator = AllocationCoordinator(
             allocator, nodes=[node.name for node in self.local_nodes], rounds=config.rounds,
@@ -355,7 +360,7 @@ class Ensemble:
             space=self.space, apply=apply, record=lambda event: self._record([event], []),
         )  # fmt: skip
         for node, quota in coordinator.first_round().items():
-            ledger.quotas[node] = quota
+            ledger.quotas[node] = quota  # a resumed node's are put back with its scheduler
         return coordinator
 
     def _receiver(self, node: Node) -> Callable[[int], Any]:

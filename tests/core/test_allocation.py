@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from midway import events
+from midway import events, kill_midway
 
 from dei_framework import NodeConfig, RunConfig, hookimpl, load_plugins, run
 from dei_framework.allocation import (
@@ -208,3 +208,52 @@ def test_a_plugin_allocator_is_found_through_the_hook_and_used(toy_env, tmp_path
     (decision,) = _allocations(tmp_path / "run")
     assert decision["allocator"] == "first" and decision["why"] == "first"
     assert summary["budget"]["calls"] == 40
+
+
+def test_a_killed_and_resumed_bandit_run_ends_as_an_uninterrupted_one(
+    toy_env, cli, tmp_path
+) -> None:
+    from test_determinism import _outcome  # what a seeded run decides, in one record
+
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'domain = "toy"\nbudget = 240\nrounds = 5\nseed = 6\nallocation = "bandit"\n'
+        "checkpoint_seconds = 0.05\neval_workers = 0\n"
+        'operators = ["toy-random", "toy-random", "toy-stuck"]\n'
+        "[operator_options]\ndelay = 0.01\n"
+    )
+    common = ["--config", str(config), "--progress", "quiet", "--no-report"]
+    env = {**toy_env, "DEI_CHAOS_STALL": "0.02"}
+    clean = tmp_path / "clean"
+    cli("dei-run", *common, "--out", str(clean), env=env)
+    killed = tmp_path / "killed"
+    kill_midway([*common, "--out", str(killed)], killed, env, min_events=120)
+    checkpoint = json.loads((killed / "checkpoint.json").read_text())
+    rounds = [state["round"] for state in checkpoint["nodes"].values()]
+    # killed after the first decision and before the last one
+    assert all("1" in state["round_quotas"] for state in checkpoint["nodes"].values())
+    assert min(rounds) < 4, rounds
+    cli("dei-run", "--resume", str(killed), "--progress", "quiet", "--no-report", env=env)
+    assert _outcome(killed) == _outcome(clean)
+
+    def decisions(path: Path) -> list[str]:
+        return sorted(json.dumps(e, sort_keys=True) for e in _allocations(path))
+
+    assert len(decisions(clean)) == 4 and decisions(killed) == decisions(clean)
+    summary = json.loads((killed / "summary.json").read_text())
+    assert summary["budget"]["calls"] == summary["budget"]["limit"] == 240
+
+
+def test_the_watch_page_state_carries_the_decisions(toy_env, tmp_path) -> None:
+    from dei_framework.watch.run import WatchedRun
+
+    registry = load_plugins()
+    out = tmp_path / "run"
+    run(_config(["toy-random", "toy-random", "toy-stuck"]), out, registry=registry)
+    state = WatchedRun(out).state(seconds=None)
+    logged = _allocations(out)
+    assert [d["round"] for d in state["allocation"]] == [1, 2, 3]
+    for shown, decision in zip(state["allocation"], logged, strict=True):
+        assert shown["quotas"] == decision["quotas"] and shown["share"] == decision["share"]
+        assert shown["reward"] == decision["reward"] and shown["budget"] == decision["budget"]
+    assert WatchedRun(tmp_path / "nothing").state(seconds=None)["allocation"] == []
