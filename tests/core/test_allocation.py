@@ -114,6 +114,12 @@ def test_a_seeded_bandit_run_is_reproducible_and_spends_exactly_the_budget(
         )
 
     assert candidates("a") == candidates("b")
+    # A replay of the record makes the same decisions (from the same round archives).
+    replayed = run(config, tmp_path / "c", registry=registry, replay_from=tmp_path / "a")
+    assert sorted(json.dumps(e, sort_keys=True) for e in _allocations(tmp_path / "c")) == sorted(
+        json.dumps(e, sort_keys=True) for e in _allocations(tmp_path / "a")
+    )
+    assert replayed["merged"] == first["merged"]
     # Total compute is exactly the budget, whatever the shares.
     assert first["budget"]["calls"] == first["budget"]["limit"] == 180
     assert sum(node["calls"] for node in first["nodes"].values()) == 180
