@@ -153,20 +153,21 @@ class StaticAllocator:
 class BanditAllocator:
     """Discounted UCB over complementarity rewards, with a floor per node.
 
-    A node's reward per call is its round credit (new merged cells plus ``landing_weight`` per
-    champion holding a peer's cell) over the calls it spent; credits and calls are discounted
-    by ``discount`` per round of age (the archive fills, so old rewards say less). With ``n_i``
-    the node's discounted calls, ``N`` their sum and ``m`` the ensemble's discounted reward per
-    call, its bounds are ``mean_i ± c m sqrt(ln N / n_i)`` (rewards shrink as the archive
-    fills; bounds in units of ``m`` keep ``c``'s meaning). Every node first gets ``floor``
-    times an equal share of the round's calls (so none starves, and each keeps being
-    measured); the rest goes to the nodes that may still be the best (``UCB_i >= max_j
-    LCB_j``), in proportion to their ``UCB_i``. No random draws: the decision is a function
-    of the history alone.
+    A node's reward of a round is its round credit (new merged cells plus ``landing_weight``
+    per champion holding a peer's cell) per call it spent; its mean is the average of its
+    rounds' rewards discounted by ``discount`` per round of age (the archive fills, so old
+    rewards say less; each round counts the same whatever the node spent in it). With
+    ``n_i`` the node's discounted calls, ``N`` their sum and ``m`` the nodes' mean reward, its
+    bounds are ``mean_i ± c m sqrt(ln N / n_i)`` (rewards shrink as the archive fills;
+    bounds in units of ``m`` keep ``c``'s meaning). Every node first gets ``floor`` times an
+    equal share of the round's calls (so none starves, and each keeps being measured); the
+    rest goes to the nodes that may still be the best (``UCB_i >= max_j LCB_j``), in
+    proportion to their ``UCB_i``. No random draws: the decision is a function of the history
+    alone.
 
     Attributes:
         discount: Weight of a round's reward per round of age (``gamma``, in ``(0, 1]``).
-        c: Width of the confidence bounds, in units of the ensemble's reward per call.
+        c: Width of the confidence bounds, in units of the nodes' mean reward per call.
         floor: Each node's minimum, as a fraction of an equal share (in ``[0, 1]``).
         landing_weight: Credit per own champion holding a peer's cell at a round's end.
     """
@@ -185,30 +186,38 @@ class BanditAllocator:
         history: Sequence[Mapping[str, RoundCredit]],
         nodes: Sequence[str],
     ) -> AllocationDecision:
-        gained = dict.fromkeys(nodes, 0.0)
+        # Per node: the discounted sum of its rounds' rewards per call and of their weights,
+        # and its discounted calls. Each round weighs the same whatever the node spent in it,
+        # so a node held at its floor is judged by what its few calls do now, not by what
+        # its many calls did rounds ago.
+        rates = dict.fromkeys(nodes, 0.0)
+        weights_sum = dict.fromkeys(nodes, 0.0)
         calls = dict.fromkeys(nodes, 0.0)
         last: dict[str, float | None] = dict.fromkeys(nodes, None)
         for age, credits in enumerate(reversed(history)):
             weight = self.discount**age
             for node in nodes:
                 credit = credits.get(node)
-                if credit is None:
+                if credit is None or credit.spent <= 0:
                     continue
-                reward = credit.new_cells + self.landing_weight * credit.landed
-                gained[node] += weight * reward
+                reward = (credit.new_cells + self.landing_weight * credit.landed) / credit.spent
+                rates[node] += weight * reward
+                weights_sum[node] += weight
                 calls[node] += weight * credit.spent
                 if age == 0:
-                    last[node] = reward / credit.spent if credit.spent else 0.0
+                    last[node] = reward
         total = sum(calls.values())
+        mean, upper, lower = {}, {}, {}
+        for node in nodes:
+            if calls[node] > 0:
+                mean[node] = rates[node] / weights_sum[node]
         # New cells per call fall as the merged archive fills: the bounds are widened in
         # units of the ensemble's own reward per call, so ``c`` means the same early and late.
-        scale = sum(gained.values()) / total if total > 0 else 0.0
-        mean, upper, lower = {}, {}, {}
+        scale = sum(mean.values()) / len(mean) if mean else 0.0
         for node in nodes:
             if calls[node] <= 0:  # never measured: as promising as can be
                 mean[node], upper[node], lower[node] = 0.0, math.inf, -math.inf
                 continue
-            mean[node] = gained[node] / calls[node]
             width = self.c * scale * math.sqrt(math.log(max(total, math.e)) / calls[node])
             upper[node], lower[node] = mean[node] + width, mean[node] - width
         # A node whose upper bound is below the best lower bound is confidently worse than
@@ -407,8 +416,12 @@ class AllocationCoordinator:
         self.decisions.setdefault(0, quotas)
         return quotas
 
-    def restore(self, node: str, quotas: Mapping[int, int],
-                ended: Mapping[int, tuple[ArchiveBase | Mapping[str, Any], int]]) -> None:
+    def restore(
+        self,
+        node: str,
+        quotas: Mapping[int, int],
+        ended: Mapping[int, tuple[ArchiveBase | Mapping[str, Any], int]],
+    ) -> None:
         """Puts back what a resumed node had: its quotas so far (from its checkpointed
         scheduler) and the rounds it ended (their archives, or their round files' JSON, and
         calls). Decisions already made are not made (nor logged) again; later ones are made
@@ -485,7 +498,6 @@ class AllocationCoordinator:
             "credits": {node: credit.to_json() for node, credit in self.history[-1].items()},
             **dict(decision.inputs),
         })  # fmt: skip
-
 
 
 def iter_allocation_events(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
