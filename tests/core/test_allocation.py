@@ -177,6 +177,13 @@ def test_bandit_is_refused_where_it_cannot_hold_with_one_line(toy_env, tmp_path)
     with pytest.raises(ConfigError, match="one process only") as refused:
         ensemble._build()
     assert "\n" not in str(refused.value)
+    # dei-run over AXL: refused before any AXL node or node process starts
+    from dei_framework.launcher import local_network
+
+    axl = _config(["toy-random", "toy-random"], transport="axl")
+    with pytest.raises(ConfigError, match="one process only"):
+        local_network(axl, registry, tmp_path / "axl")
+    assert not (tmp_path / "axl").exists()
     tokens = _config(["toy-random", "toy-random"], compute_axis="tokens", iterations=4)
     with pytest.raises(ConfigError, match="compute-axis tokens"):
         Ensemble(tokens, RunDir(tmp_path / "tokens"), registry=registry)._build()
