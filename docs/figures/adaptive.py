@@ -14,8 +14,8 @@ comparisons and, for ``adaptive``, the share of the calls each family got, into
     python docs/figures/render.py                    # then render the docs
 
 The runs go to ``runs/figures-adaptive`` (``runs/figures-adaptive-quick`` for a quick run,
-marked ``quick`` in the JSON); the experiment's ``experiment.json``, ``summary.json`` and
-``report.md`` are copied to ``docs/example-report/adaptive``.
+marked ``quick`` in the JSON); the experiment's ``experiment.json``, ``report.md`` and
+plots are copied to ``docs/example-report/adaptive``.
 """
 
 from __future__ import annotations
@@ -188,6 +188,8 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
         ["family", "share of the calls (mean)", "range over repeats", "rounds at the floor"],
         rows,
     )
+    for family, block in data["shares"].items():
+        values[f"share-{family}"] = fmt_percent(block["mean"])
     values["methods"] = methods_text(data)
     return values
 
@@ -230,9 +232,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         kept = ROOT / KEPT
         kept.mkdir(parents=True, exist_ok=True)
-        for name in ("experiment.json", "summary.json", "report.md"):
+        # The report and its plots (summary.json, megabytes, stays with the runs: the seeded
+        # command gives the same runs again).
+        for name in ("experiment.json", "report.md"):
             if (out / name).exists():
                 shutil.copy2(out / name, kept / name)
+        if (out / "plots").is_dir():
+            shutil.copytree(out / "plots", kept / "plots", dirs_exist_ok=True)
     data["command"] = command_text(command)
     n = f"{data['repeats']} repeats per condition (seeds {figures(data)['seeds']})"
     write_figure_set(
