@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -198,7 +199,8 @@ def plan(
     choice = choose(pilots, pick)
     spent = sum(p.calls for p in pilots)
     record = {
-        "domain": base.domain, "candidates": operators, "pick": pick,
+        "domain": base.domain, "domain_options": dict(base.domain_options),
+        "candidates": operators, "pick": pick,
         "pilot_budget": pilot_budget, "pilot_spent": spent, "rounds": base.rounds,
         "seed": base.seed,
         "pilots": [{"operator": p.operator, "run_dir": str(p.run_dir), "calls": p.calls,
@@ -236,13 +238,21 @@ def plan_lines(record: Mapping[str, Any]) -> list[str]:
         f"pick ({record['pick']}): {', '.join(chosen['operators'])} — expected merged "
         f"coverage {100 * chosen['coverage']:.1f}% {per}"
     )
+    domain = f"--domain {shlex.quote(record['domain'])}" + "".join(
+        f" --domain-option {shlex.quote(f'{key}={json.dumps(value)}')}"
+        for key, value in (record.get("domain_options") or {}).items()
+    )
     ops = " ".join(f"--operator {shlex.quote(op)}" for op in chosen["operators"])
-    lines.append(f"run it:    dei-run --domain {record['domain']} {ops}")
+    lines.append(f"run it:    dei-run {domain} {ops}")
+    # A budget that splits equally across Solo, Diverse (every candidate) and the pick.
+    rounds, largest = record["rounds"], len(record["candidates"])
+    step = math.lcm(rounds, largest * rounds, record["pick"] * rounds)
+    budget = -(-40 * largest // step) * step  # 40 calls per node at least, as dei experiment
+    candidates = " ".join(f"--operator {shlex.quote(op)}" for op in record["candidates"])
     lines.append(
-        f"test it:   dei experiment --domain {record['domain']} "
-        f"{' '.join(f'--operator {shlex.quote(op)}' for op in record['candidates'])} "
-        f"--conditions solo,diverse --condition "
-        f"chosen={','.join(chosen['operators'])}"
+        f"test it:   dei experiment {domain} {candidates} --conditions solo,diverse "
+        f"--condition chosen={','.join(chosen['operators'])} --budget {budget} "
+        f"--rounds {rounds} --repeats 10"
     )
     return lines
 

@@ -106,5 +106,7 @@ def test_dei_plan_prints_the_table_the_pick_and_the_commands(plugins, tmp_path,
     assert "toy-random + toy-stuck:" in result.output
     assert "pick (1): toy-random" in result.output
     assert "--condition chosen=toy-random" in result.output
+    # The printed experiment splits equally: Solo, Diverse (2 nodes) and the pick, 2 rounds.
+    assert "--budget 80 --rounds 2 --repeats 10" in result.output
     again = CliRunner().invoke(cli.dei, args)  # one plan per directory, one line
     assert again.exit_code != 0 and "holds a plan already" in again.output
