@@ -202,6 +202,12 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
                 *(fmt_mean_std(block[path], percent=percent) for _, path, percent in METRICS),
             ]
         )
+    values["pick-rank"] = f"{ranked.index(data['chosen']) + 1} of {len(ranked)}"
+    for key, other in (("best", data["best_other"]), ("worst", data["worst_other"])):
+        for short, (_, path, percent) in zip(("coverage", "qd"), METRICS, strict=True):
+            entry = next(e for e in data["comparisons"] if e["b"] == other and e["metric"] == path)
+            values[f"pick-{key}.{short}.ci"] = difference(entry, percent)
+            values[f"pick-{key}.{short}.p_holm"] = fmt_p(entry["p_holm"])
     values["pairs"] = markdown_table(
         ["rank", "pair", "pilots' expected coverage", *(label for label, _, _ in METRICS)], rows
     )
