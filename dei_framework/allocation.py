@@ -32,7 +32,7 @@ import asyncio
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -40,6 +40,9 @@ from dei_framework.archives import ArchiveBase
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.errors import ConfigError
 from dei_framework.records import Candidate
+
+if TYPE_CHECKING:
+    from dei_framework.config import RunConfig
 
 #: An operator-made elite's id ends with its call slot (``node-0-r2-s17``).
 _CALL_ID = re.compile(r"-r\d+-s\d+$")
@@ -500,13 +503,7 @@ class AllocationCoordinator:
         })  # fmt: skip
 
 
-def iter_allocation_events(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The ``allocation`` events of a run log, by round."""
-    return sorted((e for e in events if e.get("event") == "allocation"),
-                  key=lambda e: e["round"])  # fmt: skip
-
-
-def check_allocation(config: Any, *, processes: bool) -> None:
+def check_allocation(config: RunConfig, *, processes: bool) -> None:
     """Refuses a dynamic allocator where it cannot hold its promises.
 
     Args:
