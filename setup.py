@@ -15,6 +15,7 @@ PACKAGE_ROOTS = {
     "dei_transports": "plugins/transports",
     "dei_llm": "plugins/llm",
     "dei_numeric": "plugins/numeric",
+    "dei_python": "plugins/python",
 }
 
 

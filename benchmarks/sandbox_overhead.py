@@ -15,14 +15,15 @@ pause, so this is the latency a candidate sees) and ``back_to_back`` (no pause: 
 then in the way too, so this is the whole cost per evaluation, CPU included).
 
 **Throughput.** ``dei-run``'s library entry point runs 4 nodes of the naive domain with
-``--sandbox none`` and then ``process`` against a loopback OpenAI-compatible server (a process of its own,
-``benchmarks/llm_pipeline.py``'s) that answers every request after ``--latency-s`` with an
-ordinary program; ideal throughput is (nodes x concurrency) / mean latency, achieved is calls
-served over the server's busy window; ``throughput_ratio`` is their ratio per repeat.
+``--sandbox none`` and then ``process`` against a loopback OpenAI-compatible server (a
+process of its own, ``benchmarks/llm_pipeline.py``'s) that answers every request after
+``--latency-s`` with an ordinary program; ideal throughput is (nodes x concurrency) / mean
+latency, achieved is calls served over the server's busy window; ``throughput_ratio`` is
+their ratio per repeat.
 
 Usage::
 
-    python benchmarks/sandbox_overhead.py [--evals 300] [--repeats 5] [--calls 240]
+    python benchmarks/sandbox_overhead.py [--evals 300] [--repeats 5] [--calls 960]
                                           [--latency-s 1.0] [--concurrency 8]
 """
 
@@ -147,7 +148,7 @@ def main() -> None:
     parser.add_argument("--evals", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--pause-s", type=float, default=0.02)
-    parser.add_argument("--calls", type=int, default=240)
+    parser.add_argument("--calls", type=int, default=960)
     parser.add_argument("--latency-s", type=float, default=1.0)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--eval-workers", type=int, default=os.cpu_count() or 1)

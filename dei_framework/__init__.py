@@ -9,7 +9,7 @@ The core is domain-agnostic. What it offers library users:
   work, with a ``DeprecationWarning``.
 * :class:`ArchiveBase`, :class:`GridArchive`, :class:`CVTArchive`, :class:`AddStatus`,
   :class:`ArchiveStats` — archives; :class:`EmitterBase`, :class:`UniformEmitter`,
-  :class:`ImprovementEmitter` — parent choice.
+  :class:`ImprovementEmitter`, :class:`TournamentEmitter` — parent choice.
 * :class:`DescriptorSpace` and the axes :class:`ThresholdAxis`, :class:`UniformAxis`,
   :class:`LogAxis`.
 * :class:`OpponentPool` — the Red Queen opponents; :class:`SharingPolicy` (a protocol),
@@ -63,7 +63,8 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "context": ("FactoryContext",),
     "descriptors": ("AxisSpec", "DescriptorSpace", "LogAxis", "ThresholdAxis", "UniformAxis"),
     "domain": ("Domain", "DomainSpec", "Evaluation", "GenomeEvaluations", "Program"),
-    "emitters": ("EmitterBase", "EmitterSpec", "ImprovementEmitter", "UniformEmitter"),
+    "emitters": ("EmitterBase", "EmitterSpec", "ImprovementEmitter", "TournamentEmitter",
+                 "UniformEmitter"),
     "ensemble": ("run",),
     "envelope": ("ChampionEnvelope", "EnvelopeError", "InboxFilter", "NodeIdentity"),
     "errors": (
@@ -82,6 +83,7 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "plugins": ("load_plugins",),
     "records": ("Candidate", "Message"),
     "registry": ("PluginRegistry",),
+    "sandbox": ("Limits", "SandboxPolicy", "choose_policy"),
     "scheduler": ("Admission", "Result", "RoundEnd", "Scheduler", "TellReport", "WorkItem"),
     "sharing": ("Admit", "SharingPolicy", "SharingSpec", "TopKSharing"),
     "transport": ("Delivery", "LocalNetwork", "Transport", "TransportSpec"),
@@ -115,7 +117,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         UniformAxis,
     )
     from dei_framework.domain import Domain, DomainSpec, Evaluation, GenomeEvaluations, Program
-    from dei_framework.emitters import EmitterBase, EmitterSpec, ImprovementEmitter, UniformEmitter
+    from dei_framework.emitters import (
+        EmitterBase,
+        EmitterSpec,
+        ImprovementEmitter,
+        TournamentEmitter,
+        UniformEmitter,
+    )
     from dei_framework.ensemble import run
     from dei_framework.envelope import ChampionEnvelope, EnvelopeError, InboxFilter, NodeIdentity
     from dei_framework.errors import (
@@ -144,6 +152,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
     from dei_framework.plugins import load_plugins
     from dei_framework.records import Candidate, Message
     from dei_framework.registry import PluginRegistry
+    from dei_framework.sandbox import Limits, SandboxPolicy, choose_policy
     from dei_framework.scheduler import Admission, Result, RoundEnd, Scheduler, TellReport, WorkItem
     from dei_framework.sharing import Admit, SharingPolicy, SharingSpec, TopKSharing
     from dei_framework.transport import Delivery, LocalNetwork, Transport, TransportSpec
@@ -154,7 +163,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
 __all__ = [
     "Admission", "Admit", "ArchiveBase", "ArchiveSpec", "CVTArchive", "Candidate",
     "EmitterBase", "EmitterSpec", "ImprovementEmitter", "Result", "RoundEnd", "Scheduler",
-    "TellReport", "TopKSharing", "UniformEmitter", "WorkItem", "evaluate",
+    "TellReport", "TopKSharing", "TournamentEmitter", "UniformEmitter", "WorkItem", "evaluate",
     "AddStatus", "ArchiveStats", "AxisSpec", "BudgetExhausted", "BudgetLedger", "ConfigError",
     "DEIError", "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Evaluation",
     "FactoryContext", "GenomeEvaluations", "GridArchive", "InvalidProgram", "LogAxis",
@@ -169,6 +178,7 @@ __all__ = [
     "EvaluatorOptions", "EvaluatorSpec", "ExperimentPlan", "ExportedProgram", "InboxFilter",
     "LocalNetwork", "Message", "NodeIdentity", "PluginRegistry", "RoundEvent", "RunOption",
     "RunSummary", "WatchedRun", "run_experiment",
+    "Limits", "SandboxPolicy", "choose_policy",
 ]  # fmt: skip
 
 

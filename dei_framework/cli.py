@@ -174,7 +174,8 @@ RUN_OPTIONS = [
                  help="Operator of a node, repeatable and cycled over nodes: an offline operator "
                       "name (e.g. gp) or a litellm model string (e.g. openai/gpt-4.1-mini)."),
     click.option("--api-base",
-                 help="Base URL for LLM operators (local OpenAI-compatible servers)."),
+                 help="Base URL for the LLM nodes without their own (local OpenAI-compatible "
+                      "servers); one node's own: --operator MODEL@URL."),
     click.option("--budget", type=int, help="Total operator calls, split equally across nodes."),
     click.option("--iterations", type=int,
                  help="Operator calls per node per round (instead of --budget)."),
@@ -260,6 +261,29 @@ def run_options(function: Callable) -> Callable:
     """Adds the core ``dei-run`` options (plugins add theirs through :class:`RunCommand`)."""
     for option in reversed(RUN_OPTIONS):
         function = option(function)
+    return function
+
+
+#: ``dei experiment``'s own help for options it shares with ``dei-run``.
+EXPERIMENT_HELP = {
+    "out": "Experiment directory (default: a new folder under ./experiments/).",
+    "resume": "Continue the experiment in this directory: finished repeats are kept, "
+              "unfinished runs resume from their checkpoints (--repeats may be raised).",
+    "iterations": "With --compute-axis tokens only: the calls per node and round of the "
+                  "condition with the most nodes (equal compute is otherwise a total --budget).",
+}  # fmt: skip
+#: ``dei-run`` options an experiment refuses: parsed, so that the refusal says what to do
+#: instead, but left out of its help.
+EXPERIMENT_HIDDEN = ("replay", "reask_mismatched")
+
+
+def experiment_options(function: Callable) -> Callable:
+    """:func:`run_options` in ``dei experiment``'s words (its help is not dei-run's)."""
+    function = run_options(function)
+    for param in function.__click_params__:  # fresh Option objects: dei-run's are untouched
+        if param.name in EXPERIMENT_HELP:
+            param.help = EXPERIMENT_HELP[param.name]
+        param.hidden = param.hidden or param.name in EXPERIMENT_HIDDEN
     return function
 
 
@@ -453,9 +477,13 @@ def _run_locked(
         except EvaluatorLost as exc:
             if not ensemble.started:
                 raise
+            from dei_framework.evaluation import WorkersKeepDying
+
+            elsewhere = ("" if isinstance(exc, WorkersKeepDying) else
+                         " (--evaluator-address ADDRESS or --evaluator local to evaluate "
+                         "elsewhere)")  # fmt: skip
             fail(f"{exc}; the run is checkpointed: continue with dei-run --resume "
-                 f"{_shell_path(out)} (--evaluator-address ADDRESS or --evaluator local to "
-                 "evaluate elsewhere)")  # fmt: skip
+                 f"{_shell_path(out)}{elsewhere}")  # fmt: skip
         except DEIError as exc:
             if not ensemble.started:
                 raise
@@ -464,7 +492,13 @@ def _run_locked(
                if node.get("stopped")}  # fmt: skip
     budget = summary["budget"]
     if budget["calls"] == 0 and budget["limit"] != 0:
-        causes = sorted(set(stopped.values())) or ["no operator call succeeded"]
+        # One cause per distinct reason: nodes of one model share "no API key: ...".
+        causes = sorted(
+            {
+                _with_last_failure(reason, summary["nodes"][name], budget, name)
+                for name, reason in stopped.items()
+            }
+        ) or ["no operator call succeeded"]
         fail(f"no operator call completed: {'; '.join(causes)} (the record of the run is "
              f"in {out})")  # fmt: skip
     # A node that reached a cap the user set (money, tokens, attempts, its share on the
@@ -501,6 +535,18 @@ def _run_locked(
         click.echo(f"warning: incomplete run: {len(stopped)} of {len(summary['nodes'])} nodes "
                    f"stopped early (exit status {EXIT_PARTIAL})", err=True)  # fmt: skip
         sys.exit(EXIT_PARTIAL)
+
+
+def _with_last_failure(reason: str, node: dict, budget: dict, name: str) -> str:
+    """A node's stop reason, with its operator's last failure when a cap stopped it.
+
+    A cap (``--max-attempts-per-node``) says that the node ended, not why no call completed;
+    the failures that used up its attempts do.
+    """
+    last = (node.get("operator_status") or {}).get("last_error")
+    if last and budget["nodes"].get(name, {}).get("exhausted"):
+        return f"{reason} (last failure: {last})"
+    return reason
 
 
 def _shell_path(path: Path) -> str:
@@ -602,7 +648,8 @@ def dei() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable listing.")
 @user_errors
 def plugins_command(as_json: bool) -> None:
-    """List registered domains, operators, transports, sharing policies and axes."""
+    """List registered domains, operators, transports, sharing policies, descriptor axes,
+    emitters, archives and evaluation backends (evaluators)."""
     listing = registry().listing()
     if as_json:
         click.echo(json.dumps(listing, indent=1))
@@ -630,17 +677,27 @@ def report_command(run_dir: str) -> None:
 @dei.command("export")
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), required=True,
-              help="Folder to write the program files and programs.jsonl to.")  # fmt: skip
-@click.option("--what", type=click.Choice(["champions", "elites", "all"]), default="all",
-              show_default=True,
-              help="Every round's champions, the last round's elites, or both.")  # fmt: skip
+              help="Folder to write the program files and programs.jsonl to (with --best: "
+                   "the file to write).")  # fmt: skip
+@click.option("--what", type=click.Choice(["champions", "elites", "all"]), default=None,
+              help="Every round's champions, the last round's elites, or both (default: all).")
+@click.option("--best", is_flag=True,
+              help="Write only the run's best program (the highest common-ground fitness in "
+                   "its merged archive, else the highest raw fitness) to the file --out.")
 @user_errors
-def export_command(run_dir: Path, out: Path, what: str) -> None:
+def export_command(run_dir: Path, out: Path, what: str | None, best: bool) -> None:
     """Write the champions and elites of a run or experiment as files in the domain's format
-    (Core War: .red), plus programs.jsonl."""
-    from dei_framework.export import JSONL_NAME, export_programs
+    (Core War: .red), plus programs.jsonl; or, with --best, the run's best program."""
+    from dei_framework.export import JSONL_NAME, export_best, export_programs
 
-    written = export_programs(run_dir, out, registry(), what=what)
+    if best:
+        if what is not None:
+            raise ConfigError("--best writes one program; it takes no --what")
+        path, chosen = export_best(run_dir, out, registry())
+        click.echo(chosen.line)
+        click.echo(f"wrote {path}")
+        return
+    written = export_programs(run_dir, out, registry(), what=what or "all")
     click.echo(f"exported {len(written)} programs to {out} (index: {out / JSONL_NAME})")
 
 
@@ -665,7 +722,7 @@ def export_command(run_dir: Path, out: Path, what: str) -> None:
     "--parallel", type=int, default=1, show_default=True, metavar="N",
     help="Runs at once, each in its own process; the summary is the sequential one's.",
 )
-@run_options
+@experiment_options
 @user_errors
 def experiment_command(**flags: Any) -> None:
     """Equal-compute experiment: Solo vs Homo vs Diverse ensembles over repeated seeds.

@@ -18,7 +18,9 @@ It does so in two steps, so that the reported figures carry no winner's curse:
    (:attr:`~dei_framework.config.RunConfig.common_seeds`) **scoring seeds**. Its common-ground
    fitness is the mean of those ``K`` fresh measurements, its spread their standard
    deviation; they are independent of the choice, so their mean is an unbiased measure of the
-   chosen elite.
+   chosen elite. A :attr:`~dei_framework.domain.Domain.deterministic` domain skips this
+   step: every seed would give the selection value again, so that one evaluation is the score
+   (:func:`scores_from_outcomes`; ``K`` is then 1).
 
 The seeds are a program's own. The reference set has a *selection base* and ``K`` *scoring
 bases*, derived from its digest and distinct from each other (:func:`scoring_seeds`); a
@@ -237,6 +239,23 @@ class Score:
     def std(self) -> float | None:
         """Sample standard deviation over the seeds (``None`` below two values)."""
         return statistics.stdev(self.values) if len(self.values) > 1 else None
+
+
+def scores_from_outcomes(outcomes: Mapping[str, Outcome], texts: Iterable[str]) -> dict[str, Score]:
+    """Each distinct text's :class:`Score` taken from its selection outcome: one value, or one
+    failure. For a deterministic domain (:attr:`~dei_framework.domain.Domain.deterministic`)
+    a fresh seed would measure the same value again, so the selection measurement is the
+    score and there is no winner's curse to remove.
+
+    Raises:
+        KeyError: a text without an outcome (every scored text was selected first).
+    """
+    scores = {}
+    for text in dict.fromkeys(texts):
+        evaluation = outcomes[text].evaluation
+        scores[text] = (Score(values=(float(evaluation.fitness),)) if evaluation is not None
+                        else Score(values=(), failed=1))  # fmt: skip
+    return scores
 
 
 async def score_texts(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from dei_framework.domain import LIFECYCLES
+from dei_framework.endpoints import check_shared_api_base, split_endpoint
 from dei_framework.errors import ConfigError
 from dei_framework.presets import get_preset, overridden, warn_overrides
 from dei_framework.sandbox.policy import check_options as check_sandbox_options
@@ -147,8 +148,10 @@ class RunConfig:
             each round champion is scored on; its common-ground fitness is the mean over them.
             The cell's winner is chosen on one other measurement, so the reported figure is
             free of the winner's curse (see :mod:`dei_framework.common`).
-        members: The run's membership: ed25519 public keys (64 hex) of the nodes allowed to
-            share champions. Empty: an open run (any validly signed champion is considered).
+        members: The run's membership: entries ``name=key`` (a node's name and its ed25519
+            public key, 64 hex: that key may sign only champions under that name, and no other
+            key may claim it) or a bare ``key`` (no name bound). Empty: an open run (any
+            validly signed champion is considered).
             Champions signed by other keys are dropped and counted (``nonmember``); networked
             transports also drop frames from peers outside it (``rejected_nonmember``).
         compute_axis: What equal compute is measured on: ``calls`` (the paper; ``budget`` counts
@@ -297,10 +300,11 @@ class RunConfig:
 
 
 def _members(value: Any) -> tuple[str, ...]:
-    from dei_framework.envelope import EnvelopeError, parse_members
+    from dei_framework.envelope import EnvelopeError, parse_membership
 
     try:
-        return tuple(sorted(parse_members(value or None) or ()))
+        membership = parse_membership(value or None)
+        return () if membership is None else membership.entries()
     except EnvelopeError as exc:
         raise ConfigError(f"members: {exc}") from None
 
@@ -325,11 +329,13 @@ def build_nodes(
 
     A ``[[node]]`` table (by position) may set that node's operator and options; a node
     table's options override ``common_options`` (the global ``[operator_options]`` table and
-    flags such as ``--api-base``).
+    flags such as ``--api-base``). An operator ``MODEL@URL`` sets that node's ``api_base``.
 
     Raises:
-        ConfigError: no operator given, or a node table has unknown keys.
+        ConfigError: no operator given, a node table has unknown keys, or a global
+            ``api_base`` would reach operators of several providers.
     """
+    inheriting = []  # operators of the nodes that get the global api_base, if any
     if not operators and not node_tables:
         raise ConfigError("no operator given: use --operator (e.g. --operator gp)")
     count = count or max(len(operators), len(node_tables), 1)
@@ -343,6 +349,11 @@ def build_nodes(
                                                    if operators else None)
         if not operator:
             raise ConfigError(f"node {index} has no operator")
+        operator, endpoint = split_endpoint(operator)
+        if endpoint is not None:
+            table["api_base"] = endpoint
+        elif "api_base" not in table:
+            inheriting.append(operator)
         name = table.pop("name", f"node-{index}")
         search = {key: table.pop(key) for key in NODE_SEARCH_KEYS if key in table}
         if isinstance(search.get("axes"), str):
@@ -356,6 +367,7 @@ def build_nodes(
     names = [node.name for node in nodes]
     if len(set(names)) != len(names):
         raise ConfigError(f"node names repeat: {names}")
+    check_shared_api_base(common_options.get("api_base"), inheriting)
     return tuple(nodes)
 
 

@@ -98,6 +98,12 @@ class Domain(abc.ABC):
     #: ``--sandbox`` says otherwise (see :mod:`dei_framework.sandbox`). Programs that are data
     #: (warriors in a VM, vectors, expressions) leave it ``False`` and keep the direct path.
     executes_code: bool = False
+    #: Whether a program's evaluation is the same whatever the seed (and against the same
+    #: opponents): an objective with no randomness, or one that brings its own fixed seed.
+    #: Common ground then scores each elite and champion once, reusing its selection
+    #: evaluation, instead of on ``common_seeds`` fresh seeds that would all give the same
+    #: value. Leave it ``False`` when any evaluation draws on the seed (Core War's placements).
+    deterministic: bool = False
     #: Default wall-clock seconds per candidate (``--eval-timeout`` overrides; ``None``: none).
     eval_timeout: float | None = None
     #: Default memory per candidate in MB (``--eval-memory`` overrides; ``None``: none).
@@ -111,6 +117,22 @@ class Domain(abc.ABC):
             InvalidProgram: nothing usable; the message (with a line number where it applies)
                 is logged and shown to the next mutation of the same lineage.
         """
+
+    def resolve_reply(self, reply: str, *, parent: Candidate | None) -> str:
+        """The text :meth:`parse` receives for an operator's reply, knowing the parent.
+
+        Optional: a code domain whose operators answer with edits (SEARCH/REPLACE diffs)
+        applies them to ``parent``'s text here and returns the whole program; the default
+        returns ``reply`` as it is. Called in the node's process for every operator reply
+        (``parent`` is ``None`` for a ``new`` request), never for received champions or seed
+        programs, so it must not run the program; ``calls.jsonl`` keeps the raw reply, and
+        resume and replay resolve it again, so it must depend on its arguments alone.
+
+        Raises:
+            InvalidProgram: The reply cannot apply (a SEARCH text the parent does not hold):
+                the candidate is invalid with this reason, fed back to the lineage.
+        """
+        return reply
 
     @abc.abstractmethod
     def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
@@ -167,6 +189,19 @@ class Domain(abc.ABC):
         They are the first round's warm start (evaluated before any operator call and offered
         to the archive); with the ``reset`` lifecycle they stay in the opponent pool and warm
         every round's fresh archive.
+        """
+        return ()
+
+    def seed_programs(self) -> Sequence[str]:
+        """Source texts of seed programs: where the search starts, without being opponents.
+        Default: none.
+
+        They are evaluated in the warm start of every fresh archive (round 0's with the
+        ``continual`` lifecycle, every round's with ``reset``) and offered to it, like initial
+        opponents, but they never join the opponent pool, do not make the default lifecycle
+        ``reset`` (:meth:`default_lifecycle` reads :meth:`initial_opponents` only) and are
+        not in the common-ground reference set. A static domain's starting programs belong
+        here; an adversarial domain may add seeds beside its opponents.
         """
         return ()
 

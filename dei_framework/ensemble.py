@@ -46,7 +46,7 @@ from dei_framework.checkpoints import (
 from dei_framework.common import build_reference
 from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.context import FactoryContext
-from dei_framework.envelope import NodeIdentity
+from dei_framework.envelope import NodeIdentity, parse_membership
 from dei_framework.errors import ConfigError
 from dei_framework.evaluation import Evaluator
 from dei_framework.merge import RunMerge, join_processes
@@ -274,7 +274,7 @@ class Ensemble:
                                                          config.emitter_options))),
                 sharing=policies[name], qd_offset=self.domain.fitness_floor,
                 own_window=config.max_champions, peer_window=config.max_peer_champions,
-                lifecycle=config.lifecycle,
+                lifecycle=config.lifecycle, seeds=self.domain.seed_programs(),
             )  # fmt: skip
             if self.allocation is not None and name not in states:
                 scheduler.set_round_quota(0, self.allocation.decisions[0][name])
@@ -295,10 +295,18 @@ class Ensemble:
             node_dir = self.run_dir.path / "nodes" / name
             node_dir.mkdir(parents=True, exist_ok=True)
             identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
-            if config.members and identity.public_key_hex not in config.members:
+            membership = parse_membership(config.members or None)
+            if membership is not None and identity.public_key_hex not in membership:
                 raise ConfigError(
                     f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
                     "not in the run's members"
+                )
+            bound = None if membership is None else membership.names.get(identity.public_key_hex)
+            if bound is not None and bound != name:
+                # Its peers would drop every champion it sends as an impersonation.
+                raise ConfigError(
+                    f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
+                    f"bound to the name {bound!r} in the run's members"
                 )
             clock = None
             if self.timeline is not None and self.allocation is not None:

@@ -46,6 +46,13 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 MAX_ENVELOPE_BYTES = 256 * 1024
 MAX_PROGRAM_CHARS = 64 * 1024
+#: Longest sender name (``node``); names are logged with every received champion, so an
+#: unbounded one would grow every receiver's ``events.jsonl``.
+MAX_NAME_CHARS = 64
+#: Longest operator label, bounded for the same reason.
+MAX_OPERATOR_CHARS = 128
+#: Largest round number a champion may claim (runs have far fewer rounds).
+MAX_ROUND = 10**6
 #: Keys AXL intercepts at the top level of a JSON message; an envelope must never carry them.
 RESERVED_KEYS = frozenset({"service", "a2a"})
 
@@ -59,7 +66,8 @@ class EnvelopeError(DEIError):
     Attributes:
         reason: A short machine-readable cause, used as the key of drop counters: one of
             ``oversize``, ``malformed``, ``version``, ``domain``, ``unsigned``, ``forged``,
-            ``replay``, ``rate_limited``, ``identity``, ``nonmember``, ``round_cap``.
+            ``replay``, ``rate_limited``, ``identity``, ``nonmember``, ``impersonation``,
+            ``duplicate``, ``round_cap``.
     """
 
     def __init__(self, message: str, reason: str = "malformed") -> None:
@@ -213,8 +221,11 @@ class ChampionEnvelope:
                 unsigned, which receivers that verify (the default) reject.
 
         Raises:
-            EnvelopeError: ``key`` is not the identity's key, or the result is oversize.
+            EnvelopeError: ``key`` is not the identity's key, a field exceeds its bound (see
+                :func:`check_bounds`), or the result is oversize.
         """
+        # A sender checks what its receivers check, so an unsendable champion fails here.
+        check_bounds(self)
         body = self._body()
         if identity is not None:
             own = identity.public_key_hex
@@ -278,8 +289,7 @@ class ChampionEnvelope:
             )
         except (TypeError, ValueError, OverflowError) as exc:
             raise EnvelopeError(f"malformed message: {exc}") from None
-        if len(envelope.program) > MAX_PROGRAM_CHARS:
-            raise EnvelopeError("program too long", "oversize")
+        check_bounds(envelope)
         if (
             envelope.round < 0
             or not math.isfinite(envelope.fitness)
@@ -295,54 +305,168 @@ class ChampionEnvelope:
         return envelope
 
 
+def check_bounds(envelope: ChampionEnvelope) -> None:
+    """Checks the size bounds of an envelope's fields (what receivers log must stay small).
+
+    Raises:
+        EnvelopeError: reason ``oversize`` for a name longer than :data:`MAX_NAME_CHARS`, an
+            operator label longer than :data:`MAX_OPERATOR_CHARS`, a program longer than
+            :data:`MAX_PROGRAM_CHARS` or a round above :data:`MAX_ROUND`; ``malformed`` for
+            an empty name.
+    """
+    if not envelope.node:
+        raise EnvelopeError("malformed message: empty sender name")
+    if len(envelope.node) > MAX_NAME_CHARS:
+        raise EnvelopeError(f"sender name longer than {MAX_NAME_CHARS} characters", "oversize")
+    if len(envelope.operator) > MAX_OPERATOR_CHARS:
+        raise EnvelopeError(
+            f"operator label longer than {MAX_OPERATOR_CHARS} characters", "oversize"
+        )
+    if len(envelope.program) > MAX_PROGRAM_CHARS:
+        raise EnvelopeError("program too long", "oversize")
+    if envelope.round > MAX_ROUND:
+        raise EnvelopeError(f"round {envelope.round} above {MAX_ROUND}", "oversize")
+
+
 @attrs.define
 class _Bucket:
     tokens: float
     stamp: float
 
 
-def parse_members(value: Any) -> frozenset[str] | None:
-    """Normalises a membership allowlist: ``None``/empty = open, else 64-hex public keys.
+#: A name a membership entry may bind: what ``--nodes``/``[[node]]`` names look like, bounded,
+#: and free of the separators of the string form (whitespace, ``,``) and of ``=``.
+_MEMBER_NAME = re.compile(rf"[^\s,=]{{1,{MAX_NAME_CHARS}}}")
+
+
+@attrs.frozen
+class Membership:
+    """A run's membership: the keys allowed to sign champions, and the names bound to them.
+
+    Behaves as the set of its keys (``key in membership``, iteration, ``len``), so code that
+    only asks "is this key a member" does not care about names.
+
+    Attributes:
+        keys: The members' ed25519 public keys (64 lowercase hex).
+        names: ``{key: name}`` for the entries written ``name=key``: such a key may sign only
+            champions that name it, and no other key may claim that name. Keys listed alone
+            are bound to no name (they may claim any name not bound to another key).
+    """
+
+    keys: frozenset[str]
+    names: Mapping[str, str] = attrs.field(factory=dict)
+
+    @property
+    def bound_names(self) -> frozenset[str]:
+        """The names some key is bound to."""
+        return frozenset(self.names.values())
+
+    def entries(self) -> tuple[str, ...]:
+        """The normalised entries, sorted: ``name=key`` for bound keys, ``key`` for others."""
+        return tuple(
+            sorted(f"{self.names[key]}={key}" if key in self.names else key for key in self.keys)
+        )
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys
+
+    def __iter__(self):
+        return iter(sorted(self.keys))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def parse_membership(value: Any) -> Membership | None:
+    """Parses a membership list: ``None``/empty = open run, else entries ``key`` or ``name=key``.
+
+    Args:
+        value: A :class:`Membership`, a sequence of entries, or one string of entries
+            separated by commas or whitespace. A key is 64 hex characters (case ignored); a
+            name is 1 to :data:`MAX_NAME_CHARS` characters without whitespace, ``,`` or ``=``.
 
     Raises:
-        EnvelopeError: an entry is not a 64-hex ed25519 public key (reason ``identity``).
+        EnvelopeError: reason ``identity``: an entry is not a key or ``name=key``, or one name
+            is bound to two keys, or one key to two names.
     """
-    if value is None:
-        return None
+    if value is None or isinstance(value, Membership):
+        return value
     if isinstance(value, str):
         value = [v for v in re.split(r"[\s,]+", value) if v]
-    keys = []
+    keys: set[str] = set()
+    names: dict[str, str] = {}
     for item in value:
-        key = str(item).strip().lower()
+        text = str(item).strip()
+        name, sep, key = text.rpartition("=")
+        key = key.strip().lower()
+        name = name.strip()
         if not _HEX64.fullmatch(key):
             raise EnvelopeError(
-                f"membership entry {item!r} is not a 64-hex ed25519 public key", "identity"
+                f"membership entry {item!r} is not a 64-hex ed25519 public key (or name=key)",
+                "identity",
             )
-        keys.append(key)
-    return frozenset(keys) or None
+        if sep and not _MEMBER_NAME.fullmatch(name):
+            raise EnvelopeError(
+                f"membership entry {item!r}: the name must be 1 to {MAX_NAME_CHARS} characters "
+                "without whitespace, ',' or '='",
+                "identity",
+            )
+        if sep:
+            if names.get(key, name) != name:
+                raise EnvelopeError(
+                    f"membership: key {key} is bound to two names, {names[key]!r} and {name!r}",
+                    "identity",
+                )
+            names[key] = name
+        keys.add(key)
+    owners: dict[str, str] = {}
+    for key, name in names.items():
+        # One name, one key: otherwise either key could speak for the name.
+        if owners.setdefault(name, key) != key:
+            raise EnvelopeError(f"membership: name {name!r} is bound to two keys", "identity")
+    return Membership(frozenset(keys), names) if keys else None
+
+
+def parse_members(value: Any) -> frozenset[str] | None:
+    """The member keys of a membership list (``None``/empty = open); see :func:`parse_membership`.
+
+    Raises:
+        EnvelopeError: an entry is not a 64-hex ed25519 public key or ``name=key``
+            (reason ``identity``).
+    """
+    membership = parse_membership(value)
+    return None if membership is None else membership.keys
 
 
 @attrs.define
 class InboxFilter:
     """Admission control between a transport and the search: decode, verify, dedup, rate-limit.
 
-    Checks, in order (the first that fails names the drop reason): size, JSON, schema version,
-    domain, fields, signature by the claimed key (``forged``/``unsigned``), run membership of
-    that key (``nonmember``), replay (``replay``), the per-sender token bucket
-    (``rate_limited``) and the per-round cap (``round_cap``). Nothing from a peer reaches the
-    search before all of them pass. Memory is bounded: at most ``max_seen`` message ids and
-    ``max_senders`` token buckets are kept (least recently used ones are forgotten first);
-    non-members never get a bucket.
+    Checks, in order (the first that fails names the drop reason): size and field bounds
+    (``oversize``), JSON, schema version, domain, fields, signature by the claimed key
+    (``forged``/``unsigned``), run membership of that key (``nonmember``), the sender name
+    against the key (``impersonation``: a claim of the receiver's own name by any other key,
+    of a name the membership binds to another key, or by a bound key of any other name),
+    replay of the same message (``replay``), a program already taken in for the same round
+    from anyone (``duplicate``), the per-sender token bucket (``rate_limited``) and the
+    per-round cap (``round_cap``). Nothing from a peer reaches the search before all of them
+    pass. Memory is bounded: at most ``max_seen`` message ids, ``max_seen`` program hashes
+    and ``max_senders`` token buckets are kept (least recently used ones are forgotten first);
+    non-members and impostors never get a bucket.
 
     Attributes:
         domain: Reject envelopes of other domains (``None`` accepts any).
         verify: Require valid signatures.
         rate_per_minute: Sustained champions accepted per sender key per minute.
         burst: Bucket capacity (defaults to ``rate_per_minute``).
-        max_seen: How many recent message ids are remembered for replay detection.
+        max_seen: How many recent message ids (and program hashes) are remembered.
         max_senders: How many sender buckets are tracked.
-        members: The run's membership (ed25519 public keys allowed to sign champions), or
-            ``None`` for an open run (any valid signature is accepted).
+        members: The run's membership (keys allowed to sign champions, and the names bound
+            to them; see :func:`parse_membership`), or ``None`` for an open run (any valid
+            signature is accepted).
+        own_name: The receiver's node name: no other key may claim it, open run or not.
+        own_key: The receiver's public key: its own champions brought back by gossip keep
+            its name and are returned (the node skips them), never counted as impostors.
         max_per_round: Envelopes accepted between two :meth:`start_round` calls (``None``:
             no cap). Bounds how many received programs one round evaluates.
         clock: Monotonic seconds; injectable for tests.
@@ -356,12 +480,15 @@ class InboxFilter:
     burst: float | None = None
     max_seen: int = 10_000
     max_senders: int = 1_024
-    members: frozenset[str] | None = attrs.field(default=None, converter=parse_members)
+    members: Membership | None = attrs.field(default=None, converter=parse_membership)
+    own_name: str | None = None
+    own_key: str | None = None
     max_per_round: int | None = None
     clock: Callable[[], float] = time.monotonic
     dropped: Counter[str] = attrs.field(factory=collections.Counter)
     accepted: int = 0
     _seen: OrderedDict[str, None] = attrs.field(factory=OrderedDict, init=False)
+    _taken: OrderedDict[str, None] = attrs.field(factory=OrderedDict, init=False)
     _buckets: OrderedDict[str, _Bucket] = attrs.field(factory=OrderedDict, init=False)
     _round_accepted: int = attrs.field(default=0, init=False)
 
@@ -382,10 +509,23 @@ class InboxFilter:
         if self.members is not None and envelope.key not in self.members:
             self.dropped["nonmember"] += 1
             return None
+        if self._impersonates(envelope):
+            self.dropped["impersonation"] += 1
+            return None
         mid = envelope.message_id
         if mid in self._seen:
             self._seen.move_to_end(mid)
             self.dropped["replay"] += 1
+            return None
+        # The same program is fought once per round, whoever signs or relays it: a re-signed
+        # copy adds nothing but another evaluation and a false transfer. A later round may
+        # take it in again, since honest nodes re-publish a lasting elite as each round's
+        # migrant (and a member may publish any program anyway, within its rate).
+        own = self.own_key is not None and envelope.key == self.own_key
+        program = f"{envelope.round}:{hash_text(envelope.program)}"
+        if not own and program in self._taken:
+            self._taken.move_to_end(program)
+            self.dropped["duplicate"] += 1
             return None
         bucket = self._bucket(envelope.key or envelope.node)
         if bucket.tokens < 1.0:
@@ -396,12 +536,27 @@ class InboxFilter:
             return None
         bucket.tokens -= 1.0
         # Only accepted ids are remembered: a copy dropped for rate may be accepted later.
-        self._seen[mid] = None
-        if len(self._seen) > self.max_seen:
-            self._seen.popitem(last=False)
+        _remember(self._seen, mid, self.max_seen)
+        if not own:
+            _remember(self._taken, program, self.max_seen)
         self.accepted += 1
         self._round_accepted += 1
         return envelope
+
+    def _impersonates(self, envelope: ChampionEnvelope) -> bool:
+        """Whether the envelope's sender name is not one its signing key may use."""
+        if self.own_key is not None and envelope.key == self.own_key:
+            # Our own key naming another node: someone else holds our key.
+            return self.own_name is not None and envelope.node != self.own_name
+        if self.own_name is not None and envelope.node == self.own_name:
+            return True
+        if self.members is None:
+            return False
+        bound = self.members.names.get(envelope.key)
+        if bound is not None:
+            return envelope.node != bound
+        # A key listed without a name keeps today's freedom, except over names bound to others.
+        return envelope.node in self.members.bound_names
 
     def _bucket(self, sender: str) -> _Bucket:
         """The sender's token bucket, refilled up to now."""
@@ -419,6 +574,14 @@ class InboxFilter:
             bucket.tokens = min(capacity, bucket.tokens + elapsed * self.rate_per_minute / 60.0)
             bucket.stamp = now
         return bucket
+
+
+def _remember(store: OrderedDict[str, None], item: str, limit: int) -> None:
+    """Adds ``item`` to a bounded LRU set, forgetting the oldest beyond ``limit``."""
+    store[item] = None
+    store.move_to_end(item)
+    if len(store) > limit:
+        store.popitem(last=False)
 
 
 def _typed(body: dict, key: str, kind: type | tuple[type, ...]):

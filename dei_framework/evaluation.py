@@ -115,6 +115,8 @@ class Outcome:
             info = {**info, "generality_matches": list(self.matches)}
         if self.evaluation is None:
             return Result(item=item, text=text, error=self.error, operator=operator, info=info)
+        if self.evaluation.info:  # the domain's extra figures, logged under their own key
+            info = {**info, "info": dict(self.evaluation.info)}
         return Result(item=item, text=text, fitness=float(self.evaluation.fitness),
                       descriptor=dict(self.evaluation.descriptor), operator=operator,
                       info=info, data=data)  # fmt: skip
@@ -491,6 +493,16 @@ _T = TypeVar("_T")
 WORKER_DIED = "evaluation failed: the worker process died"
 #: Times a job of a batch whose worker died is tried alone before it is blamed for the death.
 ALONE_ATTEMPTS = 2
+#: Jobs in a row whose worker died under them, each alone, that make evaluation itself broken
+#: (three programs, each tried twice): the run stops with :class:`WorkersKeepDying` instead of
+#: marking every candidate invalid.
+DEATHS_BEFORE_LOST = 6
+
+
+class WorkersKeepDying(EvaluatorLost):
+    """Evaluation is broken, not a program: every worker dies, whatever it evaluates (a worker
+    that cannot start, a domain that crashes its process). The run stops and checkpoints, as
+    for a lost backend."""
 
 #: Most evaluations one batch job carries (bounds a batch's latency and its pickled size).
 MAX_BATCH = 256
@@ -686,6 +698,9 @@ class Evaluator:
         self.sandbox = sandbox if sandbox is not None else SandboxPolicy()
         # Suspects of a batch whose worker died are evaluated one at a time (see _culprit).
         self._alone = asyncio.Lock()
+        # Jobs in a row whose worker died under them, alone: at DEATHS_BEFORE_LOST the
+        # evaluation is broken, not the programs (see _outcomes).
+        self._deaths_in_a_row = 0
         self.descriptor_keys = None if descriptor_keys is None else frozenset(descriptor_keys)
         self.backend = backend if backend is not None else LocalBackend(domain, workers=workers)
         #: Called with the :class:`EvaluatorLost` error when the backend is gone, instead of
@@ -892,18 +907,31 @@ class Evaluator:
                 outcomes = await self._run(_parse_and_evaluate_batch, jobs, sent, axes,
                                            self.descriptor_keys)  # fmt: skip
             self._measured(outcomes)
-            return outcomes
         except WorkerDied:
             if len(jobs) > 1:
                 return await self._culprit(opponents, jobs, axes)
-            return [Outcome(error=WORKER_DIED)]
+            self._deaths_in_a_row += 1
+            if self._deaths_in_a_row < DEATHS_BEFORE_LOST:
+                return [Outcome(error=WORKER_DIED)]
+            lost = WorkersKeepDying(
+                f"every evaluation worker died: {self._deaths_in_a_row} evaluations in a row, "
+                "each alone, lost their worker process. A worker that cannot start is the "
+                "usual cause: a script whose run is not under `if __name__ == \"__main__\":` "
+                "(workers are started with spawn, which imports the script again), or a domain "
+                "that does not import in a fresh process; else the domain crashes its process "
+                "(see the worker's traceback above)"
+            )
         except EvaluatorLost as exc:
-            if self.on_lost is None:
-                return [exc] * len(jobs)
-            self.on_lost(exc)
-            return None
+            lost = exc
         except Exception as exc:  # the pool itself failed: every job of the batch hears it
             return [exc] * len(jobs)
+        else:
+            self._deaths_in_a_row = 0
+            return outcomes
+        if self.on_lost is None:
+            return [lost] * len(jobs)
+        self.on_lost(lost)
+        return None
 
     async def _culprit(self, opponents: OpponentSet, jobs: list[tuple[str, int]],
                        axes: tuple[str, ...]) -> list[Outcome | Exception] | None:  # fmt: skip

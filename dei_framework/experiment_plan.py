@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from dei_framework.config import NodeConfig, RunConfig
+from dei_framework.endpoints import split_endpoint
 from dei_framework.errors import ConfigError
 
 #: The built-in conditions, in report order.
@@ -335,6 +336,15 @@ def parse_conditions(
                               f"got {spec!r}")  # fmt: skip
         if "/" in name or name.startswith("."):
             raise ConfigError(f"condition name {name!r} must be usable as a folder name")
+        with_endpoint = next((op for op in ops if split_endpoint(op)[1] is not None), None)
+        if with_endpoint is not None:
+            # A condition's nodes take each operator's options (its endpoint included) from
+            # --operator; one given here would reach no node.
+            operator, url = split_endpoint(with_endpoint)
+            raise ConfigError(
+                f"--condition {name}: give the endpoint with --operator {operator}@{url} and "
+                f"name the operator here as {operator}"
+            )
         conditions.append(Condition(name=name, operators=ops))
     return conditions
 

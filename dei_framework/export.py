@@ -8,6 +8,9 @@ program's text, origin and file name.
 
 Champions are each node's champion of each finished round; elites are the elites of each
 node's last finished round. An experiment directory is exported run by run.
+
+:func:`export_best` writes one program instead: the best of a run's merged archive
+(``dei export --best``), ranked by common-ground fitness when the run measured it.
 """
 
 from __future__ import annotations
@@ -205,3 +208,96 @@ def _domain(run_dir: Path) -> str:
         if document and isinstance(document.get("domain"), str):
             return document["domain"]
     return ""
+
+
+@attrs.frozen(kw_only=True)
+class BestProgram:
+    """The best program of a run's merged archive, and what it was ranked by.
+
+    Attributes:
+        program: The program (``kind`` ``"elite"``; ``fitness`` the raw fitness its node
+            measured).
+        score: The fitness it was ranked by.
+        basis: ``"common"`` (common-ground fitness: the mean of ``samples`` fresh
+            evaluations on the reference set) or ``"raw"`` (the fitness its node measured;
+            the run measured no common ground).
+        samples: How many evaluations ``score`` is the mean of (1 for ``"raw"``).
+    """
+
+    program: ExportedProgram
+    score: float
+    basis: Literal["common", "raw"]
+    samples: int
+
+    @property
+    def line(self) -> str:
+        """One line saying which program it is and which fitness chose it."""
+        where = (f"node {self.program.node}, round {self.program.round}, cell "
+                 f"{list(self.program.cell)}")  # fmt: skip
+        if self.basis == "common":
+            raw = "unmeasured" if self.program.fitness is None else f"{self.program.fitness:.6g}"
+            # One evaluation: a deterministic domain (or every other seed failed).
+            samples = (f"mean of {self.samples} evaluations" if self.samples != 1
+                       else "one evaluation")  # fmt: skip
+            return f"best by common-ground fitness {self.score:.6g} ({samples}; raw {raw}): {where}"
+        return f"best by raw fitness {self.score:.6g} (the run has no common ground): {where}"
+
+
+def best_program(run_dir: Path) -> BestProgram:
+    """The best program of one run: the highest fitness in its ``merged_archive.json``.
+
+    Common-ground fitness ranks when the run measured it (raw fitness mixes the search with
+    the opponents each node happened to fight, so only common ground compares nodes fairly);
+    otherwise raw fitness does. Equal scores keep the first entry of the file, so the choice
+    is the same every time.
+
+    Raises:
+        ConfigError: ``run_dir`` is not one run (an experiment holds several: name one), or
+            it has no merged archive (an unfinished run), or the archive is empty.
+    """
+    runs = find_runs(run_dir)
+    if len(runs) != 1 or runs[0] != run_dir:
+        raise ConfigError(f"--best takes one run; {run_dir} holds {len(runs)} (give one of "
+                          "their directories)")  # fmt: skip
+    path = run_dir / "merged_archive.json"
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path} cannot be read ({exc.__class__.__name__}): has the run "
+                          "finished? (dei-run --resume it, or dei merge it)") from exc  # fmt: skip
+    if not isinstance(entries, list):
+        entries = []
+    entries = [entry for entry in entries if isinstance(entry, dict) and entry.get("text")]
+    common = [e for e in entries if e.get("common_fitness") is not None]
+    basis: Literal["common", "raw"] = "common" if common else "raw"
+    key = "common_fitness" if common else "fitness"
+    ranked = [e for e in (common or entries) if e.get(key) is not None]
+    if not ranked:
+        raise ConfigError(f"{path} holds no program with a fitness")
+    best = max(ranked, key=lambda entry: float(entry[key]))  # max keeps the first of equals
+    program = _program(best, run_dir.resolve().name, str(best.get("node") or ""), {}, "elite")
+    samples = int(best.get("common_fitness_n") or 1) if common else 1
+    return BestProgram(program=program, score=float(best[key]), basis=basis, samples=samples)
+
+
+def export_best(run_dir: Path, out: Path, registry: PluginRegistry) -> tuple[Path, BestProgram]:
+    """Writes the best program of one run (:func:`best_program`) to the file ``out``, in the
+    domain's format (the ``dei_export_program`` hook; the text unchanged without one).
+
+    ``out`` is the file written, whatever its suffix; an existing directory gets the file
+    inside it, named by the program's stem and the format's suffix.
+
+    Returns:
+        The path written and the program with what ranked it.
+
+    Raises:
+        ConfigError: As :func:`best_program`.
+    """
+    best = best_program(run_dir)
+    answer = registry.manager.hook.dei_export_program(domain=_domain(run_dir),
+                                                      program=best.program)  # fmt: skip
+    suffix, text = answer if answer is not None else plain_text(best.program)
+    path = out / f"{best.program.stem}{suffix}" if out.is_dir() else out
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path, best

@@ -149,10 +149,12 @@ class EvaluatedEvent(TypedDict):
     node: str
     #: The round (0-based) it was evaluated in.
     round: int
-    #: Label of the operator that wrote it (``"initial"``, ``"peer:<node>"`` for others).
+    #: Label of the operator that wrote it (``"initial"``, ``"seed"``, ``"peer:<node>"`` for
+    #: others).
     operator: str
     #: ``"new"`` or ``"mutate"`` (an operator wrote it this round), ``"warm"`` (a pool program
-    #: re-evaluated at a round's start) or ``"peer"`` (a champion received from another node).
+    #: re-evaluated at a round's start, or a seed program) or ``"peer"`` (a champion received
+    #: from another node).
     kind: Literal["warm", "peer", "new", "mutate"]
     #: Id of the elite it was mutated from (``mutate`` only; else ``None``).
     parent: str | None
@@ -202,7 +204,8 @@ class RoundEvent(TypedDict):
     stats: ArchiveStatsRecord
     #: The round's best elite (``None`` when the archive is empty).
     champion: CandidateRecord | None
-    #: Whether the champion is one of the initial opponents (re-evaluated in the warm start).
+    #: Whether the champion is one of the initial opponents or seed programs (evaluated in the
+    #: warm start: no work of the search).
     champion_initial: bool
     #: Valid champions of other nodes evaluated this round.
     received: int
@@ -218,7 +221,7 @@ class RoundEvent(TypedDict):
     #: The champion's generality: ``None`` in the event, since it is measured afterwards
     #: (``summary.json`` has the measured values).
     generality: float | None
-    #: The best elite other than an initial opponent, when ``champion_initial`` (the subject
+    #: The best elite other than an initial opponent or seed, when ``champion_initial`` (the subject
     #: of champion-level figures such as generality).
     generality_champion: NotRequired[CandidateRecord | None]
 
@@ -597,7 +600,8 @@ def dei_export_program(domain: str, program: ExportedProgram) -> tuple[str, str]
 
     Fires:
         Once per exported champion or elite, in ``dei export`` (or
-        :func:`~dei_framework.export.export_programs`).
+        :func:`~dei_framework.export.export_programs`); once for the run's best program with
+        ``dei export --best`` (:func:`~dei_framework.export.export_best`).
 
     Args:
         domain: The run's domain name (``summary.json``'s ``domain``).

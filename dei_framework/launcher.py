@@ -152,9 +152,11 @@ class Launcher:
             path.parent.mkdir(parents=True, exist_ok=True)
             keys[name] = NodeIdentity.load_or_generate(path)
         if not self.resume and not self.config.members:
-            # Every key of the run is known here: close the run to its members.
+            # Every key and name of the run is known here: close the run to its members, each
+            # key bound to its node's name so that no member can speak for another.
             self.config = attrs.evolve(
-                self.config, members=tuple(key.public_key_hex for key in keys.values())
+                self.config,
+                members=tuple(f"{name}={key.public_key_hex}" for name, key in keys.items()),
             )
         if not self.resume:
             run_dir.write_config(self.config.to_json())

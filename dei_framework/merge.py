@@ -32,6 +32,7 @@ from dei_framework.common import (
     merge_common,
     raw_entries,
     score_texts,
+    scores_from_outcomes,
     scoring_spread,
     winners,
 )
@@ -96,16 +97,19 @@ class RunMerge:
     async def measure_common(self, evaluator: Evaluator, champions: list[str | None]) -> None:
         """Common ground in its two steps (:mod:`dei_framework.common`): every final-archive
         elite and round champion once with the selection seed, then the elites kept per cell
-        and the champions with every scoring seed."""
+        and the champions with every scoring seed (a deterministic domain: the selection
+        evaluation is the score, each program is evaluated once)."""
         reference = self.reference
         if reference is None:
             return
         self.common_outcomes = await evaluate_texts(evaluator, self._common_texts(champions),
                                                     reference)  # fmt: skip
         chosen = winners(self.final_archives(), self.common_outcomes, self.space)
-        self.common_scores = await score_texts(
-            evaluator, chosen + [text for text in champions if text], reference
-        )
+        scored = chosen + [text for text in champions if text]
+        if self.domain.deterministic:
+            self.common_scores = scores_from_outcomes(self.common_outcomes, scored)
+        else:
+            self.common_scores = await score_texts(evaluator, scored, reference)
 
     def merge_common_ground(self, new_evaluator: Callable[[], Evaluator], common_seeds: int,
                             nodes: dict[str, Any],
@@ -166,16 +170,21 @@ class RunMerge:
             scores=self.common_scores,
         )
         failed = sum(1 for o in self.common_outcomes.values() if o.evaluation is None)
+        deterministic = bool(self.domain.deterministic)
         merged["common"] = {
             **archive.stats().to_json(),
             **scoring_spread(self.merged_entries),
             "reference": dict(self.reference.record),
             "seed": self.reference.seed,
-            "scoring_seeds": list(self.reference.scoring_seeds),
-            "common_seeds": len(self.reference.scoring_seeds),
+            # A deterministic domain is scored on its selection seed alone (K = 1).
+            "scoring_seeds": [] if deterministic else list(self.reference.scoring_seeds),
+            "common_seeds": 1 if deterministic else len(self.reference.scoring_seeds),
             "fitness_scale": self.reference.fitness_scale,
             "failed": failed,
             "scoring_failed": sum(s.failed for s in self.common_scores.values()),
+            # Only when set: the records of every other domain (the golden runs) stay as
+            # they were.
+            **({"deterministic": True} if deterministic else {}),
         }
         return merged
 

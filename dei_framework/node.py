@@ -44,7 +44,9 @@ class Node:
         inbox: Admission control for received messages (verification, dedup, rate limit).
         timeline: Deliver by virtual time through this timeline instead of ``transport``.
         clock: The node's virtual clock (with ``timeline``).
-        members: The run's membership (public keys); ``()`` accepts any signed champion.
+        members: The run's membership (entries ``key`` or ``name=key``, see
+            :func:`~dei_framework.envelope.parse_membership`); ``()`` accepts any signed
+            champion (but never one claiming this node's name from another key).
     """
 
     def __init__(
@@ -79,7 +81,8 @@ class Node:
         rate = 1e12 if timeline is not None else 120
         self.inbox = inbox or InboxFilter(domain=domain_name, rate_per_minute=rate,
                                           burst=rate if timeline is not None else 60,
-                                          members=members or None,
+                                          members=members or None, own_name=name,
+                                          own_key=self.identity.public_key_hex,
                                           max_per_round=MAX_ADMITTED_PER_ROUND)  # fmt: skip
         self.published = 0
         self.own_messages = 0

@@ -2,7 +2,7 @@
 
 Rounds are numbered from 0, as in the run directory (``round-000.json``), the event log and
 the reports, and named "round k of R" in prose (``round 0 of 3`` ... ``round 2 of 3``); the
-table's counts ("1/3 rounds done", "40/40 calls") are counts.
+table's counts ("1/3" rounds done, "40/40" calls) are counts.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
@@ -48,6 +48,10 @@ class Progress:
         if self._live is not None:
             self._live.refresh()
             self._live.__exit__(*exc)
+            if not self._live.console.is_terminal:
+                # Off a terminal the last frame is written without a line end: what follows
+                # (done: ..., an error) would start on its last line.
+                self._live.console.line()
 
     def update(self, kind: str, data: dict[str, Any]) -> None:
         row = self.rows.get(data.get("node", ""))
@@ -108,20 +112,57 @@ class Progress:
     def _line(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    def _table(self):
-        from rich.table import Table
+    def _table(self, width: int | None = None):
+        """The live table: one line per node, readable in an 80-column terminal.
 
-        table = Table(title=f"DEI {self.config.domain}: {len(self.rows)} nodes")
-        for column in ("node", "operator", "rounds done", "calls", "invalid", "best",
-                       "coverage", "errors", "retries", "last problem"):
-            table.add_column(column, overflow="fold" if column == "last problem" else "ellipsis")
+        Node names and the figures are never cut (a cut name, "node…", tells nodes apart no
+        better than a blank); the operator and the last problem share the width left, cut
+        with an ellipsis: the full cause is in the summary and in ``--progress lines``. Laid
+        out here rather than by ``rich.table``, which shrinks every column alike.
+
+        Args:
+            width: The terminal's width (default: the live display's console's, else 80).
+        """
+        from rich.console import Group
+        from rich.text import Text
+
+        if width is None:
+            width = self._live.console.width if self._live is not None else 80
+        headers = ("node", "operator", "rounds", "calls", "inv", "best", "cov", "err/rt",
+                   "last problem")  # fmt: skip
+        rows = []
         for name, row in self.rows.items():
             best = "-" if row["best"] is None else f"{row['best']:.3f}"
-            table.add_row(name, row["operator"], f"{row['rounds_done']}/{self.config.rounds}",
-                          f"{row['calls']}/{self.quotas[name]}", str(row["invalid"]), best,
-                          f"{row['coverage']:.0%}", str(row["errors"]), str(row["retries"]),
-                          row["problem"])  # fmt: skip
-        return table
+            rows.append((name, row["operator"], f"{row['rounds_done']}/{self.config.rounds}",
+                         f"{row['calls']}/{self.quotas[name]}", str(row["invalid"]), best,
+                         f"{row['coverage']:.0%}", f"{row['errors']}/{row['retries']}",
+                         row["problem"]))  # fmt: skip
+        widths = [max([len(header)] + [len(row[i]) for row in rows])
+                  for i, header in enumerate(headers)]  # fmt: skip
+        # What the fixed columns leave goes to the operator (up to its longest name, at most
+        # half) and the rest to the last problem.
+        gap = 1
+        left = max(width - 1 - widths[0] - sum(widths[2:8]) - gap * (len(headers) - 1), 16)
+        widths[1] = min(widths[1], max(left // 2, 8))
+        widths[8] = max(left - widths[1], 8)
+
+        def line(cells: tuple[str, ...]) -> str:
+            out = []
+            for index, cell in enumerate(cells):
+                cell = cell if len(cell) <= widths[index] else cell[: widths[index] - 1] + "…"
+                numeric = 2 <= index <= 7
+                out.append(cell.rjust(widths[index]) if numeric else cell.ljust(widths[index]))
+            text = (" " * gap).join(out).rstrip()
+            # Too narrow even so: cut at the edge, never wrapped into the next row's place.
+            return text if len(text) < width else text[: width - 2] + "…"
+
+        # A Group of one Text per line: each ends its line, the last one too (what follows
+        # the final frame starts on a line of its own).
+        return Group(
+            Text(f"DEI {self.config.domain}: {len(self.rows)} nodes", style="bold"),
+            Text(line(headers), style="bold"),
+            *(Text(line(row)) for row in rows),
+        )
 
 
 def _stderr_console():

@@ -80,7 +80,8 @@ class Candidate:
         descriptor: Raw descriptor values by axis name.
         cell: Archive cell (empty when not placed in an archive).
         node: Node that evaluated (or, for opponents and received champions, produced) it.
-        operator: Label of the operator that wrote it (or ``"initial"``, ``"peer:<node>"``...).
+        operator: Label of the operator that wrote it (or ``"initial"``, ``"seed"``,
+            ``"peer:<node>"``...).
         round: Round it was evaluated in, or champion of (``-1`` for initial opponents).
         parent: Id of the elite it was mutated from, if any.
         source: Where an opponent came from: ``"initial"``, ``"own"`` or ``"peer"``.

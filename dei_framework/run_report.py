@@ -52,6 +52,9 @@ def run_report(path: Path, summary: Mapping[str, Any]) -> str:
                   f"{number(common.get('qd_score_sem'), '.2f')}; on the selection measurement it "
                   f"was {number(common.get('selection_qd_gap'), '+.2f')} higher)."
                   if k else "")  # fmt: skip
+        if common.get("deterministic"):  # scored once: there were no fresh seeds to average
+            scored = (" The domain is deterministic, so that one evaluation is each kept "
+                      "elite's score (no fresh seeds: they would give the same value).")
         out.append(" **Common ground**: every elite re-evaluated against the reference set "
                    f"({reference_text(common.get('reference'))}) with one selection seed, "
                    "placed by its common-ground descriptor, the best per cell kept "

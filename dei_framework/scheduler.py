@@ -76,7 +76,8 @@ class WorkItem:
         round: The round.
         order: Admission position within the round (warm and peer items first).
         kind: ``"new"`` or ``"mutate"`` (call the operator, then evaluate its reply), ``"warm"``
-            (re-evaluate a pool opponent) or ``"peer"`` (evaluate a received champion).
+            (re-evaluate a pool opponent, or evaluate a seed program) or ``"peer"`` (evaluate a
+            received champion).
         seed: Seed for the operator call.
         eval_seed: Seed for the evaluation (one per node and round: equal conditions).
         parent: The elite to mutate (``"mutate"`` only).
@@ -285,6 +286,11 @@ class Scheduler:
         lifecycle: ``"reset"`` (a fresh archive each round, Red Queen opponent pool) or
             ``"continual"`` (one archive for the run; received champions compete for its
             cells; the opponent pool stays ``initial_opponents``).
+        seeds: Texts of seed programs (:meth:`~dei_framework.domain.Domain.seed_programs`):
+            evaluated in the warm start of every fresh archive (round 0's with ``continual``,
+            every round's with ``reset``), after the opponents, and offered to it; never
+            opponents. A seed whose text is an opponent's (an initial one, or with ``reset`` a
+            champion of this node) is warmed once, as the opponent.
 
     Raises:
         ValueError: ``rounds``, ``calls`` or ``lag`` out of range, or an unknown lifecycle.
@@ -309,6 +315,7 @@ class Scheduler:
         own_window: int = OWN_WINDOW,
         peer_window: int = PEER_WINDOW,
         lifecycle: str = "reset",
+        seeds: Sequence[str] = (),
     ) -> None:
         if rounds < 1 or calls < 0 or lag < 0:
             raise ValueError(f"need rounds >= 1, calls >= 0, lag >= 0; got {rounds}, {calls}, "
@@ -334,6 +341,13 @@ class Scheduler:
         self._rng_blocks: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.pool = OpponentPool(initial_opponents, own_window=own_window,
                                  peer_window=peer_window)  # fmt: skip
+        # Seed programs start archives without fighting, so a static domain's seeds do not
+        # make it adversarial (initial opponents would: they join the pool).
+        opponents = set(initial_opponents)
+        self.seeds: tuple[Candidate, ...] = tuple(
+            Candidate(text=text, source="seed", operator="seed")
+            for text in dict.fromkeys(seeds) if text not in opponents
+        )  # fmt: skip
         # Resumable state.
         self.round = 0
         self.started = False
@@ -366,6 +380,7 @@ class Scheduler:
         offered = {spec.name: spec.axis for spec in domain.descriptor_axes()}
         space = DescriptorSpace([offered[axis] for axis in domain.default_axes])
         settings.setdefault("lifecycle", domain.default_lifecycle())
+        settings.setdefault("seeds", domain.seed_programs())
         return cls(name=name, space=space, initial_opponents=domain.initial_opponents(),
                    calls=calls, qd_offset=domain.fitness_floor, **settings)  # fmt: skip
 
@@ -473,6 +488,11 @@ class Scheduler:
         continual = self.lifecycle == "continual"
         # A persistent archive holds every earlier warm start already (the objective is fixed).
         own = [] if continual and self.round > 0 else self.pool.opponents()
+        # A fresh archive's start; a seed that became an opponent (reset: a champion of this
+        # node) is warmed once, as the opponent.
+        fighting = {opponent.text for opponent in own}
+        seeds = [] if continual and self.round > 0 else [
+            seed for seed in self.seeds if seed.text not in fighting]  # fmt: skip
         accepted = []
         peers: list[tuple[Candidate, bool]] = []
         for champion in received:
@@ -495,6 +515,9 @@ class Scheduler:
             items.append(self._item(kind="warm", order=len(items), suffix=f"w{index}",
                                     eval_seed=eval_seed,
                                     program=attrs.evolve(opponent, operator=label)))  # fmt: skip
+        for index, seed in enumerate(seeds, start=len(own)):  # ids go on from the opponents'
+            items.append(self._item(kind="warm", order=len(items), suffix=f"w{index}",
+                                    eval_seed=eval_seed, program=seed))  # fmt: skip
         for index, (champion, to_cells) in enumerate(peers):
             program = attrs.evolve(champion, operator=f"peer:{champion.node}",
                                    source="peer" if to_cells else "peer-excluded")  # fmt: skip
@@ -768,10 +791,11 @@ class Scheduler:
         # A continual archive goes on changing next round: the round's end is a snapshot.
         finished = self._snapshot() if continual else self.archive
         champion = finished.best()
-        # A champion that is an initial opponent (re-evaluated in the warm start) is no work of
-        # the search: it is marked, and champion-level figures (generality) use the round's
-        # best other elite instead.
+        # A champion that is an initial opponent or a seed (evaluated in the warm start) is no
+        # work of the search: it is marked, and champion-level figures (generality) use the
+        # round's best other elite instead.
         initial = {opponent.text for opponent in self.pool.initial}
+        initial.update(seed.text for seed in self.seeds)
         champion_initial = champion is not None and champion.text in initial
         event = {
             "event": "round", "node": self.name, "round": self.round,

@@ -29,7 +29,7 @@ import numpy as np
 from dei_framework.archives import ArchiveBase
 from dei_framework.budget import BudgetLedger, CallMeter, NodeCaps
 from dei_framework.domain import Domain, GenomeEvaluations, Program
-from dei_framework.errors import BudgetExhausted, OperatorError, ReplayMismatch
+from dei_framework.errors import BudgetExhausted, InvalidProgram, OperatorError, ReplayMismatch
 from dei_framework.evaluation import Evaluator, OpponentSet
 from dei_framework.operators import (
     Operator,
@@ -575,15 +575,34 @@ class SearchDriver:
     async def _evaluate(self, batch: Sequence[tuple[WorkItem, str, str, Mapping[str, Any]]]
                         ) -> list[Result]:  # fmt: skip
         """Evaluates ``(item, program text, operator, timings)`` entries in the shared pool,
-        in one batch."""
+        in one batch (an operator's reply first made the text its domain parses, knowing the
+        parent: :meth:`~dei_framework.domain.Domain.resolve_reply`)."""
+        refused: list[Result] = []
+        entries = []
+        for item, text, operator, info in batch:
+            if item.needs_call:
+                try:
+                    text = self.domain.resolve_reply(text, parent=item.parent)
+                except InvalidProgram as exc:  # a diff that does not apply, say: invalid
+                    refused.append(Result(item=item, error=str(exc), operator=operator,
+                                          info={"timings": {"eval_s": 0.0, **info}}))
+                    continue
+                except Exception as exc:  # noqa: BLE001 - a domain bug on hostile input
+                    refused.append(Result(
+                        item=item, operator=operator, info={"timings": {"eval_s": 0.0, **info}},
+                        error=f"resolving the reply failed: {type(exc).__name__}: {exc}"))
+                    continue
+            entries.append((item, text, operator, info))
+        if not entries:
+            return refused
         outcomes = await self.evaluator.evaluate_many(
-            [(text, item.eval_seed) for item, text, _, _ in batch], self._opponents,
+            [(text, item.eval_seed) for item, text, _, _ in entries], self._opponents,
             axes=self.axes,
         )
-        return [outcome.result(item, operator=operator,
-                               timings={"eval_s": round(outcome.seconds, 6), **info})
-                for (item, _, operator, info), outcome
-                in zip(batch, outcomes, strict=True)]  # fmt: skip
+        return refused + [outcome.result(item, operator=operator,
+                                         timings={"eval_s": round(outcome.seconds, 6), **info})
+                          for (item, _, operator, info), outcome
+                          in zip(entries, outcomes, strict=True)]  # fmt: skip
 
     def _operator_bug(self, exc: Exception) -> OperatorError:
         """The error that stops this node when its operator plugin raised something it should

@@ -58,6 +58,8 @@ def test_figure_json_names_its_script_and_provenance(path):
     assert record["script"] == f"docs/figures/{path.stem}.py"
     assert (ROOT / record["script"]).is_file(), f"{record['script']} does not exist"
     assert len(record["git"]["commit"] or "") == 40
+    # From a commit, not from uncommitted code (figurelib refuses that unless told otherwise).
+    assert record["git"]["dirty"] is False, f"{path.name} came from a tree with uncommitted changes"
     assert record["commands"] and all(isinstance(c, str) and c for c in record["commands"])
     assert record["n"] and record["spread"] and record["date"]
     assert record["machine"]["cores"] >= 1
@@ -261,3 +263,15 @@ def test_common_remeasure_states_whether_the_check_passes():
     # Too many runs outside two standard errors fails too, whatever their signs.
     wild = remeasure.figures(_remeasured([2.0, -2.0, 1.9, -1.9, 0.1, -0.1, 2.1, -2.1]))
     assert wild["verdict"] == "fails"
+
+
+def test_figures_are_refused_from_a_dirty_tree_unless_told(monkeypatch):
+    import figurelib
+
+    monkeypatch.delenv(figurelib.ALLOW_DIRTY_VARIABLE, raising=False)
+    with pytest.raises(SystemExit, match="uncommitted changes"):
+        figurelib.require_clean_tree({"commit": "0" * 40, "dirty": True})
+    figurelib.require_clean_tree({"commit": "0" * 40, "dirty": False})
+    monkeypatch.setenv(figurelib.ALLOW_DIRTY_VARIABLE, "1")
+    figurelib.require_clean_tree({"commit": "0" * 40, "dirty": True})  # a try-out: allowed
+

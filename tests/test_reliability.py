@@ -112,7 +112,8 @@ def test_hostile_peers_are_dropped_counted_and_bounded() -> None:
     impersonation = envelope("honest", 2, "7", attacker)  # signed by the wrong key...
     impersonation = impersonation.replace(attacker.public_key_hex.encode(),
                                           honest.public_key_hex.encode())  # ...claiming honest
-    flood = [envelope("attacker", r, f"{r % 100}", attacker) for r in range(5000)]
+    # Distinct programs: repeated ones would be dropped as duplicates before the rate limit.
+    flood = [envelope("attacker", r, f"{r}", attacker) for r in range(5000)]
     junk = [b"\x00\xff" * 10, b"{}", b'{"dei": 2}', b"[" * 100000, b"x" * (1 << 20)]
     # The honest peer's messages arrive last, behind a flood from another peer.
     deliveries = [Delivery(p, "evil") for p in [bytes(forged), impersonation, *junk, *flood]]

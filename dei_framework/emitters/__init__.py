@@ -3,6 +3,7 @@
 * :class:`EmitterBase` — the contract (``select`` parents, optionally ``tell`` outcomes).
 * :class:`UniformEmitter` — the paper's uniform sampling over occupied cells.
 * :class:`ImprovementEmitter` — parents whose children improved the archive are drawn more.
+* :class:`TournamentEmitter` — each parent the fittest of ``size`` elites drawn uniformly.
 * :class:`EmitterSpec` — how a plugin registers an emitter (hook ``dei_emitters``).
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 from dei_framework.emitters._emitter_base import EmitterBase
 from dei_framework.emitters._emitter_spec import EmitterSpec
 from dei_framework.emitters._improvement_emitter import ImprovementEmitter
+from dei_framework.emitters._tournament_emitter import TournamentEmitter
 from dei_framework.emitters._uniform_emitter import UniformEmitter
 from dei_framework.errors import ConfigError
 
@@ -31,13 +33,23 @@ def _improvement(options: Mapping[str, Any]) -> ImprovementEmitter:
     return ImprovementEmitter(**options)
 
 
+def _tournament(options: Mapping[str, Any]) -> TournamentEmitter:
+    unknown = set(options) - {"size"}
+    if unknown:
+        raise ConfigError(f"tournament emitter: unknown options {sorted(unknown)} (known: size)")
+    return TournamentEmitter(**options)
+
+
 #: The emitters the core registers through its built-in plugin.
 BUILTIN_EMITTERS = (
     EmitterSpec(name="uniform", factory=_uniform,
                 description="the paper's choice: parents uniform over occupied cells"),
     EmitterSpec(name="improvement", factory=_improvement,
                 description="curiosity: parents whose children improved cells (option prior)"),
+    EmitterSpec(name="tournament", factory=_tournament,
+                description="exploitation: each parent the fittest of size elites drawn "
+                            "uniformly (option size, default 3)"),
 )  # fmt: skip
 
 __all__ = ["BUILTIN_EMITTERS", "EmitterBase", "EmitterSpec", "ImprovementEmitter",
-           "UniformEmitter"]  # fmt: skip
+           "TournamentEmitter", "UniformEmitter"]  # fmt: skip

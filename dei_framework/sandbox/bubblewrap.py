@@ -6,6 +6,9 @@ place; each candidate's scratch directory lives there and is wiped after it), fr
 and ``/proc``, no network (a new network namespace with only a down loopback), its own PID,
 IPC and UTS namespaces (it sees and signals only its own processes), a new session (no
 terminal to inject keystrokes into), and it dies with the process that started it.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

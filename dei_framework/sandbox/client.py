@@ -5,6 +5,9 @@ A worker (a local pool process, a thread of ``--eval-workers 0``, a Dask worker 
 keeps its own :class:`SandboxProcess` (:func:`sandbox_for`), so no evaluation slot waits for
 another's. Everything read back is untrusted (:func:`~dei_framework.sandbox.wire.loads_untrusted`)
 and checked for shape here; the caller rebuilds the program by parsing the text itself.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations
@@ -131,6 +134,10 @@ def _environment(isolated: bool) -> dict[str, str]:
     return env
 
 
+#: The start of the reason of a candidate under which the warm process died.
+DIED = "evaluation failed: the sandbox process died"
+
+
 class SandboxProcess:
     """One warm process (see :mod:`~dei_framework.sandbox.zygote`) and its pipes.
 
@@ -196,9 +203,20 @@ class SandboxProcess:
     ) -> SandboxReply:
         """One candidate's evaluation in the sandbox (never raises for what the program does).
 
+        A warm process that dies under a candidate is replaced and the candidate tried once
+        more before it is blamed: something an earlier program left behind may have killed
+        it, and a program that kills its warm process does so again.
+
         Raises:
             SandboxUnavailable: The warm process cannot start at all.
         """
+        reply = self._attempt(text, seed, set_id, set_data, required, known)
+        if reply.error is not None and reply.error.startswith(DIED):
+            reply = self._attempt(text, seed, set_id, set_data, required, known)
+        return reply
+
+    def _attempt(self, text: str, seed: int, set_id: str, set_data: Callable[[], bytes],
+                 required: tuple[str, ...], known: frozenset[str] | None) -> SandboxReply:
         if self.process is None or self.process.poll() is not None:
             self.process = self._start()
         process = self.process

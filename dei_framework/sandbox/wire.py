@@ -6,6 +6,9 @@ opponent sets, jobs) is the run's own data and is read with plain :mod:`pickle`.
 descriptor it holds: :func:`loads_untrusted` reads it with an unpickler that builds only plain
 data (numbers, strings, bytes, containers and numpy arrays), never calls a function, and never
 imports a module, so a forged reply is at worst a wrong result, never code run outside.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

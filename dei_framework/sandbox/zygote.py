@@ -13,6 +13,9 @@ Frames in (see :mod:`~dei_framework.sandbox.wire`): ``("hello", domain_pickle, l
 once, then ``("set", id, pickle)`` and ``("job", text, seed, set_id, required, known)``.
 Frames out: ``("ready", pid)``, ``("need", set_id)``, and per job ``("done", reply, seconds)``
 or ``("stopped", reason, seconds, parsed)``.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import mmap
 import os
 import pickle
 import resource
@@ -41,8 +45,6 @@ from dei_framework.sandbox.limits import Limits, signal_message, timeout_message
 KEPT_SETS = 16
 #: Names the client's pid, so that a zygote whose client died while it started ends at once.
 PARENT_VARIABLE = "DEI_SANDBOX_PARENT"
-#: What a child writes first once the text has parsed.
-PARSED = b"P"
 #: Largest reply a child may send (a bigger one is a hostile child's).
 MAX_REPLY = 16 * 1024 * 1024
 
@@ -74,6 +76,9 @@ class _Child:
     exited: int  #: readable once it has exited (see _exit_watch)
     scratch: str
     sets: frozenset[str]  #: the opponent sets it was forked with
+    #: One byte shared with the child, set once its text has parsed: read only when the child
+    #: is stopped, so that the zygote is not woken for it.
+    parsed: mmap.mmap = attrs.field(repr=False)
 
 
 class Zygote:
@@ -137,6 +142,7 @@ class Zygote:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             shutil.rmtree(child.scratch, ignore_errors=True)
+            child.parsed.close()
         self._done.clear()
         if self.spare is None:
             self.spare = self._fork()
@@ -148,21 +154,22 @@ class Zygote:
         # Objects the zygote holds stay out of the child's collections: a collection would
         # write to every page they are on, and copying those pages costs more than most
         # evaluations.
+        parsed = mmap.mmap(-1, 1)  # anonymous and shared: the child's writes are seen here
         gc.freeze()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(job_write)
             os.close(reply_read)
-            self._child(job_read, reply_write, scratch)
+            self._child(job_read, reply_write, scratch, parsed)
         os.close(job_read)
         os.close(reply_write)
         with contextlib.suppress(OSError):  # the child may have done it already
             os.setpgid(pid, pid)
         os.set_blocking(reply_read, False)
         return _Child(pid=pid, job=job_write, reply=reply_read, exited=_exit_watch(pid),
-                      scratch=scratch, sets=frozenset(self.sets))  # fmt: skip
+                      scratch=scratch, sets=frozenset(self.sets), parsed=parsed)  # fmt: skip
 
-    def _child(self, job_read: int, write_end: int, scratch: str) -> None:
+    def _child(self, job_read: int, write_end: int, scratch: str, parsed: mmap.mmap) -> None:
         status = 0
         try:
             for fd in self.channel:
@@ -186,7 +193,7 @@ class Zygote:
                 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
             opponents = self.sets[set_id]
             try:
-                outcome = self._evaluate(text, seed, opponents, required, known, write_end)
+                outcome = self._evaluate(text, seed, opponents, required, known, parsed)
             except MemoryError:
                 reply: tuple[Any, ...] = ("memory",)
             else:
@@ -210,10 +217,10 @@ class Zygote:
             os._exit(status)  # no atexit handler, no flush of the zygote's buffers
 
     def _evaluate(self, text: str, seed: int, opponents: list[Any], required: Any, known: Any,
-                  write_end: int) -> Any:  # fmt: skip
-        """What :func:`~dei_framework.evaluation.evaluate` gives, telling the zygote (one
-        byte, :data:`PARSED`) when the text has parsed: the parent then knows the program
-        even when the evaluation never ends."""
+                  parsed: mmap.mmap) -> Any:  # fmt: skip
+        """What :func:`~dei_framework.evaluation.evaluate` gives, marking ``parsed`` once the
+        text has parsed: the zygote then knows there is a program even when the evaluation
+        never ends."""
         from dei_framework.errors import InvalidProgram
         from dei_framework.evaluation import Outcome, _evaluate_parsed
 
@@ -222,7 +229,7 @@ class Zygote:
             program = self.domain.parse(text)
         except InvalidProgram as exc:
             return Outcome(error=str(exc), seconds=time.perf_counter() - started)
-        os.write(write_end, PARSED)
+        parsed[0] = 1
         return _evaluate_parsed(self.domain, program, opponents, seed, required, known,
                                 started=started)  # fmt: skip
 
@@ -239,29 +246,27 @@ class Zygote:
             wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
             ready, _, _ = select.select(watched, [], [], wait)
             if not ready:  # the deadline: the whole group, whatever it blocks or ignores
-                return _stopped(timeout_message(self.limits.timeout), started, chunks)
+                return _stopped(timeout_message(self.limits.timeout), started, child)
             if child.reply in ready:
                 read, closed = _drain(child.reply, chunks)
                 size += read
                 if closed:
                     watched = [child.exited]
-                data = b"".join(chunks)
-                frame = data[len(PARSED):] if data.startswith(PARSED) else data
+                frame = b"".join(chunks)
                 if len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4:
                     return ("done", frame[4:], time.perf_counter() - started)
             if size > MAX_REPLY + 8:
                 return _stopped(f"evaluation failed: the program sent more than {MAX_REPLY} "
-                                "bytes", started, chunks)  # fmt: skip
+                                "bytes", started, child)  # fmt: skip
             if child.exited in ready and _reaped(child.pid):
                 break
         _drain(child.reply, chunks)
-        data = b"".join(chunks)
-        frame = data[len(PARSED):] if data.startswith(PARSED) else data
+        frame = b"".join(chunks)
         seconds = time.perf_counter() - started
         if len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4:
             return ("done", frame[4:], seconds)
         status = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        parsed = data.startswith(PARSED)
+        parsed = child.parsed[0] == 1
         if status is not None and status.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
             return ("stopped", signal_message(status.si_status), seconds, parsed)
         code = status.si_status if status is not None else -1
@@ -269,9 +274,8 @@ class Zygote:
                 "answering", seconds, parsed)  # fmt: skip
 
 
-def _stopped(reason: str, started: float, chunks: list[bytes]) -> tuple[Any, ...]:
-    parsed = bool(chunks) and chunks[0].startswith(PARSED)
-    return ("stopped", reason, time.perf_counter() - started, parsed)
+def _stopped(reason: str, started: float, child: _Child) -> tuple[Any, ...]:
+    return ("stopped", reason, time.perf_counter() - started, child.parsed[0] == 1)
 
 
 def _exit_watch(pid: int) -> int:

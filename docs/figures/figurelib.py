@@ -107,6 +107,29 @@ def environment() -> dict[str, str]:
     return env
 
 
+#: Set to 1 to produce a figure set from a tree with uncommitted changes (to try a script): its
+#: JSON is then marked dirty, and the docs test refuses it.
+ALLOW_DIRTY_VARIABLE = "DEI_FIGURES_ALLOW_DIRTY"
+
+
+def require_clean_tree(git: Mapping[str, Any] | None = None) -> None:
+    """Refuses to produce figures from uncommitted code: a number in the docs must come from a
+    commit in the history, so that anyone can check it out and regenerate it.
+
+    Raises:
+        SystemExit: tracked files differ from the commit and :data:`ALLOW_DIRTY_VARIABLE` is
+            not set.
+    """
+    git = _GIT_AT_START if git is None else git
+    if git.get("dirty") and os.environ.get(ALLOW_DIRTY_VARIABLE) != "1":
+        raise SystemExit(
+            "error: the tree has uncommitted changes, so these figures would come from code no "
+            "commit holds: commit (or stash) first, or set "
+            f"{ALLOW_DIRTY_VARIABLE}=1 to try the script (its JSON is then marked dirty and "
+            "the docs test refuses it)"
+        )
+
+
 def command_text(command: Sequence[str]) -> str:
     """One shell-quoted line for ``command``, as a reader would type it."""
     return shlex.join(command)
@@ -130,6 +153,7 @@ def run_command(
     Raises:
         SystemExit: the command failed (its exit status is passed on).
     """
+    require_clean_tree()  # before the minutes a benchmark takes, not after
     print(f"$ {command_text(command)}", file=sys.stderr, flush=True)
     before_cpu = os.times()
     load_before = load_average()
@@ -233,6 +257,7 @@ def write_figure_set(
     Returns:
         The path written.
     """
+    require_clean_tree(git)
     record = {
         "format": FORMAT_VERSION,
         "set": name,

@@ -23,6 +23,15 @@ Failures fall into three groups:
   the cause. Nothing listening at the address, or no such host, is a configuration mistake
   far more often than an outage, and retrying it for half an hour helps nobody.
 
+Transient failures are bounded too: ``max_consecutive_failures`` failed attempts in a row
+(20 by default; rate limits count towards the time bound only), or
+``max_seconds_without_reply`` seconds of failing attempts without a completed call (300 by
+default), make the provider fatal for the node, with one line naming the node, the
+statuses and their count, the URL and the model
+(``node-0: HTTP 500 × 20 from http://127.0.0.1:8000/v1/chat/completions
+(openai/qwen)``). A call given back to the budget is made again, so without this bound a
+server that answers every request with a 500 would be asked for ever.
+
 litellm is imported lazily (:func:`import_litellm`): it takes seconds to import and must not
 slow down ``dei`` commands that never call a model.
 """
@@ -63,6 +72,9 @@ from dei_framework.operators import (
 #: Statuses worth retrying: timeouts, conflicts, too early, rate limits and server errors.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
 
+#: A failed attempt's short cause when the provider limits our rate (see ``_count_failure``).
+RATE_LIMITED = "HTTP 429"
+
 #: How litellm and the SDKs say that no API key was configured at all.
 _MISSING_KEY = re.compile(
     r"missing credentials|api_key client option must be set|no api key|missing \w+ api key|"
@@ -70,8 +82,15 @@ _MISSING_KEY = re.compile(
     re.IGNORECASE,
 )
 
-#: Seconds the first call may be out before a line says that the run is waiting for it.
+#: Seconds the first call may be out before a line says that the run is waiting for it (and
+#: how often, while no call has completed, a line says which failures it is retrying after).
 FIRST_REPLY_NOTICE = 5.0
+
+#: The mock request URLs litellm puts on errors it raises without a real request (its
+#: ``exceptions.py``): never where a request went.
+_PLACEHOLDER_URLS = frozenset(
+    {"https://litellm.ai", "https://api.openai.com/v1", "https://cloud.google.com/vertex-ai"}
+)
 
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "litellm", "httpx", "openai")
 _MESSAGE_LIMIT = 240
@@ -111,6 +130,11 @@ class LLMOptions:
         timeout: Hard per-attempt timeout in seconds.
         concurrency: Calls in flight at once (the operator's ``max_in_flight``).
         max_retries: Retries after the first attempt before a call is given back.
+        max_consecutive_failures: Failed attempts in a row (across the node's calls, rate
+            limits not counted) after which the provider counts as unusable and the node
+            stops; 0 for no bound.
+        max_seconds_without_reply: Seconds of failing attempts without a completed call after
+            which the node stops; 0 for no bound.
         retry_base: Backoff base in seconds (wait ~ ``retry_base * 2**n`` with jitter).
         retry_max: Upper bound of one backoff wait, ``Retry-After`` included, in seconds.
         params: Extra keyword arguments passed to ``litellm.acompletion`` (e.g. ``top_p``).
@@ -127,6 +151,8 @@ class LLMOptions:
     timeout: float = 120.0
     concurrency: int = 4
     max_retries: int = 6
+    max_consecutive_failures: int = 20
+    max_seconds_without_reply: float = 300.0
     retry_base: float = 1.0
     retry_max: float = 60.0
     params: Mapping[str, Any] = attrs.field(factory=dict)
@@ -161,9 +187,11 @@ class LLMOptions:
             "timeout": (float, 1e-3),
             "retry_base": (float, 0.0),
             "retry_max": (float, 0.0),
+            "max_seconds_without_reply": (float, 0.0),
             "max_tokens": (int, 1),
             "concurrency": (int, 1),
             "max_retries": (int, 0),
+            "max_consecutive_failures": (int, 0),
         }
         for name, (kind, minimum) in numbers.items():
             value = options.get(name)
@@ -215,6 +243,38 @@ class _Stats:
     last_error: str = ""
 
 
+@attrs.define
+class _Streak:
+    """The failed attempts since the node's last successful one.
+
+    Attributes:
+        count: Failed attempts in a row.
+        causes: Their short causes (``HTTP 500``, ``timeout``) with counts, first seen first.
+        started: ``time.monotonic()`` when the first of them went out.
+        url: The request URL of the latest failure that named one.
+    """
+
+    count: int = 0
+    causes: dict[str, int] = attrs.field(factory=dict)
+    started: float = 0.0
+    url: str | None = None
+
+    def add(self, cause: str, started: float, url: str | None) -> None:
+        """Counts one failed attempt that went out at ``started``."""
+        if not self.count:
+            self.started = started
+        self.count += 1
+        self.causes[cause] = self.causes.get(cause, 0) + 1
+        self.url = url or self.url
+
+    def summary(self) -> str:
+        """``HTTP 500 × 20`` (or ``HTTP 500 × 12, timeout × 8``)."""
+        return ", ".join(f"{cause} × {n}" for cause, n in self.causes.items())
+
+    def last_cause(self) -> str:
+        return next(reversed(self.causes), "a failure")
+
+
 class LLMOperator(Operator):
     """Proposes programs with a chat model reached through litellm.
 
@@ -242,6 +302,8 @@ class LLMOperator(Operator):
         self._stats = _Stats()
         self._fatal: OperatorError | None = None
         self._first_reply_notice: asyncio.TimerHandle | None = None
+        self._streak = _Streak()
+        self._noticed = -1  # the streak length last shown (-1: nothing shown yet)
         # One semaphore per event loop: asyncio primitives bind to the loop that first
         # contends for them, and tests (or a library user) may drive us from several loops.
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
@@ -287,7 +349,8 @@ class LLMOperator(Operator):
                 return await self._propose(messages, meter)
             finally:
                 self._stats.in_flight -= 1
-                if self._first_reply_notice is not None:
+                done = self._stats.calls or self._fatal is not None
+                if done and self._first_reply_notice is not None:
                     self._first_reply_notice.cancel()
 
     async def aclose(self) -> None:
@@ -305,24 +368,36 @@ class LLMOperator(Operator):
         return f"{self.model} at {self.options.api_base}" if self.options.api_base else self.model
 
     def _watch_first_reply(self) -> None:
-        """Says so once if the first call is still out after :data:`FIRST_REPLY_NOTICE` s.
+        """Until a call completes, says every :data:`FIRST_REPLY_NOTICE` s what the node is
+        waiting for: the first reply, or, while attempts fail, the failure it retries after.
 
         A silent wait for a slow or unreachable server looks like a hang; a timeout or the
-        retries behind it can take minutes (``timeout``, ``max_retries``).
+        retries behind it can take minutes (``timeout``, ``max_retries``). A line is printed
+        only when there is something new to say (a first wait, more failed attempts).
         """
         if self._first_reply_notice is not None or self._stats.calls:
             return
         started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        who = f"[{self.node}] " if self.node else ""
 
         def notice() -> None:
-            if self._stats.calls == 0:
-                who = f"[{self.node}] " if self.node else ""
+            if self._stats.calls or self._fatal is not None:
+                return
+            failed = self._streak.count
+            if failed > max(self._noticed, 0):
+                print(f"{who}retrying after {self._streak.last_cause()} ({failed}): no reply "
+                      f"yet from {self._where()}", file=sys.stderr, flush=True)  # fmt: skip
+                self._noticed = failed
+            elif self._noticed < 0:
                 print(f"{who}waiting for the first reply of {self._where()} "
                       f"({time.monotonic() - started:.0f} s so far; timeout "
                       f"{self.options.timeout:g} s per attempt)", file=sys.stderr,
                       flush=True)  # fmt: skip
+                self._noticed = 0
+            self._first_reply_notice = loop.call_later(FIRST_REPLY_NOTICE, notice)
 
-        self._first_reply_notice = asyncio.get_running_loop().call_later(FIRST_REPLY_NOTICE, notice)
+        self._first_reply_notice = loop.call_later(FIRST_REPLY_NOTICE, notice)
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -364,6 +439,7 @@ class LLMOperator(Operator):
                     )
                     attempts += 1
                     usage: tuple[int, int] | None = None
+                    sent = time.monotonic()
                     try:
                         response = await self._attempt(messages)
                         usage = _usage_of(response)
@@ -376,7 +452,10 @@ class LLMOperator(Operator):
                             # The call is being cancelled (its node stops) and a library
                             # reported a failure instead: it ends cancelled, never retried.
                             raise asyncio.CancelledError from exc
+                        self._count_failure(exc, sent)
                         raise
+                    else:  # a reply: the streak of failures, if any, is over
+                        self._streak = _Streak()
                     finally:
                         # Every attempt is settled, failed and cancelled ones too: a provider
                         # that reports usage on a failure has billed it.
@@ -391,7 +470,9 @@ class LLMOperator(Operator):
             raise
         except Exception as exc:
             kind, _ = _classify(exc)
-            if kind == "retry" and self._fatal is not None:
+            if kind != "fatal" and self._fatal is not None:
+                # This failure, or one beside it, ended the node's streak of failures (or
+                # found the provider unusable): the call is not given back to be made again.
                 raise OperatorError(str(self._fatal)) from exc
             if kind == "fatal":
                 self._fatal = OperatorError(self._fatal_message(exc))
@@ -405,6 +486,51 @@ class LLMOperator(Operator):
         self._stats.calls += 1
         return attrs.evolve(reply, prompt_tokens=billed.prompt, completion_tokens=billed.completion,
                             cost_usd=billed.cost)  # fmt: skip
+
+    def _count_failure(self, exc: BaseException, sent: float) -> None:
+        """Adds a failed attempt to the streak; past a bound, the provider is fatal.
+
+        Fatal failures are not counted: they stop the node on their own, with their cause.
+        Rate limits (429) count towards the time bound only: they say "later", not "broken",
+        and a provider that keeps saying it (an exhausted quota) is ended by the time bound.
+        """
+        if _classify(exc)[0] == "fatal" or self._fatal is not None:
+            return
+        self._streak.add(_short_cause(exc), sent, self._request_url(exc))
+        options, streak = self.options, self._streak
+        failing = time.monotonic() - streak.started
+        broken = streak.count - streak.causes.get(RATE_LIMITED, 0)
+        if options.max_consecutive_failures and broken >= options.max_consecutive_failures:
+            why = ""
+        elif options.max_seconds_without_reply and failing >= options.max_seconds_without_reply:
+            why = f"no completed call in {failing:.0f} s: "
+        else:
+            return
+        who = f"{self.node}: " if self.node else ""
+        url = streak.url or self.options.api_base or "the provider's default endpoint"
+        self._fatal = OperatorError(
+            _truncate(f"{who}{why}{streak.summary()} from {url} ({self.model})", 400)
+        )
+
+    def _request_url(self, exc: BaseException) -> str | None:
+        """The URL the failed request went to, as the HTTP client reports it (``None``: not
+        known).
+
+        litellm attaches a placeholder request to errors it builds without one (see
+        :data:`_PLACEHOLDER_URLS`), which must not be reported as where the request went; with
+        an ``api_base``, only a URL under it is believed.
+        """
+        base = self.options.api_base
+        for cause in _causes(exc):
+            try:
+                url = str(cause.response.request.url)  # type: ignore[attr-defined]
+            except (AttributeError, RuntimeError):  # no response, or httpx has no request
+                continue
+            if url.rstrip("/") in _PLACEHOLDER_URLS:
+                continue
+            if base is None or url.startswith(base.rstrip("/")):
+                return url
+        return None
 
     async def _attempt(self, messages: list[dict[str, Any]]) -> Any:
         options = self.options
@@ -599,6 +725,23 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return "retry", "transient"
     # Anything else is a bug (ours, a custom provider's): retrying would only hide it.
     return "fatal", "unexpected error"
+
+
+def _short_cause(exc: BaseException) -> str:
+    """A failed attempt in a few words, for counting: ``HTTP 500``, ``timeout``, ..."""
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    if isinstance(exc, _HardTimeout | TimeoutError) or name.startswith("Timeout"):
+        return "timeout"
+    if isinstance(exc, _MalformedReply | json.JSONDecodeError):
+        return "malformed reply"
+    if name.startswith("APIConnection"):
+        return "connection error"
+    if isinstance(status, int):
+        return f"HTTP {status}"
+    if name in ("ContextWindowExceededError", "ContentPolicyViolationError"):
+        return _classify(exc)[1]
+    return name
 
 
 def _being_cancelled() -> bool:

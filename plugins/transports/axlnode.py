@@ -25,6 +25,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -294,6 +295,9 @@ class AxlNodeProcess:
 #: A crashed AXL node of a local network is restarted this often.
 MAX_RESTARTS = 5
 
+#: The script that builds the AXL node (a Go build: minutes, the first time).
+BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "axl-node"
+
 
 def build_binary() -> str:
     """:func:`find_binary`, building the node with ``scripts/axl-node`` first if it is missing.
@@ -304,9 +308,11 @@ def build_binary() -> str:
     try:
         return find_binary()
     except TransportError:
-        script = Path(__file__).resolve().parents[2] / "scripts" / "axl-node"
+        script = BUILD_SCRIPT
         if not script.is_file():
             raise
+    # Said first: the Go build is silent and takes minutes, which looks like a hang.
+    print("building the AXL node (first time, a few minutes)", file=sys.stderr, flush=True)
     try:
         proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -76,6 +76,10 @@ class GossipSubParams:
             old dial) holds one slot, not the whole queue behind it.
         max_peers: Peers with state. Beyond it a new peer gets no state (it is neither meshed
             nor gossiped to), but the messages its frames carry are still delivered.
+        max_payload_bytes: Largest received payload kept; a larger one is counted
+            (``oversize_messages``) and neither cached, forwarded nor delivered. The default is
+            the champion envelope's own cap (256 KiB), so no relay carries what every
+            receiver would drop.
         subscribe: Join the topic mesh; ``False`` publishes through fanout only.
     """
 
@@ -98,6 +102,7 @@ class GossipSubParams:
     max_outbox: int = 1_000
     max_inflight: int = 4
     max_peers: int = 4_096
+    max_payload_bytes: int = 256 * 1024
     subscribe: bool = True
 
     def __attrs_post_init__(self) -> None:
@@ -296,7 +301,7 @@ class GossipSubRouter(Transport):
             targets = set(self.fanout)
         self._fanout_last = self._tick
         frame = Frame(sender=self.peer_id, messages=[message]).encode()
-        for peer in targets:
+        for peer in sorted(targets):  # in a fixed order: sends draw on a seeded link
             self._emit(peer, frame)
         self.counters["data_frames_sent"] += len(targets)
         return mid
@@ -310,6 +315,10 @@ class GossipSubRouter(Transport):
         if self._closed:
             return
         self.counters["frames_received"] += 1
+        if len(data) > MAX_FRAME_BYTES:
+            # Counted apart from other bad frames: a peer sending these is flooding, not buggy.
+            self.counters["oversize_frames"] += 1
+            return
         try:
             frame = Frame.decode(data, max_ids=self.params.max_ihave_length)
         except FrameError:
@@ -362,13 +371,13 @@ class GossipSubRouter(Transport):
                 candidates = {
                     q for q in self.known - self.mesh if self.backoff.get(q, -1) < self._tick
                 }
-                for peer in self._pick(candidates, p.d - len(self.mesh)):
+                for peer in sorted(self._pick(candidates, p.d - len(self.mesh))):
                     self.mesh.add(peer)
                     self._emit(peer, Frame(sender=self.peer_id, graft=True).encode())
                     self.counters["graft_sent"] += 1
             if len(self.mesh) > p.d_high:
                 keep = self._pick(self.mesh, p.d)
-                for peer in self.mesh - keep:
+                for peer in sorted(self.mesh - keep):
                     self._prune(peer)
                 self.mesh = keep
         # Fanout for publish-only nodes.
@@ -387,7 +396,7 @@ class GossipSubRouter(Transport):
             targets = self._pick(outside, p.d_lazy)
             if len(targets) < p.d_lazy:
                 targets |= self._pick(self.known - targets, p.d_lazy - len(targets))
-            for peer in targets:
+            for peer in sorted(targets):
                 self._send_ihave(peer, recent)
         # Aging.
         while self._cache:
@@ -411,6 +420,9 @@ class GossipSubRouter(Transport):
         if self.members is not None and message.origin not in self.members:
             self.counters["rejected_nonmember"] += 1
             return
+        if len(message.payload) > self.params.max_payload_bytes:
+            self.counters["oversize_messages"] += 1
+            return
         mid = message.id
         if mid in self._seen:
             self.counters["duplicates"] += 1
@@ -429,7 +441,7 @@ class GossipSubRouter(Transport):
             return
         forward = DataMessage(message.origin, message.hops + 1, message.payload)
         frame = Frame(sender=self.peer_id, messages=[forward]).encode()
-        for target in self.mesh - {peer, message.origin}:
+        for target in sorted(self.mesh - {peer, message.origin}):
             self._emit(target, frame)
             self.counters["forwarded"] += 1
             self.counters["data_frames_sent"] += 1

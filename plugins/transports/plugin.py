@@ -171,7 +171,8 @@ def dei_run_options() -> list[RunOption]:
         RunOption(
             option=click.Option(
                 ["--axl-api"],
-                help="AXL node API URL for --transport axl (default http://127.0.0.1:9002).",
+                help="With --transport axl: run one node over the AXL node at this API URL "
+                "(without it, dei-run starts a loopback AXL node for every node).",
             ),
             target="transport_options",
         ),

@@ -111,3 +111,71 @@ def test_the_config_files_out_key_is_the_run_directory(toy_env, tmp_path) -> Non
     refused = r"run\.toml: out must be a directory path \(a string\), not 3$"
     with pytest.raises(ConfigError, match=refused):
         chosen_out({"config_file": str(config)})
+
+
+def test_experiment_help_is_in_its_own_words_and_omits_what_it_refuses(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    runner = CliRunner()
+    experiment = runner.invoke(dei, ["experiment", "--help"], terminal_width=200)
+    assert experiment.exit_code == 0, experiment.output
+    text = experiment.output
+    assert "--replay" not in text and "--reask-mismatched" not in text
+    assert "a new folder under ./experiments/" in text and "./runs/" not in text
+    assert "Continue the experiment in this directory" in text
+    assert "With --compute-axis tokens only" in text  # --iterations: refused on other axes
+    run = runner.invoke(dei_run, ["--help"], terminal_width=200).output
+    assert "--replay" in run and "a new folder under ./runs/" in run  # dei-run's are untouched
+    # Still parsed, so that the refusal can say what to do instead.
+    refused = runner.invoke(dei, ["experiment", "--domain", "coreware", "--operator", "gp",
+                                  "--replay", str(tmp_path)])  # fmt: skip
+    assert refused.exit_code == 1
+    assert "dei experiment does not replay; replay single runs with dei-run --replay" in (
+        refused.output + (refused.stderr or "")
+    )
+
+
+def test_the_default_output_folders_are_ignored_by_git() -> None:
+    # A fresh clone's first `dei-run` or `dei experiment` must not leave untracked files.
+    import shutil
+
+    repo = Path(__file__).resolve().parents[2]
+    if shutil.which("git") is None or not (repo / ".git").exists():
+        pytest.skip("not a git checkout")
+    from dei_framework.cli import default_out
+
+    run = default_out("coreware")  # what the commands pick without --out
+    experiment = Path("experiments") / run.name
+    paths = [str(run / "config.json"), str(experiment / "experiment.json")]
+    checked = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=repo,
+                             capture_output=True, text=True)  # fmt: skip
+    assert checked.stdout.split() == paths, checked
+
+
+def test_the_axl_api_help_names_no_default_that_dei_run_does_not_use() -> None:
+    # dei-run --transport axl without --axl-api starts AXL nodes of its own: 9002 is not used.
+    from click.testing import CliRunner
+
+    text = CliRunner().invoke(dei_run, ["--help"], terminal_width=200).output
+    entry = re.search(r"^  --axl-api (.*?)(?=^  -)", text, re.M | re.S)
+    assert entry, text
+    line = " ".join(entry[1].split())
+    assert "9002" not in line and "starts a loopback AXL node for every node" in line, line
+
+
+def test_dei_plugins_help_and_cli_md_name_every_kind_the_listing_has() -> None:
+    from click.testing import CliRunner
+
+    from dei_framework import load_plugins
+
+    kinds = list(load_plugins().listing())
+    text = " ".join(CliRunner().invoke(dei, ["plugins", "--help"]).output.split())
+    words = {"domains": "domains", "operators": "operators", "transports": "transports",
+             "sharing": "sharing policies", "axes": "descriptor axes", "emitters": "emitters",
+             "archives": "archives", "evaluators": "evaluators"}  # fmt: skip
+    assert set(kinds) == set(words), kinds  # a new kind needs its words here and in the help
+    missing = [kind for kind in kinds if words[kind] not in text]
+    assert not missing, text
+    cli_md = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    json_line = next(line for line in cli_md.splitlines() if line.startswith("| `--json` |"))
+    assert [kind for kind in kinds if f'"{kind}": [...]' not in json_line] == []

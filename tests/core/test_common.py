@@ -260,3 +260,73 @@ def test_fresh_seeds_agree_with_the_reported_common_qd(tmp_path) -> None:
     second = json.loads((tmp_path / "other" / "merged_archive.json").read_text())
     shared = [e for e in second if e["text"] in first]
     assert all(e["common_fitness"] == first[e["text"]] for e in shared)
+
+
+class CountingToy(toy_domain.ToyDomain):
+    """The toy domain (a deterministic objective: the seed changes nothing) counting its
+    evaluations per text; ``deterministic`` is set per instance."""
+
+    def __init__(self, deterministic: bool) -> None:
+        super().__init__()
+        self.deterministic = deterministic
+        self.calls: list[str] = []
+
+    def evaluate(self, program, opponents, *, seed):
+        self.calls.append(program.text)  # list.append: safe from the evaluator's threads
+        return super().evaluate(program, opponents, seed=seed)
+
+
+def _measured(deterministic: bool) -> tuple[CountingToy, dict, list[dict], list[str]]:
+    from dei_framework.merge import RunMerge
+
+    domain = CountingToy(deterministic)
+    space = DescriptorSpace([ThresholdAxis("length", (2, 4, 6)), ThresholdAxis("peak", (50,))])
+    merge = RunMerge(domain, space, ["node-0", "node-1"])
+    texts = {"node-0": ["10 20", "90 90 90", "5 5 5 5 5"], "node-1": ["99 99", "1 2 3 4 5 6 7"]}
+    for node, programs in texts.items():
+        node_archive = GridArchive(space=space)
+        for text in programs:
+            program = domain.parse(text)
+            found = domain.evaluate(program, [], seed=0)
+            node_archive.add(Candidate(id=f"{node}-{text}", text=text, fitness=found.fitness,
+                                       descriptor=found.descriptor, node=node))  # fmt: skip
+        merge.add_round(node, 0, node_archive)
+    domain.calls.clear()  # only what common ground evaluates from here on
+    merge.reference = build_reference(domain, scoring=4)
+    champions = ["90 90 90", "99 99"]  # also elites: a champion is measured once with them
+    evaluator = Evaluator(domain, workers=0)
+    try:
+        asyncio.run(merge.measure_common(evaluator, champions))
+    finally:
+        evaluator.close()
+    merged = merge.merged()
+    return domain, merged, merge.merged_entries, [t for p in texts.values() for t in p]
+
+
+def test_a_deterministic_domain_is_scored_once_per_program_with_the_multi_seed_result() -> None:
+    once, merged, entries, texts = _measured(deterministic=True)
+    assert len(entries) >= 3
+    assert sorted(once.calls) == sorted(texts)  # each program evaluated exactly once
+    seeded, merged_k, entries_k, _ = _measured(deterministic=False)
+    # K = 4: every kept elite and champion is evaluated on 4 fresh seeds after its selection.
+    scored = {e["text"] for e in entries_k} | {"90 90 90", "99 99"}
+    assert len(seeded.calls) == len(texts) + 4 * len(scored)
+    # The objective ignores the seed, so the one evaluation gives the multi-seed figures.
+    assert [(e["text"], e["cell"], e["common_fitness"]) for e in entries] == [
+        (e["text"], e["cell"], e["common_fitness"]) for e in entries_k]
+    assert all(e["common_fitness_n"] == 1 for e in entries)
+    assert all(e["common_fitness_n"] == 4 for e in entries_k)
+    for key in ("coverage", "qd_score", "num_elites"):
+        assert merged["common"][key] == merged_k["common"][key]
+    assert merged["common"]["deterministic"] is True and merged["common"]["common_seeds"] == 1
+    # Other domains' records do not gain the key (the golden runs stay as recorded).
+    assert "deterministic" not in merged_k["common"] and merged_k["common"]["common_seeds"] == 4
+
+
+def test_the_python_domain_is_deterministic_and_core_war_is_not() -> None:
+    from dei_framework import Domain, load_plugins
+
+    registry = load_plugins()
+    assert Domain.deterministic is False
+    assert registry.domain("python").factory({}).deterministic is True
+    assert registry.domain("coreware").factory({}).deterministic is False

@@ -276,6 +276,31 @@ def test_nodes_with_different_emitter_options_run_in_one_ensemble(tmp_path) -> N
     assert all(node["calls"] == 10 for node in summary["nodes"].values())
 
 
+def test_a_seeded_ensemble_with_the_tournament_emitter_is_reproducible(tmp_path) -> None:
+    from dei_framework.ensemble import Ensemble
+    from dei_framework.runlog import RunDir
+
+    def once(name: str) -> tuple[Ensemble, list]:
+        config = RunConfig(
+            domain="symreg", budget=40, rounds=2, eval_workers=0, seed=11,
+            emitter="tournament", emitter_options={"size": 4},
+            nodes=[NodeConfig(name="node-0", operator="symreg-gp"),
+                   NodeConfig(name="node-1", operator="symreg-gp", emitter="uniform",
+                              emitter_options={})],
+        )  # fmt: skip
+        ensemble = Ensemble(config, RunDir(tmp_path / name))
+        ensemble.run()
+        merged = json.loads((tmp_path / name / "merged_archive.json").read_text())
+        return ensemble, merged
+
+    first, merged = once("a")
+    emitters = {name: driver.scheduler.emitter for name, driver in first.drivers.items()}
+    assert emitters["node-0"].name == "tournament" and emitters["node-0"].size == 4
+    assert emitters["node-1"].name == "uniform"
+    _, again = once("b")
+    assert again == merged and merged
+
+
 def test_lifecycle_and_new_fraction_flags_reach_the_run_config() -> None:
     from dei_framework import load_plugins
     from dei_framework.config import resolve_config

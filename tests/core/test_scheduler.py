@@ -8,6 +8,7 @@ import random
 from collections.abc import Sequence
 
 import attrs
+import numpy as np
 import pytest
 
 from dei_framework import (
@@ -26,6 +27,7 @@ from dei_framework import (
     Scheduler,
     ThresholdAxis,
     UniformAxis,
+    UniformEmitter,
     evaluate,
 )
 from dei_framework.budget import BudgetLedger
@@ -347,3 +349,132 @@ def test_the_driver_makes_next_round_calls_while_a_round_drains_and_stays_reprod
                     for kind, e in log if kind == "event"]  # fmt: skip
         runs.append((timeless, driver.history))
     assert runs[0] == runs[1]
+
+
+def _ranked_archive(cells: int = 40) -> GridArchive:
+    """One elite per cell, elite ``i`` with fitness ``i / cells`` (so fitness is its rank)."""
+    archive = GridArchive(space=DescriptorSpace([UniformAxis("x", 0, cells, cells)]))
+    for i in range(cells):
+        archive.add(Candidate(text=str(i), fitness=i / cells, descriptor={"x": i + 0.5}))
+    return archive
+
+
+def test_tournament_emitter_picks_fitter_parents_than_uniform_on_a_fixed_archive() -> None:
+    from dei_framework import TournamentEmitter
+    from dei_framework.slot_random import SlotGenerator, initial_states
+
+    archive = _ranked_archive()
+    states = initial_states(range(500))  # 500 slots, as the scheduler seeds them
+
+    def mean_parent_fitness(emitter) -> float:
+        parents = [emitter.select(archive, SlotGenerator(*state), 3)[0] for state in states]
+        return sum(p.fitness for p in parents) / len(parents)
+
+    uniform, tournament = mean_parent_fitness(UniformEmitter()), mean_parent_fitness(
+        TournamentEmitter())
+    # Expected ranks: uniform (n-1)/2n ~ 0.49, the best of three uniform draws ~ 0.74; the
+    # standard error over 500 draws is about 0.013, so 0.15 apart is no accident of the seed.
+    assert uniform < 0.55 and tournament > uniform + 0.15
+    assert mean_parent_fitness(TournamentEmitter(size=1)) == uniform  # size 1 is uniform
+    assert mean_parent_fitness(TournamentEmitter(size=8)) > tournament
+    # The scheduler's fast generator and numpy's own draw the same tournaments.
+    for seed, state in zip(range(20), states, strict=False):
+        fast = TournamentEmitter().select(archive, SlotGenerator(*state), 4)
+        numpy_ = TournamentEmitter().select(archive, np.random.default_rng(seed), 4)
+        assert [e.text for e in fast] == [e.text for e in numpy_]
+
+
+def test_tournament_emitter_options_are_checked_and_a_seeded_run_is_reproducible() -> None:
+    from dei_framework import ConfigError, TournamentEmitter
+    from dei_framework.emitters import BUILTIN_EMITTERS
+
+    factory = {spec.name: spec.factory for spec in BUILTIN_EMITTERS}["tournament"]
+    assert factory({}).size == 3 and factory({"size": 5}).size == 5
+    for bad in ({"size": 0}, {"size": 2.5}, {"size": True}, {"k": 3}):
+        with pytest.raises(ConfigError, match="tournament emitter"):
+            factory(bad)
+    reference = drive(scheduler(emitter=TournamentEmitter()), None)
+    assert drive(scheduler(emitter=TournamentEmitter()), random.Random(3)) == reference
+    assert drive(scheduler(emitter=TournamentEmitter(), seed=5), None) != reference
+    assert drive(scheduler(), None) != reference  # it chose other parents than uniform
+
+
+class SeededSums(Sums):
+    """Sums with seed programs; ``opponents`` says whether it also has initial opponents."""
+
+    def __init__(self, opponents: bool) -> None:
+        self.has_opponents = opponents
+
+    def initial_opponents(self) -> list[str]:
+        return super().initial_opponents() if self.has_opponents else []
+
+    def seed_programs(self) -> list[str]:
+        return ["30 30 30", "49 49 49 3", "20 20"]  # the last is also an opponent of Sums
+
+
+def _warm_items(s: Scheduler) -> list[dict]:
+    """Round by round, the warm items' (id, text, operator), and the opponents fought."""
+    rounds = []
+    while not s.finished:
+        round_index = s.round
+        items = s.ask(100)
+        warm = [(i.id, i.program.text, i.program.operator) for i in items if i.kind == "warm"]
+        report = s.tell([work(s, item) for item in items])
+        statuses = {a.result.item.id: str(a.status) for a in report.admitted}
+        rounds.append({"warm": warm, "opponents": [o.text for o in s.opponents],
+                       "status": [statuses.get(item_id) for item_id, *_ in warm]})  # fmt: skip
+        while s.round == round_index and not s.finished:
+            s.tell([work(s, item) for item in s.ask(4)])
+    return rounds
+
+
+def test_seed_programs_start_a_static_domains_archive_without_becoming_opponents() -> None:
+    domain = SeededSums(opponents=False)
+    assert domain.default_lifecycle() == "continual"  # seeds do not make it adversarial
+    s = Scheduler.for_domain(domain, name="n", calls=30, rounds=3, seed=4, lag=6)
+    rounds = _warm_items(s)
+    # Round 0 warms the archive with the seeds; the continual archive keeps them after.
+    assert rounds[0]["warm"] == [("n-r0-w0", "30 30 30", "seed"), ("n-r0-w1", "49 49 49 3", "seed"),
+                                 ("n-r0-w2", "20 20", "seed")]  # fmt: skip
+    assert [r["warm"] for r in rounds[1:]] == [[], []]
+    assert all(r["opponents"] == [] for r in rounds)  # they never fight anyone
+    assert all(e["opponents"] == [] for e in s.history)
+    # The first round's champion is a seed: no work of the search, marked as such.
+    first = s.history[0]
+    assert first["champion_initial"] == (first["champion"]["text"] in domain.seed_programs())
+    # Each seed was offered to the archive (they differ in length and peak: three cells).
+    assert rounds[0]["status"] == ["NEW", "NEW", "NEW"]
+
+
+def test_seed_programs_of_an_adversarial_domain_warm_every_fresh_archive() -> None:
+    domain = SeededSums(opponents=True)
+    assert domain.default_lifecycle() == "reset"
+    s = Scheduler.for_domain(domain, name="n", calls=30, rounds=2, seed=4, lag=6)
+    rounds = _warm_items(s)
+    for index, r in enumerate(rounds):
+        texts = [text for _, text, _ in r["warm"]]
+        # The pool first (initial opponents, then own champions), then the seeds; "20 20" is
+        # an opponent already and is warmed once, as the opponent.
+        assert texts[:2] == ["1 1", "20 20"] and texts[-2:] == ["30 30 30", "49 49 49 3"]
+        assert len(texts) == len(set(texts))  # a seed that is an opponent is warmed once
+        assert [op for *_, op in r["warm"]][-2:] == ["seed"] * 2
+        assert "30 30 30" not in r["opponents"] and "49 49 49 3" not in r["opponents"]
+        assert len({item_id for item_id, *_ in r["warm"]}) == len(r["warm"])  # ids unique
+        assert all(item_id.startswith(f"n-r{index}-w") for item_id, *_ in r["warm"])
+    # Without seeds the warm start is the pool alone, as before.
+    plain = _warm_items(Scheduler.for_domain(DOMAIN, name="n", calls=30, rounds=2, seed=4, lag=6))
+    assert [text for _, text, _ in plain[0]["warm"]] == ["1 1", "20 20"]
+
+
+def test_a_seed_that_became_the_champion_is_warmed_once_as_an_opponent() -> None:
+    # With seed 6 the seed "30 30 30" wins round 0 (no child beat it): it joins the pool as
+    # this node's champion, so round 1 warms it once, as that opponent, and marks round 0's
+    # champion as no work of the search.
+    s = Scheduler.for_domain(SeededSums(opponents=True), name="n", calls=30, rounds=2, seed=6,
+                             lag=6)  # fmt: skip
+    rounds = _warm_items(s)
+    assert s.history[0]["champion"]["text"] == "30 30 30" and s.history[0]["champion_initial"]
+    assert [(text, operator) for _, text, operator in rounds[1]["warm"]] == [
+        ("1 1", "initial"), ("20 20", "initial"), ("30 30 30", "own:n"),
+        ("49 49 49 3", "seed")]  # fmt: skip
+    assert "30 30 30" in rounds[1]["opponents"]  # as a champion, not as a seed

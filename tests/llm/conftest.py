@@ -9,17 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # openai_stub sits next to the tests
 
-from openai_stub import OpenAIStub  # noqa: E402
-
-
-@pytest.fixture
-def stub():
-    """A fresh scripted OpenAI-compatible server on 127.0.0.1 (random port)."""
-    server = OpenAIStub().start()
-    try:
-        yield server
-    finally:
-        server.stop()
+from openai_stub import stub  # noqa: E402, F401 - the loopback model's fixture
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import attrs
+import pytest
 from quiet_server import QuietThreadingHTTPServer
 
 #: The reply served when a test scripts nothing: a small valid warrior with some prose.
@@ -402,3 +403,15 @@ def _error_body(code: int, message: str | None = None) -> dict[str, Any]:
             "code": _ERROR_TYPES.get(code),
         }
     }
+
+
+@pytest.fixture
+def stub():
+    """A fresh scripted OpenAI-compatible server on 127.0.0.1 (random port): the fixture of
+    every test directory that talks to the loopback model (their conftests import it)."""
+    server = OpenAIStub().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+

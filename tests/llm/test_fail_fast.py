@@ -143,3 +143,35 @@ def test_the_headline_mistakes_are_named_before_litellm_is_imported(
     error = _one_error_line(result.stderr)
     assert error.startswith(f"error: no operator call completed: {cause}"), error
     assert "InternalServerError" not in error and "object at 0x" not in error
+
+
+def test_a_server_answering_only_500s_ends_the_run_naming_the_status(cli, env, stub, tmp_path):
+    # Failed calls go back to the budget and are made again: the default bound on failed
+    # attempts in a row is what ends the run (fast retries only to keep the test short).
+    stub.default = status(500)
+    config = tmp_path / "dei.toml"
+    config.write_text("[operator_options]\nretry_base = 0.01\nretry_max = 0.05\n")
+    result, _ = _dei_run(cli, env, tmp_path / "run", "--operator", "openai/stub-model",
+                         "--api-base", stub.base_url, "--config", str(config))  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    error = _one_error_line(result.stderr)
+    assert error.startswith("error: no operator call completed: "), error
+    url = f"{stub.base_url}/chat/completions"
+    for node in ("node-0", "node-1"):
+        assert f"{node}: HTTP 500 × 20 from {url} (openai/stub-model)" in error, error
+    # At most the bound per node plus the attempts already out when it was reached.
+    assert stub.statuses[500] == stub.requests <= 2 * (20 + 4)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["budget"]["calls"] == 0
+
+
+def test_a_cap_reached_with_no_completed_call_names_the_last_failure(cli, env, stub, tmp_path):
+    stub.default = status(500)
+    config = tmp_path / "dei.toml"
+    config.write_text("[operator_options]\nretry_base = 0.01\nretry_max = 0.05\n")
+    result, _ = _dei_run(cli, env, tmp_path / "run", "--operator", "openai/stub-model",
+                         "--api-base", stub.base_url, "--config", str(config),
+                         "--max-attempts-per-node", "5")  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    error = _one_error_line(result.stderr)
+    assert "InternalServerError (500)" in error, error

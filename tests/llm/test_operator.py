@@ -421,3 +421,94 @@ def test_error_lines_carry_no_object_reprs(stub):
     described = op._describe(exc)
     assert described == ("ConnectionError: Cannot connect to host 127.0.0.1:9 [Connect call "
                          "failed ('127.0.0.1', 9)]")  # fmt: skip
+
+
+def test_a_server_that_only_fails_ends_the_node_naming_status_url_and_count(stub):
+    # Calls that run out of retries are given back to the budget and made again: without a
+    # bound across calls, a server answering 500 to everything would be asked for ever.
+    stub.default = status(500)
+    op = _operator(stub, max_retries=2, max_consecutive_failures=7)
+    for index in range(2):  # two calls given back: 6 failed attempts in a row
+        with pytest.raises(TransientOperatorFailure):
+            _run(op.propose(_request(f"node-0/0/{index}")))
+    with pytest.raises(OperatorError) as info:
+        _run(op.propose(_request("node-0/0/2")))
+    assert str(info.value) == (
+        f"node-0: HTTP 500 × 7 from {stub.base_url}/chat/completions ({MODEL})"
+    )
+    assert stub.requests == 7
+    with pytest.raises(OperatorError):  # sticky: later calls do not reach the server
+        _run(op.propose(_request("node-0/0/3")))
+    assert stub.requests == 7
+
+
+def test_a_reply_ends_the_streak_of_failures(stub):
+    stub.script(status(500), status(503), ok(), status(500), status(500), ok())
+    op = _operator(stub, max_consecutive_failures=3)
+    assert _run(op.propose(_request())).attempts == 3
+    assert _run(op.propose(_request("node-0/0/1"))).attempts == 3  # 2 in a row, not 4
+
+
+def test_failing_without_a_reply_for_too_long_ends_the_node(stub):
+    stub.default = status(502)
+    op = _operator(stub, max_retries=100, max_consecutive_failures=0,
+                   max_seconds_without_reply=0.3, retry_base=0.05, retry_max=0.05)  # fmt: skip
+    with pytest.raises(OperatorError) as info:
+        _run(op.propose(_request()))
+    message = str(info.value)
+    assert message.startswith("node-0: no completed call in ")
+    assert message.endswith(f" s: HTTP 502 × {stub.requests} from {stub.base_url}"
+                            f"/chat/completions ({MODEL})")  # fmt: skip
+
+
+def test_progress_says_which_failure_is_retried_instead_of_waiting(stub, monkeypatch, capsys):
+    import dei_llm.operator as operator_module
+
+    monkeypatch.setattr(operator_module, "FIRST_REPLY_NOTICE", 0.1)
+    stub.default = status(500)
+    op = _operator(stub, max_retries=30, max_consecutive_failures=12, retry_base=0.2,
+                   retry_max=0.2)  # fmt: skip
+    with pytest.raises(OperatorError):
+        _run(op.propose(_request()))
+    lines = capsys.readouterr().err.splitlines()
+    retrying = [line for line in lines if "retrying after" in line]
+    assert retrying, lines
+    assert all(line.startswith("[node-0] retrying after HTTP 500 (") for line in retrying)
+    assert retrying[-1].endswith(f"): no reply yet from {MODEL} at {stub.base_url}")
+    counts = [int(line.split("(", 1)[1].split(")", 1)[0]) for line in retrying]
+    assert counts == sorted(set(counts)) and counts[-1] < 12  # new news only, never repeated
+
+
+def test_rate_limits_count_towards_the_time_bound_only(stub):
+    # A 429 says "later", not "broken": a burst of them longer than the count bound is waited
+    # out (an exhausted quota, 429 for ever, is ended by the time bound instead).
+    stub.script(*[status(429, retry_after=0.01)] * 5, ok())
+    op = _operator(stub, max_consecutive_failures=3)
+    assert _run(op.propose(_request())).attempts == 6
+    stub.default = status(429, retry_after=0.01)
+    op = _operator(stub, max_retries=100, max_consecutive_failures=3,
+                   max_seconds_without_reply=0.2)  # fmt: skip
+    with pytest.raises(OperatorError, match=r"no completed call in \d+ s: HTTP 429 × \d+ from"):
+        _run(op.propose(_request("node-0/0/1")))
+
+
+def test_litellms_placeholder_request_url_is_never_reported_as_where_a_request_went(
+    monkeypatch,
+):
+    import dei_llm.operator as operator_module
+    import httpx
+
+    # No api_base: the preflight would ask the real provider's model list; no test may.
+    monkeypatch.setattr(operator_module, "preflight", lambda *args, **kwargs: None)
+
+    class Failure(Exception):
+        def __init__(self, url: str) -> None:
+            super().__init__("stub")
+            self.response = httpx.Response(500, request=httpx.Request("POST", url))
+
+    op = LLMOperator(MODEL, LLMOptions.from_mapping({}), node="node-0")
+    for placeholder in ("https://litellm.ai", "https://api.openai.com/v1",
+                        "https://cloud.google.com/vertex-ai/"):  # fmt: skip
+        assert op._request_url(Failure(placeholder)) is None
+    real = "https://api.openai.com/v1/chat/completions"
+    assert op._request_url(Failure(real)) == real

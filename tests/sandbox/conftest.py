@@ -13,7 +13,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS / "llm"), str(TESTS)]  # the loopback model and its quiet server
 
-from openai_stub import OpenAIStub  # noqa: E402
+from openai_stub import stub  # noqa: E402, F401 - the loopback model's fixture
 
 
 @pytest.fixture
@@ -26,16 +26,6 @@ def naive_env(naive_site: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, st
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
         env.pop(name, None)
     return env
-
-
-@pytest.fixture
-def stub():
-    """A scripted OpenAI-compatible server on 127.0.0.1."""
-    server = OpenAIStub().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

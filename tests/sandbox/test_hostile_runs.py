@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from openai_stub import ok
+
+from dei_framework.watch.run import WatchedRun
 
 TIMEOUT, MEMORY = 3.0, 512
 BUDGET = 16
@@ -78,6 +81,16 @@ def _hostile_run(cli, stub, env, tmp_path: Path, *placement: str, level: str
         assert event["timings"]["eval_s"] <= TIMEOUT + 1.0, event
     assert summary["invalid"] == len(expected)
     assert summary["stopped"] == {"timeout": 1, "memory": 1, "killed": 1, "sandbox": 0}
+    # The watch page and the report count them too.
+    state = WatchedRun(out).state(seconds=None)
+    shown = Counter()
+    for node in state["nodes"]:
+        shown.update(node["limits"])
+    assert shown == Counter(timeout=1, memory=1, killed=1)
+    cli("dei", "report", str(out), env=env)
+    report = (out / "report.md").read_text()
+    assert ("(of which 1 over the time limit, 1 over the memory limit, 1 killed by a signal)"
+            in report)  # fmt: skip
     return out, canary
 
 

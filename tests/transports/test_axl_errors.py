@@ -130,3 +130,25 @@ def test_a_node_home_given_relative_to_our_directory_starts(axl_binary, tmp_path
         node.stop()
     config = json.loads((tmp_path / "runs/x/axl/node-config.json").read_text())
     assert Path(config["PrivateKeyPath"]).is_absolute()
+
+
+def test_building_the_axl_node_is_announced_first_and_only_when_it_is_built(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    # The first AXL run builds the node with Go, silently and for minutes: a line says so
+    # before the build starts. A stand-in build script keeps this test fast and offline.
+    import dei_transports.axlnode as axlnode
+
+    built = tmp_path / "cache" / "bin" / "node"
+    script = tmp_path / "axl-node"
+    lines = [f"mkdir -p {built.parent}", f"echo '#!/bin/sh' > {built}", f"chmod +x {built}",
+             f"echo {built}"]  # fmt: skip
+    script.write_text("\n".join(lines) + "\n")
+    monkeypatch.delenv("DEI_AXL_BIN", raising=False)
+    monkeypatch.setenv("DEI_AXL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(axlnode, "BUILD_SCRIPT", script)
+    assert axlnode.build_binary() == str(built)
+    err = capsys.readouterr().err
+    assert err.startswith("building the AXL node (first time, a few minutes)\n"), err
+    assert axlnode.build_binary() == str(built)  # built already: found, not built again
+    assert "building" not in capsys.readouterr().err

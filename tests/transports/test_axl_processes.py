@@ -126,8 +126,9 @@ def test_headline_run_one_process_per_node_over_axl(axl_binary, tmp_path, cli) -
     axl_pids = {node["transport_process"]["axl_pid"] for node in nodes.values()}
     assert len(axl_pids) == 3 and not axl_pids & set(pids.values())
     config = json.loads((out / "config.json").read_text())
-    assert sorted(config["members"]) == sorted(n["transport_process"]["axl_key"]
-                                               for n in nodes.values())  # fmt: skip
+    # The launcher closes the run to its keys, each bound to its node's name.
+    assert sorted(config["members"]) == sorted(f"{name}={n['transport_process']['axl_key']}"
+                                               for name, n in nodes.items())  # fmt: skip
     assert summary["budget"]["calls"] == 120 and summary["evaluated"] > 0
     assert (out / "report.md").exists()
     # One merged run, like an in-memory one: its files and the same summary sections.

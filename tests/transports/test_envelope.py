@@ -154,22 +154,24 @@ def test_inbox_filter_rate_limit(identity):
     now = [0.0]
     inbox = InboxFilter(rate_per_minute=20, clock=lambda: now[0])
     other = NodeIdentity.generate()
-    results = [inbox.accept(_envelope(round_=r).encode(identity)) for r in range(30)]
+    results = [inbox.accept(_envelope(round_=r, program=f"DAT {r}").encode(identity))
+               for r in range(30)]  # fmt: skip
     assert sum(r is not None for r in results) == 20
     assert inbox.dropped["rate_limited"] == 10
     # Another sender is not affected by the flooder.
     assert inbox.accept(_envelope(round_=1).encode(other)) is not None
     # Tokens refill over time: 3 s at 20/min is one more champion.
     now[0] += 3.0
-    assert inbox.accept(_envelope(round_=100).encode(identity)) is not None
-    assert inbox.accept(_envelope(round_=101).encode(identity)) is None
+    assert inbox.accept(_envelope(round_=100, program="DAT 100").encode(identity)) is not None
+    assert inbox.accept(_envelope(round_=101, program="DAT 101").encode(identity)) is None
 
 
 def test_inbox_filter_bounded_memory(identity):
     inbox = InboxFilter(max_seen=5, max_senders=3, verify=False)
     for r in range(20):
-        assert inbox.accept(_envelope(round_=r, key=f"{r:064x}").encode()) is not None
-    assert len(inbox._seen) == 5 and len(inbox._buckets) == 3
+        envelope = _envelope(round_=r, key=f"{r:064x}", program=f"DAT {r}")
+        assert inbox.accept(envelope.encode()) is not None
+    assert len(inbox._seen) == 5 and len(inbox._taken) == 5 and len(inbox._buckets) == 3
 
 
 def test_membership_drops_outsiders_before_replay_and_buckets(identity):

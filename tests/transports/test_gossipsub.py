@@ -203,6 +203,27 @@ def test_publish_dedups_same_payload():
     assert len(sent) == 2  # flood-published once to b and c
 
 
+def test_oversize_frames_and_payloads_are_dropped_and_counted():
+    from dei_transports.frames import MAX_FRAME_BYTES, DataMessage
+
+    hub = Hub(scheduler=None)
+    sent: list[tuple[str, bytes]] = []
+    r = GossipSubRouter(
+        hub.link("a"), FAST, clock=lambda: 0.0, sink=lambda p, d: sent.append((p, d))
+    )
+    r.known = {"b", "c"}
+    r.mesh = {"b", "c"}
+    r.handle_frame("b", b" " * (MAX_FRAME_BYTES + 1))
+    big = DataMessage("b", 1, b"x" * (FAST.max_payload_bytes + 1))
+    r.handle_frame("b", Frame(sender="b", messages=[big]).encode())
+    assert r.counters["oversize_frames"] == 1 and r.counters["oversize_messages"] == 1
+    assert r.drain() == [] and sent == []  # neither delivered nor forwarded
+    fits = DataMessage("b", 1, b"x" * FAST.max_payload_bytes)
+    r.handle_frame("b", Frame(sender="b", messages=[fits]).encode())
+    assert [d.payload for d in r.drain()] == [fits.payload]
+    assert [peer for peer, _ in sent] == ["c"]  # forwarded to the rest of the mesh
+
+
 def test_params_from_options():
     p = GossipSubParams.from_options(
         {"d": "4", "heartbeat": "0.5", "flood_publish": "false", "x": 1}

@@ -1,0 +1,60 @@
+"""The plugin DEI loads through the ``dei_framework`` entry point: the ``python`` domain, its
+``python-ast`` operator and the ``--task`` flag."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dei_framework.cli_options import RunOption
+from dei_framework.domain import Domain, DomainSpec
+from dei_framework.export import ExportedProgram
+from dei_framework.hookspecs import hookimpl
+from dei_framework.operators import Operator, OperatorSettings, OperatorSpec
+
+
+def _domain(options: Mapping[str, Any]) -> Domain:
+    from dei_python.domain import PythonDomain
+
+    return PythonDomain(options)
+
+
+def _operator(settings: OperatorSettings, domain: Domain) -> Operator:
+    from dei_python.mutate import create
+
+    return create(settings, domain)
+
+
+@hookimpl
+def dei_domains() -> list[DomainSpec]:
+    return [DomainSpec(name="python", factory=_domain,
+                       description="Python programs: an OpenEvolve task folder (--task DIR; "
+                                   "default: bundled FunSearch bin packing)")]  # fmt: skip
+
+
+@hookimpl
+def dei_operators() -> list[OperatorSpec]:
+    return [OperatorSpec(name="python-ast", factory=_operator, domains=("python",),
+                         description="seeded AST mutations of the evolve block (offline)")]
+
+
+@hookimpl
+def dei_run_options() -> list[RunOption]:
+    return [RunOption(
+        option=click.Option(["--task"], type=click.Path(file_okay=False, exists=True),
+                            help="python domain: an OpenEvolve task folder (initial_program.py, "
+                                 "evaluator.py, optional config.yaml)."),
+        target="domain_options",
+        convert=lambda folder: str(Path(folder).resolve()),
+    )]  # fmt: skip
+
+
+@hookimpl
+def dei_export_program(domain: str, program: ExportedProgram) -> tuple[str, str] | None:
+    """A python program exports as a runnable ``.py`` file."""
+    if domain != "python":
+        return None
+    return ".py", program.text

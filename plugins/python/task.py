@@ -1,0 +1,211 @@
+"""An OpenEvolve task folder, read as it is: ``initial_program.py``, ``evaluator.py`` and an
+optional ``config.yaml``.
+
+Only the keys of ``config.yaml`` that map onto DEI are read (the system message, the feature
+dimensions and their bins, the evaluator's timeout and cascade, ``diff_based_evolution``: what
+form of reply the prompt asks for); every other key is named in
+one warning line, with the DEI flag that does its job where there is one, so that nothing is
+ignored silently. Reading a task never runs its code.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from dei_framework.errors import ConfigError
+
+#: The bundled tasks, in OpenEvolve's layout.
+TASKS = Path(__file__).resolve().parent / "tasks"
+#: The task a run gets when it names none.
+DEFAULT_TASK = TASKS / "bin_packing"
+#: Seconds per evaluation when ``config.yaml`` gives no ``evaluator.timeout``.
+DEFAULT_TIMEOUT = 30.0
+#: Bins per feature when ``config.yaml`` gives no ``database.feature_bins``.
+DEFAULT_BINS = 10
+#: OpenEvolve's cascade thresholds when ``evaluator.cascade_thresholds`` is absent.
+DEFAULT_THRESHOLDS = (0.5, 0.75, 0.9)
+
+#: Keys of config.yaml that have a DEI counterpart outside the domain: the hint in their
+#: warning line.
+_HINTS: Mapping[str, str] = {
+    "max_iterations": "the call budget is --budget",
+    "random_seed": "the run seed is --seed",
+    "checkpoint_interval": "checkpoint_seconds in a --config file",
+    "llm.models": "give one --operator per model: each model is a node",
+    "llm.api_base": "use --api-base",
+    "llm.temperature": "temperature in a --config file's [operator_options]",
+    "llm.max_tokens": "max_tokens in a --config file's [operator_options]",
+    "llm.timeout": "timeout in a --config file's [operator_options]",
+    "database.num_islands": "islands are nodes: --nodes",
+    "database.migration_interval": "a round is a migration interval: --rounds",
+    "database.population_size": "the archive is the grid; its size is the axes' bins",
+    # OpenEvolve's knobs for sampling the best programs: DEI's fitness-aware parent choice.
+    "database.exploitation_ratio": "parents that exploit: --emitter tournament",
+    "database.elite_selection_ratio": "parents that exploit: --emitter tournament",
+    "evaluator.parallel_evaluations": "use --eval-workers",
+}
+#: The keys read, by section (a section's other keys are named one by one).
+_READ: Mapping[str, tuple[str, ...]] = {
+    "prompt": ("system_message",),
+    "evaluator": ("timeout", "cascade_evaluation", "cascade_thresholds"),
+    "database": ("feature_dimensions", "feature_bins"),
+    "llm": (),
+}
+#: Warnings already printed in this process (a domain is built more than once per run).
+_WARNED: set[tuple[str, str]] = set()
+
+
+@attrs.frozen(kw_only=True)
+class TaskConfig:
+    """What DEI reads from a task's ``config.yaml``.
+
+    Attributes:
+        system_message: The prompt's system message (``prompt.system_message``), or empty.
+        features: Feature names (``database.feature_dimensions``), in order.
+        bins: Bins per feature (``database.feature_bins``: one number or one per feature).
+        timeout: Seconds per evaluation (``evaluator.timeout``), or ``None``.
+        cascade: Whether ``evaluate_stage1`` (when the evaluator has it) gates the rest
+            (``evaluator.cascade_evaluation``, default true as in OpenEvolve).
+        thresholds: Score each stage must reach to go on (``evaluator.cascade_thresholds``).
+        diffs: Whether the prompt asks for SEARCH/REPLACE edits instead of the whole block
+            (``diff_based_evolution``; replies in either form are accepted all the same).
+        ignored: Ignored keys, each with why (``section.key``, the reason).
+    """
+
+    system_message: str = ""
+    features: tuple[str, ...] = ()
+    bins: Mapping[str, int] = attrs.field(factory=dict)
+    timeout: float | None = None
+    cascade: bool = True
+    thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
+    diffs: bool = False
+    ignored: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class Task:
+    """A task folder.
+
+    Attributes:
+        folder: The folder, resolved.
+        program_path: The initial program (``initial_program.py`` unless named otherwise).
+        evaluator_path: The evaluator (``evaluator.py`` unless named otherwise).
+        initial_program: The initial program's text.
+        config: What ``config.yaml`` says, or the defaults without one.
+    """
+
+    folder: Path
+    program_path: Path
+    evaluator_path: Path
+    initial_program: str
+    config: TaskConfig
+
+
+def load_task(folder: str | Path = DEFAULT_TASK, *, program: str = "initial_program.py",
+              evaluator: str = "evaluator.py", config: str = "config.yaml") -> Task:  # fmt: skip
+    """Reads a task folder (``program`` and ``evaluator`` may also be paths elsewhere).
+
+    Raises:
+        ConfigError: The folder, the program or the evaluator is missing, or config.yaml is
+            not YAML or has a mapped key of the wrong type.
+    """
+    root = Path(folder).expanduser().resolve()
+    if not root.is_dir():
+        raise ConfigError(f"python: task folder {str(folder)!r} does not exist")
+    program_path = (root / program).resolve()
+    evaluator_path = (root / evaluator).resolve()
+    for path, what in ((program_path, "initial program"), (evaluator_path, "evaluator")):
+        if not path.is_file():
+            raise ConfigError(f"python: the task's {what} {str(path)!r} does not exist")
+    try:
+        text = program_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"python: cannot read {str(program_path)!r}: {exc}") from None
+    config_path = root / config
+    task_config = read_config(config_path) if config_path.is_file() else TaskConfig()
+    return Task(folder=root, program_path=program_path, evaluator_path=evaluator_path,
+                initial_program=text, config=task_config)  # fmt: skip
+
+
+def read_config(path: Path) -> TaskConfig:
+    """The parts of an OpenEvolve ``config.yaml`` that map onto DEI.
+
+    Raises:
+        ConfigError: Not YAML, not a mapping, or a mapped key of the wrong type.
+    """
+    import yaml  # PyYAML comes with litellm, a dependency of the framework
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"python: cannot read {str(path)!r}: {exc}") from None
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"python: {str(path)!r} is not a mapping of keys")
+    ignored: list[tuple[str, str]] = []
+    for key, value in data.items():
+        if key in _READ and isinstance(value, Mapping):
+            ignored += [(f"{key}.{sub}", _HINTS.get(f"{key}.{sub}", ""))
+                        for sub in value if sub not in _READ[key]]  # fmt: skip
+        elif key not in _READ and key != "diff_based_evolution":
+            ignored.append((str(key), _HINTS.get(str(key), "")))
+    prompt = _section(data, "prompt", path)
+    evaluator = _section(data, "evaluator", path)
+    database = _section(data, "database", path)
+    system = prompt.get("system_message") or ""
+    if not isinstance(system, str):
+        raise ConfigError(f"python: {path}: prompt.system_message must be text")
+    features = database.get("feature_dimensions") or ()
+    if isinstance(features, str) or not isinstance(features, Sequence) or not all(
+            isinstance(name, str) for name in features):  # fmt: skip
+        raise ConfigError(f"python: {path}: database.feature_dimensions must be a list of names")
+    bins = _bins(database.get("feature_bins"), tuple(features), path)
+    timeout = evaluator.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                or timeout <= 0):  # fmt: skip
+        raise ConfigError(f"python: {path}: evaluator.timeout must be a number of seconds > 0")
+    thresholds = evaluator.get("cascade_thresholds", DEFAULT_THRESHOLDS)
+    if not isinstance(thresholds, Sequence):
+        thresholds = (thresholds,)  # one number: the only threshold
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in thresholds)
+    if not isinstance(thresholds, Sequence) or not numbers:
+        raise ConfigError(f"python: {path}: evaluator.cascade_thresholds must be numbers")
+    return TaskConfig(system_message=system, features=tuple(features), bins=bins,
+                      timeout=None if timeout is None else float(timeout),
+                      cascade=bool(evaluator.get("cascade_evaluation", True)),
+                      thresholds=tuple(float(v) for v in thresholds),
+                      diffs=bool(data.get("diff_based_evolution", False)),
+                      ignored=tuple(ignored))  # fmt: skip
+
+
+def _section(data: Mapping[str, Any], name: str, path: Path) -> Mapping[str, Any]:
+    value = data.get(name) or {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"python: {path}: {name} must be a mapping")
+    return value
+
+
+def _bins(value: Any, features: tuple[str, ...], path: Path) -> dict[str, int]:
+    if value is None:
+        return dict.fromkeys(features, DEFAULT_BINS)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return dict.fromkeys(features, value)
+    if isinstance(value, Mapping) and all(isinstance(v, int) and not isinstance(v, bool)
+                                          and v > 0 for v in value.values()):  # fmt: skip
+        return {name: int(value.get(name, DEFAULT_BINS)) for name in features}
+    raise ConfigError(f"python: {path}: database.feature_bins must be a positive whole number "
+                      "or one per feature")  # fmt: skip
+
+
+def warn_ignored(task: Task) -> None:
+    """Prints one line per ignored config.yaml key, once per process and task."""
+    for key, hint in task.config.ignored:
+        if (str(task.folder), key) in _WARNED:
+            continue
+        _WARNED.add((str(task.folder), key))
+        print(f"dei-python: warning: {task.folder.name}/config.yaml: {key} is ignored"
+              + (f" ({hint})" if hint else ""), file=sys.stderr)  # fmt: skip
