@@ -181,3 +181,11 @@ def test_the_cli_runs_all_six_conditions_with_the_statistics(tmp_path, monkeypat
     assert "adaptive" in report and "homo-temp" in report and "sample" in report
     summary = json.loads((out / "summary.json").read_text())
     assert summary["equal_compute"] is True
+
+
+def test_homo_temp_of_a_model_spreads_its_sampling_temperature() -> None:
+    registry = load_plugins()  # the installed plugins: the llm one claims provider/model strings
+    (condition,) = parse_conditions(["homo-temp"], (), ["openai/gpt-4.1-mini"], 4,
+                                    registry=registry)  # fmt: skip
+    assert condition.operators == ("openai/gpt-4.1-mini",) * 4
+    assert [o["temperature"] for o in condition.node_options] == [0.4, 0.7, 1.0, 1.3]
