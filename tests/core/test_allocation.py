@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import attrs
 import pytest
 from midway import events, kill_midway
 
@@ -269,3 +271,26 @@ def test_the_watch_page_state_carries_the_decisions(toy_env, tmp_path) -> None:
         assert shown["quotas"] == decision["quotas"] and shown["share"] == decision["share"]
         assert shown["reward"] == decision["reward"] and shown["budget"] == decision["budget"]
     assert WatchedRun(tmp_path / "nothing").state(seconds=None)["allocation"] == []
+
+
+# 0: it stops in round 0; 11: round 0 gives it 10 calls, so it stops in round 1.
+@pytest.mark.parametrize("calls", [0, 11])
+def test_a_node_that_stops_early_leaves_its_budget_to_the_others(toy_env, tmp_path, calls):
+    import toy_domain
+    from test_determinism import _GivesUpPlugin  # an operator that fails for good after N calls
+
+    config = _config(["toy-random", "gives-up", "toy-random"], budget=120, rounds=4, seed=2)
+    config = attrs.evolve(config, nodes=[
+        attrs.evolve(node, options={"calls": calls}) if node.operator == "gives-up" else node
+        for node in config.nodes])  # fmt: skip
+    registry = load_plugins([toy_domain, _GivesUpPlugin()])
+    # No hang: the barrier must not wait for a node that stopped (a time limit, not a timing).
+    summary = asyncio.run(asyncio.wait_for(asyncio.to_thread(
+        run, config, tmp_path / "run", registry=registry), 120))  # fmt: skip
+    assert summary["nodes"]["node-1"]["stopped"]
+    assert [summary["nodes"][n]["rounds_completed"] for n in ("node-0", "node-2")] == [4, 4]
+    # What the stopped node did not spend went to the others: the run spent its whole budget.
+    assert summary["budget"]["calls"] == summary["budget"]["limit"] == 120
+    decisions = _allocations(tmp_path / "run")
+    assert decisions and all("node-1" not in d["quotas"] for d in decisions[1:])
+    assert ("node-1" in decisions[0]["quotas"]) == bool(calls)  # it was still running in round 1
