@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dei_framework import dask_backend
+from dei_framework.allocation import BUILTIN_ALLOCATORS, AllocatorSpec
 from dei_framework.archives import BUILTIN_ARCHIVES, ArchiveSpec
 from dei_framework.backend import EvaluatorSpec
 from dei_framework.cli_options import RunOption
@@ -15,6 +16,11 @@ from dei_framework.sharing import BUILTIN_POLICIES, SharingSpec
 @hookimpl
 def dei_sharing_policies() -> list[SharingSpec]:
     return list(BUILTIN_POLICIES)
+
+
+@hookimpl
+def dei_budget_allocators() -> list[AllocatorSpec]:
+    return list(BUILTIN_ALLOCATORS)
 
 
 @hookimpl

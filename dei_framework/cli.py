@@ -32,6 +32,7 @@ from dei_framework.errors import ConfigError, DEIError
 from dei_framework.experiment_plan import ExperimentPlan, load_plan
 from dei_framework.formatting import plus_minus
 from dei_framework.plugins import DISABLE_PLUGINS_VARIABLE, PluginRegistry, load_plugins
+from dei_framework.portfolio import plan_main, plan_options
 from dei_framework.presets import PRESETS
 from dei_framework.run_lock import RunLock, lock_run_dir
 from dei_framework.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
@@ -197,6 +198,8 @@ RUN_OPTIONS = [
     click.option("--new-fraction", type=float,
                  help="Share of calls that write a program from scratch (default 0.1)."),
     click.option("--sharing", help="Champion-sharing policy (default: champion)."),
+    click.option("--allocation", help="Budget allocator (default: static, equal shares; "
+                 "bandit moves the budget left to the nodes that add cells; see `dei plugins`)."),
     click.option("--axes", help="Comma-separated descriptor axes (default: the domain's)."),
     click.option("--emitter", help="How parents are chosen (default: uniform; see `dei plugins`)."),
     click.option("--archive", help="Archive kind (default: grid; cvt for 3+ axes)."),
@@ -749,6 +752,15 @@ def experiment_command(**flags: Any) -> None:
                               "or another --out")  # fmt: skip
     with _given_up_unless_written(lock, out / "experiment.json"):
         _experiment_locked(plan, out, plugins, flags)
+
+
+@dei.command("plan", context_settings={"help_option_names": ["-h", "--help"]})
+@plan_options
+@user_errors
+def plan_command(**flags: Any) -> None:
+    """Choose K of the candidate operators from short pilots: coverage, pairwise
+    complementarity, the best expected merged coverage per unit of cost (docs/adaptive.md)."""
+    plan_main(flags, sound_registry())
 
 
 def _experiment_locked(

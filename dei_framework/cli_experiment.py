@@ -69,7 +69,8 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     names = [n.strip() for n in listed.split(",") if n.strip()]
     if not names and not flags.get("condition"):
         names = list(BUILTIN_CONDITIONS)
-    conditions = parse_conditions(names, flags.get("condition") or (), operators, nodes)
+    conditions = parse_conditions(names, flags.get("condition") or (), operators, nodes,
+                                  registry=plugins)  # fmt: skip
     if preset is not None:
         warn_overrides(preset, [
             f"--{key} {flags.get(key) or file.get(key)} (preset: {protocol.get(key)})"
@@ -85,6 +86,8 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     for condition in conditions:
         for operator in condition.operators:
             plugins.operator(operator)  # unknown operator names fail before any run starts
+        if "allocation" in condition.settings:  # refused before any run, not at its turn
+            _check_allocation(attrs.evolve(base, **condition.settings), plugins)
     # Bad domain options (e.g. a generality set overlapping the opponents) fail here too.
     domain = build_plugin(plugins.domains, base.domain, plugins.domain(base.domain).factory,
                           FactoryContext(registry=plugins, options=dict(base.domain_options),
@@ -94,3 +97,17 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     return ExperimentPlan(base=attrs.evolve(base, budget=budget), conditions=conditions,
                           budget=budget, repeats=flags.get("repeats") or 1,
                           preset=preset.name if preset else None)  # fmt: skip
+
+
+def _check_allocation(config: Any, plugins: PluginRegistry) -> None:
+    """Refuses a condition's dynamic allocator where its runs would refuse it."""
+    from dei_framework.allocation import check_allocation
+
+    allocator = build_plugin(plugins.allocators, config.allocation,
+                             plugins.allocator(config.allocation).factory,
+                             FactoryContext(registry=plugins,
+                                            options=dict(config.allocation_options),
+                                            seed=config.seed))  # fmt: skip
+    if allocator.dynamic:
+        processes = plugins.transport(config.transport).local_network is not None
+        check_allocation(config, processes=processes)

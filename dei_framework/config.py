@@ -160,6 +160,10 @@ class RunConfig:
         max_cost_usd: Hard money cap of the run in US dollars, split equally across nodes.
         max_attempts_per_node: Hard cap on each node's attempts (retries and failures included).
         max_attempts_per_call: Most attempts one call may make.
+        allocation: How the budget left is shared between nodes at round boundaries: a budget
+            allocator (``static``, the equal split fixed at the start; ``bandit``; or a
+            plugin's; see :mod:`dei_framework.allocation`).
+        allocation_options: Options of the allocator (``[allocation_options]`` table).
     """
 
     domain: str
@@ -204,6 +208,8 @@ class RunConfig:
     max_attempts_per_call: int | None = attrs.field(
         default=None, validator=_positive("--max-attempts-per-call")
     )
+    allocation: str = "static"
+    allocation_options: Mapping[str, Any] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
         from dei_framework.budget import COMPUTE_AXES
@@ -278,6 +284,9 @@ class RunConfig:
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=True)
         data["nodes"] = [attrs.asdict(node) for node in self.nodes]
+        # A static run records the configuration it recorded before allocators existed.
+        if data["allocation"] == "static" and not data["allocation_options"]:
+            del data["allocation"], data["allocation_options"]
         return data
 
     @classmethod
@@ -418,6 +427,7 @@ DEFAULTS: dict[str, Any] = {
     "delivery": "auto",
     "common_seeds": 5,
     "evaluator": "local",
+    "allocation": "static",
 }
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
 DEFAULT_CALLS_PER_NODE = 40
@@ -445,7 +455,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
              "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
              "common_ground", "common_seeds", "preset", "members", "delivery", "lifecycle",
              "evaluator", "evaluator_address", "evaluator_options", "array_path",
-             "sandbox", "eval_timeout", "eval_memory"}
+             "sandbox", "eval_timeout", "eval_memory", "allocation", "allocation_options"}
     unknown = set(file) - known - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
@@ -470,6 +480,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     check_sandbox_options(pick("sandbox") or "", pick("eval_timeout"), pick("eval_memory"))
     plugins.domain(domain)
     plugins.evaluator(pick("evaluator"))
+    plugins.allocator(pick("allocation"))
     operators = list(flags.get("operators") or file.get("operators") or file.get("operator") or [])
     if isinstance(operators, str):
         operators = [operators]
@@ -539,7 +550,8 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         compute_axis=pick("compute_axis") or "calls", max_cost_usd=pick("max_cost_usd"),
         max_attempts_per_node=pick("max_attempts_per_node"),
         max_attempts_per_call=pick("max_attempts_per_call"),
-        delivery=pick("delivery"),
+        delivery=pick("delivery"), allocation=pick("allocation"),
+        allocation_options=dict(file.get("allocation_options", {})),
     )  # fmt: skip
 
 

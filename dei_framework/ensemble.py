@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 
 from dei_framework import chaos
+from dei_framework.allocation import AllocationCoordinator, check_allocation
 from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.backend import EvaluatorLost, EvaluatorOptions
 from dei_framework.budget import BudgetLedger
@@ -182,6 +183,7 @@ class Ensemble:
             # One node of a run (one process per node) is limited by its own share.
             limit=config.compute_limit() if self.local is None else None,
         )  # fmt: skip
+        self.allocation = self._build_allocation()
         self.evaluator = self._new_evaluator()
         replies: dict[str, dict[str, RecordedCall]] = defaultdict(dict)
         received: dict[str, dict[int, list[dict]]] | None = None
@@ -274,15 +276,22 @@ class Ensemble:
                 own_window=config.max_champions, peer_window=config.max_peer_champions,
                 lifecycle=config.lifecycle, seeds=self.domain.seed_programs(),
             )  # fmt: skip
+            if self.allocation is not None and name not in states:
+                scheduler.set_round_quota(0, self.allocation.decisions[0][name])
             if name in states:
                 scheduler.restore(states[name])
                 self.ledger.usage[name].restore(states[name]["usage"])
+                ended = {}
                 for entry in scheduler.history:
                     self._note_opponents(name, entry)
                     path = self.run_dir.round_path(name, entry["round"])
                     if path.exists():
-                        self.merge.add_round(name, entry["round"],
-                                             json.loads(path.read_text())["archive"])
+                        archive = json.loads(path.read_text())["archive"]
+                        self.merge.add_round(name, entry["round"], archive)
+                        ended[entry["round"]] = (archive, entry["calls"])
+                if self.allocation is not None:
+                    self.allocation.restore(name, scheduler.round_quotas, ended)
+                    self.ledger.quotas[name] = sum(scheduler.round_quotas.values())
             node_dir = self.run_dir.path / "nodes" / name
             node_dir.mkdir(parents=True, exist_ok=True)
             identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
@@ -300,7 +309,11 @@ class Ensemble:
                     f"bound to the name {bound!r} in the run's members"
                 )
             clock = None
-            if self.timeline is not None:
+            if self.timeline is not None and self.allocation is not None:
+                # Shares move at round boundaries, where every node waits for all: a round
+                # clock (each round one virtual second) waits for the same thing.
+                clock = NodeClock(latency=1.0, slots=1, quota=_one_per_round)
+            elif self.timeline is not None:
                 clock = NodeClock(latency=nominal_latency(node_config, operators[name]),
                                   slots=operators[name].max_in_flight,
                                   quota=scheduler.round_quota)  # fmt: skip
@@ -315,7 +328,7 @@ class Ensemble:
             self.drivers[name] = SearchDriver(
                 scheduler=scheduler, domain=self.domain, operator=operators[name],
                 evaluator=self.evaluator, ledger=self.ledger, record=self._record,
-                receive=node.receive_round, publish=node.publish,
+                receive=self._receiver(node), publish=node.publish,
                 replies=Recording(replies.get(name, {}), on_mismatch=on_mismatch, source=source),
                 on_round=self._on_round(name), checkpoint=self._checkpoint,
                 on_event=lambda event: self.progress("evaluated", event),
@@ -330,6 +343,46 @@ class Ensemble:
             name for name, driver in self.drivers.items()
             if type(driver.scheduler.archive) is GridArchive
             and driver.scheduler.archive.space == self.space])  # fmt: skip
+
+    def _build_allocation(self) -> AllocationCoordinator | None:
+        """The run's budget allocator at work, or ``None`` for a static one (the equal split
+        the ledger holds already: nothing moves, and the run is exactly as without one)."""
+        config, registry = self.config, self.registry
+        allocator = build_plugin(registry.allocators, config.allocation,
+                                 registry.allocator(config.allocation).factory,
+                                 self._context(config.allocation_options))  # fmt: skip
+        if not allocator.dynamic:
+            return None
+        check_allocation(config, processes=self.local is not None)
+        ledger = self.ledger
+
+        def apply(node: str, round_index: int, quota: int) -> None:
+            scheduler = self.drivers[node].scheduler
+            scheduler.set_round_quota(round_index, quota)
+            # The node's hard cap: the calls of its rounds so far, nothing more.
+            ledger.quotas[node] = sum(scheduler.round_quotas.values())
+
+        coordinator = AllocationCoordinator(
+            allocator, nodes=[node.name for node in self.local_nodes], rounds=config.rounds,
+            limit=int(config.compute_limit()), spent=lambda node: ledger.usage[node].calls,
+            space=self.space, apply=apply, record=lambda event: self._record([event], []),
+        )  # fmt: skip
+        for node, quota in coordinator.first_round().items():
+            ledger.quotas[node] = quota  # a resumed node's are put back with its scheduler
+        return coordinator
+
+    def _receiver(self, node: Node) -> Callable[[int], Any]:
+        """What a node's driver calls at a round start: with a dynamic allocator, the round's
+        quota is waited for (every node must have ended the round before) first."""
+        allocation = self.allocation
+        if allocation is None:
+            return node.receive_round
+
+        async def receive(round_index: int) -> list:
+            await allocation.quota(node.name, round_index)
+            return await node.receive_round(round_index)
+
+        return receive
 
     def delivery(self, spec: TransportSpec) -> str:
         """``"virtual"`` or ``"wallclock"``: the run's champion delivery with transport ``spec``.
@@ -370,6 +423,8 @@ class Ensemble:
     def _on_round(self, name: str) -> Callable[[dict, ArchiveBase], None]:
         def ended(entry: dict, archive: ArchiveBase) -> None:
             self.merge.add_round(name, entry["round"], archive)
+            if self.allocation is not None:
+                self.allocation.round_ended(name, entry["round"], archive, entry["calls"])
             self._note_opponents(name, entry)
             self.run_dir.write_round(name, entry["round"],
                                      {"archive": archive.to_json(), **entry})  # fmt: skip
@@ -519,6 +574,8 @@ class Ensemble:
                               for c in node.receive_late()], [])  # fmt: skip
         finally:  # finished, stopped or failed: its peers must not wait for its clock
             node.finish()
+            if self.allocation is not None:
+                self.allocation.finish(node.name)
 
     def _report_resumed(self) -> None:
         """Gives the progress display each node's totals so far (non-zero on ``--resume``).
@@ -614,6 +671,11 @@ class Ensemble:
     def _summary(self, nodes: dict[str, Any], budget: dict[str, Any], tally: EventTally
                  ) -> dict[str, Any]:  # fmt: skip
         return run_summary(self.config, self.domain, self.merge, nodes, budget, tally)
+
+
+def _one_per_round(round_index: int) -> int:
+    """The round clock's quota: every round lasts one call of one virtual second."""
+    return 1
 
 
 def run(

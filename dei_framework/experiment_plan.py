@@ -24,6 +24,9 @@ from dei_framework.errors import ConfigError
 
 #: The built-in conditions, in report order.
 BUILTIN_CONDITIONS = ("solo", "homo", "diverse")
+#: Built-in baselines and variants, on request only (``--conditions``): every call from
+#: scratch, one operator with an exploration ladder, Diverse with the bandit allocator.
+EXTRA_CONDITIONS = ("sample", "homo-temp", "adaptive")
 #: Nodes of Homo and Diverse when ``--nodes`` is not given (the DEI paper's four).
 DEFAULT_EXPERIMENT_NODES = 4
 #: Version of ``experiment.json`` and of the experiment ``summary.json``.
@@ -38,10 +41,27 @@ class Condition:
         name: Condition name (``solo``, ``homo``, ``diverse`` or a custom name); also the
             folder name of its runs.
         operators: The operator of each node, in node order (its length is the node count).
+        settings: Run settings of this condition over the base configuration (``sample``:
+            ``new_fraction`` 1; ``adaptive``: ``allocation``); never the budget.
+        node_options: Per node, operator options over the base ones (``homo-temp``'s
+            ladder); empty, or one mapping per node.
     """
 
     name: str
     operators: tuple[str, ...] = attrs.field(converter=tuple)
+    settings: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    node_options: tuple[Mapping[str, Any], ...] = attrs.field(
+        default=(), converter=lambda value: tuple(dict(v) for v in value)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.node_options and len(self.node_options) != len(self.operators):
+            raise ConfigError(f"condition {self.name!r}: node options for "
+                              f"{len(self.node_options)} nodes, operators for "
+                              f"{len(self.operators)}")  # fmt: skip
+        touched = set(self.settings) & {"budget", "iterations", "nodes", "seed", "max_cost_usd"}
+        if touched:  # equal compute is the plan's, never a condition's
+            raise ConfigError(f"condition {self.name!r} may not set {sorted(touched)}")
 
     @property
     def nodes(self) -> int:
@@ -55,7 +75,19 @@ class Condition:
         return self.name.replace(":", "-").replace("/", "_")
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "operators": list(self.operators)}
+        data: dict[str, Any] = {"name": self.name, "operators": list(self.operators)}
+        # Only when set: the plans of solo / homo / diverse are recorded as they always were.
+        if self.settings:
+            data["settings"] = dict(self.settings)
+        if self.node_options:
+            data["node_options"] = [dict(options) for options in self.node_options]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Condition:
+        return cls(name=data["name"], operators=data["operators"],
+                   settings=data.get("settings") or {},
+                   node_options=data.get("node_options") or ())  # fmt: skip
 
 
 @attrs.frozen(kw_only=True)
@@ -100,12 +132,14 @@ class ExperimentPlan:
         """The run configuration of one repeat of one condition."""
         options = {node.operator: dict(node.options) for node in reversed(self.base.nodes)}
         common = dict(self.base.nodes[0].options)
+        extra = condition.node_options or ({},) * condition.nodes
         nodes = tuple(
             NodeConfig(name=f"node-{index}", operator=operator,
-                       options=options.get(operator, common))
+                       options={**options.get(operator, common), **extra[index]})
             for index, operator in enumerate(condition.operators)
         )  # fmt: skip
-        config = attrs.evolve(self.base, nodes=nodes, budget=self.budget,
+        config = attrs.evolve(self.base, **condition.settings)
+        config = attrs.evolve(config, nodes=nodes, budget=self.budget,
                               iterations=self.call_bound(condition), seed=self.seed(repeat),
                               common_ground=True)  # fmt: skip
         # The protocol itself: every condition gets exactly the same total budget on the
@@ -151,8 +185,7 @@ class ExperimentPlan:
     def from_json(cls, data: Mapping[str, Any]) -> ExperimentPlan:
         return cls(
             base=RunConfig.from_json(data["base"]),
-            conditions=tuple(Condition(name=c["name"], operators=c["operators"])
-                             for c in data["conditions"]),
+            conditions=tuple(Condition.from_json(c) for c in data["conditions"]),
             budget=int(data["budget"]),
             repeats=int(data["repeats"]),
             preset=data.get("preset"),
@@ -211,27 +244,49 @@ def check_equal_token_split(budget: int, conditions: Sequence[Condition],
             )
 
 
+def ladder(low: float, high: float, nodes: int) -> list[float]:
+    """``nodes`` values spread evenly from ``low`` to ``high`` (one node: the midpoint).
+
+    Example:
+        >>> ladder(0.5, 2.0, 4)
+        [0.5, 1.0, 1.5, 2.0]
+    """
+    if nodes == 1:
+        return [round((low + high) / 2, 6)]
+    return [round(low + (high - low) * i / (nodes - 1), 6) for i in range(nodes)]
+
+
 def parse_conditions(
     names: Sequence[str],
     custom: Sequence[str],
     operators: Sequence[str],
     nodes: int,
+    *,
+    registry: Any = None,
 ) -> list[Condition]:
     """Builds the conditions from ``--conditions`` names and ``--condition NAME=op,op`` specs.
 
     Args:
-        names: Built-in condition names (``solo``, ``homo``, ``diverse``).
+        names: Built-in condition names (``solo``, ``homo``, ``diverse``, ``sample``,
+            ``homo-temp``, ``adaptive``).
         custom: ``NAME=op1,op2,...`` specs, one node per listed operator.
         operators: The operators given: Solo uses the first; Homo is ``homo`` with one distinct
             operator, else one ``homo:<operator>`` condition per distinct operator; Diverse
-            cycles them.
-        nodes: Node count of Homo and Diverse.
+            cycles them; ``sample`` cycles them too (or repeats the only one), every call
+            from scratch (``new_fraction`` 1); ``homo-temp`` puts the first on every node with
+            its ladder option spread across the nodes; ``adaptive`` is Diverse with
+            ``--allocation bandit``.
+        nodes: Node count of Homo, Diverse and the conditions derived from them.
+        registry: The loaded plugins (``homo-temp`` reads the operator's ladder from its
+            :class:`~dei_framework.operators.OperatorSpec`).
 
     Raises:
-        ConfigError: an unknown condition, a malformed spec, or Diverse with one operator.
+        ConfigError: an unknown condition, a malformed spec, Diverse (or ``adaptive``) with one
+            operator, or ``homo-temp`` for an operator without a ladder option.
     """
     if nodes < 1:
         raise ConfigError(f"--nodes must be at least 1, got {nodes}")
+    cycled = [operators[i % len(operators)] for i in range(nodes)]
     conditions: list[Condition] = []
     for name in names:
         if name == "solo":
@@ -252,9 +307,24 @@ def parse_conditions(
             conditions.append(Condition(
                 name="diverse", operators=[operators[i % len(operators)] for i in range(nodes)]
             ))  # fmt: skip
+        elif name == "adaptive":
+            if len(set(operators)) < 2:
+                raise ConfigError("condition 'adaptive' (Diverse with --allocation bandit) needs "
+                                  "at least two different operators: give --operator more "
+                                  "than once")  # fmt: skip
+            conditions.append(Condition(name="adaptive", operators=cycled,
+                                        settings={"allocation": "bandit"}))  # fmt: skip
+        elif name == "sample":
+            # Best-of-N at equal compute: the same operators, no parent ever (is the
+            # evolution doing anything?).
+            conditions.append(Condition(name="sample", operators=cycled,
+                                        settings={"new_fraction": 1.0}))  # fmt: skip
+        elif name == "homo-temp":
+            conditions.append(_homo_temp(operators[0], nodes, registry))
         else:
             raise ConfigError(
-                f"unknown condition {name!r}; built-in: {', '.join(BUILTIN_CONDITIONS)} "
+                f"unknown condition {name!r}; built-in: "
+                f"{', '.join((*BUILTIN_CONDITIONS, *EXTRA_CONDITIONS))} "
                 "(define others with --condition NAME=op1,op2,...)"
             )
     for spec in custom:
@@ -277,6 +347,23 @@ def parse_conditions(
             )
         conditions.append(Condition(name=name, operators=ops))
     return conditions
+
+
+def _homo_temp(operator: str, nodes: int, registry: Any) -> Condition:
+    """One operator on every node, its ladder option (temperature, mutation strength) spread
+    from low on the first node to high on the last: diversity from one source only."""
+    if registry is None:
+        raise ConfigError("condition 'homo-temp' needs the loaded plugins (the operator's "
+                          "ladder option)")  # fmt: skip
+    spec = registry.operator(operator)
+    if not spec.ladder_option:
+        raise ConfigError(f"condition 'homo-temp': operator {operator!r} has no temperature or "
+                          "strength option to spread across the nodes; put one that has "
+                          "(see `dei plugins`) first")  # fmt: skip
+    low, high = spec.ladder_range
+    return Condition(name="homo-temp", operators=[operator] * nodes,
+                     node_options=[{spec.ladder_option: value}
+                                   for value in ladder(low, high, nodes)])  # fmt: skip
 
 
 def load_plan(out: Path) -> ExperimentPlan:

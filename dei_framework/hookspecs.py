@@ -50,6 +50,7 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
+    from dei_framework.allocation import AllocatorSpec
     from dei_framework.archives import ArchiveSpec
     from dei_framework.backend import EvaluatorSpec
     from dei_framework.cli_options import RunOption
@@ -467,6 +468,21 @@ def dei_sharing_policies() -> list[SharingSpec]:
     Returns:
         A list of :class:`~dei_framework.sharing.SharingSpec`. Every plugin's list is collected
         (not firstresult); the core registers its own policies this way.
+    """
+
+
+@hookspec
+def dei_budget_allocators() -> list[AllocatorSpec]:
+    """Registers budget allocators — how the budget left is shared between nodes at each
+    round boundary (``--allocation NAME``).
+
+    Fires:
+        Once per plugin, when :func:`~dei_framework.plugins.load_plugins` builds the registry.
+
+    Returns:
+        A list of :class:`~dei_framework.allocation.AllocatorSpec`, each with a
+        ``factory(options)`` returning the run's allocator. Every plugin's list is collected
+        (not firstresult); the core registers ``static`` and ``bandit`` this way.
     """
 
 

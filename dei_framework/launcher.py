@@ -32,7 +32,9 @@ from typing import IO, Any
 
 import attrs
 
+from dei_framework.allocation import check_allocation
 from dei_framework.config import RunConfig
+from dei_framework.context import FactoryContext
 from dei_framework.envelope import NodeIdentity
 from dei_framework.plugins import PluginRegistry
 from dei_framework.runlog import RunDir, read_jsonl, write_json_atomic
@@ -54,6 +56,10 @@ def local_network(
     spec = registry.transport(config.transport)
     if spec.local_network is None:
         return None
+    allocator = registry.allocator(config.allocation).factory(FactoryContext(
+        registry=registry, options=dict(config.allocation_options), seed=config.seed))
+    if allocator.dynamic:  # refused before any node or AXL process starts
+        check_allocation(config, processes=True)
     return spec.local_network(config.node_names, dict(config.transport_options),
                               run_dir / "processes")  # fmt: skip
 

@@ -250,6 +250,11 @@ class OperatorSpec:
         description: One line for ``dei plugins``.
         default: Part of the offline default ensemble (``dei-run`` without ``--operator``)
             when offline; ``False`` keeps specialised operators out of it.
+        ladder_option: The node option that makes this operator explore more or less (a
+            model's sampling ``temperature``, an offline operator's mutation ``strength``), for
+            the ``homo-temp`` experiment condition; ``None``: it has none.
+        ladder_range: The lowest and highest value of ``ladder_option`` that ``homo-temp``
+            spreads evenly across its nodes (one node: the midpoint).
     """
 
     name: str
@@ -259,6 +264,8 @@ class OperatorSpec:
     domains: tuple[str, ...] = ()
     description: str = ""
     default: bool = True
+    ladder_option: str | None = None
+    ladder_range: tuple[float, float] = (0.5, 2.0)
 
 
 def __getattr__(name: str) -> type[Candidate]:

@@ -34,6 +34,7 @@ REGISTRATION_HOOKS: dict[str, tuple[str, str]] = {
     "dei_operators": ("operator", "operators"),
     "dei_transports": ("transport", "transports"),
     "dei_sharing_policies": ("sharing policy", "sharing"),
+    "dei_budget_allocators": ("budget allocator", "allocators"),
     "dei_descriptor_axes": ("descriptor axis", "axes"),
     "dei_emitters": ("emitter", "emitters"),
     "dei_archives": ("archive", "archives"),
@@ -72,6 +73,7 @@ class PluginRegistry:
     operators: dict[str, Registered] = attrs.Factory(dict)
     transports: dict[str, Registered] = attrs.Factory(dict)
     sharing: dict[str, Registered] = attrs.Factory(dict)
+    allocators: dict[str, Registered] = attrs.Factory(dict)
     axes: dict[str, Registered] = attrs.Factory(dict)
     emitters: dict[str, Registered] = attrs.Factory(dict)
     archives: dict[str, Registered] = attrs.Factory(dict)
@@ -101,6 +103,10 @@ class PluginRegistry:
     def sharing_policy(self, name: str):
         """The :class:`~dei_framework.sharing.SharingSpec` called ``name``."""
         return self._lookup(self.sharing, "sharing policy", name)
+
+    def allocator(self, name: str):
+        """The :class:`~dei_framework.allocation.AllocatorSpec` called ``name``."""
+        return self._lookup(self.allocators, "budget allocator", name)
 
     def emitter(self, name: str):
         """The :class:`~dei_framework.emitters.EmitterSpec` called ``name``."""
@@ -221,6 +227,7 @@ class PluginRegistry:
             "operators": rows(self.operators, lambda spec: {"offline": spec.offline}),
             "transports": rows(self.transports),
             "sharing": rows(self.sharing),
+            "allocators": rows(self.allocators),
             "axes": rows(self.axes, lambda spec: {"domain": spec.domain}),
             "emitters": rows(self.emitters),
             "archives": rows(self.archives),

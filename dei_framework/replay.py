@@ -64,6 +64,13 @@ class Recording:
     def __len__(self) -> int:
         return len(self._calls)
 
+    def charged(self, key: str) -> bool:
+        """Whether call ``key`` is recorded as completed and already in the run's budget (a
+        resumed run's call made before its checkpoint): serving it spends nothing more."""
+        recorded = self._calls.get(key)
+        return (recorded is not None and bool(getattr(recorded, "logged", False))
+                and recorded.record.get("failed") is None)  # fmt: skip
+
     def take(self, key: str, messages: Sequence[Message]) -> Any | None:
         """The recorded call ``key`` if its messages match, else ``None`` (ask the operator).
 

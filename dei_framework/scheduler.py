@@ -365,6 +365,9 @@ class Scheduler:
         self._planned: list[WorkItem] = []  # planned, not yet asked
         self._asked: dict[int, WorkItem] = {}  # asked, not yet admitted, by order
         self._buffer: dict[int, Result] = {}  # told, waiting for earlier orders
+        #: Quotas a dynamic budget allocator set, by round (see :meth:`set_round_quota`).
+        self.round_quotas: dict[int, int] = {}
+        self.allocated = False
 
     @classmethod
     def for_domain(cls, domain: Domain, *, name: str, calls: int, **settings: Any) -> Scheduler:
@@ -393,9 +396,20 @@ class Scheduler:
         return self.stopped is not None or self.round >= self.rounds
 
     def round_quota(self, round_index: int) -> int:
-        """Calls made in ``round_index``: the run's calls spread evenly over rounds."""
+        """Calls made in ``round_index``: the run's calls spread evenly over rounds, or the
+        quota a budget allocator set for the round (:meth:`set_round_quota`)."""
+        if self.allocated:
+            return self.round_quotas.get(round_index, 0)
         base, extra = divmod(self.calls, self.rounds)
         return base + (1 if round_index < extra else 0)
+
+    def set_round_quota(self, round_index: int, calls: int) -> None:
+        """Sets the calls of a round that has not started (a dynamic budget allocator's
+        decision); from then on only rounds given a quota this way make calls."""
+        if round_index < self.round or (round_index == self.round and self.started):
+            raise RuntimeError(f"{self.name}: round {round_index} started already")
+        self.allocated = True
+        self.round_quotas[round_index] = int(calls)
 
     @property
     def opponents(self) -> list[Candidate]:
@@ -440,6 +454,8 @@ class Scheduler:
         following = self.round + 1
         if self.finished or following >= self.rounds:
             return []
+        if self.allocated and following not in self.round_quotas:
+            return []  # its quota is decided at the round boundary, from this round's outcome
         items = []
         for slot in range(self.round_quota(following)):
             rng = self._slot_rng(following, slot)
@@ -829,7 +845,7 @@ class Scheduler:
         the run's call record).
         """
         outstanding = sorted([*self._asked.values(), *self._planned], key=lambda i: i.order)
-        return {
+        state = {
             "round": self.round, "started": self.started, "lag": self.lag,
             "completed": self.completed, "warm": self._warm, "next_order": self._next_order,
             "next_slot": self._next_slot, "novel": self._novel,
@@ -841,6 +857,9 @@ class Scheduler:
             "history": self.history, "stopped": self.stopped,
             "emitter": self.emitter.state_json(),
         }  # fmt: skip
+        if self.allocated:  # a static run's checkpoint stays as it was
+            state["round_quotas"] = {str(r): q for r, q in sorted(self.round_quotas.items())}
+        return state
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Continues from :meth:`state_json` output."""
@@ -863,3 +882,6 @@ class Scheduler:
         self.history = list(state["history"])
         self.stopped = state["stopped"]
         self.emitter.restore(state["emitter"])
+        if "round_quotas" in state:
+            self.allocated = True
+            self.round_quotas = {int(r): int(q) for r, q in state["round_quotas"].items()}

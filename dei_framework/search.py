@@ -400,7 +400,10 @@ class SearchDriver:
                 if not item.needs_call:
                     programs.append((item, item.program.text if item.program else "", "", {}))
                     continue
-                paid = item.key in self._early  # made early: charged already
+                # Made early, or completed before a resume's checkpoint: charged already (a
+                # node whose quota is used up may still be owed their admission).
+                paid = item.key in self._early or (self.replies is not None
+                                                   and self.replies.charged(item.key))
                 if not paid and remaining is not None and remaining <= 0:
                     reason = self.ledger.exhausted(self.name)
                     scheduler.stop(reason and f"{self.name}: {reason}"

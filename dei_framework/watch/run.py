@@ -282,6 +282,8 @@ class WatchedRun:
             "space": space,
             "nodes": nodes,
             "merged": merged,
+            # A dynamic budget allocator's decisions, by round (empty for a static run).
+            "allocation": [model.allocations[r] for r in sorted(model.allocations)],
             **self._flow(),
         }
 

@@ -216,6 +216,8 @@ class RunState:
         self.extent: list[int] = []
         #: The run keeps its archives across rounds (``lifecycle = "continual"``).
         self.continual = False
+        #: A dynamic budget allocator's decisions (``allocation`` events), by round.
+        self.allocations: dict[int, dict[str, Any]] = {}
 
     # --- feeding --------------------------------------------------------------------------------
 
@@ -243,6 +245,9 @@ class RunState:
             kind = _text(kind)
         kinds = self.kinds
         kinds[kind] = kinds.get(kind, 0) + 1
+        if kind == "allocation":  # a decision for every node: it names none
+            self._allocation(event)
+            return
         if not isinstance(name, str):
             return
         node = self.node(name)
@@ -253,6 +258,18 @@ class RunState:
             self._round(node, event)
         elif kind == "node_stopped":
             node.stopped = str(event.get("reason") or "stopped")
+
+    def _allocation(self, event: Mapping[str, Any]) -> None:
+        """Keeps what the page shows of a decision: quotas, shares and the rewards behind them."""
+        round_index = event.get("round")
+        if not isinstance(round_index, int) or isinstance(round_index, bool):
+            return
+        self.allocations[round_index] = {
+            "round": round_index, "allocator": _text(event.get("allocator")),
+            "budget": event.get("budget"), "quotas": dict(_mapping(event.get("quotas"))),
+            "share": dict(_mapping(event.get("share"))),
+            "reward": dict(_mapping(event.get("reward"))),
+        }  # fmt: skip
 
     def node(self, name: str) -> NodeState:
         """The node called ``name`` (created empty on first mention)."""
@@ -428,3 +445,7 @@ def _text(value: Any) -> str:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) else 0
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

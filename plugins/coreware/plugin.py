@@ -14,6 +14,7 @@ from dei_framework import hookimpl
 from dei_framework.cli_options import RunOption
 from dei_framework.descriptors import AxisSpec
 from dei_framework.domain import Domain, DomainSpec
+from dei_framework.errors import ConfigError
 from dei_framework.export import ExportedProgram
 from dei_framework.operators import Operator, OperatorSettings, OperatorSpec
 
@@ -36,7 +37,17 @@ def _assembler_settings(domain: Domain):
 def _gp(settings: OperatorSettings, domain: Domain) -> Operator:
     from dei_coreware.operators.gp import GPOperator
 
-    return GPOperator(_assembler_settings(domain), label=settings.spec)
+    return GPOperator(_assembler_settings(domain), label=settings.spec,
+                      strength=_strength(settings, "gp"))  # fmt: skip
+
+
+def _strength(settings: OperatorSettings, name: str) -> float:
+    """The ``strength`` option (mutation strength, 1.0 by default) of an offline operator."""
+    strength = settings.options.get("strength", 1.0)
+    if isinstance(strength, bool) or not isinstance(strength, int | float) or strength <= 0:
+        raise ConfigError(f"operator {name}: strength must be a positive number, "
+                          f"got {strength!r}")  # fmt: skip
+    return float(strength)
 
 
 def _templates(settings: OperatorSettings, domain: Domain) -> Operator:
@@ -49,7 +60,8 @@ def _family(name: str):
     def build(settings: OperatorSettings, domain: Domain) -> Operator:
         from dei_coreware.operators.families import FAMILIES, FamilyOperator
 
-        return FamilyOperator(FAMILIES[name], _assembler_settings(domain), label=settings.spec)
+        return FamilyOperator(FAMILIES[name], _assembler_settings(domain), label=settings.spec,
+                              strength=_strength(settings, name))  # fmt: skip
 
     return build
 
@@ -82,11 +94,14 @@ def dei_descriptor_axes() -> list[AxisSpec]:
 def dei_operators() -> list[OperatorSpec]:
     return [
         OperatorSpec(name="gp", factory=_gp, offline=True, domains=("coreware",),
-                     description="Core War genetic programming: instruction edits, crossover"),
+                     description="Core War genetic programming: instruction edits, crossover "
+                                 "(option strength: edits per mutation x strength)",
+                     ladder_option="strength", ladder_range=(0.5, 2.0)),
         OperatorSpec(name="templates", factory=_templates, offline=True, domains=("coreware",),
                      description="Core War strategy archetypes with random constants"),
         *(OperatorSpec(name=name, factory=_family(name), offline=True, domains=("coreware",),
-                       description=description, default=False)
+                       description=description, default=False, ladder_option="strength",
+                       ladder_range=(0.5, 2.0))
           for name, description in _FAMILIES.items()),
     ]  # fmt: skip
 

@@ -197,5 +197,8 @@ def dei_operators() -> list[OperatorSpec]:
             accepts=is_model_string,
             description="chat models through litellm: --operator provider/model "
             "(openai/..., anthropic/..., ollama/..., hosted_vllm/...)",
+            # homo-temp: one model at 0.4 ... 1.3 (four nodes: 0.4, 0.7, 1.0 as in the paper, 1.3)
+            ladder_option="temperature",
+            ladder_range=(0.4, 1.3),
         )
     ]

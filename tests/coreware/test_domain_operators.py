@@ -10,8 +10,8 @@ from dei_coreware.generality import BUNDLED
 from dei_coreware.operators import GPOperator, TemplateOperator
 from dei_coreware.operators.templates import ARCHETYPES, read_tag, write_archetype
 
-from dei_framework.errors import InvalidProgram
-from dei_framework.operators import OperatorRequest
+from dei_framework.errors import ConfigError, InvalidProgram
+from dei_framework.operators import OperatorRequest, OperatorSettings
 from dei_framework.plugins import load_plugins
 from dei_framework.records import Candidate
 
@@ -186,3 +186,36 @@ def test_a_family_mutation_is_deterministic_and_stays_close_to_its_parent() -> N
     # A re-drawn constant can come out the same (a bomb kind has two values): mostly new.
     assert sum(child != parent.text for child in children) >= 15
     assert len(set(children)) > 10
+
+
+def test_gp_strength_scales_the_edits_and_one_is_the_operator_as_it_was(domain) -> None:
+    batch = requests(60)
+    plain = [GPOperator().write(r) for r in batch]
+    assert [GPOperator(strength=1.0).write(r) for r in batch] == plain
+    strong = [GPOperator(strength=3.0).write(r) for r in batch]
+    mutated = [i for i, r in enumerate(batch) if r.kind == "mutate"]
+    # From-scratch calls ignore the strength; mutations change more of their parent.
+    assert all(strong[i] == plain[i] for i, r in enumerate(batch) if r.kind == "new")
+    assert sum(strong[i] != plain[i] for i in mutated) > len(mutated) // 2
+    assert validity(GPOperator(strength=2.0), domain, count=100) >= 0.95
+    spec = load_plugins().operator("gp")
+    assert spec.ladder_option == "strength"
+    with pytest.raises(ConfigError, match="strength must be a positive number"):
+        spec.factory(OperatorSettings(spec="gp", node="n", options={"strength": 0}), domain)
+
+
+def test_family_strength_re_rolls_more_and_one_is_the_family_as_it_was() -> None:
+    from dei_coreware.operators.families import FAMILIES, FamilyOperator
+
+    for name in FAMILIES:
+        plain, strong = (FamilyOperator(FAMILIES[name], label=name, strength=s)
+                         for s in (1.0, 3.0))  # fmt: skip
+        parent = Candidate(id="p", text=plain.write(OperatorRequest(key="k", kind="new",
+                                                                    messages=[], seed=2)),
+                           fitness=1.0)  # fmt: skip
+        batch = [OperatorRequest(key="k", kind="mutate", messages=[], parent=parent, seed=s)
+                 for s in range(30)]  # fmt: skip
+        as_before = FamilyOperator(FAMILIES[name], label=name)
+        assert [plain.write(r) for r in batch] == [as_before.write(r) for r in batch]
+        assert [strong.write(r) for r in batch] != [plain.write(r) for r in batch], name
+    assert load_plugins().operator("bombers").ladder_option == "strength"

@@ -102,8 +102,10 @@ class ToyOperator(Operator):
         delay: float = 0.0,
         down_until: str = "",
         jitter: float = 0.0,
+        strength: float = 1.0,
     ) -> None:
         self.label = label
+        self.strength = strength
         self.max_in_flight = max_in_flight
         self.delay = delay
         self.jitter = jitter  # extra random (unseeded) latency: replies finish in any order
@@ -122,14 +124,26 @@ class ToyOperator(Operator):
             numbers = [rng.randrange(100) for _ in range(rng.randint(1, 8))]
         else:
             numbers = [int(t) for t in request.parent.text.split()]
-            move = rng.random()
-            if move < 0.3 and len(numbers) < 8:
-                numbers.insert(rng.randrange(len(numbers) + 1), rng.randrange(100))
-            elif move < 0.5 and len(numbers) > 1:
-                numbers.pop(rng.randrange(len(numbers)))
-            else:
-                numbers[rng.randrange(len(numbers))] = rng.randrange(100)
+            for _ in range(max(1, round(self.strength))):  # mutation strength: edits
+                move = rng.random()
+                if move < 0.3 and len(numbers) < 8:
+                    numbers.insert(rng.randrange(len(numbers) + 1), rng.randrange(100))
+                elif move < 0.5 and len(numbers) > 1:
+                    numbers.pop(rng.randrange(len(numbers)))
+                else:
+                    numbers[rng.randrange(len(numbers))] = rng.randrange(100)
         return OperatorReply(text="PROGRAM: " + " ".join(map(str, numbers)))
+
+
+class StuckOperator(Operator):
+    """Always the same program: after its first call it can never fill a new cell."""
+
+    offline = True
+    label = "toy-stuck"
+    max_in_flight = 4
+
+    async def propose(self, request: OperatorRequest) -> OperatorReply:
+        return OperatorReply(text="PROGRAM: 7 7")
 
 
 @hookimpl
@@ -144,6 +158,10 @@ def dei_operators():
                      factory=lambda settings, domain: ToyOperator(
                          delay=float(settings.options.get("delay", 0.0)),
                          jitter=float(settings.options.get("jitter", 0.0)),
-                         down_until=str(settings.options.get("down_until", ""))),
-                     domains=("toy",), description="random integers (tests)"),
+                         down_until=str(settings.options.get("down_until", "")),
+                         strength=float(settings.options.get("strength", 1.0))),
+                     domains=("toy",), description="random integers (tests)",
+                     ladder_option="strength", ladder_range=(0.5, 2.0)),
+        OperatorSpec(name="toy-stuck", factory=lambda settings, domain: StuckOperator(),
+                     domains=("toy",), description="the same program every call (tests)"),
     ]  # fmt: skip

@@ -124,8 +124,27 @@ function render(state) {
     if (!wanted.some((p) => p.name === stale.dataset.node)) stale.remove();
   }
   renderFlow(state);
+  renderAllocation(state);
   renderCharts(state);
   document.body.dataset.version = state.version;
+}
+
+// A dynamic allocator's decisions: one row per round, one column per node.
+function renderAllocation(state) {
+  const decisions = state.allocation || [];
+  $("allocation").hidden = !decisions.length;
+  if (!decisions.length) return;
+  const names = state.nodes.map((n) => n.name);
+  const head = `<tr><th>round</th><th>calls</th>${names.map((n) => `<th>${n}</th>`).join("")}</tr>`;
+  const rows = decisions.map((d) => {
+    const cells = names.map((n) => {
+      const share = d.share[n] == null ? "" : ` (${(100 * d.share[n]).toFixed(0)}%`;
+      const reward = d.reward[n] == null ? "" : `; ${d.reward[n].toFixed(3)}`;
+      return `<td>${d.quotas[n] ?? "–"}${share}${reward}${share ? ")" : ""}</td>`;
+    });
+    return `<tr><td>${d.round}</td><td>${d.budget}</td>${cells.join("")}</tr>`;
+  });
+  $("allocation-table").innerHTML = head + rows.join("");
 }
 
 function renderSummary(state) {

@@ -51,6 +51,9 @@ class FamilyOperator(Operator):
             :data:`~dei_coreware.operators.templates.ARCHETYPES`).
         settings: The domain's assembler settings (core size, maximum length).
         label: Name in logs.
+        strength: Mutation strength: a redraw re-rolls this many constants (rounded, at least
+            one) and an edit makes its drawn number of structural edits times this (1.0: the
+            operator as it always was).
 
     Raises:
         ValueError: an unknown or empty archetype list.
@@ -60,7 +63,8 @@ class FamilyOperator(Operator):
     max_in_flight = 4
 
     def __init__(self, archetypes: Sequence[str], settings: AssemblerSettings | None = None,
-                 label: str = "family") -> None:  # fmt: skip
+                 label: str = "family", strength: float = 1.0) -> None:  # fmt: skip
+        self.strength = strength
         unknown = sorted(set(archetypes) - set(ARCHETYPES))
         if unknown or not archetypes:
             raise ValueError(f"unknown archetypes {unknown} (known: {sorted(ARCHETYPES)})")
@@ -84,14 +88,19 @@ class FamilyOperator(Operator):
             name, params = tagged
             fresh = ARCHETYPES[name].draw(rng, coresize)
             params = {key: params.get(key, value) for key, value in fresh.items()}
-            key = rng.choice(sorted(fresh))
-            params[key] = fresh[key]
+            redraws = max(1, round(self.strength))
+            # One redraw takes the very draw it always took (strength 1.0 is unchanged).
+            keys = ([rng.choice(sorted(fresh))] if redraws == 1
+                    else rng.sample(sorted(fresh), min(redraws, len(fresh))))  # fmt: skip
+            for key in keys:
+                params[key] = fresh[key]
             return write_archetype(name, params, coresize)
         if own or rng.random() < EDIT_FOREIGN:
             parent = parse_parent(request.parent.text, self.settings)
             if parent is not None and len(parent):
                 lines, start = to_lines(parent, coresize), parent.start
-                for _ in range(rng.choice((1, 1, 2))):
+                edits = rng.choice((1, 1, 2))
+                for _ in range(max(1, round(edits * self.strength))):
                     lines, start = self._gp.edit(rng, lines, start)
                 return render(lines, start, name=f"{self.label} variant",
                               strategy=f"edit of {request.parent.id}")  # fmt: skip

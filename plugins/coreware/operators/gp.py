@@ -39,14 +39,18 @@ class GPOperator(Operator):
     Args:
         settings: The domain's assembler settings (core size, maximum length).
         label: Name in logs.
+        strength: Mutation strength: the edits of a mutation (1 to 3, drawn) times this,
+            rounded, at least one (1.0: the operator as it always was).
     """
 
     offline = True
     max_in_flight = 4
 
-    def __init__(self, settings: AssemblerSettings | None = None, label: str = "gp") -> None:
+    def __init__(self, settings: AssemblerSettings | None = None, label: str = "gp",
+                 strength: float = 1.0) -> None:  # fmt: skip
         self.settings = settings or AssemblerSettings()
         self.label = label
+        self.strength = strength
         self._coresize = self.settings.coresize
         self._maxlength = min(self.settings.maxlength, 40)
 
@@ -149,7 +153,9 @@ class GPOperator(Operator):
             lines = self._crossover(rng, lines, to_lines(rng.choice(others), self._coresize))
             start = min(start, len(lines) - 1)
             how = "crossover"
-        for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):
+        edits = rng.choice((1, 1, 1, 2, 2, 3))
+        # The same draw at any strength: strength 1.0 makes exactly the mutations it always did.
+        for _ in range(max(1, round(edits * self.strength))):
             lines, start = self.edit(rng, lines, start)
         return render(lines, start, name="gp variant", strategy=f"{how} of {request.parent.id}")
 
