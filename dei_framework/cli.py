@@ -648,8 +648,8 @@ def dei() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable listing.")
 @user_errors
 def plugins_command(as_json: bool) -> None:
-    """List registered domains, operators, transports, sharing policies, descriptor axes,
-    emitters, archives and evaluation backends (evaluators)."""
+    """List registered domains, operators, transports, sharing policies, budget allocators,
+    descriptor axes, emitters, archives and evaluation backends (evaluators)."""
     listing = registry().listing()
     if as_json:
         click.echo(json.dumps(listing, indent=1))

@@ -172,7 +172,8 @@ def test_dei_plugins_help_and_cli_md_name_every_kind_the_listing_has() -> None:
     text = " ".join(CliRunner().invoke(dei, ["plugins", "--help"]).output.split())
     words = {"domains": "domains", "operators": "operators", "transports": "transports",
              "sharing": "sharing policies", "axes": "descriptor axes", "emitters": "emitters",
-             "archives": "archives", "evaluators": "evaluators"}  # fmt: skip
+             "archives": "archives", "evaluators": "evaluators",
+             "allocators": "budget allocators"}  # fmt: skip
     assert set(kinds) == set(words), kinds  # a new kind needs its words here and in the help
     missing = [kind for kind in kinds if words[kind] not in text]
     assert not missing, text
