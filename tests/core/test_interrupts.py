@@ -86,7 +86,9 @@ def test_a_second_ctrl_c_exits_at_once_without_a_traceback(toy_env, cli, tmp_pat
         ctrl_c(process)
 
     stopped = stop_midway(_args(config, out), out, toy_env, min_events=40, send=twice)
-    assert stopped.returncode == 130, stopped.stderr
+    # 130, or death by SIGINT (which a shell reports as 130 too) when the second Ctrl-C lands
+    # in the interpreter's last teardown, after the first one's stop has already finished.
+    assert stopped.returncode in (130, -signal.SIGINT), stopped.stderr
     assert stopped.seconds < 15
     assert "Traceback" not in stopped.stderr, stopped.stderr
     # The workers' semaphores are released before the exit, so multiprocessing's resource
