@@ -125,6 +125,23 @@ def _names(value: Any) -> bool:
     return isinstance(value, tuple) and all(isinstance(name, str) for name in value)
 
 
+def _code_roots() -> list[str]:
+    """The folders the loaded modules were imported from (a package's parent): an editable
+    install maps a package to its checkout without putting that on the import path, and the
+    jail must still see it where it lies under ``/tmp`` (a clone made there, a test's site)."""
+    roots = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str):
+            continue
+        depth = name.count(".") + os.path.basename(path).startswith("__init__.")
+        root = os.path.dirname(os.path.abspath(path))
+        for _ in range(depth):
+            root = os.path.dirname(root)
+        roots.append(root)
+    return roots
+
+
 def _environment(isolated: bool) -> dict[str, str]:
     env = {name: os.environ[name] for name in KEPT_VARIABLES if name in os.environ}
     # The worker's import path, so the domain's module is found as the worker found it.
@@ -158,7 +175,8 @@ class SandboxProcess:
         isolated = self.policy.level == "isolated"
         command = [sys.executable, "-m", "dei_framework.sandbox.zygote"]
         if isolated:
-            command = [*bwrap_arguments(find_bubblewrap(), visible=sys.path), *command]
+            command = [*bwrap_arguments(find_bubblewrap(), visible=[*sys.path, *_code_roots()]),
+                       *command]
         errors = tempfile.TemporaryFile()
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=errors, env=_environment(isolated), close_fds=True,
