@@ -355,18 +355,20 @@ def _sandboxed_batch(
     from dei_framework.sandbox.client import sandbox_for
 
     domain = domain or _WORKER_DOMAIN
+    pickled: bytes | None = None  # the set as the warm process receives it, made once
     if isinstance(opponents, str):  # an installed set's id
         set_id, programs = opponents, _worker_opponents(opponents)
     else:
         programs = list(opponents)
-        set_id = hashlib.blake2b(pickle.dumps(programs, protocol=pickle.HIGHEST_PROTOCOL),
-                                 digest_size=16).hexdigest()  # fmt: skip
+        pickled = pickle.dumps(programs, protocol=pickle.HIGHEST_PROTOCOL)
+        set_id = hashlib.blake2b(pickled, digest_size=16).hexdigest()
     sandbox = sandbox_for(domain, policy)
     required = tuple(required)
     known = None if known is None else frozenset(known)
 
     def set_data() -> bytes:
-        return pickle.dumps(programs, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickled if pickled is not None else pickle.dumps(programs,
+                                                                protocol=pickle.HIGHEST_PROTOCOL)
 
     outcomes = []
     for text, seed in jobs:

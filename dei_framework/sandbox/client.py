@@ -167,9 +167,6 @@ class SandboxProcess:
         self.domain_data = domain_data
         self.policy = policy
         self.process: subprocess.Popen | None = None
-        #: How many warm processes this one has started (1 + restarts after a program took
-        #: one down).
-        self.starts = 0
 
     def _start(self) -> subprocess.Popen:
         isolated = self.policy.level == "isolated"
@@ -181,7 +178,6 @@ class SandboxProcess:
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=errors, env=_environment(isolated), close_fds=True,
                                    start_new_session=True, cwd="/")  # fmt: skip
-        self.starts += 1
         try:
             wire.write_frame(process.stdin.fileno(), wire.dumps(
                 ("hello", self.domain_data, self.policy.limits.to_json())))
