@@ -96,7 +96,7 @@ def dei_domains():
 HOSTILE = {
     "loop": "def priority(item, bins):\n    while True:\n        pass\n",
     "bomb": "def priority(item, bins):\n    hoard = []\n    while True:\n"
-            "        hoard.append(bytearray(10**7))\n",
+            "        hoard.append(bytes(10**8))\n",
     "suicide": "import os, signal\ndef priority(item, bins):\n"
                "    os.kill(os.getpid(), signal.SIGKILL)\n",
     "parricide": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"

@@ -63,7 +63,7 @@ def test_hostile_blocks_end_their_own_evaluation_only(cli, stub, llm_env, tmp_pa
         (_block("    while True:\n        pass\n"), "timeout after 2.0 s"),
         (_block("    import os\n    os._exit(3)\n"), "evaluation failed: the program exited"),
         (_block("    raise SystemExit(0)\n"), "line 15 (line 2 of the evolve block): SystemExit"),
-        (_block("    hoard = []\n    while True:\n        hoard.append(bytearray(10**7))\n"),
+        (_block("    hoard = []\n    while True:\n        hoard.append(bytes(10**8))\n"),
          "memory limit 512 MB exceeded"),
     ]  # fmt: skip
     stub.script(*(ok(reply) for reply, _ in hostile))

@@ -24,12 +24,15 @@ MODEL = "openai/gpt-4o-mini"
 
 def _hostile(canary: Path) -> list[tuple[str, str]]:
     """(reply, the start of the reason it must be invalid with); ``""``: valid."""
+    # The bomb reserves address space with bytes(10**8) (calloc: pages left untouched), so
+    # it meets the limit in microseconds: a bomb that writes its 512 MB took over 3 s on
+    # CI's loaded machine and was (rightly) stopped as a timeout instead.
     fence = "```python\n{}```"
     return [
         (fence.format("def priority(item, bins):\n    while True:\n        pass\n"),
          f"timeout after {TIMEOUT:.1f} s"),
         (fence.format("def priority(item, bins):\n    hoard = []\n    while True:\n"
-                      "        hoard.append(bytearray(10**7))\n"),
+                      "        hoard.append(bytes(10**8))\n"),
          f"memory limit {MEMORY} MB exceeded"),
         (fence.format("import os, signal\ndef priority(item, bins):\n"
                       "    os.kill(os.getpid(), signal.SIGKILL)\n"), "killed by signal 9"),
