@@ -360,13 +360,13 @@ def _serve(zygote: Zygote, inbound: int, outbound: int) -> None:
         kind = frame[0]
         if kind == "set":
             zygote.keep(frame[1], frame[2])
-        elif kind == "finished":  # the next child first: the client may be waiting for it
-            zygote.offer()
+        elif kind == "finished":
             zygote.retire(frame[1])
+            zygote.offer()
         elif kind == "stop":
             wire.write_frame(outbound, wire.dumps(zygote.stop(frame[1], frame[2])))
-            zygote.offer()
             zygote.retire(frame[1])
+            zygote.offer()
         elif kind == "renew":
             answer = zygote.renew(frame[1], frame[2])
             if answer is not None:
