@@ -18,7 +18,6 @@ import os
 import pickle
 import select
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from dei_framework.sandbox import wire
 from dei_framework.sandbox.bubblewrap import bwrap_arguments, find_bubblewrap
 from dei_framework.sandbox.limits import memory_message
 from dei_framework.sandbox.policy import SandboxPolicy
-from dei_framework.sandbox.zygote import MAX_REPLY, OFFERS_VARIABLE, PARENT_VARIABLE
+from dei_framework.sandbox.zygote import PARENT_VARIABLE
 
 #: Seconds a warm process may take to import the domain and answer (a slow import is a few).
 START_SECONDS = 120.0
@@ -82,10 +81,21 @@ def _unreadable(seconds: float) -> SandboxReply:
                         "unreadable result", seconds=seconds)  # fmt: skip
 
 
-def _plain_reply(payload: bytes, seconds: float, memory_mb: int | None) -> SandboxReply:
-    """A child's answer checked for shape (anything else is :func:`_unreadable`)."""
+def _plain_reply(frame: Any, memory_mb: int | None) -> SandboxReply:
+    """A zygote's answer checked for shape (anything else is :func:`_unreadable`)."""
+    if not isinstance(frame, tuple) or not frame:
+        return _unreadable(0.0)
+    if frame[0] == "stopped" and len(frame) == 4:
+        _, reason, seconds, parsed = frame
+        if isinstance(reason, str) and isinstance(seconds, float):
+            return SandboxReply(status="stopped", parsed=parsed is True, error=reason[:500],
+                                seconds=seconds)  # fmt: skip
+        return _unreadable(0.0)
+    if frame[0] != "done" or len(frame) != 3 or not isinstance(frame[1], bytes):
+        return _unreadable(0.0)
+    seconds = frame[2] if isinstance(frame[2], float) else 0.0
     try:
-        reply = wire.loads_untrusted(payload)
+        reply = wire.loads_untrusted(frame[1])
     except wire.FrameError:
         return _unreadable(seconds)
     if reply == ("memory",):
@@ -145,25 +155,8 @@ def _environment(isolated: bool) -> dict[str, str]:
 DIED = "evaluation failed: the sandbox process died"
 
 
-@attrs.define
-class _Spare:
-    """A child the warm process forked ahead of time, as the client holds it."""
-
-    number: int
-    sets: frozenset[str]
-    job: int  #: the write end of the pipe the child reads its candidate from
-    reply: int  #: the read end of the pipe it answers on
-    exited: int  #: readable once it has exited
-
-    def close(self) -> None:
-        for fd in (self.job, self.reply, self.exited):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-
 class SandboxProcess:
-    """One warm process (see :mod:`~dei_framework.sandbox.zygote`), its pipes, and the spare
-    child it has handed over.
+    """One warm process (see :mod:`~dei_framework.sandbox.zygote`) and its pipes.
 
     Args:
         domain_data: The pickled domain.
@@ -174,8 +167,6 @@ class SandboxProcess:
         self.domain_data = domain_data
         self.policy = policy
         self.process: subprocess.Popen | None = None
-        self.offers: socket.socket | None = None
-        self.spare: _Spare | None = None
 
     def _start(self) -> subprocess.Popen:
         isolated = self.policy.level == "isolated"
@@ -184,16 +175,9 @@ class SandboxProcess:
             command = [*bwrap_arguments(find_bubblewrap(), visible=[*sys.path, *_code_roots()]),
                        *command]
         errors = tempfile.TemporaryFile()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = _environment(isolated)
-        env[OFFERS_VARIABLE] = str(theirs.fileno())
-        try:
-            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=errors, env=env, close_fds=True,
-                                       pass_fds=(theirs.fileno(),), start_new_session=True,
-                                       cwd="/")  # fmt: skip
-        finally:
-            theirs.close()
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=errors, env=_environment(isolated), close_fds=True,
+                                   start_new_session=True, cwd="/")  # fmt: skip
         try:
             wire.write_frame(process.stdin.fileno(), wire.dumps(
                 ("hello", self.domain_data, self.policy.limits.to_json())))
@@ -202,7 +186,6 @@ class SandboxProcess:
             frame = None
         if not (isinstance(frame, tuple) and frame[:1] == ("ready",)):
             _kill(process)
-            ours.close()
             errors.seek(0)
             lines = errors.read().decode("utf-8", "replace").strip().splitlines()
             raise SandboxUnavailable(
@@ -212,7 +195,6 @@ class SandboxProcess:
                 "script's __main__)"
             )
         errors.close()
-        self.offers = ours
         return process
 
     @staticmethod
@@ -223,10 +205,6 @@ class SandboxProcess:
         if not ready:
             raise TimeoutError
         return wire.loads_untrusted(wire.read_frame(fd))
-
-    def _send(self, frame: tuple[Any, ...]) -> None:
-        assert self.process is not None
-        wire.write_frame(self.process.stdin.fileno(), wire.dumps(frame))
 
     def evaluate(
         self,
@@ -254,169 +232,41 @@ class SandboxProcess:
     def _attempt(self, text: str, seed: int, set_id: str, set_data: Callable[[], bytes],
                  required: tuple[str, ...], known: frozenset[str] | None) -> SandboxReply:
         if self.process is None or self.process.poll() is not None:
-            self.close()
             self.process = self._start()
+        process = self.process
         limit = self.policy.limits.timeout
         started = time.monotonic()
-        # How long the warm process may take to hand over a child or to answer about one.
-        patience = (limit or 0.0) + GRACE_SECONDS
-        job = wire.dumps((text, seed, set_id, required,
+        deadline = None if limit is None else started + limit + GRACE_SECONDS
+        job = wire.dumps(("job", text, seed, set_id, required,
                           None if known is None else sorted(known)))  # fmt: skip
         try:
-            spare = self._spare_with(set_id, set_data, started + patience)
-            try:
-                started = time.monotonic()
-                wire.write_frame(spare.job, job)
-            except OSError:  # the spare is gone (the OOM killer, ...): the candidate gets another
-                self._send(("finished", spare.number))
-                spare.close()
-                spare = self._spare_with(set_id, set_data, time.monotonic() + patience)
-                started = time.monotonic()
-                wire.write_frame(spare.job, job)
-        except (TimeoutError, OSError, EOFError, wire.FrameError):
-            # Before the candidate ran: not its doing (a process an earlier program left behind
-            # may have stopped the warm process); it is tried again in a fresh one.
+            wire.write_frame(process.stdin.fileno(), job)
+            while True:
+                frame = self._read(process, deadline)
+                if isinstance(frame, tuple) and frame[:1] == ("need",):
+                    wire.write_frame(process.stdin.fileno(), wire.dumps(("set", set_id,
+                                                                         set_data())))  # fmt: skip
+                    wire.write_frame(process.stdin.fileno(), job)
+                    continue
+                return _plain_reply(frame, self.policy.limits.memory_mb)
+        except TimeoutError:
+            reason = "stopped answering"
+        except (OSError, EOFError):
             reason = "died"
-        else:
-            try:
-                return self._outcome(spare, started, patience)
-            except TimeoutError:
-                reason = "stopped answering"
-            except (OSError, EOFError):
-                reason = "died"
-            except wire.FrameError:
-                reason = "sent back an unreadable frame"
+        except wire.FrameError:
+            reason = "sent back an unreadable frame"
         # The one candidate in flight took the warm process down (or stopped it): it alone
         # is invalid; the next candidate gets a fresh process.
-        process = self.process
-        self.close()
+        _kill(process)
         code = process.returncode
         detail = f" (signal {-code})" if code is not None and code < 0 else ""
         return SandboxReply(status="stopped", error=f"evaluation failed: the sandbox process "
                             f"{reason}{detail}", seconds=time.monotonic() - started)  # fmt: skip
 
-    def _spare_with(self, set_id: str, set_data: Callable[[], bytes], deadline: float) -> _Spare:
-        """The spare child, forked after opponent set ``set_id`` reached the warm process
-        (which is sent the set, and asked for a new spare, when it lacks it)."""
-        assert self.process is not None and self.offers is not None
-        stdout = self.process.stdout.fileno()
-        renewing: int | None = None
-        while True:
-            spare, self.spare = self.spare, None
-            if spare is not None:
-                if set_id in spare.sets:
-                    return spare
-                renewing = spare.number  # forked before this set came
-                spare.close()
-                self._send(("renew", renewing, set_id))
-            wait = max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([self.offers, stdout], [], [], wait)
-            if not ready:
-                raise TimeoutError
-            if stdout in ready:  # only asked-for frames come here: the set, or its end
-                frame = wire.loads_untrusted(wire.read_frame(stdout))
-                if frame != ("need", set_id) or renewing is None:
-                    raise wire.FrameError("an unexpected frame")
-                self._send(("set", set_id, set_data()))
-                self._send(("renew", renewing, set_id))
-                continue
-            self.spare = self._receive_spare()
-
-    def _receive_spare(self) -> _Spare:
-        assert self.offers is not None
-        data, fds, _, _ = socket.recv_fds(self.offers, 1 << 16, 3, socket.MSG_CMSG_CLOEXEC)
-        if not data:
-            for fd in fds:
-                os.close(fd)
-            raise EOFError("the warm process closed its offers")
-        frame = wire.loads_untrusted(data)
-        if not (len(fds) == 3 and isinstance(frame, tuple) and len(frame) == 3
-                and frame[0] == "spare" and isinstance(frame[1], int)
-                and isinstance(frame[2], list)):  # fmt: skip
-            for fd in fds:
-                os.close(fd)
-            raise wire.FrameError("an unreadable offer")
-        os.set_blocking(fds[1], False)
-        return _Spare(number=frame[1], sets=frozenset(frame[2]), job=fds[0], reply=fds[1],
-                      exited=fds[2])  # fmt: skip
-
-    def _outcome(self, spare: _Spare, started: float, patience: float) -> SandboxReply:
-        """Reads the child's reply until it is complete, the child exits, its deadline passes
-        or it sends too much; the child is then finished or stopped."""
-        limit = self.policy.limits.timeout
-        deadline = None if limit is None else started + limit
-        chunks: list[bytes] = []
-        size = 0
-        # The child's exit is watched directly, not through the pipe's end: a program may
-        # leave a process behind that holds the pipe open.
-        watched = [spare.reply, spare.exited]
-        cause = None
-        try:
-            while cause is None:
-                wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-                ready, _, _ = select.select(watched, [], [], wait)
-                if not ready:  # the deadline
-                    cause = "timeout"
-                    break
-                if spare.reply in ready:
-                    read, closed = _drain(spare.reply, chunks)
-                    size += read
-                    if closed:
-                        watched = [spare.exited]
-                if _complete(chunks):
-                    seconds = time.monotonic() - started
-                    self._send(("finished", spare.number))
-                    return _plain_reply(b"".join(chunks)[4:], seconds,
-                                        self.policy.limits.memory_mb)  # fmt: skip
-                if size > MAX_REPLY + 8:
-                    cause = "oversize"
-                elif spare.exited in ready:
-                    _drain(spare.reply, chunks)
-                    if _complete(chunks):
-                        continue
-                    cause = "exited"
-            seconds = time.monotonic() - started
-            self._send(("stop", spare.number, cause))
-            frame = self._read(self.process, time.monotonic() + patience)
-        finally:
-            spare.close()
-        if not (isinstance(frame, tuple) and len(frame) == 4 and frame[0] == "stopped"
-                and frame[1] == spare.number and isinstance(frame[2], str)):  # fmt: skip
-            raise wire.FrameError("an unreadable stop")
-        return SandboxReply(status="stopped", parsed=frame[3] is True, error=frame[2][:500],
-                            seconds=seconds)  # fmt: skip
-
     def close(self) -> None:
-        if self.spare is not None:
-            self.spare.close()
-            self.spare = None
-        if self.offers is not None:
-            self.offers.close()
-            self.offers = None
         if self.process is not None:
             _kill(self.process)
             self.process = None
-
-
-def _complete(chunks: list[bytes]) -> bool:
-    """Whether ``chunks`` hold one whole frame."""
-    frame = b"".join(chunks) if len(chunks) != 1 else chunks[0]
-    return len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4
-
-
-def _drain(fd: int, chunks: list[bytes]) -> tuple[int, bool]:
-    """Reads what ``fd`` holds now into ``chunks``: how many bytes, and whether it is closed."""
-    size = 0
-    while size <= MAX_REPLY + 8:
-        try:
-            chunk = os.read(fd, 1 << 20)
-        except BlockingIOError:
-            return size, False
-        if not chunk:
-            return size, True
-        chunks.append(chunk)
-        size += len(chunk)
-    return size, False
 
 
 def _kill(process: subprocess.Popen) -> None:

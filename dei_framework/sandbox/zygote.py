@@ -5,22 +5,14 @@ candidate (``python -m dei_framework.sandbox.zygote``, started by
 Forking a process that has the domain imported costs a fraction of a millisecond; starting an
 interpreter per candidate would cost tens. The zygote itself never runs a candidate's code:
 each child does, in its own process group, in a fresh scratch directory, with its standard
-streams on ``/dev/null`` and its address space capped.
+streams on ``/dev/null`` and its address space capped; the zygote waits for its reply with a
+deadline and kills the child's whole group when the deadline passes, so a loop in C code or a
+program that blocks every signal is stopped all the same.
 
-Each child is forked *ahead of time*, and its two pipes are handed to the client over a Unix
-socket (``SCM_RIGHTS``): the client writes the candidate straight to the child and reads the
-reply straight from it, so a candidate's latency holds two process wake-ups, not four, and
-the zygote forks the next child and reaps the last one while the client works. The client
-keeps the clock; when a candidate's deadline passes (or the child exits without a full
-reply) it asks the zygote to stop it, and the zygote kills the child's whole process group,
-so a loop in C code or a program that blocks every signal is stopped all the same.
-
-Frames in, on standard input (see :mod:`~dei_framework.sandbox.wire`): ``("hello",
-domain_pickle, limits)`` once, then ``("set", id, pickle)``, ``("finished", n)``, ``("stop",
-n, cause)`` and ``("renew", n, set_id)``. Frames out, on standard output: ``("ready", pid)``,
-``("need", set_id)`` and ``("stopped", n, reason, parsed)``; on the offer socket (its
-descriptor in :data:`OFFERS_VARIABLE`): ``("spare", n, set_ids)`` with the child's job pipe,
-reply pipe and exit watch.
+Frames in (see :mod:`~dei_framework.sandbox.wire`): ``("hello", domain_pickle, limits)``
+once, then ``("set", id, pickle)`` and ``("job", text, seed, set_id, required, known)``.
+Frames out: ``("ready", pid)``, ``("need", set_id)``, and per job ``("done", reply, seconds)``
+or ``("stopped", reason, seconds, parsed)``.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
@@ -35,9 +27,9 @@ import mmap
 import os
 import pickle
 import resource
+import select
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -53,13 +45,8 @@ from dei_framework.sandbox.limits import Limits, signal_message, timeout_message
 KEPT_SETS = 16
 #: Names the client's pid, so that a zygote whose client died while it started ends at once.
 PARENT_VARIABLE = "DEI_SANDBOX_PARENT"
-#: Names the descriptor of the socket the zygote hands its children's pipes over.
-OFFERS_VARIABLE = "DEI_SANDBOX_OFFERS"
 #: Largest reply a child may send (a bigger one is a hostile child's).
 MAX_REPLY = 16 * 1024 * 1024
-#: Why the client asks for a candidate to be stopped, and the reason it is recorded with
-#: (``exited``: the child ended without a full reply; its status says how).
-CAUSES = ("timeout", "oversize", "exited")
 
 
 def _pdeathsig_setter() -> Any:
@@ -79,25 +66,14 @@ def _address_space() -> int:
         return int(file.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
-#: What a spare child does before its candidate arrives, with text of its own: unpickle a
-#: job, compile and call a small function. A forked child copies every page it writes; an
-#: evaluation writes many of the same pages (the allocator's, the compiler's), and copying
-#: them here, while the client is elsewhere, takes them off the candidate's latency.
-_REHEARSAL = "def rehearsal(item, bins):\n    return [-(free - item) for free in bins]\n"
-
-
-def _rehearse() -> None:
-    text, seed, *_ = pickle.loads(pickle.dumps((_REHEARSAL * 4, 1, "set", (), None)))
-    namespace: dict[str, Any] = {}
-    exec(compile(_REHEARSAL, "<rehearsal>", "exec"), namespace)  # noqa: S102 - our own text
-    namespace["rehearsal"](seed, [len(text), 2, 3])
-
-
 @attrs.define
 class _Child:
     """A forked child waiting for its candidate (the spare), or running it."""
 
     pid: int
+    job: int  #: the write end of the pipe the child reads its job from
+    reply: int  #: the read end of the pipe it answers on
+    exited: int  #: readable once it has exited (see _exit_watch)
     scratch: str
     sets: frozenset[str]  #: the opponent sets it was forked with
     #: One byte shared with the child, set once its text has parsed: read only when the child
@@ -106,129 +82,92 @@ class _Child:
 
 
 class Zygote:
-    """The zygote's state: the domain, the opponent sets it holds, its limits, and the
-    children it has forked and not yet reaped (the spare handed to the client among them).
+    """The zygote's state: the domain, the opponent sets it holds, its limits, and the next
+    candidate's child, forked ahead of time.
 
-    Args:
-        domain: The domain, unpickled.
-        limits: The candidates' limits.
-        scratch_root: Where each child's scratch directory is made.
-        offers: The socket the children's pipes are handed over.
-        channel: Descriptors every child closes first (the client's pipes and the offer
-            socket): a program must not reach the client.
+    Forking and ending a process cost a few milliseconds: the spare is forked, and the last
+    child reaped, after the reply has gone out (:meth:`tidy`), so a candidate's latency holds
+    neither.
     """
 
     def __init__(self, domain: Any, limits: Limits, scratch_root: str,
-                 offers: socket.socket | None = None,
                  channel: tuple[int, ...] = ()) -> None:  # fmt: skip
         self.domain = domain
+        #: The client's pipes, closed in every child: a program must not reach the client.
         self.channel = channel
-        self.offers = offers
         self.limits = limits
         self.scratch_root = scratch_root
         self.sets: OrderedDict[str, list[Any]] = OrderedDict()
         self.die_with_parent = _pdeathsig_setter()
-        self.children: dict[int, _Child] = {}
-        self._count = 0
-        self.pid = os.getpid()
+        self.spare: _Child | None = None
+        self._done: list[_Child] = []
 
     def keep(self, set_id: str, data: bytes) -> None:
         self.sets[set_id] = pickle.loads(data)
         while len(self.sets) > KEPT_SETS:
             self.sets.popitem(last=False)
 
-    def offer(self) -> None:
-        """Forks the next candidate's child and hands its pipes to the client."""
-        self._count += 1
-        number = self._count
-        job, reply, exited, child = self._fork()
-        self.children[number] = child
-        try:
-            socket.send_fds(self.offers, [wire.dumps(("spare", number, sorted(child.sets)))],
-                            [job, reply, exited])  # fmt: skip
-        finally:
-            for fd in (job, reply, exited):  # the client holds them now
-                os.close(fd)
-
-    def renew(self, number: int, set_id: str) -> tuple[Any, ...] | None:
-        """Replaces spare ``number`` with one forked after set ``set_id`` came; the frame
-        asking for the set when the zygote does not hold it (the spare stays)."""
-        if set_id not in self.sets:
-            return ("need", set_id)
+    def run(self, text: str, seed: int, set_id: str, required: Any, known: Any
+            ) -> tuple[Any, ...]:  # fmt: skip
+        """One candidate, in a forked child; the frame that answers it."""
         self.sets.move_to_end(set_id)
-        self.retire(number)
-        self.offer()
-        return None
+        child, self.spare = self.spare, None
+        if child is None or set_id not in child.sets:  # forked before this round's set came
+            if child is not None:
+                self._done.append(child)
+            child = self._fork()
+        self._done.append(child)
+        started = time.perf_counter()
+        try:
+            wire.write_frame(child.job, wire.dumps((text, seed, set_id, required, known)))
+        except OSError:  # the spare is gone (the OOM killer, ...): the candidate gets another
+            child = self._fork()
+            self._done.append(child)
+            started = time.perf_counter()
+            wire.write_frame(child.job, wire.dumps((text, seed, set_id, required, known)))
+        try:
+            return self._wait(child, started)
+        finally:
+            with contextlib.suppress(OSError):  # whatever the program started in its group
+                os.killpg(child.pid, signal.SIGKILL)
 
-    def stop(self, number: int, cause: str) -> tuple[Any, ...]:
-        """Kills child ``number``'s process group; the frame saying why it stopped."""
-        child = self.children.get(number)
-        if child is None or cause not in CAUSES:
-            return ("stopped", number, "evaluation failed: the sandbox was asked to stop an "
-                    "unknown candidate", False)  # fmt: skip
-        with contextlib.suppress(OSError):
-            os.killpg(child.pid, signal.SIGKILL)
-        parsed = child.parsed[0] == 1
-        if cause == "timeout":
-            return ("stopped", number, timeout_message(self.limits.timeout), parsed)
-        if cause == "oversize":
-            return ("stopped", number, f"evaluation failed: the program sent more than "
-                    f"{MAX_REPLY} bytes", parsed)  # fmt: skip
-        try:  # the child has exited (the client saw it): how
-            status = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
-        except ChildProcessError:
-            status = None
-        if status is not None and status.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
-            return ("stopped", number, signal_message(status.si_status), parsed)
-        code = status.si_status if status is not None else -1
-        return ("stopped", number, f"evaluation failed: the program exited with status {code} "
-                "before answering", parsed)  # fmt: skip
+    def tidy(self) -> None:
+        """Reaps the children that are done and forks the next candidate's (between jobs)."""
+        for child in self._done:
+            with contextlib.suppress(OSError):
+                os.killpg(child.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child.pid, 0)
+            for fd in (child.job, child.reply, child.exited):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            shutil.rmtree(child.scratch, ignore_errors=True)
+            child.parsed.close()
+        self._done.clear()
+        if self.spare is None:
+            self.spare = self._fork()
 
-    def retire(self, number: int) -> None:
-        """Ends child ``number`` and whatever the program started in its group, and reaps
-        it."""
-        child = self.children.pop(number, None)
-        if child is None:
-            return
-        with contextlib.suppress(OSError):
-            os.killpg(child.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(child.pid, 0)
-        shutil.rmtree(child.scratch, ignore_errors=True)
-        child.parsed.close()
-
-    def close(self) -> None:
-        for number in list(self.children):
-            self.retire(number)
-
-    def _fork(self) -> tuple[int, int, int, _Child]:
-        """A new child: the client's ends of its job and reply pipes and its exit watch, and
-        the child's record."""
+    def _fork(self) -> _Child:
         scratch = tempfile.mkdtemp(prefix="candidate-", dir=self.scratch_root)
         job_read, job_write = os.pipe()
         reply_read, reply_write = os.pipe()
-        # Where there is no pidfd, the exit watch is a pipe only the child holds open: it
-        # reads as closed once the child (and whatever it started) has ended.
-        watch_read, watch_write = (-1, -1) if _PIDFD else os.pipe()
-        parsed = mmap.mmap(-1, 1)  # anonymous and shared: the child's writes are seen here
         # Objects the zygote holds stay out of the child's collections: a collection would
         # write to every page they are on, and copying those pages costs more than most
         # evaluations.
+        parsed = mmap.mmap(-1, 1)  # anonymous and shared: the child's writes are seen here
         gc.freeze()
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            for fd in (job_write, reply_read, watch_read):
-                if fd >= 0:
-                    os.close(fd)
+            os.close(job_write)
+            os.close(reply_read)
             self._child(job_read, reply_write, scratch, parsed)
-        for fd in (job_read, reply_write, watch_write):
-            if fd >= 0:
-                os.close(fd)
+        os.close(job_read)
+        os.close(reply_write)
         with contextlib.suppress(OSError):  # the child may have done it already
             os.setpgid(pid, pid)
-        exited = _exit_watch(pid) if watch_read < 0 else watch_read
-        child = _Child(pid=pid, scratch=scratch, sets=frozenset(self.sets), parsed=parsed)
-        return job_write, reply_read, exited, child
+        os.set_blocking(reply_read, False)
+        return _Child(pid=pid, job=job_write, reply=reply_read, exited=_exit_watch(pid),
+                      scratch=scratch, sets=frozenset(self.sets), parsed=parsed)  # fmt: skip
 
     def _child(self, job_read: int, write_end: int, scratch: str, parsed: mmap.mmap) -> None:
         status = 0
@@ -244,15 +183,14 @@ class Zygote:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
+            try:
+                text, seed, set_id, required, known = pickle.loads(wire.read_frame(job_read))
+            except EOFError:  # a spare the zygote let go of
+                os._exit(0)
+            os.close(job_read)
             if self.limits.memory_mb is not None:
                 cap = _address_space() + self.limits.memory_mb * 1024 * 1024
                 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-            _rehearse()
-            try:
-                text, seed, set_id, required, known = pickle.loads(wire.read_frame(job_read))
-            except EOFError:  # a spare let go of
-                os._exit(0)
-            os.close(job_read)
             opponents = self.sets[set_id]
             try:
                 outcome = self._evaluate(text, seed, opponents, required, known, parsed)
@@ -264,8 +202,6 @@ class Zygote:
                 memory = (self.limits.memory_mb is not None and outcome.error is not None
                           and outcome.error.startswith("evaluation failed: MemoryError"))
                 reply = ("memory",) if memory else _reply(outcome)
-            if not _alive(self.pid):  # the program killed or stopped this zygote
-                os._exit(1)  # no reply: the client finds the zygote gone, whatever the race
             payload = wire.dumps(reply)
             if len(payload) > MAX_REPLY:
                 payload = wire.dumps(("error", f"a result of {len(payload)} bytes"))
@@ -297,45 +233,89 @@ class Zygote:
         return _evaluate_parsed(self.domain, program, opponents, seed, required, known,
                                 started=started)  # fmt: skip
 
+    def _wait(self, child: _Child, started: float) -> tuple[Any, ...]:
+        """Reads the child's reply until it is complete, the child exits, its deadline passes
+        or it sends too much."""
+        deadline = None if self.limits.timeout is None else started + self.limits.timeout
+        chunks: list[bytes] = []
+        size = 0
+        # The child's exit is watched directly, not through the pipe's end: a program may
+        # leave a process behind that holds the pipe open.
+        watched = [child.reply, child.exited]
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            ready, _, _ = select.select(watched, [], [], wait)
+            if not ready:  # the deadline: the whole group, whatever it blocks or ignores
+                return _stopped(timeout_message(self.limits.timeout), started, child)
+            if child.reply in ready:
+                read, closed = _drain(child.reply, chunks)
+                size += read
+                if closed:
+                    watched = [child.exited]
+                frame = b"".join(chunks)
+                if len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4:
+                    return ("done", frame[4:], time.perf_counter() - started)
+            if size > MAX_REPLY + 8:
+                return _stopped(f"evaluation failed: the program sent more than {MAX_REPLY} "
+                                "bytes", started, child)  # fmt: skip
+            if child.exited in ready and _reaped(child.pid):
+                break
+        _drain(child.reply, chunks)
+        frame = b"".join(chunks)
+        seconds = time.perf_counter() - started
+        if len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4:
+            return ("done", frame[4:], seconds)
+        status = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        parsed = child.parsed[0] == 1
+        if status is not None and status.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+            return ("stopped", signal_message(status.si_status), seconds, parsed)
+        code = status.si_status if status is not None else -1
+        return ("stopped", f"evaluation failed: the program exited with status {code} before "
+                "answering", seconds, parsed)  # fmt: skip
 
-#: Signals that end or stop a process once they are pending (they cannot be blocked).
-_FATAL = (1 << (signal.SIGKILL - 1)) | (1 << (signal.SIGSTOP - 1))
 
-
-def _alive(zygote: int) -> bool:
-    """Whether the zygote is still running and nothing has been sent that ends or stops it.
-
-    A child's reply goes straight to the client, so a program that kills its zygote could
-    still answer before the signal lands; checked after the evaluation, the signal is
-    already pending, and the candidate is blamed the same way whatever the timing.
-    """
-    if os.getppid() != zygote:
-        return False
-    try:
-        with open(f"/proc/{zygote}/status", "rb") as file:
-            fields = dict(line.split(b":", 1) for line in file.read().splitlines() if b":" in line)
-    except OSError:  # no /proc (macOS): the parent is there, which is all one can tell
-        return True
-    if fields.get(b"State", b"").strip()[:1] not in (b"R", b"S", b"D"):
-        return False
-    pending = int(fields.get(b"SigPnd", b"0"), 16) | int(fields.get(b"ShdPnd", b"0"), 16)
-    return not pending & _FATAL
+def _stopped(reason: str, started: float, child: _Child) -> tuple[Any, ...]:
+    return ("stopped", reason, time.perf_counter() - started, child.parsed[0] == 1)
 
 
 def _exit_watch(pid: int) -> int:
-    """A descriptor that becomes readable when ``pid`` exits (a pidfd, Linux 5.3)."""
-    return os.pidfd_open(pid)
-
-
-def _has_pidfd() -> bool:
+    """A descriptor that becomes readable when ``pid`` exits: a pidfd (Linux 5.3), else one
+    that is always readable, and :func:`_reaped` polls."""
+    global _PIDFD
     try:
-        os.close(os.pidfd_open(os.getpid()))
+        return os.pidfd_open(pid)
     except (AttributeError, OSError):
-        return False
-    return True
+        _PIDFD = False
+        read_end, write_end = os.pipe()
+        os.close(write_end)  # at end of file: always readable
+        return read_end
 
 
-_PIDFD = _has_pidfd()
+_PIDFD = True  # set by _exit_watch: whether this system gives pidfds
+
+
+def _reaped(pid: int) -> bool:
+    """Whether the child has exited, once its exit watch is readable (polled every few ms
+    where there is no pidfd)."""
+    if _PIDFD:
+        return True
+    time.sleep(0.002)
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def _drain(fd: int, chunks: list[bytes]) -> tuple[int, bool]:
+    """Reads what ``fd`` holds now into ``chunks``: how many bytes, and whether it is closed."""
+    size = 0
+    while size <= MAX_REPLY + 8:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return size, False
+        if not chunk:
+            return size, True
+        chunks.append(chunk)
+        size += len(chunk)
+    return size, False
 
 
 def _reply(outcome: Any) -> tuple[Any, ...]:
@@ -347,30 +327,6 @@ def _reply(outcome: Any) -> tuple[Any, ...]:
     return ("valid", float(evaluation.fitness),
             {str(key): float(value) for key, value in evaluation.descriptor.items()},
             dict(evaluation.info), outcome.seconds, outcome.matches)  # fmt: skip
-
-
-def _serve(zygote: Zygote, inbound: int, outbound: int) -> None:
-    """Answers the client's frames until it closes its end."""
-    zygote.offer()
-    while True:
-        try:
-            frame = pickle.loads(wire.read_frame(inbound))
-        except EOFError:
-            return
-        kind = frame[0]
-        if kind == "set":
-            zygote.keep(frame[1], frame[2])
-        elif kind == "finished":
-            zygote.retire(frame[1])
-            zygote.offer()
-        elif kind == "stop":
-            wire.write_frame(outbound, wire.dumps(zygote.stop(frame[1], frame[2])))
-            zygote.retire(frame[1])
-            zygote.offer()
-        elif kind == "renew":
-            answer = zygote.renew(frame[1], frame[2])
-            if answer is not None:
-                wire.write_frame(outbound, wire.dumps(answer))
 
 
 def main() -> None:
@@ -389,24 +345,33 @@ def main() -> None:
     expected = os.environ.pop(PARENT_VARIABLE, "")
     if expected and os.getppid() != int(expected):  # the client died before prctl took effect
         return
-    offers = socket.socket(fileno=int(os.environ.pop(OFFERS_VARIABLE)))
     try:
         kind, domain_data, limits_data = pickle.loads(wire.read_frame(inbound))
         assert kind == "hello"
         limits = Limits(**limits_data)
         scratch_root = tempfile.mkdtemp(prefix="dei-sandbox-")
-        zygote = Zygote(pickle.loads(domain_data), limits, scratch_root, offers,
-                        (inbound, outbound, offers.fileno()))  # fmt: skip
+        zygote = Zygote(pickle.loads(domain_data), limits, scratch_root, (inbound, outbound))
         import dei_framework.evaluation  # noqa: F401 - imported before the first fork, once
     except EOFError:
         return
     wire.write_frame(outbound, wire.dumps(("ready", os.getpid())))
     try:
-        _serve(zygote, inbound, outbound)
-    except (BrokenPipeError, ConnectionError):  # the client is gone
-        pass
+        while True:
+            try:
+                frame = pickle.loads(wire.read_frame(inbound))
+            except EOFError:
+                return
+            if frame[0] == "set":
+                zygote.keep(frame[1], frame[2])
+                continue
+            _, text, seed, set_id, required, known = frame
+            if set_id not in zygote.sets:
+                wire.write_frame(outbound, wire.dumps(("need", set_id)))
+                continue
+            wire.write_frame(outbound, wire.dumps(zygote.run(text, seed, set_id, required,
+                                                             known)))  # fmt: skip
+            zygote.tidy()  # while the client reads the reply
     finally:
-        zygote.close()
         shutil.rmtree(scratch_root, ignore_errors=True)
 
 
