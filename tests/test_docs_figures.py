@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,15 @@ def test_figure_json_names_its_script_and_provenance(path):
     assert len(record["git"]["commit"] or "") == 40
     # From a commit, not from uncommitted code (figurelib refuses that unless told otherwise).
     assert record["git"]["dirty"] is False, f"{path.name} came from a tree with uncommitted changes"
+    # A commit in this branch's history, so that anyone can check it out and regenerate the set.
+    in_history = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", record["git"]["commit"], "HEAD"],
+        cwd=ROOT, capture_output=True,
+    )  # fmt: skip
+    assert in_history.returncode == 0, (
+        f"{path.name} records commit {record['git']['commit'][:12]}, which is not in the history "
+        "of HEAD (regenerate it from a commit of this branch)"
+    )
     assert record["commands"] and all(isinstance(c, str) and c for c in record["commands"])
     assert record["n"] and record["spread"] and record["date"]
     assert record["machine"]["cores"] >= 1
@@ -274,4 +284,3 @@ def test_figures_are_refused_from_a_dirty_tree_unless_told(monkeypatch):
     figurelib.require_clean_tree({"commit": "0" * 40, "dirty": False})
     monkeypatch.setenv(figurelib.ALLOW_DIRTY_VARIABLE, "1")
     figurelib.require_clean_tree({"commit": "0" * 40, "dirty": True})  # a try-out: allowed
-
