@@ -49,7 +49,6 @@ from dei_framework.common import (
     scoring_spread,
     text_seeds,
 )
-from dei_framework.config import RunConfig
 from dei_framework.context import FactoryContext
 from dei_framework.evaluation import Evaluator
 from dei_framework.plugins import PluginRegistry, load_plugins
@@ -75,7 +74,7 @@ def remeasure(
 ) -> dict[str, Any]:
     """Re-measures one finished run's common-ground elites on ``seeds`` fresh seeds each."""
     registry = registry or load_plugins()
-    config = RunConfig.from_json(RunDir(run_dir).read_config())
+    config = RunDir(run_dir).read_config()
     summary = json.loads((run_dir / "summary.json").read_text())
     common = summary["merged"].get("common")
     if common is None:

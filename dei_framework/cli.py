@@ -384,10 +384,9 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         out = Path(resume_dir)
         lock = lock_run_dir(out)  # before anything is read or written: one writer at a time
         with _given_up_unless_written(lock, out / "config.json"):
-            config = placed(RunConfig.from_json(RunDir(resume_dir).read_config()), flags,
-                            plugins)  # fmt: skip
+            config = placed(RunDir(resume_dir).read_config(), flags, plugins)
     elif replay_dir:
-        config = placed(RunConfig.from_json(RunDir(replay_dir).read_config()), flags, plugins)
+        config = placed(RunDir(replay_dir).read_config(), flags, plugins)
         out = Path(flags["out"]) if flags.get("out") else _fresh_replay_dir(Path(replay_dir))
         lock = _lock_fresh(out)
     else:
@@ -688,7 +687,7 @@ def report_command(run_dir: str) -> None:
 def export_command(run_dir: Path, out: Path, what: str | None, best: bool) -> None:
     """Write the champions and elites of a run or experiment as files in the domain's format
     (Core War: .red), plus programs.jsonl; or, with --best, the run's best program."""
-    from dei_framework.export import JSONL_NAME, export_best, export_programs
+    from dei_framework.export import JSONL_NAME, export_best, export_programs, unfinished_runs
 
     if best:
         if what is not None:
@@ -698,6 +697,9 @@ def export_command(run_dir: Path, out: Path, what: str | None, best: bool) -> No
         click.echo(f"wrote {path}")
         return
     written = export_programs(run_dir, out, registry(), what=what or "all")
+    for unfinished in unfinished_runs(run_dir):
+        click.echo(f"warning: {unfinished} has not finished (no summary.json): left out",
+                   err=True)  # fmt: skip
     click.echo(f"exported {len(written)} programs to {out} (index: {out / JSONL_NAME})")
 
 
@@ -854,17 +856,17 @@ def node_command(**flags: Any) -> None:
         lock = lock_run_dir(node_dir)  # before anything is read or written: one writer
         with _given_up_unless_written(lock, node_dir / "config.json"):
             if not (node_dir / "config.json").exists():
-                raise ConfigError(f"{node_dir} holds no run of node {name!r} to resume")
-            config = RunConfig.from_json(RunDir(node_dir).read_config())
+                raise ConfigError(f"{node_dir} holds no run of node {name!r} to resume (its "
+                                  "config.json is missing)")  # fmt: skip
+            config = RunDir(node_dir).read_config()
     else:
         if not flags.get("config_file"):
             raise ConfigError("give the shared run configuration with --config (or --resume)")
         path = Path(flags["config_file"])
         if path.suffix == ".json":
-            try:
-                config = RunConfig.from_json(json.loads(path.read_text()))
-            except (OSError, ValueError, TypeError, KeyError) as exc:
-                raise ConfigError(f"{path} is not a run configuration: {exc}") from None
+            from dei_framework.run_files import read_config
+
+            config = read_config(path)
         else:
             config = resolve_config({"config_file": str(path)}, plugins)
         out = chosen_out(flags) or default_out(config.domain)
@@ -949,7 +951,7 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
 
     lock_run_dir(run_dir)  # a run still writing (its launcher, another merge): refused
     directory = RunDir(run_dir)
-    config = RunConfig.from_json(directory.read_config())
+    config = directory.read_config()
     missing = [n for n in config.node_names if not directory.process_path(n).is_dir()]
     if len(missing) == len(config.node_names):
         raise ConfigError(f"{run_dir} has no node process directories (processes/<node>/)")

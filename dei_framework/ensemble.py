@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from dei_framework.builders import (
 )
 from dei_framework.checkpoints import (
     UNLOGGED_CALLS,
+    check_logs,
     resume_from_checkpoint,
     write_checkpoint,
 )
@@ -54,6 +54,7 @@ from dei_framework.node import Node
 from dei_framework.operators import OperatorSettings
 from dei_framework.plugins import PluginRegistry, load_plugins, notify
 from dei_framework.replay import RecordedOperator, Recording
+from dei_framework.run_files import damaged, read_round
 from dei_framework.run_summary import EventTally, node_summary, run_summary
 from dei_framework.runlog import RunDir, read_jsonl, write_json_atomic
 from dei_framework.sandbox.policy import choose_policy
@@ -190,20 +191,19 @@ class Ensemble:
         states: dict[str, dict] = {}
         sharing_states: dict[str, dict] = {}
         postings: list[dict] = []
+        resumed = None
         if self.resume:
             resumed = resume_from_checkpoint(self.run_dir, self.ledger, replies)
             states, postings = resumed.states, resumed.postings
             sharing_states = resumed.sharing_states
+            names = sorted(node.name for node in local_nodes)
+            if resumed.checkpoint is not None and sorted(states) != names:
+                raise damaged(self.run_dir.checkpoint_path,
+                              f"it holds nodes {', '.join(sorted(states)) or 'none'} but the "
+                              f"run has {', '.join(names)}; refusing to resume")  # fmt: skip
         lags: dict[str, int] = {}
         if self.replay_from is not None:
-            received = defaultdict(lambda: defaultdict(list))
-            for call in read_jsonl(self.replay_from.calls_path):
-                replies[call["node"]][call["key"]] = RecordedCall(record=call)
-            for event in read_jsonl(self.replay_from.events_path):
-                if event.get("event") == "received":
-                    received[event["node"]][event["round"]].append(event)
-            recorded = self.replay_from.read_checkpoint() or {"nodes": {}}
-            lags = {name: state["lag"] for name, state in recorded["nodes"].items()}
+            received, lags = self._read_record(replies)
 
         operators = {}
         for node in local_nodes:
@@ -239,7 +239,8 @@ class Ensemble:
         shares = self.replay_from is None and any(policy.shares for policy in policies.values())
         if shares and self.delivery(registry.transport(config.transport)) == "virtual":
             self.timeline = Timeline([node.name for node in local_nodes])
-            self.timeline.restore(postings)
+            with self._restoring("the timeline"):
+                self.timeline.restore(postings)
         elif shares:
             transport_spec = registry.transport(config.transport)
             transports = list(
@@ -279,16 +280,20 @@ class Ensemble:
             if self.allocation is not None and name not in states:
                 scheduler.set_round_quota(0, self.allocation.decisions[0][name])
             if name in states:
-                scheduler.restore(states[name])
-                self.ledger.usage[name].restore(states[name]["usage"])
+                with self._restoring(f"node {name}'s state"):
+                    scheduler.restore(states[name])
+                    self.ledger.usage[name].restore(states[name]["usage"])
                 ended = {}
                 for entry in scheduler.history:
-                    self._note_opponents(name, entry)
-                    path = self.run_dir.round_path(name, entry["round"])
-                    if path.exists():
-                        archive = json.loads(path.read_text())["archive"]
-                        self.merge.add_round(name, entry["round"], archive)
-                        ended[entry["round"]] = (archive, entry["calls"])
+                    with self._restoring(f"node {name}'s round history"):
+                        self._note_opponents(name, entry)
+                        round_index, calls = entry["round"], entry["calls"]
+                    # A round's file is written in the step that ends it, before any
+                    # checkpoint can hold the round: one missing was lost.
+                    archive = read_round(self._round_file(name, round_index))["archive"]
+                    with self._restoring(f"node {name}'s round {round_index}"):
+                        self.merge.add_round(name, round_index, archive)
+                    ended[round_index] = (archive, calls)
                 if self.allocation is not None:
                     self.allocation.restore(name, scheduler.round_quotas, ended)
                     self.ledger.quotas[name] = sum(scheduler.round_quotas.values())
@@ -323,7 +328,8 @@ class Ensemble:
                         identity=identity, members=config.members, timeline=self.timeline,
                         clock=clock)  # fmt: skip
             if name in sharing_states:
-                node.restore(sharing_states[name])
+                with self._restoring(f"node {name}'s sharing counters"):
+                    node.restore(sharing_states[name])
             self.nodes.append(node)
             self.drivers[name] = SearchDriver(
                 scheduler=scheduler, domain=self.domain, operator=operators[name],
@@ -336,13 +342,70 @@ class Ensemble:
                 array_path=config.array_path,
             )  # fmt: skip
             if name in states:
-                self.drivers[name].generality_excluded.update(
-                    states[name].get("generality_excluded", ()))
+                with self._restoring(f"node {name}'s state"):
+                    self.drivers[name].generality_excluded.update(
+                        states[name].get("generality_excluded", ()))
+        if resumed is not None:  # rebuilt from the checkpoint: now the logs go back to it
+            resumed.cut_logs()
         # A node whose archive is a grid over the run's space logs cells of that space.
         self.tally = EventTally(self.space, placed=[
             name for name, driver in self.drivers.items()
             if type(driver.scheduler.archive) is GridArchive
             and driver.scheduler.archive.space == self.space])  # fmt: skip
+
+    @contextlib.contextmanager
+    def _restoring(self, what: str) -> Iterator[None]:
+        """Restoring ``what`` from the checkpoint: a state it cannot be restored from (a key
+        missing, a value of the wrong type) is a damaged checkpoint, refused in one line."""
+        try:
+            yield
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise damaged(self.run_dir.checkpoint_path,
+                          f"{what} cannot be restored from it ({type(exc).__name__}: {exc}); "
+                          "refusing to resume") from None  # fmt: skip
+
+    def _round_file(self, name: str, round_index: int) -> Path:
+        """The file of a round the checkpoint says node ``name`` finished (it must exist)."""
+        path = self.run_dir.round_path(name, round_index)
+        if not path.exists():
+            raise ConfigError(f"{path} is missing: the checkpoint says node {name} finished "
+                              f"round {round_index}; refusing to resume")  # fmt: skip
+        return path
+
+    def _read_record(self, replies: dict[str, dict[str, RecordedCall]]
+                     ) -> tuple[dict[str, dict[int, list[dict]]], dict[str, int]]:  # fmt: skip
+        """What a replay serves from the recorded run: its calls (into ``replies``), the
+        champions each node received by round, and each node's lag, the record's logs checked
+        against its checkpoint first.
+
+        Raises:
+            ConfigError: The record has no checkpoint, or a file of it is damaged.
+        """
+        record = self.replay_from
+        recorded = record.read_checkpoint()
+        if recorded is None:
+            raise ConfigError(f"{record.checkpoint_path} is missing (or null): a replay needs "
+                              "the recorded run's checkpoint (its lags and log offsets)")
+        check_logs(record.path, recorded, action="replay")
+        for position, call in enumerate(read_jsonl(record.calls_path)):
+            if not (isinstance(call.get("node"), str) and isinstance(call.get("key"), str)):
+                raise damaged(record.calls_path, f"record {position} is not a call record")
+            replies[call["node"]][call["key"]] = RecordedCall(record=call)
+        received: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+        for position, event in enumerate(read_jsonl(record.events_path)):
+            if event.get("event") != "received":
+                continue
+            if not (isinstance(event.get("node"), str) and isinstance(event.get("round"), int)):
+                raise damaged(record.events_path, f"record {position} is a received event "
+                                                  "without its node and round")  # fmt: skip
+            received[event["node"]][event["round"]].append(event)
+        lags = {}
+        for name, state in recorded["nodes"].items():
+            lag = state.get("lag")
+            if isinstance(lag, bool) or not isinstance(lag, int) or lag < 0:
+                raise damaged(record.checkpoint_path, f"node {name}'s lag is {lag!r}")
+            lags[name] = lag
+        return received, lags
 
     def _build_allocation(self) -> AllocationCoordinator | None:
         """The run's budget allocator at work, or ``None`` for a static one (the equal split

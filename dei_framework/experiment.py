@@ -33,7 +33,8 @@ from dei_framework.errors import ConfigError
 from dei_framework.experiment_plan import Condition, ExperimentPlan, load_plan
 from dei_framework.experiment_summary import summarize_experiment
 from dei_framework.plugins import PluginRegistry
-from dei_framework.runlog import write_json_atomic
+from dei_framework.run_files import read_finished_summary
+from dei_framework.runlog import LOGS, RunDir, write_json_atomic
 
 #: Importable from here as the library examples do (docs/experiments.md).
 __all__ = ["Condition", "ExperimentPlan", "run_experiment"]
@@ -85,40 +86,53 @@ def run_experiment(
         if _canonical(attrs.evolve(recorded, repeats=plan.repeats)) != _canonical(plan):
             raise ConfigError(f"{out} holds a different experiment; continue it with "
                               f"--resume {out} or choose another --out")  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(plan_path, plan.to_json())
+    # Every repeat is looked at before anything is written: a damaged one (a finished
+    # repeat's summary, an unfinished one's configuration) is refused with the directory as
+    # it was.
     total = plan.repeats * len(plan.conditions)
-    done = 0
-    apart: list[tuple[str, RunConfig, Path, bool]] = []  # runs for other processes
+    runs: list[tuple[str, RunConfig | None, Path, bool]] = []
     for repeat in range(plan.repeats):
         for condition in plan.conditions:
-            done += 1
             run_dir = plan.run_dir(out, condition, repeat)
-            label = f"[{done}/{total}] {condition.name} repeat {repeat} (seed {plan.seed(repeat)})"
+            label = (f"[{len(runs) + 1}/{total}] {condition.name} repeat {repeat} "
+                     f"(seed {plan.seed(repeat)})")  # fmt: skip
             if (run_dir / "summary.json").exists():
-                announce(f"{label}: already finished")
+                read_finished_summary(run_dir)
+                runs.append((label, None, run_dir, False))
                 continue
             config = plan.run_config(condition, repeat)
             resume = (run_dir / "config.json").exists()
             if resume:
-                from dei_framework.runlog import RunDir
-
-                recorded = RunConfig.from_json(RunDir(run_dir).read_config())
+                recorded = RunDir(run_dir).read_config()
                 if not config.lifecycle:  # the domain's default: the run recorded which it was
                     config = attrs.evolve(config, lifecycle=recorded.lifecycle)
                 if _canonical(recorded) != _canonical(config):
                     raise ConfigError(f"{run_dir} holds a run with another configuration")
-            announce(f"{label}: {'resuming' if resume else 'running'} "
-                     f"{condition.nodes} node(s), {plan.budget} calls")  # fmt: skip
-            if parallel > 1:
-                apart.append((label, config, run_dir, resume))
-                continue
-            started = time.monotonic()
-            display = make_progress(progress, config)
-            with display:
-                summary = run(config, run_dir, registry=registry, resume=resume,
-                              progress=display.update)  # fmt: skip
-            _announce_finished(announce, label, summary, started)
+            else:
+                logs = [name for name in ("checkpoint.json", *LOGS) if (run_dir / name).exists()]
+                if logs:
+                    raise ConfigError(f"{run_dir / 'config.json'} is missing, but the directory "
+                                      f"holds a run's {', '.join(logs)}: refusing to start a "
+                                      "new run over them")  # fmt: skip
+            runs.append((label, config, run_dir, resume))
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(plan_path, plan.to_json())
+    apart: list[tuple[str, RunConfig, Path, bool]] = []  # runs for other processes
+    for label, config, run_dir, resume in runs:
+        if config is None:
+            announce(f"{label}: already finished")
+            continue
+        announce(f"{label}: {'resuming' if resume else 'running'} "
+                 f"{len(config.nodes)} node(s), {plan.budget} calls")  # fmt: skip
+        if parallel > 1:
+            apart.append((label, config, run_dir, resume))
+            continue
+        started = time.monotonic()
+        display = make_progress(progress, config)
+        with display:
+            summary = run(config, run_dir, registry=registry, resume=resume,
+                          progress=display.update)  # fmt: skip
+        _announce_finished(announce, label, summary, started)
     if apart:
         _run_apart(apart, parallel, announce)
     summary = summarize_experiment(out, plan)

@@ -10,7 +10,6 @@ The checks here refuse budgets that would split unequally. Running a plan is
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,7 +19,8 @@ import attrs
 
 from dei_framework.config import NodeConfig, RunConfig
 from dei_framework.endpoints import split_endpoint
-from dei_framework.errors import ConfigError
+from dei_framework.errors import ConfigError, DEIError
+from dei_framework.run_files import config_from_json, damaged, field, read_json
 
 #: The built-in conditions, in report order.
 BUILTIN_CONDITIONS = ("solo", "homo", "diverse")
@@ -370,12 +370,26 @@ def load_plan(out: Path) -> ExperimentPlan:
     """Reads ``experiment.json`` of an experiment directory.
 
     Raises:
-        ConfigError: ``out`` holds no experiment.
+        ConfigError: ``out`` holds no experiment, or its ``experiment.json`` is damaged.
     """
     path = Path(out) / "experiment.json"
     if not path.exists():
         raise ConfigError(f"{out} is not an experiment directory (no experiment.json)")
+    data = read_json(path)
+    unknown = sorted(set(data) - {"version", *(f.name for f in attrs.fields(ExperimentPlan))})
+    if unknown:
+        raise damaged(path, f"unknown key {unknown[0]} (a file of another version?)")
+    if "version" in data:
+        field(path, data, "version", int)
+    config_from_json(path, field(path, data, "base", dict), "base.")
+    field(path, data, "budget", int)
+    field(path, data, "repeats", int)
+    field(path, data, "conditions", list)
+    if "preset" in data:
+        field(path, data, "preset", (str, type(None)))
     try:
-        return ExperimentPlan.from_json(json.loads(path.read_text()))
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{path} is damaged: {exc}") from None
+        return ExperimentPlan.from_json(data)
+    except DEIError as exc:
+        raise damaged(path, str(exc)) from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise damaged(path, f"{type(exc).__name__}: {exc}") from None

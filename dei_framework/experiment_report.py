@@ -21,6 +21,7 @@ from dei_framework.formatting import (
     value_at,
 )
 from dei_framework.plots import PLOTS, experiment_plots
+from dei_framework.run_files import FinishedRun
 
 
 def _equal_compute_terms(summary: Mapping[str, Any]) -> str:
@@ -33,9 +34,17 @@ def _equal_compute_terms(summary: Mapping[str, Any]) -> str:
     return f"**{budget} operator calls**"
 
 
-def experiment_report(path: Path, summary: Mapping[str, Any]) -> str:
+def experiment_report(path: Path, summary: Mapping[str, Any],
+                      runs: Mapping[str, FinishedRun]) -> str:  # fmt: skip
+    """The markdown of an experiment's ``report.md`` (its plots are written meanwhile).
+
+    Args:
+        path: The experiment directory.
+        summary: Its summary.
+        runs: Its finished runs, by their folder relative to ``path``.
+    """
     conditions: Mapping[str, Any] = summary["conditions"]
-    images = experiment_plots(path, summary, path / PLOTS)
+    images = experiment_plots(summary, runs, path / PLOTS)
     out = [f"# DEI experiment: {summary.get('domain', '?')}\n"]
     equal = "holds" if summary.get("equal_compute") else "**does not hold** (see budget below)"
     out.append(

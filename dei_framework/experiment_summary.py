@@ -10,7 +10,6 @@ change in any release.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dei_framework.experiment_plan import EXPERIMENT_VERSION, Condition, ExperimentPlan, load_plan
+from dei_framework.run_files import read_finished_summary
 from dei_framework.stats import compare, holm
 
 #: Per-node fields of a run summary too bulky to copy into the experiment summary.
@@ -252,6 +252,9 @@ def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) ->
     """Reads every finished run of an experiment and aggregates it per condition.
 
     Unfinished repeats are left out (``repeats_completed`` says how many are in).
+
+    Raises:
+        ConfigError: The plan or a finished run's summary is damaged.
     """
     out = Path(out)
     plan = plan or load_plan(out)
@@ -263,7 +266,7 @@ def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) ->
             path = plan.run_dir(out, condition, repeat) / "summary.json"
             if not path.exists():
                 continue
-            run = _trim(json.loads(path.read_text()))
+            run = _trim(read_finished_summary(path.parent))
             run["repeat"] = repeat
             run["dir"] = str(path.parent.relative_to(out))
             space = space or run.get("space")

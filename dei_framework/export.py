@@ -25,6 +25,7 @@ import attrs
 
 from dei_framework.errors import ConfigError
 from dei_framework.registry import PluginRegistry
+from dei_framework.run_files import read_finished_run, read_run_summary
 
 #: What ``--what`` may select.
 WHAT = ("champions", "elites", "all")
@@ -90,62 +91,66 @@ class ExportedProgram:
 
 
 def find_runs(directory: Path) -> list[Path]:
-    """The run directories in ``directory``: itself if it is a run, else the runs below it.
+    """The run directories in ``directory``: itself if it is a run, else the finished runs
+    below it (an interrupted experiment's unfinished repeats are left out).
 
     Raises:
-        ConfigError: ``directory`` holds no run (no ``nodes/<node>/round-NNN.json``).
+        ConfigError: ``directory`` holds no run.
     """
     if _is_run(directory):
         return [directory]
     runs = sorted(path.parent for path in directory.rglob("summary.json") if _is_run(path.parent))
     if not runs:
         raise ConfigError(
-            f"{directory} holds no run: no nodes/<node>/round-NNN.json below it (is it the "
-            "--out directory of dei-run or dei experiment?)"
+            f"{directory} holds no run: no config.json or nodes/<node>/round-NNN.json below it "
+            "(is it the --out directory of dei-run or dei experiment?)"
         )
     return runs
 
 
+def unfinished_runs(directory: Path) -> list[Path]:
+    """The runs below ``directory`` that have not finished (``config.json`` without
+    ``summary.json``: an interrupted experiment's repeats), which an export leaves out."""
+    if _is_run(directory):
+        return []
+    return sorted(path.parent for path in directory.rglob("config.json")
+                  if not (path.parent / "summary.json").exists())  # fmt: skip
+
+
 def _is_run(path: Path) -> bool:
-    return any(path.glob("nodes/*/round-*.json"))
+    return (path / "config.json").exists() or any(path.glob("nodes/*/round-*.json"))
 
 
 def collect_programs(directory: Path, what: str = "all") -> Iterator[ExportedProgram]:
     """The champions and/or elites of every run in ``directory``, run by run, node by node.
 
+    Every run is read and checked whole (:func:`~dei_framework.run_files.read_finished_run`)
+    before its first program is given.
+
     Raises:
-        ConfigError: ``what`` is not one of :data:`WHAT`, or ``directory`` holds no run.
+        ConfigError: ``what`` is not one of :data:`WHAT`, ``directory`` holds no run, or a
+            file of a run is damaged.
     """
     if what not in WHAT:
         raise ConfigError(f"--what must be one of {', '.join(WHAT)}, got {what!r}")
     directory = directory.resolve()
-    for run_dir in find_runs(directory):
-        name = _run_name(run_dir, directory)
-        for node_dir in sorted(p for p in (run_dir / "nodes").iterdir() if p.is_dir()):
-            rounds = [_read(path) for path in sorted(node_dir.glob("round-*.json"))]
-            rounds = [document for document in rounds if document is not None]
+    for run in map(read_finished_run, find_runs(directory)):
+        name = _run_name(run.path, directory)
+        for node, rounds in run.rounds.items():
             if what in ("champions", "all"):
                 for document in rounds:
-                    champion = document.get("champion")
-                    if isinstance(champion, dict) and champion.get("text"):
-                        yield _program(champion, name, node_dir.name, document, "champion")
+                    champion = document["champion"]
+                    if champion is not None and champion["text"]:
+                        yield _program(champion, name, node, document, "champion")
             if what in ("elites", "all") and rounds:
                 last = rounds[-1]
-                for elite in (last.get("archive") or {}).get("elites") or []:
-                    yield _program(elite, name, node_dir.name, last, "elite")
+                for elite in last["archive"]["elites"]:
+                    yield _program(elite, name, node, last, "elite")
 
 
 def _run_name(run_dir: Path, directory: Path) -> str:
     """The run's folder name, or its path below an experiment directory."""
     return run_dir.name if run_dir == directory else run_dir.relative_to(directory).as_posix()
-
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        document = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None  # a round file cut short by a crash costs only its programs
-    return document if isinstance(document, dict) else None
 
 
 def _program(
@@ -187,7 +192,8 @@ def export_programs(
         raise ConfigError(f"--out {out} is a file, not a directory")
     out.mkdir(parents=True, exist_ok=True)
     directory = directory.resolve()
-    domains = {_run_name(run_dir, directory): _domain(run_dir) for run_dir in find_runs(directory)}
+    domains = {_run_name(run_dir, directory): _domain(read_run_summary(run_dir / "summary.json"))
+               for run_dir in find_runs(directory)}  # fmt: skip
     written: list[Path] = []
     with (out / JSONL_NAME).open("w") as jsonl:
         for program in programs:
@@ -202,12 +208,10 @@ def export_programs(
     return written
 
 
-def _domain(run_dir: Path) -> str:
-    for name in ("summary.json", "config.json"):
-        document = _read(run_dir / name)
-        if document and isinstance(document.get("domain"), str):
-            return document["domain"]
-    return ""
+def _domain(summary: dict[str, Any]) -> str:
+    """The run's domain, as its summary records it."""
+    domain = summary.get("domain")
+    return domain if isinstance(domain, str) else ""
 
 
 @attrs.frozen(kw_only=True)
@@ -259,15 +263,9 @@ def best_program(run_dir: Path) -> BestProgram:
     if len(runs) != 1 or runs[0] != run_dir:
         raise ConfigError(f"--best takes one run; {run_dir} holds {len(runs)} (give one of "
                           "their directories)")  # fmt: skip
+    run = read_finished_run(run_dir)
     path = run_dir / "merged_archive.json"
-    try:
-        entries = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path} cannot be read ({exc.__class__.__name__}): has the run "
-                          "finished? (dei-run --resume it, or dei merge it)") from exc  # fmt: skip
-    if not isinstance(entries, list):
-        entries = []
-    entries = [entry for entry in entries if isinstance(entry, dict) and entry.get("text")]
+    entries = [entry for entry in run.merged if entry["text"]]
     common = [e for e in entries if e.get("common_fitness") is not None]
     basis: Literal["common", "raw"] = "common" if common else "raw"
     key = "common_fitness" if common else "fitness"
@@ -294,8 +292,8 @@ def export_best(run_dir: Path, out: Path, registry: PluginRegistry) -> tuple[Pat
         ConfigError: As :func:`best_program`.
     """
     best = best_program(run_dir)
-    answer = registry.manager.hook.dei_export_program(domain=_domain(run_dir),
-                                                      program=best.program)  # fmt: skip
+    domain = _domain(read_run_summary(run_dir / "summary.json"))
+    answer = registry.manager.hook.dei_export_program(domain=domain, program=best.program)
     suffix, text = answer if answer is not None else plain_text(best.program)
     path = out / f"{best.program.stem}{suffix}" if out.is_dir() else out
     path.parent.mkdir(parents=True, exist_ok=True)

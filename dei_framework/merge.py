@@ -12,7 +12,6 @@ change in any release.
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,6 +22,7 @@ import attrs
 
 from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.budget import NodeUsage
+from dei_framework.checkpoints import check_logs
 from dei_framework.common import (
     Reference,
     Score,
@@ -39,7 +39,9 @@ from dei_framework.common import (
 from dei_framework.config import RunConfig
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.domain import Domain
+from dei_framework.errors import ConfigError
 from dei_framework.evaluation import Evaluator
+from dei_framework.run_files import damaged, read_checkpoint, read_round, read_run_summary
 from dei_framework.runlog import RunDir, read_jsonl
 
 
@@ -223,9 +225,11 @@ def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
                    extra: Mapping[str, Mapping[str, Any]] | None = None) -> JoinedProcesses:
     """Gathers the node processes' directories (``processes/<node>/``) of ``run_dir``.
 
-    Events and calls are concatenated node by node (the caller writes them) and round files
-    copied into ``run_dir`` (their archives go to ``merge``); each node's summary entry comes
-    from its process's summary, or, for a node whose process ended without one, from its last
+    Every node's files are read and checked first (:func:`read_node_process`), so that a merge
+    refused for an incomplete or damaged node log writes nothing. Events and calls are then
+    concatenated node by node (the caller writes them) and round files copied into
+    ``run_dir`` (their archives go to ``merge``); each node's summary entry comes from its
+    process's summary, or, for a node whose process ended without one, from its last
     checkpoint (and is marked ``stopped``).
 
     Args:
@@ -234,42 +238,45 @@ def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
         merge: Takes every node's round archives.
         extra: Per node, fields added to its summary entry (a launcher's process ids ...);
             a process's own ``pid`` wins over one given here.
+
+    Raises:
+        ConfigError: A node's files are damaged, or its logs are incomplete (they disagree
+            with its last checkpoint or its summary).
     """
     quotas, caps = config.node_quotas(), config.node_caps()
+    processes = [read_node_process(run_dir.process_path(node.name), node.name)
+                 for node in config.nodes]  # fmt: skip
     events: list[dict] = []
     calls: list[dict] = []
     nodes: dict[str, Any] = {}
     budget_nodes: dict[str, Any] = {}
     champions: dict[str, dict[int, str | None]] = defaultdict(dict)  # text by round
     wall = 0.0
-    for node in config.nodes:
+    for node, process in zip(config.nodes, processes, strict=True):
         name = node.name
-        source = run_dir.process_path(name)
-        summary = _read_json(source / "summary.json")
-        for path in sorted((source / "nodes" / name).glob("round-*.json")):
+        for path, data in process.rounds:
             target = run_dir.path / "nodes" / name / path.name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
-            data = json.loads(path.read_text())
             merge.add_round(name, data["round"], data["archive"])
             champions[name][data["round"]] = (data.get("champion") or {}).get("text")
-        events.extend(read_jsonl(source / "events.jsonl"))
-        calls.extend(read_jsonl(source / "calls.jsonl"))
-        if summary is not None and name in summary.get("nodes", {}):
+        events.extend(process.events)
+        calls.extend(process.calls)
+        summary = process.summary
+        if summary is not None:
             nodes[name] = summary["nodes"][name]
             budget_nodes[name] = summary["budget"]["nodes"][name]
             wall = max(wall, float(summary["budget"].get("wall_seconds", 0.0)))
             continue
-        checkpoint = _read_json(source / "checkpoint.json") or {}
-        usage = {**NodeUsage().to_json(),
-                 **(checkpoint.get("nodes", {}).get(name, {}).get("usage") or {})}
+        state = (process.checkpoint or {}).get("nodes", {}).get(name, {})
+        usage = {**NodeUsage().to_json(), **(state.get("usage") or {})}
         budget_nodes[name] = {**usage, "quota": quotas[name], "model": node.operator,
                               "caps": attrs.asdict(caps[name])}
         nodes[name] = {
             "operator": node.operator, "model": node.operator, "calls": usage["calls"],
             "attempts": usage["attempts"], "quota": quotas[name],
             "rounds_completed": len(merge.round_archives[name]), "champion": None,
-            "stopped": f"its process ended without finishing (see {source}/node.log)",
+            "stopped": f"its process ended without finishing (see {process.path}/node.log)",
         }  # fmt: skip
     for name, fields in (extra or {}).items():
         if name in nodes:
@@ -278,9 +285,90 @@ def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
                            champions=champions, events=events, calls=calls)  # fmt: skip
 
 
-def _read_json(path: Path) -> Any:
-    """A JSON file's content, or ``None`` when it is missing or damaged."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+@attrs.frozen(kw_only=True)
+class NodeProcess:
+    """What one node process wrote (``processes/<node>/``), read and checked by
+    :func:`read_node_process`.
+
+    Attributes:
+        path: Its directory.
+        summary: Its ``summary.json`` (``None``: the process ended without finishing).
+        checkpoint: Its last checkpoint (``None``: it never took one).
+        rounds: Its round files, round 0 first: each path with its content.
+        events: Its ``events.jsonl`` records.
+        calls: Its ``calls.jsonl`` records.
+    """
+
+    path: Path
+    summary: dict[str, Any] | None
+    checkpoint: dict[str, Any] | None
+    rounds: list[tuple[Path, dict[str, Any]]]
+    events: list[dict]
+    calls: list[dict]
+
+
+def read_node_process(source: Path, name: str) -> NodeProcess:
+    """Reads node ``name``'s process directory, checking that its logs are complete.
+
+    A process that finished (it has ``summary.json``) must have a checkpoint its logs end at
+    exactly (its last), every round its summary counts has its file and its ``round`` event,
+    and its logs hold the evaluations and replies its summary counts. A process that ended
+    without a summary needs only logs that agree with its last checkpoint as far as it goes.
+    A missing directory is a process that never started: nothing is read.
+
+    Raises:
+        ConfigError: A file is damaged, or the logs are incomplete (naming the file and what
+            disagrees).
+    """
+    if not source.is_dir():
+        return NodeProcess(path=source, summary=None, checkpoint=None, rounds=[], events=[],
+                           calls=[])  # fmt: skip
+    summary_path = source / "summary.json"
+    summary = read_run_summary(summary_path) if summary_path.exists() else None
+    if summary is not None and name not in summary["nodes"]:
+        raise damaged(summary_path, f"it holds no node {name}")
+    checkpoint = read_checkpoint(source / "checkpoint.json")
+    if summary is not None and checkpoint is None:
+        raise ConfigError(f"{source / 'checkpoint.json'} is missing: node {name} finished, so "
+                          "its last checkpoint is what its logs are checked against; refusing "
+                          "to merge")  # fmt: skip
+    check_logs(source, checkpoint, action="merge", complete=summary is not None)
+    events = list(read_jsonl(source / "events.jsonl"))
+    calls = list(read_jsonl(source / "calls.jsonl"))
+    node_dir = source / "nodes" / name
+    if summary is not None:
+        count = summary["nodes"][name]["rounds_completed"]
+        paths = [node_dir / f"round-{index:03d}.json" for index in range(count)]
+    else:
+        paths = sorted(node_dir.glob("round-*.json"))
+    rounds = []
+    for path in paths:
+        if not path.exists():
+            raise ConfigError(f"{path} is missing: {summary_path} says node {name} finished "
+                              f"{len(paths)} rounds; refusing to merge")  # fmt: skip
+        rounds.append((path, read_round(path)))
+    if summary is not None:
+        _check_counts(source, name, summary, events, calls)
+    return NodeProcess(path=source, summary=summary, checkpoint=checkpoint, rounds=rounds,
+                       events=events, calls=calls)  # fmt: skip
+
+
+def _check_counts(source: Path, name: str, summary: Mapping[str, Any], events: list[dict],
+                  calls: list[dict]) -> None:  # fmt: skip
+    """A finished node's logs hold what its summary counts: its evaluations and rounds in
+    ``events.jsonl``, its replies in ``calls.jsonl`` (none are logged on the array path)."""
+    node = summary["nodes"][name]
+    counts = [
+        ("events.jsonl", "evaluations", sum(e.get("event") == "evaluated" for e in events),
+         summary.get("evaluated")),
+        ("events.jsonl", "round events", sum(e.get("event") == "round" for e in events),
+         node["rounds_completed"]),
+    ]  # fmt: skip
+    if not node.get("array_path"):
+        replies = sum(c.get("node") == name and "reply" in c for c in calls)
+        counts.append(("calls.jsonl", "replies", replies, node["calls"]))
+    for file, what, found, counted in counts:
+        if counted is not None and found != counted:
+            raise ConfigError(f"{source / file} holds {found} {what} of node {name} but "
+                              f"{source / 'summary.json'} counts {counted}: the node's log is "
+                              "incomplete; refusing to merge")  # fmt: skip

@@ -9,7 +9,6 @@ change in any release.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -22,6 +21,7 @@ from dei_framework.archives import GridArchive
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.errors import ConfigError
 from dei_framework.experiment_summary import PER_NODE_REPEAT, condition_common, describe
+from dei_framework.run_files import FinishedRun, damaged
 
 #: Folder of the plots, relative to ``report.md``.
 PLOTS = "plots"
@@ -33,24 +33,16 @@ ANNOTATE_CELLS = 64
 MAX_TICKS = 12
 
 
-def final_archives(run_dir: Path) -> dict[str, GridArchive]:
-    """Each node's archive of its last finished round (from ``nodes/<node>/round-NNN.json``),
-    in the run's grid.
+def final_archives(run: FinishedRun) -> dict[str, GridArchive]:
+    """Each node's archive of its last finished round (``nodes/<node>/round-NNN.json``), in
+    the run's grid.
 
     A node may search over axes of its own (``[[node]] axes``) or with another archive kind;
     its elites carry the run's axes too, and are placed in the run's grid here as the run's own
     merge places them, so that panels and merges compare like with like.
     """
-    documents: dict[str, dict[str, Any]] = {}
-    nodes_dir = run_dir / "nodes"
-    if not nodes_dir.is_dir():
-        return {}
-    for node_dir in sorted(p for p in nodes_dir.iterdir() if p.is_dir()):
-        rounds = sorted(node_dir.glob("round-*.json"))
-        if rounds:
-            with contextlib.suppress(json.JSONDecodeError, KeyError, OSError):
-                documents[node_dir.name] = json.loads(rounds[-1].read_text())["archive"]
-    space = _run_grid(run_dir, documents)
+    documents = {name: rounds[-1]["archive"] for name, rounds in run.rounds.items() if rounds}
+    space = _run_grid(run.summary, documents)
     archives: dict[str, GridArchive] = {}
     for name, document in documents.items():
         try:
@@ -60,16 +52,18 @@ def final_archives(run_dir: Path) -> dict[str, GridArchive]:
                 archives[name] = GridArchive(
                     space=space, qd_offset=document.get("qd_offset", 0.0)
                 ).fill_from_json(document)  # fmt: skip
-        except (KeyError, TypeError, ConfigError):
-            continue  # a damaged file only costs its heatmap
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            raise damaged(run.path / "nodes" / name / f"round-{len(run.rounds[name]) - 1:03d}.json",
+                          f"its archive cannot be placed in the run's grid ({exc})") from None
     return archives
 
 
-def _run_grid(run_dir: Path, documents: Mapping[str, Mapping[str, Any]]) -> DescriptorSpace | None:
+def _run_grid(summary: Mapping[str, Any],
+              documents: Mapping[str, Mapping[str, Any]]) -> DescriptorSpace | None:  # fmt: skip
     """The run's grid: recorded in ``summary.json``, else (older runs) the space of a node
     that searched over the run's axes; ``None`` when neither is known."""
-    with contextlib.suppress(OSError, json.JSONDecodeError, KeyError, TypeError, ConfigError):
-        space = json.loads((run_dir / "summary.json").read_text())["space"]
+    with contextlib.suppress(KeyError, TypeError, ConfigError):  # an older run's summary
+        space = summary["space"]
         if "grid" in space:
             return DescriptorSpace.from_json(space["grid"])
         for document in documents.values():
@@ -210,12 +204,13 @@ def _line_plot(
     return drawn
 
 
-def run_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> dict[str, str]:
+def run_plots(run: FinishedRun, plots: Path) -> dict[str, str]:
     """Writes the run's PNGs; returns their paths relative to the run directory by name."""
     images: dict[str, str] = {}
+    summary = run.summary
     nodes: Mapping[str, Any] = summary["nodes"]
+    archives = final_archives(run)  # first: a damaged archive ends it before any plot
     plt = _pyplot()
-    archives = final_archives(path)
     if archives:
         space = next(iter(archives.values())).space
         panels = [(f"{name} ({nodes.get(name, {}).get('operator', '')})", a.fitness_grid())
@@ -251,8 +246,17 @@ def run_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> dict[str, 
     return images
 
 
-def experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> dict[str, str]:
-    """Writes the experiment's PNGs; returns their relative paths by name."""
+def experiment_plots(summary: Mapping[str, Any], runs: Mapping[str, FinishedRun],
+                     plots: Path) -> dict[str, str]:  # fmt: skip
+    """Writes the experiment's PNGs; returns their relative paths by name.
+
+    Args:
+        summary: The experiment's summary.
+        runs: Its finished runs, by their folder relative to the experiment directory.
+        plots: The folder to write to.
+    """
+    # The runs' archives first: a damaged one ends the report before any plot is written.
+    occupancies = {folder: merged_occupancy(run) for folder, run in runs.items()}
     plt = _pyplot()
     conditions: Mapping[str, Any] = summary["conditions"]
     images: dict[str, str] = {}
@@ -332,7 +336,7 @@ def experiment_plots(path: Path, summary: Mapping[str, Any], plots: Path) -> dic
     for name, c in conditions.items():
         occupancy = []
         for run in c.get("runs", []):
-            found = merged_occupancy(path / run.get("dir", ""))
+            found = occupancies.get(run.get("dir", ""))
             if found is not None:
                 grid_space, grid, kind = found
                 space = space or grid_space
@@ -383,20 +387,25 @@ def champion_common_per_round(condition: Mapping[str, Any]) -> list[dict[str, An
             for r in range(rounds)]  # fmt: skip
 
 
-def merged_occupancy(run_dir: Path) -> tuple[DescriptorSpace, np.ndarray, str] | None:
+def merged_occupancy(run: FinishedRun) -> tuple[DescriptorSpace, np.ndarray, str] | None:
     """A run's merged-archive occupancy (1 filled, 0 empty) in the run's grid, and its kind:
     ``"common ground"`` from ``merged_archive.json``'s common-ground cells, else ``"raw"``
-    from the nodes' final archives; ``None`` when neither can be read."""
-    with contextlib.suppress(OSError, json.JSONDecodeError, KeyError, TypeError, ConfigError):
-        entries = json.loads((run_dir / "merged_archive.json").read_text())
-        space = DescriptorSpace.from_json(json.loads((run_dir / "summary.json").read_text())
-                                          ["space"]["grid"])  # fmt: skip
-        if entries and all(e.get("common_fitness") is not None for e in entries):
-            grid = np.zeros(space.shape)
+    from the nodes' final archives; ``None`` when neither holds an elite."""
+    entries = run.merged
+    space = None
+    with contextlib.suppress(KeyError, TypeError, ConfigError):  # an older run's summary
+        space = DescriptorSpace.from_json(run.summary["space"]["grid"])
+    if space is not None and entries and all(e.get("common_fitness") is not None
+                                             for e in entries):  # fmt: skip
+        grid = np.zeros(space.shape)
+        try:
             for entry in entries:
                 grid[tuple(entry["cell"])] = 1.0
-            return space, grid, "common ground"
-    archives = final_archives(run_dir)
+        except IndexError:
+            raise damaged(run.path / "merged_archive.json",
+                          "a cell lies outside the run's grid") from None
+        return space, grid, "common ground"
+    archives = final_archives(run)
     if not archives:
         return None
     merged = GridArchive.merge(archives.values())

@@ -7,7 +7,6 @@ change in any release.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from dei_framework.formatting import (
@@ -18,17 +17,19 @@ from dei_framework.formatting import (
     value_at,
 )
 from dei_framework.plots import PLOTS, run_plots
+from dei_framework.run_files import FinishedRun
 
 #: Champion listings longer than this many lines are cut in the report.
 CHAMPION_LINES = 40
 
 
-def run_report(path: Path, summary: Mapping[str, Any]) -> str:
+def run_report(run: FinishedRun) -> str:
+    """The markdown of a finished run's ``report.md`` (its plots are written meanwhile)."""
+    summary = run.summary
     nodes: Mapping[str, Any] = summary["nodes"]
     merged = summary.get("merged", {})
     budget = summary.get("budget", {})
-    plots = path / PLOTS
-    images = run_plots(path, summary, plots)
+    images = run_plots(run, run.path / PLOTS)
     space = summary.get("space") or {}
     out = [f"# DEI run: {summary.get('domain', '?')}\n"]
     out.append(

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -40,7 +41,9 @@ from typing import Any
 
 import orjson
 
+from dei_framework.config import RunConfig
 from dei_framework.errors import ConfigError
+from dei_framework.run_files import damaged_line, read_checkpoint, read_config
 from dei_framework.run_lock import held
 
 
@@ -119,31 +122,57 @@ def _records_text(value: Any, depth: int) -> str:
     return dumps(value)
 
 
+#: The append-only logs of a run directory (a checkpoint holds their offsets and digests).
+LOGS = ("events.jsonl", "calls.jsonl")
+
+
 def read_jsonl(path: Path, *, limit: int | None = None) -> Iterator[dict[str, Any]]:
     """Yields the JSON objects of a JSON-lines file, skipping a torn last line.
+
+    A torn last line (one the writer never ended, as a crash mid-write leaves) is left out;
+    any other line that is not a JSON object is damage.
 
     Args:
         path: The file (missing means empty).
         limit: Read only the first ``limit`` bytes (a checkpoint's offset).
+
+    Raises:
+        ConfigError: A whole line is not a JSON object (naming the file and its byte offset).
     """
     _flush_pending(path)
     if not path.exists():
         return
     with open(path, "rb") as handle:
         data = handle.read() if limit is None else handle.read(limit)
-    lines = data.splitlines()
-    try:  # every line whole (nearly always): one parse for the file, not one per line
+    whole = data[: data.rfind(b"\n") + 1]  # the torn last line, if any, left out
+    lines = whole.splitlines()
+    try:  # every line an object (nearly always): one parse for the file, not one per line
         records = json.loads(b"[" + b",".join(lines) + b"]")
-    except json.JSONDecodeError:  # a torn or blank line: the lines one by one, skipping it
+    except ValueError:  # a damaged line (or one not UTF-8): found below, line by line
         records = None
-    if records is not None and len(records) == len(lines):
+    if (records is not None and len(records) == len(lines)
+            and all(type(record) is dict for record in records)):  # fmt: skip
         yield from records
         return
+    position = 0
     for line in lines:
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError:
-            continue
+        yield log_record(path, position, line)
+        position += len(line) + 1
+
+
+def log_record(path: Path, position: int, line: bytes) -> dict[str, Any]:
+    """One whole line of a log as its record.
+
+    Raises:
+        ConfigError: The line is not a JSON object (naming the file and ``position``).
+    """
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):  # not JSON, or not UTF-8
+        record = None
+    if not isinstance(record, dict):
+        raise damaged_line(path, position, "a JSON object")
+    return record
 
 
 class RunDir:
@@ -161,6 +190,9 @@ class RunDir:
         self._pending: dict[str, list[str]] = {}
         self._flush_loop: asyncio.AbstractEventLoop | None = None  # where a flush is scheduled
         self._keys: dict[str, str] = {}
+        # Per append-only file: the SHA-256 of its bytes so far, and how many bytes that is
+        # (checkpoints record it: a resume finds a log changed before its offset).
+        self._digests: dict[str, tuple[Any, int]] = {}
 
     # --- paths ----------------------------------------------------------------------------------
 
@@ -225,10 +257,25 @@ class RunDir:
             _WRITERS.pop(self._key(name), None)
             handle = self._handles.get(name)
             if handle is None:
-                handle = self._handles[name] = open(self.path / name, "a", encoding="utf-8")
+                handle = self._handles[name] = open(self.path / name, "ab")
             lines.append("")  # the last line's newline
-            handle.write("\n".join(lines))
+            data = "\n".join(lines).encode()
+            digest, size = self._digest(name)
+            handle.write(data)
             handle.flush()
+            digest.update(data)
+            self._digests[name] = (digest, size + len(data))
+
+    def _digest(self, name: str) -> tuple[Any, int]:
+        """The running SHA-256 of an append-only file and the bytes it covers, computed from
+        the file the first time (a resumed run's logs, as the resume left them)."""
+        known = self._digests.get(name)
+        path = self.path / name
+        size = path.stat().st_size if path.exists() else 0
+        if known is None or known[1] != size:
+            data = path.read_bytes() if size else b""
+            known = self._digests[name] = (hashlib.sha256(data), len(data))
+        return known
 
     def log_events(self, events: list[Mapping[str, Any]]) -> None:
         """Appends events to ``events.jsonl``."""
@@ -253,10 +300,13 @@ class RunDir:
         """Current sizes of the append-only files (stored in checkpoints), pending lines
         written out first."""
         self.flush()
-        return {
-            name: (self.path / name).stat().st_size if (self.path / name).exists() else 0
-            for name in ("events.jsonl", "calls.jsonl")
-        }
+        return {name: self._digest(name)[1] for name in LOGS}
+
+    def digests(self) -> dict[str, str]:
+        """``sha256:<hex>`` of each append-only file's bytes (stored in checkpoints beside the
+        offsets), pending lines written out first."""
+        self.flush()
+        return {name: f"sha256:{self._digest(name)[0].hexdigest()}" for name in LOGS}
 
     def truncate(self, offsets: Mapping[str, int]) -> None:
         """Cuts the append-only files back to a checkpoint's offsets (used by resume); lines
@@ -274,27 +324,34 @@ class RunDir:
         for handle in self._handles.values():
             handle.close()
         self._handles.clear()
+        self._digests.clear()  # the files may change hands now (truncated, replaced)
 
     # --- whole files ----------------------------------------------------------------------------
 
     def write_config(self, config: Mapping[str, Any]) -> None:
         write_json_atomic(self.config_path, config)
 
-    def read_config(self) -> dict[str, Any]:
+    def read_config(self) -> RunConfig:
+        """The run's recorded configuration.
+
+        Raises:
+            ConfigError: There is none (not a run directory), or it is damaged.
+        """
         if not self.config_path.exists():
             raise ConfigError(f"{self.path} is not a run directory (no config.json)")
-        return json.loads(self.config_path.read_text())
+        return read_config(self.config_path)
 
     def write_checkpoint(self, state: Mapping[str, Any]) -> None:
         write_json_atomic(self.checkpoint_path, state, layout="compact")
 
     def read_checkpoint(self) -> dict[str, Any] | None:
-        if not self.checkpoint_path.exists():
-            return None
-        try:
-            return json.loads(self.checkpoint_path.read_bytes())
-        except ValueError as exc:  # not JSON, or not UTF-8 text at all
-            raise ConfigError(f"{self.checkpoint_path} is damaged: {exc}") from None
+        """The run's checkpoint (:func:`~dei_framework.run_files.read_checkpoint`): ``None``
+        when there is none.
+
+        Raises:
+            ConfigError: It is damaged or not of a checkpoint's shape.
+        """
+        return read_checkpoint(self.checkpoint_path)
 
     def write_round(self, node: str, round_index: int, data: Mapping[str, Any]) -> None:
         write_json_atomic(self.round_path(node, round_index), data, layout="records")

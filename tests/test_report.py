@@ -26,6 +26,7 @@ from dei_framework.operators import Operator, OperatorReply, OperatorSpec  # noq
 from dei_framework.plots import final_archives  # noqa: E402
 from dei_framework.plugins import load_plugins  # noqa: E402
 from dei_framework.report import write_run_report  # noqa: E402
+from dei_framework.run_files import read_finished_run  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -148,7 +149,7 @@ def test_nodes_on_axes_of_their_own_are_drawn_in_the_runs_grid(tmp_path, plugins
     round_file = sorted((path / "nodes" / "node-1").glob("round-*.json"))[-1]
     own = json.loads(round_file.read_text())["archive"]["space"]
     assert [axis["name"] for axis in own] == ["peak"]  # the node's own, one-axis grid
-    archives = final_archives(path)
+    archives = final_archives(read_finished_run(path))
     assert {a.space.names for a in archives.values()} == {("length", "peak")}
     summary = json.loads((path / "summary.json").read_text())
     merged = GridArchive.merge(archives.values())
@@ -175,12 +176,13 @@ def test_zero_valid_elites(tmp_path, plugins):
         assert_png(path / image, min_bytes=1000)
 
 
-def test_run_without_round_files(tmp_path, plugins):
+def test_a_run_whose_round_files_are_gone_is_refused_naming_the_first(tmp_path, plugins):
     path = toy_run(tmp_path / "run", plugins)
     shutil.rmtree(path / "nodes")
-    text = write_run_report(path).read_text()
-    assert "heatmaps.png" not in text
-    assert "node-1" in text
+    with pytest.raises(ConfigError, match=r"node-0/round-000.json is missing: .*summary.json "
+                                          "says node node-0 finished 2 rounds"):  # fmt: skip
+        write_run_report(path)
+    assert not (path / "report.md").exists() and not (path / "plots").exists()
 
 
 @pytest.fixture(scope="module")

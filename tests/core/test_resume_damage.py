@@ -32,7 +32,7 @@ def _lines(records: list[dict]) -> bytes:
 def _resume(path: Path) -> dict:
     replies: dict = defaultdict(dict)
     ledger = BudgetLedger(quotas={"a": 10})
-    resume_from_checkpoint(RunDir(path), ledger, replies)
+    resume_from_checkpoint(RunDir(path), ledger, replies).cut_logs()
     return {key: (call.record["reply"]["text"], call.logged)
             for key, call in replies["a"].items()}  # fmt: skip
 
@@ -75,17 +75,17 @@ def test_without_a_checkpoint_the_recorded_replies_are_kept(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        ("events cut short", r"events.jsonl holds \d+ bytes but the checkpoint says \d+"),
+        ("events cut short", r"events.jsonl holds \d+ bytes but \S+checkpoint.json says \d+"),
         ("calls line junk", r"calls.jsonl is damaged at byte 0: the line is not a call record"),
         ("events line junk", r"events.jsonl is damaged at byte \d+: the line is not a JSON"),
         ("events not utf-8", r"events.jsonl is damaged at byte 0"),
         ("events line a list", r"events.jsonl is damaged at byte 0"),
         ("offset inside a line", r"events.jsonl is damaged: byte 5 .* inside a line"),
         ("checkpoint {}", r"checkpoint.json is damaged: not a checkpoint"),
-        ("checkpoint []", r"checkpoint.json is damaged: not a checkpoint"),
+        ("checkpoint []", r"checkpoint.json is damaged: it holds a list, not a JSON object"),
         ("checkpoint binary", r"checkpoint.json is damaged"),
         ("negative offset", r"checkpoint.json is damaged: offset of calls.jsonl is -4"),
-        ("huge offset", r"calls.jsonl holds \d+ bytes but the checkpoint says 10{30}"),
+        ("huge offset", r"calls.jsonl holds \d+ bytes but \S+checkpoint.json says 10{30}"),
     ],
 )
 def test_other_damage_is_refused_naming_file_and_offset(tmp_path, damage, message) -> None:

@@ -9,8 +9,10 @@ import asyncio
 import json
 
 import attrs
+import pytest
 
 from dei_framework.budget import BudgetLedger, NodeUsage
+from dei_framework.errors import ConfigError
 from dei_framework.evaluation import Evaluator, LocalBackend, evaluate
 from dei_framework.operators import OperatorReply
 from dei_framework.runlog import RunDir, dumps, read_jsonl
@@ -61,7 +63,7 @@ def test_offsets_and_close_write_pending_lines_first(tmp_path) -> None:
     run_dir.close()
 
 
-def test_read_jsonl_skips_a_torn_line_as_line_by_line_reading_does(tmp_path) -> None:
+def test_read_jsonl_skips_a_torn_last_line_and_refuses_any_other_damage(tmp_path) -> None:
     path = tmp_path / "events.jsonl"
     records = [{"a": 1}, {"b": [1, 2]}, {"c": "é"}]
     whole = "".join(json.dumps(r) + "\n" for r in records)
@@ -70,8 +72,13 @@ def test_read_jsonl_skips_a_torn_line_as_line_by_line_reading_does(tmp_path) -> 
     path.write_text(whole, encoding="utf-8")
     assert list(read_jsonl(path)) == records
     assert list(read_jsonl(path, limit=len(json.dumps(records[0])) + 3)) == records[:1]
-    path.write_text('{"a": 1}\n\n{"b": 2}\n[1\n2]\n', encoding="utf-8")
-    assert list(read_jsonl(path)) == [{"a": 1}, {"b": 2}]
+    # A whole line that is not an object (blank, a list, not JSON) is no torn line: damage.
+    for damaged, offset in (('{"a": 1}\n\n{"b": 2}\n', 9), ('{"a": 1}\n[1, 2]\n', 9),
+                            ('{"a": 1}\n{"b": 2}\n[1\n', 18)):  # fmt: skip
+        path.write_text(damaged, encoding="utf-8")
+        with pytest.raises(ConfigError, match=f"events.jsonl is damaged at byte {offset}: "
+                                              "the line is not a JSON object"):  # fmt: skip
+            list(read_jsonl(path))
 
 
 def test_a_cheap_domain_is_evaluated_on_the_loop_after_one_measured_batch(toy_env, monkeypatch):

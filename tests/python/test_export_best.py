@@ -83,5 +83,5 @@ def test_an_experiment_or_an_unfinished_run_is_refused_with_a_line(runs, tmp_pat
     unfinished = tmp_path / "unfinished"
     (unfinished / "nodes" / "node-0").mkdir(parents=True)
     (unfinished / "nodes" / "node-0" / "round-000.json").write_text("{}")
-    with pytest.raises(ConfigError, match="has the run finished"):
+    with pytest.raises(ConfigError, match="has no summary.json: the run has not finished"):
         best_program(unfinished)
