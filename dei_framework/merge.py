@@ -241,11 +241,22 @@ def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
 
     Raises:
         ConfigError: A node's files are damaged, or its logs are incomplete (they disagree
-            with its last checkpoint or its summary).
+            with its last checkpoint or its summary); except for a node whose ``extra``
+            says it ``failed``, which is then reported as stopped with nothing of it merged.
     """
     quotas, caps = config.node_quotas(), config.node_caps()
-    processes = [read_node_process(run_dir.process_path(node.name), node.name)
-                 for node in config.nodes]  # fmt: skip
+    processes: list[NodeProcess | None] = []
+    unreadable: dict[str, str] = {}
+    for node in config.nodes:
+        try:
+            processes.append(read_node_process(run_dir.process_path(node.name), node.name))
+        except ConfigError as exc:
+            # A process the launcher saw fail may have failed on its own damaged files: the
+            # others are merged and it is reported with nothing of it, not the whole run lost.
+            if "failed" not in (extra or {}).get(node.name, {}):
+                raise
+            processes.append(None)
+            unreadable[node.name] = str(exc)
     events: list[dict] = []
     calls: list[dict] = []
     nodes: dict[str, Any] = {}
@@ -254,6 +265,15 @@ def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
     wall = 0.0
     for node, process in zip(config.nodes, processes, strict=True):
         name = node.name
+        if process is None:
+            budget_nodes[name] = {**NodeUsage().to_json(), "quota": quotas[name],
+                                  "model": node.operator, "caps": attrs.asdict(caps[name])}
+            nodes[name] = {"operator": node.operator, "model": node.operator, "calls": 0,
+                           "attempts": 0, "quota": quotas[name], "rounds_completed": 0,
+                           "champion": None,
+                           "stopped": f"its process failed and its files cannot be read "
+                                      f"({unreadable[name]}): nothing of it is merged"}  # fmt: skip
+            continue
         for path, data in process.rounds:
             target = run_dir.path / "nodes" / name / path.name
             target.parent.mkdir(parents=True, exist_ok=True)
