@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -324,6 +324,19 @@ def _warn_once(message: str) -> None:
         click.echo(f"warning: {message}", err=True)
 
 
+def _warn_bare_members(members: Sequence[str]) -> None:
+    """Warns once about membership entries that are a bare key (the deprecated form).
+
+    A bare key is still accepted (older run.toml files keep working) but binds no name: it
+    may sign champions under any name no other key is bound to.
+    """
+    bare = [entry for entry in members if "=" not in entry]
+    if bare:
+        _warn_once(f"members: {len(bare)} of {len(members)} entries are a bare key, which may "
+                   "claim any name not bound to another key (deprecated): write them "
+                   "as name=key")  # fmt: skip
+
+
 def warn_ignored(flags: dict[str, Any], *, keep: tuple[str, ...]) -> None:
     """Warns about flags a recorded configuration overrides (on --resume and --replay)."""
     ignored = sorted(
@@ -448,6 +461,7 @@ def _run_locked(
     from dei_framework.progress import make_progress
     from dei_framework.runlog import RunDir
 
+    _warn_bare_members(config.members)
     watching = watch_in_background(out) if flags.get("watch") else None
     network = None if replay_dir else local_network(config, plugins, out)
     if network is not None:
@@ -915,6 +929,7 @@ def _node_locked(
                           "a node in its own process needs a networked one (--transport axl)")
     if not (out / "config.json").exists():
         write_json_atomic(out / "config.json", config.to_json())
+    _warn_bare_members(config.members)
     progress = make_progress(flags.get("progress") or "auto", config)
     hint = f"interrupted; continue with: dei node --resume {_shell_path(out)} --name {name}"
     with Interrupts() as interrupts:

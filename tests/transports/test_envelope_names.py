@@ -263,3 +263,29 @@ def test_a_node_whose_key_is_bound_to_another_name_refuses_to_start(cli, toy_env
     assert result.returncode == 1
     assert "bound to the name 'other'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("bound", [False, True])
+def test_a_bare_key_member_runs_with_one_deprecation_warning(cli, toy_env, tmp_path, bound):
+    out = tmp_path / "run"
+    key_path = out / "nodes" / "solo" / "identity.pem"
+    key_path.parent.mkdir(parents=True)
+    identity = NodeIdentity.generate()
+    identity.save(key_path)
+    entry = f"solo={identity.public_key_hex}" if bound else identity.public_key_hex
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'domain = "toy"\nbudget = 4\nrounds = 1\neval_workers = 0\n'
+        f'members = ["{entry}"]\n'
+        '[[node]]\nname = "solo"\noperator = "toy-random"\n'
+    )
+    result = cli("dei-run", "--config", str(config), "--out", str(out), "--progress", "quiet",
+                 "--no-report", env=toy_env)  # fmt: skip
+    warnings = [line for line in result.stderr.splitlines() if "bare key" in line]
+    if bound:
+        assert warnings == []
+    else:
+        assert warnings == [
+            "warning: members: 1 of 1 entries are a bare key, which may claim any name not "
+            "bound to another key (deprecated): write them as name=key"
+        ]
