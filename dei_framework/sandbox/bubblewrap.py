@@ -32,14 +32,16 @@ def bwrap_arguments(executable: str, visible: Sequence[str] = ()) -> list[str]:
 
     Args:
         executable: The ``bwrap`` binary.
-        visible: Directories under ``/tmp`` the jail must still see, read-only (the import
-            path may reach into it: a plugin installed with ``pip --target``, a test's
-            folder); the private ``/tmp`` would hide them.
+        visible: Files and directories under ``/tmp`` the jail must still see, read-only (the
+            import path may reach into it: a plugin installed with ``pip --target``, a test's
+            folder, a script kept in ``/tmp`` itself); the private ``/tmp`` would hide them.
+            ``/tmp`` itself is never bound: bound read-only over the private one, it would
+            leave the jail without a writable temporary directory.
     """
     private_tmp = os.path.realpath("/tmp")
     keep = []
     for path in dict.fromkeys(os.path.realpath(path) for path in visible):
-        if (path + "/").startswith(private_tmp + "/") and os.path.isdir(path):
+        if path.startswith(private_tmp + "/") and os.path.exists(path):
             keep += ["--ro-bind", path, path]
     return [
         executable,

@@ -128,17 +128,24 @@ def _names(value: Any) -> bool:
 def _code_roots() -> list[str]:
     """The folders the loaded modules were imported from (a package's parent): an editable
     install maps a package to its checkout without putting that on the import path, and the
-    jail must still see it where it lies under ``/tmp`` (a clone made there, a test's site)."""
+    jail must still see it where it lies under ``/tmp`` (a clone made there, a test's site).
+
+    A module kept directly in ``/tmp`` (a script's own module beside it) gives its file, or its
+    package's folder, instead: ``/tmp`` itself cannot be shown to the jail, whose ``/tmp`` is
+    its own writable one.
+    """
+    private_tmp = os.path.realpath("/tmp")
     roots = []
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
         if not isinstance(path, str):
             continue
+        path = os.path.realpath(path)
         depth = name.count(".") + os.path.basename(path).startswith("__init__.")
-        root = os.path.dirname(os.path.abspath(path))
+        root, top = os.path.dirname(path), path
         for _ in range(depth):
-            root = os.path.dirname(root)
-        roots.append(root)
+            root, top = os.path.dirname(root), root
+        roots.append(top if root == private_tmp else root)
     return roots
 
 

@@ -152,6 +152,52 @@ def test_the_level_follows_the_domain_and_the_limits(naive_env, toy_env) -> None
         choose_policy(naive, level="vm")
 
 
+def test_a_script_kept_in_tmp_itself_runs_isolated_with_its_domain_module(
+        naive_env, bubblewrap) -> None:  # fmt: skip
+    # A user's script and its domain module directly in /tmp: /tmp is on the import path, and
+    # binding it over the jail's private /tmp left the warm process with no writable
+    # temporary directory. The domain class lives in the /tmp module, so the jail must see it.
+    import subprocess
+    import sys
+    import uuid
+
+    tag = uuid.uuid4().hex[:12]
+    module = Path("/tmp") / f"dei_tmp_domain_{tag}.py"
+    script = Path("/tmp") / f"dei_tmp_script_{tag}.py"
+    module.write_text("from naive_domain import NaiveBinPacking\n\n\n"
+                      "class TmpDomain(NaiveBinPacking):\n    pass\n")  # fmt: skip
+    script.write_text(f"""import asyncio
+
+from dei_framework.evaluation import Evaluator
+from dei_framework.sandbox import choose_policy
+from dei_tmp_domain_{tag} import TmpDomain
+
+
+def main():
+    domain = TmpDomain()
+    policy = choose_policy(domain, level="isolated", timeout=10.0)
+    evaluator = Evaluator(domain, workers=0, descriptor_keys={sorted(AXES)!r},
+                          sandbox=policy)
+    try:
+        outcome = asyncio.run(evaluator.evaluate({GOOD!r}, [], seed=1))
+    finally:
+        evaluator.close()
+    print("evaluated" if outcome.evaluation is not None else f"failed: {{outcome.error}}")
+
+
+if __name__ == "__main__":
+    main()
+""")
+    try:
+        result = subprocess.run([sys.executable, str(script)], env=naive_env, cwd="/",
+                                capture_output=True, text=True, timeout=120)  # fmt: skip
+    finally:
+        module.unlink()
+        script.unlink()
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "evaluated", (result.stdout, result.stderr[-2000:])
+
+
 def test_isolated_without_bubblewrap_names_the_package(monkeypatch, naive_env) -> None:
     bubblewrap.find_bubblewrap.cache_clear()
     monkeypatch.setattr(bubblewrap.shutil, "which", lambda name: None)
