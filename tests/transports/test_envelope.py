@@ -217,7 +217,7 @@ def test_a_node_outside_the_membership_refuses_to_start(cli, toy_env, tmp_path):
     config = tmp_path / "run.toml"
     config.write_text(
         'domain = "toy"\nbudget = 4\nrounds = 1\neval_workers = 0\n'
-        f'members = ["{"a" * 64}"]\n'
+        f'members = ["other={"a" * 64}"]\n'
         '[[node]]\nname = "solo"\noperator = "toy-random"\n'
     )
     result = cli("dei-run", "--config", str(config), "--out", str(tmp_path / "run"),
