@@ -25,15 +25,19 @@ def _pytest_commands(text: str) -> list[list[str]]:
 def test_ci_runs_the_readmes_commands_in_order() -> None:
     readme = _pytest_commands((ROOT / "README.md").read_text(encoding="utf-8"))
     ci = _pytest_commands((ROOT / ".ci" / "run").read_text(encoding="utf-8"))
-    assert len(ci) == 3 and readme == ci, (readme, ci)
+    assert len(ci) == 4 and readme == ci[:3], (readme, ci)
     for command in ci[:2]:
         assert command[:3] == ["pytest", "-n", "auto"]  # in parallel; the axl tests one by one
     quickstart = _pytest_commands((ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8"))
-    assert quickstart == ci
+    assert quickstart == ci[:3]
+    # Then the README's set once more with more test processes than cores (the load pass).
+    load = ci[3]
+    assert load[load.index("-m") + 1] == ci[0][ci[0].index("-m") + 1]
+    assert load[1] == "-n" and "nproc" in load[2] and "*" in load[2], load
 
 
 def test_the_default_set_and_the_rest_together_select_every_test_once() -> None:
-    ci = _pytest_commands((ROOT / ".ci" / "run").read_text(encoding="utf-8"))
+    ci = _pytest_commands((ROOT / ".ci" / "run").read_text(encoding="utf-8"))[:3]
     sets = [Expression.compile(command[command.index("-m") + 1]) for command in ci]
     for marks in itertools.product(((), ("slow",)), ((), ("axl",))):
         names = set(itertools.chain(*marks))
