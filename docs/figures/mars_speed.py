@@ -6,11 +6,15 @@ pMARS beside it when ``--pmars`` names a binary you built) and ``benchmarks/asse
 (the Koenigstuhl warriors). Both read the reference data in ``../shared/corewar``. Usage::
 
     python docs/figures/mars_speed.py [--repeats 3] [--pmars /path/to/pmars]
+
+``--pmars`` defaults to ``$DEI_PMARS`` (the binary ``tests/coreware``'s differential test
+compares against), so a machine set up for that test gets the pMARS column too.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -63,8 +67,12 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--pmars", help="a pMARS binary to compare (not part of the project)")
+    parser.add_argument("--pmars", default=os.environ.get("DEI_PMARS") or None,
+                        help="a pMARS binary to compare (not part of the project; default: "
+                             "$DEI_PMARS, the binary the differential test uses)")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.pmars and not os.access(args.pmars, os.X_OK):
+        parser.error(f"--pmars {args.pmars}: not an executable file")
     mars_command = [sys.executable, "benchmarks/mars_speed.py", "--repeats", str(args.repeats)]
     mars_command += ["--pmars", args.pmars] if args.pmars else []
     assembler_command = [sys.executable, "benchmarks/assembler_speed.py", "--repeats",
