@@ -167,6 +167,11 @@ class Launcher:
                 self._say(f"{name}: {self.config.transport} network ready ({settings})")
             self.options = options
             self.started = True
+            # Only what the nodes log from now on is reported: a resumed run's earlier rounds
+            # were reported by the process that ran them.
+            for name in self.config.node_names:
+                log = run_dir.process_path(name) / "events.jsonl"
+                self._offsets[name] = log.stat().st_size if log.exists() else 0
             for name in self.config.node_names:
                 if (run_dir.process_path(name) / "summary.json").exists():
                     self._say(f"{name}: already finished")
@@ -307,20 +312,20 @@ class Launcher:
                 self._report(name, event)
 
     def _report(self, name: str, event: Mapping[str, Any]) -> None:
-        pid = self.pids.get(name)
+        who = _who(name, self.pids.get(name))
         if event.get("event") in ("received", "received_late"):
             sender = str(event.get("from"))
             late = (" after its last round had started (delivered, not fought)"
                     if event["event"] == "received_late" else "")  # fmt: skip
             self._say(
-                f"{name} (pid {pid}) received over {self.config.transport} the round "
-                f"{event.get('from_round')} champion of {sender} (pid {self.pids.get(sender)})"
+                f"{who} received over {self.config.transport} the round "
+                f"{event.get('from_round')} champion of {_who(sender, self.pids.get(sender))}"
                 f"{late}"
             )
         elif event.get("event") == "round":
             stats = event.get("stats") or {}
             self._say(
-                f"{name} (pid {pid}): round {int(event.get('round', 0))} of "
+                f"{who}: round {int(event.get('round', 0))} of "
                 f"{self.config.rounds} done, coverage {stats.get('coverage', 0):.1%}"
             )
 
@@ -348,18 +353,24 @@ class Launcher:
         self._say(f"champions delivered between OS processes over {self.config.transport}:")
         for (sender, receiver), (taken, late) in sorted(edges.items()):
             after = f" (+{late} after its last round had started)" if late else ""
-            self._say(f"  {sender} (pid {pids.get(sender)}) -> {receiver} "
-                      f"(pid {pids.get(receiver)}): {taken}{after}")  # fmt: skip
+            self._say(f"  {_who(sender, pids.get(sender))} -> "
+                      f"{_who(receiver, pids.get(receiver))}: {taken}{after}")  # fmt: skip
         if not edges:
             self._say("  none")
         for name, node in summary["nodes"].items():
             sharing = node.get("sharing") or {}
             delivered = (sharing.get("transport") or {}).get("delivered")
             if delivered is not None:
-                self._say(f"  {name} (pid {node.get('pid')}): {delivered} messages delivered by "
+                self._say(f"  {_who(name, node.get('pid'))}: {delivered} messages delivered by "
                           f"{self.config.transport}, {sharing.get('accepted', 0)} champions "
                           "taken in at a round start")  # fmt: skip
         return summary
+
+
+def _who(name: str, pid: Any) -> str:
+    """A node as the launcher names it: with its process id when one ran in this launch (a
+    node that had finished before a resume ran none)."""
+    return f"{name} (pid {pid})" if pid else name
 
 
 def _events(path: Path) -> list[dict[str, Any]]:

@@ -71,6 +71,13 @@ def test_eight_random_ctrl_c_each_resume_to_the_uninterrupted_run(axl_env, tmp_p
     assert total == expected["calls"] and expected["round_files"] == {
         name: [f"round-{r:03d}.json" for r in range(ROUNDS)] for name in NAMES}
     assert_exact_ledger(whole, json.loads((whole / "summary.json").read_text()), rounds=ROUNDS)
+    # Resuming a finished run starts no node and reports none of its old rounds again.
+    again = subprocess.run(["dei-run", "--resume", str(whole), "--no-report"], env=axl_env,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stderr.count("already finished") == len(NAMES), again.stderr[-3000:]
+    assert "(pid None)" not in again.stderr and " done, coverage" not in again.stderr
+    assert _shape(whole) == expected
 
     points = sorted(random.Random(36).sample(range(1, total), INTERRUPTS))
     for index, point in enumerate(points):
@@ -90,6 +97,6 @@ def test_eight_random_ctrl_c_each_resume_to_the_uninterrupted_run(axl_env, tmp_p
         resumed = subprocess.run(["dei-run", "--resume", str(out), "--no-report"], env=axl_env,
                                  capture_output=True, text=True, timeout=300)  # fmt: skip
         assert resumed.returncode == 0, (point, resumed.stderr[-3000:])
-        assert "Traceback" not in resumed.stderr
+        assert "Traceback" not in resumed.stderr and "(pid None)" not in resumed.stderr
         assert _shape(out) == expected, point
         assert_exact_ledger(out, json.loads((out / "summary.json").read_text()), rounds=ROUNDS)
