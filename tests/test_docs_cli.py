@@ -90,3 +90,36 @@ def _section(text: str, path: str) -> str:
     rest = text[match.end() :]
     end = re.search(rf"^#{{1,{level}}} ", rest, re.MULTILINE)
     return rest[: end.start()] if end else rest
+
+
+def _cli_help_script():
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "cli_help.py"
+    spec = importlib.util.spec_from_file_location("cli_help", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_commands_summary_on_the_page_is_its_help_text() -> None:
+    # One source: the summary under each heading is the first paragraph of --help.
+    script = _cli_help_script()
+    text = CLI_MD.read_text()
+    for path, command in ALL:
+        block = re.search(rf"<!-- help: {re.escape(path)} -->\n(.*?)\n<!-- /help -->", text, re.S)
+        assert block, f"docs/cli.md, `{path}`: no summary block; run scripts/cli_help.py"
+        assert block.group(1) == script.summary(command) != "", path
+        help_text = " ".join(click.unstyle(command.get_help(click.Context(
+            command, info_name=path.split()[-1]))).split())  # fmt: skip
+        assert block.group(1) in help_text, path  # what `--help` prints, word for word
+    assert script.main(["--check"]) == 0
+
+
+def test_a_changed_help_text_makes_the_page_stale() -> None:
+    script = _cli_help_script()
+    text = CLI_MD.read_text()
+    summaries = {path: script.summary(command) for path, command in ALL}
+    assert script.rendered(text, summaries) == text
+    changed = script.rendered(text, {**summaries, "dei report": "Something else."})
+    assert changed != text and "<!-- help: dei report -->\nSomething else.\n" in changed
