@@ -99,6 +99,13 @@ RESIDENT_SETS = 16
 GENERALITY_PRIORITY = -10
 #: Seconds to wait at connect for the workers' actors (the direct path of the jobs).
 ACTOR_WAIT_SECONDS = 20.0
+#: Seconds to wait for every worker to install (or remove) a worker plugin. The scheduler
+#: keeps the plugin before it asks the workers, and a worker that answers holds it; one that
+#: never answers (a refused worker stuck while closing) must not hold up the run, nor keep a
+#: thread of this process blocked at exit.
+PLUGIN_SECONDS = 10.0
+#: Seconds to wait for the scheduler to take a refused worker off its list.
+RETIRE_SECONDS = 10.0
 #: The distribution of the core; every worker must run the same version.
 CORE_DISTRIBUTION = "dei-framework"
 #: Seconds between checks, while a task's result is fetched, that the backend is still open.
@@ -150,8 +157,10 @@ def tls_files(address: str | None, options: Mapping[str, Any]) -> dict[str, str]
     """
     unknown = sorted(set(options) - set(TLS_OPTIONS))
     if unknown:
-        raise ConfigError(f"--evaluator dask takes no [evaluator_options] key "
-                          f"{', '.join(map(repr, unknown))} (known: {', '.join(TLS_OPTIONS)})")
+        raise ConfigError(
+            f"--evaluator dask takes no [evaluator_options] key "
+            f"{', '.join(map(repr, unknown))} (known: {', '.join(TLS_OPTIONS)})"
+        )
     files = {key: str(options[key]) for key in TLS_OPTIONS if options.get(key)}
     secure = (address or "").startswith("tls://")
     if secure and len(files) < len(TLS_OPTIONS):
@@ -161,7 +170,7 @@ def tls_files(address: str | None, options: Mapping[str, Any]) -> dict[str, str]
                           "cluster's certificate authority and of this client)")  # fmt: skip
     if files and not secure:
         raise ConfigError(f"[evaluator_options] names TLS files but the Dask scheduler address "
-                          f"{address or '(a local cluster)'} is not tls://host:port")
+                          f"{address or '(a local cluster)'} is not tls://host:port")  # fmt: skip
     for key, path in files.items():
         if not os.path.isfile(path):
             raise ConfigError(f"[evaluator_options] {key} = {path!r}: no such file")
@@ -315,9 +324,13 @@ class DaskBackend(EvaluationBackend):
             try:
                 expected = self._check_versions(client)
                 client.subscribe_topic(dask_guard.TOPIC, self._on_refused)
-                dask_guard.register(client, expected, self._guard)
+                dask_guard.register(client, expected, self._guard, timeout=PLUGIN_SECONDS)
                 name = f"dei-domain-{self._token}"
-                client.register_plugin(dask_worker.Resident(name, self.domain), name=name)
+                register_plugin(client, dask_worker.Resident(name, self.domain), name)
+            except TimeoutError:
+                client.close()
+                raise EvaluatorLost(f"a Dask worker of {address} did not install the run's "
+                                    f"plugins within {PLUGIN_SECONDS:.0f}s") from None  # fmt: skip
             except BaseException:
                 client.close()
                 raise
@@ -343,10 +356,16 @@ class DaskBackend(EvaluationBackend):
         if domain_distribution and domain_distribution not in distributions:
             distributions.append(domain_distribution)
         here = installed_versions(distributions)
-        there = client.run(installed_versions, distributions)
-        wrong = [f"{worker} runs {name} {versions.get(name)} (this run: {here[name]})"
-                 for worker, versions in sorted(there.items()) for name in distributions
-                 if versions.get(name) != here[name]]  # fmt: skip
+        # A worker without the project cannot even unpickle the check: its error is returned,
+        # and it is refused like a worker on another version.
+        there = client.run(installed_versions, distributions, on_error="return")
+        wrong = [f"{worker} cannot run this project ({_short(versions)})"
+                 for worker, versions in sorted(there.items())
+                 if isinstance(versions, BaseException)]  # fmt: skip
+        wrong += [f"{worker} runs {_runs(name, versions.get(name), here[name])}"
+                  for worker, versions in sorted(there.items()) for name in distributions
+                  if isinstance(versions, Mapping)
+                  and versions.get(name) != here[name]]  # fmt: skip
         if wrong:
             raise ConfigError(f"refusing the Dask workers at {self.address}: "
                               f"{'; '.join(wrong)}; start the workers from the same "
@@ -357,12 +376,17 @@ class DaskBackend(EvaluationBackend):
         """A worker that joined on another version closed itself (in the client's thread)."""
         _, report = event
         found, expected = report.get("found", {}), report.get("expected", {})
-        what = "; ".join(f"{name} {found.get(name)} (this run: {expected[name]})"
+        what = "; ".join(_runs(name, found.get(name), expected[name])
                          for name in expected if found.get(name) != expected[name])  # fmt: skip
         line = (f"refused the Dask worker {report.get('worker')} that joined {self.address}: it "
                 f"runs {what}; its tasks go to the other workers")  # fmt: skip
         self.refused.append(line)
         print(f"warning: {line}", file=sys.stderr, flush=True)
+        client, address = self._client, report.get("worker")
+        if client is not None and isinstance(address, str):
+            # Not here: this runs on the client's own thread, which the call needs.
+            with contextlib.suppress(RuntimeError):  # closing: the executor takes nothing
+                self._calls.submit(self._retire, client, address)
 
     def _count_slots(self) -> dict[str, Any]:
         """Counts the workers' threads and gives every worker an actor (at connect and once a
@@ -475,16 +499,36 @@ class DaskBackend(EvaluationBackend):
         self._count_slots()  # once a round: workers may have joined or left
         name = self._set_name(set_id)
         try:
-            self._client.register_plugin(self._worker_side.Resident(name, programs), name=name)
+            register_plugin(self._client, self._worker_side.Resident(name, programs), name)
+        except TimeoutError:
+            # A worker did not answer in time (one refused, stuck while it closes): the
+            # scheduler holds the set and every worker that answered has it; a worker
+            # without it refuses a direct job, which then goes by the scheduler.
+            pass
         except Exception as exc:  # the client cannot reach the scheduler: it is gone
             raise self._lost(exc) from None
         return self._worker_side.ResidentRef(name)
 
-    def _remove_plugin(self, name: str, client: Any = None) -> None:
+    def _remove_plugin(self, name: str, client: Any = None,
+                       timeout: float = PLUGIN_SECONDS) -> None:  # fmt: skip
         client = client or self._client
         if client is not None:
             with contextlib.suppress(Exception):  # a lost scheduler holds nothing any more
-                client.unregister_worker_plugin(name)
+                # Bounded: a worker that never answers would keep this thread, and so the
+                # process at exit (it joins the helper threads), waiting.
+                unregister_plugin(client, name, timeout=timeout)
+
+    def _retire(self, client: Any, address: str) -> None:
+        """Takes a refused worker off the scheduler's list (in a helper thread).
+
+        A worker refused as it joins may never finish closing (one started by a nanny, whose
+        setup failed): listed as closing, it would be asked, and waited for, whenever a plugin
+        is installed. Retired, it is asked nothing more.
+        """
+        with contextlib.suppress(Exception):  # gone already, or the scheduler is: nothing to do
+            # Client.retire_workers with a bound (it passes every keyword on to the scheduler).
+            client.sync(client.scheduler.retire_workers, workers=[address], close_workers=True,
+                        remove=True, callback_timeout=RETIRE_SECONDS)  # fmt: skip
 
     async def run(self, function: Callable[..., Any], *args: Any,
                   lane: str = "candidates") -> Any:  # fmt: skip
@@ -772,9 +816,10 @@ class DaskBackend(EvaluationBackend):
             # Left behind, they would stay on the scheduler (and a stale guard would refuse
             # the workers of a later run on another version). Bounded: a lost scheduler never
             # answers.
-            removing = [self._calls.submit(self._remove_plugin, name, client)
+            bound = 5 if wait else 1
+            removing = [self._calls.submit(self._remove_plugin, name, client, bound)
                         for name in [self._guard, f"dei-domain-{self._token}", *names]]  # fmt: skip
-            concurrent.futures.wait(removing, timeout=5 if wait else 1)
+            concurrent.futures.wait(removing, timeout=bound)
         for part in (client, cluster):
             if part is not None:
                 with contextlib.suppress(Exception):  # a lost scheduler cannot say goodbye
@@ -875,7 +920,62 @@ def _settle(waiter: asyncio.Future, outcome: tuple[bool, Any]) -> None:
         waiter.set_exception(value)
 
 
+def _runs(name: str, found: str | None, expected: str | None) -> str:
+    """What a worker runs of distribution ``name``, against the run's: ``dei-framework 9.9.9
+    (this run: 0.1.0)``, or ``without dei-framework (this run: 0.1.0)``."""
+    runs = f"{name} {found}" if found is not None else f"without {name}"
+    return f"{runs} (this run: {expected})"
+
+
+def _short(exc: BaseException) -> str:
+    """One line naming an exception a worker raised. One the worker could not send as itself
+    (raised before the job was unpickled there) arrives as a plain ``Exception`` holding its
+    ``repr``: that is shown alone."""
+    text = str(exc).strip().splitlines()
+    if not text:
+        return type(exc).__name__
+    return text[0] if type(exc) is Exception else f"{type(exc).__name__}: {text[0]}"
+
+
+def register_plugin(client: Any, plugin: Any, name: str, *,
+                    timeout: float = PLUGIN_SECONDS) -> None:  # fmt: skip
+    """``client.register_plugin(plugin, name=name)`` for a worker plugin, bounded in time.
+
+    ``Client.register_plugin`` waits for every worker's answer without a bound, and a worker
+    that never answers (one refused as it joined, stuck while its nanny closes it) would hold
+    the run, and at exit the thread that called it, for ever. The coroutine behind it, the
+    same call, is run here with Dask's own bound (``callback_timeout``), which cancels the
+    wait. Should a Dask release rename that coroutine, the unbounded public call is used.
+
+    Raises:
+        TimeoutError: Some worker did not answer within ``timeout`` seconds (the scheduler
+            keeps the plugin; the workers that answered hold it).
+        Exception: What a worker raised installing it, or the client's connection error.
+    """
+    coroutine = getattr(client, "_register_worker_plugin", None)
+    if coroutine is None:
+        client.register_plugin(plugin, name=name)
+        return
+    client.sync(coroutine, plugin=plugin, name=name,
+                idempotent=bool(getattr(plugin, "idempotent", False)),
+                callback_timeout=timeout)  # fmt: skip
+
+
+def unregister_plugin(client: Any, name: str, *, timeout: float = PLUGIN_SECONDS) -> None:
+    """``client.unregister_worker_plugin(name)``, bounded in time as :func:`register_plugin`.
+
+    Raises:
+        TimeoutError: Some worker did not answer within ``timeout`` seconds.
+        Exception: What a worker raised removing it, or the client's connection error.
+    """
+    coroutine = getattr(client, "_unregister_worker_plugin", None)
+    if coroutine is None:
+        client.unregister_worker_plugin(name)
+        return
+    client.sync(coroutine, name=name, callback_timeout=timeout)
+
+
 def make_backend(domain: Any, options: EvaluatorOptions) -> DaskBackend:
     """The ``dask`` backend's factory (registered by the core's own plugin)."""
     return DaskBackend(domain, address=options.address, workers=options.workers,
-                       tls=options.options)
+                       tls=options.options)  # fmt: skip

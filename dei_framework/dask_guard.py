@@ -54,16 +54,25 @@ class VersionGuard(distributed.WorkerPlugin):
                                            nanny=True))  # fmt: skip
 
 
-def register(client: distributed.Client, expected: Mapping[str, str | None], name: str) -> None:
+def register(client: distributed.Client, expected: Mapping[str, str | None], name: str, *,
+             timeout: float) -> None:  # fmt: skip
     """Registers a :class:`VersionGuard` for ``expected`` on the cluster of ``client`` under
-    ``name`` (every current and future worker runs it)."""
+    ``name`` (every current and future worker runs it).
+
+    Raises:
+        TimeoutError: A worker did not answer within ``timeout`` seconds.
+    """
     import sys
 
     import cloudpickle
 
+    # Here, not at the top: this module travels to the workers by value and imports nothing of
+    # the project there; this function runs in the run's process only.
+    from dei_framework.dask_backend import register_plugin
+
     # By value: a worker of another release may not have this module, or another version of it.
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     try:
-        client.register_plugin(VersionGuard(expected), name=name)
+        register_plugin(client, VersionGuard(expected), name, timeout=timeout)
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])

@@ -618,8 +618,10 @@ class Ensemble:
 
     def _evaluator_lost(self, error: EvaluatorLost) -> None:
         """The evaluation backend is gone: stop every node and checkpoint, as on Ctrl-C, then
-        :meth:`run` raises ``error``."""
-        if self._lost is None:
+        :meth:`run` raises ``error``. Once the run was asked to stop, nothing is lost: a
+        backend that closes as the run stops (the Dask one) ends the jobs still under way with
+        this error, and the run ends as stopped (the resume hint, the interrupt's status)."""
+        if self._lost is None and not self.stopping:
             self._lost = error
             if self._task is not None:
                 self._task.cancel()

@@ -51,5 +51,10 @@ class TransportError(DEIError):
     """A transport could not be started or used (e.g. a non-loopback API address)."""
 
 
+class WriteError(DEIError):
+    """A file could not be written (a full disk, a read-only filesystem): the message names the
+    file and the cause."""
+
+
 class ReplayMismatch(ConfigError):
     """A replayed call does not match the record (its key is missing or its messages differ)."""

@@ -42,7 +42,7 @@ from typing import Any
 import orjson
 
 from dei_framework.config import RunConfig
-from dei_framework.errors import ConfigError
+from dei_framework.errors import ConfigError, WriteError
 from dei_framework.run_files import damaged_line, read_checkpoint, read_config
 from dei_framework.run_lock import held
 
@@ -64,11 +64,27 @@ def write_json_atomic(path: Path, data: Any, *, layout: str = "indent") -> None:
         text = json.dumps(data, allow_nan=False, default=_json_default, indent=1)
     else:
         text = _records_text(data, 0) if layout == "records" else dumps(data)
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    _write_replacing(path, tmp, text)
+
+
+def _write_replacing(path: Path, tmp: Path, text: str) -> None:
+    """Writes ``text`` to ``tmp``, then puts it in the place of ``path``; a write that fails
+    (a full disk) leaves no ``tmp`` behind and ``path`` as it was."""
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # never created, or its folder is gone
+            tmp.unlink()
+        raise cannot_write(path, exc) from None
+
+
+def cannot_write(path: Path, exc: OSError) -> WriteError:
+    """The one-line error for a file that could not be written."""
+    return WriteError(f"cannot write {path}: {exc.strerror or exc}")
 
 
 def _json_default(value: Any) -> Any:
@@ -193,6 +209,8 @@ class RunDir:
         # Per append-only file: the SHA-256 of its bytes so far, and how many bytes that is
         # (checkpoints record it: a resume finds a log changed before its offset).
         self._digests: dict[str, tuple[Any, int]] = {}
+        # The write that failed (a full disk): lines are lost, so nothing more is written.
+        self._failure: WriteError | None = None
 
     # --- paths ----------------------------------------------------------------------------------
 
@@ -226,6 +244,8 @@ class RunDir:
     # --- appends --------------------------------------------------------------------------------
 
     def _append(self, name: str, lines: list[str]) -> None:
+        if self._failure is not None:  # a write failed (in a flush the loop ran): stop here
+            raise self._failure
         if not lines:
             return
         pending = self._pending.get(name)
@@ -240,7 +260,13 @@ class RunDir:
             return
         if self._flush_loop is not loop:  # (a loop that closed before its turn ended: again)
             self._flush_loop = loop
-            loop.call_soon(self.flush)
+            loop.call_soon(self._flush_soon)
+
+    def _flush_soon(self) -> None:
+        """:meth:`flush` at the end of the event loop's turn; a write that fails is kept (the
+        loop would only log it) and raised by the next append, flush or close."""
+        with contextlib.suppress(WriteError):
+            self.flush()
 
     def _key(self, name: str) -> str:
         """The file's key in the module's table of pending writers (its absolute path)."""
@@ -250,19 +276,32 @@ class RunDir:
         return key
 
     def flush(self) -> None:
-        """Writes the appended lines that are still pending to their files."""
+        """Writes the appended lines that are still pending to their files.
+
+        Raises:
+            WriteError: A file could not be written (a full disk). Lines were lost: every
+                later append, flush or checkpoint offset raises the same error, so that no
+                checkpoint ever covers a log with lines missing (``--resume`` cuts the logs
+                back to the last checkpoint written before).
+        """
+        if self._failure is not None:
+            raise self._failure
         self._flush_loop = None
         pending, self._pending = self._pending, {}
         for name, lines in pending.items():
             _WRITERS.pop(self._key(name), None)
-            handle = self._handles.get(name)
-            if handle is None:
-                handle = self._handles[name] = open(self.path / name, "ab")
             lines.append("")  # the last line's newline
             data = "\n".join(lines).encode()
-            digest, size = self._digest(name)
-            handle.write(data)
-            handle.flush()
+            try:
+                handle = self._handles.get(name)
+                if handle is None:
+                    handle = self._handles[name] = open(self.path / name, "ab")
+                digest, size = self._digest(name)
+                handle.write(data)
+                handle.flush()
+            except OSError as exc:
+                self._failure = cannot_write(self.path / name, exc)
+                raise self._failure from None
             digest.update(data)
             self._digests[name] = (digest, size + len(data))
 
@@ -290,11 +329,7 @@ class RunDir:
         self.close()
         path = self.path / name
         tmp = path.with_name(f".{name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write("".join(dumps(record) + "\n" for record in records))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        _write_replacing(path, tmp, "".join(dumps(record) + "\n" for record in records))
 
     def offsets(self) -> dict[str, int]:
         """Current sizes of the append-only files (stored in checkpoints), pending lines
@@ -319,12 +354,24 @@ class RunDir:
                     handle.truncate(size)
 
     def close(self) -> None:
-        """Writes out pending lines and closes the append-only files."""
-        self.flush()
-        for handle in self._handles.values():
-            handle.close()
-        self._handles.clear()
-        self._digests.clear()  # the files may change hands now (truncated, replaced)
+        """Writes out pending lines and closes the append-only files.
+
+        Raises:
+            WriteError: A file could not be written (now or before); the files are closed.
+        """
+        try:
+            self.flush()
+        finally:
+            for name, handle in self._handles.items():
+                try:
+                    handle.close()
+                except OSError as exc:  # what its buffer held is lost: as a failed flush
+                    if self._failure is None:
+                        self._failure = cannot_write(self.path / name, exc)
+            self._handles.clear()
+            self._digests.clear()  # the files may change hands now (truncated, replaced)
+        if self._failure is not None:
+            raise self._failure
 
     # --- whole files ----------------------------------------------------------------------------
 
@@ -396,5 +443,5 @@ def _flush_pending(path: Path) -> None:
 def _flush_all() -> None:
     """Pending lines of a run directory nobody closed reach their files at exit."""
     for writer in list(_WRITERS.values()):
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, WriteError):
             writer.flush()

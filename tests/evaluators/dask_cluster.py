@@ -47,12 +47,18 @@ class Cluster:
     workers: list[subprocess.Popen] = attrs.Factory(list)
     tls: dict[str, str] | None = None
 
-    def add_worker(self, env: dict[str, str] | None = None) -> subprocess.Popen:
-        """Starts one more worker (one process, one thread) for this scheduler."""
+    def add_worker(self, env: dict[str, str] | None = None, *, nanny: bool = False,
+                   installation: Installation | None = None) -> subprocess.Popen:  # fmt: skip
+        """Starts one more worker (one process, one thread) for this scheduler: without a
+        nanny unless ``nanny``, from this test's installation unless another is given."""
+        cli, cwd = (installation.cli, installation.cwd) if installation else (_dask_cli(), None)
+        if installation:
+            env = installation.env
         worker = subprocess.Popen(
-            [*_dask_cli(), "worker", self.address, "--nworkers", "1", "--nthreads", "1",
-             "--no-nanny", "--no-dashboard", "--host", "127.0.0.1", *_tls_flags(self.tls)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [*cli, "worker", self.address, "--nworkers", "1", "--nthreads", "1",
+             *([] if nanny else ["--no-nanny"]), "--no-dashboard", "--host", "127.0.0.1",
+             *_tls_flags(self.tls)],
+            env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip
         self.workers.append(worker)
@@ -176,6 +182,42 @@ def shadowed_version_env(folder: Path, version: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")]))
     return env
+
+
+@attrs.frozen
+class Installation:
+    """How to start Dask from another Python installation: the ``dask`` command line, its
+    environment and the folder to start it in."""
+
+    cli: list[str]
+    env: dict[str, str]
+    cwd: str
+
+
+def without_project(folder: Path) -> Installation:
+    """A Python installation with Dask and without this project: the same interpreter, without
+    its ``site`` step (``-S``: no ``.pth`` file runs, so the project's editable finder is not
+    installed) and with a path of its own, ``folder``, holding links to every entry of this
+    installation's site-packages except the project's and its domains' (``dei_*``, their
+    ``.dist-info`` records and editable finders). ``import dei_framework`` fails there and
+    ``dei-framework`` has no metadata: a machine where only Dask was installed."""
+    import site
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for directory in [*site.getsitepackages(), site.getusersitepackages()]:
+        if not os.path.isdir(directory):
+            continue
+        for entry in sorted(os.listdir(directory)):
+            if entry.endswith(".pth") or entry.lower().startswith(("dei_", "dei-", "__editable__")):
+                continue
+            link = folder / entry
+            if not link.exists():  # the first site directory that has it wins, as on a path
+                link.symlink_to(Path(directory) / entry)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(folder)
+    # -P: not the working folder first on the path (it might hold the project's sources).
+    return Installation(cli=[sys.executable, "-S", "-P", "-m", "dask"], env=env,
+                        cwd=str(folder))  # fmt: skip
 
 
 def run_console(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
