@@ -36,3 +36,29 @@ def test_cli_prints_one_json_line(capsys):
                 "duplicates_per_node_per_publish", "control_frames_per_node_per_publish"):
         assert key in figures
     assert figures["messages_per_node"] > 0
+
+
+def test_the_figure_regenerates_identically_under_any_hash_seed() -> None:
+    # docs/figures/gossip_sim.json is a deterministic figure: its rows depend on the seed only,
+    # not on Python's string hashing (set and dict orders) nor on the machine; wall time aside.
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    figure = json.loads((root / "docs" / "figures" / "gossip_sim.json").read_text())
+    rows = []
+    for hash_seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "benchmarks/gossip_sim.py", "--nodes", "16", "--loss", "0.1",
+             "--messages", "100", "--seed", "1", "--json"],
+            cwd=root, env={**os.environ, "PYTHONHASHSEED": hash_seed},
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        row = json.loads(out)
+        row.pop("wall_seconds")
+        rows.append(row)
+    assert rows[0] == rows[1]
+    [recorded] = [dict(run) for run in figure["data"]["runs"]
+                  if run["nodes"] == 16 and run["flood_publish"]]  # fmt: skip
+    recorded.pop("wall_seconds")
+    assert rows[0] == recorded
