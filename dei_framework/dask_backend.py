@@ -106,6 +106,9 @@ ACTOR_WAIT_SECONDS = 20.0
 PLUGIN_SECONDS = 10.0
 #: Seconds to wait for the scheduler to take a refused worker off its list.
 RETIRE_SECONDS = 10.0
+#: Seconds a thread waits, beyond a call's own bound, for the call to end on the Dask client's
+#: event loop (:func:`bounded`).
+SYNC_SLACK_SECONDS = 2.0
 #: The distribution of the core; every worker must run the same version.
 CORE_DISTRIBUTION = "dei-framework"
 #: Seconds between checks, while a task's result is fetched, that the backend is still open.
@@ -335,6 +338,8 @@ class DaskBackend(EvaluationBackend):
                 client.close()
                 raise
             self._client = client
+            with contextlib.suppress(AttributeError):  # a Dask without it: asyncio's default
+                client.loop.asyncio_loop.set_exception_handler(_quiet_cut_off_calls)
             self._connection_args = client.connection_args  # TLS: the client's own
             self._worker_side = dask_worker
             self._domain = dask_worker.ResidentRef(name)
@@ -527,8 +532,8 @@ class DaskBackend(EvaluationBackend):
         """
         with contextlib.suppress(Exception):  # gone already, or the scheduler is: nothing to do
             # Client.retire_workers with a bound (it passes every keyword on to the scheduler).
-            client.sync(client.scheduler.retire_workers, workers=[address], close_workers=True,
-                        remove=True, callback_timeout=RETIRE_SECONDS)  # fmt: skip
+            bounded(client, client.scheduler.retire_workers, RETIRE_SECONDS, workers=[address],
+                    close_workers=True, remove=True)  # fmt: skip
 
     async def run(self, function: Callable[..., Any], *args: Any,
                   lane: str = "candidates") -> Any:  # fmt: skip
@@ -816,10 +821,8 @@ class DaskBackend(EvaluationBackend):
             # Left behind, they would stay on the scheduler (and a stale guard would refuse
             # the workers of a later run on another version). Bounded: a lost scheduler never
             # answers.
-            bound = 5 if wait else 1
-            removing = [self._calls.submit(self._remove_plugin, name, client, bound)
-                        for name in [self._guard, f"dei-domain-{self._token}", *names]]  # fmt: skip
-            concurrent.futures.wait(removing, timeout=bound)
+            unregister_plugins(client, [self._guard, f"dei-domain-{self._token}", *names],
+                               timeout=5 if wait else 1)  # fmt: skip
         for part in (client, cluster):
             if part is not None:
                 with contextlib.suppress(Exception):  # a lost scheduler cannot say goodbye
@@ -920,6 +923,22 @@ def _settle(waiter: asyncio.Future, outcome: tuple[bool, Any]) -> None:
         waiter.set_exception(value)
 
 
+def _quiet_cut_off_calls(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The exception handler of the Dask client's event loop: a call of the client's thread
+    whose outcome nobody took because the client closed under it (a task's result fetched in
+    steps, a bounded plugin call: the run was stopped) ends with a cancellation or a closed
+    connection, which asyncio would print with a traceback when the call is collected. Those
+    are dropped; anything else goes to asyncio's default handler."""
+    distributed = _import_distributed()
+    cut_off = (asyncio.CancelledError, distributed.client.FutureCancelledError,
+               distributed.comm.CommClosedError)  # fmt: skip
+    if "never retrieved" in str(context.get("message")) and isinstance(
+        context.get("exception"), cut_off
+    ):
+        return
+    loop.default_exception_handler(context)
+
+
 def _runs(name: str, found: str | None, expected: str | None) -> str:
     """What a worker runs of distribution ``name``, against the run's: ``dei-framework 9.9.9
     (this run: 0.1.0)``, or ``without dei-framework (this run: 0.1.0)``."""
@@ -956,9 +975,8 @@ def register_plugin(client: Any, plugin: Any, name: str, *,
     if coroutine is None:
         client.register_plugin(plugin, name=name)
         return
-    client.sync(coroutine, plugin=plugin, name=name,
-                idempotent=bool(getattr(plugin, "idempotent", False)),
-                callback_timeout=timeout)  # fmt: skip
+    bounded(client, coroutine, timeout, plugin=plugin, name=name,
+            idempotent=bool(getattr(plugin, "idempotent", False)))  # fmt: skip
 
 
 def unregister_plugin(client: Any, name: str, *, timeout: float = PLUGIN_SECONDS) -> None:
@@ -972,7 +990,46 @@ def unregister_plugin(client: Any, name: str, *, timeout: float = PLUGIN_SECONDS
     if coroutine is None:
         client.unregister_worker_plugin(name)
         return
-    client.sync(coroutine, name=name, callback_timeout=timeout)
+    bounded(client, coroutine, timeout, name=name)
+
+
+def unregister_plugins(client: Any, names: Sequence[str], *, timeout: float) -> None:
+    """:func:`unregister_plugin` of every one of ``names`` at once, all within ``timeout``
+    seconds; what each call met is taken and dropped (a lost scheduler holds nothing)."""
+    coroutine = getattr(client, "_unregister_worker_plugin", None)
+    if coroutine is None:
+        for name in names:
+            with contextlib.suppress(Exception):
+                client.unregister_worker_plugin(name)
+        return
+
+    async def every() -> None:
+        await asyncio.gather(*(coroutine(name=name) for name in names), return_exceptions=True)
+
+    with contextlib.suppress(Exception):  # timed out, or the client cannot reach the scheduler
+        bounded(client, every, timeout)
+
+
+def bounded(client: Any, coroutine: Callable[..., Any], timeout: float, **kwargs: Any) -> Any:
+    """``client.sync(coroutine, **kwargs)``, the coroutine cancelled after ``timeout`` seconds
+    on the client's event loop.
+
+    The bound is kept on the loop, and this thread waits a little longer
+    (:data:`SYNC_SLACK_SECONDS`): the call always ends there, and its outcome is taken, before
+    this thread moves on (to close the client, say). A bound on this thread's wait only, as
+    ``callback_timeout`` alone gives, could leave the call to fail on a closing client with
+    nobody to take its error, which asyncio then prints as a traceback.
+
+    Raises:
+        TimeoutError: The call took longer than ``timeout``.
+        Exception: What the call raised.
+    """
+
+    async def within() -> Any:
+        async with asyncio.timeout(timeout):
+            return await coroutine(**kwargs)
+
+    return client.sync(within, callback_timeout=timeout + SYNC_SLACK_SECONDS)
 
 
 def make_backend(domain: Any, options: EvaluatorOptions) -> DaskBackend:

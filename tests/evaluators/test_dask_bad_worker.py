@@ -5,12 +5,12 @@ start it is one error line (issue #37, item 7)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,9 +24,8 @@ DEI_RUN = shutil.which("dei-run", path=str(Path(sys.executable).parent)) or "dei
 #: of issue #37 is 10 s).
 EXIT_SECONDS = 10
 
-#: Seconds the SIGTERM test waits for a round to end after the refusal before it sends SIGTERM
-#: anyway (a stalled run never ends one).
-STALL_SECONDS = 30
+#: Seconds without a round ending after which the SIGTERM test takes the run for stalled.
+STALL_SECONDS = 20
 
 
 def archives(run_dir: Path) -> dict[str, bytes]:
@@ -73,6 +72,16 @@ def after_its_first_round(run: subprocess.Popen, out: Path, stderr: Path) -> Non
     assert run.poll() is None, stderr.read_text()
 
 
+def wait_for_rounds_or_stall(run: subprocess.Popen, out: Path, count: int) -> None:
+    """Waits until the run's log holds ``count`` round events, or no round ended for
+    :data:`STALL_SECONDS` (the run is stalled), or the run ended."""
+    seen, since = rounds_done(out), time.monotonic()
+    while run.poll() is None and seen < count and time.monotonic() - since < STALL_SECONDS:
+        time.sleep(0.05)
+        if (now := rounds_done(out)) != seen:
+            seen, since = now, time.monotonic()
+
+
 def refusals(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if "refused the Dask worker" in line]
 
@@ -102,7 +111,7 @@ def test_a_worker_without_the_project_joining_mid_run_is_refused_and_the_run_fin
         cluster.stop()
     error = stderr.read_text()
     assert returncode == 0, error
-    assert "Traceback" not in error
+    assert "Traceback" not in error, error
     (line,) = refusals(error)
     assert [text for text in error.splitlines() if text.startswith("warning:")] == [line]
     refused = line.split()[5]  # "warning: refused the Dask worker tcp://... that joined ..."
@@ -129,12 +138,13 @@ def test_sigterm_ends_a_run_with_a_refused_worker_within_10_s_with_the_resume_hi
         wait_for(lambda: refusals(stderr.read_text()) or run.poll() is not None, 120,
                  "the refusal of the worker without the project")  # fmt: skip
         assert run.poll() is None, stderr.read_text()
-        # Then one more round, if the run goes on: a run stalled by the refused worker (the
-        # defect) never ends one, and SIGTERM meets it stalled, its threads blocked on Dask.
-        ended = rounds_done(out)
-        with contextlib.suppress(AssertionError):
-            wait_for(lambda: rounds_done(out) > ended or run.poll() is not None, STALL_SECONDS,
-                     "one more round")  # fmt: skip
+        # Then five more rounds of every node, or none for STALL_SECONDS: a run stalled by the
+        # refused worker (the defect: within a few rounds, at the next plugin install) ends
+        # no more, and SIGTERM then meets it stalled, its threads blocked on Dask (whether
+        # that process then hangs depends on how soon Dask's client closes: not always).
+        wanted = rounds_done(out) + 4 * 5
+        wait_for_rounds_or_stall(run, out, wanted)
+        went_on = rounds_done(out) >= wanted
         assert run.poll() is None, stderr.read_text()
         run.send_signal(signal.SIGTERM)
         try:
@@ -147,8 +157,9 @@ def test_sigterm_ends_a_run_with_a_refused_worker_within_10_s_with_the_resume_hi
             run.wait()
         cluster.stop()
     error = stderr.read_text()
+    assert went_on, f"the run stalled after the refusal:\n{error}"
     assert returncode == 130, error
-    assert "Traceback" not in error
+    assert "Traceback" not in error, error
     assert f"interrupted; continue with: dei-run --resume {out}" in error
     assert len(refusals(error)) == 1
     assert (out / "checkpoint.json").exists() and not (out / "summary.json").exists()
