@@ -68,7 +68,7 @@ def register(client: distributed.Client, expected: Mapping[str, str | None], nam
 
     # Here, not at the top: this module travels to the workers by value and imports nothing of
     # the project there; this function runs in the run's process only.
-    from dei_framework.dask_backend import register_plugin
+    from dei_framework.dask_calls import register_plugin
 
     # By value: a worker of another release may not have this module, or another version of it.
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
