@@ -6,6 +6,9 @@ answer without a bound; a worker that never answers (one refused as it joined, s
 nanny closes it) would hold the run, and at exit the thread that called them, for ever. This
 module imports nothing of the project, so the backend and the version guard
 (:mod:`~dei_framework.dask_guard`) both use it without importing each other.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations
