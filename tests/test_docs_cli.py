@@ -9,7 +9,6 @@ under a heading naming the command, as in docs/cli.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -21,18 +20,19 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 CLI_MD = DOCS / "cli.md"
 
 
-def commands() -> Iterator[tuple[str, click.Command]]:
-    """Every command with its full invocation (``dei-run``, ``dei plugins``, ...)."""
-    yield "dei-run", cli.dei_run
+def _cli_help_script():
+    """``scripts/cli_help.py``, which walks the commands and writes their summaries."""
+    import importlib.util
 
-    def walk(path: str, command: click.Command) -> Iterator[tuple[str, click.Command]]:
-        yield path, command
-        if isinstance(command, click.Group):
-            context = click.Context(command, info_name=path.split()[-1])
-            for name in command.list_commands(context):
-                yield from walk(f"{path} {name}", command.get_command(context, name))
+    script = Path(__file__).resolve().parents[1] / "scripts" / "cli_help.py"
+    spec = importlib.util.spec_from_file_location("cli_help", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    yield from walk("dei", cli.dei)
+
+#: Every command with its full invocation (``dei-run``, ``dei plugins``, ...), plugins' included.
+commands = _cli_help_script().commands
 
 
 def long_options(command: click.Command) -> list[str]:
@@ -91,15 +91,6 @@ def _section(text: str, path: str) -> str:
     end = re.search(rf"^#{{1,{level}}} ", rest, re.MULTILINE)
     return rest[: end.start()] if end else rest
 
-
-def _cli_help_script():
-    import importlib.util
-
-    script = Path(__file__).resolve().parents[1] / "scripts" / "cli_help.py"
-    spec = importlib.util.spec_from_file_location("cli_help", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_every_commands_summary_on_the_page_is_its_help_text() -> None:
