@@ -6,6 +6,7 @@ change in any release.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -240,7 +241,39 @@ def _comparisons(entries: Sequence[Mapping[str, Any]]) -> str:
     else:
         out.append(markdown_table(["a − b", "metric", "n (repeats)", "difference of means",
                            "shift (HL)", "CI [level]", "A12", "p", "p (Holm)"], rows))  # fmt: skip
+        verdicts = [_verdict(entry, *metrics.get(entry["metric"], (entry["metric"], ".3f")))
+                    for entry in entries
+                    if entry["metric"].startswith("merged.common.")]  # fmt: skip
+        if verdicts:
+            out.append("\nIn words (common ground only: raw metrics are not comparable across "
+                       "conditions):\n")  # fmt: skip
+            out.extend(f"- {line}" for line in verdicts)
     return "\n".join(out)
+
+
+def _verdict(entry: Mapping[str, Any], label: str, spec: str) -> str:
+    """One sentence on a common-ground comparison: who leads, by how much, how surely."""
+    a, b = entry["a"], entry["b"]
+    shift, holm = entry.get("shift"), entry.get("p_holm")
+    if shift is None or holm is None:
+        return f"{label}, {a} against {b}: not computed."
+    if shift > 0:
+        lead = f"{a} leads {b} by {number(shift, spec)}"
+    elif shift < 0:
+        lead = f"{b} leads {a} by {number(-shift, spec)}"
+    else:
+        lead = f"{a} and {b} are level (shift {number(shift, spec)})"
+    interval = _interval(entry, spec).replace("*", "")
+    sure = ("significant after Holm" if holm < 0.05 else "not significant after Holm")
+    text = (f"{label}: {lead} (interval {interval}, A12 {number(entry.get('a12'), '.2f')}); "
+            f"{sure} (p = {number(holm, '.3f')}).")  # fmt: skip
+    n_a, n_b = entry.get("n_a"), entry.get("n_b")
+    if isinstance(n_a, int) and isinstance(n_b, int) and n_a > 0 and n_b > 0:
+        smallest = min(1.0, 2 / math.comb(n_a + n_b, n_a))  # the exact two-sided test's floor
+        if smallest >= 0.05:
+            text += (f" With n = {n_a} / {n_b} repeats no difference can reach p < 0.05 "
+                     f"(the smallest attainable p is {number(smallest, '.3f')}).")  # fmt: skip
+    return text
 
 
 def _interval(entry: Mapping[str, Any], spec: str) -> str:

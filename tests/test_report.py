@@ -219,6 +219,29 @@ def test_experiment_report(experiment_dir):
     for image in images:
         assert_png(experiment_dir / image)
     assert "Equal compute holds" in text
+    # A verdict per common-ground comparison, none for the raw ones; with 3 against 3
+    # repeats the exact test's smallest p is 2 / C(6, 3) = 0.1, and the report says so.
+    verdicts = [line for line in text.splitlines()
+                if line.startswith("- ") and "after Holm" in line]  # fmt: skip
+    assert len(verdicts) == 2 * 3  # (coverage, QD-score) x (solo, homo, homo)
+    assert all("(raw)" not in line for line in verdicts)
+    assert all("no difference can reach p < 0.05" in line and "is 0.100" in line
+               for line in verdicts)  # fmt: skip
+    assert all(" leads " in line or " are level " in line for line in verdicts)
+
+
+def test_a_verdict_names_the_leader_and_when_n_allows_significance() -> None:
+    from dei_framework.experiment_report import _verdict
+
+    entry = {"a": "diverse", "b": "solo", "shift": -0.25, "p_holm": 0.01, "a12": 0.1,
+             "ci": [-0.4, -0.1], "ci_level": 0.96, "ci95": [-0.4, -0.1], "n_a": 10, "n_b": 10}
+    text = _verdict(entry, "QD-score (common)", ".2f")
+    assert text.startswith("QD-score (common): solo leads diverse by 0.25")
+    assert "significant after Holm (p = 0.010)" in text and "not significant" not in text
+    assert "cannot" not in text and "no difference can reach" not in text  # n = 10 can
+    level = _verdict({**entry, "shift": 0.0, "p_holm": 0.9, "n_a": 2, "n_b": 2}, "x", ".2f")
+    assert "are level" in level and "not significant after Holm" in level
+    assert "smallest attainable p is 0.333" in level
 
 
 def test_interrupted_experiment_report(tmp_path, experiment_dir):
