@@ -165,12 +165,16 @@ def _budget_notes(budget: dict[str, Any]) -> list[str]:
 
 
 def _origin(champion: Mapping[str, Any], nodes: Mapping[str, Any]) -> str:
-    """``", received from node-0 (gp)"`` for a champion another node wrote, else ``""``.
+    """``", received from node-0 (gp)"`` for a champion another node wrote, a mark for an
+    initial or seed program, else ``""``.
 
     A received champion keeps the label ``peer:<node>`` where it is admitted; the operator
     that wrote it is the origin node's.
     """
     label = str(champion.get("operator") or "")
+    if label in ("initial", "seed"):
+        # Not the search's find: nothing the node's operator wrote did better.
+        return f", the run's {label} program (no candidate of the search beat it)"
     if not label.startswith("peer:"):
         return ""
     origin = label.removeprefix("peer:")

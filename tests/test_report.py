@@ -134,7 +134,11 @@ def test_a_received_champion_is_credited_to_its_origin(tmp_path, plugins):
     text = write_run_report(path).read_text()
     champions = text.split("## Champions")[1]
     assert "<summary>node-1 (toy-b), received from node-0 (toy-random): fitness" in champions
-    assert "<summary>node-0 (toy-random): fitness" in champions  # its own: no origin named
+    # node-0's champion (this seeded run) is one of the initial opponents, warm-started into
+    # its archive: marked as not the search's find.
+    assert summary["nodes"]["node-0"]["champion"]["operator"] == "initial"
+    assert ("<summary>node-0 (toy-random), the run's initial program (no candidate of the "
+            "search beat it): fitness") in champions  # fmt: skip
 
 
 def test_nodes_on_axes_of_their_own_are_drawn_in_the_runs_grid(tmp_path, plugins):
@@ -360,3 +364,13 @@ def test_heatmaps_label_a_bounded_number_of_bins(tmp_path, monkeypatch):
     finally:
         for figure in figures:
             plt.close(figure)
+
+
+def test_a_champion_that_is_an_initial_program_is_marked_as_such() -> None:
+    from dei_framework.run_report import _origin
+
+    nodes = {"node-0": {"operator": "gp"}}
+    assert "initial program" in _origin({"operator": "initial"}, nodes)
+    assert "seed program" in _origin({"operator": "seed"}, nodes)
+    assert _origin({"operator": "gp"}, nodes) == ""
+    assert _origin({"operator": "peer:node-0"}, nodes) == ", received from node-0 (gp)"
