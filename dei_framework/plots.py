@@ -21,6 +21,7 @@ from dei_framework.archives import GridArchive
 from dei_framework.descriptors import DescriptorSpace
 from dei_framework.errors import ConfigError
 from dei_framework.experiment_summary import PER_NODE_REPEAT, condition_common, describe
+from dei_framework.formatting import MERGED_COLOR, node_colors
 from dei_framework.run_files import FinishedRun, damaged
 
 #: Folder of the plots, relative to ``report.md``.
@@ -178,8 +179,13 @@ def _line_plot(
     series: Sequence[tuple[str, Sequence[float | None], Sequence[float | None] | None]],
     *,
     ylabel: str,
+    colors: Sequence[str] | None = None,
 ) -> bool:
-    """Lines (with an optional ±spread band) against round; returns whether anything was drawn."""
+    """Lines (with an optional ±spread band) against round; returns whether anything was drawn.
+
+    ``colors`` gives each series its colour (the nodes': :func:`node_colors`); without it, the
+    series are coloured by position.
+    """
     drawn = False
     for index, (label, means, spreads) in enumerate(series):
         x = [i for i, m in enumerate(means) if m is not None]
@@ -187,7 +193,8 @@ def _line_plot(
             continue
         y = np.array([means[i] for i in x], dtype=float)
         # Colour by position, so a series keeps its colour when another one is missing.
-        (line,) = ax.plot(x, y, marker="o", label=label, color=f"C{index % 10}")
+        color = colors[index] if colors is not None else f"C{index % 10}"
+        (line,) = ax.plot(x, y, marker="o", label=label, color=color)
         if spreads is not None:
             s = np.array([spreads[i] if spreads[i] is not None else 0.0 for i in x], dtype=float)
             ax.fill_between(x, y - s, y + s, alpha=0.2, color=line.get_color())
@@ -225,8 +232,9 @@ def run_plots(run: FinishedRun, plots: Path) -> dict[str, str]:
     for name, node in nodes.items():
         coverage.append((name, list(node.get("coverage_per_round") or []), None))
         qd.append((name, list(node.get("qd_score_per_round") or []), None))
-    _line_plot(ax_cov, coverage, ylabel="coverage")
-    _line_plot(ax_qd, qd, ylabel="QD-score")
+    colors = [MERGED_COLOR, *node_colors(nodes).values()]  # as the watch page colours them
+    _line_plot(ax_cov, coverage, ylabel="coverage", colors=colors)
+    _line_plot(ax_qd, qd, ylabel="QD-score", colors=colors)
     fig.suptitle("Archive coverage and QD-score per round (merged = best per cell over nodes)")
     _save(fig, plots / "progress.png")
     images["progress"] = f"{PLOTS}/progress.png"
@@ -239,7 +247,7 @@ def run_plots(run: FinishedRun, plots: Path) -> dict[str, str]:
         if not any(v is not None for _, values, _ in series for v in values):
             continue  # nothing measured: no empty plot in the report
         fig, ax = plt.subplots(figsize=(6, 4))
-        _line_plot(ax, series, ylabel=label)
+        _line_plot(ax, series, ylabel=label, colors=list(node_colors(nodes).values()))
         ax.set_title(f"{label} per round, per node")
         _save(fig, plots / f"{key}.png")
         images[key] = f"{PLOTS}/{key}.png"
@@ -314,7 +322,8 @@ def experiment_plots(summary: Mapping[str, Any], runs: Mapping[str, FinishedRun]
                        [s["mean"] for s in stats["generality_per_round"]],
                        [s["std"] for s in stats["generality_per_round"]])
                       for node, stats in conditions[name]["per_node"].items()]  # fmt: skip
-            _line_plot(ax, series, ylabel="champion generality")
+            _line_plot(ax, series, ylabel="champion generality",
+                       colors=list(node_colors(conditions[name]["per_node"]).values()))
             ax.set_title(name)
         fig.suptitle("Champion generality per round and node (mean ± std over repeats)")
         _save(fig, plots / "generality.png")

@@ -374,3 +374,30 @@ def test_a_champion_that_is_an_initial_program_is_marked_as_such() -> None:
     assert "seed program" in _origin({"operator": "seed"}, nodes)
     assert _origin({"operator": "gp"}, nodes) == ""
     assert _origin({"operator": "peer:node-0"}, nodes) == ", received from node-0 (gp)"
+
+
+def test_a_node_has_one_colour_in_the_plots_and_on_the_watch_page(
+        tmp_path, plugins, monkeypatch) -> None:  # fmt: skip
+    from dei_framework import plots
+    from dei_framework.formatting import MERGED_COLOR, NODE_COLORS
+    from dei_framework.watch.run import WatchedRun
+
+    path = toy_run(tmp_path / "run", plugins)
+    drawn = []
+    line_plot = plots._line_plot
+
+    def recording(ax, series, *, ylabel, colors=None):
+        drawn.append({label.split(" (")[0]: color for (label, _, _), color
+                       in zip(series, colors or [None] * len(series), strict=True)})  # fmt: skip
+        return line_plot(ax, series, ylabel=ylabel, colors=colors)
+
+    monkeypatch.setattr(plots, "_line_plot", recording)
+    write_run_report(path)
+    state = WatchedRun(path).state(seconds=None)
+    watch = {node["name"]: node["color"] for node in state["nodes"]}
+    assert len(set(watch.values())) == len(watch) >= 2  # distinct, from the one palette
+    assert set(watch.values()) <= set(NODE_COLORS)
+    assert drawn and all(plot for plot in drawn)
+    for plot in drawn:  # every plot gives every node the watch page's colour
+        assert {name: color for name, color in plot.items() if name != "merged"} == watch
+        assert plot.get("merged", MERGED_COLOR) == MERGED_COLOR

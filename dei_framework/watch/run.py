@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 import orjson
 
+from dei_framework.formatting import node_colors
 from dei_framework.watch.lines import Evaluated, events
 from dei_framework.watch.state import MAX_CAUSES, NodeState, RunState
 from dei_framework.watch.tail import JsonlTail, Rewound
@@ -241,6 +242,9 @@ class WatchedRun:
             )
             for name in names
         ]  # fmt: skip
+        colors = node_colors(names)  # the report's plots colour the nodes alike
+        for node in nodes:
+            node["color"] = colors[node["name"]]
         merged = {
             **model.merged.to_json(cells, offset),
             "curve": _curve(model.merged_curve.values(), cells, offset),

@@ -4,8 +4,6 @@
 
 const POLL_MS = 1000;          // between polls of a caught-up run
 const CATCH_UP_MS = 30;        // between polls while the server is still reading a large run
-const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948",
-                 "#9c755f", "#ff9da7", "#bab0ac"];
 const SVG = "http://www.w3.org/2000/svg";
 
 const view = { run: "", version: null, state: null, seen: new Map(), texts: new Map(), timer: 0 };
@@ -20,10 +18,10 @@ const pct = (v) => (v === null || v === undefined ? "–" : (100 * v).toFixed(1)
 const int = (v) => (v === null || v === undefined ? "–" : Number(v).toLocaleString("en"));
 const money = (v) => (v === null ? "unknown" : v === undefined ? "–" : "$" + Number(v).toFixed(4));
 
+// A node's colour comes with the state (the server's node_colors, which the report's plots use).
 function color(name) {
-  const names = (view.state?.nodes || []).map((n) => n.name);
-  const i = names.indexOf(name);
-  return i < 0 ? "#333" : PALETTE[i % PALETTE.length];
+  const node = (view.state?.nodes || []).find((n) => n.name === name);
+  return node?.color || "#333";
 }
 
 // Fitness colour: a viridis-like ramp from dark blue (low) to yellow (high).
