@@ -493,7 +493,7 @@ def comparisons_table(
     rows = []
     others = [name for name in data["conditions"] if name != reference]
     for other in others:
-        row = [other]
+        row = [_named(other, data["conditions"][other])]
         for _, metric, percent in metrics:
             entry = entries.get((other, metric))
             if entry is None:
@@ -504,6 +504,13 @@ def comparisons_table(
             row += [fmt_number(entry.get("a12"), 2)] if has_a12 else []
         rows.append(row)
     return markdown_table(header, rows)
+
+
+def _named(name: str, condition: Mapping[str, Any]) -> str:
+    """A condition's row label: its name, and its one operator when all its nodes share one and
+    the name does not say it (``solo (bombers)``; ``homo:papers`` says it already)."""
+    operators = list(dict.fromkeys(condition.get("operators") or []))
+    return f"{name} ({operators[0]})" if len(operators) == 1 and ":" not in name else name
 
 
 #: The compared metrics and the short names of their inline values.
