@@ -262,7 +262,7 @@ def _verdict(entry: Mapping[str, Any], label: str, spec: str) -> str:
     elif shift < 0:
         lead = f"{b} leads {a} by {number(-shift, spec)}"
     else:
-        lead = f"{a} and {b} are level (shift {number(shift, spec)})"
+        lead = f"{a} and {b} are level, shift {number(shift, spec)}"
     interval = _interval(entry, spec).replace("*", "")
     sure = ("significant after Holm" if holm < 0.05 else "not significant after Holm")
     text = (f"{label}: {lead} (interval {interval}, A12 {number(entry.get('a12'), '.2f')}); "

@@ -231,7 +231,7 @@ def test_experiment_report(experiment_dir):
     assert all("(raw)" not in line for line in verdicts)
     assert all("no difference can reach p < 0.05" in line and "is 0.100" in line
                for line in verdicts)  # fmt: skip
-    assert all(" leads " in line or " are level " in line for line in verdicts)
+    assert all(" leads " in line or " are level, shift " in line for line in verdicts)
 
 
 def test_a_verdict_names_the_leader_and_when_n_allows_significance() -> None:
