@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -317,6 +318,121 @@ BUILTIN_ALLOCATORS = (
 )  # fmt: skip
 
 
+#: Seconds between re-sends of a node's last report while it waits for its peers'.
+RESEND_SECONDS = 2.0
+#: Most cells one round report may list (the wire bound of a report: a few hundred KB).
+MAX_REPORT_CELLS = 20_000
+
+
+@attrs.frozen(kw_only=True)
+class RoundReport:
+    """What the allocation needs to know of one node's round: its archive's cells at the
+    round's end and the calls it spent. In one process it is made from the node's archive; a
+    node in a process of its own publishes it with its champions, so that every node makes the
+    same decision from the same reports.
+
+    Attributes:
+        node: The node's name.
+        round: The round it ended.
+        calls: Calls it spent in the round.
+        total: Calls it had spent in all, at the round's end.
+        found: Cells (see :func:`cell_key`) of elites its own calls made, in archive order.
+        held: Cells of its other elites (initial programs, received champions).
+        landed: Per sender: that peer's champions holding a cell of this node's archive.
+        done: The node runs no more rounds (finished, stopped or failed); ``round`` is then
+            the first round it did not end, and ``total`` all it spent.
+    """
+
+    node: str
+    round: int
+    calls: int
+    total: int
+    found: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()
+    landed: Mapping[str, int] = attrs.field(factory=dict)
+    done: bool = False
+
+    @classmethod
+    def from_archive(
+        cls,
+        node: str,
+        round_index: int,
+        archive: ArchiveBase | Mapping[str, Any],
+        calls: int,
+        space: DescriptorSpace,
+        *,
+        total: int = 0,
+    ) -> RoundReport:
+        """The report of a node's round from its archive at the round's end (or the archive's
+        JSON, from a round file)."""
+        found: list[str] = []
+        held: list[str] = []
+        landed: dict[str, int] = {}
+        for elite in _elites(archive):
+            cell = cell_key(_merged_cell(elite, node, space))
+            if _CALL_ID.search(elite.id or ""):
+                found.append(cell)
+                continue
+            held.append(cell)
+            if _PEER_ID.search(elite.id or "") and (elite.operator or "").startswith("peer:"):
+                sender = elite.operator.removeprefix("peer:")
+                landed[sender] = landed.get(sender, 0) + 1
+        return cls(node=node, round=round_index, calls=int(calls), total=int(total),
+                   found=tuple(found), held=tuple(held), landed=landed)  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "round": self.round, "calls": self.calls,
+                "total": self.total, "found": list(self.found), "held": list(self.held),
+                "landed": dict(self.landed), "done": self.done}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Any) -> RoundReport:
+        """Reads :meth:`to_json` output, checking every field (it may come from a peer).
+
+        Raises:
+            ValueError: A field is missing, of the wrong type or out of bounds.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError("a round report is a JSON object")
+
+        def number(key: str) -> int:
+            value = data.get(key)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**12:
+                raise ValueError(f"round report: {key} is {value!r}")
+            return value
+
+        def cells(key: str) -> tuple[str, ...]:
+            value = data.get(key)
+            if not isinstance(value, list) or len(value) > MAX_REPORT_CELLS or not all(
+                isinstance(cell, str) and len(cell) <= 256 for cell in value
+            ):
+                raise ValueError(f"round report: {key} is not a list of cells")
+            return tuple(value)
+
+        landed = data.get("landed")
+        if not isinstance(landed, Mapping) or len(landed) > 1024 or not all(
+            isinstance(k, str) and len(k) <= 64 and isinstance(v, int) and not isinstance(v, bool)
+            and 0 <= v <= MAX_REPORT_CELLS for k, v in landed.items()
+        ):  # fmt: skip
+            raise ValueError("round report: landed is not a map of sender to count")
+        node = data.get("node")
+        if not isinstance(node, str) or not node or len(node) > 64:
+            raise ValueError(f"round report: node is {node!r}")
+        if not isinstance(data.get("done"), bool):
+            raise ValueError(f"round report: done is {data.get('done')!r}")
+        return cls(node=node, round=number("round"), calls=number("calls"),
+                   total=number("total"), found=cells("found"), held=cells("held"),
+                   landed=dict(landed), done=data["done"])  # fmt: skip
+
+
+def cell_key(cell: Any) -> str:
+    """A merged-archive cell as a short string: ``"3,4"``, or ``"node-0/3,4"`` for a cell of
+    a node's own axes (same cell, same string, in every process)."""
+    if cell and isinstance(cell[0], str):
+        return f"{cell[0]}/{','.join(map(str, cell[1]))}"
+    return ",".join(map(str, cell))
+
+
 def round_credits(
     archives: Mapping[str, ArchiveBase],
     spent: Mapping[str, int],
@@ -332,28 +448,42 @@ def round_credits(
         space: The run's descriptor space (cells are compared there, so nodes with their own
             axes compare too; an elite without the run's axes is keyed by its node's cell).
     """
-    finders: dict[Any, list[str]] = {}
-    landed = dict.fromkeys(archives, 0)
-    reached: set[Any] = set()
-    for node, archive in archives.items():
-        for elite in _elites(archive):
-            cell = _merged_cell(elite, node, space)
+    return report_credits(
+        [RoundReport.from_archive(node, 0, archive, spent.get(node, 0), space)
+         for node, archive in archives.items()],
+        known,
+    )  # fmt: skip
+
+
+def report_credits(reports: Sequence[RoundReport], known: set[str]) -> dict[str, RoundCredit]:
+    """Each node's credit for one round, from the nodes' reports of that round (in run order).
+
+    Args:
+        reports: One report per node that ended the round.
+        known: The merged archive's cells before the round; updated with the round's cells.
+    """
+    finders: dict[str, list[str]] = {}
+    names = {report.node for report in reports}
+    landed = dict.fromkeys((report.node for report in reports), 0)
+    reached: set[str] = set()
+    for report in reports:
+        reached.update(report.held)
+        for cell in report.found:
             reached.add(cell)
-            if _CALL_ID.search(elite.id or "") and cell not in known:
+            if cell not in known:
                 finders.setdefault(cell, [])
-                if node not in finders[cell]:
-                    finders[cell].append(node)
-            elif _PEER_ID.search(elite.id or "") and (elite.operator or "").startswith("peer:"):
-                sender = elite.operator.removeprefix("peer:")
-                if sender in landed and sender != node:
-                    landed[sender] += 1
-    new_cells = dict.fromkeys(archives, 0.0)
+                if report.node not in finders[cell]:
+                    finders[cell].append(report.node)
+        for sender, count in report.landed.items():
+            if sender in names and sender != report.node:
+                landed[sender] += count
+    new_cells = dict.fromkeys(landed, 0.0)
     for nodes in finders.values():
         for node in nodes:
             new_cells[node] += 1.0 / len(nodes)
     known.update(reached)
-    return {node: RoundCredit(spent=int(spent.get(node, 0)), new_cells=new_cells[node],
-                              landed=landed[node]) for node in archives}  # fmt: skip
+    return {report.node: RoundCredit(spent=report.calls, new_cells=new_cells[report.node],
+                                     landed=landed[report.node]) for report in reports}  # fmt: skip
 
 
 def _elites(archive: ArchiveBase | Mapping[str, Any]) -> Iterable[Candidate]:
@@ -371,18 +501,31 @@ def _merged_cell(elite: Any, node: str, space: DescriptorSpace) -> Any:
 
 
 class AllocationCoordinator:
-    """Runs a dynamic allocator for the nodes of one process, at round boundaries.
+    """Runs a dynamic allocator at round boundaries, for the nodes of one process.
+
+    In one process every node's round ends here. With nodes in processes of their own, each
+    process runs a coordinator for its own node and learns its peers' rounds from the
+    :class:`RoundReport` each node publishes with its champions (``publish``; peers' arrive
+    through :meth:`report_received`, fetched by ``poll``): every process then makes the same
+    decision from the same reports. A node that has not heard from every live peer within
+    ``wait_seconds`` (a partition, a crashed peer) keeps its quota of the round before (logged
+    as ``"kept": true``).
 
     Args:
         allocator: The run's allocator (``dynamic``).
-        nodes: The node names, in run order.
+        nodes: The run's node names, in run order.
         rounds: Rounds of the run.
         limit: The run's total calls.
-        spent: Returns the calls a node has spent so far (the ledger's count).
+        spent: Returns the calls a local node has spent so far (the ledger's count).
         space: The run's descriptor space (see :func:`round_credits`).
-        apply: Called with ``(node, round, quota)`` once a node's quota of a round is decided,
-            before that node starts the round.
-        record: Called with the ``allocation`` event of each decision (the run log).
+        apply: Called with ``(node, round, quota)`` once a local node's quota of a round is
+            decided, before that node starts the round.
+        record: Called with the run-log events of each decision (the ``allocation`` event,
+            preceded, with peers, by the ``allocation_report`` events it was made from).
+        local: The nodes of this process (default: all of ``nodes``).
+        publish: Sends a local node's report to the peers (nodes in processes of their own).
+        poll: Fetches what the peers sent (their reports reach :meth:`report_received`).
+        wait_seconds: How long a node waits for its peers' reports at a round boundary.
     """
 
     def __init__(
@@ -395,22 +538,36 @@ class AllocationCoordinator:
         spent: Callable[[str], int],
         space: DescriptorSpace,
         apply: Callable[[str, int, int], None],
-        record: Callable[[dict[str, Any]], None],
+        record: Callable[[list[dict[str, Any]]], None],
+        local: Sequence[str] | None = None,
+        publish: Callable[[RoundReport], Any] | None = None,
+        poll: Callable[[], None] | None = None,
+        wait_seconds: float = 600.0,
     ) -> None:
         self.allocator = allocator
         self.nodes = tuple(nodes)
+        self.local = tuple(nodes if local is None else local)
         self.rounds = rounds
         self.limit = limit
         self.spent = spent
         self.space = space
         self.apply = apply
         self.record = record
+        self.publish = publish
+        self.poll = poll
+        self.wait_seconds = wait_seconds
         self.history: list[dict[str, RoundCredit]] = []
         self.decisions: dict[int, dict[str, int]] = {}
-        self._ended: dict[int, dict[str, tuple[ArchiveBase, int]]] = {}
-        self._known: set[Any] = set()
+        self._ended: dict[int, dict[str, RoundReport]] = {}
+        self._final: dict[str, RoundReport] = {}
+        self._known: set[str] = set()
         self._done: set[str] = set()
         self._changed = asyncio.Event()
+
+    @property
+    def remote(self) -> bool:
+        """Whether some of the run's nodes are in other processes."""
+        return len(self.local) < len(self.nodes)
 
     def first_round(self) -> dict[str, int]:
         """Round 0's quotas: the budget spread evenly over the rounds, split equally."""
@@ -424,24 +581,59 @@ class AllocationCoordinator:
         node: str,
         quotas: Mapping[int, int],
         ended: Mapping[int, tuple[ArchiveBase | Mapping[str, Any], int]],
+        reports: Sequence[RoundReport] = (),
     ) -> None:
         """Puts back what a resumed node had: its quotas so far (from its checkpointed
-        scheduler) and the rounds it ended (their archives, or their round files' JSON, and
-        calls). Decisions already made are not made (nor logged) again; later ones are made
-        from the same credits, recomputed from the same archives."""
+        scheduler), the rounds it ended (their archives, or their round files' JSON, and
+        calls) and the peers' reports its decisions were made from (logged before its
+        checkpoint). Decisions already made are not made (nor logged) again; later ones are
+        made from the same credits, recomputed from the same archives and reports."""
         for round_index, quota in quotas.items():
             self.decisions.setdefault(round_index, {})[node] = quota
-        for round_index, (archive, calls) in ended.items():
-            self._ended.setdefault(round_index, {})[node] = (archive, calls)
+        total = 0
+        for round_index, (archive, calls) in sorted(ended.items()):
+            total += calls
+            self._ended.setdefault(round_index, {})[node] = RoundReport.from_archive(
+                node, round_index, archive, calls, self.space, total=total)
+        for report in reports:
+            self._ended.setdefault(report.round, {})[report.node] = report
 
     def round_ended(self, node: str, round_index: int, archive: ArchiveBase, calls: int) -> None:
-        """A node ended a round: its archive and calls count for the next decision."""
-        self._ended.setdefault(round_index, {})[node] = (archive, calls)
+        """A local node ended a round: its archive and calls count for the next decision."""
+        total = sum(report.calls for r, ended in self._ended.items() if r < round_index
+                    for name, report in ended.items() if name == node) + calls  # fmt: skip
+        report = RoundReport.from_archive(node, round_index, archive, calls, self.space,
+                                          total=total)  # fmt: skip
+        self._ended.setdefault(round_index, {})[node] = report
+        if self.publish is not None:
+            self.publish(report)
+        self._wake()
+
+    def report_received(self, report: RoundReport) -> None:
+        """A peer's report (the same report again, or one of a node of this process, is
+        ignored)."""
+        if (report.node not in self.nodes or report.node in self.local
+                or report.round >= self.rounds + report.done):  # fmt: skip
+            return
+        if report.done:
+            self._done.add(report.node)
+            self._final[report.node] = report
+        else:
+            self._ended.setdefault(report.round, {}).setdefault(report.node, report)
         self._wake()
 
     def finish(self, node: str) -> None:
-        """The node runs no more rounds (finished, stopped or failed): nobody waits for it."""
+        """A local node runs no more rounds (finished, stopped or failed): nobody waits for
+        it; its peers are told, with what it spent in all."""
         self._done.add(node)
+        if self.publish is not None:
+            # Its round is the first it did not end: a peer that has its done report before
+            # (gossip does not keep order) the report of its last round waits for that one.
+            ended = [r for r, reports in self._ended.items() if node in reports]
+            report = RoundReport(node=node, round=max(ended, default=-1) + 1, calls=0,
+                                 total=self.spent(node), done=True)  # fmt: skip
+            self._final[node] = report
+            self.publish(report)
         self._wake()
 
     def _wake(self) -> None:
@@ -452,36 +644,90 @@ class AllocationCoordinator:
         """Waits until round ``round_index``'s quotas can be decided, then gives ``node``'s."""
         if round_index == 0:
             return self.decisions.setdefault(0, self.first_round())[node]
+        deadline = time.monotonic() + self.wait_seconds
+        resend = time.monotonic() + RESEND_SECONDS
         while round_index not in self.decisions:
+            if self.poll is not None:
+                self.poll()
             if self._ready(round_index - 1):
                 self._decide(round_index)
                 break
-            await self._changed.wait()
+            if self.poll is None:
+                await self._changed.wait()
+                continue
+            now = time.monotonic()
+            if now >= deadline:
+                self._keep(round_index)
+                break
+            if now >= resend:
+                # Gossip may lose a report, and a peer resumed from its checkpoint has lost
+                # those that came after it: the nodes waiting at this boundary say again
+                # where they are (a copy a peer has is dropped there).
+                self._resend()
+                resend = now + RESEND_SECONDS
+            # Peers' reports come through the transport, which is fetched, not awaited.
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout=0.2)
+            except TimeoutError:
+                pass
         return self.decisions[round_index].get(node, 0)
+
+    def _resend(self) -> None:
+        """Sends the local nodes' reports again from the round the furthest-behind live peer
+        last reported (a peer resumed from its checkpoint may need them again)."""
+        if self.publish is None:
+            return
+        peers = [node for node in self.nodes if node not in self.local and node not in self._done]
+        latest = [max((r for r, ended in self._ended.items() if peer in ended), default=-1)
+                  for peer in peers]  # fmt: skip
+        since = min(latest, default=-1)
+        for round_index, ended in sorted(self._ended.items()):
+            if round_index >= since:
+                for node in self.local:
+                    if node in ended:
+                        self.publish(ended[node])
 
     def _ready(self, previous: int) -> bool:
         """Whether every node that will still run has ended round ``previous``."""
-        ended = self._ended.get(previous, {})
-        return all(node in ended or node in self._done for node in self.nodes)
+        ended, final = self._ended.get(previous, {}), self._final
+        return all(node in ended or (node in self._done and (node not in final
+                                                            or final[node].round <= previous))
+                   for node in self.nodes)  # fmt: skip
+
+    def _spent(self, node: str, previous: int) -> int:
+        """What a node had spent when it ended round ``previous``: the ledger's count in one
+        process; with peers, its report's (the same figure in every process, whatever the
+        node has done since)."""
+        if not self.remote:
+            return self.spent(node)
+        report = self._ended.get(previous, {}).get(node)
+        if report is None:
+            report = self._final.get(node)  # it stopped before ending the round
+        if report is not None:
+            return report.total
+        return max((ended[node].total for r, ended in self._ended.items()
+                    if r <= previous and node in ended), default=0)  # fmt: skip
 
     def _decide(self, round_index: int) -> None:
         # Credits of every round up to the previous one, in order (each once).
+        logged: list[dict[str, Any]] = []
         while len(self.history) < round_index:
             done = len(self.history)
             # In run order, not in the order the nodes happened to end the round.
-            ended = [(node, self._ended[done][node]) for node in self.nodes
+            ended = [self._ended[done][node] for node in self.nodes
                      if node in self._ended.get(done, {})]  # fmt: skip
-            self.history.append(
-                round_credits(
-                    {node: archive for node, (archive, _) in ended},
-                    {node: calls for node, (_, calls) in ended},
-                    self._known,
-                    self.space,
-                )
-            )
-        # A node that stopped early gets nothing more; what it left goes to the others.
-        live = [node for node in self.nodes if node not in self._done]
-        left = self.limit - sum(self.spent(n) for n in self.nodes)
+            if self.remote:  # a resumed process makes later decisions from the same reports
+                logged += [{"event": "allocation_report", **report.to_json()}
+                           for report in ended if report.node not in self.local]  # fmt: skip
+            self.history.append(report_credits(ended, self._known))
+        # A node that stopped early gets nothing more; what it left goes to the others. With
+        # peers, a node that ended the round before is live whenever its peers learn that it
+        # stopped since: every process then decides for the same nodes.
+        previous = self._ended.get(round_index - 1, {})
+        live = [node for node in self.nodes
+                if node not in self._done or (self.remote and node in previous)]  # fmt: skip
+        spent = {node: self._spent(node, round_index - 1) for node in self.nodes}
+        left = self.limit - sum(spent.values())
         rounds_left = self.rounds - round_index
         budget = max(0, left // rounds_left) if rounds_left > 0 else 0
         decision = (self.allocator.decide(round_index, budget, self.history, live)
@@ -494,30 +740,55 @@ class AllocationCoordinator:
             )
         self.decisions[round_index] = quotas
         for node, quota in quotas.items():
-            self.apply(node, round_index, quota)
-        self.record({
+            if node in self.local:
+                self.apply(node, round_index, quota)
+        self.record([*logged, {
             "event": "allocation", "round": round_index, "allocator": self.allocator.name,
-            "budget": budget, "budget_left": left, "quotas": quotas,
+            "budget": budget, "budget_left": left, "quotas": quotas, "spent_so_far": spent,
             "credits": {node: credit.to_json() for node, credit in self.history[-1].items()},
             **dict(decision.inputs),
-        })  # fmt: skip
+        }])  # fmt: skip
+
+    def _keep(self, round_index: int) -> None:
+        """No word from some live peer in time: the local nodes keep their last quotas."""
+        ended = self._ended.get(round_index - 1, {})
+        missing = [node for node in self.nodes if node not in ended and node not in self._done]
+        last = self.decisions.get(round_index - 1, {})
+        quotas = {node: int(last.get(node, 0)) for node in self.local if node not in self._done}
+        self.decisions.setdefault(round_index, {}).update(quotas)
+        for node, quota in quotas.items():
+            self.apply(node, round_index, quota)
+        self.record([{"event": "allocation", "round": round_index,
+                      "allocator": self.allocator.name, "kept": True, "quotas": quotas,
+                      "missing": missing}])  # fmt: skip
 
 
-def check_allocation(config: RunConfig, *, processes: bool) -> None:
+def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
+    """The ``[allocation_options]`` table split into the allocator's options and the
+    coordinator's ``peer_wait``: seconds a node in a process of its own waits at a round
+    boundary for its peers' reports (default 600).
+
+    Raises:
+        ConfigError: ``peer_wait`` is not a positive number.
+    """
+    options = dict(options)
+    value = options.pop("peer_wait", 600.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(f"allocation option peer_wait must be a positive number of "
+                          f"seconds, got {value!r}")  # fmt: skip
+    return options, float(value)
+
+
+def check_allocation(config: RunConfig) -> None:
     """Refuses a dynamic allocator where it cannot hold its promises.
 
     Args:
         config: The run's :class:`~dei_framework.config.RunConfig`.
-        processes: The nodes run as processes of their own (``dei node``, AXL).
 
     Raises:
         ConfigError: one line saying what is not supported and what is.
     """
     name = config.allocation
-    if processes:
-        raise ConfigError(f"--allocation {name} moves budget between the nodes of one process "
-                          "only; nodes in processes of their own (dei node, --transport axl) "
-                          "run with --allocation static")  # fmt: skip
     if config.compute_axis != "calls":
         raise ConfigError(f"--allocation {name} moves calls; with --compute-axis "
                           f"{config.compute_axis} use --allocation static")  # fmt: skip

@@ -101,13 +101,12 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
 
 def _check_allocation(config: Any, plugins: PluginRegistry) -> None:
     """Refuses a condition's dynamic allocator where its runs would refuse it."""
-    from dei_framework.allocation import check_allocation
+    from dei_framework.allocation import check_allocation, split_options
 
+    options, _ = split_options(config.allocation_options)
     allocator = build_plugin(plugins.allocators, config.allocation,
                              plugins.allocator(config.allocation).factory,
-                             FactoryContext(registry=plugins,
-                                            options=dict(config.allocation_options),
+                             FactoryContext(registry=plugins, options=options,
                                             seed=config.seed))  # fmt: skip
     if allocator.dynamic:
-        processes = plugins.transport(config.transport).local_network is not None
-        check_allocation(config, processes=processes)
+        check_allocation(config)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -24,7 +25,12 @@ from typing import Any
 import attrs
 
 from dei_framework import chaos
-from dei_framework.allocation import AllocationCoordinator, check_allocation
+from dei_framework.allocation import (
+    AllocationCoordinator,
+    RoundReport,
+    check_allocation,
+    split_options,
+)
 from dei_framework.archives import ArchiveBase, GridArchive
 from dei_framework.backend import EvaluatorLost, EvaluatorOptions
 from dei_framework.budget import BudgetLedger
@@ -124,6 +130,8 @@ class Ensemble:
         self.started = False
         #: :meth:`stop` was called.
         self.stopping = False
+        # Round reports being sent to the peers (nodes in processes of their own).
+        self._reports_out: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
         #: The evaluation backend was lost: the run checkpointed and stops with this error.
@@ -295,7 +303,8 @@ class Ensemble:
                         self.merge.add_round(name, round_index, archive)
                     ended[round_index] = (archive, calls)
                 if self.allocation is not None:
-                    self.allocation.restore(name, scheduler.round_quotas, ended)
+                    self.allocation.restore(name, scheduler.round_quotas, ended,
+                                            self._peer_reports(resumed))  # fmt: skip
                     self.ledger.quotas[name] = sum(scheduler.round_quotas.values())
             node_dir = self.run_dir.path / "nodes" / name
             node_dir.mkdir(parents=True, exist_ok=True)
@@ -345,6 +354,7 @@ class Ensemble:
                 with self._restoring(f"node {name}'s state"):
                     self.drivers[name].generality_excluded.update(
                         states[name].get("generality_excluded", ()))
+        self._connect_allocation()
         if resumed is not None:  # rebuilt from the checkpoint: now the logs go back to it
             resumed.cut_logs()
         # A node whose archive is a grid over the run's space logs cells of that space.
@@ -411,12 +421,13 @@ class Ensemble:
         """The run's budget allocator at work, or ``None`` for a static one (the equal split
         the ledger holds already: nothing moves, and the run is exactly as without one)."""
         config, registry = self.config, self.registry
+        options, wait = split_options(config.allocation_options)
         allocator = build_plugin(registry.allocators, config.allocation,
                                  registry.allocator(config.allocation).factory,
-                                 self._context(config.allocation_options))  # fmt: skip
+                                 self._context(options))  # fmt: skip
         if not allocator.dynamic:
             return None
-        check_allocation(config, processes=self.local is not None)
+        check_allocation(config)
         ledger = self.ledger
 
         def apply(node: str, round_index: int, quota: int) -> None:
@@ -426,13 +437,62 @@ class Ensemble:
             ledger.quotas[node] = sum(scheduler.round_quotas.values())
 
         coordinator = AllocationCoordinator(
-            allocator, nodes=[node.name for node in self.local_nodes], rounds=config.rounds,
+            allocator, nodes=config.node_names, rounds=config.rounds,
             limit=int(config.compute_limit()), spent=lambda node: ledger.usage[node].calls,
-            space=self.space, apply=apply, record=lambda event: self._record([event], []),
+            space=self.space, apply=apply, record=lambda events: self._record(events, []),
+            local=[node.name for node in self.local_nodes], wait_seconds=wait,
         )  # fmt: skip
         for node, quota in coordinator.first_round().items():
-            ledger.quotas[node] = quota  # a resumed node's are put back with its scheduler
+            if node in ledger.quotas:
+                ledger.quotas[node] = quota  # a resumed node's are put back with its scheduler
         return coordinator
+
+    def _peer_reports(self, resumed: Any) -> list[RoundReport]:
+        """The peers' reports a resumed node process's decisions were made from: its
+        ``allocation_report`` events before the checkpoint."""
+        if self.allocation is None or not self.allocation.remote or resumed is None:
+            return []
+        offset = resumed.offsets.get("events.jsonl", 0)
+        with open(self.run_dir.events_path, "rb") as handle:
+            lines = handle.read(offset).splitlines()
+        reports = []
+        for line in lines:
+            if b'"allocation_report"' in line:
+                event = json.loads(line)
+                if event.get("event") == "allocation_report":
+                    with self._restoring("a peer's round report"):
+                        reports.append(RoundReport.from_json(event))
+        return reports
+
+    def _connect_allocation(self) -> None:
+        """Nodes in processes of their own: each process's coordinator publishes its node's
+        round reports and takes in its peers' (with the champions, through the transport)."""
+        coordinator = self.allocation
+        if coordinator is None or not coordinator.remote:
+            return
+        node = self.nodes[0]
+        if node.transport is None:
+            raise ConfigError(f"--allocation {self.config.allocation} with nodes in processes "
+                              "of their own needs a transport that shares champions")  # fmt: skip
+
+        def publish(report: RoundReport) -> None:
+            task = asyncio.get_running_loop().create_task(
+                node.publish_report(report.to_json(), report.round))
+            self._reports_out.add(task)
+            task.add_done_callback(self._reports_out.discard)
+
+        def received(data: Mapping[str, Any]) -> None:
+            try:
+                report = RoundReport.from_json(data)
+            except ValueError:
+                node.inbox.dropped["malformed"] += 1
+                return
+            if report.node != data.get("node") or report.node == node.name:
+                return
+            coordinator.report_received(report)
+
+        coordinator.publish, coordinator.poll = publish, node.poll
+        node.on_report = received
 
     def _receiver(self, node: Node) -> Callable[[int], Any]:
         """What a node's driver calls at a round start: with a dynamic allocator, the round's
@@ -641,6 +701,9 @@ class Ensemble:
             node.finish()
             if self.allocation is not None:
                 self.allocation.finish(node.name)
+            # Peers waiting at a round boundary must learn that this node runs no more.
+            if self._reports_out:
+                await asyncio.gather(*self._reports_out, return_exceptions=True)
 
     def _report_resumed(self) -> None:
         """Gives the progress display each node's totals so far (non-zero on ``--resume``).

@@ -257,22 +257,7 @@ class ChampionEnvelope:
                 verifying), forged, or a field of the wrong type or out of range. Its
                 ``reason`` names the cause.
         """
-        if len(data) > MAX_ENVELOPE_BYTES:
-            raise EnvelopeError(f"oversize message ({len(data)} bytes)", "oversize")
-        try:
-            body = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise EnvelopeError(f"malformed message: {exc}") from None
-        if not isinstance(body, dict):
-            raise EnvelopeError("malformed message: not a JSON object")
-        if body.get("dei") != SCHEMA_VERSION:
-            raise EnvelopeError(f"unknown schema version {body.get('dei')!r}", "version")
-        if RESERVED_KEYS & body.keys():
-            raise EnvelopeError("malformed message: reserved top-level key")
-        if domain is not None and body.get("domain") != domain:
-            raise EnvelopeError(
-                f"message for domain {body.get('domain')!r}, expected {domain!r}", "domain"
-            )
+        body = _body(data, domain)
         try:
             envelope = cls(
                 domain=_typed(body, "domain", str),
@@ -303,6 +288,107 @@ class ChampionEnvelope:
             except (TypeError, ValueError) as exc:  # e.g. a body that cannot be re-serialised
                 raise EnvelopeError(f"malformed message: {exc}") from None
         return envelope
+
+
+#: The bytes that mark a report: a champion cannot hold them unescaped (its strings escape
+#: quotes, and its only other object, the descriptor, maps names to numbers).
+_REPORT_MARK = b'"kind":"report"'
+
+
+@attrs.frozen(kw_only=True)
+class ReportEnvelope:
+    """A node's report to its peers (what a dynamic budget allocation decides from), signed
+    and checked as a champion is: ``{"dei": 1, "kind": "report", "domain", "node", "key",
+    "round", "report": {...}, "time", "sig"}``. ``report`` is opaque here (the allocation
+    reads and checks it)."""
+
+    domain: str
+    node: str
+    key: str
+    round: int
+    report: Mapping[str, Any]
+    time: float = attrs.field(factory=time.time)
+
+    @property
+    def message_id(self) -> str:
+        """One report per sender, round and kind (a node's last report says ``done``)."""
+        return f"{self.key or self.node}:report:{self.round}:{bool(self.report.get('done'))}"
+
+    def encode(self, identity: NodeIdentity) -> bytes:
+        """Serialises to the wire format, signed by ``identity``.
+
+        Raises:
+            EnvelopeError: the name is out of bounds or the result is oversize.
+        """
+        _check_name(self.node)
+        body = {"dei": SCHEMA_VERSION, "kind": "report", "domain": self.domain,
+                "node": self.node, "key": identity.public_key_hex, "round": self.round,
+                "report": dict(self.report), "time": self.time}  # fmt: skip
+        body["sig"] = identity.sign(canonical_bytes(body)).hex()
+        data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+        if len(data) > MAX_ENVELOPE_BYTES:
+            raise EnvelopeError(f"report of {len(data)} bytes exceeds {MAX_ENVELOPE_BYTES}",
+                                "oversize")  # fmt: skip
+        return data
+
+    @classmethod
+    def decode(cls, data: bytes, *, domain: str | None = None) -> ReportEnvelope:
+        """Parses, validates and verifies one report (a report is always signed).
+
+        Raises:
+            EnvelopeError: as :meth:`ChampionEnvelope.decode`.
+        """
+        body = _body(data, domain)
+        try:
+            envelope = cls(
+                domain=_typed(body, "domain", str), node=_typed(body, "node", str),
+                key=_typed(body, "key", str), round=_typed(body, "round", int),
+                report=_typed(body, "report", dict),
+                time=float(_typed(body, "time", (int, float))),
+            )  # fmt: skip
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise EnvelopeError(f"malformed message: {exc}") from None
+        _check_name(envelope.node)
+        if not 0 <= envelope.round <= MAX_ROUND or not math.isfinite(envelope.time):
+            raise EnvelopeError("round or time out of range", "oversize")
+        try:
+            verify_signature(body)
+        except (TypeError, ValueError) as exc:
+            raise EnvelopeError(f"malformed message: {exc}") from None
+        return envelope
+
+
+def is_report(payload: bytes) -> bool:
+    """Whether a message is a :class:`ReportEnvelope` (not a champion)."""
+    return _REPORT_MARK in payload
+
+
+def _check_name(node: str) -> None:
+    if not node:
+        raise EnvelopeError("malformed message: empty sender name")
+    if len(node) > MAX_NAME_CHARS:
+        raise EnvelopeError(f"sender name longer than {MAX_NAME_CHARS} characters", "oversize")
+
+
+def _body(data: bytes, domain: str | None) -> dict[str, Any]:
+    """The checked top level of a message: size, JSON object, version, reserved keys, domain."""
+    if len(data) > MAX_ENVELOPE_BYTES:
+        raise EnvelopeError(f"oversize message ({len(data)} bytes)", "oversize")
+    try:
+        body = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise EnvelopeError(f"malformed message: {exc}") from None
+    if not isinstance(body, dict):
+        raise EnvelopeError("malformed message: not a JSON object")
+    if body.get("dei") != SCHEMA_VERSION:
+        raise EnvelopeError(f"unknown schema version {body.get('dei')!r}", "version")
+    if RESERVED_KEYS & body.keys():
+        raise EnvelopeError("malformed message: reserved top-level key")
+    if domain is not None and body.get("domain") != domain:
+        raise EnvelopeError(
+            f"message for domain {body.get('domain')!r}, expected {domain!r}", "domain"
+        )
+    return body
 
 
 def check_bounds(envelope: ChampionEnvelope) -> None:
@@ -543,7 +629,27 @@ class InboxFilter:
         self._round_accepted += 1
         return envelope
 
-    def _impersonates(self, envelope: ChampionEnvelope) -> bool:
+    def accept_report(self, payload: bytes) -> ReportEnvelope | None:
+        """A peer's report if it passes the checks a champion passes bar the champion-only
+        ones (program dedup, rate and round caps: one report per sender and round is kept at
+        most), else ``None`` (and the reason counted)."""
+        try:
+            envelope = ReportEnvelope.decode(bytes(payload), domain=self.domain)
+        except EnvelopeError as exc:
+            self.dropped[exc.reason] += 1
+            return None
+        if self.members is not None and envelope.key not in self.members:
+            self.dropped["nonmember"] += 1
+            return None
+        if self._impersonates(envelope):
+            self.dropped["impersonation"] += 1
+            return None
+        if envelope.message_id in self._seen:
+            return None  # nodes waiting at a round boundary re-send their last report
+        _remember(self._seen, envelope.message_id, self.max_seen)
+        return envelope
+
+    def _impersonates(self, envelope: ChampionEnvelope | ReportEnvelope) -> bool:
         """Whether the envelope's sender name is not one its signing key may use."""
         if self.own_key is not None and envelope.key == self.own_key:
             # Our own key naming another node: someone else holds our key.

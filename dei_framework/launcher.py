@@ -32,7 +32,7 @@ from typing import IO, Any
 
 import attrs
 
-from dei_framework.allocation import check_allocation
+from dei_framework.allocation import check_allocation, split_options
 from dei_framework.config import RunConfig
 from dei_framework.context import FactoryContext
 from dei_framework.envelope import NodeIdentity
@@ -56,10 +56,11 @@ def local_network(
     spec = registry.transport(config.transport)
     if spec.local_network is None:
         return None
+    options, _ = split_options(config.allocation_options)
     allocator = registry.allocator(config.allocation).factory(FactoryContext(
-        registry=registry, options=dict(config.allocation_options), seed=config.seed))
+        registry=registry, options=options, seed=config.seed))
     if allocator.dynamic:  # refused before any node or AXL process starts
-        check_allocation(config, processes=True)
+        check_allocation(config)
     return spec.local_network(config.node_names, dict(config.transport_options),
                               run_dir / "processes")  # fmt: skip
 

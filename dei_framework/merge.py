@@ -301,6 +301,7 @@ def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
     for name, fields in (extra or {}).items():
         if name in nodes:
             nodes[name] = {**fields, **nodes[name]}
+    events = _one_decision_per_round(events)
     return JoinedProcesses(nodes=nodes, budget_nodes=budget_nodes, wall_seconds=wall,
                            champions=champions, events=events, calls=calls)  # fmt: skip
 
@@ -392,3 +393,31 @@ def _check_counts(source: Path, name: str, summary: Mapping[str, Any], events: l
             raise ConfigError(f"{source / file} holds {found} {what} of node {name} but "
                               f"{source / 'summary.json'} counts {counted}: the node's log is "
                               "incomplete; refusing to merge")  # fmt: skip
+
+
+def _one_decision_per_round(events: list[dict]) -> list[dict]:
+    """The processes' logs with each round's allocation decision once (every process made it)
+    and without the peers' reports it was made from (they stay in each process's log). The
+    decision kept says whether every process made the same one (``agreed``): one that did
+    not hear from a peer in time kept its last quota instead."""
+    decisions: dict[int, list[dict]] = defaultdict(list)
+    for event in events:
+        if event.get("event") == "allocation":
+            decisions[event["round"]].append(event)
+    if not decisions:
+        return events
+    merged = []
+    for event in events:
+        kind = event.get("event")
+        if kind == "allocation_report":
+            continue
+        if kind == "allocation":
+            made = decisions.pop(event["round"], None)
+            if made is None:
+                continue
+            full = [d for d in made if not d.get("kept")]
+            first = full[0] if full else made[0]
+            agreed = all(not d.get("kept") and d["quotas"] == first["quotas"] for d in made)
+            event = {**first, "agreed": agreed}
+        merged.append(event)
+    return merged

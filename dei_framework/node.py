@@ -13,11 +13,18 @@ change in any release.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from dei_framework.archives import ArchiveBase
-from dei_framework.envelope import ChampionEnvelope, EnvelopeError, InboxFilter, NodeIdentity
+from dei_framework.envelope import (
+    ChampionEnvelope,
+    EnvelopeError,
+    InboxFilter,
+    NodeIdentity,
+    ReportEnvelope,
+    is_report,
+)
 from dei_framework.plugins import PluginRegistry, notify
 from dei_framework.records import Candidate
 from dei_framework.sharing import SharingPolicy
@@ -26,6 +33,8 @@ from dei_framework.transport import Delivery, Transport
 
 #: Messages examined per round start; honest traffic is a few champions per peer and round.
 MAX_DELIVERIES_PER_DRAIN = 2000
+#: Reports examined per fetch; honest traffic is one per peer and round.
+MAX_REPORTS_PER_DRAIN = 256
 #: Received champions admitted per round (each is evaluated before it may be used).
 MAX_ADMITTED_PER_ROUND = 64
 
@@ -84,6 +93,10 @@ class Node:
                                           members=members or None, own_name=name,
                                           own_key=self.identity.public_key_hex,
                                           max_per_round=MAX_ADMITTED_PER_ROUND)  # fmt: skip
+        #: Called with each peer's report (the payload of a verified :class:`ReportEnvelope`).
+        self.on_report: Callable[[Mapping[str, Any]], None] | None = None
+        #: Champions fetched by :meth:`poll` before the round start that takes them in.
+        self._pending: list[Delivery] = []
         self.published = 0
         self.own_messages = 0
         self.late = 0
@@ -103,7 +116,51 @@ class Node:
         if self.transport is None:
             return []
         self._before_receiving = (round_index, self.state_json())
-        return self._accept(self.transport.drain())
+        return self._accept(self._drain())
+
+    def poll(self) -> None:
+        """Fetches what peers sent without taking champions in: reports go to
+        :attr:`on_report` now, champions wait for the next round start."""
+        if self.transport is not None and self.timeline is None and self.recorded is None:
+            self._pending.extend(self._reports(self.transport.drain()))
+
+    def _drain(self) -> list[Delivery]:
+        pending, self._pending = self._pending, []
+        return pending + self.transport.drain()
+
+    def _reports(self, deliveries: list[Delivery]) -> list[Delivery]:
+        """Hands the reports among ``deliveries`` to :attr:`on_report`; returns the rest."""
+        rest = []
+        checked = 0
+        for delivery in deliveries:
+            payload = bytes(delivery.payload)
+            if not is_report(payload):
+                rest.append(delivery)
+                continue
+            checked += 1
+            if checked > MAX_REPORTS_PER_DRAIN:  # each costs a signature check
+                self.inbox.dropped["inbox_overflow"] += 1
+                continue
+            envelope = self.inbox.accept_report(payload)
+            if envelope is None or envelope.key == self.identity.public_key_hex:
+                continue
+            if self.on_report is not None:
+                self.on_report(envelope.report)
+        return rest
+
+    async def publish_report(self, report: Mapping[str, Any], round_index: int) -> None:
+        """Sends a report to every peer (signed); returns without waiting for any."""
+        if self.transport is None:
+            return
+        envelope = ReportEnvelope(domain=self.domain_name, node=self.name,
+                                  key=self.identity.public_key_hex, round=round_index,
+                                  report=report)  # fmt: skip
+        try:
+            payload = envelope.encode(self.identity)
+        except EnvelopeError:
+            self.inbox.dropped["unpublishable"] += 1
+            return
+        await self.transport.publish(payload)
 
     async def receive_round(self, round_index: int) -> list[Candidate]:
         """:meth:`receive`, or on a timeline: promises this round's publication stamp, waits
@@ -125,7 +182,7 @@ class Node:
         """
         if self.transport is None or self.timeline is not None or self.recorded is not None:
             return []
-        late = self._accept(self.transport.drain())
+        late = self._accept(self._drain())
         self.late += len(late)
         return late
 
@@ -138,6 +195,7 @@ class Node:
         """Verified champions of other nodes among ``deliveries``."""
         received = []
         self.inbox.start_round()
+        deliveries = self._reports(deliveries)
         if len(deliveries) > MAX_DELIVERIES_PER_DRAIN:
             # Verifying a signature costs CPU on the event loop, so a flood must not stall the
             # node; taking the peers' messages in turn keeps one flooding peer from crowding

@@ -264,6 +264,11 @@ class RunState:
         round_index = event.get("round")
         if not isinstance(round_index, int) or isinstance(round_index, bool):
             return
+        if event.get("kept") and round_index in self.allocations:
+            # A node process that did not hear from a peer in time kept its own last quota:
+            # the decision the others made stays, with that quota in it.
+            self.allocations[round_index]["quotas"].update(_mapping(event.get("quotas")))
+            return
         self.allocations[round_index] = {
             "round": round_index, "allocator": _text(event.get("allocator")),
             "budget": event.get("budget"), "quotas": dict(_mapping(event.get("quotas"))),

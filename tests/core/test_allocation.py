@@ -173,21 +173,27 @@ def test_static_allocation_records_the_configuration_as_before(toy_env, tmp_path
 
 def test_bandit_is_refused_where_it_cannot_hold_with_one_line(toy_env, tmp_path) -> None:
     registry = load_plugins()
-    config = _config(["toy-random", "toy-random"])
+    # A node in a process of its own learns its peers' rounds through the champion gossip:
+    # without a transport it would wait for reports that cannot come.
+    config = _config(["toy-random", "toy-random"], sharing="none")
     ensemble = Ensemble(config, RunDir(tmp_path / "node"), registry=registry, local="node-0")
-    with pytest.raises(ConfigError, match="one process only") as refused:
+    with pytest.raises(ConfigError, match="needs a transport that shares champions") as refused:
         ensemble._build()
     assert "\n" not in str(refused.value)
-    # dei-run over AXL: refused before any AXL node or node process starts
-    from dei_framework.launcher import local_network
-
-    axl = _config(["toy-random", "toy-random"], transport="axl")
-    with pytest.raises(ConfigError, match="one process only"):
-        local_network(axl, registry, tmp_path / "axl")
-    assert not (tmp_path / "axl").exists()
     tokens = _config(["toy-random", "toy-random"], compute_axis="tokens", iterations=4)
     with pytest.raises(ConfigError, match="compute-axis tokens"):
         Ensemble(tokens, RunDir(tmp_path / "tokens"), registry=registry)._build()
+    # dei-run over AXL: refused before any AXL node or node process starts
+    from dei_framework.launcher import local_network
+
+    axl = _config(["toy-random", "toy-random"], transport="axl", compute_axis="tokens",
+                  iterations=4)  # fmt: skip
+    with pytest.raises(ConfigError, match="compute-axis tokens"):
+        local_network(axl, registry, tmp_path / "axl")
+    assert not (tmp_path / "axl").exists()
+    waits = _config(["toy-random"], allocation_options={"peer_wait": -1})
+    with pytest.raises(ConfigError, match="peer_wait must be a positive number"):
+        Ensemble(waits, RunDir(tmp_path / "wait"), registry=registry)._build()
 
 
 class _FirstTakesAll:
