@@ -19,10 +19,11 @@ count).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -328,6 +329,12 @@ class BudgetLedger:
         self._started = time.monotonic()
         self._elapsed_before = 0.0
         self._waiters: list[asyncio.Future] = []
+        #: With nodes in processes of their own (:mod:`~dei_framework.money_pool`): whether a
+        #: node whose next attempt does not fit its money cap may still be handed money (it
+        #: then waits instead of stopping), and a callback told when a node starts or stops
+        #: waiting for money.
+        self.more_money: Callable[[str], bool] | None = None
+        self.on_starved: Callable[[str, bool], None] | None = None
 
     # --- quotas ---------------------------------------------------------------------------------
 
@@ -437,7 +444,7 @@ class BudgetLedger:
             self._exhaust(node, "the operator cannot price its calls, and the node has a "
                                 "money cap", "cost")  # fmt: skip
         while True:
-            usage = self.usage[node]
+            usage, caps = self.usage[node], self.caps[node]  # a peer may raise the money cap
             if usage.exhausted is not None:
                 raise BudgetExhausted(f"{node}: {usage.exhausted}")
             checks = (
@@ -445,16 +452,22 @@ class BudgetLedger:
                 ("token", caps.tokens, usage.tokens, usage.reserved_tokens, tokens),
                 ("cost", caps.cost_usd, usage.cost_usd, usage.reserved_usd, usd or 0.0),
             )
-            waiting = False
+            waiting = starved = False
             for what, cap, used, reserved, need in checks:
                 if cap is None:
                     continue
                 if used + need > cap:
+                    if what == "cost" and self.more_money is not None and self.more_money(node):
+                        # Peers in other processes may still hand money over: wait for it.
+                        waiting = starved = True
+                        continue
                     # Even with every attempt in flight settled at zero this one could break
                     # the cap: the node is done.
                     self._exhaust(node, _cap_reason(what, cap, used, need), what)
                 if used + reserved + need > cap:
                     waiting = True
+            if self.on_starved is not None:
+                self.on_starved(node, starved)
             if not waiting:
                 usage.open_attempts += 1
                 usage.reserved_tokens += tokens
@@ -463,7 +476,11 @@ class BudgetLedger:
             # Attempts in flight hold worst-case reservations; most settle for less.
             future = asyncio.get_running_loop().create_future()
             self._waiters.append(future)
-            await future
+            if starved:  # what may still come can also stop coming (a peer's time runs out)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(future, timeout=1.0)
+            else:
+                await future
 
     def _settle_attempt(self, meter: CallMeter, tokens: int, usd: float) -> None:
         usage = self.usage[meter.node]
@@ -483,6 +500,32 @@ class BudgetLedger:
         for future in waiters:
             if not future.done():
                 future.set_result(None)
+
+    # --- the money cap across processes (money_pool) ---------------------------------------
+
+    def raise_cost_cap(self, node: str, usd: float) -> float:
+        """Raises ``node``'s money cap by ``usd`` (money a finished peer handed over); returns
+        the new cap. Attempts waiting for room are woken."""
+        caps = self.caps[node]
+        if caps.cost_usd is None:
+            raise ValueError(f"{node} has no money cap to raise")
+        self.caps[node] = attrs.evolve(caps, cost_usd=caps.cost_usd + usd)
+        self._changed()
+        return caps.cost_usd + usd
+
+    def wake(self) -> None:
+        """Has attempts waiting for room check again (what may come has changed)."""
+        self._changed()
+
+    def close_cost_cap(self, node: str) -> float:
+        """Lowers ``node``'s money cap to what it spent (it makes no more calls); returns what
+        the cap held beyond that."""
+        caps = self.caps[node]
+        if caps.cost_usd is None:
+            return 0.0
+        spent = self.usage[node].cost_usd
+        self.caps[node] = attrs.evolve(caps, cost_usd=spent)
+        return max(caps.cost_usd - spent, 0.0)
 
     # --- results --------------------------------------------------------------------------------
 

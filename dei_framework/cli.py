@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -115,10 +116,33 @@ class Interrupts:
                  "at once)")  # fmt: skip
             self.ensemble.stop()
             return
+        if self.count < 20 and _semaphore_cleanup_under_way():
+            # A pool's semaphore is half released (unlinked, its resource tracker not yet
+            # told): leaving now would have the tracker warn about a "leaked semaphore" after
+            # our last words. Let that finish; the same signal comes back in 50 ms (at most
+            # 18 times: a cleanup that hangs does not keep us here).
+            threading.Timer(0.05, os.kill, (os.getpid(), number)).start()
+            return
         if self.ensemble is not None:
             self.ensemble.kill_workers()
         _say(self.last_words)
         os._exit(EXIT_INTERRUPTED)
+
+
+def _semaphore_cleanup_under_way() -> bool:
+    """Whether some thread is inside ``multiprocessing``'s release of a named semaphore (or
+    its resource tracker's client, which holds a lock a quit-at-once cleanup would need)."""
+    synchronize = sys.modules.get("multiprocessing.synchronize")
+    if synchronize is None:  # no semaphore was ever made
+        return False
+    cleanup = synchronize.SemLock._cleanup.__code__
+    for frame in sys._current_frames().values():
+        while frame is not None:
+            if (frame.f_code is cleanup
+                    or frame.f_globals.get("__name__") == "multiprocessing.resource_tracker"):
+                return True
+            frame = frame.f_back
+    return False
 
 
 def _say(line: str) -> None:

@@ -56,6 +56,7 @@ from dei_framework.envelope import NodeIdentity, parse_membership
 from dei_framework.errors import ConfigError
 from dei_framework.evaluation import Evaluator
 from dei_framework.merge import RunMerge, join_processes
+from dei_framework.money_pool import HANDOVER, MoneyPool
 from dei_framework.node import Node
 from dei_framework.operators import OperatorSettings
 from dei_framework.plugins import PluginRegistry, load_plugins, notify
@@ -132,6 +133,8 @@ class Ensemble:
         self.stopping = False
         # Round reports being sent to the peers (nodes in processes of their own).
         self._reports_out: set[asyncio.Task] = set()
+        #: The ensemble-wide money cap of a node process (``None``: in one process, or none).
+        self.money: MoneyPool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
         #: The evaluation backend was lost: the run checkpointed and stops with this error.
@@ -354,7 +357,7 @@ class Ensemble:
                 with self._restoring(f"node {name}'s state"):
                     self.drivers[name].generality_excluded.update(
                         states[name].get("generality_excluded", ()))
-        self._connect_allocation()
+        self._connect_peers()
         if resumed is not None:  # rebuilt from the checkpoint: now the logs go back to it
             resumed.cut_logs()
         # A node whose archive is a grid over the run's space logs cells of that space.
@@ -464,16 +467,27 @@ class Ensemble:
                         reports.append(RoundReport.from_json(event))
         return reports
 
-    def _connect_allocation(self) -> None:
-        """Nodes in processes of their own: each process's coordinator publishes its node's
-        round reports and takes in its peers' (with the champions, through the transport)."""
-        coordinator = self.allocation
-        if coordinator is None or not coordinator.remote:
+    def _connect_peers(self) -> None:
+        """Nodes in processes of their own: a dynamic allocation's coordinator publishes its
+        node's round reports and takes in its peers'; a money cap becomes the ensemble's
+        (:mod:`~dei_framework.money_pool`). Both travel with the champions."""
+        if self.local is None or not self.nodes or self.nodes[0].transport is None:
+            if self.allocation is not None and self.allocation.remote:
+                raise ConfigError(f"--allocation {self.config.allocation} with nodes in "
+                                  "processes of their own needs a transport that shares "
+                                  "champions")  # fmt: skip
             return
         node = self.nodes[0]
-        if node.transport is None:
-            raise ConfigError(f"--allocation {self.config.allocation} with nodes in processes "
-                              "of their own needs a transport that shares champions")  # fmt: skip
+        coordinator = self.allocation
+        # On the cost axis the money is the equal-compute budget: shares must not move.
+        if self.config.max_cost_usd is not None and self.config.compute_axis != "cost":
+            self.money = MoneyPool(
+                ledger=self.ledger, node=node.name, nodes=self.config.node_names,
+                limit=self.config.max_cost_usd,
+                # A message's round is its number: every one has an id of its own.
+                publish=lambda data: node.publish_report(data, data["seq"]),
+                record=lambda events: self._record(events, []), poll=node.poll,
+            )  # fmt: skip
 
         def publish(report: RoundReport) -> None:
             task = asyncio.get_running_loop().create_task(
@@ -482,16 +496,21 @@ class Ensemble:
             task.add_done_callback(self._reports_out.discard)
 
         def received(data: Mapping[str, Any]) -> None:
+            if data.get("kind") == HANDOVER:
+                if self.money is not None:
+                    self.money.received(data)
+                return
+            if coordinator is None:
+                return
             try:
                 report = RoundReport.from_json(data)
             except ValueError:
                 node.inbox.dropped["malformed"] += 1
                 return
-            if report.node != data.get("node") or report.node == node.name:
-                return
             coordinator.report_received(report)
 
-        coordinator.publish, coordinator.poll = publish, node.poll
+        if coordinator is not None:
+            coordinator.publish, coordinator.poll = publish, node.poll
         node.on_report = received
 
     def _receiver(self, node: Node) -> Callable[[int], Any]:
@@ -701,6 +720,8 @@ class Ensemble:
             node.finish()
             if self.allocation is not None:
                 self.allocation.finish(node.name)
+            if self.money is not None:  # for good, unless stopped (it may be resumed)
+                await self.money.finished(hand_over=not self.stopping)
             # Peers waiting at a round boundary must learn that this node runs no more.
             if self._reports_out:
                 await asyncio.gather(*self._reports_out, return_exceptions=True)

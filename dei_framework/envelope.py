@@ -311,8 +311,9 @@ class ReportEnvelope:
 
     @property
     def message_id(self) -> str:
-        """One report per sender, round and kind (a node's last report says ``done``)."""
-        return f"{self.key or self.node}:report:{self.round}:{bool(self.report.get('done'))}"
+        """One report per sender, kind and round (a node's last round report says ``done``)."""
+        kind = self.report.get("kind", "round")
+        return f"{self.key or self.node}:report:{kind}:{self.round}:{bool(self.report.get('done'))}"
 
     def encode(self, identity: NodeIdentity) -> bytes:
         """Serialises to the wire format, signed by ``identity``.

@@ -144,6 +144,9 @@ class Node:
             envelope = self.inbox.accept_report(payload)
             if envelope is None or envelope.key == self.identity.public_key_hex:
                 continue
+            if envelope.report.get("node") != envelope.node:  # a report for another's name
+                self.inbox.dropped["impersonation"] += 1
+                continue
             if self.on_report is not None:
                 self.on_report(envelope.report)
         return rest
