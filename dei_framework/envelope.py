@@ -297,10 +297,11 @@ _REPORT_MARK = b'"kind":"report"'
 
 @attrs.frozen(kw_only=True)
 class ReportEnvelope:
-    """A node's report to its peers (what a dynamic budget allocation decides from), signed
-    and checked as a champion is: ``{"dei": 1, "kind": "report", "domain", "node", "key",
-    "round", "report": {...}, "time", "sig"}``. ``report`` is opaque here (the allocation
-    reads and checks it)."""
+    """A node's report to its peers, signed and checked as a champion is: ``{"dei": 1,
+    "kind": "report", "domain", "node", "key", "round", "report": {...}, "time", "sig"}``.
+    ``report`` is opaque here: a round report (what a dynamic budget allocation decides from)
+    or a money message (``"kind": "money"``, the money cap shared by node processes), read and
+    checked by whoever it is for."""
 
     domain: str
     node: str

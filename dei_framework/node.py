@@ -123,6 +123,10 @@ class Node:
         :attr:`on_report` now, champions wait for the next round start."""
         if self.transport is not None and self.timeline is None and self.recorded is None:
             self._pending.extend(self._reports(self.transport.drain()))
+            excess = len(self._pending) - MAX_DELIVERIES_PER_DRAIN
+            if excess > 0:  # a round start examines no more than these anyway
+                self.inbox.dropped["inbox_overflow"] += excess
+                del self._pending[:excess]
 
     def _drain(self) -> list[Delivery]:
         pending, self._pending = self._pending, []
