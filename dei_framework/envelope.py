@@ -233,12 +233,7 @@ class ChampionEnvelope:
                 raise EnvelopeError("envelope key differs from the signing identity", "identity")
             body["key"] = own
             body["sig"] = identity.sign(canonical_bytes(body)).hex()
-        data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
-        if len(data) > MAX_ENVELOPE_BYTES:
-            raise EnvelopeError(
-                f"envelope of {len(data)} bytes exceeds {MAX_ENVELOPE_BYTES}", "oversize"
-            )
-        return data
+        return _wire(body, "envelope")
 
     @classmethod
     def decode(
@@ -327,11 +322,7 @@ class ReportEnvelope:
                 "node": self.node, "key": identity.public_key_hex, "round": self.round,
                 "report": dict(self.report), "time": self.time}  # fmt: skip
         body["sig"] = identity.sign(canonical_bytes(body)).hex()
-        data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
-        if len(data) > MAX_ENVELOPE_BYTES:
-            raise EnvelopeError(f"report of {len(data)} bytes exceeds {MAX_ENVELOPE_BYTES}",
-                                "oversize")  # fmt: skip
-        return data
+        return _wire(body, "report")
 
     @classmethod
     def decode(cls, data: bytes, *, domain: str | None = None) -> ReportEnvelope:
@@ -372,6 +363,19 @@ def _check_name(node: str) -> None:
         raise EnvelopeError(f"sender name longer than {MAX_NAME_CHARS} characters", "oversize")
 
 
+def _wire(body: Mapping[str, Any], what: str) -> bytes:
+    """A message's wire bytes (compact JSON).
+
+    Raises:
+        EnvelopeError: more than :data:`MAX_ENVELOPE_BYTES` (``oversize``).
+    """
+    data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+    if len(data) > MAX_ENVELOPE_BYTES:
+        raise EnvelopeError(f"{what} of {len(data)} bytes exceeds {MAX_ENVELOPE_BYTES}",
+                            "oversize")  # fmt: skip
+    return data
+
+
 def _body(data: bytes, domain: str | None) -> dict[str, Any]:
     """The checked top level of a message: size, JSON object, version, reserved keys, domain."""
     if len(data) > MAX_ENVELOPE_BYTES:
@@ -402,10 +406,7 @@ def check_bounds(envelope: ChampionEnvelope) -> None:
             :data:`MAX_PROGRAM_CHARS` or a round above :data:`MAX_ROUND`; ``malformed`` for
             an empty name.
     """
-    if not envelope.node:
-        raise EnvelopeError("malformed message: empty sender name")
-    if len(envelope.node) > MAX_NAME_CHARS:
-        raise EnvelopeError(f"sender name longer than {MAX_NAME_CHARS} characters", "oversize")
+    _check_name(envelope.node)
     if len(envelope.operator) > MAX_OPERATOR_CHARS:
         raise EnvelopeError(
             f"operator label longer than {MAX_OPERATOR_CHARS} characters", "oversize"
@@ -594,11 +595,7 @@ class InboxFilter:
         except EnvelopeError as exc:
             self.dropped[exc.reason] += 1
             return None
-        if self.members is not None and envelope.key not in self.members:
-            self.dropped["nonmember"] += 1
-            return None
-        if self._impersonates(envelope):
-            self.dropped["impersonation"] += 1
+        if not self._may_send(envelope):
             return None
         mid = envelope.message_id
         if mid in self._seen:
@@ -640,16 +637,23 @@ class InboxFilter:
         except EnvelopeError as exc:
             self.dropped[exc.reason] += 1
             return None
-        if self.members is not None and envelope.key not in self.members:
-            self.dropped["nonmember"] += 1
-            return None
-        if self._impersonates(envelope):
-            self.dropped["impersonation"] += 1
+        if not self._may_send(envelope):
             return None
         if envelope.message_id in self._seen:
             return None  # nodes waiting at a round boundary re-send their last report
         _remember(self._seen, envelope.message_id, self.max_seen)
         return envelope
+
+    def _may_send(self, envelope: ChampionEnvelope | ReportEnvelope) -> bool:
+        """Whether the signing key is a member and may use the sender name (the drop is
+        counted otherwise)."""
+        if self.members is not None and envelope.key not in self.members:
+            self.dropped["nonmember"] += 1
+            return False
+        if self._impersonates(envelope):
+            self.dropped["impersonation"] += 1
+            return False
+        return True
 
     def _impersonates(self, envelope: ChampionEnvelope | ReportEnvelope) -> bool:
         """Whether the envelope's sender name is not one its signing key may use."""
