@@ -433,28 +433,6 @@ def cell_key(cell: Any) -> str:
     return ",".join(map(str, cell))
 
 
-def round_credits(
-    archives: Mapping[str, ArchiveBase],
-    spent: Mapping[str, int],
-    known: set[Any],
-    space: DescriptorSpace,
-) -> dict[str, RoundCredit]:
-    """Each node's credit for one round, from the nodes' archives at that round's end.
-
-    Args:
-        archives: Each node's archive at the round's end.
-        spent: Calls each node spent in the round.
-        known: The merged archive's cells before the round; updated with the round's cells.
-        space: The run's descriptor space (cells are compared there, so nodes with their own
-            axes compare too; an elite without the run's axes is keyed by its node's cell).
-    """
-    return report_credits(
-        [RoundReport.from_archive(node, 0, archive, spent.get(node, 0), space)
-         for node, archive in archives.items()],
-        known,
-    )  # fmt: skip
-
-
 def report_credits(reports: Sequence[RoundReport], known: set[str]) -> dict[str, RoundCredit]:
     """Each node's credit for one round, from the nodes' reports of that round (in run order).
 
@@ -517,7 +495,7 @@ class AllocationCoordinator:
         rounds: Rounds of the run.
         limit: The run's total calls.
         spent: Returns the calls a local node has spent so far (the ledger's count).
-        space: The run's descriptor space (see :func:`round_credits`).
+        space: The run's descriptor space (see :meth:`RoundReport.from_archive`).
         apply: Called with ``(node, round, quota)`` once a local node's quota of a round is
             decided, before that node starts the round.
         record: Called with the run-log events of each decision (the ``allocation`` event,
