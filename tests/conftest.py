@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,12 +22,21 @@ NAIVE_SOURCE = REPO / "tests" / "naive"
 
 
 def _pip_install(source: Path, factory: pytest.TempPathFactory) -> Path:
-    """Installs a distribution into a fresh folder (pip install --target); returns it."""
+    """Installs a distribution into a fresh folder (pip install --target); returns it.
+
+    pip builds a local project in its own tree (setuptools writes `build/` and `*.egg-info`
+    there), so two xdist workers installing the same checkout at once race on those folders:
+    each worker builds from a private copy. No build isolation: the build backend is the
+    setuptools the test extras install, so nothing is fetched from an index mid-run.
+    """
     target = factory.mktemp(f"{source.name}-site")
     build = factory.mktemp(f"{source.name}-build")
+    copy = build / source.name
+    shutil.copytree(source, copy, ignore=shutil.ignore_patterns("build", "*.egg-info",
+                                                                 "__pycache__"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-         "--target", str(target), str(source)],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--target", str(target), str(copy)],
         check=True, cwd=build,
     )  # fmt: skip
     return target
