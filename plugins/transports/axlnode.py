@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -70,9 +71,23 @@ def find_binary() -> str:
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` different TCP ports on 127.0.0.1 that are free right now.
+
+    Every socket stays bound until all are picked: one port at a time, the kernel may hand the
+    port it just released out again, and an AXL node given the same port for its API and its
+    TLS listener dies with "address already in use".
+    """
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket())
+            sock.bind(("127.0.0.1", 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
 
 
 def _loopback_host(host: str | None) -> bool:
@@ -187,8 +202,10 @@ class AxlNodeProcess:
             self.key_path = self.home / "private.pem"
             if not self.key_path.exists():
                 NodeIdentity.generate().save(self.key_path)
-        self.listen_port = self.listen_port or free_port()
-        self.api_port = self.api_port or free_port()
+        given = {self.listen_port, self.api_port}
+        picked = iter(port for port in free_ports(4) if port not in given)
+        self.listen_port = self.listen_port or next(picked)
+        self.api_port = self.api_port or next(picked)
 
     @property
     def api(self) -> str:
@@ -353,7 +370,8 @@ class AxlLocalNetwork(LocalNetwork):
             TransportError: no AXL binary could be built, or the nodes did not connect.
         """
         binary = build_binary()
-        ports = [(free_port(), free_port()) for _ in self.names]
+        picked = free_ports(2 * len(self.names))
+        ports = list(zip(picked[::2], picked[1::2], strict=True))
         listen = [f"tls://127.0.0.1:{port}" for port, _ in ports]
         try:
             for index, name in enumerate(self.names):

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from dei_transports.axlnode import AxlNodeProcess, free_port, loopback_config
+from dei_transports.axlnode import AxlNodeProcess, free_port, free_ports, loopback_config
 from dei_transports.plugin import make_axl
 from quiet_server import QuietThreadingHTTPServer
 
@@ -73,6 +73,17 @@ def test_public_peers_are_refused_in_generated_configs(tmp_path):
     config = loopback_config(key_path=tmp_path / "k.pem", listen_port=1, api_port=2,
                              peers=["tls://127.0.0.1:9001"])  # fmt: skip
     assert config["Listen"] == ["tls://127.0.0.1:1"] and config["bridge_addr"] == "127.0.0.1"
+
+
+def test_a_node_gets_different_api_and_listen_ports(tmp_path):
+    # One port at a time, the kernel may give the port it just released out again: a node once
+    # got the same port for its API and its TLS listener and died ("address already in use").
+    assert len(set(free_ports(64))) == 64
+    for index in range(32):
+        node = AxlNodeProcess("node", home=tmp_path / str(index))
+        assert node.api_port != node.listen_port
+    given = AxlNodeProcess("node", home=tmp_path / "given", listen_port=node.api_port)
+    assert given.listen_port == node.api_port and given.api_port != given.listen_port
 
 
 async def _crash_and_restart(a: AxlNodeProcess, b: AxlNodeProcess) -> None:
