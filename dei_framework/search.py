@@ -63,6 +63,29 @@ class RecordedCall:
     logged: bool = False
 
 
+@attrs.frozen(kw_only=True)
+class ArrayOutcome:
+    """An array-path step's genomes and their evaluation, not yet counted or told.
+
+    Attributes:
+        items: The call items, in order.
+        genomes: The operator's genome per item.
+        fitness: Per item, its fitness (``None``: invalid).
+        descriptors: Per item, its descriptors (or one value broadcast to all).
+        errors: Per item, why it is invalid (``None``: valid).
+        call_seconds: The operator's time for all the genomes.
+        eval_seconds: The evaluation's time per genome.
+    """
+
+    items: Sequence[WorkItem]
+    genomes: Sequence[Any]
+    fitness: list[float | None]
+    descriptors: np.ndarray | float
+    errors: list[str | None]
+    call_seconds: float
+    eval_seconds: float
+
+
 class SearchDriver:
     """Runs one node's scheduler with an operator and an evaluator, asynchronously.
 
@@ -248,7 +271,9 @@ class SearchDriver:
                     except OperatorError as exc:  # an array-path call failed
                         fatal = fatal or exc
                         continue
-                    if results:
+                    if isinstance(results, ArrayOutcome):
+                        self._tell_arrays(results)
+                    elif results:
                         self._handle(scheduler.tell(results))
             if self._failures >= MAX_FAILURES_PER_SLOT * self.operator.max_in_flight:
                 fatal = fatal or OperatorError(
@@ -536,10 +561,10 @@ class SearchDriver:
         self.record([], records)
         return outcomes
 
-    async def _array_step(self, items: Sequence[WorkItem]) -> list[Result]:
-        """Call items through the array path: the operator's genomes for all of them, the
-        domain's vectorised evaluation, one :meth:`Scheduler.tell_batch` (handled here: the
-        returned list is empty). Raises :class:`OperatorError` when the operator fails."""
+    async def _array_step(self, items: Sequence[WorkItem]) -> ArrayOutcome:
+        """Call items through the array path: the operator's genomes for all of them and the
+        domain's vectorised evaluation, for :meth:`_tell_arrays` to count and tell. Raises
+        :class:`OperatorError` when the operator fails."""
         started = time.perf_counter()
         try:
             genomes = self.operator.propose_genomes(items)
@@ -550,11 +575,6 @@ class SearchDriver:
         except Exception as exc:  # an operator plugin's bug stops its node, not the run
             raise self._operator_bug(exc) from exc
         call_seconds = time.perf_counter() - started
-        try:
-            self.ledger.count_free_calls(self.name, len(items), seconds=call_seconds)
-        except BudgetExhausted as exc:  # a quota the scheduler's plan did not foresee
-            self.scheduler.stop(str(exc))
-            return []
         started = time.perf_counter()
         try:
             scores = await self.evaluator.evaluate_genomes(genomes, [i.eval_seed for i in items])
@@ -562,15 +582,34 @@ class SearchDriver:
         except Exception as exc:  # noqa: BLE001 - a domain's bug: the batch is invalid, with why
             reason = f"domain's evaluate_genomes failed: {type(exc).__name__}: {exc}"
             fitness, descriptors, errors = [None] * len(items), 0.0, [reason] * len(items)
-        eval_seconds = (time.perf_counter() - started) / len(items)
-        timings = {"eval_s": round(eval_seconds, 6), "call_s": round(call_seconds, 6)}
+        return ArrayOutcome(items=items, genomes=genomes, fitness=fitness,
+                            descriptors=descriptors, errors=errors, call_seconds=call_seconds,
+                            eval_seconds=(time.perf_counter() - started) / len(items))
+
+    def _tell_arrays(self, outcome: ArrayOutcome) -> None:
+        """Counts an array step's calls and tells its results (one
+        :meth:`Scheduler.tell_batch`).
+
+        Here, in the driver's loop, and not in the step's own task: a checkpoint taken after
+        the scheduler ended a round but before :meth:`_finish_round` wrote the round's file
+        would send a resume looking for a file that is not there, and calls counted before
+        their results were told would be counted again when a resume asks for them anew.
+        """
+        items = outcome.items
+        try:
+            self.ledger.count_free_calls(self.name, len(items), seconds=outcome.call_seconds)
+        except BudgetExhausted as exc:  # a quota the scheduler's plan did not foresee
+            self.scheduler.stop(str(exc))
+            return
+        timings = {"eval_s": round(outcome.eval_seconds, 6),
+                   "call_s": round(outcome.call_seconds, 6)}  # fmt: skip
         self._handle(self.scheduler.tell_batch(
-            items, texts=self.domain.genome_texts(genomes), fitness=fitness,
-            descriptors=np.broadcast_to(descriptors, (len(items), len(self._array_columns))),
-            data=list(genomes), errors=errors, operator=self.operator.label,
+            items, texts=self.domain.genome_texts(outcome.genomes), fitness=outcome.fitness,
+            descriptors=np.broadcast_to(outcome.descriptors,
+                                        (len(items), len(self._array_columns))),
+            data=list(outcome.genomes), errors=outcome.errors, operator=self.operator.label,
             info={"timings": timings},
         ))  # fmt: skip
-        return []
 
     async def _evaluate(self, batch: Sequence[tuple[WorkItem, str, str, Mapping[str, Any]]]
                         ) -> list[Result]:  # fmt: skip

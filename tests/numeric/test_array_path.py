@@ -219,3 +219,29 @@ def test_a_replay_of_an_array_path_run_makes_its_calls_again(tmp_path) -> None:
                                                             ).read_text()  # fmt: skip
     assert _files(replay, "nodes/*/round-*.json") == _files(first, "nodes/*/round-*.json")
     assert [node["array_path"] for node in summary["nodes"].values()] == [True, True]
+
+
+def test_every_checkpoint_of_an_array_path_run_has_the_round_files_it_names(
+    tmp_path, monkeypatch
+) -> None:
+    # An array step used to tell its results in its own task: a checkpoint taken after that
+    # task ended a round, before the node's loop wrote the round's file, named a finished
+    # round whose file a resume then could not find. Checkpoints here are taken at every turn
+    # of the event loop, so one falls into any such gap.
+    from dei_framework import ensemble
+
+    write_checkpoint = ensemble.write_checkpoint
+    gaps: list[str] = []
+    taken: list[int] = []
+
+    def checked(run_dir, drivers, nodes, ledger, timeline):
+        for name, driver in drivers.items():
+            finished = driver.scheduler.round
+            gaps.extend(f"{name} round {index}" for index in range(finished)
+                        if not run_dir.round_path(name, index).exists())  # fmt: skip
+        taken.append(1)
+        write_checkpoint(run_dir, drivers, nodes, ledger, timeline)
+
+    monkeypatch.setattr(ensemble, "write_checkpoint", checked)
+    run(_config(array_path=True, checkpoint_seconds=0.0, budget=1200, rounds=6), tmp_path / "run")
+    assert len(taken) > 10 and gaps == []
