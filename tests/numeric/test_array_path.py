@@ -221,9 +221,8 @@ def test_a_replay_of_an_array_path_run_makes_its_calls_again(tmp_path) -> None:
     assert [node["array_path"] for node in summary["nodes"].values()] == [True, True]
 
 
-def test_every_checkpoint_of_an_array_path_run_has_the_round_files_it_names(
-    tmp_path, monkeypatch
-) -> None:
+@pytest.mark.parametrize("array_path", [True, False], ids=["array-path", "text-path"])
+def test_every_checkpoint_has_the_round_files_it_names(tmp_path, monkeypatch, array_path) -> None:
     # An array step used to tell its results in its own task: a checkpoint taken after that
     # task ended a round, before the node's loop wrote the round's file, named a finished
     # round whose file a resume then could not find. Checkpoints here are taken at every turn
@@ -243,5 +242,6 @@ def test_every_checkpoint_of_an_array_path_run_has_the_round_files_it_names(
         write_checkpoint(run_dir, drivers, nodes, ledger, timeline)
 
     monkeypatch.setattr(ensemble, "write_checkpoint", checked)
-    run(_config(array_path=True, checkpoint_seconds=0.0, budget=1200, rounds=6), tmp_path / "run")
+    run(_config(array_path=array_path, checkpoint_seconds=0.0, budget=1200, rounds=6),
+        tmp_path / "run")
     assert len(taken) > 10 and gaps == []
