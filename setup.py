@@ -21,7 +21,7 @@ PACKAGE_ROOTS = {
 
 # Folders that hold only data files, shipped as packages so setuptools installs them.
 DATA_PACKAGES = {
-    "dei_framework.watch.static": "dei_framework/watch/static",
+    "dei_framework.app.watch.static": "dei_framework/app/watch/static",
     "dei_coreware.warriors.opponents": "plugins/coreware/warriors/opponents",
     "dei_coreware.warriors.generality": "plugins/coreware/warriors/generality",
 }

@@ -37,11 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "toy"))
 import toy_domain  # noqa: E402
 
 from dei_framework import hookimpl  # noqa: E402
-from dei_framework.config import NodeConfig, RunConfig  # noqa: E402
-from dei_framework.ensemble import run  # noqa: E402
-from dei_framework.operators import Operator, OperatorRequest, OperatorSpec  # noqa: E402
-from dei_framework.plugins import PluginRegistry, load_plugins  # noqa: E402
-from dei_framework.runlog import read_jsonl  # noqa: E402
+from dei_framework.contract.operators import Operator, OperatorRequest, OperatorSpec  # noqa: E402
+from dei_framework.plugin.manager import PluginRegistry, load_plugins  # noqa: E402
+from dei_framework.runtime.config import NodeConfig, RunConfig  # noqa: E402
+from dei_framework.runtime.ensemble import run  # noqa: E402
+from dei_framework.runtime.run_dir import read_jsonl  # noqa: E402
 
 
 class SleepyOperator(Operator):

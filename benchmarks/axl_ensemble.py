@@ -54,7 +54,7 @@ def _proc_cpu(pid: int) -> float:
 async def _worker(args: argparse.Namespace) -> dict[str, Any]:
     from dei_transports.plugin import make_axl
 
-    from dei_framework.envelope import ChampionEnvelope, InboxFilter, NodeIdentity
+    from dei_framework.net.envelope import ChampionEnvelope, InboxFilter, NodeIdentity
 
     identity = NodeIdentity.load(args.key)
     router = make_axl([args.name], {"axl_api": args.api})[0]
@@ -115,7 +115,7 @@ def run(nodes: int, idle: float, publish: float, interval: float, warmup: float,
     """Starts the AXL nodes and the workers, measures, stops everything; returns the figures."""
     from dei_transports.axlnode import AxlLocalNetwork
 
-    from dei_framework.envelope import NodeIdentity
+    from dei_framework.net.envelope import NodeIdentity
 
     names = [f"node-{i}" for i in range(nodes)]
     with tempfile.TemporaryDirectory(prefix="dei-axl-ensemble-") as tmp:

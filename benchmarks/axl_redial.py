@@ -39,7 +39,7 @@ def _trial(binary: str, cut: float, cap: bool, home: Path) -> dict[str, Any]:
     from dei_transports.axlnode import up_peers
     from netns import lan
 
-    from dei_framework.envelope import NodeIdentity
+    from dei_framework.net.envelope import NodeIdentity
 
     keys = {}
     for name in ("a", "b"):

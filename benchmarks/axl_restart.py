@@ -40,7 +40,7 @@ async def _trial(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     from dei_transports.axlnode import AxlLocalNetwork
     from dei_transports.plugin import make_axl
 
-    from dei_framework.envelope import NodeIdentity
+    from dei_framework.net.envelope import NodeIdentity
 
     home.mkdir(parents=True)
     keys = {}

@@ -1,7 +1,8 @@
 """Check: re-measure the common-ground elites of finished runs on fresh seeds; prints JSON.
 
 Common ground chooses each cell's elite on one measurement and reports the mean of K other,
-fresh ones, every program on seeds of its own (``dei_framework/common.py``). If that removes
+fresh ones, every program on seeds of its own (``dei_framework/analysis/common_ground.py``). If
+that removes
 the winner's curse, scoring the same elites on further seeds — none of them used by the run —
 must give the same common QD-score up to measurement noise. For every run directory given (or
 every run of an experiment directory), this script re-evaluates each elite of
@@ -12,7 +13,8 @@ purpose ``remeasure``, never one of the seeds the run measured that text with) a
 * ``reported_qd`` / ``reported_sem``: the run's ``merged.common.qd_score`` and its standard
   error from its K seeds (``qd_score_sem``);
 * ``fresh_qd`` / ``fresh_sem``: the same elites' QD-score on the fresh seeds, and its standard
-  error by the same formula (:func:`dei_framework.common.scoring_spread`: per-elite variances
+  error by the same formula (:func:`dei_framework.analysis.common_ground.scoring_spread`: per-elite
+  variances
   over seeds, divided by the seeds, summed — the elites' seeds are their own, so their errors
   are independent);
 * ``difference`` = fresh − reported, ``z`` = difference / sqrt(reported_sem² + fresh_sem²) (the
@@ -42,17 +44,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dei_framework.common import (
+from dei_framework.analysis.common_ground import (
     build_reference,
     score_with_seeds,
     scoring_seeds,
     scoring_spread,
     text_seeds,
 )
-from dei_framework.context import FactoryContext
-from dei_framework.evaluation import Evaluator
-from dei_framework.plugins import PluginRegistry, load_plugins
-from dei_framework.runlog import RunDir
+from dei_framework.contract.context import FactoryContext
+from dei_framework.evaluation.local import Evaluator
+from dei_framework.plugin.manager import PluginRegistry, load_plugins
+from dei_framework.runtime.run_dir import RunDir
 
 #: The purpose the fresh bases are derived with (the run's are ``score``).
 FRESH_PURPOSE = "remeasure"

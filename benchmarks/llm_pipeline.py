@@ -62,7 +62,7 @@ import toy_domain  # noqa: E402
 
 import dei_framework  # noqa: E402
 from dei_framework import NodeConfig, RunConfig, load_plugins, run  # noqa: E402
-from dei_framework.stats import mean_interval  # noqa: E402
+from dei_framework.analysis.stats import mean_interval  # noqa: E402
 
 
 class HeavyTailedServer:
@@ -231,7 +231,7 @@ def coreware_job_bytes(registry, champions: int) -> dict | None:
     an installed opponent set (``None`` when this checkout cannot install sets)."""
     if "coreware" not in registry.domains:
         return None
-    from dei_framework import evaluation
+    from dei_framework.evaluation import local as evaluation
 
     domain = registry.domain("coreware").factory({})
     texts = domain.initial_opponents()

@@ -3,7 +3,7 @@ calls flowing; prints JSON.
 
 **Overhead.** The naive program domain (``tests/naive``: FunSearch's online bin packing, its
 ``evaluate`` execs the program) evaluates one cheap program ``--evals`` times, one evaluation
-at a time, through an :class:`~dei_framework.evaluation.Evaluator` with one worker
+at a time, through an :class:`~dei_framework.evaluation.local.Evaluator` with one worker
 process, at each level: ``none`` (the program runs in the worker itself), ``process`` (a child
 forked from the worker's warm process) and ``isolated`` (the same inside bubblewrap; left out
 when bubblewrap cannot run). The levels take turns within each of ``--repeats`` repeats, so a
@@ -45,10 +45,10 @@ import llm_pipeline  # noqa: E402
 import naive_domain  # noqa: E402
 
 from dei_framework import NodeConfig, RunConfig, load_plugins, run  # noqa: E402
-from dei_framework.errors import ConfigError  # noqa: E402
-from dei_framework.evaluation import Evaluator  # noqa: E402
-from dei_framework.sandbox import choose_policy  # noqa: E402
-from dei_framework.stats import mean_interval  # noqa: E402
+from dei_framework.analysis.stats import mean_interval  # noqa: E402
+from dei_framework.contract.errors import ConfigError  # noqa: E402
+from dei_framework.evaluation.local import Evaluator  # noqa: E402
+from dei_framework.evaluation.sandbox import choose_policy  # noqa: E402
 
 #: The cheap program: best fit in one line.
 PROGRAM = "def priority(item, bins):\n    return [-(free - item) for free in bins]\n"

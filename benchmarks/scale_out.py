@@ -2,7 +2,7 @@
 
 Every system evaluates the same Core War candidates against the same opponents under the
 ``--preset dei-paper`` battle settings (core 8000, 80 000 cycles, 8000 processes, 20 battle
-rounds per evaluation) through a node's :class:`~dei_framework.evaluation.Evaluator`, which
+rounds per evaluation) through a node's :class:`~dei_framework.evaluation.local.Evaluator`, which
 sends the evaluations asked for in one turn of the event loop as jobs: one per worker, up to
 four per worker once it has measured that evaluations are dear (these are). Systems:
 
@@ -10,7 +10,7 @@ four per worker once it has measured that evaluations are dear (these are). Syst
 * ``dask-1``, ``dask-2`` — the ``dask`` backend on a cluster started here as a remote one is:
   a ``dask scheduler`` process and 1 or 2 ``dask worker --nthreads 1 --no-nanny`` processes,
   reached through the scheduler's address, with the settings docs/multi-machine.md gives them
-  (``dei_framework.dask_backend.QUIET_CLUSTER``: Dask's statistical profiler off, its
+  (``dei_framework.evaluation.dask_backend.QUIET_CLUSTER``: Dask's statistical profiler off, its
   event-loop check once a second).
 
 Per system and repeat (systems interleaved within a repeat, so that load drifts hit all):
@@ -82,13 +82,13 @@ from typing import Any
 import attrs
 import psutil
 
-from dei_framework import evaluation
-from dei_framework.context import FactoryContext
-from dei_framework.dask_backend import DaskBackend, quiet_environment
-from dei_framework.evaluation import Evaluator, LocalBackend, Outcome, _parse, evaluate
-from dei_framework.plugins import load_plugins
-from dei_framework.presets import DEI_PAPER
-from dei_framework.stats import mean_interval
+from dei_framework.analysis.stats import mean_interval
+from dei_framework.contract.context import FactoryContext
+from dei_framework.evaluation import local as evaluation
+from dei_framework.evaluation.dask_backend import DaskBackend, quiet_environment
+from dei_framework.evaluation.local import Evaluator, LocalBackend, Outcome, _parse, evaluate
+from dei_framework.plugin.manager import load_plugins
+from dei_framework.runtime.presets import DEI_PAPER
 
 #: Seconds the idle CPU of a system's processes is measured over, before each batch.
 IDLE_SECONDS = 1.0

@@ -52,7 +52,7 @@ from dei_python.mutate import mutate_block  # noqa: E402
 from edit_operators import as_edit  # noqa: E402
 from quiet_server import QuietThreadingHTTPServer  # noqa: E402
 
-from dei_framework.errors import InvalidProgram  # noqa: E402
+from dei_framework.contract.errors import InvalidProgram  # noqa: E402
 
 #: Share of ``mixed`` replies that add a term (the rest are syntax-tree edits).
 TERM_SHARE = 0.5

@@ -18,7 +18,7 @@ islands / nodes, evaluation workers and seed list. Per run the script records:
 
 Per tool and task: mean, sample std and 95 % t-interval over the seeds; per task, DEI against
 OpenEvolve on ``best`` and ``calls_per_s``: the Hodges-Lehmann shift with its exact interval,
-A12 and the exact two-sided Mann-Whitney p (``dei_framework.stats.compare``).
+A12 and the exact two-sided Mann-Whitney p (``dei_framework.analysis.stats.compare``).
 
 OpenEvolve is not a dependency of DEI: install it next to DEI to run its half
 (``pip install openevolve``; measured with 0.4.1). Without it the script says so on standard
@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scripted_model import ScriptedModel  # noqa: E402
 
-from dei_framework.stats import compare, mean_interval  # noqa: E402
+from dei_framework.analysis.stats import compare, mean_interval  # noqa: E402
 
 TASKS = ROOT / "plugins" / "python" / "tasks"
 #: The QD-score offset of each task on the common grid: a score no program goes below.

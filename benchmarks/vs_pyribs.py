@@ -56,7 +56,7 @@ from dei_numeric.domain import NumericDomain
 from dei_numeric.operators import create_gaussian
 
 from dei_framework import OperatorSettings, Scheduler
-from dei_framework.stats import mean_interval
+from dei_framework.analysis.stats import mean_interval
 
 SIGMA = 0.5
 DIM = 20
@@ -156,7 +156,7 @@ def _dei_run(budget: int, seed: int, out: Path) -> tuple[float, float]:
     """CPU and wall seconds of the ``dei-run`` command (its click command, what the console
     script runs) called in this process: interpreter start and imports, which vary by a
     tenth of a second between identical processes, are not in them."""
-    from dei_framework.cli import dei_run
+    from dei_framework.app.cli import dei_run
 
     args = ["--domain", "numeric", "--operator", "gaussian", "--nodes", "1", "--rounds", "1",
             "--budget", str(budget), "--seed", str(seed), "--eval-workers", "0",

@@ -36,8 +36,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from dei_framework.watch.run import WatchedRun
-from dei_framework.watch.server import WatchServer
+from dei_framework.app.watch.run import WatchedRun
+from dei_framework.app.watch.server import WatchServer
 
 WARM, PEERS = 5, 3
 

@@ -17,7 +17,7 @@ The core is domain-agnostic. What it offers library users:
 * :class:`BudgetLedger` — equal-compute call accounting with hard caps.
 * :class:`Domain`, :class:`Operator`, :class:`Transport` — the plugin contracts (with
   :class:`GenomeEvaluations`, the array form's outcome), with
-  :data:`hookimpl` and the hook specifications in :mod:`dei_framework.hookspecs`;
+  :data:`hookimpl` and the hook specifications in :mod:`dei_framework.plugin.hookspecs`;
   :class:`OperatorSettings` — what an operator factory receives (build one to create an
   operator yourself: ``registry.operator(spec).factory(settings, domain)``).
 * :class:`FactoryContext` — what plugin factories receive (registry, options, seed), with
@@ -34,12 +34,20 @@ The core is domain-agnostic. What it offers library users:
 ``dei_framework.__version__`` is the installed distribution's version.
 
 **What is public.** The names above (``dei_framework.__all__``) and everything in
-:mod:`dei_framework.hookspecs` (the hook specifications and their payload records). Import them
-from here; importing one from the module that defines it (``from dei_framework.operators import
-Operator``) works too. Every other name of every module is internal and may change in any
-release: modules whose names start with ``_`` are private, and every module that defines no
-public name says so in its docstring (``Internal: ...``). ``tests/core/test_public_api.py``
-holds each module to one of the two.
+:mod:`dei_framework.plugin.hookspecs` (the hook specifications and their payload records).
+Import them from here; importing one from the module that defines it
+(``from dei_framework.contract.operators import Operator``) works too. Every other name of
+every module is internal and may change in any release: modules whose names start with ``_``
+are private, and every module that defines no public name says so in its docstring
+(``Internal: ...``). ``tests/core/test_public_api.py`` holds each module to one of the two.
+
+**Where things live.** One package per layer, each importing only the layers below it
+(docs/architecture.md, "Layout"): ``contract`` (the types plugins implement), ``search`` (the
+search algorithm), ``evaluation``, ``net`` (signed champions between nodes), ``plugin`` (hook
+specifications and the plugin manager), ``analysis``, ``runtime`` (a run's driver, assembly,
+budget and files), ``experiment``, ``report`` and ``app`` (the commands and ``dei watch``).
+The flat layout's module paths (``dei_framework.ensemble`` ...) still import, with a
+``DeprecationWarning``, for one release (:mod:`dei_framework._moved`).
 """
 
 from __future__ import annotations
@@ -47,47 +55,53 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from dei_framework import _moved
+
+# The flat layout's import paths (dei_framework.ensemble, ...) keep working for one release.
+_moved.install()
+
 #: Where each public name is defined. A module is imported when one of its names is first
 #: used, not when the package is: ``dei --help`` and the node processes the launcher starts
 #: then do not wait for numpy and every plugin, and a Ctrl-C in the first second of a
 #: command reaches its handler instead of printing a traceback from an import.
 _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
-    "archives": (
-        "AddStatus", "ArchiveBase", "ArchiveSpec", "ArchiveStats", "CVTArchive", "GridArchive",
-        "OccupiedElites",
-    ),
-    "backend": ("EvaluationBackend", "EvaluatorOptions", "EvaluatorSpec"),
-    "budget": ("BudgetLedger", "split_budget"),
-    "cli_options": ("RunOption",),
-    "config": ("NodeConfig", "RunConfig"),
-    "context": ("FactoryContext",),
-    "descriptors": ("AxisSpec", "DescriptorSpace", "LogAxis", "ThresholdAxis", "UniformAxis"),
-    "domain": ("Domain", "DomainSpec", "Evaluation", "GenomeEvaluations", "Program"),
-    "emitters": ("EmitterBase", "EmitterSpec", "ImprovementEmitter", "TournamentEmitter",
-                 "UniformEmitter"),
-    "ensemble": ("run",),
-    "envelope": ("ChampionEnvelope", "EnvelopeError", "InboxFilter", "NodeIdentity"),
-    "errors": (
+    "contract.backend": ("EvaluationBackend", "EvaluatorOptions", "EvaluatorSpec"),
+    "contract.cli_options": ("RunOption",),
+    "contract.context": ("FactoryContext",),
+    "contract.descriptors": ("AxisSpec", "DescriptorSpace", "LogAxis", "ThresholdAxis",
+                             "UniformAxis"),
+    "contract.domain": ("Domain", "DomainSpec", "Evaluation", "GenomeEvaluations", "Program"),
+    "contract.errors": (
         "BudgetExhausted", "ConfigError", "DEIError", "InvalidProgram", "OperatorError",
         "PluginError", "ReferenceOverlap", "TransportError",
     ),
-    "evaluation": ("evaluate",),
-    "experiment": ("Condition", "ExperimentPlan", "run_experiment"),
-    "export": ("ExportedProgram",),
-    "hookspecs": ("EvaluatedEvent", "RoundEvent", "RunSummary", "hookimpl", "hookspec"),
-    "operators": (
+    "contract.operators": (
         "Operator", "OperatorReply", "OperatorRequest", "OperatorSettings", "OperatorSpec",
         "TransientOperatorFailure",
     ),
-    "opponents": ("OpponentPool",),
-    "plugins": ("load_plugins",),
-    "records": ("Candidate", "Message"),
-    "registry": ("PluginRegistry",),
-    "sandbox": ("Limits", "SandboxPolicy", "choose_policy"),
-    "scheduler": ("Admission", "Result", "RoundEnd", "Scheduler", "TellReport", "WorkItem"),
-    "sharing": ("Admit", "SharingPolicy", "SharingSpec", "TopKSharing"),
-    "transport": ("Delivery", "LocalNetwork", "Transport", "TransportSpec"),
-    "watch": ("WatchedRun",),
+    "contract.records": ("Candidate", "ExportedProgram", "Message"),
+    "contract.registry": ("PluginRegistry",),
+    "contract.transport": ("Delivery", "LocalNetwork", "Transport", "TransportSpec"),
+    "search.archives": (
+        "AddStatus", "ArchiveBase", "ArchiveSpec", "ArchiveStats", "CVTArchive", "GridArchive",
+        "OccupiedElites",
+    ),
+    "search.emitters": ("EmitterBase", "EmitterSpec", "ImprovementEmitter",
+                        "TournamentEmitter", "UniformEmitter"),
+    "search.opponents": ("OpponentPool",),
+    "search.scheduler": ("Admission", "Result", "RoundEnd", "Scheduler", "TellReport",
+                         "WorkItem"),
+    "search.sharing": ("Admit", "SharingPolicy", "SharingSpec", "TopKSharing"),
+    "evaluation.local": ("evaluate",),
+    "evaluation.sandbox": ("Limits", "SandboxPolicy", "choose_policy"),
+    "net.envelope": ("ChampionEnvelope", "EnvelopeError", "InboxFilter", "NodeIdentity"),
+    "plugin.hookspecs": ("EvaluatedEvent", "RoundEvent", "RunSummary", "hookimpl", "hookspec"),
+    "plugin.manager": ("load_plugins",),
+    "runtime.budget": ("BudgetLedger", "split_budget"),
+    "runtime.config": ("NodeConfig", "RunConfig"),
+    "runtime.ensemble": ("run",),
+    "experiment.runner": ("Condition", "ExperimentPlan", "run_experiment"),
+    "app.watch": ("WatchedRun",),
 }
 _HOMES = {name: module for module, names in _NAMES_BY_MODULE.items() for name in names}
 #: Deprecated names: each still gives the object of its replacement, with a DeprecationWarning.
@@ -95,38 +109,25 @@ _HOMES = {name: module for module, names in _NAMES_BY_MODULE.items() for name in
 _DEPRECATED: dict[str, str] = {"Elite": "Candidate", "Opponent": "Candidate", "Parent": "Candidate"}
 
 if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ does this
-    from dei_framework.archives import (
-        AddStatus,
-        ArchiveBase,
-        ArchiveSpec,
-        ArchiveStats,
-        CVTArchive,
-        GridArchive,
-        OccupiedElites,
-    )
-    from dei_framework.backend import EvaluationBackend, EvaluatorOptions, EvaluatorSpec
-    from dei_framework.budget import BudgetLedger, split_budget
-    from dei_framework.cli_options import RunOption
-    from dei_framework.config import NodeConfig, RunConfig
-    from dei_framework.context import FactoryContext
-    from dei_framework.descriptors import (
+    from dei_framework.app.watch import WatchedRun
+    from dei_framework.contract.backend import EvaluationBackend, EvaluatorOptions, EvaluatorSpec
+    from dei_framework.contract.cli_options import RunOption
+    from dei_framework.contract.context import FactoryContext
+    from dei_framework.contract.descriptors import (
         AxisSpec,
         DescriptorSpace,
         LogAxis,
         ThresholdAxis,
         UniformAxis,
     )
-    from dei_framework.domain import Domain, DomainSpec, Evaluation, GenomeEvaluations, Program
-    from dei_framework.emitters import (
-        EmitterBase,
-        EmitterSpec,
-        ImprovementEmitter,
-        TournamentEmitter,
-        UniformEmitter,
+    from dei_framework.contract.domain import (
+        Domain,
+        DomainSpec,
+        Evaluation,
+        GenomeEvaluations,
+        Program,
     )
-    from dei_framework.ensemble import run
-    from dei_framework.envelope import ChampionEnvelope, EnvelopeError, InboxFilter, NodeIdentity
-    from dei_framework.errors import (
+    from dei_framework.contract.errors import (
         BudgetExhausted,
         ConfigError,
         DEIError,
@@ -136,11 +137,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         ReferenceOverlap,
         TransportError,
     )
-    from dei_framework.evaluation import evaluate
-    from dei_framework.experiment import Condition, ExperimentPlan, run_experiment
-    from dei_framework.export import ExportedProgram
-    from dei_framework.hookspecs import EvaluatedEvent, RoundEvent, RunSummary, hookimpl, hookspec
-    from dei_framework.operators import (
+    from dei_framework.contract.operators import (
         Operator,
         OperatorReply,
         OperatorRequest,
@@ -148,15 +145,55 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         OperatorSpec,
         TransientOperatorFailure,
     )
-    from dei_framework.opponents import OpponentPool
-    from dei_framework.plugins import load_plugins
-    from dei_framework.records import Candidate, Message
-    from dei_framework.registry import PluginRegistry
-    from dei_framework.sandbox import Limits, SandboxPolicy, choose_policy
-    from dei_framework.scheduler import Admission, Result, RoundEnd, Scheduler, TellReport, WorkItem
-    from dei_framework.sharing import Admit, SharingPolicy, SharingSpec, TopKSharing
-    from dei_framework.transport import Delivery, LocalNetwork, Transport, TransportSpec
-    from dei_framework.watch import WatchedRun
+    from dei_framework.contract.records import Candidate, ExportedProgram, Message
+    from dei_framework.contract.registry import PluginRegistry
+    from dei_framework.contract.transport import Delivery, LocalNetwork, Transport, TransportSpec
+    from dei_framework.evaluation.local import evaluate
+    from dei_framework.evaluation.sandbox import Limits, SandboxPolicy, choose_policy
+    from dei_framework.experiment.runner import Condition, ExperimentPlan, run_experiment
+    from dei_framework.net.envelope import (
+        ChampionEnvelope,
+        EnvelopeError,
+        InboxFilter,
+        NodeIdentity,
+    )
+    from dei_framework.plugin.hookspecs import (
+        EvaluatedEvent,
+        RoundEvent,
+        RunSummary,
+        hookimpl,
+        hookspec,
+    )
+    from dei_framework.plugin.manager import load_plugins
+    from dei_framework.runtime.budget import BudgetLedger, split_budget
+    from dei_framework.runtime.config import NodeConfig, RunConfig
+    from dei_framework.runtime.ensemble import run
+    from dei_framework.search.archives import (
+        AddStatus,
+        ArchiveBase,
+        ArchiveSpec,
+        ArchiveStats,
+        CVTArchive,
+        GridArchive,
+        OccupiedElites,
+    )
+    from dei_framework.search.emitters import (
+        EmitterBase,
+        EmitterSpec,
+        ImprovementEmitter,
+        TournamentEmitter,
+        UniformEmitter,
+    )
+    from dei_framework.search.opponents import OpponentPool
+    from dei_framework.search.scheduler import (
+        Admission,
+        Result,
+        RoundEnd,
+        Scheduler,
+        TellReport,
+        WorkItem,
+    )
+    from dei_framework.search.sharing import Admit, SharingPolicy, SharingSpec, TopKSharing
 
     Elite = Opponent = Parent = Candidate  # deprecated aliases (see _DEPRECATED)
 

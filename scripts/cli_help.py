@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from dei_framework import cli
+from dei_framework.app import cli
 
 DOCUMENT = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import pytest
 
-from dei_framework import cli
+from dei_framework.app import cli
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 CLI_MD = DOCS / "cli.md"

@@ -15,15 +15,16 @@ sys.path.insert(0, str(Path(__file__).parent / "toy"))
 
 import toy_domain  # noqa: E402
 
-from dei_framework import cli, hookimpl  # noqa: E402
-from dei_framework.cli_experiment import plan_from_flags  # noqa: E402
-from dei_framework.errors import ConfigError  # noqa: E402
-from dei_framework.experiment import run_experiment  # noqa: E402
-from dei_framework.experiment_plan import Condition, ExperimentPlan, parse_conditions  # noqa: E402
-from dei_framework.experiment_summary import describe, metric_values, summarize_condition  # noqa: E402
-from dei_framework.operators import OperatorSpec  # noqa: E402
-from dei_framework.plugins import load_plugins  # noqa: E402
-from dei_framework.stats import holm  # noqa: E402
+from dei_framework import hookimpl  # noqa: E402
+from dei_framework.analysis.stats import holm  # noqa: E402
+from dei_framework.app import cli
+from dei_framework.app.cli_experiment import plan_from_flags  # noqa: E402
+from dei_framework.contract.errors import ConfigError  # noqa: E402
+from dei_framework.contract.operators import OperatorSpec  # noqa: E402
+from dei_framework.experiment.plan import Condition, ExperimentPlan, parse_conditions  # noqa: E402
+from dei_framework.experiment.runner import run_experiment  # noqa: E402
+from dei_framework.experiment.summary import describe, metric_values, summarize_condition  # noqa: E402
+from dei_framework.plugin.manager import load_plugins  # noqa: E402
 
 BUDGET = 48
 
@@ -177,7 +178,7 @@ def test_the_same_text_gets_the_same_common_fitness_in_every_condition(experimen
         assert len(set(found.values())) == 1, (text, found)
     # And it is the mean fitness against the reference set over the text's own K scoring
     # seeds (derived from the reference set and the text: the same in every run).
-    from dei_framework.common import build_reference
+    from dei_framework.analysis.common_ground import build_reference
 
     domain = toy_domain.ToyDomain()
     reference = build_reference(domain, scoring=plan.base.common_seeds)

@@ -15,18 +15,19 @@ sys.path.insert(0, str(Path(__file__).parent / "toy"))
 
 import toy_domain  # noqa: E402
 
-from dei_framework import cli, hookimpl  # noqa: E402
-from dei_framework.cli_experiment import plan_from_flags  # noqa: E402
-from dei_framework.errors import ConfigError  # noqa: E402
-from dei_framework.experiment import run_experiment  # noqa: E402
-from dei_framework.experiment_plan import (  # noqa: E402
+from dei_framework import hookimpl  # noqa: E402
+from dei_framework.app import cli
+from dei_framework.app.cli_experiment import plan_from_flags  # noqa: E402
+from dei_framework.contract.errors import ConfigError  # noqa: E402
+from dei_framework.contract.operators import OperatorSpec  # noqa: E402
+from dei_framework.experiment.plan import (  # noqa: E402
     Condition,
     ExperimentPlan,
     ladder,
     parse_conditions,
 )
-from dei_framework.operators import OperatorSpec  # noqa: E402
-from dei_framework.plugins import load_plugins  # noqa: E402
+from dei_framework.experiment.runner import run_experiment  # noqa: E402
+from dei_framework.plugin.manager import load_plugins  # noqa: E402
 
 ALL = "solo,homo,homo-temp,sample,diverse,adaptive"
 

@@ -13,11 +13,11 @@ sys.path.insert(0, str(Path(__file__).parent / "toy"))
 import toy_domain  # noqa: E402
 
 from dei_framework import hookimpl  # noqa: E402
-from dei_framework.config import NodeConfig, RunConfig  # noqa: E402
-from dei_framework.ensemble import run  # noqa: E402
-from dei_framework.errors import ConfigError  # noqa: E402
-from dei_framework.export import export_programs  # noqa: E402
-from dei_framework.plugins import load_plugins  # noqa: E402
+from dei_framework.contract.errors import ConfigError  # noqa: E402
+from dei_framework.plugin.manager import load_plugins  # noqa: E402
+from dei_framework.report.export import export_programs  # noqa: E402
+from dei_framework.runtime.config import NodeConfig, RunConfig  # noqa: E402
+from dei_framework.runtime.ensemble import run  # noqa: E402
 
 
 class ToyFormat:

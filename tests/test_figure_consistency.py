@@ -1,7 +1,8 @@
 """Every figure JSON agrees with itself: its means, spreads, differences, intervals and p-values
 follow from the per-run values it records.
 
-The statistics are recomputed here by a different road than ``dei_framework.stats`` takes, so a
+The statistics are recomputed here by a different road than ``dei_framework.analysis.stats`` takes,
+so a
 bug there (or a JSON edited by hand, or written by an older script) shows up as a mismatch:
 
 * means and sample standard deviations with numpy (the project uses ``statistics``);
@@ -34,7 +35,8 @@ from scipy import stats as scipy_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 SET_JSONS = sorted((ROOT / "docs" / "figures").glob("*.json"))
-#: Requested level of the Hodges-Lehmann interval (``dei_framework.stats.CONFIDENCE``; typed
+#: Requested level of the Hodges-Lehmann interval (``dei_framework.analysis.stats.CONFIDENCE``;
+#: typed
 #: again so that a change there is a change here too).
 LEVEL = 0.95
 #: Monte Carlo permutations behind a p-value whose test is not exact.

@@ -1,4 +1,5 @@
-"""docs/architecture.md's module map names every module of ``dei_framework/`` with its job."""
+"""docs/architecture.md's Layout names every package of ``dei_framework/`` and every module of
+each, with its job, nested as the folders are."""
 
 from __future__ import annotations
 
@@ -10,38 +11,62 @@ PACKAGE = REPO / "dei_framework"
 
 
 def _map_entries() -> dict[str, str]:
-    """``name -> job`` of the Layout block's ``dei_framework/`` lines (``a.py, b.py`` lines
-    give both names the same job)."""
+    """``path -> job`` of the Layout block's lines under ``dei_framework/``: a name indented
+    two spaces per level is inside the package named above it at the level before
+    (``runtime/driver.py``); a line with no name continues the job above it."""
     text = (REPO / "docs" / "architecture.md").read_text()
     block = text[text.index("## Layout") :]
     block = block[block.index("```") + 3 :]
     block = block[: block.index("```")]
     entries: dict[str, str] = {}
+    parents: list[str] = []
+    inside = False
     for line in block.splitlines():
-        match = re.match(r"  (\S+(?:, \S+)*)\s{2,}(\S.*)", line)
-        if match:
-            for name in match.group(1).split(", "):
-                entries[name] = match.group(2)
+        if line.startswith("dei_framework/"):
+            inside = True
+            continue
+        match = re.match(r"((?:  ){1,3})(\S+)\s{2,}(\S.*)", line)
+        if not inside or not line.startswith(" "):
+            inside = inside and line.startswith(" ")
+            continue
+        if match is None:  # a continuation line
+            continue
+        level = len(match.group(1)) // 2 - 1
+        del parents[level:]
+        path = "".join(parents) + match.group(2)
+        entries[path] = match.group(3)
+        if path.endswith("/"):
+            parents.append(match.group(2))
     return entries
 
 
-def test_every_module_of_the_core_is_in_the_module_map_with_its_job() -> None:
-    modules = {path.name for path in PACKAGE.glob("*.py") if not path.name.startswith("__")}
-    packages = {
-        f"{path.name}/"
-        for path in PACKAGE.iterdir()
-        if path.is_dir() and (path / "__init__.py").exists()
-    }
+def _on_disk() -> set[str]:
+    """Packages (``runtime/``) and modules (``runtime/driver.py``) of the core, as the map
+    names them: every module of a layer package, and each subpackage as one entry."""
+    found = {"__init__.py"} | {path.name for path in PACKAGE.glob("*.py")
+                               if not path.name.startswith("__")}  # fmt: skip
+    for layer in PACKAGE.glob("*/__init__.py"):
+        folder = layer.parent
+        found.add(f"{folder.name}/")
+        found.update(f"{folder.name}/{path.name}" for path in folder.glob("*.py")
+                     if path.name != "__init__.py")  # fmt: skip
+        found.update(f"{folder.name}/{sub.parent.name}/" for sub in folder.glob("*/__init__.py"))
+    return found
+
+
+def test_the_map_reads_nested_entries() -> None:
     entries = _map_entries()
-    missing = sorted((modules | packages) - set(entries))
+    assert "runtime/" in entries and "runtime/driver.py" in entries
+    assert "search/archives/" in entries and "errors.py" not in entries
+
+
+def test_every_module_of_the_core_is_in_the_module_map_with_its_job() -> None:
+    entries = _map_entries()
+    missing = sorted(_on_disk() - set(entries))
     assert not missing, f"docs/architecture.md's Layout does not name: {', '.join(missing)}"
-    assert all(entries[name].strip() for name in modules | packages)
+    assert all(entries[name].strip() for name in _on_disk())
 
 
 def test_the_map_names_no_module_that_is_gone() -> None:
-    gone = [
-        name
-        for name in _map_entries()
-        if name.endswith((".py", "/")) and not (PACKAGE / name.rstrip("/")).exists()
-    ]
+    gone = sorted(set(_map_entries()) - _on_disk())
     assert not gone, f"docs/architecture.md's Layout names modules that do not exist: {gone}"

@@ -9,11 +9,11 @@ import attrs
 import pytest
 from dei_coreware.domain import CorewarOptions
 
-from dei_framework import config as cfg
-from dei_framework.cli_experiment import plan_from_flags
-from dei_framework.errors import ConfigError
-from dei_framework.plugins import load_plugins
-from dei_framework.presets import DEI_PAPER, get_preset
+from dei_framework.app.cli_experiment import plan_from_flags
+from dei_framework.contract.errors import ConfigError
+from dei_framework.plugin.manager import load_plugins
+from dei_framework.runtime import config as cfg
+from dei_framework.runtime.presets import DEI_PAPER, get_preset
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dei_framework.envelope import ChampionEnvelope, NodeIdentity
-from dei_framework.node import Node
-from dei_framework.transport import Delivery, Transport
+from dei_framework.contract.transport import Delivery, Transport
+from dei_framework.net.envelope import ChampionEnvelope, NodeIdentity
+from dei_framework.net.node import Node
 
 TOY = ["--domain", "toy", "--eval-workers", "0", "--progress", "quiet", "--no-report"]
 

@@ -14,19 +14,20 @@ sys.path.insert(0, str(Path(__file__).parent / "toy"))
 
 import toy_domain  # noqa: E402
 
-from dei_framework import cli, hookimpl  # noqa: E402
-from dei_framework.archive import GridArchive  # noqa: E402
-from dei_framework.cli_experiment import plan_from_flags  # noqa: E402
-from dei_framework.config import NodeConfig, RunConfig  # noqa: E402
-from dei_framework.domain import DomainSpec  # noqa: E402
-from dei_framework.ensemble import run  # noqa: E402
-from dei_framework.errors import ConfigError  # noqa: E402
-from dei_framework.experiment import run_experiment  # noqa: E402
-from dei_framework.operators import Operator, OperatorReply, OperatorSpec  # noqa: E402
-from dei_framework.plots import final_archives  # noqa: E402
-from dei_framework.plugins import load_plugins  # noqa: E402
-from dei_framework.report import write_run_report  # noqa: E402
-from dei_framework.run_files import read_finished_run  # noqa: E402
+from dei_framework import hookimpl  # noqa: E402
+from dei_framework.app import cli
+from dei_framework.app.cli_experiment import plan_from_flags  # noqa: E402
+from dei_framework.contract.domain import DomainSpec  # noqa: E402
+from dei_framework.contract.errors import ConfigError  # noqa: E402
+from dei_framework.contract.operators import Operator, OperatorReply, OperatorSpec  # noqa: E402
+from dei_framework.experiment.runner import run_experiment  # noqa: E402
+from dei_framework.plugin.manager import load_plugins  # noqa: E402
+from dei_framework.report.plots import final_archives  # noqa: E402
+from dei_framework.report.write import write_run_report  # noqa: E402
+from dei_framework.runtime.config import NodeConfig, RunConfig  # noqa: E402
+from dei_framework.runtime.ensemble import run  # noqa: E402
+from dei_framework.runtime.run_files import read_finished_run  # noqa: E402
+from dei_framework.search.archive import GridArchive  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -235,7 +236,7 @@ def test_experiment_report(experiment_dir):
 
 
 def test_a_verdict_names_the_leader_and_when_n_allows_significance() -> None:
-    from dei_framework.experiment_report import _verdict
+    from dei_framework.report.experiment_report import _verdict
 
     entry = {"a": "diverse", "b": "solo", "shift": -0.25, "p_holm": 0.01, "a12": 0.1,
              "ci": [-0.4, -0.1], "ci_level": 0.96, "ci95": [-0.4, -0.1], "n_a": 10, "n_b": 10}
@@ -262,7 +263,7 @@ def test_experiment_plots_rank_conditions_as_the_common_ground_table(
 ):
     # What final.png draws (bar heights) must be the common-ground means of the report's
     # conditions table, so plot and table rank the conditions alike.
-    from dei_framework import plots as plots_module
+    from dei_framework.report import plots as plots_module
 
     drawn: dict[str, list[list[float]]] = {}
     labels: dict[str, list[str]] = {}
@@ -340,8 +341,8 @@ def test_heatmaps_label_a_bounded_number_of_bins(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from dei_framework import plots
-    from dei_framework.descriptors import DescriptorSpace, ThresholdAxis, UniformAxis
+    from dei_framework.contract.descriptors import DescriptorSpace, ThresholdAxis, UniformAxis
+    from dei_framework.report import plots
 
     figures = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig))
@@ -367,7 +368,7 @@ def test_heatmaps_label_a_bounded_number_of_bins(tmp_path, monkeypatch):
 
 
 def test_a_champion_that_is_an_initial_program_is_marked_as_such() -> None:
-    from dei_framework.run_report import _origin
+    from dei_framework.report.run_report import _origin
 
     nodes = {"node-0": {"operator": "gp"}}
     assert "initial program" in _origin({"operator": "initial"}, nodes)
@@ -378,9 +379,9 @@ def test_a_champion_that_is_an_initial_program_is_marked_as_such() -> None:
 
 def test_a_node_has_one_colour_in_the_plots_and_on_the_watch_page(
         tmp_path, plugins, monkeypatch) -> None:  # fmt: skip
-    from dei_framework import plots
-    from dei_framework.formatting import MERGED_COLOR, NODE_COLORS
-    from dei_framework.watch.run import WatchedRun
+    from dei_framework.analysis.formatting import MERGED_COLOR, NODE_COLORS
+    from dei_framework.app.watch.run import WatchedRun
+    from dei_framework.report import plots
 
     path = toy_run(tmp_path / "run", plugins)
     drawn = []

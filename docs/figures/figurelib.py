@@ -375,7 +375,7 @@ def interval_method(entry: Mapping[str, Any]) -> str | None:
 
 
 def comparison(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """One ``comparisons`` entry of a summary (or of :func:`dei_framework.stats.compare`)
+    """One ``comparisons`` entry of a summary (or of :func:`dei_framework.analysis.stats.compare`)
     reduced to what the figures show, whichever names the summary gives its statistics."""
     return {
         "a": entry["a"],

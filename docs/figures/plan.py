@@ -49,7 +49,7 @@ from figurelib import (  # noqa: E402
     write_figure_set,
 )
 
-from dei_framework.stats import compare, holm  # noqa: E402
+from dei_framework.analysis.stats import compare, holm  # noqa: E402
 
 FAMILIES = ("bombers", "papers", "scanners", "imps")
 PICK = 2

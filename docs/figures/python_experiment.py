@@ -44,8 +44,8 @@ from figurelib import (  # noqa: E402
     write_figure_set,
 )
 
-from dei_framework.experiment_summary import metric_values  # noqa: E402
-from dei_framework.stats import compare, holm, mean_interval  # noqa: E402
+from dei_framework.analysis.stats import compare, holm, mean_interval  # noqa: E402
+from dei_framework.experiment.summary import metric_values  # noqa: E402
 
 MODELS = ("openai/scripted-ast-full", "openai/scripted-terms-diff")
 SEED = 100

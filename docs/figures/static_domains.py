@@ -9,7 +9,7 @@ domains, then extracts the conditions and comparisons into ``docs/figures/static
 * ``symreg`` (``examples/symreg``) has one offline operator, ``symreg-gp``: Solo against Homo
   only (a Diverse condition needs a second operator). The experiment compares Diverse with the
   others; Homo − Solo is computed here with the experiment's own statistics
-  (:func:`dei_framework.stats.compare`, Holm within each metric).
+  (:func:`dei_framework.analysis.stats.compare`, Holm within each metric).
 
 Usage::
 
@@ -125,8 +125,8 @@ def experiment_command(domain: str, *, quick: bool, eval_workers: int) -> list[s
 def homo_vs_solo(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Homo − Solo on the compared metrics, for an experiment without Diverse (the summary
     then has no comparisons): the experiment's own test, interval, A12 and Holm adjustment."""
-    from dei_framework.experiment_summary import COMPARED_METRICS, metric_values
-    from dei_framework.stats import compare, holm
+    from dei_framework.analysis.stats import compare, holm
+    from dei_framework.experiment.summary import COMPARED_METRICS, metric_values
 
     conditions = summary["conditions"]
     if "homo" not in conditions or "solo" not in conditions:

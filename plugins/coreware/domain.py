@@ -41,10 +41,10 @@ from dei_coreware.mars._settings import MAX_WARRIORS
 from dei_coreware.prompts import build_messages
 from dei_coreware.redcode import Warrior
 
-from dei_framework.descriptors import AxisSpec, ThresholdAxis
-from dei_framework.domain import Domain, Evaluation, Program
-from dei_framework.errors import ConfigError, InvalidProgram, ReferenceOverlap
-from dei_framework.records import Candidate, Message
+from dei_framework.contract.descriptors import AxisSpec, ThresholdAxis
+from dei_framework.contract.domain import Domain, Evaluation, Program
+from dei_framework.contract.errors import ConfigError, InvalidProgram, ReferenceOverlap
+from dei_framework.contract.records import Candidate, Message
 
 #: DRQ's bins (6 x 6 = 36 cells for the default grid) and its two alternative axes.
 TSP_THRESHOLDS = (1, 10, 100, 1000, 10000)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from dei_framework.export import ExportedProgram
+from dei_framework.contract.records import ExportedProgram
 
 _REPLACED = re.compile(r"^\s*;\s*(name|author)\b", re.IGNORECASE)
 _REDCODE = re.compile(r"^\s*;\s*redcode", re.IGNORECASE)

@@ -15,7 +15,7 @@ import attrs
 from dei_coreware.assembler import AssemblerSettings, AssemblyError, assemble
 from dei_coreware.redcode import Warrior
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 #: Opcodes and pseudo-opcodes: a line whose first or second word is one of these is code.
 _CODE_WORDS = frozenset(

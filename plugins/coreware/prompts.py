@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dei_framework.records import Candidate, Message
+from dei_framework.contract.records import Candidate, Message
 
 if TYPE_CHECKING:
     from dei_coreware.domain import CorewarOptions

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dei_framework.hookspecs import hookspec
+from dei_framework.plugin.hookspecs import hookspec
 
 if TYPE_CHECKING:
     from litellm import CustomLLM

@@ -13,13 +13,14 @@ Failures fall into three groups:
 
 * transient (429, 5xx, timeouts, dropped connections, malformed replies): retried with
   exponential backoff and jitter, honouring ``Retry-After``; after ``max_retries`` retries the
-  call raises :class:`~dei_framework.operators.TransientOperatorFailure` so the core gives the
+  call raises :class:`~dei_framework.contract.operators.TransientOperatorFailure` so the core gives
+  the
   budget slot back;
 * request-specific (the prompt exceeds the context window, a content filter refused it): not
   retried, also a transient failure, because the next request may well succeed;
 * fatal (no key, wrong key, permission denied, unknown model, bad request, connection
   refused, a host name that does not resolve): raised at once as
-  :class:`~dei_framework.errors.OperatorError` with one line naming the model, the URL and
+  :class:`~dei_framework.contract.errors.OperatorError` with one line naming the model, the URL and
   the cause. Nothing listening at the address, or no such host, is a configuration mistake
   far more often than an outage, and retrying it for half an hour helps nobody.
 
@@ -58,9 +59,8 @@ import attrs
 import tenacity
 from dei_llm.preflight import KEY_ENV_VARS, is_loopback, preflight
 
-from dei_framework.budget import Price
-from dei_framework.errors import BudgetExhausted, ConfigError, OperatorError
-from dei_framework.operators import (
+from dei_framework.contract.errors import BudgetExhausted, ConfigError, OperatorError
+from dei_framework.contract.operators import (
     Operator,
     OperatorReply,
     OperatorRequest,
@@ -68,6 +68,7 @@ from dei_framework.operators import (
     TransientOperatorFailure,
     UsageMeter,
 )
+from dei_framework.runtime.budget import Price
 
 #: Statuses worth retrying: timeouts, conflicts, too early, rate limits and server errors.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})

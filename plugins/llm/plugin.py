@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dei_framework.cli_options import RunOption
-from dei_framework.errors import ConfigError, PluginError
-from dei_framework.hookspecs import hookimpl
-from dei_framework.operators import OperatorSettings, OperatorSpec
+from dei_framework.contract.cli_options import RunOption
+from dei_framework.contract.errors import ConfigError, PluginError
+from dei_framework.contract.operators import OperatorSettings, OperatorSpec
+from dei_framework.plugin.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     import pluggy
     from dei_llm.operator import LLMOperator
 
-    from dei_framework.domain import Domain
-    from dei_framework.registry import PluginRegistry
+    from dei_framework.contract.domain import Domain
+    from dei_framework.contract.registry import PluginRegistry
 
 #: Prefix that forces the LLM family for a model string (``llm:provider/model``).
 PREFIX = "llm:"

@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from dei_framework.descriptors import AxisSpec, UniformAxis
-from dei_framework.domain import Domain, Evaluation, GenomeEvaluations, Program
-from dei_framework.errors import ConfigError, InvalidProgram
-from dei_framework.records import Candidate, Message
+from dei_framework.contract.descriptors import AxisSpec, UniformAxis
+from dei_framework.contract.domain import Domain, Evaluation, GenomeEvaluations, Program
+from dei_framework.contract.errors import ConfigError, InvalidProgram
+from dei_framework.contract.records import Candidate, Message
 
 #: Every domain option and its default (``[domain_options]`` or ``--domain-option KEY=VALUE``).
 DEFAULT_OPTIONS: Mapping[str, Any] = {"dim": 20, "function": "sphere", "low": -5.12, "high": 5.12,
@@ -82,7 +82,7 @@ def written_genome(values: list[float]) -> str:
 class GenomeTexts(Sequence[str]):
     """The canonical texts of the rows of a genome array, each written when first read.
 
-    What :meth:`dei_framework.scheduler.Scheduler.tell_batch` takes as ``texts``: it reads
+    What :meth:`dei_framework.search.scheduler.Scheduler.tell_batch` takes as ``texts``: it reads
     only the texts of the candidates an archive takes, so the rest are never formatted.
 
     Args:

@@ -10,7 +10,8 @@
 Both ignore the chat messages and draw everything from the request's seed, so a run is
 reproducible. The noise is counter-based (:func:`seeded_normals`): request ``r``'s numbers
 depend on its seed alone, so a whole batch of requests is drawn in one vectorised pass, and
-:meth:`~dei_framework.operators.Operator.propose`, ``propose_batch`` and ``propose_genomes``
+:meth:`~dei_framework.contract.operators.Operator.propose`, ``propose_batch`` and
+``propose_genomes``
 give the same child for a request however requests are grouped. ``propose_genomes`` is the
 array form a library loop uses (no text is written; see ``NumericDomain.texts``). They are
 written from the published descriptions; no pyribs code is used.
@@ -25,9 +26,14 @@ from typing import Any
 import numpy as np
 from dei_numeric.domain import NumericDomain, written_genome
 
-from dei_framework.errors import ConfigError
-from dei_framework.operators import Operator, OperatorReply, OperatorRequest, OperatorSettings
-from dei_framework.records import Candidate
+from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.operators import (
+    Operator,
+    OperatorReply,
+    OperatorRequest,
+    OperatorSettings,
+)
+from dei_framework.contract.records import Candidate
 
 # SplitMix64 (Steele, Lea & Flood, 2014): a stream seeded by ``s`` has its k-th word at
 # mix(s + k * gamma) (mix: the xor-shift-multiply finaliser below); every word is computed on its

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dei_numeric.domain import NumericDomain
 from dei_numeric.operators import create_gaussian, create_iso_line
 
-from dei_framework.domain import DomainSpec
-from dei_framework.hookspecs import hookimpl
-from dei_framework.operators import OperatorSpec
+from dei_framework.contract.domain import DomainSpec
+from dei_framework.contract.operators import OperatorSpec
+from dei_framework.plugin.hookspecs import hookimpl
 
 
 @hookimpl

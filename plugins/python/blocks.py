@@ -18,7 +18,7 @@ import textwrap
 
 import attrs
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 #: The markers, as OpenEvolve writes them (a line whose stripped text starts with one).
 START = "# EVOLVE-BLOCK-START"

@@ -20,7 +20,7 @@ import re
 
 from dei_python.blocks import MAX_CHARS, Scaffold
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 _EDIT = re.compile(
     r"^[ \t]*<{7} ?SEARCH[ \t]*\n(.*?)^[ \t]*={7}[ \t]*\n(.*?)^[ \t]*>{7} ?REPLACE[ \t]*$",

@@ -31,10 +31,10 @@ from dei_python.blocks import END, START, Scaffold, check_syntax, reply_block, s
 from dei_python.diffs import apply_edits, is_diff
 from dei_python.task import DEFAULT_TASK, DEFAULT_TIMEOUT, Task, load_task, warn_ignored
 
-from dei_framework.descriptors import AxisSpec, UniformAxis
-from dei_framework.domain import Domain, Evaluation, Program
-from dei_framework.errors import ConfigError, InvalidProgram
-from dei_framework.records import Candidate, Message
+from dei_framework.contract.descriptors import AxisSpec, UniformAxis
+from dei_framework.contract.domain import Domain, Evaluation, Program
+from dei_framework.contract.errors import ConfigError, InvalidProgram
+from dei_framework.contract.records import Candidate, Message
 
 #: Every domain option and its default (``--domain-option KEY=VALUE``; ``--task DIR``).
 DEFAULT_OPTIONS: Mapping[str, Any] = {

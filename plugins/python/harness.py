@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 #: Characters of each captured stream kept (the end: where errors are).
 STREAM_TAIL = 2000

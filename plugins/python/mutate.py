@@ -27,9 +27,14 @@ from typing import Any
 
 from dei_python.blocks import split
 
-from dei_framework.domain import Domain
-from dei_framework.errors import ConfigError, InvalidProgram
-from dei_framework.operators import Operator, OperatorReply, OperatorRequest, OperatorSettings
+from dei_framework.contract.domain import Domain
+from dei_framework.contract.errors import ConfigError, InvalidProgram
+from dei_framework.contract.operators import (
+    Operator,
+    OperatorReply,
+    OperatorRequest,
+    OperatorSettings,
+)
 
 #: Swaps per comparison operator.
 COMPARE_SWAPS: dict[type, tuple[type, ...]] = {

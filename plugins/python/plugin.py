@@ -9,11 +9,11 @@ from typing import Any
 
 import click
 
-from dei_framework.cli_options import RunOption
-from dei_framework.domain import Domain, DomainSpec
-from dei_framework.export import ExportedProgram
-from dei_framework.hookspecs import hookimpl
-from dei_framework.operators import Operator, OperatorSettings, OperatorSpec
+from dei_framework.contract.cli_options import RunOption
+from dei_framework.contract.domain import Domain, DomainSpec
+from dei_framework.contract.operators import Operator, OperatorSettings, OperatorSpec
+from dei_framework.contract.records import ExportedProgram
+from dei_framework.plugin.hookspecs import hookimpl
 
 
 def _domain(options: Mapping[str, Any]) -> Domain:

@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from dei_framework.errors import ConfigError
+from dei_framework.contract.errors import ConfigError
 
 #: The bundled tasks, in OpenEvolve's layout.
 TASKS = Path(__file__).resolve().parent / "tasks"

@@ -43,7 +43,7 @@ import httpx
 import tenacity
 from dei_transports.link import Link
 
-from dei_framework.errors import TransportError
+from dei_framework.contract.errors import TransportError
 
 log = logging.getLogger(__name__)
 

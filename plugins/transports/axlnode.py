@@ -36,10 +36,10 @@ from urllib.parse import urlsplit
 import attrs
 import httpx
 
-from dei_framework.envelope import NodeIdentity
-from dei_framework.errors import TransportError
-from dei_framework.launcher import parent_death_signal
-from dei_framework.transport import LocalNetwork
+from dei_framework.contract.errors import TransportError
+from dei_framework.contract.transport import LocalNetwork
+from dei_framework.net.envelope import NodeIdentity
+from dei_framework.runtime.launcher import parent_death_signal
 
 #: The port AXL's userspace TCP stack uses between nodes; must be equal on all nodes and never
 #: clashes on the host (it lives inside each node's own stack).

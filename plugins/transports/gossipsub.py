@@ -37,7 +37,7 @@ import attrs
 from dei_transports.frames import MAX_FRAME_BYTES, DataMessage, Frame, FrameError, message_id
 from dei_transports.link import Link
 
-from dei_framework.transport import Delivery, Transport
+from dei_framework.contract.transport import Delivery, Transport
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ class _Cached:
 
 
 class GossipSubRouter(Transport):
-    """A :class:`~dei_framework.transport.Transport` that gossips over a :class:`Link`.
+    """A :class:`~dei_framework.contract.transport.Transport` that gossips over a :class:`Link`.
 
     Args:
         link: The point-to-point link.

@@ -22,10 +22,10 @@ import click
 from dei_transports.gossipsub import GossipSubParams, GossipSubRouter
 from dei_transports.inmemory import Hub
 
-from dei_framework.cli_options import RunOption
-from dei_framework.errors import ConfigError
-from dei_framework.hookspecs import hookimpl
-from dei_framework.transport import LocalNetwork, Transport, TransportSpec
+from dei_framework.contract.cli_options import RunOption
+from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.transport import LocalNetwork, Transport, TransportSpec
+from dei_framework.plugin.hookspecs import hookimpl
 
 
 def _latency(value: Any) -> tuple[float, float]:
@@ -104,7 +104,7 @@ def make_axl(node_names: Sequence[str], options: Mapping[str, Any]) -> list[Tran
             f"the axl transport runs one node per process (got {len(node_names)}); "
             "start one dei-run per AXL node"
         )
-    from dei_framework.envelope import EnvelopeError, parse_members
+    from dei_framework.net.envelope import EnvelopeError, parse_members
 
     api = options.get("axl_api") or "http://127.0.0.1:9002"
     try:

@@ -12,16 +12,16 @@ import pytest
 from midway import events, kill_midway
 
 from dei_framework import NodeConfig, RunConfig, hookimpl, load_plugins, run
-from dei_framework.allocation import (
+from dei_framework.contract.errors import ConfigError
+from dei_framework.runtime.ensemble import Ensemble
+from dei_framework.runtime.run_dir import RunDir
+from dei_framework.search.allocation import (
     AllocationDecision,
     AllocatorSpec,
     BanditAllocator,
     RoundCredit,
     apportion,
 )
-from dei_framework.ensemble import Ensemble
-from dei_framework.errors import ConfigError
-from dei_framework.runlog import RunDir
 
 #: Keys whose values are wall-clock measurements, not results.
 TIMING_KEYS = frozenset({"timings", "call_seconds", "wall_seconds", "waits", "pid"})
@@ -184,7 +184,7 @@ def test_bandit_is_refused_where_it_cannot_hold_with_one_line(toy_env, tmp_path)
     with pytest.raises(ConfigError, match="compute-axis tokens"):
         Ensemble(tokens, RunDir(tmp_path / "tokens"), registry=registry)._build()
     # dei-run over AXL: refused before any AXL node or node process starts
-    from dei_framework.launcher import local_network
+    from dei_framework.runtime.launcher import local_network
 
     axl = _config(["toy-random", "toy-random"], transport="axl", compute_axis="tokens",
                   iterations=4)  # fmt: skip
@@ -265,7 +265,7 @@ def test_a_killed_and_resumed_bandit_run_ends_as_an_uninterrupted_one(
 
 
 def test_the_watch_page_state_carries_the_decisions(toy_env, tmp_path) -> None:
-    from dei_framework.watch.run import WatchedRun
+    from dei_framework.app.watch.run import WatchedRun
 
     registry = load_plugins()
     out = tmp_path / "run"

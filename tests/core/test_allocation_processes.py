@@ -13,9 +13,9 @@ from collections import defaultdict
 
 import pytest
 
-from dei_framework.allocation import AllocationCoordinator, BanditAllocator, RoundReport
-from dei_framework.descriptors import DescriptorSpace, UniformAxis
-from dei_framework.records import Candidate
+from dei_framework.contract.descriptors import DescriptorSpace, UniformAxis
+from dei_framework.contract.records import Candidate
+from dei_framework.search.allocation import AllocationCoordinator, BanditAllocator, RoundReport
 
 NAMES = ("a", "b", "c")
 ROUNDS = 4

@@ -25,14 +25,14 @@ from dei_framework import (
     ThresholdAxis,
     UniformAxis,
 )
-from dei_framework.descriptors import LogAxis
-from dei_framework.operators import (
+from dei_framework.contract.descriptors import LogAxis
+from dei_framework.contract.operators import (
     DeferredMessages,
     Operator,
     OperatorReply,
     OperatorRequest,
 )
-from dei_framework.records import DeferredText
+from dei_framework.contract.records import DeferredText
 
 SPACE = DescriptorSpace([UniformAxis("x", -1.0, 1.0, 12), ThresholdAxis("y", (0.0, 0.5))])
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from dei_framework import chaos
+from dei_framework.runtime import chaos
 
 
 class _Recorder:

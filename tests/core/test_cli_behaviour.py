@@ -11,10 +11,10 @@ import click
 import pytest
 from midway import kill_midway
 
-from dei_framework.cli import dei, dei_run
-from dei_framework.config import chosen_out
-from dei_framework.descriptors import DescriptorSpace, ThresholdAxis
-from dei_framework.errors import ConfigError, PluginError
+from dei_framework.app.cli import dei, dei_run
+from dei_framework.contract.descriptors import DescriptorSpace, ThresholdAxis
+from dei_framework.contract.errors import ConfigError, PluginError
+from dei_framework.runtime.config import chosen_out
 
 
 def _all_commands(command: click.Command, path: tuple[str, ...] = ()):
@@ -142,7 +142,7 @@ def test_the_default_output_folders_are_ignored_by_git() -> None:
     repo = Path(__file__).resolve().parents[2]
     if shutil.which("git") is None or not (repo / ".git").exists():
         pytest.skip("not a git checkout")
-    from dei_framework.cli import default_out
+    from dei_framework.app.cli import default_out
 
     run = default_out("coreware")  # what the commands pick without --out
     experiment = Path("experiments") / run.name

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dei_framework import Candidate, DescriptorSpace, GridArchive, ThresholdAxis
-from dei_framework.common import (
+from dei_framework.analysis.common_ground import (
     Score,
     build_reference,
     merge_common,
@@ -23,8 +23,8 @@ from dei_framework.common import (
     text_seeds,
     winners,
 )
-from dei_framework.domain import Evaluation
-from dei_framework.evaluation import Evaluator, Outcome
+from dei_framework.contract.domain import Evaluation
+from dei_framework.evaluation.local import Evaluator, Outcome
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
 
@@ -277,7 +277,7 @@ class CountingToy(toy_domain.ToyDomain):
 
 
 def _measured(deterministic: bool) -> tuple[CountingToy, dict, list[dict], list[str]]:
-    from dei_framework.merge import RunMerge
+    from dei_framework.runtime.merge import RunMerge
 
     domain = CountingToy(deterministic)
     space = DescriptorSpace([ThresholdAxis("length", (2, 4, 6)), ThresholdAxis("peak", (50,))])

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from dei_framework import NodeConfig, RunConfig, hookimpl, load_plugins, run
-from dei_framework.errors import OperatorError
-from dei_framework.operators import Operator, OperatorReply, OperatorRequest, OperatorSpec
-from dei_framework.timeline import NEVER, NodeClock, Timeline
+from dei_framework.contract.errors import OperatorError
+from dei_framework.contract.operators import Operator, OperatorReply, OperatorRequest, OperatorSpec
+from dei_framework.net.timeline import NEVER, NodeClock, Timeline
 
 sys.path.insert(0, str(Path(__file__).parent))
 

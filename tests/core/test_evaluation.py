@@ -10,7 +10,7 @@ import pickle
 
 import pytest
 
-from dei_framework.evaluation import GENERALITY_NICENESS, Evaluator, evaluate
+from dei_framework.evaluation.local import GENERALITY_NICENESS, Evaluator, evaluate
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_a_batch_of_dear_evaluations_is_cut_finer_than_one_job_per_worker(toy):
     early takes the next); cheap ones stay one job per worker; the outcomes do not change."""
     import time
 
-    from dei_framework.evaluation import JOBS_PER_WORKER, LocalBackend
+    from dei_framework.evaluation.local import JOBS_PER_WORKER, LocalBackend
 
     class Dear(toy.ToyDomain):
         def evaluate(self, program, opponents, *, seed):

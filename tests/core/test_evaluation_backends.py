@@ -8,12 +8,12 @@ import json
 import pytest
 
 from dei_framework import hookimpl
-from dei_framework.backend import EvaluatorOptions, EvaluatorSpec
-from dei_framework.config import NodeConfig, RunConfig
-from dei_framework.ensemble import run
-from dei_framework.errors import ConfigError
-from dei_framework.evaluation import LocalBackend
-from dei_framework.plugins import load_plugins
+from dei_framework.contract.backend import EvaluatorOptions, EvaluatorSpec
+from dei_framework.contract.errors import ConfigError
+from dei_framework.evaluation.local import LocalBackend
+from dei_framework.plugin.manager import load_plugins
+from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.ensemble import run
 
 
 class CountingBackend(LocalBackend):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dei_framework.descriptors import DescriptorSpace, UniformAxis
-from dei_framework.run_summary import EventTally
+from dei_framework.contract.descriptors import DescriptorSpace, UniformAxis
+from dei_framework.runtime.summary import EventTally
 
 SPACE = DescriptorSpace([UniformAxis("x", 0.0, 1.0, 4), UniformAxis("y", 0.0, 1.0, 5)])
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dei_framework.cli import _condition_table
-from dei_framework.experiment_summary import PER_NODE_REPEAT, describe
-from dei_framework.formatting import MISSING, number, plus_minus, reference_text, value_at
+from dei_framework.analysis.formatting import MISSING, number, plus_minus, reference_text, value_at
+from dei_framework.app.cli import _condition_table
+from dei_framework.experiment.summary import PER_NODE_REPEAT, describe
 
 
 def test_mean_and_spread_with_n_only_when_pooled_over_nodes() -> None:

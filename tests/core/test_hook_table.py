@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dei_framework import hookspecs
-from dei_framework._contract import hook_docs
+from dei_framework.plugin import hookspecs
+from dei_framework.plugin._contract import hook_docs
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "hook_table.py"
 
@@ -60,5 +60,6 @@ def test_a_changed_docstring_makes_the_check_fail(script, tmp_path, monkeypatch)
 
 
 def test_markup_becomes_markdown_and_pipes_are_escaped(script) -> None:
-    text = ":class:`~dei_framework.domain.DomainSpec` or ``None`` | :func:`dei_framework.run`"
+    text = (":class:`~dei_framework.contract.domain.DomainSpec` or ``None`` | "
+            ":func:`dei_framework.run`")
     assert script.markdown(text) == "`DomainSpec` or `None` \\| `dei_framework.run`"

@@ -7,8 +7,8 @@ import subprocess
 import attrs
 import pytest
 
-from dei_framework.config import NodeConfig, RunConfig
-from dei_framework.errors import ConfigError
+from dei_framework.contract.errors import ConfigError
+from dei_framework.runtime.config import NodeConfig, RunConfig
 
 TOY = ["--domain", "toy", "--operator", "toy-random", "--progress", "quiet", "--no-report"]
 

@@ -26,10 +26,10 @@ from dei_framework import (
     evaluate,
     run,
 )
-from dei_framework.config import build_nodes
-from dei_framework.descriptors import AxisSpec
-from dei_framework.errors import ConfigError
-from dei_framework.sharing import BUILTIN_POLICIES
+from dei_framework.contract.descriptors import AxisSpec
+from dei_framework.contract.errors import ConfigError
+from dei_framework.runtime.config import build_nodes
+from dei_framework.search.sharing import BUILTIN_POLICIES
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -253,8 +253,8 @@ def test_continual_rounds_keep_the_coverage_and_champions_cross_every_round(tmp_
 
 
 def test_nodes_with_different_emitter_options_run_in_one_ensemble(tmp_path) -> None:
-    from dei_framework.ensemble import Ensemble
-    from dei_framework.runlog import RunDir
+    from dei_framework.runtime.ensemble import Ensemble
+    from dei_framework.runtime.run_dir import RunDir
 
     config = RunConfig(
         domain="symreg", budget=40, rounds=2, eval_workers=0, emitter="improvement",
@@ -277,8 +277,8 @@ def test_nodes_with_different_emitter_options_run_in_one_ensemble(tmp_path) -> N
 
 
 def test_a_seeded_ensemble_with_the_tournament_emitter_is_reproducible(tmp_path) -> None:
-    from dei_framework.ensemble import Ensemble
-    from dei_framework.runlog import RunDir
+    from dei_framework.runtime.ensemble import Ensemble
+    from dei_framework.runtime.run_dir import RunDir
 
     def once(name: str) -> tuple[Ensemble, list]:
         config = RunConfig(
@@ -303,7 +303,7 @@ def test_a_seeded_ensemble_with_the_tournament_emitter_is_reproducible(tmp_path)
 
 def test_lifecycle_and_new_fraction_flags_reach_the_run_config() -> None:
     from dei_framework import load_plugins
-    from dei_framework.config import resolve_config
+    from dei_framework.runtime.config import resolve_config
 
     plugins = load_plugins()
     flags = {"domain": "symreg", "operators": ("symreg-gp",), "budget": 8}

@@ -13,12 +13,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "toy"))
 
 import toy_domain  # noqa: E402
 
-from dei_framework import cli, hookimpl  # noqa: E402
-from dei_framework.config import NodeConfig, RunConfig  # noqa: E402
-from dei_framework.errors import ConfigError  # noqa: E402
-from dei_framework.operators import OperatorSpec  # noqa: E402
-from dei_framework.plugins import load_plugins  # noqa: E402
-from dei_framework.portfolio import Pilot, choose, pairwise, plan  # noqa: E402
+from dei_framework import hookimpl  # noqa: E402
+from dei_framework.app import cli
+from dei_framework.contract.errors import ConfigError  # noqa: E402
+from dei_framework.contract.operators import OperatorSpec  # noqa: E402
+from dei_framework.experiment.portfolio import Pilot, choose, pairwise, plan  # noqa: E402
+from dei_framework.plugin.manager import load_plugins  # noqa: E402
+from dei_framework.runtime.config import NodeConfig, RunConfig  # noqa: E402
 
 
 class _SecondToy:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from dei_framework.config import NodeConfig, RunConfig
-from dei_framework.progress import Progress
+from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.progress import Progress
 
 OPERATORS = ("openai/gpt-4.1-mini", "anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash",
              "ollama/qwen2.5-coder")  # fmt: skip

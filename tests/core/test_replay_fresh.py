@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from dei_framework.run_lock import LOCK_NAME
+from dei_framework.runtime.run_lock import LOCK_NAME
 
 TOY = ["--domain", "toy", "--operator", "toy-random", "--nodes", "2", "--budget", "24",
        "--rounds", "2", "--eval-workers", "0", "--progress", "quiet", "--no-report"]  # fmt: skip

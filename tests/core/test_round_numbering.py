@@ -7,9 +7,9 @@ the in-memory run's progress lines and the AXL launcher's log say the same index
 
 from __future__ import annotations
 
-from dei_framework.config import NodeConfig, RunConfig
-from dei_framework.launcher import Launcher
-from dei_framework.progress import Progress
+from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.launcher import Launcher
+from dei_framework.runtime.progress import Progress
 
 CONFIG = RunConfig(domain="toy", nodes=[NodeConfig(name="node-0", operator="toy-random")],
                    budget=30, rounds=3)  # fmt: skip

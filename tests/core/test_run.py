@@ -88,7 +88,7 @@ def test_lag_in_the_config_sets_how_far_parent_choice_runs_ahead(toy_env, tmp_pa
 
 @pytest.mark.parametrize("lag", [-1, 1.5, True])
 def test_a_bad_lag_is_refused(lag) -> None:
-    from dei_framework.errors import ConfigError
+    from dei_framework.contract.errors import ConfigError
 
     with pytest.raises(ConfigError, match="lag must be an integer >= 0"):
         _config(lag=lag)

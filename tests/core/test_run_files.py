@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from dei_framework.runlog import dumps, write_json_atomic
+from dei_framework.runtime.run_dir import dumps, write_json_atomic
 
 
 def test_a_log_line_reads_back_as_the_record_it_was() -> None:
@@ -60,7 +60,7 @@ def test_opponent_set_directories_of_dead_processes_are_removed(tmp_path) -> Non
     import subprocess
     import sys
 
-    from dei_framework.evaluation import SETS_PREFIX, remove_orphaned_set_dirs
+    from dei_framework.evaluation.local import SETS_PREFIX, remove_orphaned_set_dirs
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip

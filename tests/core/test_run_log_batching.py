@@ -11,12 +11,12 @@ import json
 import attrs
 import pytest
 
-from dei_framework.budget import BudgetLedger, NodeUsage
-from dei_framework.errors import ConfigError
-from dei_framework.evaluation import Evaluator, LocalBackend, evaluate
-from dei_framework.operators import OperatorReply
-from dei_framework.runlog import RunDir, dumps, read_jsonl
-from dei_framework.search import reply_json
+from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.operators import OperatorReply
+from dei_framework.evaluation.local import Evaluator, LocalBackend, evaluate
+from dei_framework.runtime.budget import BudgetLedger, NodeUsage
+from dei_framework.runtime.driver import reply_json
+from dei_framework.runtime.run_dir import RunDir, dumps, read_jsonl
 
 
 def test_lines_of_one_loop_turn_reach_the_file_together_in_order(tmp_path) -> None:

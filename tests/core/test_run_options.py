@@ -13,10 +13,11 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
 
 import toy_domain  # noqa: E402
 
-from dei_framework import cli, hookimpl, load_plugins  # noqa: E402
-from dei_framework.cli_options import RunOption  # noqa: E402
-from dei_framework.config import resolve_config  # noqa: E402
-from dei_framework.errors import ConfigError  # noqa: E402
+from dei_framework import hookimpl, load_plugins  # noqa: E402
+from dei_framework.app import cli
+from dei_framework.contract.cli_options import RunOption  # noqa: E402
+from dei_framework.contract.errors import ConfigError  # noqa: E402
+from dei_framework.runtime.config import resolve_config  # noqa: E402
 
 
 class ToyOptions:

@@ -30,13 +30,13 @@ from dei_framework import (
     UniformEmitter,
     evaluate,
 )
-from dei_framework.budget import BudgetLedger
-from dei_framework.descriptors import AxisSpec
-from dei_framework.evaluation import Evaluator
-from dei_framework.operators import Operator, OperatorReply, OperatorRequest
-from dei_framework.scheduler import WorkItem
-from dei_framework.search import SearchDriver
-from dei_framework.sharing import BUILTIN_POLICIES
+from dei_framework.contract.descriptors import AxisSpec
+from dei_framework.contract.operators import Operator, OperatorReply, OperatorRequest
+from dei_framework.evaluation.local import Evaluator
+from dei_framework.runtime.budget import BudgetLedger
+from dei_framework.runtime.driver import SearchDriver
+from dei_framework.search.scheduler import WorkItem
+from dei_framework.search.sharing import BUILTIN_POLICIES
 
 
 class Sums(Domain):
@@ -361,7 +361,7 @@ def _ranked_archive(cells: int = 40) -> GridArchive:
 
 def test_tournament_emitter_picks_fitter_parents_than_uniform_on_a_fixed_archive() -> None:
     from dei_framework import TournamentEmitter
-    from dei_framework.slot_random import SlotGenerator, initial_states
+    from dei_framework.search.slot_random import SlotGenerator, initial_states
 
     archive = _ranked_archive()
     states = initial_states(range(500))  # 500 slots, as the scheduler seeds them
@@ -386,7 +386,7 @@ def test_tournament_emitter_picks_fitter_parents_than_uniform_on_a_fixed_archive
 
 def test_tournament_emitter_options_are_checked_and_a_seeded_run_is_reproducible() -> None:
     from dei_framework import ConfigError, TournamentEmitter
-    from dei_framework.emitters import BUILTIN_EMITTERS
+    from dei_framework.search.emitters import BUILTIN_EMITTERS
 
     factory = {spec.name: spec.factory for spec in BUILTIN_EMITTERS}["tournament"]
     assert factory({}).size == 3 and factory({"size": 5}).size == 5

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from dei_framework.slot_random import SlotGenerator, initial_states
+from dei_framework.search.slot_random import SlotGenerator, initial_states
 
 SEEDS = [0, 1, 2**31 - 1, 2**32 - 1, *random.Random(0).sample(range(2**31), 200)]
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dei_framework.stats import (
+from dei_framework.analysis.stats import (
     TEST_NAME,
     a12,
     compare,
@@ -147,7 +147,7 @@ def test_invalid_input_raises() -> None:
 
 
 def test_t95_is_students_quantile_and_never_the_normal_one_for_small_samples() -> None:
-    from dei_framework.stats import t95
+    from dei_framework.analysis.stats import t95
 
     # Published two-sided 95 % quantiles (df 1, 4, 15, 29 tabulated; 40, 60, 120 expanded).
     for df, quantile in ((1, 12.706), (4, 2.776), (15, 2.131), (29, 2.045), (40, 2.021),
@@ -161,7 +161,7 @@ def test_t95_is_students_quantile_and_never_the_normal_one_for_small_samples() -
 
 
 def test_mean_interval_is_the_t_interval_of_the_mean() -> None:
-    from dei_framework.stats import mean_interval
+    from dei_framework.analysis.stats import mean_interval
 
     mean, std, half = mean_interval([1.0, 2.0, 3.0, 4.0])
     assert (mean, round(std, 6)) == (2.5, 1.290994)

@@ -11,7 +11,7 @@ from dei_coreware.assembler._expressions import c_div, c_mod, evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 
 def rows(source: str, **kwargs) -> list[str]:

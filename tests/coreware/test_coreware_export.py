@@ -12,11 +12,11 @@ from dei_coreware.assembler import assemble, assemble_file
 from dei_coreware.cli import coreware_group
 from dei_coreware.export import export_text
 
-from dei_framework.cli import dei
-from dei_framework.config import NodeConfig, RunConfig
-from dei_framework.ensemble import run
-from dei_framework.export import ExportedProgram
-from dei_framework.plugins import load_plugins
+from dei_framework.app.cli import dei
+from dei_framework.contract.records import ExportedProgram
+from dei_framework.plugin.manager import load_plugins
+from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.ensemble import run
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ from dei_coreware.domain import CorewarDomain, placement_seed
 from dei_coreware.generality import BUNDLED, bundled_warrior, load_warrior_set, pairing_seed
 from dei_coreware.prompts import SYSTEM
 
-from dei_framework.descriptors import DescriptorSpace
-from dei_framework.errors import ConfigError, InvalidProgram
-from dei_framework.records import Candidate
+from dei_framework.contract.descriptors import DescriptorSpace
+from dei_framework.contract.errors import ConfigError, InvalidProgram
+from dei_framework.contract.records import Candidate
 
 IMP = "imp mov.i #0, 1\nend imp\n"
 DAT = "dat #0, #0\n"

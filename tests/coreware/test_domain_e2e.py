@@ -11,7 +11,7 @@ import pytest
 
 from dei_framework import NodeConfig, RunConfig, run
 
-DEI_RUN = [sys.executable, "-c", "from dei_framework.cli import dei_run_main; dei_run_main()"]
+DEI_RUN = [sys.executable, "-c", "from dei_framework.app.cli import dei_run_main; dei_run_main()"]
 
 
 def _one_node_run(out: Path) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from dei_coreware.extract import clean, extract, is_code_line
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 DWARF = "add #4, 3\nmov 2, @2\njmp -2\ndat #0, #0\n"
 

@@ -10,10 +10,10 @@ from dei_coreware.generality import BUNDLED
 from dei_coreware.operators import GPOperator, TemplateOperator
 from dei_coreware.operators.templates import ARCHETYPES, read_tag, write_archetype
 
-from dei_framework.errors import ConfigError, InvalidProgram
-from dei_framework.operators import OperatorRequest, OperatorSettings
-from dei_framework.plugins import load_plugins
-from dei_framework.records import Candidate
+from dei_framework.contract.errors import ConfigError, InvalidProgram
+from dei_framework.contract.operators import OperatorRequest, OperatorSettings
+from dei_framework.contract.records import Candidate
+from dei_framework.plugin.manager import load_plugins
 
 PARENTS = [
     Candidate(id=f"p-{file.stem}", text=file.read_text(), fitness=1.0)
@@ -116,7 +116,7 @@ def test_templates_reparameterise_their_own_warriors() -> None:
 
 def test_operators_cover_different_cells(domain) -> None:
     """Different priors: the cells their new warriors land in differ."""
-    from dei_framework.descriptors import DescriptorSpace
+    from dei_framework.contract.descriptors import DescriptorSpace
 
     axes = {spec.name: spec.axis for spec in domain.descriptor_axes()}
     space = DescriptorSpace([axes["tsp"], axes["mc"]])
@@ -164,7 +164,7 @@ def test_families_write_valid_warriors_of_their_own_archetypes_only(domain) -> N
 
 
 def test_families_are_registered_but_not_in_the_offline_default() -> None:
-    from dei_framework.config import default_operators
+    from dei_framework.runtime.config import default_operators
 
     plugins = load_plugins()
     for name in ("bombers", "papers", "scanners", "imps"):

@@ -12,10 +12,10 @@ from dei_coreware.domain import CorewarDomain
 from dei_coreware.generality import bundled_warrior, canonical
 
 from dei_framework import NodeConfig, RunConfig, run
-from dei_framework.errors import InvalidProgram
-from dei_framework.runlog import read_jsonl
+from dei_framework.contract.errors import InvalidProgram
+from dei_framework.runtime.run_dir import read_jsonl
 
-DEI_RUN = [sys.executable, "-c", "from dei_framework.cli import dei_run_main; dei_run_main()"]
+DEI_RUN = [sys.executable, "-c", "from dei_framework.app.cli import dei_run_main; dei_run_main()"]
 
 
 def _images_by_warrior(domain: CorewarDomain) -> dict[str, str]:

@@ -23,8 +23,8 @@ from dei_coreware.generality import (
 )
 from dei_coreware.mars import MarsSettings
 
-from dei_framework.common import reference_record
-from dei_framework.errors import ReferenceOverlap
+from dei_framework.analysis.common_ground import reference_record
+from dei_framework.contract.errors import ReferenceOverlap
 
 
 def test_the_bundled_folders_split_opponents_from_the_generality_set() -> None:

@@ -43,8 +43,8 @@ def start_run(out: Path, *flags: str) -> subprocess.Popen:
 
 
 def _coreware_domain():
-    from dei_framework.context import FactoryContext
-    from dei_framework.plugins import load_plugins
+    from dei_framework.contract.context import FactoryContext
+    from dei_framework.plugin.manager import load_plugins
 
     registry = load_plugins()
     context = FactoryContext(registry=registry, options={"rounds": 2}, seed=0)
@@ -193,9 +193,9 @@ def test_opponents_reach_each_worker_once_and_jobs_carry_a_reference(dask_addres
     import pickle
     import time
 
-    from dei_framework import dask_worker
-    from dei_framework.dask_backend import DaskBackend
-    from dei_framework.evaluation import Evaluator, evaluate
+    from dei_framework.evaluation import dask_worker
+    from dei_framework.evaluation.dask_backend import DaskBackend
+    from dei_framework.evaluation.local import Evaluator, evaluate
 
     domain = _coreware_domain()
     opponents = [domain.parse(text) for text in domain.initial_opponents()]
@@ -249,8 +249,8 @@ def test_without_an_address_a_local_cluster_serves_the_run(local_run, tmp_path) 
 def test_a_worker_joining_on_another_version_is_refused_and_named(tmp_path, capfd) -> None:
     import asyncio
 
-    from dei_framework.dask_backend import DaskBackend
-    from dei_framework.evaluation import Evaluator, evaluate
+    from dei_framework.evaluation.dask_backend import DaskBackend
+    from dei_framework.evaluation.local import Evaluator, evaluate
 
     domain = _coreware_domain()
     opponents = [domain.parse(text) for text in domain.initial_opponents()]
@@ -293,8 +293,8 @@ def test_an_old_set_leaves_the_workers_unless_a_job_under_way_carries_it(
 ) -> None:
     import asyncio
 
-    from dei_framework import dask_backend, dask_worker
-    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation import dask_backend, dask_worker
+    from dei_framework.evaluation.dask_backend import DaskBackend
 
     monkeypatch.setattr(dask_backend, "RESIDENT_SETS", 1)
     domain = _coreware_domain()
@@ -347,7 +347,7 @@ def _timed_nap(domain, seconds: float) -> tuple[int, str, float, float]:
 def _jobs_by_path(backend) -> dict[str, int]:
     """The jobs of ``backend`` the cluster's workers ran, by path (``actor``: direct; ``task``:
     scheduler); other runs sharing the cluster do not count."""
-    from dei_framework import dask_worker
+    from dei_framework.evaluation import dask_worker
 
     totals = {"actor": 0, "task": 0}
     for counts in backend._client.run(dask_worker.ran, backend._domain).values():
@@ -362,8 +362,8 @@ def test_candidate_jobs_go_straight_to_the_workers_actors(dask_address) -> None:
 
     import cloudpickle
 
-    from dei_framework.dask_backend import DaskBackend
-    from dei_framework.evaluation import _parse
+    from dei_framework.evaluation.dask_backend import DaskBackend
+    from dei_framework.evaluation.local import _parse
 
     domain = _coreware_domain()
     texts = [domain.parse(text).text for text in domain.reference_opponents()] * 2
@@ -407,9 +407,9 @@ def test_a_worker_killed_during_an_actor_call_has_its_job_redone() -> None:
     import os
     import signal
 
-    from dei_framework import dask_worker
-    from dei_framework.dask_backend import DaskBackend
-    from dei_framework.evaluation import Evaluator, evaluate
+    from dei_framework.evaluation import dask_worker
+    from dei_framework.evaluation.dask_backend import DaskBackend
+    from dei_framework.evaluation.local import Evaluator, evaluate
 
     domain = _coreware_domain()
     opponents = [domain.parse(text) for text in domain.initial_opponents()]
@@ -456,9 +456,9 @@ def test_a_worker_killed_during_an_actor_call_has_its_job_redone() -> None:
 def test_a_joining_worker_gets_an_actor_and_a_leaving_one_loses_it() -> None:
     import asyncio
 
-    from dei_framework import dask_worker
-    from dei_framework.dask_backend import DaskBackend
-    from dei_framework.evaluation import _parse
+    from dei_framework.evaluation import dask_worker
+    from dei_framework.evaluation.dask_backend import DaskBackend
+    from dei_framework.evaluation.local import _parse
 
     domain = _coreware_domain()
     programs = [domain.parse(text) for text in domain.initial_opponents()]
@@ -507,7 +507,7 @@ def test_a_one_thread_worker_runs_one_direct_job_at_a_time_in_its_task_thread(
 
     import cloudpickle
 
-    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation.dask_backend import DaskBackend
 
     domain = _coreware_domain()
     backend = DaskBackend(domain, address=dask_address)
@@ -543,7 +543,7 @@ def test_the_worker_that_frees_up_first_takes_the_waiting_jobs() -> None:
 
     import cloudpickle
 
-    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation.dask_backend import DaskBackend
 
     cluster = start_cluster(2)  # its own: another test's jobs must not hold a worker up
     try:
@@ -580,8 +580,8 @@ def test_direct_jobs_of_two_event_loops_each_go_over_that_loops_own_connections(
     import asyncio
     import threading
 
-    from dei_framework.dask_backend import DaskBackend
-    from dei_framework.evaluation import _parse
+    from dei_framework.evaluation.dask_backend import DaskBackend
+    from dei_framework.evaluation.local import _parse
 
     domain = _coreware_domain()
     texts = [domain.parse(text).text for text in domain.reference_opponents()] * 2
@@ -631,7 +631,7 @@ def _loop_settings(dask_worker=None, dask_scheduler=None) -> dict[str, float | N
 def test_a_local_cluster_of_the_run_runs_without_the_profiler_and_checks_its_loop_slowly() -> None:
     import asyncio
 
-    from dei_framework.dask_backend import DaskBackend
+    from dei_framework.evaluation.dask_backend import DaskBackend
 
     backend = DaskBackend(_coreware_domain(), workers=1)
     try:
@@ -646,7 +646,7 @@ def test_a_local_cluster_of_the_run_runs_without_the_profiler_and_checks_its_loo
 
 
 def test_the_dask_settings_the_docs_and_ci_start_clusters_with_are_the_backends() -> None:
-    from dei_framework.dask_backend import quiet_environment
+    from dei_framework.evaluation.dask_backend import quiet_environment
 
     root = Path(__file__).resolve().parents[2]
     wanted = {f"{name}={value}" for name, value in quiet_environment().items()}

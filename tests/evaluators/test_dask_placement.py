@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from dask_cluster import RUN_FLAGS, free_port, start_cluster, tls_files
 
-from dei_framework.context import FactoryContext
-from dei_framework.dask_backend import DaskBackend
-from dei_framework.errors import ConfigError
-from dei_framework.evaluation import Evaluator, evaluate
-from dei_framework.plugins import load_plugins
+from dei_framework.contract.context import FactoryContext
+from dei_framework.contract.errors import ConfigError
+from dei_framework.evaluation.dask_backend import DaskBackend
+from dei_framework.evaluation.local import Evaluator, evaluate
+from dei_framework.plugin.manager import load_plugins
 
 #: One node of a shared run, alone (no sharing, so any transport serves).
 NODE_CONFIG = """\

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dei_framework.hookspecs import hookimpl
+from dei_framework.plugin.hookspecs import hookimpl
 
 #: Every call the handler answered, as ``(model, last user message)``.
 CALLS: list[tuple[str, str]] = []

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from openai_stub import OpenAIStub, ok
 
-from dei_framework.config import build_nodes
-from dei_framework.endpoints import split_endpoint
-from dei_framework.errors import ConfigError
+from dei_framework.contract.errors import ConfigError
+from dei_framework.runtime.config import build_nodes
+from dei_framework.runtime.endpoints import split_endpoint
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 TOY_REPLY = "Sum near two hundred.\nPROGRAM: 50 60 70\n"
@@ -120,7 +120,7 @@ def test_an_at_sign_of_the_model_string_is_not_an_endpoint() -> None:
 
 def test_an_experiment_carries_each_operators_endpoint_into_its_conditions() -> None:
     from dei_framework import load_plugins
-    from dei_framework.cli_experiment import plan_from_flags
+    from dei_framework.app.cli_experiment import plan_from_flags
 
     first, second = "http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"
     flags = {"domain": "coreware", "budget": 16, "rounds": 1, "conditions": "homo,diverse",

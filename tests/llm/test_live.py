@@ -13,7 +13,7 @@ import os
 import pytest
 from dei_llm.operator import LLMOperator, LLMOptions
 
-from dei_framework.operators import OperatorRequest
+from dei_framework.contract.operators import OperatorRequest
 
 CANDIDATES = {
     "openai": ("OPENAI_API_KEY", "openai/gpt-4.1-mini"),

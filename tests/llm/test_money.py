@@ -15,9 +15,9 @@ import pytest
 from dei_llm.operator import LLMOperator, LLMOptions
 from openai_stub import billed_status, empty_choices, ok, status
 
-from dei_framework.budget import BudgetLedger, NodeCaps, Price
-from dei_framework.errors import BudgetExhausted, ConfigError
-from dei_framework.operators import OperatorRequest, TransientOperatorFailure
+from dei_framework.contract.errors import BudgetExhausted, ConfigError
+from dei_framework.contract.operators import OperatorRequest, TransientOperatorFailure
+from dei_framework.runtime.budget import BudgetLedger, NodeCaps, Price
 
 MODEL = "openai/stub-model"
 TOY_REPLY = "Sum near two hundred.\nPROGRAM: 50 60 70\n"
@@ -391,7 +391,7 @@ def test_reask_mismatched_asks_only_the_changed_calls(cli, env, stub, tmp_path):
 
 
 def test_experiment_checks_equal_compute_on_the_chosen_axis():
-    from dei_framework.experiment_summary import equal_on_axis
+    from dei_framework.experiment.summary import equal_on_axis
 
     def run(calls, limit, caps):
         return {"budget": {"calls": calls, "limit": limit,

@@ -9,9 +9,13 @@ import pytest
 from dei_llm.operator import LLMOperator, LLMOptions, import_litellm
 from openai_stub import DEFAULT_TEXT, malformed_json, ok, slow, status
 
-from dei_framework.budget import BudgetLedger
-from dei_framework.errors import ConfigError, OperatorError
-from dei_framework.operators import OperatorRequest, OperatorSettings, TransientOperatorFailure
+from dei_framework.contract.errors import ConfigError, OperatorError
+from dei_framework.contract.operators import (
+    OperatorRequest,
+    OperatorSettings,
+    TransientOperatorFailure,
+)
+from dei_framework.runtime.budget import BudgetLedger
 
 MODEL = "openai/stub-model"
 

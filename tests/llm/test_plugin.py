@@ -10,9 +10,13 @@ import dei_llm.plugin as llm_plugin
 import echo_provider
 import pytest
 
-from dei_framework import plugins
-from dei_framework.errors import ConfigError, OperatorError, PluginError
-from dei_framework.operators import OperatorRequest, OperatorSettings, TransientOperatorFailure
+from dei_framework.contract.errors import ConfigError, OperatorError, PluginError
+from dei_framework.contract.operators import (
+    OperatorRequest,
+    OperatorSettings,
+    TransientOperatorFailure,
+)
+from dei_framework.plugin import manager as plugins
 
 
 def _request() -> OperatorRequest:
@@ -124,7 +128,7 @@ def test_custom_provider_from_an_in_process_plugin():
 
 def test_the_llm_plugin_owns_its_provider_hook():
     """``dei_llm_providers`` is not in the core contract; the llm plugin adds it."""
-    from dei_framework import hookspecs
+    from dei_framework.plugin import hookspecs
 
     assert not hasattr(hookspecs, "dei_llm_providers")
     registry = plugins.load_plugins([echo_provider])

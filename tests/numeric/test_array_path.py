@@ -179,7 +179,7 @@ def test_array_evaluations_leave_the_event_loop_only_when_dear() -> None:
     import threading
     import time
 
-    from dei_framework.evaluation import Evaluator
+    from dei_framework.evaluation.local import Evaluator
 
     class Timed(NumericDomain):
         spin = 0.0
@@ -227,7 +227,7 @@ def test_every_checkpoint_has_the_round_files_it_names(tmp_path, monkeypatch, ar
     # task ended a round, before the node's loop wrote the round's file, named a finished
     # round whose file a resume then could not find. Checkpoints here are taken at every turn
     # of the event loop, so one falls into any such gap.
-    from dei_framework import ensemble
+    from dei_framework.runtime import ensemble
 
     write_checkpoint = ensemble.write_checkpoint
     gaps: list[str] = []

@@ -11,7 +11,7 @@ import numpy as np
 from dei_numeric.domain import NumericDomain, format_genome
 
 from dei_framework import NodeConfig, RunConfig, run
-from dei_framework.evaluation import Evaluator, evaluate
+from dei_framework.evaluation.local import Evaluator, evaluate
 
 
 class CountingNumeric(NumericDomain):

@@ -12,8 +12,8 @@ from dei_numeric.domain import NumericDomain
 from dei_numeric.operators import _NumericOperator
 
 from dei_framework import NodeConfig, RunConfig, run
-from dei_framework.errors import ReplayMismatch
-from dei_framework.operators import Operator
+from dei_framework.contract.errors import ReplayMismatch
+from dei_framework.contract.operators import Operator
 
 
 def _config() -> RunConfig:

@@ -13,7 +13,7 @@ from dei_numeric.operators import create_gaussian, create_iso_line, seeded_norma
 
 from dei_framework import OperatorRequest, OperatorSettings, Scheduler
 from dei_framework import evaluate as evaluate_text
-from dei_framework.records import Candidate
+from dei_framework.contract.records import Candidate
 
 
 def _settings(**options) -> OperatorSettings:

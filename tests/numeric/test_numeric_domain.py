@@ -11,7 +11,7 @@ from dei_numeric.operators import create_gaussian, create_iso_line
 
 from dei_framework import ConfigError, InvalidProgram, OperatorRequest, OperatorSettings, Scheduler
 from dei_framework import evaluate as evaluate_text
-from dei_framework.records import Candidate
+from dei_framework.contract.records import Candidate
 
 
 def test_parse_round_trips_and_refuses_bad_genomes() -> None:

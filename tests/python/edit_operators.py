@@ -11,7 +11,7 @@ from dei_python.blocks import split
 from dei_python.mutate import mutate_block
 
 from dei_framework import hookimpl
-from dei_framework.operators import Operator, OperatorReply, OperatorRequest, OperatorSpec
+from dei_framework.contract.operators import Operator, OperatorReply, OperatorRequest, OperatorSpec
 
 
 def as_edit(parent: str, child: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from dei_python.blocks import END, START, check_syntax, reply_block, reply_code, split
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 PROGRAM = f"""import math
 

@@ -13,8 +13,8 @@ from dei_python.blocks import split
 from dei_python.domain import PythonDomain
 
 from dei_framework import NodeConfig, RunConfig, load_plugins, run
-from dei_framework.errors import InvalidProgram
-from dei_framework.records import Candidate
+from dei_framework.contract.errors import InvalidProgram
+from dei_framework.contract.records import Candidate
 
 EDIT = "<<<<<<< SEARCH\n{}=======\n{}>>>>>>> REPLACE\n"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from dei_framework import NodeConfig, RunConfig, load_plugins, run
-from dei_framework.errors import ConfigError
-from dei_framework.export import best_program, export_best
+from dei_framework.contract.errors import ConfigError
+from dei_framework.report.export import best_program, export_best
 
 
 def _run(out: Path, task: Path, *, common: bool) -> Path:

@@ -10,8 +10,8 @@ from dei_python.blocks import split
 from dei_python.domain import PythonDomain
 from dei_python.mutate import PythonAst, mutate_block
 
-from dei_framework.operators import OperatorRequest
-from dei_framework.records import Candidate
+from dei_framework.contract.operators import OperatorRequest
+from dei_framework.contract.records import Candidate
 
 BLOCK = """def priority(item, bins):
     room = bins - item

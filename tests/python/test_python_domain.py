@@ -11,7 +11,7 @@ from dei_python.domain import PythonDomain
 from dei_python.task import DEFAULT_TIMEOUT
 from openevolve_task import INITIAL, write_task
 
-from dei_framework.errors import ConfigError, InvalidProgram
+from dei_framework.contract.errors import ConfigError, InvalidProgram
 
 
 def _domain(task: Path, **options) -> PythonDomain:

@@ -11,7 +11,7 @@ from dei_python.domain import PythonDomain
 from dei_python.task import TASKS
 
 from dei_framework import NodeConfig, RunConfig, load_plugins, run
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 BIN_PACKING, CIRCLE_PACKING = TASKS / "bin_packing", TASKS / "circle_packing"
 

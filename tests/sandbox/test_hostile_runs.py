@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from openai_stub import ok
 
-from dei_framework.watch.run import WatchedRun
+from dei_framework.app.watch.run import WatchedRun
 
 TIMEOUT, MEMORY = 3.0, 512
 BUDGET = 16

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from dei_framework.errors import ConfigError
-from dei_framework.evaluation import WORKER_DIED, Evaluator
-from dei_framework.sandbox import bubblewrap, choose_policy
-from dei_framework.sandbox.policy import SandboxPolicy
+from dei_framework.contract.errors import ConfigError
+from dei_framework.evaluation.local import WORKER_DIED, Evaluator
+from dei_framework.evaluation.sandbox import bubblewrap, choose_policy
+from dei_framework.evaluation.sandbox.policy import SandboxPolicy
 
 AXES = {"lines", "first_fit_share"}
 GOOD = "def priority(item, bins):\n    return [-(free - item) for free in bins]\n"
@@ -168,8 +168,8 @@ def test_a_script_kept_in_tmp_itself_runs_isolated_with_its_domain_module(
                       "class TmpDomain(NaiveBinPacking):\n    pass\n")  # fmt: skip
     script.write_text(f"""import asyncio
 
-from dei_framework.evaluation import Evaluator
-from dei_framework.sandbox import choose_policy
+from dei_framework.evaluation.local import Evaluator
+from dei_framework.evaluation.sandbox import choose_policy
 from dei_tmp_domain_{tag} import TmpDomain
 
 

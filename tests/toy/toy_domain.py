@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dei_framework import hookimpl
-from dei_framework.descriptors import AxisSpec, ThresholdAxis, UniformAxis
-from dei_framework.domain import Domain, DomainSpec, Evaluation, Program
-from dei_framework.errors import InvalidProgram
-from dei_framework.operators import (
+from dei_framework.contract.descriptors import AxisSpec, ThresholdAxis, UniformAxis
+from dei_framework.contract.domain import Domain, DomainSpec, Evaluation, Program
+from dei_framework.contract.errors import InvalidProgram
+from dei_framework.contract.operators import (
     Operator,
     OperatorReply,
     OperatorRequest,

@@ -19,8 +19,8 @@ import attrs
 from dei_transports.axlnode import AxlNodeProcess, node_config, topology, up_peers
 from netns import Host
 
-from dei_framework.errors import TransportError
-from dei_framework.launcher import parent_death_signal
+from dei_framework.contract.errors import TransportError
+from dei_framework.runtime.launcher import parent_death_signal
 
 #: Peering port on every host (each host has its own ports).
 PEERING_PORT = 9001

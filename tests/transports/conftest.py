@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from dei_transports.axlnode import AxlNodeProcess
 
-from dei_framework.errors import TransportError
+from dei_framework.contract.errors import TransportError
 
 REPO = Path(__file__).resolve().parents[2]
 AXL_NODES = 3

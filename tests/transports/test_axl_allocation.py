@@ -73,7 +73,7 @@ def test_bandit_over_axl_processes_agrees_everywhere_and_spends_the_budget(
     merged = [e for e in events(out) if e.get("event") == "allocation"]
     assert sorted(e["round"] for e in merged) == list(range(1, ROUNDS))
     # The watch page shows them, from the merged run as from the processes' logs.
-    from dei_framework.watch.run import WatchedRun
+    from dei_framework.app.watch.run import WatchedRun
 
     shown = WatchedRun(out).state(seconds=None)["allocation"]
     assert [(d["round"], d["quotas"]) for d in shown] == [

@@ -15,7 +15,7 @@ from dei_transports.axlnode import AxlNodeProcess, free_port, free_ports, loopba
 from dei_transports.plugin import make_axl
 from quiet_server import QuietThreadingHTTPServer
 
-from dei_framework.errors import TransportError
+from dei_framework.contract.errors import TransportError
 
 
 def _toy_config(tmp_path, api: str) -> str:

@@ -20,7 +20,7 @@ import attrs
 import pytest
 from dei_transports.plugin import make_axl
 
-from dei_framework.envelope import (
+from dei_framework.net.envelope import (
     MAX_ENVELOPE_BYTES,
     MAX_NAME_CHARS,
     MAX_PROGRAM_CHARS,

@@ -11,7 +11,7 @@ from dei_transports.axl import AxlLink, check_loopback
 from dei_transports.gossipsub import GossipSubParams, GossipSubRouter
 from dei_transports.plugin import make_axl
 
-from dei_framework.errors import TransportError
+from dei_framework.contract.errors import TransportError
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_remote_allowed_only_when_asked():
 
 
 def test_axl_factory_one_node_per_process():
-    from dei_framework.errors import ConfigError
+    from dei_framework.contract.errors import ConfigError
 
     with pytest.raises(ConfigError):
         make_axl(["a", "b"], {})

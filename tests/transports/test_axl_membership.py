@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from dei_transports.plugin import make_axl
 
-from dei_framework.envelope import ChampionEnvelope, InboxFilter, NodeIdentity
+from dei_framework.net.envelope import ChampionEnvelope, InboxFilter, NodeIdentity
 
 pytestmark = pytest.mark.axl
 

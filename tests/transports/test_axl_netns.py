@@ -40,8 +40,8 @@ from dei_transports.axlnode import up_peers
 from midway import events
 from netns import Lan, lan, skip_unless_available
 
-from dei_framework.envelope import NodeIdentity
-from dei_framework.launcher import node_command, parent_death_signal
+from dei_framework.net.envelope import NodeIdentity
+from dei_framework.runtime.launcher import node_command, parent_death_signal
 
 pytestmark = [pytest.mark.axl, pytest.mark.slow]
 

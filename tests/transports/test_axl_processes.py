@@ -160,7 +160,7 @@ def test_headline_run_one_process_per_node_over_axl(axl_binary, tmp_path, cli) -
     assert "champions delivered between OS processes over axl" in result.stderr
     assert all(alive(pid) is False for pid in [*pids.values(), *axl_pids])
     # dei watch reads the launched run as one run, each event once.
-    from dei_framework.watch.run import WatchedRun
+    from dei_framework.app.watch.run import WatchedRun
 
     state = WatchedRun(out).state(seconds=None)
     assert sorted(n["name"] for n in state["nodes"]) == sorted(nodes)

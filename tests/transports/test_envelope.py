@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from dei_framework.envelope import (
+from dei_framework.contract.transport import Delivery
+from dei_framework.net.envelope import (
     MAX_ENVELOPE_BYTES,
     ChampionEnvelope,
     EnvelopeError,
     InboxFilter,
     NodeIdentity,
 )
-from dei_framework.transport import Delivery
 
 
 def _envelope(round_: int = 1, program: str = "MOV 0, 1", **kw) -> ChampionEnvelope:
@@ -199,8 +199,8 @@ def test_per_round_cap_bounds_admissions(identity):
 
 
 def test_bad_membership_entries_are_config_errors():
-    from dei_framework.config import NodeConfig, RunConfig
-    from dei_framework.errors import ConfigError
+    from dei_framework.contract.errors import ConfigError
+    from dei_framework.runtime.config import NodeConfig, RunConfig
 
     with pytest.raises(EnvelopeError, match="not a 64-hex"):
         InboxFilter(members=["abc"])

@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from dei_framework.envelope import (
+from dei_framework.contract.transport import Delivery
+from dei_framework.net.envelope import (
     MAX_NAME_CHARS,
     MAX_OPERATOR_CHARS,
     MAX_PROGRAM_CHARS,
@@ -24,7 +25,6 @@ from dei_framework.envelope import (
     parse_members,
     parse_membership,
 )
-from dei_framework.transport import Delivery
 
 KEYS = {name: NodeIdentity.generate() for name in ("node-0", "node-1", "node-2", "loose")}
 
@@ -83,8 +83,8 @@ def test_membership_entries_parse_bind_and_normalise():
     (["x=abc"], "not a 64-hex"),
 ])  # fmt: skip
 def test_bad_membership_entries_are_refused(entries, message):
-    from dei_framework.config import NodeConfig, RunConfig
-    from dei_framework.errors import ConfigError
+    from dei_framework.contract.errors import ConfigError
+    from dei_framework.runtime.config import NodeConfig, RunConfig
 
     with pytest.raises(EnvelopeError, match=message):
         parse_membership(entries)
@@ -94,7 +94,7 @@ def test_bad_membership_entries_are_refused(entries, message):
 
 
 def test_bound_members_survive_the_config_round_trip():
-    from dei_framework.config import NodeConfig, RunConfig
+    from dei_framework.runtime.config import NodeConfig, RunConfig
 
     run = RunConfig(domain="toy", nodes=[NodeConfig(name="a", operator="x")], budget=2,
                     members=[f"a={'B' * 64}", "c" * 64])  # fmt: skip
@@ -218,8 +218,8 @@ class _Inbox:
 
 
 def test_a_node_admits_only_the_honest_champion_of_each_forgery():
-    from dei_framework.node import Node
-    from dei_framework.sharing import TopKSharing
+    from dei_framework.net.node import Node
+    from dei_framework.search.sharing import TopKSharing
 
     members = [f"{n}={_pub(n)}" for n in ("node-0", "node-1", "node-2")]
     forged = [

@@ -15,7 +15,7 @@ from html.parser import HTMLParser
 import pytest
 from watch_helpers import get, read_url, wait_for, watched_run
 
-from dei_framework.watch.run import WatchedRun
+from dei_framework.app.watch.run import WatchedRun
 
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)
 pytestmark = pytest.mark.skipif(

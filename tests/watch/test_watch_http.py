@@ -22,7 +22,7 @@ from watch_helpers import (
     watched_run,
 )
 
-from dei_framework.watch.server import WatchServer
+from dei_framework.app.watch.server import WatchServer
 
 
 def admitted(node: dict) -> int:

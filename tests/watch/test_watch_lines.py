@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from dei_framework.watch.lines import Evaluated, events
-from dei_framework.watch.state import RunState
-from dei_framework.watch.tail import parse_lines
+from dei_framework.app.watch.lines import Evaluated, events
+from dei_framework.app.watch.state import RunState
+from dei_framework.app.watch.tail import parse_lines
 
 
 def model_of(items) -> RunState:

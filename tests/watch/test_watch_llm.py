@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 
 from openai_stub import OpenAIStub, ok, status  # noqa: E402
 
-from dei_framework.watch.run import WatchedRun  # noqa: E402
+from dei_framework.app.watch.run import WatchedRun  # noqa: E402
 
 REPLY = "Sum near two hundred.\nPROGRAM: 50 60 70\n"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from dei_framework.watch.layout import find_runs
-from dei_framework.watch.run import WatchedRun
-from dei_framework.watch.server import Watch
-from dei_framework.watch.state import CURVE_POINTS, Curve, RunState, error_cause
+from dei_framework.app.watch.layout import find_runs
+from dei_framework.app.watch.run import WatchedRun
+from dei_framework.app.watch.server import Watch
+from dei_framework.app.watch.state import CURVE_POINTS, Curve, RunState, error_cause
 
 
 def events_of(run_dir: Path) -> list[dict]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dei_framework.watch.tail import JsonlTail, Rewound
+from dei_framework.app.watch.tail import JsonlTail, Rewound
 
 
 def append(path: Path, text: str) -> None:

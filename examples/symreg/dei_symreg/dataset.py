@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from dei_framework.errors import ConfigError, InvalidProgram
+from dei_framework.contract.errors import ConfigError, InvalidProgram
 from dei_symreg.expr import Limits, evaluate, parse_expression
 
 

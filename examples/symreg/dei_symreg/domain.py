@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from dei_framework.descriptors import AxisSpec, ThresholdAxis
-from dei_framework.domain import Domain, Evaluation, Program
-from dei_framework.errors import ConfigError
-from dei_framework.records import Candidate, Message
+from dei_framework.contract.descriptors import AxisSpec, ThresholdAxis
+from dei_framework.contract.domain import Domain, Evaluation, Program
+from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.records import Candidate, Message
 from dei_symreg import prompts
 from dei_symreg.dataset import Dataset, make_dataset, options_with_defaults
 from dei_symreg.expr import (

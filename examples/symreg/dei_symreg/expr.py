@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import attrs
 import numpy as np
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 #: The unary functions an expression may call, with their numpy implementation.
 FUNCTIONS: Mapping[str, np.ufunc] = {

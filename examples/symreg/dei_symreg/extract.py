@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 T = TypeVar("T")
 

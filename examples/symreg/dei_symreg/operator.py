@@ -12,8 +12,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from dei_framework.errors import ConfigError, InvalidProgram
-from dei_framework.operators import Operator, OperatorReply, OperatorRequest, OperatorSettings
+from dei_framework.contract.errors import ConfigError, InvalidProgram
+from dei_framework.contract.operators import (
+    Operator,
+    OperatorReply,
+    OperatorRequest,
+    OperatorSettings,
+)
 from dei_symreg.domain import SymRegDomain
 from dei_symreg.expr import FUNCTIONS, Bin, Call, Neg, Node, Num, Var, children, const, depth, size
 from dei_symreg.expr import to_text as _to_text

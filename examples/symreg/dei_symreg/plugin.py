@@ -12,10 +12,10 @@ import json
 
 import click
 
-from dei_framework.domain import DomainSpec
-from dei_framework.errors import DEIError
-from dei_framework.hookspecs import hookimpl
-from dei_framework.operators import OperatorSpec
+from dei_framework.contract.domain import DomainSpec
+from dei_framework.contract.errors import DEIError
+from dei_framework.contract.operators import OperatorSpec
+from dei_framework.plugin.hookspecs import hookimpl
 from dei_symreg.domain import SymRegDomain
 from dei_symreg.operator import create
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dei_framework.records import Candidate, Message
+from dei_framework.contract.records import Candidate, Message
 from dei_symreg.expr import FUNCTIONS
 
 if TYPE_CHECKING:

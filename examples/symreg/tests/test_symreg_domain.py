@@ -10,8 +10,8 @@ import pytest
 from dei_symreg.domain import DEFAULT_OPTIONS, SymRegDomain
 
 from dei_framework import Domain, Program
-from dei_framework.errors import ConfigError, InvalidProgram
-from dei_framework.records import Candidate
+from dei_framework.contract.errors import ConfigError, InvalidProgram
+from dei_framework.contract.records import Candidate
 
 
 @pytest.fixture(scope="module")

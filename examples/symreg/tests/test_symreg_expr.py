@@ -25,7 +25,7 @@ from dei_symreg.expr import (
 )
 from dei_symreg.operator import GPOperator
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 VARS = ("x0", "x1")
 BIG = Limits(max_chars=10**6, max_nodes=100, max_depth=24)

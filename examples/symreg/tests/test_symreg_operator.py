@@ -10,7 +10,7 @@ from dei_symreg.expr import size
 from dei_symreg.operator import GPOperator, create
 
 from dei_framework import Candidate, Operator, OperatorRequest, OperatorSettings
-from dei_framework.errors import ConfigError
+from dei_framework.contract.errors import ConfigError
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 
 class AssemblyError(InvalidProgram):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from dei_framework.errors import DEIError
+from dei_framework.contract.errors import DEIError
 
 #: Largest core the C simulator supports: core fields are stored in 16 bits.
 MAX_CORESIZE = 65535

@@ -7,7 +7,7 @@ from dei_coreware.assembler import AssemblerSettings, AssemblyError, assemble
 from dei_coreware.extract import extract
 from dei_coreware.redcode import MODES, Warrior
 
-from dei_framework.errors import InvalidProgram
+from dei_framework.contract.errors import InvalidProgram
 
 #: Opcodes the operators write (no p-space), with weights of a "sensible" random instruction:
 #: what human warriors use most.

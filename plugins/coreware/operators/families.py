@@ -28,7 +28,7 @@ from dei_coreware.operators._redcode import parse_parent, render, to_lines
 from dei_coreware.operators.gp import GPOperator
 from dei_coreware.operators.templates import ARCHETYPES, read_tag, write_archetype
 
-from dei_framework.operators import Operator, OperatorReply, OperatorRequest
+from dei_framework.contract.operators import Operator, OperatorReply, OperatorRequest
 
 #: The families: registered operator name -> the archetypes it writes.
 FAMILIES: dict[str, tuple[str, ...]] = {

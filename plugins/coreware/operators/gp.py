@@ -23,7 +23,7 @@ from dei_coreware.operators._redcode import (
     to_lines,
 )
 
-from dei_framework.operators import Operator, OperatorReply, OperatorRequest
+from dei_framework.contract.operators import Operator, OperatorReply, OperatorRequest
 
 #: Probability of a crossover before the edits (when another elite is at hand).
 CROSSOVER = 0.2

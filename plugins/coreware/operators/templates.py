@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dei_coreware.assembler import AssemblerSettings
 from dei_coreware.operators._redcode import STEPS
 
-from dei_framework.operators import Operator, OperatorReply, OperatorRequest
+from dei_framework.contract.operators import Operator, OperatorReply, OperatorRequest
 
 Params = dict[str, int]
 #: Probability that a mutation switches to another archetype.

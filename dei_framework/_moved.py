@@ -1,0 +1,129 @@
+"""The import paths of the flat layout (before 0.2), kept working for one release.
+
+``dei_framework`` used to be one folder of modules; they now live in the layer packages
+(``contract``, ``search``, ``evaluation``, ``net``, ``plugin``, ``analysis``, ``runtime``,
+``experiment``, ``report``, ``app``; docs/architecture.md, "Layout"). Importing an old path
+(``dei_framework.ensemble``, ``dei_framework.sandbox.zygote``) gives the module at its new
+path — the same module object, so a ``monkeypatch`` through either path patches both — with a
+:class:`DeprecationWarning` naming the new one. Four old modules share their name with a new
+package (``search``, ``evaluation``, ``experiment``, ``report``): the last three export the old
+module's names as their own; ``search``, whose old module was the node driver (now
+``run.driver``), forwards them (:func:`forward_driver`) with the same warning.
+
+This module imports nothing of the framework (it names modules by string), so every layer may
+use it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+from types import ModuleType
+from typing import Any
+
+#: Old module (or package) under ``dei_framework`` -> its new dotted path under it.
+MOVED: dict[str, str] = {
+    "errors": "contract.errors", "records": "contract.records",
+    "descriptors": "contract.descriptors", "domain": "contract.domain",
+    "operators": "contract.operators", "transport": "contract.transport",
+    "backend": "contract.backend", "cli_options": "contract.cli_options",
+    "context": "contract.context", "registry": "contract.registry",
+    "scheduler": "search.scheduler", "opponents": "search.opponents",
+    "slot_random": "search.slot_random", "sharing": "search.sharing",
+    "allocation": "search.allocation", "archives": "search.archives",
+    "emitters": "search.emitters", "archive": "search.archive",
+    "dask_backend": "evaluation.dask_backend", "dask_calls": "evaluation.dask_calls",
+    "dask_guard": "evaluation.dask_guard", "dask_worker": "evaluation.dask_worker",
+    "sandbox": "evaluation.sandbox",
+    "envelope": "net.envelope", "node": "net.node", "timeline": "net.timeline",
+    "hookspecs": "plugin.hookspecs", "plugins": "plugin.manager",
+    "_contract": "plugin._contract", "_builtin": "plugin._builtin",
+    "common": "analysis.common_ground", "stats": "analysis.stats",
+    "metrics": "analysis.metrics", "formatting": "analysis.formatting",
+    "ensemble": "runtime.ensemble", "builders": "runtime.builders", "budget": "runtime.budget",
+    "money_pool": "runtime.money_pool", "checkpoints": "runtime.checkpoints",
+    "replay": "runtime.replay",
+    "runlog": "runtime.run_dir", "run_files": "runtime.run_files", "run_lock": "runtime.run_lock",
+    "chaos": "runtime.chaos", "launcher": "runtime.launcher", "merge": "runtime.merge",
+    "run_summary": "runtime.summary", "config": "runtime.config", "presets": "runtime.presets",
+    "progress": "runtime.progress", "endpoints": "runtime.endpoints",
+    "experiment_plan": "experiment.plan", "experiment_summary": "experiment.summary",
+    "portfolio": "experiment.portfolio",
+    "plots": "report.plots", "run_report": "report.run_report",
+    "experiment_report": "report.experiment_report", "export": "report.export",
+    "cli": "app.cli", "cli_experiment": "app.cli_experiment", "console": "app.console",
+    "watch": "app.watch",
+}
+
+#: The old ``dei_framework.search`` module's names, now in ``run.driver`` (the package
+#: ``search`` is the search algorithm's layer; ``derive_seed`` it exports itself).
+DRIVER_NAMES = ("MAX_FAILURES_PER_SLOT", "RecordedCall", "SearchDriver", "derive_seed")
+
+_ROOT = "dei_framework."
+
+
+def new_path(old: str) -> str | None:
+    """The new dotted path of an old one (``dei_framework.sandbox.zygote`` ->
+    ``dei_framework.evaluation.sandbox.zygote``), or ``None`` when it did not move."""
+    if not old.startswith(_ROOT):
+        return None
+    head, _, tail = old[len(_ROOT):].partition(".")
+    moved = MOVED.get(head)
+    if moved is None:
+        return None
+    return _ROOT + moved + (f".{tail}" if tail else "")
+
+
+def _warn(old: str, new: str) -> None:
+    warnings.warn(f"{old} moved to {new}; the old path goes in the next release",
+                  DeprecationWarning, stacklevel=3)  # fmt: skip
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Loads an old path as the module at its new path (the same object)."""
+
+    def __init__(self, new: str) -> None:
+        self.new = new
+        self._spec: Any = None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = importlib.import_module(self.new)
+        # The import system sets ``__spec__`` on what this returns: the real one is put back.
+        self._spec = module.__spec__
+        _warn(spec.name, self.new)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__spec__ = self._spec
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+    """Finds old paths (before the path finder could find a second copy of a moved module's
+    submodule through its package's ``__path__``)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None
+                  ) -> importlib.machinery.ModuleSpec | None:  # fmt: skip
+        new = new_path(fullname)
+        if new is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(new))
+
+
+def install() -> None:
+    """Makes the old paths importable (once per process)."""
+    if not any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _AliasFinder())
+
+
+def forward_driver(name: str) -> Any:
+    """``dei_framework.search``'s module ``__getattr__``: the old module's driver names, from
+    ``run.driver``, with a :class:`DeprecationWarning` (imported when asked for: the driver is
+    in a layer above the search package)."""
+    if name not in DRIVER_NAMES:
+        raise AttributeError(f"module 'dei_framework.search' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_ROOT + "runtime.driver"), name)
+    _warn(f"dei_framework.search.{name}", f"dei_framework.runtime.driver.{name}")
+    return value

@@ -1,0 +1,11 @@
+"""The contract: the types a plugin implements or receives, and nothing that runs a search.
+
+Errors, program records (:class:`~dei_framework.contract.records.Candidate`), descriptor
+spaces, and the plugin contracts — :class:`~dei_framework.contract.domain.Domain`,
+:class:`~dei_framework.contract.operators.Operator`,
+:class:`~dei_framework.contract.transport.Transport`, evaluation backends, ``dei-run`` options,
+the factory context and the plugin registry. A plugin needs only this package (and
+:mod:`dei_framework.net.envelope` for champions on the wire).
+
+May import: nothing else of ``dei_framework`` (the bottom layer).
+"""

@@ -1,0 +1,272 @@
+"""The registry of what plugins provide, and how the core calls plugin hooks through pluggy.
+
+Every hook is called through pluggy (``manager.hook.<name>`` or, to call one plugin's
+implementations, ``manager.subset_hook_caller``), so ``tryfirst`` / ``trylast``, registration
+order and hook wrappers behave as pluggy documents. Two kinds of hooks:
+
+* **Registration hooks** (``dei_domains``, ``dei_operators``, ...) are called once per plugin,
+  each plugin through its own subset caller, so every registered item is attributed to the
+  plugin that registered it and a broken plugin loses only its own registrations.
+* **Observation hooks** (``dei_candidate_evaluated``, ...) are called once for all plugins with
+  :meth:`PluginRegistry.notify`. A failing observer is caught by the core's guard wrapper
+  (:class:`ObserverGuard`, the outermost wrapper), reported once naming its plugin, and left
+  out of that hook for the rest of the process; the run goes on.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from types import TracebackType
+from typing import Any
+
+import attrs
+import pluggy
+
+from dei_framework.contract.errors import ConfigError
+
+#: The public name (re-exported by ``dei_framework``); the rest serves ``plugin/manager.py``.
+__all__ = ["PluginRegistry"]
+
+#: Registration hooks: the hook, the kind of thing it registers (for messages), its table.
+REGISTRATION_HOOKS: dict[str, tuple[str, str]] = {
+    "dei_domains": ("domain", "domains"),
+    "dei_operators": ("operator", "operators"),
+    "dei_transports": ("transport", "transports"),
+    "dei_sharing_policies": ("sharing policy", "sharing"),
+    "dei_budget_allocators": ("budget allocator", "allocators"),
+    "dei_descriptor_axes": ("descriptor axis", "axes"),
+    "dei_emitters": ("emitter", "emitters"),
+    "dei_archives": ("archive", "archives"),
+    "dei_evaluation_backends": ("evaluation backend", "evaluators"),
+    "dei_run_options": ("run option", "run_options"),
+}
+#: Observation hooks: called for every plugin, results ignored, failures isolated.
+OBSERVATION_HOOKS = (
+    "dei_candidate_evaluated",
+    "dei_round_ended",
+    "dei_champion_received",
+    "dei_run_finished",
+)
+
+
+@attrs.frozen
+class Registered:
+    """One thing a plugin registered, with the plugin it came from."""
+
+    spec: Any
+    plugin: str
+
+
+@attrs.define
+class PluginRegistry:
+    """Everything registered by the loaded plugins, by kind and name.
+
+    Attributes:
+        manager: The pluggy manager; hooks are called through ``manager.hook``.
+        problems: One message per plugin fault (failed to load, to register, or an observer
+            that raised), each naming the plugin.
+    """
+
+    manager: pluggy.PluginManager
+    domains: dict[str, Registered] = attrs.Factory(dict)
+    operators: dict[str, Registered] = attrs.Factory(dict)
+    transports: dict[str, Registered] = attrs.Factory(dict)
+    sharing: dict[str, Registered] = attrs.Factory(dict)
+    allocators: dict[str, Registered] = attrs.Factory(dict)
+    axes: dict[str, Registered] = attrs.Factory(dict)
+    emitters: dict[str, Registered] = attrs.Factory(dict)
+    archives: dict[str, Registered] = attrs.Factory(dict)
+    evaluators: dict[str, Registered] = attrs.Factory(dict)
+    run_options: dict[str, Registered] = attrs.Factory(dict)
+    problems: list[str] = attrs.Factory(list)
+    #: Plugins left out of an observation hook after they raised in it, by hook name.
+    _muted: dict[str, list[object]] = attrs.Factory(dict)
+
+    # --- lookups ---------------------------------------------------------------------------------
+
+    def _lookup(self, table: dict[str, Registered], kind: str, name: str) -> Any:
+        if name in table:
+            return table[name].spec
+        known = ", ".join(sorted(table)) or "none"
+        hint = f" (plugin problems: {'; '.join(self.problems)})" if self.problems else ""
+        raise ConfigError(f"unknown {kind} {name!r}; registered: {known}{hint}")
+
+    def domain(self, name: str):
+        """The :class:`~dei_framework.contract.domain.DomainSpec` called ``name``."""
+        return self._lookup(self.domains, "domain", name)
+
+    def transport(self, name: str):
+        """The :class:`~dei_framework.contract.transport.TransportSpec` called ``name``."""
+        return self._lookup(self.transports, "transport", name)
+
+    def sharing_policy(self, name: str):
+        """The :class:`~dei_framework.search.sharing.SharingSpec` called ``name``."""
+        return self._lookup(self.sharing, "sharing policy", name)
+
+    def allocator(self, name: str):
+        """The :class:`~dei_framework.search.allocation.AllocatorSpec` called ``name``."""
+        return self._lookup(self.allocators, "budget allocator", name)
+
+    def emitter(self, name: str):
+        """The :class:`~dei_framework.search.emitters.EmitterSpec` called ``name``."""
+        return self._lookup(self.emitters, "emitter", name)
+
+    def archive(self, name: str):
+        """The :class:`~dei_framework.search.archives.ArchiveSpec` called ``name``."""
+        return self._lookup(self.archives, "archive", name)
+
+    def evaluator(self, name: str):
+        """The :class:`~dei_framework.contract.backend.EvaluatorSpec` called ``name``."""
+        return self._lookup(self.evaluators, "evaluation backend", name)
+
+    def operator(self, spec: str):
+        """The :class:`~dei_framework.contract.operators.OperatorSpec` serving ``--operator spec``.
+
+        An exact name wins; otherwise the first operator family whose ``accepts`` claims it.
+        """
+        if spec in self.operators:
+            return self.operators[spec].spec
+        for entry in self.operators.values():
+            if entry.spec.accepts is not None and entry.spec.accepts(spec):
+                return entry.spec
+        return self._lookup(self.operators, "operator", spec)
+
+    def cli_commands(self) -> list[Any]:
+        """Click commands contributed by plugins (broken contributions are skipped)."""
+        return [spec for spec, _ in self.collect("dei_cli_commands")]
+
+    # --- calling hooks ---------------------------------------------------------------------------
+
+    def collect(self, hook: str, **kwargs: Any) -> Iterator[tuple[Any, str]]:
+        """Calls a hook that returns lists, plugin by plugin; yields ``(item, plugin name)``.
+
+        Each plugin is called through ``manager.subset_hook_caller`` (pluggy's way to call a
+        hook on some plugins only), so its own wrappers and options apply. A plugin whose
+        implementation raises, or returns something other than a list, is reported in
+        :attr:`problems`; the other plugins' items are still collected.
+        """
+        caller = getattr(self.manager.hook, hook, None)
+        if caller is None:  # a hook added by a plugin that is not installed
+            return
+        plugins = [impl.plugin for impl in caller.get_hookimpls()]
+        for plugin in dict.fromkeys(reversed(plugins)):  # pluggy's call order, once per plugin
+            name = self.plugin_name(plugin)
+            others = [other for other in plugins if other is not plugin]
+            try:
+                results = self.manager.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
+                items = [item for result in results for item in _as_list(result)]
+            except Exception as exc:  # a third party's bug must not take the others down
+                self.problems.append(f"plugin {name!r} failed in {hook}: {exc!r}")
+                continue
+            yield from ((item, name) for item in items)
+
+    def notify(self, hook: str, **kwargs: Any) -> None:
+        """Calls an observation hook on every plugin; a failing observer never stops the caller.
+
+        The call goes through ``manager.hook`` (pluggy's order and wrappers apply). A plugin
+        that raised is reported once and muted for this hook from then on.
+        """
+        muted = self._muted.get(hook)
+        caller = (
+            self.manager.subset_hook_caller(hook, remove_plugins=muted)
+            if muted
+            else getattr(self.manager.hook, hook)
+        )
+        # Only the guard (no observer): nothing to call. The search notifies once per
+        # evaluation, and pluggy's call with the guard alone costs as much as a small event.
+        if all(impl.plugin_name == GUARD_NAME for impl in caller.get_hookimpls()):
+            return
+        try:
+            caller(**kwargs)
+        except Exception as exc:  # a wrapper outside the guard raised
+            self.observer_failed(hook, exc)
+
+    def observer_failed(self, hook: str, exc: BaseException) -> None:
+        """Reports a failing observer once (on stderr and in :attr:`problems`) and mutes it."""
+        plugin = self._culprit(hook, exc.__traceback__)
+        name = self.plugin_name(plugin) if plugin is not None else "unknown"
+        message = f"plugin {name!r} failed in {hook}: {exc!r}; its {hook} is disabled"
+        if plugin is not None:
+            self._muted.setdefault(hook, []).append(plugin)
+        if message not in self.problems:
+            self.problems.append(message)
+            print(f"warning: {message}", file=sys.stderr)
+
+    def _culprit(self, hook: str, traceback: TracebackType | None) -> object | None:
+        """The plugin whose implementation of ``hook`` raised: the innermost implementation on
+        the stack (a wrapper that merely let the exception through is further out)."""
+        guard = self.manager.get_plugin(GUARD_NAME)
+        impls = {impl.function.__code__: impl.plugin
+                 for impl in getattr(self.manager.hook, hook).get_hookimpls()
+                 if hasattr(impl.function, "__code__") and impl.plugin is not guard}  # fmt: skip
+        culprit = None
+        while traceback is not None:
+            culprit = impls.get(traceback.tb_frame.f_code, culprit)
+            traceback = traceback.tb_next
+        return culprit
+
+    def plugin_name(self, plugin: object) -> str:
+        """The name a plugin was registered under."""
+        return self.manager.get_name(plugin) or repr(plugin)
+
+    # --- listing ---------------------------------------------------------------------------------
+
+    def listing(self) -> dict[str, list[dict[str, Any]]]:
+        """What ``dei plugins --json`` prints."""
+
+        def rows(table: dict[str, Registered], extra=lambda spec: {}) -> list[dict[str, Any]]:
+            return [
+                {"name": name, "plugin": entry.plugin, **extra(entry.spec),
+                 "description": getattr(entry.spec, "description", "")}
+                for name, entry in sorted(table.items())
+            ]  # fmt: skip
+
+        return {
+            "domains": rows(self.domains),
+            "operators": rows(self.operators, lambda spec: {"offline": spec.offline}),
+            "transports": rows(self.transports),
+            "sharing": rows(self.sharing),
+            "allocators": rows(self.allocators),
+            "axes": rows(self.axes, lambda spec: {"domain": spec.domain}),
+            "emitters": rows(self.emitters),
+            "archives": rows(self.archives),
+            "evaluators": rows(self.evaluators),
+        }
+
+
+def _as_list(result: Any) -> Iterable[Any]:
+    if not isinstance(result, list | tuple):
+        raise TypeError(f"expected a list, got {type(result).__name__}")
+    return result
+
+
+#: The name the observer guard is registered under.
+GUARD_NAME = "dei_framework.guard"
+
+
+class ObserverGuard:
+    """The core's wrapper around every observation hook: a failing observer is reported once
+    and muted, and never reaches the caller (the search loop, the node, the run).
+
+    Registered after the plugins, ``tryfirst``, so it is the outermost wrapper.
+    """
+
+    def __init__(self, registry: PluginRegistry) -> None:
+        self.registry = registry
+
+
+def _guard(hook: str):
+    def wrapper(self: ObserverGuard):
+        try:
+            return (yield)
+        except Exception as exc:
+            self.registry.observer_failed(hook, exc)
+            return None
+
+    wrapper.__name__ = hook
+    return pluggy.HookimplMarker("dei_framework")(wrapper=True, tryfirst=True)(wrapper)
+
+
+for _hook in OBSERVATION_HOOKS:
+    setattr(ObserverGuard, _hook, _guard(_hook))

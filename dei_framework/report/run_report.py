@@ -1,0 +1,201 @@
+"""A run's ``report.md``: settings, merged figures, per-node tables, champions, budget, plots.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dei_framework.analysis.formatting import (
+    markdown_image,
+    markdown_table,
+    number,
+    reference_text,
+    value_at,
+)
+from dei_framework.report.plots import PLOTS, run_plots
+from dei_framework.runtime.run_files import FinishedRun
+
+#: Champion listings longer than this many lines are cut in the report.
+CHAMPION_LINES = 40
+
+
+def run_report(run: FinishedRun) -> str:
+    """The markdown of a finished run's ``report.md`` (its plots are written meanwhile)."""
+    summary = run.summary
+    nodes: Mapping[str, Any] = summary["nodes"]
+    merged = summary.get("merged", {})
+    budget = summary.get("budget", {})
+    images = run_plots(run, run.path / PLOTS)
+    space = summary.get("space") or {}
+    out = [f"# DEI run: {summary.get('domain', '?')}\n"]
+    out.append(
+        f"{len(nodes)} node(s), {summary.get('rounds', '?')} round(s) "
+        f"({summary.get('lifecycle', 'reset')} archives), seed "
+        f"{summary.get('seed', '?')}, transport `{summary.get('transport', '?')}`, sharing "
+        f"`{summary.get('sharing', '?')}`; grid {' x '.join(map(str, space.get('shape', [])))} "
+        f"over {', '.join(space.get('axes', []))} ({space.get('cells', '?')} cells).\n"
+    )
+    out.append("## Merged archive\n")
+    out.append("Best elite per cell across every node's final-round archive. **Raw**: fitness as "
+               "each node measured it, against its own opponent pool.")
+    common = merged.get("common")
+    rows = [["raw", number(merged.get("coverage"), ".1%"), number(merged.get("qd_score"), ".2f"),
+             merged.get("num_elites", 0), number(merged.get("obj_max")),
+             number(merged.get("obj_mean"))]]  # fmt: skip
+    if common:
+        k = common.get("common_seeds")
+        scored = (f" The kept elites were then scored as the mean of K = {k} fresh seeds "
+                  f"(standard error of the QD-score from them: "
+                  f"{number(common.get('qd_score_sem'), '.2f')}; on the selection measurement it "
+                  f"was {number(common.get('selection_qd_gap'), '+.2f')} higher)."
+                  if k else "")  # fmt: skip
+        if common.get("deterministic"):  # scored once: there were no fresh seeds to average
+            scored = (" The domain is deterministic, so that one evaluation is each kept "
+                      "elite's score (no fresh seeds: they would give the same value).")
+        out.append(" **Common ground**: every elite re-evaluated against the reference set "
+                   f"({reference_text(common.get('reference'))}) with one selection seed, "
+                   "placed by its common-ground descriptor, the best per cell kept "
+                   f"(`merged_archive.json`).{scored}")  # fmt: skip
+        rows.append(["common ground", number(common.get("coverage"), ".1%"),
+                     number(common.get("qd_score"), ".2f"), common.get("num_elites", 0),
+                     number(common.get("obj_max")), number(common.get("obj_mean"))])  # fmt: skip
+    out.append("\n")
+    out.append(markdown_table(["measure", "coverage", "QD-score", "elites", "best fitness",
+                       "mean fitness"], rows))  # fmt: skip
+    out.append(markdown_image("archives", images.get("heatmaps")))
+    out.append("\n## Nodes\n")
+    out.append(markdown_table(
+        ["node", "operator", "calls", "rounds", "champion fitness", "generality (final / peak)",
+         "niche novelty", "coverage", "QD-score", "stopped"],
+        [[name, node.get("operator", ""), f"{node.get('calls', 0)}/{node.get('quota', '?')}",
+          node.get("rounds_completed", "?"), number((node.get("champion") or {}).get("fitness")),
+          f"{number(node.get('generality'))} / {number(node.get('generality_peak'))}",
+          number(node.get("niche_novelty")), number(_last(node.get("coverage_per_round")), ".1%"),
+          number(_last(node.get("qd_score_per_round")), ".2f"), node.get("stopped") or ""]
+         for name, node in nodes.items()],
+    ))  # fmt: skip
+    out.append(
+        "\nGenerality: share of the domain's reference programs the champion beats or ties "
+        "(– when the domain has none). Niche novelty: share of received peer champions that "
+        "landed in a cell empty in the receiver's previous-round archive (– when none "
+        "arrived).\n"
+    )
+    out.append("\n## Per round\n")
+    per_round = merged.get("per_round", [])
+    names = list(nodes)
+    out.append(markdown_table(
+        ["round", "merged coverage", "merged QD-score",
+         *[f"{n} coverage" for n in names], *[f"{n} generality" for n in names]],
+        [[entry.get("round", i), number(entry.get("coverage"), ".1%"),
+          number(entry.get("qd_score"), ".2f"),
+          *[number(value_at(nodes[n].get("coverage_per_round"), i), ".1%") for n in names],
+          *[number(value_at(nodes[n].get("generality_per_round"), i)) for n in names]]
+         for i, entry in enumerate(per_round)],
+    ))  # fmt: skip
+    out.append(markdown_image("coverage and QD-score per round", images.get("progress")))
+    out.append(markdown_image("generality per round", images.get("generality")))
+    out.append(markdown_image("niche novelty per round", images.get("niche_novelty")))
+    divergence = summary.get("operator_divergence") or {}
+    out.append("\n## Operator divergence\n")
+    out.append(
+        "Jensen–Shannon divergence (base 2) between the cell distributions of the candidates "
+        "two nodes' operators produced: 0 = same cells in the same proportions, 1 = disjoint. "
+        f"Mean: **{number(divergence.get('mean'))}**.\n\n"
+    )
+    pairs = divergence.get("pairs") or {}
+    if pairs:
+        out.append(markdown_table(["nodes", "divergence"],
+                          [[key.replace("|", " vs "), number(value)]
+                           for key, value in pairs.items()]))  # fmt: skip
+    out.append("\n## Budget\n")
+    out.append(markdown_table(
+        ["node", "model", "calls", "quota", "attempts", "prompt tokens", "completion tokens",
+         "cost (USD)", "call seconds"],
+        [[name, usage.get("model", ""), usage.get("calls"), usage.get("quota"),
+          usage.get("attempts"), usage.get("prompt_tokens"), usage.get("completion_tokens"),
+          number(usage.get("cost_usd"), ".4f"), number(usage.get("call_seconds"), ".1f")]
+         for name, usage in (budget.get("nodes") or {}).items()]
+        + [["**total**", "", budget.get("calls"), budget.get("limit"), budget.get("attempts"),
+            budget.get("prompt_tokens"), budget.get("completion_tokens"),
+            number(budget.get("cost_usd"), ".4f"), number(budget.get("call_seconds"), ".1f")]],
+    ))  # fmt: skip
+    out.append(
+        f"\nWall time {number(budget.get('wall_seconds'), '.1f')} s; "
+        f"{summary.get('evaluated', '?')} evaluations, {summary.get('invalid', '?')} invalid"
+        f"{_stopped_note(summary.get('stopped'))}.\n"
+    )
+    out.extend(_budget_notes(budget))
+    out.append("\n## Champions\n")
+    for name, node in nodes.items():
+        champion = node.get("champion")
+        if not champion:
+            out.append(f"- {name}: no valid champion\n")
+            continue
+        lines = str(champion.get("text", "")).splitlines()
+        shown = "\n".join(lines[:CHAMPION_LINES])
+        if len(lines) > CHAMPION_LINES:
+            shown += f"\n... ({len(lines) - CHAMPION_LINES} more lines)"
+        out.append(
+            f"<details><summary>{name} ({node.get('operator', '')}){_origin(champion, nodes)}: "
+            f"fitness {number(champion.get('fitness'))}, cell {champion.get('cell')}</summary>\n\n"
+            f"```\n{shown}\n```\n</details>\n\n"
+        )
+    return "\n".join(out)
+
+
+def _budget_notes(budget: dict[str, Any]) -> list[str]:
+    """Lines on what the budget table cannot show: the compute axis, unknown costs, caps hit."""
+    notes = []
+    axis = budget.get("axis", "calls")
+    if axis != "calls":
+        notes.append(f"\nEqual compute on **{axis}**: {budget.get('spent')} of "
+                     f"{budget.get('limit')} spent.\n")  # fmt: skip
+    for name in budget.get("unpriced_nodes") or []:
+        model = (budget.get("nodes") or {}).get(name, {}).get("model", "?")
+        notes.append(f"\nCost of {name} unknown: no price for {model} (give one with "
+                     "`--price MODEL=IN,OUT`); the total cost is unknown too.\n")  # fmt: skip
+    for name, usage in (budget.get("nodes") or {}).items():
+        if usage.get("exhausted"):
+            notes.append(f"\n{name} reached a cap: {usage['exhausted']}.\n")
+    return notes
+
+
+def _origin(champion: Mapping[str, Any], nodes: Mapping[str, Any]) -> str:
+    """``", received from node-0 (gp)"`` for a champion another node wrote, a mark for an
+    initial or seed program, else ``""``.
+
+    A received champion keeps the label ``peer:<node>`` where it is admitted; the operator
+    that wrote it is the origin node's.
+    """
+    label = str(champion.get("operator") or "")
+    if label in ("initial", "seed"):
+        # Not the search's find: nothing the node's operator wrote did better.
+        return f", the run's {label} program (no candidate of the search beat it)"
+    if not label.startswith("peer:"):
+        return ""
+    origin = label.removeprefix("peer:")
+    operator = (nodes.get(origin) or {}).get("operator")
+    return f", received from {origin}" + (f" ({operator})" if operator else "")
+
+
+def _last(values: Sequence[Any] | None) -> Any:
+    return values[-1] if values else None
+
+
+#: How the report words each kind of stopped candidate.
+_STOPPED_WORDS = {"timeout": "over the time limit", "memory": "over the memory limit",
+                  "killed": "killed by a signal", "sandbox": "took their sandbox down"}
+
+
+def _stopped_note(stopped: Any) -> str:
+    """``" (of which 1 over the time limit, ...)"`` for a sandboxed run's stopped candidates."""
+    if not isinstance(stopped, dict):
+        return ""
+    parts = [f"{count} {_STOPPED_WORDS.get(kind, kind)}" for kind, count in stopped.items()
+             if isinstance(count, int) and count]  # fmt: skip
+    return f" (of which {', '.join(parts)})" if parts else " (none stopped by a limit)"
+

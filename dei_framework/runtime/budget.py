@@ -1,0 +1,609 @@
+"""The budget ledger: operator calls, attempts, tokens, cost and time, per node and in total.
+
+The ledger is DEI's equal-compute protocol made concrete: a total budget is split equally
+across nodes on the *compute axis* the run chose (``calls`` as in the paper, ``tokens`` or
+``cost``) and every node's share is a hard cap. Independent hard caps on money
+(``--max-cost-usd``, split per node like calls) and on attempts (per node and per call) hold
+whatever the axis.
+
+A call *reserves* a slot before it starts (:meth:`BudgetLedger.reserve` returns its
+:class:`CallMeter`). An operator that bills tokens opens every attempt on the meter before the
+request goes out, with the attempt's worst case (the prompt's token bound plus ``max_tokens``,
+and their price), and settles it to what the provider reported afterwards, failed attempts
+included. An attempt that could break a cap is refused before it starts, so the caps hold with
+any number of calls in flight. The call then either *commits* (a completed call: counts once,
+whatever the reply contained) or is *released* (a failed call: only its attempts and their usage
+count).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from dei_framework.contract.errors import BudgetExhausted, ConfigError
+from dei_framework.contract.operators import OperatorReply
+
+#: The quantities equal compute can be measured on.
+ComputeAxis = Literal["calls", "tokens", "cost"]
+COMPUTE_AXES: tuple[str, ...] = ("calls", "tokens", "cost")
+
+
+@attrs.frozen
+class Price:
+    """What a model charges, in US dollars per million tokens (as price lists quote it).
+
+    Example:
+        >>> Price.parse("0.4,1.6").cost(1000, 500)  # USD per million input and output tokens
+        0.0012
+    """
+
+    #: USD per million prompt (input) tokens.
+    input: float
+    #: USD per million completion (output) tokens.
+    output: float
+
+    @classmethod
+    def parse(cls, value: Any) -> Price:
+        """Reads ``"IN,OUT"`` or ``[IN, OUT]`` in USD per **million** tokens.
+
+        Raises:
+            ConfigError: Not two non-negative numbers.
+        """
+        parts = value.split(",") if isinstance(value, str) else value
+        try:
+            numbers = [float(part) for part in parts]
+            if len(numbers) != 2 or not all(math.isfinite(n) and n >= 0 for n in numbers):
+                raise ValueError
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"a price is two non-negative numbers, USD per million input and output "
+                f"tokens, e.g. 0.4,1.6; got {value!r}"
+            ) from None
+        return cls(input=numbers[0], output=numbers[1])
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """The cost of the given tokens in USD."""
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+
+
+@attrs.frozen(kw_only=True)
+class NodeCaps:
+    """Hard caps of one node besides its call quota (``None``: no cap)."""
+
+    #: Tokens (prompt plus completion, every billed attempt): the share of a ``tokens`` budget.
+    tokens: int | None = None
+    #: US dollars (every billed attempt): the node's share of ``--max-cost-usd``.
+    cost_usd: float | None = None
+    #: Attempts, failed ones and retries included.
+    attempts: int | None = None
+
+
+@attrs.define
+class NodeUsage:
+    """What one node has used."""
+
+    #: Completed operator calls (the unit of the ``calls`` budget).
+    calls: int = 0
+    #: Attempts, including failed ones and retries.
+    attempts: int = 0
+    #: Prompt tokens reported by the provider, failed attempts included.
+    prompt_tokens: int = 0
+    #: Completion tokens reported by the provider, failed attempts included.
+    completion_tokens: int = 0
+    #: Cost in US dollars of the attempts whose price is known (see ``unpriced_attempts``).
+    cost_usd: float = 0.0
+    #: Attempts that reported tokens at an unknown price: the node's cost is then unknown.
+    unpriced_attempts: int = 0
+    #: Attempts whose usage the provider did not report (timeouts, errors without usage).
+    unreported_attempts: int = 0
+    #: Seconds spent inside operator calls (summed over concurrent calls).
+    call_seconds: float = 0.0
+    #: Why the node can start no more calls (a cap reached), or ``None``.
+    exhausted: str | None = None
+    #: Which cap that was: ``"attempt"``, ``"token"`` or ``"cost"``.
+    exhausted_cap: str | None = None
+    #: Calls currently reserved and not yet committed or released (not persisted).
+    in_flight: int = attrs.field(default=0, metadata={"transient": True})
+    #: Attempts under way (not persisted).
+    open_attempts: int = attrs.field(default=0, metadata={"transient": True})
+    #: Worst-case tokens of the attempts under way (not persisted).
+    reserved_tokens: int = attrs.field(default=0, metadata={"transient": True})
+    #: Worst-case cost of the attempts under way (not persisted).
+    reserved_usd: float = attrs.field(default=0.0, metadata={"transient": True})
+
+    @property
+    def tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def cost_known(self) -> bool:
+        """Whether :attr:`cost_usd` is the whole cost (no attempt had an unknown price)."""
+        return self.unpriced_attempts == 0
+
+    def add(self, other: NodeUsage) -> None:
+        """Adds ``other``'s persisted counters to this one."""
+        for name in _summed_fields():
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def to_json(self) -> dict[str, Any]:
+        data = attrs.asdict(self, filter=lambda a, _: not a.metadata.get("transient"))
+        # An unknown price is unknown, not free: the cost is null, never a silent 0.0.
+        data["cost_usd"] = round(self.cost_usd, 10) if self.cost_known else None
+        data["call_seconds"] = round(self.call_seconds, 6)
+        return data
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Sets the persisted counters from :meth:`to_json` output."""
+        for field in attrs.fields(NodeUsage):
+            if not field.metadata.get("transient") and field.name in data:
+                setattr(self, field.name, data[field.name])
+        if self.cost_usd is None:
+            self.cost_usd = 0.0
+
+
+@functools.cache
+def _summed_fields() -> tuple[str, ...]:
+    """The counters :meth:`NodeUsage.add` sums (persisted ones, bar the ``exhausted`` marks)."""
+    return tuple(field.name for field in attrs.fields(NodeUsage)
+                 if not field.metadata.get("transient")
+                 and not field.name.startswith("exhausted"))  # fmt: skip
+
+
+def split_budget(total: int, nodes: Sequence[str]) -> dict[str, int]:
+    """Splits ``total`` calls equally across ``nodes``.
+
+    Raises:
+        ConfigError: ``total`` does not divide equally (equal compute would not hold) or is
+            smaller than the number of nodes.
+    """
+    if not nodes:
+        raise ConfigError("no nodes to split the budget across")
+    if total < len(nodes) or total % len(nodes):
+        raise ConfigError(
+            f"--budget {total} does not split equally across {len(nodes)} nodes; "
+            f"use a multiple of {len(nodes)}"
+        )
+    return {node: total // len(nodes) for node in nodes}
+
+
+class CallMeter:
+    """One call's account with the ledger, handed to the operator with the request.
+
+    An operator that bills per attempt calls :meth:`open_attempt` before each request and
+    :meth:`settle_attempt` after it (in a ``finally``: a failed, timed-out or cancelled attempt is
+    settled too). Operators that never use the meter are accounted from their reply.
+    """
+
+    def __init__(self, ledger: BudgetLedger, node: str) -> None:
+        self.ledger = ledger
+        self.node = node
+        #: Attempts settled so far, and their usage.
+        self.usage = NodeUsage()
+        self._open: tuple[int, float] | None = None
+        self._done = False
+
+    async def open_attempt(
+        self, *, prompt_tokens: int, max_tokens: int, cost_usd: float | None
+    ) -> None:
+        """Reserves an attempt's worst case before it goes out.
+
+        Args:
+            prompt_tokens: An upper bound of the prompt's tokens.
+            max_tokens: The completion limit sent with the request.
+            cost_usd: The attempt's worst-case cost, ``None`` when the price is unknown.
+
+        Raises:
+            BudgetExhausted: The attempt could break a cap of the node or of the call. Waits
+                instead while attempts in flight hold reservations that may yet be returned.
+        """
+        if self._open is not None:
+            raise RuntimeError(f"{self.node}: an attempt is already open on this call")
+        await self.ledger._open_attempt(self, prompt_tokens + max_tokens, cost_usd)
+        self._open = (prompt_tokens + max_tokens, cost_usd or 0.0)
+
+    def settle_attempt(
+        self,
+        *,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        cost_usd: float | None = 0.0,
+    ) -> None:
+        """Records what the open attempt used (``None`` tokens: the provider did not say)."""
+        if self._open is None:
+            raise RuntimeError(f"{self.node}: settle without an open attempt")
+        tokens, usd = self._open
+        self._open = None
+        self.ledger._settle_attempt(self, tokens, usd)
+        self._add(1, prompt_tokens, completion_tokens, cost_usd)
+
+    def record(
+        self,
+        *,
+        attempts: int,
+        prompt_tokens: int | None,
+        completion_tokens: int | None,
+        cost_usd: float | None,
+    ) -> None:
+        """Records usage that was not metered attempt by attempt (replayed or reply-only)."""
+        self._add(attempts, prompt_tokens, completion_tokens, cost_usd)
+
+    def _add(self, attempts: int, prompt: int | None, completion: int | None,
+             cost: float | None) -> None:  # fmt: skip
+        # What NodeUsage.add of a delta would do, without building the delta (once per call).
+        unreported = attempts if prompt is None and completion is None else 0
+        prompt, completion = prompt or 0, completion or 0
+        unpriced = (attempts if prompt + completion else 0) if cost is None else 0
+        for usage in (self.usage, self.ledger.usage[self.node]):
+            usage.attempts += attempts
+            usage.prompt_tokens += prompt
+            usage.completion_tokens += completion
+            usage.cost_usd += 0.0 if cost is None else cost
+            usage.unpriced_attempts += unpriced
+            usage.unreported_attempts += unreported
+        self.ledger._changed()
+
+    def commit(self, reply: OperatorReply, *, seconds: float = 0.0) -> None:
+        """Ends the call as completed (it counts as one call)."""
+        if not self.usage.attempts:
+            self.record(attempts=max(reply.attempts, 1), prompt_tokens=reply.prompt_tokens,
+                        completion_tokens=reply.completion_tokens, cost_usd=reply.cost_usd)
+        self._finish(seconds, completed=True)
+
+    def release(self, *, attempts: int = 1, seconds: float = 0.0) -> None:
+        """Ends the call as failed: only its attempts (and what they used) count."""
+        if not self.usage.attempts and attempts:
+            self.record(attempts=attempts, prompt_tokens=None, completion_tokens=None,
+                        cost_usd=0.0)  # fmt: skip
+        self._finish(seconds, completed=False)
+
+    def _finish(self, seconds: float, *, completed: bool) -> None:
+        if self._done:
+            raise RuntimeError(f"{self.node}: call committed or released twice")
+        if self._open is not None:  # an operator that forgot to settle: count the attempt
+            self.settle_attempt()
+        self._done = True
+        usage = self.ledger._reserved(self.node)
+        usage.in_flight -= 1
+        usage.calls += int(completed)
+        usage.call_seconds += seconds
+        self.ledger._changed()
+
+    def to_json(self) -> dict[str, Any]:
+        """What this call used, for its record in ``calls.jsonl`` (the fields of
+        :meth:`NodeUsage.to_json` that describe one call)."""
+        usage = self.usage
+        return {"attempts": usage.attempts, "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "cost_usd": round(usage.cost_usd, 10) if usage.cost_known else None}  # fmt: skip
+
+
+class BudgetLedger:
+    """Counts usage per node against per-node quotas and caps.
+
+    Args:
+        quotas: Calls allowed per node; ``None`` for a node means no call quota.
+        models: Optional operator label per node, recorded in the summary.
+        caps: Token, cost and attempt caps per node (missing: none).
+        attempts_per_call: Most attempts one call may make (``None``: the operator decides).
+        axis: The compute axis of the run (recorded in the summary; its budget is ``quotas``
+            for ``calls``, the ``tokens`` or ``cost_usd`` caps otherwise).
+        limit: The run's total budget on ``axis`` (default: the sum of the node shares).
+
+    Example:
+        >>> ledger = BudgetLedger(quotas={"node-0": 2})
+        >>> meter = ledger.reserve("node-0")
+        >>> meter.commit(OperatorReply(text="MOV 0, 1"))
+        >>> ledger.remaining("node-0")
+        1
+    """
+
+    def __init__(
+        self,
+        *,
+        quotas: Mapping[str, int | None],
+        models: Mapping[str, str] | None = None,
+        caps: Mapping[str, NodeCaps] | None = None,
+        attempts_per_call: int | None = None,
+        axis: str = "calls",
+        limit: float | None = None,
+    ) -> None:
+        if axis not in COMPUTE_AXES:
+            raise ConfigError(f"compute axis must be one of {', '.join(COMPUTE_AXES)}, "
+                              f"got {axis!r}")  # fmt: skip
+        self.quotas = dict(quotas)
+        self.models = dict(models or {})
+        self.caps = {node: (caps or {}).get(node, NodeCaps()) for node in self.quotas}
+        self.attempts_per_call = attempts_per_call
+        self.axis = axis
+        self._limit = limit
+        self.usage = {node: NodeUsage() for node in self.quotas}
+        self._started = time.monotonic()
+        self._elapsed_before = 0.0
+        self._waiters: list[asyncio.Future] = []
+        #: With nodes in processes of their own (:mod:`~dei_framework.runtime.money_pool`): whether
+        #: a
+        #: node whose next attempt does not fit its money cap may still be handed money (it
+        #: then waits instead of stopping), and a callback told when a node starts or stops
+        #: waiting for money.
+        self.more_money: Callable[[str], bool] | None = None
+        self.on_starved: Callable[[str, bool], None] | None = None
+
+    # --- quotas ---------------------------------------------------------------------------------
+
+    def share(self, node: str) -> float | None:
+        """The node's share of the budget on the compute axis (``None``: unlimited)."""
+        if self.axis == "calls":
+            return self.quotas[node]
+        caps = self.caps[node]
+        return caps.tokens if self.axis == "tokens" else caps.cost_usd
+
+    def spent(self, node: str) -> float:
+        """What the node has used on the compute axis."""
+        usage = self.usage[node]
+        if self.axis == "calls":
+            return usage.calls
+        return usage.tokens if self.axis == "tokens" else usage.cost_usd
+
+    @property
+    def limit(self) -> float | None:
+        """The total budget on the compute axis (``None`` when any node is unlimited)."""
+        if self._limit is not None:
+            return self._limit
+        shares = [self.share(node) for node in self.quotas]
+        if any(share is None for share in shares):
+            return None
+        return sum(shares)
+
+    def remaining(self, node: str) -> int | None:
+        """Calls ``node`` may still start (``None`` if its calls are not capped)."""
+        if self.usage[node].exhausted is not None:
+            return 0
+        quota = self.quotas[node]
+        if quota is None:
+            return None
+        usage = self.usage[node]
+        return quota - usage.calls - usage.in_flight
+
+    def exhausted(self, node: str) -> str | None:
+        """Why ``node`` can start no more calls (a cap was reached), or ``None``."""
+        return self.usage[node].exhausted
+
+    # --- calls ----------------------------------------------------------------------------------
+
+    def reserve(self, node: str) -> CallMeter:
+        """Reserves one call for ``node`` and returns its meter.
+
+        Raises:
+            BudgetExhausted: the node's quota is used up (counting calls in flight) or a cap
+                was reached.
+        """
+        usage = self.usage[node]
+        if usage.exhausted is not None:
+            raise BudgetExhausted(f"{node}: {usage.exhausted}")
+        remaining = self.remaining(node)
+        if remaining is not None and remaining <= 0:
+            raise BudgetExhausted(f"{node}: call budget of {self.quotas[node]} used up")
+        usage.in_flight += 1
+        return CallMeter(self, node)
+
+    def commit(self, node: str, reply: OperatorReply, *, seconds: float = 0.0) -> None:
+        """Records a completed, reserved call from its reply alone (no meter at hand)."""
+        self._reserved(node)
+        CallMeter(self, node).commit(reply, seconds=seconds)
+
+    def release(self, node: str, *, attempts: int = 1, seconds: float = 0.0) -> None:
+        """Gives back a reserved call that failed; its attempts still count."""
+        self._reserved(node)
+        CallMeter(self, node).release(attempts=attempts, seconds=seconds)
+
+    def count_free_calls(self, node: str, count: int, *, seconds: float = 0.0) -> None:
+        """Records ``count`` completed calls of an operator that costs nothing (one attempt
+        each, no tokens), made together in ``seconds`` (each lasted that long, as calls made
+        concurrently do): the array path's calls, which hold no reservation because they
+        cannot fail or be refused halfway.
+
+        Raises:
+            BudgetExhausted: fewer than ``count`` calls remain, or a cap was reached.
+        """
+        usage = self.usage[node]
+        if usage.exhausted is not None:
+            raise BudgetExhausted(f"{node}: {usage.exhausted}")
+        remaining = self.remaining(node)
+        if remaining is not None and remaining < count:
+            raise BudgetExhausted(f"{node}: {count} calls asked, {remaining} left of the call "
+                                  f"budget of {self.quotas[node]}")  # fmt: skip
+        usage.calls += count
+        usage.attempts += count
+        usage.call_seconds += seconds * count
+        self._changed()
+
+    def _reserved(self, node: str) -> NodeUsage:
+        usage = self.usage[node]
+        if usage.in_flight <= 0:
+            raise RuntimeError(f"{node}: commit or release without a reservation")
+        return usage
+
+    # --- attempts -------------------------------------------------------------------------------
+
+    async def _open_attempt(self, meter: CallMeter, tokens: int, usd: float | None) -> None:
+        node = meter.node
+        caps = self.caps[node]
+        if self.attempts_per_call is not None and meter.usage.attempts >= self.attempts_per_call:
+            raise BudgetExhausted(
+                f"{node}: call reached its cap of {self.attempts_per_call} attempt(s)"
+            )
+        if usd is None and caps.cost_usd is not None:
+            self._exhaust(node, "the operator cannot price its calls, and the node has a "
+                                "money cap", "cost")  # fmt: skip
+        while True:
+            usage, caps = self.usage[node], self.caps[node]  # a peer may raise the money cap
+            if usage.exhausted is not None:
+                raise BudgetExhausted(f"{node}: {usage.exhausted}")
+            checks = (
+                ("attempt", caps.attempts, usage.attempts, usage.open_attempts, 1),
+                ("token", caps.tokens, usage.tokens, usage.reserved_tokens, tokens),
+                ("cost", caps.cost_usd, usage.cost_usd, usage.reserved_usd, usd or 0.0),
+            )
+            waiting = starved = False
+            for what, cap, used, reserved, need in checks:
+                if cap is None:
+                    continue
+                if used + need > cap:
+                    if what == "cost" and self.more_money is not None and self.more_money(node):
+                        # Peers in other processes may still hand money over: wait for it.
+                        waiting = starved = True
+                        continue
+                    # Even with every attempt in flight settled at zero this one could break
+                    # the cap: the node is done.
+                    self._exhaust(node, _cap_reason(what, cap, used, need), what)
+                if used + reserved + need > cap:
+                    waiting = True
+            if self.on_starved is not None:
+                self.on_starved(node, starved)
+            if not waiting:
+                usage.open_attempts += 1
+                usage.reserved_tokens += tokens
+                usage.reserved_usd += usd or 0.0
+                return
+            # Attempts in flight hold worst-case reservations; most settle for less.
+            future = asyncio.get_running_loop().create_future()
+            self._waiters.append(future)
+            if starved:  # what may still come can also stop coming (a peer's time runs out)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(future, timeout=1.0)
+            else:
+                await future
+
+    def _settle_attempt(self, meter: CallMeter, tokens: int, usd: float) -> None:
+        usage = self.usage[meter.node]
+        usage.open_attempts -= 1
+        usage.reserved_tokens -= tokens
+        usage.reserved_usd = max(usage.reserved_usd - usd, 0.0)
+
+    def _exhaust(self, node: str, reason: str, cap: str) -> None:
+        usage = self.usage[node]
+        usage.exhausted, usage.exhausted_cap = reason, cap
+        self._changed()
+        raise BudgetExhausted(f"{node}: {reason}")
+
+    def _changed(self) -> None:
+        """Wakes attempts waiting for reservations to come back."""
+        waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+
+    # --- the money cap across processes (money_pool) ---------------------------------------
+
+    def raise_cost_cap(self, node: str, usd: float) -> float:
+        """Raises ``node``'s money cap by ``usd`` (money a finished peer handed over); returns
+        the new cap. Attempts waiting for room are woken."""
+        caps = self.caps[node]
+        if caps.cost_usd is None:
+            raise ValueError(f"{node} has no money cap to raise")
+        self.caps[node] = attrs.evolve(caps, cost_usd=caps.cost_usd + usd)
+        self._changed()
+        return caps.cost_usd + usd
+
+    def wake(self) -> None:
+        """Has attempts waiting for room check again (what may come has changed)."""
+        self._changed()
+
+    def close_cost_cap(self, node: str) -> float:
+        """Lowers ``node``'s money cap to what it spent (it makes no more calls); returns what
+        the cap held beyond that."""
+        caps = self.caps[node]
+        if caps.cost_usd is None:
+            return 0.0
+        spent = self.usage[node].cost_usd
+        self.caps[node] = attrs.evolve(caps, cost_usd=spent)
+        return max(caps.cost_usd - spent, 0.0)
+
+    # --- results --------------------------------------------------------------------------------
+
+    def totals(self) -> NodeUsage:
+        """Usage summed over nodes."""
+        total = NodeUsage()
+        for usage in self.usage.values():
+            total.add(usage)
+        return total
+
+    def unpriced(self) -> list[str]:
+        """Nodes whose cost is unknown because a model's price is unknown."""
+        return [node for node, usage in self.usage.items() if not usage.cost_known]
+
+    @property
+    def wall_seconds(self) -> float:
+        """Wall time of the run so far, including earlier sessions of a resumed run."""
+        return self._elapsed_before + time.monotonic() - self._started
+
+    def resume_wall(self, seconds: float) -> None:
+        """Counts ``seconds`` of earlier sessions (a resumed run) into :attr:`wall_seconds`."""
+        self._elapsed_before = float(seconds)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``budget`` section of ``summary.json`` (also the persisted ledger)."""
+        totals = self.totals().to_json()
+        totals.pop("exhausted")
+        totals.pop("exhausted_cap")
+        return {
+            **totals,
+            "axis": self.axis,
+            "limit": self.limit,
+            "spent": self._spent_json(sum(self.spent(node) for node in self.usage)),
+            "attempts_per_call": self.attempts_per_call,
+            "unpriced_nodes": self.unpriced(),
+            "wall_seconds": round(self.wall_seconds, 3),
+            "nodes": {
+                node: {
+                    **usage.to_json(),
+                    "quota": self.quotas[node],
+                    "share": self.share(node),
+                    "spent": self._spent_json(self.spent(node)),
+                    "caps": attrs.asdict(self.caps[node]),
+                    "model": self.models.get(node, ""),
+                }
+                for node, usage in self.usage.items()
+            },
+        }
+
+    def _spent_json(self, value: float) -> float | None:
+        if self.axis == "cost":
+            return None if self.unpriced() else round(value, 10)
+        return value
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BudgetLedger:
+        """Restores a persisted ledger (calls in flight at the time are not restored)."""
+        nodes = data["nodes"]
+        ledger = cls(
+            quotas={node: info["quota"] for node, info in nodes.items()},
+            models={node: info.get("model", "") for node, info in nodes.items()},
+            caps={node: NodeCaps(**info["caps"]) for node, info in nodes.items()
+                  if info.get("caps")},  # fmt: skip
+            attempts_per_call=data.get("attempts_per_call"),
+            axis=data.get("axis", "calls"),
+        )
+        for node, info in nodes.items():
+            ledger.usage[node].restore(info)
+        ledger.resume_wall(data.get("wall_seconds", 0.0))
+        return ledger
+
+
+def _cap_reason(what: str, cap: float, used: float, need: float) -> str:
+    if what == "cost":
+        return (f"money cap of ${cap:.6g} reached (spent ${used:.6g}; the next attempt could "
+                f"cost up to ${need:.6g})")  # fmt: skip
+    if what == "token":
+        return (f"token budget of {cap:g} reached (used {used:g}; the next attempt could use "
+                f"up to {need:g})")  # fmt: skip
+    return f"attempt cap of {cap:g} reached"

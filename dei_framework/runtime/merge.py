@@ -1,0 +1,425 @@
+"""Merging a run: its nodes' final archives into one (raw, and on common ground), and the
+directories of its node processes into one run directory.
+
+:class:`RunMerge` holds what a merge needs as the run goes (each node's round archives, mapped
+into the run's grid) and, at the end, measures common ground
+(:mod:`dei_framework.analysis.common_ground`) and
+merges; :func:`join_processes` gathers what node processes (``dei node``) wrote apart.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from dei_framework.analysis.common_ground import (
+    Reference,
+    Score,
+    build_reference,
+    common_fitness,
+    evaluate_texts,
+    merge_common,
+    raw_entries,
+    score_texts,
+    scores_from_outcomes,
+    scoring_spread,
+    winners,
+)
+from dei_framework.contract.descriptors import DescriptorSpace
+from dei_framework.contract.domain import Domain
+from dei_framework.contract.errors import ConfigError
+from dei_framework.evaluation.local import Evaluator
+from dei_framework.runtime.budget import NodeUsage
+from dei_framework.runtime.checkpoints import check_logs
+from dei_framework.runtime.config import RunConfig
+from dei_framework.runtime.run_dir import RunDir, read_jsonl
+from dei_framework.runtime.run_files import damaged, read_checkpoint, read_round, read_run_summary
+from dei_framework.search.archives import ArchiveBase, GridArchive
+
+
+class RunMerge:
+    """A run's nodes merged: their round archives in the run's grid, common ground, the merge.
+
+    Args:
+        domain: The run's domain (its fitness floor is the archives' QD offset).
+        space: The run's grid: the common space of merges and reports.
+        nodes: The run's node names, in the order merges break ties in.
+    """
+
+    def __init__(self, domain: Domain, space: DescriptorSpace, nodes: Sequence[str]) -> None:
+        self.domain = domain
+        self.space = space
+        # Keyed in node order from the start, not in the order rounds happen to end: merges
+        # break ties between equal elites by archive order, so that order must not be timing.
+        self.round_archives: dict[str, dict[int, GridArchive]] = defaultdict(
+            dict, {name: {} for name in nodes}
+        )
+        #: The common-ground reference set; ``None``: the run measures no common ground.
+        self.reference: Reference | None = None
+        self.common_outcomes: dict = {}
+        self.common_scores: dict[str, Score] = {}
+        #: What ``merged_archive.json`` holds (filled by :meth:`merged`).
+        self.merged_entries: list[dict[str, Any]] = []
+        # Merges made, by the archives merged (the last round's merge is also the final one).
+        self._merges: dict[tuple[int, ...], tuple[tuple[GridArchive, ...], GridArchive]] = {}
+
+    def add_round(self, name: str, round_index: int,
+                  archive: ArchiveBase | Mapping[str, Any]) -> None:  # fmt: skip
+        """Keeps a node's round archive (the archive or its JSON), mapped into the run's grid
+        (a copy: the archive may change afterwards)."""
+        self.round_archives[name][round_index] = self._common(archive)
+
+    def _merge(self, archives: Sequence[GridArchive]) -> GridArchive:
+        """:meth:`GridArchive.merge` of kept round archives, made once per set of archives."""
+        key = tuple(map(id, archives))  # the archives are kept with it: no id is reused
+        if key not in self._merges:
+            self._merges[key] = (tuple(archives), GridArchive.merge(archives))
+        return self._merges[key][1]
+
+    def _common(self, archive: ArchiveBase | Mapping[str, Any]) -> GridArchive:
+        """A node's archive mapped into the run's grid (the common space of merges and reports,
+        whatever the node's archive kind and axes)."""
+        common = GridArchive(space=self.space, qd_offset=self.domain.fitness_floor)
+        if isinstance(archive, ArchiveBase):
+            if type(archive) is GridArchive and archive.space == self.space:
+                # The same cells: its elites as they are (what placing each of them again
+                # from its JSON gives, without the cost of that).
+                return common.fill_from(archive)
+            archive = archive.to_json()
+        return common.fill_from_json(archive)
+
+    async def measure_common(self, evaluator: Evaluator, champions: list[str | None]) -> None:
+        """Common ground in its two steps (:mod:`dei_framework.analysis.common_ground`): every
+        final-archive
+        elite and round champion once with the selection seed, then the elites kept per cell
+        and the champions with every scoring seed (a deterministic domain: the selection
+        evaluation is the score, each program is evaluated once)."""
+        reference = self.reference
+        if reference is None:
+            return
+        self.common_outcomes = await evaluate_texts(evaluator, self._common_texts(champions),
+                                                    reference)  # fmt: skip
+        chosen = winners(self.final_archives(), self.common_outcomes, self.space)
+        scored = chosen + [text for text in champions if text]
+        if self.domain.deterministic:
+            self.common_scores = scores_from_outcomes(self.common_outcomes, scored)
+        else:
+            self.common_scores = await score_texts(evaluator, scored, reference)
+
+    def merge_common_ground(self, new_evaluator: Callable[[], Evaluator], common_seeds: int,
+                            nodes: dict[str, Any],
+                            champions: Mapping[str, Mapping[int, str | None]]) -> None:
+        """Common ground for a merge of node processes: every final-archive elite and round
+        champion of every node re-evaluated here, in one place, against the reference set (node
+        processes leave common ground to the merge).
+
+        Args:
+            new_evaluator: Makes an evaluator for the run's domain (closed here after use).
+            common_seeds: Scoring seeds per program (the run's ``common_seeds``).
+            nodes: The merged per-node summary entries (champion fields are filled in).
+            champions: Per node, each round's champion text (``None`` for a round without).
+        """
+        self.reference = build_reference(self.domain, scoring=common_seeds)
+        per_round = {name: [champions[name][r] for r in sorted(champions[name])]
+                     for name in nodes}  # fmt: skip
+        evaluator = new_evaluator()
+        try:
+            asyncio.run(self.measure_common(
+                evaluator, [text for round_texts in per_round.values() for text in round_texts]
+            ))  # fmt: skip
+        finally:
+            evaluator.close()
+        for name, entry in nodes.items():
+            entry["champion_common_fitness_per_round"] = [
+                common_fitness(self.common_scores, text) for text in per_round[name]
+            ]
+            if entry.get("champion"):
+                entry["champion"] = self.with_common(entry["champion"])
+
+    def with_common(self, champion: Mapping[str, Any]) -> dict[str, Any]:
+        """A champion entry with its common-ground fitness and spread over the scoring seeds."""
+        score = self.common_scores.get(champion.get("text") or "")
+        return {**champion, "common_fitness": score.mean if score else None,
+                "common_fitness_std": score.std if score else None}  # fmt: skip
+
+    def final_archives(self) -> list[GridArchive]:
+        """Each node's last round archive, in node order."""
+        return [archives[max(archives)] for archives in self.round_archives.values() if archives]
+
+    def _common_texts(self, champions: Iterable[str | None]) -> list[str]:
+        """Every final-archive elite and every round champion (``None``: a round without one):
+        what common ground measures."""
+        texts = [elite.text for archive in self.final_archives() for elite in archive]
+        return texts + [text for text in champions if text]
+
+    def merged(self) -> dict[str, Any]:
+        """Raw merge statistics and the common-ground block; fills :attr:`merged_entries`."""
+        finals = self.final_archives()
+        raw = self._merge(finals) if finals else None
+        merged = raw.stats().to_json() if raw else {"coverage": 0.0, "qd_score": 0.0}
+        if self.reference is None:
+            self.merged_entries = raw_entries(raw) if raw else []
+            return merged
+        archive, self.merged_entries = merge_common(
+            finals, self.common_outcomes, self.space, qd_offset=self.domain.fitness_floor,
+            scores=self.common_scores,
+        )
+        failed = sum(1 for o in self.common_outcomes.values() if o.evaluation is None)
+        deterministic = bool(self.domain.deterministic)
+        merged["common"] = {
+            **archive.stats().to_json(),
+            **scoring_spread(self.merged_entries),
+            "reference": dict(self.reference.record),
+            "seed": self.reference.seed,
+            # A deterministic domain is scored on its selection seed alone (K = 1).
+            "scoring_seeds": [] if deterministic else list(self.reference.scoring_seeds),
+            "common_seeds": 1 if deterministic else len(self.reference.scoring_seeds),
+            "fitness_scale": self.reference.fitness_scale,
+            "failed": failed,
+            "scoring_failed": sum(s.failed for s in self.common_scores.values()),
+            # Only when set: the records of every other domain (the golden runs) stay as
+            # they were.
+            **({"deterministic": True} if deterministic else {}),
+        }
+        return merged
+
+    def per_round(self) -> list[dict[str, Any]]:
+        """Merge statistics of every round: the nodes' archives of that round merged."""
+        rounds = sorted({r for archives in self.round_archives.values() for r in archives})
+        per_round = []
+        for round_index in rounds:
+            archives = [a[round_index] for a in self.round_archives.values() if round_index in a]
+            per_round.append({"round": round_index, **self._merge(archives).stats().to_json()})
+        return per_round
+
+
+@attrs.frozen(kw_only=True)
+class JoinedProcesses:
+    """What the node processes of a run wrote, gathered by :func:`join_processes`.
+
+    Attributes:
+        nodes: Per node, its summary entry.
+        budget_nodes: Per node, its budget entry.
+        wall_seconds: The longest wall time of a process.
+        champions: Per node, each round's champion text (``None`` for a round without).
+        events: Every process's ``events.jsonl`` lines, node after node.
+        calls: Every process's ``calls.jsonl`` lines, node after node.
+    """
+
+    nodes: dict[str, Any]
+    budget_nodes: dict[str, Any]
+    wall_seconds: float
+    champions: dict[str, dict[int, str | None]]
+    events: list[dict]
+    calls: list[dict]
+
+
+def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
+                   extra: Mapping[str, Mapping[str, Any]] | None = None) -> JoinedProcesses:
+    """Gathers the node processes' directories (``processes/<node>/``) of ``run_dir``.
+
+    Every node's files are read and checked first (:func:`read_node_process`), so that a merge
+    refused for an incomplete or damaged node log writes nothing. Events and calls are then
+    concatenated node by node (the caller writes them) and round files copied into
+    ``run_dir`` (their archives go to ``merge``); each node's summary entry comes from its
+    process's summary, or, for a node whose process ended without one, from its last
+    checkpoint (and is marked ``stopped``).
+
+    Args:
+        config: The run's configuration.
+        run_dir: The run directory holding ``processes/<node>/``.
+        merge: Takes every node's round archives.
+        extra: Per node, fields added to its summary entry (a launcher's process ids ...);
+            a process's own ``pid`` wins over one given here.
+
+    Raises:
+        ConfigError: A node's files are damaged, or its logs are incomplete (they disagree
+            with its last checkpoint or its summary); except for a node whose ``extra``
+            says it ``failed``, which is then reported as stopped with nothing of it merged.
+    """
+    quotas, caps = config.node_quotas(), config.node_caps()
+    processes: list[NodeProcess | None] = []
+    unreadable: dict[str, str] = {}
+    for node in config.nodes:
+        try:
+            processes.append(read_node_process(run_dir.process_path(node.name), node.name))
+        except ConfigError as exc:
+            # A process the launcher saw fail may have failed on its own damaged files: the
+            # others are merged and it is reported with nothing of it, not the whole run lost.
+            if "failed" not in (extra or {}).get(node.name, {}):
+                raise
+            processes.append(None)
+            unreadable[node.name] = str(exc)
+    events: list[dict] = []
+    calls: list[dict] = []
+    nodes: dict[str, Any] = {}
+    budget_nodes: dict[str, Any] = {}
+    champions: dict[str, dict[int, str | None]] = defaultdict(dict)  # text by round
+    wall = 0.0
+    for node, process in zip(config.nodes, processes, strict=True):
+        name = node.name
+        if process is None:
+            budget_nodes[name] = {**NodeUsage().to_json(), "quota": quotas[name],
+                                  "model": node.operator, "caps": attrs.asdict(caps[name])}
+            nodes[name] = {"operator": node.operator, "model": node.operator, "calls": 0,
+                           "attempts": 0, "quota": quotas[name], "rounds_completed": 0,
+                           "champion": None,
+                           "stopped": f"its process failed and its files cannot be read "
+                                      f"({unreadable[name]}): nothing of it is merged"}  # fmt: skip
+            continue
+        for path, data in process.rounds:
+            target = run_dir.path / "nodes" / name / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+            merge.add_round(name, data["round"], data["archive"])
+            champions[name][data["round"]] = (data.get("champion") or {}).get("text")
+        events.extend(process.events)
+        calls.extend(process.calls)
+        summary = process.summary
+        if summary is not None:
+            nodes[name] = summary["nodes"][name]
+            budget_nodes[name] = summary["budget"]["nodes"][name]
+            wall = max(wall, float(summary["budget"].get("wall_seconds", 0.0)))
+            continue
+        state = (process.checkpoint or {}).get("nodes", {}).get(name, {})
+        usage = {**NodeUsage().to_json(), **(state.get("usage") or {})}
+        budget_nodes[name] = {**usage, "quota": quotas[name], "model": node.operator,
+                              "caps": attrs.asdict(caps[name])}
+        nodes[name] = {
+            "operator": node.operator, "model": node.operator, "calls": usage["calls"],
+            "attempts": usage["attempts"], "quota": quotas[name],
+            "rounds_completed": len(merge.round_archives[name]), "champion": None,
+            "stopped": f"its process ended without finishing (see {process.path}/node.log)",
+        }  # fmt: skip
+    for name, fields in (extra or {}).items():
+        if name in nodes:
+            nodes[name] = {**fields, **nodes[name]}
+    events = _one_decision_per_round(events)
+    return JoinedProcesses(nodes=nodes, budget_nodes=budget_nodes, wall_seconds=wall,
+                           champions=champions, events=events, calls=calls)  # fmt: skip
+
+
+@attrs.frozen(kw_only=True)
+class NodeProcess:
+    """What one node process wrote (``processes/<node>/``), read and checked by
+    :func:`read_node_process`.
+
+    Attributes:
+        path: Its directory.
+        summary: Its ``summary.json`` (``None``: the process ended without finishing).
+        checkpoint: Its last checkpoint (``None``: it never took one).
+        rounds: Its round files, round 0 first: each path with its content.
+        events: Its ``events.jsonl`` records.
+        calls: Its ``calls.jsonl`` records.
+    """
+
+    path: Path
+    summary: dict[str, Any] | None
+    checkpoint: dict[str, Any] | None
+    rounds: list[tuple[Path, dict[str, Any]]]
+    events: list[dict]
+    calls: list[dict]
+
+
+def read_node_process(source: Path, name: str) -> NodeProcess:
+    """Reads node ``name``'s process directory, checking that its logs are complete.
+
+    A process that finished (it has ``summary.json``) must have a checkpoint its logs end at
+    exactly (its last), every round its summary counts has its file and its ``round`` event,
+    and its logs hold the evaluations and replies its summary counts. A process that ended
+    without a summary needs only logs that agree with its last checkpoint as far as it goes.
+    A missing directory is a process that never started: nothing is read.
+
+    Raises:
+        ConfigError: A file is damaged, or the logs are incomplete (naming the file and what
+            disagrees).
+    """
+    if not source.is_dir():
+        return NodeProcess(path=source, summary=None, checkpoint=None, rounds=[], events=[],
+                           calls=[])  # fmt: skip
+    summary_path = source / "summary.json"
+    summary = read_run_summary(summary_path) if summary_path.exists() else None
+    if summary is not None and name not in summary["nodes"]:
+        raise damaged(summary_path, f"it holds no node {name}")
+    checkpoint = read_checkpoint(source / "checkpoint.json")
+    if summary is not None and checkpoint is None:
+        raise ConfigError(f"{source / 'checkpoint.json'} is missing: node {name} finished, so "
+                          "its last checkpoint is what its logs are checked against; refusing "
+                          "to merge")  # fmt: skip
+    check_logs(source, checkpoint, action="merge", complete=summary is not None)
+    events = list(read_jsonl(source / "events.jsonl"))
+    calls = list(read_jsonl(source / "calls.jsonl"))
+    node_dir = source / "nodes" / name
+    if summary is not None:
+        count = summary["nodes"][name]["rounds_completed"]
+        paths = [node_dir / f"round-{index:03d}.json" for index in range(count)]
+    else:
+        paths = sorted(node_dir.glob("round-*.json"))
+    rounds = []
+    for path in paths:
+        if not path.exists():
+            raise ConfigError(f"{path} is missing: {summary_path} says node {name} finished "
+                              f"{len(paths)} rounds; refusing to merge")  # fmt: skip
+        rounds.append((path, read_round(path)))
+    if summary is not None:
+        _check_counts(source, name, summary, events, calls)
+    return NodeProcess(path=source, summary=summary, checkpoint=checkpoint, rounds=rounds,
+                       events=events, calls=calls)  # fmt: skip
+
+
+def _check_counts(source: Path, name: str, summary: Mapping[str, Any], events: list[dict],
+                  calls: list[dict]) -> None:  # fmt: skip
+    """A finished node's logs hold what its summary counts: its evaluations and rounds in
+    ``events.jsonl``, its replies in ``calls.jsonl`` (none are logged on the array path)."""
+    node = summary["nodes"][name]
+    counts = [
+        ("events.jsonl", "evaluations", sum(e.get("event") == "evaluated" for e in events),
+         summary.get("evaluated")),
+        ("events.jsonl", "round events", sum(e.get("event") == "round" for e in events),
+         node["rounds_completed"]),
+    ]  # fmt: skip
+    if not node.get("array_path"):
+        replies = sum(c.get("node") == name and "reply" in c for c in calls)
+        counts.append(("calls.jsonl", "replies", replies, node["calls"]))
+    for file, what, found, counted in counts:
+        if counted is not None and found != counted:
+            raise ConfigError(f"{source / file} holds {found} {what} of node {name} but "
+                              f"{source / 'summary.json'} counts {counted}: the node's log is "
+                              "incomplete; refusing to merge")  # fmt: skip
+
+
+def _one_decision_per_round(events: list[dict]) -> list[dict]:
+    """The processes' logs with each round's allocation decision once (every process made it)
+    and without the peers' reports it was made from (they stay in each process's log). The
+    decision kept says whether every process made the same one (``agreed``): one that did
+    not hear from a peer in time kept its last quota instead."""
+    decisions: dict[int, list[dict]] = defaultdict(list)
+    for event in events:
+        if event.get("event") == "allocation":
+            decisions[event["round"]].append(event)
+    if not decisions:
+        return events
+    merged = []
+    for event in events:
+        kind = event.get("event")
+        if kind == "allocation_report":
+            continue
+        if kind == "allocation":
+            made = decisions.pop(event["round"], None)
+            if made is None:
+                continue
+            full = [d for d in made if not d.get("kept")]
+            first = full[0] if full else made[0]
+            agreed = all(not d.get("kept") and d["quotas"] == first["quotas"] for d in made)
+            event = {**first, "agreed": agreed}
+        merged.append(event)
+    return merged

@@ -1,0 +1,159 @@
+"""The ensemble-wide money cap of nodes in processes of their own.
+
+``--max-cost-usd X`` gives each of a run's ``N`` nodes a cap of ``X / N`` (the ledger holds
+it, attempt by attempt, reservations included). In one process that is the whole story. With
+one process per node (``dei node``, ``--transport axl``) the nodes also tell each other, with
+their champions, where they stand, and money moves to where it is used:
+
+* a node that finishes for good — its rounds done, its operator failed for good, or its money
+  spent — lowers its cap to what it spent and hands the rest to the peers it has not heard
+  finish, in equal parts; each raises its own cap by its part, once;
+* a node whose next attempt does not fit its cap, while some peer still runs, does not stop:
+  it says it is *starved* and waits for a hand-over; it stops (and finishes, handing over its
+  crumbs) once every peer has finished or is starved too, or after ``MAX_STARVED_SECONDS``
+  without a word from a running peer.
+
+Money only moves from a finished node to running or starved ones, and a node's cap is lowered
+to what it spent before it hands the rest over, so the caps never sum to more than ``X``: the
+ensemble's bill stays within ``X`` whatever the timing, the losses or the failures (a part sent
+to a node that finished meanwhile is spent by no one), as long as the members are honest: a
+hand-over is signed by its sender's key, and a member that lies about what it left can raise
+each peer's cap by at most ``X`` once. A node stopped by Ctrl-C hands nothing over (it may be
+resumed) but tells its peers it stopped, and a resumed node starts again from its own
+``X / N`` without the parts it had received.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from dei_framework.runtime.budget import BudgetLedger
+
+#: The ``kind`` of a money message in a report envelope's payload.
+HANDOVER = "money"
+#: Longest wait of a starved node without a word from a running peer.
+MAX_STARVED_SECONDS = 120.0
+
+
+class MoneyPool:
+    """Shares a run's money cap between node processes: hand-overs and starved waits.
+
+    Args:
+        ledger: The process's ledger (one node, with a money cap).
+        node: The process's node.
+        nodes: The run's nodes.
+        limit: The run's money cap (``--max-cost-usd``): no hand-over can be larger.
+        publish: Sends a money message to every peer (a report envelope's payload).
+        record: Logs events (``money_handed``, ``money_received``, ``money_starved``).
+        poll: Fetches what the peers sent (their money messages reach :meth:`received`); a
+            node fetches only at round starts otherwise, and a starved one is mid-round.
+        clock: Monotonic seconds (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        *,
+        ledger: BudgetLedger,
+        node: str,
+        nodes: Sequence[str],
+        limit: float,
+        publish: Callable[[dict[str, Any]], Awaitable[None]],
+        record: Callable[[list[dict[str, Any]]], None],
+        poll: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ledger = ledger
+        self.node = node
+        self.peers = [name for name in nodes if name != node]
+        self.limit = limit
+        self.publish = publish
+        self.record = record
+        self.poll = poll
+        self.clock = clock
+        #: What each peer last said: ``"running"`` (until it says otherwise), ``"starved"``
+        #: or ``"finished"``.
+        self.states: dict[str, str] = dict.fromkeys(self.peers, "running")
+        #: USD received from each peer.
+        self.received_usd: dict[str, float] = {}
+        self._seq: dict[str, int] = {}
+        self._sent = 0
+        self._starved_since: float | None = None
+        self._heard = clock()
+        self._tasks: set[Any] = set()
+        ledger.more_money = self._more_money
+        ledger.on_starved = self._starved
+
+    def _more_money(self, node: str) -> bool:
+        """Whether a running peer may still hand money over (and the wait has not run out)."""
+        self.poll()
+        if not any(state == "running" for state in self.states.values()):
+            return False
+        return self.clock() - self._heard < MAX_STARVED_SECONDS
+
+    def _starved(self, node: str, starved: bool) -> None:
+        if starved == (self._starved_since is not None):
+            return
+        self._starved_since = self.clock() if starved else None
+        if starved:
+            self._heard = self.clock()
+            self.record([{"event": "money_starved", "node": node,
+                          "cap_usd": self.ledger.caps[node].cost_usd,
+                          "spent_usd": round(self.ledger.usage[node].cost_usd, 9)}])  # fmt: skip
+        self._send({"state": "starved" if starved else "running"})
+
+    def _send(self, fields: dict[str, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(self._publish(fields))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _publish(self, fields: dict[str, Any]) -> None:
+        self._sent += 1
+        await self.publish({"kind": HANDOVER, "node": self.node, "seq": self._sent, **fields})
+
+    async def finished(self, *, hand_over: bool = True) -> None:
+        """This node makes no more calls. For good (``hand_over``): its cap becomes what it
+        spent and the rest goes to the peers that have not finished. Stopped (Ctrl-C): its
+        peers only learn that it stopped."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        left, to, part = 0.0, [], 0.0
+        if hand_over and self.ledger.caps[self.node].cost_usd is not None:
+            left = self.ledger.close_cost_cap(self.node)
+            to = [peer for peer, state in self.states.items() if state != "finished"]
+            # Whole nano-dollars, rounded down: the parts never sum to more than what was left.
+            part = math.floor(left / len(to) * 1e9) / 1e9 if to else 0.0
+            self.record([{"event": "money_handed", "node": self.node, "usd": round(left, 9),
+                          "part_usd": part, "to": to}])  # fmt: skip
+        await self._publish({"state": "finished", "part_usd": part, "to": to})
+
+    def received(self, data: Mapping[str, Any]) -> None:
+        """A peer's money message: its state, and for a finished one, this node's part (a
+        peer's second hand-over, or one above the run's whole cap, adds nothing)."""
+        sender, state, seq = data.get("node"), data.get("state"), data.get("seq")
+        if (sender not in self.peers or state not in ("running", "starved", "finished")
+                or isinstance(seq, bool) or not isinstance(seq, int)):  # fmt: skip
+            return
+        if self.states[sender] == "finished" or seq <= self._seq.get(sender, 0):
+            return  # gossip does not keep order: an older word changes nothing
+        self._seq[sender] = seq
+        self.states[sender] = state
+        self._heard = self.clock()
+        part, to = data.get("part_usd"), data.get("to")
+        if (state == "finished" and isinstance(to, list) and self.node in to
+                and isinstance(part, (int, float)) and not isinstance(part, bool)
+                and math.isfinite(part) and 0 < part <= self.limit
+                and sender not in self.received_usd
+                and self.ledger.caps[self.node].cost_usd is not None):  # fmt: skip
+            self.received_usd[sender] = float(part)
+            cap = self.ledger.raise_cost_cap(self.node, float(part))
+            self.record([{"event": "money_received", "node": self.node, "from": sender,
+                          "usd": part, "cap_usd": round(cap, 9)}])  # fmt: skip
+        else:
+            self.ledger.wake()  # a starved node re-checks whether more may come

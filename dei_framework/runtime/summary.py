@@ -1,0 +1,214 @@
+"""A run's ``summary.json``: merged archive figures, per-node metrics, budget, sharing counters.
+
+The fields are described in ``docs/run-directory.md``;
+:class:`~dei_framework.runtime.ensemble.Ensemble`
+writes the summary at the end of a run and of a merge of node processes.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dei_framework.analysis.common_ground import common_fitness, reference_record
+from dei_framework.analysis.metrics import mean_or_none, operator_divergence
+from dei_framework.contract.descriptors import DescriptorSpace
+from dei_framework.contract.domain import Domain
+from dei_framework.contract.errors import DEIError
+from dei_framework.evaluation.sandbox.limits import STOP_KINDS, stop_kind
+from dei_framework.evaluation.sandbox.policy import choose_policy
+from dei_framework.net.node import Node
+from dei_framework.runtime.budget import BudgetLedger, NodeUsage
+from dei_framework.runtime.config import RunConfig
+from dei_framework.runtime.driver import SearchDriver
+from dei_framework.runtime.merge import RunMerge
+
+
+def node_summary(node: Node, driver: SearchDriver, ledger: BudgetLedger, merge: RunMerge,
+                 fought: Mapping[int, int], domain: Domain) -> dict[str, Any]:
+    """One node's entry of ``summary.json``.
+
+    Args:
+        node: The node.
+        driver: Its search driver (its round history).
+        ledger: The run's budget ledger.
+        merge: The run's merge (common-ground scores of its champions).
+        fought: Opponents it fought per round (the fitness scale of its raw figures).
+        domain: The run's domain.
+    """
+    loop = driver
+    usage: NodeUsage = ledger.usage[node.name]
+    generality = [e.get("generality") for e in loop.history]
+    final = loop.history[-1] if loop.history else None
+    champion = dict(final["champion"]) if final and final.get("champion") else None
+    if champion is not None and merge.reference is not None:
+        champion = merge.with_common(champion)
+    return {
+        "operator": loop.operator.label,
+        "model": loop.operator.label,
+        "calls": usage.calls,
+        "attempts": usage.attempts,
+        "cost_usd": usage.to_json()["cost_usd"],
+        "array_path": loop.array_path,
+        "quota": ledger.quotas[node.name],
+        "rounds_completed": len(loop.history),
+        "generality": final.get("generality") if final else None,
+        "generality_peak": max((g for g in generality if g is not None), default=None),
+        "generality_per_round": generality,
+        "generality_excluded": sorted(loop.generality_excluded),
+        "champion_initial_per_round": [bool(e.get("champion_initial"))
+                                       for e in loop.history],
+        "niche_novelty": mean_or_none(e.get("niche_novelty") for e in loop.history),
+        "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
+        "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
+        "qd_score_per_round": [e["stats"]["qd_score"] for e in loop.history],
+        "champion": champion,
+        "champion_common_fitness_per_round": [
+            common_fitness(merge.common_scores, (e.get("champion") or {}).get("text"))
+            for e in loop.history
+        ] if merge.reference is not None else None,
+        "fitness_scale_per_round": _fitness_scales(domain, fought, loop.history),
+        "stopped": loop.stopped,
+        "sharing": node.stats(),
+        "operator_status": loop.operator.status(),
+        "pid": os.getpid(),
+    }  # fmt: skip
+
+
+def _fitness_scales(domain: Domain, fought: Mapping[int, int],
+                    history: Sequence[Mapping[str, Any]]) -> list[float | None]:
+    return [
+        float(domain.fitness_scale(fought[e["round"]])) if e["round"] in fought else None
+        for e in history
+    ]
+
+
+class EventTally:
+    """What the summary takes from a run's events, counted as they are logged: how many
+    candidates were evaluated and how many were invalid, and where each node's operator-made
+    candidates fell in the run's grid (the operator divergence).
+
+    A run counts its events as it writes them, so that its summary need not read
+    ``events.jsonl`` back (a cost that grew with the run); a resumed run first counts the
+    events its log kept, a merge of node processes the merged log.
+
+    Args:
+        space: The run's grid (the common space: nodes may use other axes or archives).
+        events: Events to count first.
+        placed: Nodes whose events' cells are cells of ``space`` already (a grid archive over
+            it): their cells are taken as they are instead of placing each descriptor again.
+    """
+
+    def __init__(self, space: DescriptorSpace, events: Iterable[Mapping[str, Any]] = (), *,
+                 placed: Collection[str] = ()) -> None:  # fmt: skip
+        self.space = space
+        self.placed = frozenset(placed)
+        self.evaluated = 0
+        self.invalid = 0
+        #: Per node, the operator-made candidates per cell of :attr:`space`.
+        self.cells: dict[str, dict[tuple[int, ...], int]] = {}
+        #: Per node, its operator-made candidates evaluated, and how many of them were invalid.
+        self.made: dict[str, int] = {}
+        self.made_invalid: dict[str, int] = {}
+        #: Invalid candidates a limit or the sandbox stopped, by kind
+        #: (:data:`~dei_framework.evaluation.sandbox.limits.STOP_KINDS`).
+        self.stopped: dict[str, int] = dict.fromkeys(STOP_KINDS, 0)
+        self.add(events)
+
+    def add(self, events: Iterable[Mapping[str, Any]]) -> None:
+        """Counts ``events`` (any kind; only ``evaluated`` ones count)."""
+        for event in events:
+            if event.get("event") != "evaluated":
+                self.invalid += event.get("status") == "invalid"
+                continue
+            self.evaluated += 1
+            invalid = event.get("status") == "invalid"
+            self.invalid += invalid
+            kind = stop_kind(event.get("error")) if invalid else None
+            if kind is not None:
+                self.stopped[kind] += 1
+            if event.get("kind") not in ("new", "mutate"):
+                continue
+            node, descriptor = event["node"], event.get("descriptor")
+            self.made[node] = self.made.get(node, 0) + 1
+            self.made_invalid[node] = self.made_invalid.get(node, 0) + invalid
+            if event.get("cell") is None:
+                continue
+            cell = (self.space.cell(descriptor) if descriptor and node not in self.placed
+                    else tuple(event["cell"]))  # fmt: skip
+            counts = self.cells.setdefault(node, {})
+            counts[cell] = counts.get(cell, 0) + 1
+
+    def histograms(self) -> dict[str, np.ndarray]:
+        """Per node, its candidates per cell of the flattened (row-major) grid: the cell
+        distributions :func:`~dei_framework.analysis.metrics.operator_divergence` compares."""
+        shape = self.space.shape
+        histograms = {}
+        for node, counts in self.cells.items():
+            histogram = histograms[node] = np.zeros(int(np.prod(shape)))
+            for cell, count in counts.items():
+                histogram[int(np.ravel_multi_index(cell, shape))] += count
+        return histograms
+
+
+def run_summary(config: RunConfig, domain: Domain, merge: RunMerge, nodes: dict[str, Any],
+                budget: dict[str, Any], tally: EventTally) -> dict[str, Any]:
+    """The run's ``summary.json``; fills ``merge.merged_entries`` (``merged_archive.json``).
+
+    Args:
+        config: The run's configuration.
+        domain: The run's domain.
+        merge: The run's merge (round archives, common ground).
+        nodes: Per node, its entry (:func:`node_summary`).
+        budget: The budget ledger's record.
+        tally: The run's events, counted (see :class:`EventTally`).
+    """
+    space = merge.space
+    per_round = merge.per_round()
+    merged = merge.merged()
+    return {
+        "domain": config.domain,
+        "transport": config.transport,
+        "sharing": config.sharing,
+        "seed": config.seed,
+        "rounds": config.rounds,
+        "lifecycle": config.lifecycle,
+        "space": {"axes": list(space.names), "shape": list(space.shape),
+                  "cells": space.cells, "grid": space.to_json()},  # fmt: skip
+        "merged": {**merged, "per_round": per_round},
+        "generality": {
+            "reference": _generality_reference(domain),
+            # Per node: how many reference programs it fought or produced, left out of
+            # its generality (the names are in nodes.<name>.generality_excluded).
+            "excluded": {name: len(node["generality_excluded"])
+                         if node.get("generality_excluded") is not None else None
+                         for name, node in nodes.items()},  # fmt: skip
+        },
+        "nodes": nodes,
+        "operator_divergence": operator_divergence(tally.histograms()),
+        "budget": budget,
+        "compute_axis": budget.get("axis", config.compute_axis),
+        "invalid": tally.invalid,
+        "evaluated": tally.evaluated,
+        # Only where candidates ran in a sandbox (domains whose programs are data never stop).
+        **({"stopped": dict(tally.stopped)} if _sandboxed(config, domain) else {}),
+    }
+
+
+def _sandboxed(config: RunConfig, domain: Domain) -> bool:
+    try:
+        return choose_policy(domain, level=config.sandbox, timeout=config.eval_timeout,
+                             memory_mb=config.eval_memory).sandboxed  # fmt: skip
+    except DEIError:  # not reached: the run could not have started
+        return False
+
+
+def _generality_reference(domain: Domain) -> dict[str, Any] | None:
+    texts = domain.generality_reference()
+    return None if texts is None else reference_record(texts)

@@ -1,0 +1,116 @@
+"""GridArchive: the paper's MAP-Elites grid (one bin range per descriptor axis)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from dei_framework.contract.errors import ConfigError
+from dei_framework.search.archives._archive_base import ArchiveBase
+
+
+class GridArchive(ArchiveBase):
+    """A MAP-Elites grid archive: the cells are the bins of the space's axes.
+
+    Args:
+        space: The descriptor space defining the grid.
+        qd_offset: Subtracted from every fitness when computing the QD-score.
+        seed: Seed of the generator used by :meth:`sample`.
+
+    Example:
+        >>> from dei_framework.contract.descriptors import DescriptorSpace, ThresholdAxis
+        >>> from dei_framework.contract.records import Candidate
+        >>> archive = GridArchive(space=DescriptorSpace([ThresholdAxis("x", (1, 10))]), seed=0)
+        >>> print(archive.add(Candidate(text="...", fitness=1.0, descriptor={"x": 5})))
+        NEW
+    """
+
+    kind = "grid"
+
+    @property
+    def cells(self) -> int:
+        return self.space.cells
+
+    def index_of(self, descriptor: Mapping[str, float]) -> int:
+        return self.flat_index(self.space.cell(descriptor))
+
+    def cell_of(self, descriptor: Mapping[str, float]) -> tuple[int, ...]:
+        return self.space.cell(descriptor)
+
+    def fill_from(self, other: ArchiveBase) -> GridArchive:
+        if type(other) is type(self) and other.space == self.space and not self._elites:
+            # The same cells: the elites, their order and the best carry over as they are (what
+            # adding them one by one gives, without placing each again).
+            self._elites.update(other._elites)
+            self._order[:] = other._order
+            self._best, self._stats = other._best, None
+            return self
+        if type(other) is type(self) and other.space == self.space:
+            for index in other._order:  # the same cells: by index, without placing each again
+                self.add_at(other._elites[index], index)
+            return self
+        return super().fill_from(other)  # type: ignore[return-value]
+
+    def place(self, values: np.ndarray) -> tuple[list[tuple[int, ...]], list[int]]:
+        """The cells and flat indices of many raw descriptors, in one vectorised pass (the
+        same bins as :meth:`cell_of`, value for value)."""
+        bins = self.space.indices(values)
+        flat = np.ravel_multi_index(bins.T, self.space.shape) if len(bins) else bins[:, 0]
+        return list(map(tuple, bins.tolist())), flat.tolist()
+
+    def flat_index(self, cell: tuple[int, ...]) -> int:
+        """The row-major flat index of a grid cell (see :meth:`ArchiveBase.flat_index`)."""
+        # Row-major flat index, as np.ravel_multi_index gives, without its per-call overhead.
+        strides = self.__dict__.get("_strides")
+        if strides is None:
+            shape = self.space.shape
+            strides = self._strides = tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
+        if len(cell) != len(strides):
+            raise ValueError(f"cell {cell} has {len(cell)} indices, the grid {len(strides)} axes")
+        flat = 0
+        for index, stride, bins in zip(cell, strides, self.space.shape, strict=True):
+            if not 0 <= index < bins:
+                raise ValueError(f"cell {cell} is outside the grid {self.space.shape}")
+            flat += int(index) * stride
+        return flat
+
+    @classmethod
+    def merge(cls, archives: Iterable[ArchiveBase], *, seed: int | None = None) -> GridArchive:
+        """The best elite per grid cell across ``archives``, in the first archive's space.
+
+        Archives of other kinds or over other axes are projected into that space (every
+        elite's descriptor carries the values of the run's axes). Ties keep the elite from the
+        earliest archive, so merging is deterministic.
+
+        Raises:
+            ConfigError: there is nothing to merge, or an elite lacks a value of the space.
+        """
+        archives = list(archives)
+        if not archives:
+            raise ConfigError("nothing to merge")
+        first = archives[0]
+        merged = cls(space=first.space, qd_offset=first.qd_offset, seed=seed)
+        for archive in archives:
+            if archive.space == merged.space:  # its elites have every axis: fill_from places them
+                merged.fill_from(archive)
+                continue
+            for elite in archive:
+                missing = [name for name in first.space.names if name not in elite.descriptor]
+                if missing:
+                    raise ConfigError(
+                        f"cannot merge: elite {elite.id} has no value for axis {missing[0]!r}"
+                    )
+                merged.add(elite)
+        return merged
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, seed: int | None = None) -> GridArchive:
+        """Rebuilds a grid from :meth:`to_json` output (another kind's is projected onto it)."""
+        from dei_framework.contract.descriptors import DescriptorSpace
+
+        archive = cls(space=DescriptorSpace.from_json(data["space"]),
+                      qd_offset=data.get("qd_offset", 0.0), seed=seed)  # fmt: skip
+        archive.fill_from_json(data)
+        return archive

@@ -1,0 +1,22 @@
+"""UniformEmitter: the paper's parent choice, uniform over occupied cells."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dei_framework.contract.records import Candidate
+from dei_framework.search.archives import ArchiveBase
+from dei_framework.search.emitters._emitter_base import EmitterBase
+from dei_framework.search.slot_random import SlotGenerator
+
+
+class UniformEmitter(EmitterBase):
+    """Draws every parent uniformly (with replacement) from the occupied cells (DRQ / DEI)."""
+
+    name = "uniform"
+
+    def select(self, archive: ArchiveBase, rng: np.random.Generator, count: int) -> list[Candidate]:
+        occupied = archive.occupied  # O(1) per draw: no copy of the archive
+        if type(rng) is SlotGenerator:  # the scheduler's: the same draws, no array built
+            return [occupied[i] for i in rng.bounded(len(occupied), count)]
+        return [occupied[int(i)] for i in rng.integers(len(occupied), size=count)]
