@@ -2,10 +2,9 @@
 
 Common ground chooses each cell's elite on one measurement and reports the mean of K other,
 fresh ones, every program on seeds of its own (``dei_framework/analysis/common_ground.py``). If
-that removes
-the winner's curse, scoring the same elites on further seeds — none of them used by the run —
-must give the same common QD-score up to measurement noise. For every run directory given (or
-every run of an experiment directory), this script re-evaluates each elite of
+that removes the winner's curse, scoring the same elites on further seeds — none of them used by
+the run — must give the same common QD-score up to measurement noise. For every run directory given
+(or every run of an experiment directory), this script re-evaluates each elite of
 ``merged_archive.json`` against the run's reference set with ``--seeds`` fresh seeds of its
 own (hashes of the elite's text and fresh bases derived from the reference set with the
 purpose ``remeasure``, never one of the seeds the run measured that text with) and compares:
@@ -14,9 +13,8 @@ purpose ``remeasure``, never one of the seeds the run measured that text with) a
   error from its K seeds (``qd_score_sem``);
 * ``fresh_qd`` / ``fresh_sem``: the same elites' QD-score on the fresh seeds, and its standard
   error by the same formula (:func:`dei_framework.analysis.common_ground.scoring_spread`: per-elite
-  variances
-  over seeds, divided by the seeds, summed — the elites' seeds are their own, so their errors
-  are independent);
+  variances over seeds, divided by the seeds, summed — the elites' seeds are their own, so their
+  errors are independent);
 * ``difference`` = fresh − reported, ``z`` = difference / sqrt(reported_sem² + fresh_sem²) (the
   two measurements use disjoint seeds, so their errors are independent too);
 * ``within_reported_sem``: whether |difference| < reported_sem (the literal criterion of

@@ -2,8 +2,7 @@
 follow from the per-run values it records.
 
 The statistics are recomputed here by a different road than ``dei_framework.analysis.stats`` takes,
-so a
-bug there (or a JSON edited by hand, or written by an older script) shows up as a mismatch:
+so a bug there (or a JSON edited by hand, or written by an older script) shows up as a mismatch:
 
 * means and sample standard deviations with numpy (the project uses ``statistics``);
 * the exact two-sided Mann-Whitney p-value by counting, with a generating function over the
@@ -36,8 +35,7 @@ from scipy import stats as scipy_stats
 ROOT = Path(__file__).resolve().parents[1]
 SET_JSONS = sorted((ROOT / "docs" / "figures").glob("*.json"))
 #: Requested level of the Hodges-Lehmann interval (``dei_framework.analysis.stats.CONFIDENCE``;
-#: typed
-#: again so that a change there is a change here too).
+#: typed again so that a change there is a change here too).
 LEVEL = 0.95
 #: Monte Carlo permutations behind a p-value whose test is not exact.
 MONTE_CARLO_PERMUTATIONS = 50_000

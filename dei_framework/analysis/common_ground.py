@@ -6,9 +6,8 @@ and so raw QD-score, therefore mixes search quality with the pool a node happene
 Common ground removes that: after a run, every elite of every node's final archive and every
 round champion is re-evaluated against the **reference set** (the domain's
 :meth:`~dei_framework.contract.domain.Domain.reference_opponents`, by default its initial
-opponents).
-A static domain without opponents has an empty reference set: its programs are evaluated
-against no one, with seeds derived from the empty set.
+opponents). A static domain without opponents has an empty reference set: its programs are
+evaluated against no one, with seeds derived from the empty set.
 
 It does so in two steps, so that the reported figures carry no winner's curse:
 
@@ -17,8 +16,7 @@ It does so in two steps, so that the reported figures carry no winner's curse:
    the best of several noisy measurements, biased upward the more candidates a cell had.
 2. **Scoring**: each kept elite (and each round champion) is evaluated again with ``K``
    (:attr:`~dei_framework.runtime.config.RunConfig.common_seeds`) **scoring seeds**. Its
-   common-ground
-   fitness is the mean of those ``K`` fresh measurements, its spread their standard
+   common-ground fitness is the mean of those ``K`` fresh measurements, its spread their standard
    deviation; they are independent of the choice, so their mean is an unbiased measure of the
    chosen elite. A :attr:`~dei_framework.contract.domain.Domain.deterministic` domain skips this
    step: every seed would give the selection value again, so that one evaluation is the score

@@ -6,8 +6,7 @@ crash means); a backend only decides the place. It runs a worker function of
 :mod:`dei_framework.evaluation.local` with the run's domain as its first argument, ships a round's
 opponent set to its workers once, and stops them. Built in: ``local`` (a process pool on this
 machine) and ``dask`` (a Dask distributed cluster, :mod:`dei_framework.evaluation.dask_backend`); a
-plugin
-offers another through ``dei_evaluation_backends``.
+plugin offers another through ``dei_evaluation_backends``.
 """
 
 from __future__ import annotations

@@ -96,8 +96,8 @@ class Domain(abc.ABC):
     #: Whether evaluating a program runs code the program brings (a Python heuristic, a
     #: kernel): such a domain's candidates are evaluated in a sandbox, ``process`` level, unless
     #: ``--sandbox`` says otherwise (see :mod:`dei_framework.evaluation.sandbox`). Programs that
-    #: are data
-    #: (warriors in a VM, vectors, expressions) leave it ``False`` and keep the direct path.
+    #: are data (warriors in a VM, vectors, expressions) leave it ``False`` and keep the direct
+    #: path.
     executes_code: bool = False
     #: Whether a program's evaluation is the same whatever the seed (and against the same
     #: opponents): an objective with no randomness, or one that brings its own fixed seed.
@@ -168,8 +168,7 @@ class Domain(abc.ABC):
         ``genome_texts(genomes)[i]`` (``seeds[i]`` is its seed), so that a run's results do
         not depend on the path. With an offline operator that has
         :meth:`~dei_framework.contract.operators.Operator.propose_genomes`, ``dei-run`` then
-        evaluates
-        in the node's process without writing or parsing texts (docs/performance.md, "The
+        evaluates in the node's process without writing or parsing texts (docs/performance.md, "The
         array path"). The default raises :class:`NotImplementedError` (no array form).
         """
         raise NotImplementedError
@@ -307,8 +306,7 @@ class DomainSpec:
         name: What users type after ``--domain``.
         factory: Builds the domain from its options, a
             :class:`~dei_framework.contract.context.FactoryContext` (the mapping of the domain
-            options,
-            with the run's plugins and seed).
+            options, with the run's plugins and seed).
         description: One line for ``dei plugins``.
     """
 

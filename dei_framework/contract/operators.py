@@ -142,8 +142,7 @@ class Operator(abc.ABC):
     Implementations must be safe to call concurrently up to :attr:`max_in_flight` times. A
     transient failure is retried inside :meth:`propose`; a failure that retrying cannot fix
     (wrong key, unknown model) raises :class:`~dei_framework.contract.errors.OperatorError`, which
-    stops
-    the node that owns the operator and nothing else. Raising
+    stops the node that owns the operator and nothing else. Raising
     :class:`TransientOperatorFailure` gives the call back to the budget (counted as attempts).
     """
 

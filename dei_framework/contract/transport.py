@@ -111,10 +111,9 @@ class TransportSpec:
         name: What users type after ``--transport``.
         factory: ``factory(node_names, options)`` returns one :class:`Transport` per node, in
             order (``options``: a :class:`~dei_framework.contract.context.FactoryContext`, the
-            mapping
-            of the transport options with the run's plugins and seed). In-process transports
-            connect all of them; a networked transport may accept only one node per process
-            and raise :class:`~dei_framework.contract.errors.ConfigError` otherwise.
+            mapping of the transport options with the run's plugins and seed). In-process
+            transports connect all of them; a networked transport may accept only one node per
+            process and raise :class:`~dei_framework.contract.errors.ConfigError` otherwise.
         description: One line for ``dei plugins``.
         in_process: ``True`` when it connects nodes of one process only (like ``inmemory``):
             such a run delivers champions by virtual time by default (``delivery = "auto"``),

@@ -52,9 +52,8 @@ so a scheduler that is gone raises
 and of the domain's distribution; a worker on another version is refused before anything runs.
 A worker that joins later is checked on arrival, before it runs a task
 (:mod:`dei_framework.evaluation.dask_guard`): one on another version closes itself and the run
-prints a
-warning naming it and both versions; it never gets an actor (its actor is created as a task
-restricted to it, which it never runs, and is cancelled once it is no longer listed).
+prints a warning naming it and both versions; it never gets an actor (its actor is created as a
+task restricted to it, which it never runs, and is cancelled once it is no longer listed).
 
 ``distributed`` is an optional dependency (``pip install "dei-framework[dask]"``): it is imported
 when the backend starts, never when this module is imported.

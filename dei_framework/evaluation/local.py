@@ -284,8 +284,7 @@ def _sandboxed_batch(
 ) -> list[Outcome]:
     """The worker-side job of a sandboxed run: each ``(text, seed)`` evaluated in a child of
     this worker's warm process (:func:`~dei_framework.evaluation.sandbox.client.sandbox_for`), one
-    at a
-    time, so that whatever a program does lands on its own outcome.
+    at a time, so that whatever a program does lands on its own outcome.
 
     What comes back is plain data; the program is parsed again here (parsing is the
     domain's own code on the text and, by the domain contract, runs nothing of it) and the
@@ -632,8 +631,7 @@ class Evaluator:
 
     async def evaluate_genomes(self, genomes: Any, seeds: Sequence[int]) -> GenomeEvaluations:
         """The domain's :meth:`~dei_framework.contract.domain.Domain.evaluate_genomes` in this
-        process:
-        on the event loop when the batch should take less CPU than :data:`INLINE_SECONDS`,
+        process: on the event loop when the batch should take less CPU than :data:`INLINE_SECONDS`,
         otherwise in a thread (the estimate, per genome, as for in-process batches)."""
         if self._genome_cpu * len(seeds) < INLINE_SECONDS:
             evaluations, cpu = _timed_genomes(self.domain, genomes, seeds)

@@ -427,8 +427,7 @@ def dei_domains() -> list[DomainSpec]:
 
     Returns:
         A list of :class:`~dei_framework.contract.domain.DomainSpec`. Every plugin's list is
-        collected
-        (not firstresult); names must be unique across plugins.
+        collected (not firstresult); names must be unique across plugins.
     """
 
 
@@ -471,8 +470,7 @@ def dei_sharing_policies() -> list[SharingSpec]:
 
     Returns:
         A list of :class:`~dei_framework.search.sharing.SharingSpec`. Every plugin's list is
-        collected
-        (not firstresult); the core registers its own policies this way.
+        collected (not firstresult); the core registers its own policies this way.
     """
 
 
@@ -536,8 +534,8 @@ def dei_evaluation_backends() -> list[EvaluatorSpec]:
         A list of :class:`~dei_framework.contract.backend.EvaluatorSpec`, each with a
         ``factory(domain, options)`` returning an
         :class:`~dei_framework.contract.backend.EvaluationBackend`. Every plugin's list is
-        collected (not
-        firstresult); the core registers ``local`` (a process pool) and ``dask`` this way.
+        collected (not firstresult); the core registers ``local`` (a process pool) and ``dask``
+        this way.
     """
 
 
@@ -561,9 +559,8 @@ def dei_run_options() -> list[RunOption]:
     """Adds options to ``dei-run`` and ``dei experiment`` (e.g. Core War's ``--human-set``).
 
     Each :class:`~dei_framework.contract.cli_options.RunOption` names a flag, which options table
-    its
-    value goes to (``domain_options``, ``transport_options``, ...) and under which key; the same
-    key is accepted at the top level of a ``--config`` file.
+    its value goes to (``domain_options``, ``transport_options``, ...) and under which key; the
+    same key is accepted at the top level of a ``--config`` file.
 
     Fires:
         Once per plugin, when :func:`~dei_framework.plugin.manager.load_plugins` builds the registry

@@ -330,10 +330,9 @@ class BudgetLedger:
         self._elapsed_before = 0.0
         self._waiters: list[asyncio.Future] = []
         #: With nodes in processes of their own (:mod:`~dei_framework.runtime.money_pool`): whether
-        #: a
-        #: node whose next attempt does not fit its money cap may still be handed money (it
-        #: then waits instead of stopping), and a callback told when a node starts or stops
-        #: waiting for money.
+        #: a node whose next attempt does not fit its money cap may still be handed money (it then
+        #: waits instead of stopping), and a callback told when a node starts or stops waiting for
+        #: money.
         self.more_money: Callable[[str], bool] | None = None
         self.on_starved: Callable[[str, bool], None] | None = None
 

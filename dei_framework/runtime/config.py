@@ -112,8 +112,7 @@ class RunConfig:
             opponent pool), ``"continual"`` (one archive per node for the whole run; a round
             is a migration interval) or ``""`` (the domain's default,
             :meth:`~dei_framework.contract.domain.Domain.default_lifecycle`; a run records the one
-            it
-            used).
+            it used).
         lag: How far parent choice may run ahead of admission, in slots: mutation slot ``s``
             is planned once every slot before ``s - lag`` is admitted (``None``: 6 x the
             operator's concurrency; 0: every parent choice sees all earlier children, so calls

@@ -1,8 +1,7 @@
 """Running an ensemble: N nodes in this process, fully asynchronous, with checkpoints.
 
 :class:`Ensemble` orchestrates: it builds the nodes (with :mod:`dei_framework.runtime.builders`),
-runs
-them in one event loop and hands the other jobs to their modules: checkpoints to
+runs them in one event loop and hands the other jobs to their modules: checkpoints to
 :mod:`dei_framework.runtime.checkpoints`, round archives, common ground and the merge to
 :mod:`dei_framework.runtime.merge`, ``summary.json`` to :mod:`dei_framework.runtime.summary`.
 

@@ -99,9 +99,8 @@ class RunMerge:
 
     async def measure_common(self, evaluator: Evaluator, champions: list[str | None]) -> None:
         """Common ground in its two steps (:mod:`dei_framework.analysis.common_ground`): every
-        final-archive
-        elite and round champion once with the selection seed, then the elites kept per cell
-        and the champions with every scoring seed (a deterministic domain: the selection
+        final-archive elite and round champion once with the selection seed, then the elites kept
+        per cell and the champions with every scoring seed (a deterministic domain: the selection
         evaluation is the score, each program is evaluated once)."""
         reference = self.reference
         if reference is None:

@@ -9,8 +9,7 @@ and offered to it, and the opponent pool stays the initial one (a static objecti
 :class:`Scheduler` holds everything a node decides — the archive, the opponent pool, the
 emitter, the round quotas — and nothing it waits for: no event loop, no operator, no transport.
 A driver (the built-in :class:`~dei_framework.runtime.driver.SearchDriver`, or a loop of your own)
-asks
-it for work, performs the work any way it likes, and tells it the results::
+asks it for work, performs the work any way it likes, and tells it the results::
 
     scheduler.start_round(received=[...])        # at each round's start (optional when lone)
     while not scheduler.finished:

@@ -14,8 +14,7 @@ Failures fall into three groups:
 * transient (429, 5xx, timeouts, dropped connections, malformed replies): retried with
   exponential backoff and jitter, honouring ``Retry-After``; after ``max_retries`` retries the
   call raises :class:`~dei_framework.contract.operators.TransientOperatorFailure` so the core gives
-  the
-  budget slot back;
+  the budget slot back;
 * request-specific (the prompt exceeds the context window, a content filter refused it): not
   retried, also a transient failure, because the next request may well succeed;
 * fatal (no key, wrong key, permission denied, unknown model, bad request, connection
