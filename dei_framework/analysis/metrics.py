@@ -7,19 +7,10 @@ change in any release.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
-
-from dei_framework.search.archive import GridArchive
-
-
-def merged_stats(archives: Sequence[GridArchive]) -> dict[str, Any]:
-    """Statistics of the best-per-cell merge of ``archives`` (empty dict when none)."""
-    if not archives:
-        return {}
-    return GridArchive.merge(archives).stats().to_json()
 
 
 def js_divergence(p: np.ndarray, q: np.ndarray) -> float:

@@ -136,10 +136,4 @@ def _plugin_name(dist: str, entry_name: str) -> str:
     return dist if entry_name == dist else f"{dist}:{entry_name}"
 
 
-def notify(registry: PluginRegistry, hook: str, **kwargs: Any) -> None:
-    """Calls an observation hook on every plugin (see :meth:`PluginRegistry.notify`)."""
-    registry.notify(hook, **kwargs)
-
-
-__all__ = ["ENTRY_POINT_GROUP", "PluginError", "PluginRegistry", "Registered", "load_plugins",
-           "notify"]  # fmt: skip
+__all__ = ["ENTRY_POINT_GROUP", "PluginError", "PluginRegistry", "Registered", "load_plugins"]

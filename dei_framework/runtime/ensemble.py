@@ -35,7 +35,7 @@ from dei_framework.evaluation.sandbox.policy import choose_policy
 from dei_framework.net.envelope import NodeIdentity, parse_membership
 from dei_framework.net.node import Node
 from dei_framework.net.timeline import NodeClock, Timeline
-from dei_framework.plugin.manager import PluginRegistry, load_plugins, notify
+from dei_framework.plugin.manager import PluginRegistry, load_plugins
 from dei_framework.runtime import chaos
 from dei_framework.runtime.budget import BudgetLedger
 from dei_framework.runtime.builders import (
@@ -558,7 +558,7 @@ class Ensemble:
         self.tally.add(events)
         for event in events:
             if event.get("event") == "evaluated":
-                notify(self.registry, "dei_candidate_evaluated", event=event)
+                self.registry.notify("dei_candidate_evaluated", event=event)
             elif event.get("event") == "node_stopped":
                 self.progress("stopped", event)
 
@@ -571,8 +571,7 @@ class Ensemble:
             self.run_dir.write_round(name, entry["round"],
                                      {"archive": archive.to_json(), **entry})  # fmt: skip
             self.progress("round", {**entry, "operator_status": self.operators[name].status()})
-            notify(self.registry, "dei_round_ended", node=name, round=entry["round"],
-                   stats=entry)  # fmt: skip
+            self.registry.notify("dei_round_ended", node=name, round=entry["round"], stats=entry)
 
         return ended
 
@@ -692,7 +691,7 @@ class Ensemble:
                           layout="records")
         self.run_dir.write_summary(summary)
         self.run_dir.close()
-        notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
+        self.registry.notify("dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
         return summary
 
     def _evaluator_lost(self, error: EvaluatorLost) -> None:
@@ -791,7 +790,7 @@ class Ensemble:
                           layout="records")
         self.run_dir.write_config(config.to_json())
         self.run_dir.write_summary(summary)
-        notify(self.registry, "dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
+        self.registry.notify("dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
         return summary
 
     def _new_evaluator(self) -> Evaluator:
