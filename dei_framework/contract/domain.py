@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from dei_framework.contract.capabilities import settle
 from dei_framework.contract.descriptors import AxisSpec
 from dei_framework.contract.records import Candidate, Message
 
@@ -99,6 +100,10 @@ class Domain(abc.ABC):
     #: are data (warriors in a VM, vectors, expressions) leave it ``False`` and keep the direct
     #: path.
     executes_code: bool = False
+    #: What the core may use besides the required methods, declared: ``"array"``
+    #: (:meth:`evaluate_genomes` and :meth:`genome_texts`: the array path). A declared
+    #: capability whose methods are not overridden is refused when the class is defined.
+    capabilities: frozenset[str] = frozenset()
     #: Whether a program's evaluation is the same whatever the seed (and against the same
     #: opponents): an objective with no randomness, or one that brings its own fixed seed.
     #: Common ground then scores each elite and champion once, reusing its selection
@@ -109,6 +114,10 @@ class Domain(abc.ABC):
     eval_timeout: float | None = None
     #: Default memory per candidate in MB (``--eval-memory`` overrides; ``None``: none).
     eval_memory: int | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        settle(cls, Domain, {"array": ("evaluate_genomes", "genome_texts")})
 
     @abc.abstractmethod
     def parse(self, reply: str) -> Program:

@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
+from dei_framework.contract.capabilities import settle
 from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.records import Candidate, Message, deprecated_alias
@@ -163,6 +164,15 @@ class Operator(abc.ABC):
     #: Whether the operator reports billed tokens per attempt on the request's meter (a
     #: ``tokens`` or ``cost`` compute axis needs it).
     metered: bool = False
+    #: What the driver may use besides :meth:`propose`, declared: ``"batch"`` (an own
+    #: :meth:`propose_batch`: an offline operator then gets a turn's calls in one call of it)
+    #: and ``"array"`` (:meth:`propose_genomes`: the array path). A declared capability whose
+    #: method is not overridden is refused when the class is defined.
+    capabilities: frozenset[str] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        settle(cls, Operator, {"batch": ("propose_batch",), "array": ("propose_genomes",)})
 
     @abc.abstractmethod
     async def propose(self, request: OperatorRequest) -> OperatorReply:

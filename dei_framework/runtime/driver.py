@@ -170,11 +170,10 @@ class SearchDriver:
         self._next_calls: tuple[int, list[WorkItem]] = (-1, [])
         # Operator calls in flight, early ones included, never exceed the operator's limit.
         self._calling = asyncio.Semaphore(operator.max_in_flight)
-        # An offline operator with a real batch method answers a turn's calls in one call of
+        # An offline operator with its own batch method answers a turn's calls in one call of
         # it (one task, one log write); others (LLM operators: per-call concurrency, retries
         # and ledger) keep one task per call.
-        batch_method = type(operator).propose_batch
-        self._batched = operator.offline and batch_method is not Operator.propose_batch
+        self._batched = operator.offline and "batch" in operator.capabilities
         # The array path (docs/performance.md): genomes from the operator straight to the
         # domain's vectorised evaluation and to Scheduler.tell_batch, with no text written
         # or parsed (only the elites' texts, when read) and no calls.jsonl line.
@@ -192,9 +191,7 @@ class SearchDriver:
         operator, domain, scheduler = self.operator, self.domain, self.scheduler
         axis_names = [axis.name for axis in domain.descriptor_axes()]
         if not (operator.offline
-                and type(operator).propose_genomes is not Operator.propose_genomes
-                and type(domain).evaluate_genomes is not Domain.evaluate_genomes
-                and type(domain).genome_texts is not Domain.genome_texts
+                and "array" in operator.capabilities and "array" in domain.capabilities
                 and self.evaluator.local and not self.replies
                 and self.ledger.caps[self.name] == NodeCaps()
                 and set(self.axes) == set(scheduler.space.names) <= set(axis_names)

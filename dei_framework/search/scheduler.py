@@ -729,7 +729,7 @@ class Scheduler:
                 self.emitter.tell(parent, None, AddStatus.NOT_ADDED)
             return None
         status = self.archive.status_at(told.index, told.fitness)
-        learns = item.kind == "mutate" and type(self.emitter).tell is not EmitterBase.tell
+        learns = item.kind == "mutate" and "learns" in self.emitter.capabilities
         if not status and not learns:
             return status  # nothing would change: no record needed
         candidate = Candidate(

@@ -128,6 +128,7 @@ class NumericDomain(Domain):
 
     name = "numeric"
     default_axes = AXIS_NAMES
+    capabilities = frozenset({"array"})
     fitness_floor = 0.0
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:

@@ -90,6 +90,7 @@ class _NumericOperator(Operator):
     """What both operators share: a batch of requests in, a batch of genomes out."""
 
     offline = True
+    capabilities = frozenset({"batch"})
     domain: NumericDomain
 
     def _genome(self, candidate: Candidate) -> np.ndarray:
@@ -150,6 +151,7 @@ class GaussianOperator(_NumericOperator):
     """
 
     label = "gaussian"
+    capabilities = frozenset({"batch", "array"})
 
     def __init__(self, domain: NumericDomain, *, sigma: float = 0.5, max_in_flight: int = 8):
         self.domain = domain
@@ -173,6 +175,7 @@ class IsoLineOperator(_NumericOperator):
     """
 
     label = "iso-line"
+    capabilities = frozenset({"batch", "array"})
 
     def __init__(
         self,

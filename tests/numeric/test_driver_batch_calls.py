@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 from dei_numeric.domain import NumericDomain
-from dei_numeric.operators import _NumericOperator
+from dei_numeric.operators import GaussianOperator, IsoLineOperator, _NumericOperator
 
 from dei_framework import NodeConfig, RunConfig, run
 from dei_framework.contract.errors import ReplayMismatch
-from dei_framework.contract.operators import Operator
 
 
 def _config() -> RunConfig:
@@ -60,8 +59,9 @@ def test_a_turns_calls_are_one_batch_and_the_run_equals_the_per_call_one(
     # Calls of the next round made early, while a round drains, go out one by one.
     assert sum(sizes) + len(singles) == 400 and max(sizes) > 1 and sum(sizes) > 300
     singles.clear()
-    # The per-call path: what the driver does for an operator without a batch method.
-    monkeypatch.setattr(_NumericOperator, "propose_batch", Operator.propose_batch)
+    # The per-call path: what the driver does for an operator that does not declare "batch".
+    for operator in (GaussianOperator, IsoLineOperator):
+        monkeypatch.setattr(operator, "capabilities", frozenset({"array"}))
     run(_config(), tmp_path / "per-call")
     assert len(singles) == 400
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from dei_framework.contract.capabilities import settle
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import AddStatus, ArchiveBase
 
@@ -25,14 +26,20 @@ class EmitterBase:
 
     #: Registered name, recorded in round events.
     name: str = ""
+    #: ``"learns"``, declared by an emitter whose :meth:`tell` uses what it is told (the
+    #: scheduler builds the child's record for it even when the archive did not take it).
+    capabilities: frozenset[str] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        settle(cls, EmitterBase, {"learns": ("tell",)})
 
     def select(self, archive: ArchiveBase, rng: np.random.Generator, count: int) -> list[Candidate]:
         """``count`` elites of a non-empty archive: the parent first, then the others.
 
         ``rng`` draws what a ``numpy.random.Generator`` seeded for the slot draws (the scheduler
         hands a faster stand-in, :class:`~dei_framework.search.slot_random.SlotGenerator`, with
-        every
-        ``Generator`` method).
+        every ``Generator`` method).
         """
         raise NotImplementedError
 

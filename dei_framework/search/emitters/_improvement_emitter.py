@@ -26,6 +26,7 @@ class ImprovementEmitter(EmitterBase):
     """
 
     name = "improvement"
+    capabilities = frozenset({"learns"})
 
     def __init__(self, *, prior: float = 1.0) -> None:
         if not isinstance(prior, int | float) or prior <= 0:

@@ -1,0 +1,60 @@
+"""Capabilities a plugin class declares, rather than the core guessing them from which methods
+it overrides (as pyribs declares an emitter's ``add_mode``).
+
+A contract class lists what each capability needs (``{"array": ("propose_genomes",)}``) and
+calls :func:`settle` from ``__init_subclass__``. A subclass declares ``capabilities =
+frozenset({...})``: each must be known and its methods overridden, or the class is refused
+when it is defined. A subclass written before capabilities existed, which overrides the methods
+without declaring them, gets them inferred, with a :class:`DeprecationWarning` (the inference
+goes in the next release).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s; a plugin only sets
+``capabilities``); anything here may change in any release.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+
+__all__ = ["settle"]
+
+
+def settle(cls: type, base: type, needs: Mapping[str, Sequence[str]]) -> None:
+    """Checks (or, undeclared, infers) ``cls.capabilities``, a subclass of ``base``.
+
+    Args:
+        cls: The class being defined.
+        base: The contract class whose methods are the defaults.
+        needs: Per capability, the methods a class must override to have it.
+
+    Raises:
+        TypeError: A declared capability is unknown, or its methods are not overridden.
+    """
+    def overrides(capability: str) -> bool:
+        return all(getattr(cls, name) is not getattr(base, name) for name in needs[capability])
+
+    declared = cls.__dict__.get("capabilities")
+    if declared is not None:
+        declared = frozenset(declared)
+        unknown = sorted(declared - needs.keys())
+        if unknown:
+            raise TypeError(f"{cls.__qualname__}.capabilities: unknown {', '.join(unknown)} "
+                            f"(known: {', '.join(sorted(needs))})")  # fmt: skip
+        for capability in sorted(declared):
+            if not overrides(capability):
+                raise TypeError(f"{cls.__qualname__} declares {capability!r} but does not "
+                                f"implement {', '.join(needs[capability])}")  # fmt: skip
+        cls.capabilities = declared  # type: ignore[attr-defined]
+        return
+    inherited = frozenset(getattr(cls, "capabilities", frozenset()))
+    inferred = frozenset(capability for capability in needs if overrides(capability))
+    if inferred - inherited:
+        names = ", ".join(sorted(inferred | inherited))
+        warnings.warn(
+            f"{cls.__module__}.{cls.__qualname__} overrides {base.__name__} methods without "
+            f"declaring them: set capabilities = frozenset({{{names!r}}}) (inferred for now; "
+            "the inference goes in the next release)",
+            DeprecationWarning, stacklevel=3,
+        )  # fmt: skip
+        cls.capabilities = inherited | inferred  # type: ignore[attr-defined]
