@@ -235,6 +235,21 @@ def test_experiment_report(experiment_dir):
     assert all(" leads " in line or " are level, shift " in line for line in verdicts)
 
 
+def test_a_static_domains_report_does_not_repeat_its_raw_figures(tmp_path, plugins):
+    # Numeric has no opponents and no noise: every raw figure is its common-ground one.
+    flags = dict(domain="numeric", operators=("gaussian", "iso-line"), budget=40, rounds=2,
+                 repeats=2, seed=1, eval_workers=0, conditions="solo,diverse")  # fmt: skip
+    run_experiment(plan_from_flags(flags, plugins), tmp_path, registry=plugins)
+    text = write_run_report(tmp_path).read_text()
+    assert "(raw)" not in text and "coverage (common)" in text
+    assert "are the common-ground ones in every condition here" in text
+    assert "re-evaluated on its own (the domain has no opponents" in text
+    assert "0 programs" not in text and "-0.00" not in text
+    assert "| diverse − solo | QD-score (common) | 2 / 2 |" in text
+    run_text = write_run_report(tmp_path / "diverse" / "repeat-0").read_text()
+    assert "| raw = common ground |" in run_text and "0 programs" not in run_text
+
+
 def test_a_verdict_names_the_leader_and_when_n_allows_significance() -> None:
     from dei_framework.report.experiment_report import _verdict
 

@@ -30,10 +30,15 @@ def node_colors(names: Iterable[str]) -> dict[str, str]:
 
 
 def number(value: Any, spec: str = ".3f") -> str:
-    """A number formatted with ``spec``; :data:`MISSING` for missing values."""
+    """A number formatted with ``spec``; :data:`MISSING` for missing values. A value that
+    rounds to zero is written without a sign (``0.00``, not ``-0.00``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
-    return format(value, spec)
+    text = format(value, spec)
+    if text.startswith("-") and not any(digit in text for digit in "123456789"):
+        # a small negative value rounded to zero: zero's own sign (``+0.00`` when asked)
+        return ("+" if "+" in spec else "") + text[1:]
+    return text
 
 
 def plus_minus(stats: Mapping[str, Any] | None, spec: str = ".3f") -> str:
@@ -42,9 +47,9 @@ def plus_minus(stats: Mapping[str, Any] | None, spec: str = ".3f") -> str:
     repeats'); :data:`MISSING` without a mean."""
     if not stats or stats.get("mean") is None:
         return MISSING
-    text = format(stats["mean"], spec)
+    text = number(stats["mean"], spec)
     if stats.get("std") is not None:
-        text += f" ± {format(stats['std'], spec)}"
+        text += f" ± {number(stats['std'], spec)}"
     if stats.get("unit") == "nodes x repeats":
         text += f" (n = {stats.get('n')})"
     return text
@@ -66,8 +71,11 @@ def markdown_image(title: str, relative: str | None) -> str:
 
 
 def reference_text(record: Any) -> str:
-    """``4 programs, sha256 1a2b3c4d…`` of a ``{"count", "sha256"}`` record."""
+    """``4 programs, sha256 1a2b3c4d…`` of a ``{"count", "sha256"}`` record (``none`` for an
+    empty set: a static domain has no opponents)."""
     if isinstance(record, Mapping):
+        if record.get("count") == 0:
+            return "none"
         return f"{record.get('count')} programs, sha256 `{str(record.get('sha256'))[:12]}`"
     if isinstance(record, list):
         return "**differs between runs**: " + "; ".join(reference_text(r) for r in record)

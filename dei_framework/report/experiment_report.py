@@ -58,26 +58,29 @@ def experiment_report(path: Path, summary: Mapping[str, Any],
         "repeats; such values are not independent).\n"
     )
     out.append("## Conditions\n")
+    # Where every raw figure is its common-ground one (a domain without opponents and without
+    # noise), the raw columns and comparisons would only repeat them.
+    raw_shown = not _raw_is_common(conditions)
+    raw_header = ["coverage (raw)", "QD-score (raw)"] if raw_shown else []
     out.append(markdown_table(
         ["condition", "nodes", "operators", "repeats", "coverage (common)", "QD-score (common)",
-         "coverage (raw)", "QD-score (raw)", "generality", "peak generality", "niche novelty",
-         "operator divergence"],
+         *raw_header, "generality", "peak generality", "niche novelty", "operator divergence"],
         [[name, c["nodes"], _operators(c["operators"]), c["repeats_completed"],
           plus_minus(condition_common(c).get("coverage"), ".1%"),
           plus_minus(condition_common(c).get("qd_score"), ".2f"),
-          plus_minus(c["merged"]["coverage"], ".1%"), plus_minus(c["merged"]["qd_score"], ".2f"),
+          *([plus_minus(c["merged"]["coverage"], ".1%"),
+             plus_minus(c["merged"]["qd_score"], ".2f")] if raw_shown else []),
           plus_minus(c.get("generality")), plus_minus(c.get("generality_peak")),
           plus_minus(c.get("niche_novelty")), plus_minus(c.get("operator_divergence"))]
          for name, c in conditions.items()],
     ))  # fmt: skip
     out.append(
         "\nCommon ground: the best-per-cell merge of a run's final-round archives after every "
-        f"elite was re-evaluated against one reference set "
-        f"({reference_text(summary.get('common_reference'))}); "
+        f"elite was re-evaluated {_against(summary.get('common_reference'))}; "
         f"{_scoring_terms({n: condition_common(c) for n, c in conditions.items()})} "
         "The same program "
-        "scores the same in every condition. Raw: the same merge with fitness as each node "
-        "measured it against its own opponent pool (pools differ between conditions). "
+        "scores the same in every condition. "
+        f"{_raw_terms(raw_shown)} "
         "Generality, peak generality and niche novelty: mean over nodes × repeats (final-round "
         "champion, best round's champion, and share of received champions that filled an "
         "empty niche); generality set: "
@@ -96,7 +99,11 @@ def experiment_report(path: Path, summary: Mapping[str, Any],
             f"scales (the domain's fitness scale of the nodes' final rounds — {scales}). Compare "
             "conditions on the common-ground figures.\n"
         )
-    out.append(_comparisons(summary.get("comparisons") or []))
+    comparisons = summary.get("comparisons") or []
+    if not raw_shown:
+        comparisons = [e for e in comparisons if e["metric"] not in ("merged.coverage",
+                                                                     "merged.qd_score")]
+    out.append(_comparisons(comparisons))
     out.append(markdown_image("final merged coverage and QD-score", images.get("final")))
     out.append(markdown_image("coverage and QD-score per round", images.get("progress")))
     out.append("\n## Per round (merged archive)\n")
@@ -112,13 +119,15 @@ def experiment_report(path: Path, summary: Mapping[str, Any],
     rows = []
     for name, c in conditions.items():
         for node, stats in c["per_node"].items():
-            rows.append([name, node, stats["operator"], plus_minus(stats["champion_fitness"]),
+            raw = [plus_minus(stats["champion_fitness"])] if raw_shown else []
+            rows.append([name, node, stats["operator"], *raw,
                          plus_minus(stats.get("champion_common_fitness")),
                          plus_minus(stats["generality"]), plus_minus(stats["generality_peak"]),
                          plus_minus(stats["niche_novelty"])])  # fmt: skip
-    out.append(markdown_table(["condition", "node", "operator", "champion fitness (raw)",
-                       "champion fitness (common)", "generality", "peak generality",
-                       "niche novelty"], rows))  # fmt: skip
+    out.append(markdown_table(["condition", "node", "operator",
+                               *(["champion fitness (raw)"] if raw_shown else []),
+                               "champion fitness (common)", "generality", "peak generality",
+                               "niche novelty"], rows))  # fmt: skip
     out.append(markdown_image("generality per round", images.get("generality")))
     out.append(markdown_image("niche novelty", images.get("niche_novelty")))
     out.append(markdown_image("merged-archive occupancy", images.get("heatmaps")))
@@ -166,6 +175,40 @@ def experiment_report(path: Path, summary: Mapping[str, Any],
         out.append(f"\nUnfinished: {', '.join(missing)} repeats done; continue with "
                    f"`dei experiment --resume {path}`.\n")  # fmt: skip
     return "\n".join(out)
+
+
+def _raw_is_common(conditions: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether every condition's raw coverage, QD-score and node champion fitness (mean and
+    spread) are its common-ground ones."""
+    for condition in conditions.values():
+        common, raw = condition_common(condition), condition["merged"]
+        for metric in ("coverage", "qd_score"):
+            mine, theirs = common.get(metric) or {}, raw.get(metric) or {}
+            if mine.get("mean") is None or any(mine.get(k) != theirs.get(k)
+                                               for k in ("mean", "std")):
+                return False
+        for stats in condition["per_node"].values():
+            mine, theirs = (stats.get("champion_common_fitness") or {},
+                            stats.get("champion_fitness") or {})  # fmt: skip
+            if any(mine.get(k) != theirs.get(k) for k in ("mean", "std")):
+                return False
+    return True
+
+
+def _against(reference: Any) -> str:
+    """Against what common ground scored the programs."""
+    if isinstance(reference, Mapping) and reference.get("count") == 0:
+        return "on its own (the domain has no opponents: the reference set is empty)"
+    return f"against one reference set ({reference_text(reference)})"
+
+
+def _raw_terms(shown: bool) -> str:
+    """What the raw figures are, or why they are not shown."""
+    if shown:
+        return ("Raw: the same merge with fitness as each node measured it against its own "
+                "opponent pool (pools differ between conditions).")  # fmt: skip
+    return ("Raw figures (fitness as each node measured it) are the common-ground ones in every "
+            "condition here, so they are not repeated.")  # fmt: skip
 
 
 def _scoring_terms(commons: Mapping[str, Mapping[str, Any]]) -> str:

@@ -56,13 +56,20 @@ def run_report(run: FinishedRun) -> str:
         if common.get("deterministic"):  # scored once: there were no fresh seeds to average
             scored = (" The domain is deterministic, so that one evaluation is each kept "
                       "elite's score (no fresh seeds: they would give the same value).")
-        out.append(" **Common ground**: every elite re-evaluated against the reference set "
-                   f"({reference_text(common.get('reference'))}) with one selection seed, "
-                   "placed by its common-ground descriptor, the best per cell kept "
+        reference = common.get("reference")
+        against = ("on its own (the domain has no opponents: the reference set is empty)"
+                   if isinstance(reference, dict) and reference.get("count") == 0
+                   else f"against the reference set ({reference_text(reference)})")  # fmt: skip
+        out.append(f" **Common ground**: every elite re-evaluated {against} with one selection "
+                   "seed, placed by its common-ground descriptor, the best per cell kept "
                    f"(`merged_archive.json`).{scored}")  # fmt: skip
-        rows.append(["common ground", number(common.get("coverage"), ".1%"),
-                     number(common.get("qd_score"), ".2f"), common.get("num_elites", 0),
-                     number(common.get("obj_max")), number(common.get("obj_mean"))])  # fmt: skip
+        row = ["common ground", number(common.get("coverage"), ".1%"),
+               number(common.get("qd_score"), ".2f"), common.get("num_elites", 0),
+               number(common.get("obj_max")), number(common.get("obj_mean"))]  # fmt: skip
+        if row[1:] == rows[0][1:]:  # nothing differs between the pools: one row says both
+            rows = [["raw = common ground", *row[1:]]]
+        else:
+            rows.append(row)
     out.append("\n")
     out.append(markdown_table(["measure", "coverage", "QD-score", "elites", "best fitness",
                        "mean fitness"], rows))  # fmt: skip

@@ -27,3 +27,15 @@ def test_the_cli_condition_table_prints_the_reports_missing_mark() -> None:
     (line,) = _condition_table({"solo": condition})
     assert f"coverage {MISSING}" in line and f"QD-score {MISSING}" in line
     assert "(raw: 37.5% ± 17.7%, 1.50 ± 0.71)" in line
+
+
+def test_a_value_that_rounds_to_zero_has_no_sign() -> None:
+    assert number(-0.0001, ".2f") == "0.00" and number(-0.0, "+.2f") == "+0.00"
+    assert number(-0.00004, ".1%") == "0.0%" and number(-0.02, ".2f") == "-0.02"
+    assert plus_minus({"mean": -1e-9, "std": 0.0}, ".2f") == "0.00 ± 0.00"
+
+
+def test_an_empty_reference_set_is_named_as_such() -> None:
+    assert reference_text({"count": 0, "sha256": "e3b0c44298fc1c14"}) == "none"
+    assert reference_text({"count": 4, "sha256": "1a2b3c4d5e6f7a8b"}) == (
+        "4 programs, sha256 `1a2b3c4d5e6f`")
