@@ -60,9 +60,12 @@ def install(evaluator: Evaluator, operators: Mapping[str, Operator]) -> None:
     if longest <= 0:
         return
     # Every way in is stalled: the driver sends a loop turn's evaluations through
-    # ``evaluate_many`` and a batching operator's calls through ``propose_batch``.
+    # ``evaluate_many``, a batching operator's calls through ``propose_batch``, and an
+    # array-path step's genomes through ``evaluate_genomes``.
     evaluator.evaluate = _stalled(evaluator.evaluate, longest)  # type: ignore[method-assign]
     evaluator.evaluate_many = _stalled(evaluator.evaluate_many, longest)  # type: ignore[method-assign]
+    evaluator.evaluate_genomes = _stalled(  # type: ignore[method-assign]
+        evaluator.evaluate_genomes, longest)
     for operator in operators.values():
         operator.propose = _stalled(operator.propose, longest)  # type: ignore[method-assign]
         operator.propose_batch = _stalled(operator.propose_batch, longest)  # type: ignore[method-assign]

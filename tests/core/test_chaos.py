@@ -1,4 +1,5 @@
-"""DEI_CHAOS_STALL stalls every way work enters: single and batched evaluations and calls."""
+"""DEI_CHAOS_STALL stalls every way work enters: single, batched and array evaluations, and
+calls."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ class _Recorder:
         self.calls.append("evaluate_many")
         return "many"
 
+    async def evaluate_genomes(self, *args: object) -> str:
+        self.calls.append("evaluate_genomes")
+        return "rows"
+
     async def propose(self, *args: object) -> str:
         self.calls.append("propose")
         return "reply"
@@ -45,12 +50,13 @@ def test_every_entry_point_is_stalled_and_still_answers(monkeypatch: pytest.Monk
 
     async def use() -> list[str]:
         return [await evaluator.evaluate(), await evaluator.evaluate_many(),
-                await operator.propose(), await operator.propose_batch()]  # fmt: skip
+                await evaluator.evaluate_genomes(), await operator.propose(),
+                await operator.propose_batch()]  # fmt: skip
 
-    assert asyncio.run(use()) == ["one", "many", "reply", "replies"]
-    assert evaluator.calls == ["evaluate", "evaluate_many"]
+    assert asyncio.run(use()) == ["one", "many", "rows", "reply", "replies"]
+    assert evaluator.calls == ["evaluate", "evaluate_many", "evaluate_genomes"]
     assert operator.calls == ["propose", "propose_batch"]
-    assert len(slept) == 4 and all(0.0 <= s <= 0.5 for s in slept)
+    assert len(slept) == 5 and all(0.0 <= s <= 0.5 for s in slept)
 
 
 def test_nothing_is_wrapped_when_the_variable_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:

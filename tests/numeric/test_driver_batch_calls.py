@@ -112,7 +112,11 @@ def test_a_batched_numeric_run_stopped_midway_resumes_to_the_uninterrupted_run(
     stopped, whole = tmp_path / "stopped", tmp_path / "whole"
     common = ["--progress", "quiet", "--no-report"]
     run_args = ["--config", str(config), *common]
-    halted = stop_midway([*run_args, "--out", str(stopped)], stopped, toy_env,
+    # The stopped run's calls and evaluations stall at random (DEI_CHAOS_STALL, sleeps of up to
+    # 100 ms): unstalled, an array-path run of 8000 evaluations can end before a loaded machine
+    # gets round to stopping it, and its result must not depend on timing anyway.
+    stalled = {**toy_env, "DEI_CHAOS_STALL": "0.1"}
+    halted = stop_midway([*run_args, "--out", str(stopped)], stopped, stalled,
                          min_events=1500, send=ctrl_c)  # fmt: skip
     assert halted.returncode == 130, halted.stderr
     assert cli("dei-run", "--resume", str(stopped), *common, env=toy_env,
