@@ -221,6 +221,13 @@ RUN_OPTIONS = [
                       "interval)."),
     click.option("--new-fraction", type=float,
                  help="Share of calls that write a program from scratch (default 0.1)."),
+    click.option("--lag", type=int, metavar="SLOTS",
+                 help="How far parent choice may run ahead of admission, in slots (default: 6 x "
+                      "the operator's concurrency; 0: one call at a time)."),
+    click.option("--max-champions", type=int,
+                 help="A node's own recent champions kept as opponents (default 20)."),
+    click.option("--max-peer-champions", type=int,
+                 help="Received champions kept as opponents (default 20)."),
     click.option("--sharing", help="Champion-sharing policy (default: champion)."),
     click.option("--allocation", help="Budget allocator (default: static, equal shares; "
                  "bandit moves the budget left to the nodes that add cells; see `dei plugins`)."),
@@ -260,6 +267,11 @@ RUN_OPTIONS = [
     click.option("--eval-memory", type=int, metavar="MB",
                  help="Memory limit per candidate (address space it may add, in MB); one over "
                       "it is invalid. Default: the domain's, else none."),
+    click.option("--member", "members", multiple=True, metavar="NAME=KEY",
+                 help="A member of a closed run: a node's name and its ed25519 public key "
+                      "(64 hex), repeatable; champions from anyone else are dropped."),
+    click.option("--checkpoint-seconds", type=float, metavar="SECONDS",
+                 help="Minimum seconds between in-round checkpoints (default 2)."),
     click.option("--out", type=click.Path(file_okay=False),
                  help="Run directory (default: a new folder under ./runs/)."),
     click.option("--resume", type=click.Path(file_okay=False, exists=True),

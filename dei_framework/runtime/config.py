@@ -51,6 +51,16 @@ def _positive(name: str, minimum: int | None = 1):
     return check
 
 
+def _seconds(name: str):
+    """A validator refusing a duration that is not a number of seconds ≥ 0."""
+    def check(instance, attribute, value) -> None:
+        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                or not 0 <= value < float("inf")):
+            raise ConfigError(f"{name} must be a number of seconds, at least 0, got {value!r}")
+
+    return check
+
+
 #: Champion delivery modes (``RunConfig.delivery``, ``--delivery``).
 DELIVERIES = ("auto", "virtual", "wallclock")
 
@@ -182,9 +192,10 @@ class RunConfig:
     archive_options: Mapping[str, Any] = attrs.field(factory=dict)
     new_fraction: float = 0.1
     lifecycle: str = ""
-    lag: int | None = None
-    max_champions: int = attrs.field(default=20, validator=_positive("max_champions", 0))
-    max_peer_champions: int = attrs.field(default=20, validator=_positive("max_peer_champions", 0))
+    lag: int | None = attrs.field(default=None, validator=_positive("--lag", 0))
+    max_champions: int = attrs.field(default=20, validator=_positive("--max-champions", 0))
+    max_peer_champions: int = attrs.field(default=20,
+                                          validator=_positive("--max-peer-champions", 0))
     eval_workers: int | None = attrs.field(default=None, validator=_positive("--eval-workers", 0))
     evaluator: str = "local"
     evaluator_address: str | None = None
@@ -195,7 +206,7 @@ class RunConfig:
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
     delivery: str = "auto"
-    checkpoint_seconds: float = 2.0
+    checkpoint_seconds: float = attrs.field(default=2.0, validator=_seconds("--checkpoint-seconds"))
     array_path: bool = True
     common_ground: bool = False
     common_seeds: int = attrs.field(default=5, validator=_positive("--common-seeds"))
@@ -241,9 +252,6 @@ class RunConfig:
                               f"got {self.lifecycle!r}")  # fmt: skip
         if not 0.0 <= self.new_fraction <= 1.0:
             raise ConfigError(f"new_fraction must be within [0, 1], got {self.new_fraction}")
-        if self.lag is not None and (isinstance(self.lag, bool) or not isinstance(self.lag, int)
-                                     or self.lag < 0):
-            raise ConfigError(f"lag must be an integer >= 0 (slots), got {self.lag!r}")
 
     @property
     def node_names(self) -> list[str]:
@@ -436,6 +444,24 @@ DEFAULT_CALLS_PER_NODE = 40
 DEFAULT_NODES = 4
 
 
+#: Option tables of a configuration file: no flag sets a whole table (``--domain-option``
+#: and ``--transport-option`` set one key of theirs).
+CONFIG_TABLES = frozenset({"node", "domain_options", "transport_options", "sharing_options",
+                           "operator_options", "emitter_options", "archive_options",
+                           "evaluator_options", "allocation_options"})  # fmt: skip
+#: Every key a configuration file may hold at its top level (plugins' options besides). Each
+#: that is not a table is also a ``dei-run`` flag (``new_fraction``: ``--new-fraction``;
+#: ``operators``/``operator``: ``--operator``; ``members``: ``--member``).
+CONFIG_KEYS = CONFIG_TABLES | {
+    "domain", "transport", "nodes", "operator", "operators", "api_base", "budget",
+    "iterations", "rounds", "sharing", "axes", "seed", "eval_workers", "new_fraction", "lag",
+    "max_champions", "max_peer_champions", "checkpoint_seconds", "out", "emitter", "archive",
+    "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
+    "common_ground", "common_seeds", "preset", "members", "delivery", "lifecycle", "evaluator",
+    "evaluator_address", "array_path", "sandbox", "eval_timeout", "eval_memory", "allocation",
+}
+
+
 def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     """Merges defaults, the TOML file and flags (in that order of precedence, flags last).
 
@@ -448,16 +474,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     """
     file: dict[str, Any] = load_toml(flags["config_file"]) if flags.get("config_file") else {}
     file = {key.replace("-", "_"): value for key, value in file.items()}
-    known = {"domain", "transport", "nodes", "operator", "operators", "api_base", "budget",
-             "iterations", "rounds", "sharing", "axes", "seed", "eval_workers",
-             "new_fraction", "lag", "max_champions", "checkpoint_seconds", "node", "domain_options",
-             "transport_options", "sharing_options", "operator_options", "out",
-             "emitter", "emitter_options", "archive", "archive_options", "max_peer_champions",
-             "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
-             "common_ground", "common_seeds", "preset", "members", "delivery", "lifecycle",
-             "evaluator", "evaluator_address", "evaluator_options", "array_path",
-             "sandbox", "eval_timeout", "eval_memory", "allocation", "allocation_options"}
-    unknown = set(file) - known - set(plugins.run_options)
+    unknown = set(file) - CONFIG_KEYS - set(plugins.run_options)
     if unknown:
         raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
 
@@ -498,7 +515,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         tables["domain_options"] = {**preset.domain_options, **tables["domain_options"]}
         tables["operator_options"] = {**preset.operator_options, **tables["operator_options"]}
     for name, entry in plugins.run_options.items():  # flags plugins add (--human-set, ...)
-        if name not in known:  # a clash with a core option is left out (and warned about)
+        if name not in CONFIG_KEYS:  # a clash with a core option is left out (and warned about)
             entry.spec.apply(pick(name), tables)
     common = tables["operator_options"]
     if pick("api_base"):
@@ -547,7 +564,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         transport_options=transport_options, checkpoint_seconds=pick("checkpoint_seconds"),
         array_path=bool(pick("array_path")),
         common_ground=bool(pick("common_ground")), common_seeds=pick("common_seeds"),
-        members=file.get("members") or (),
+        members=mine("members") or (),
         compute_axis=pick("compute_axis") or "calls", max_cost_usd=pick("max_cost_usd"),
         max_attempts_per_node=pick("max_attempts_per_node"),
         max_attempts_per_call=pick("max_attempts_per_call"),

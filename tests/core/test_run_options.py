@@ -65,3 +65,35 @@ def test_an_in_process_plugin_option_works_on_both_commands(monkeypatch, tmp_pat
     from_file = resolve_config({"domain": "toy", "config_file": str(tmp_path / "ok.toml")},
                                registry)  # fmt: skip
     assert from_file.domain_options == {"toy_width": 10}
+
+
+def test_every_config_key_but_the_tables_is_a_dei_run_flag() -> None:
+    from dei_framework.runtime.config import CONFIG_KEYS, CONFIG_TABLES
+
+    flags = {opt for param in cli.dei_run.params for opt in getattr(param, "opts", ())}
+    spelled = {"operators": "--operator", "operator": "--operator", "members": "--member",
+               "common_ground": "--common-ground", "array_path": "--array-path"}  # fmt: skip
+    missing = sorted(key for key in CONFIG_KEYS - CONFIG_TABLES
+                     if spelled.get(key, "--" + key.replace("_", "-")) not in flags)  # fmt: skip
+    assert missing == [], f"config keys without a dei-run flag: {missing}"
+
+
+@pytest.mark.parametrize(("flags", "field", "value"), [
+    ({"lag": 3}, "lag", 3), ({"max_champions": 5}, "max_champions", 5),
+    ({"max_peer_champions": 0}, "max_peer_champions", 0),
+    ({"checkpoint_seconds": 0.5}, "checkpoint_seconds", 0.5),
+])  # fmt: skip
+def test_the_search_settings_once_file_only_take_flags(flags, field, value) -> None:
+    config = resolve_config({"domain": "numeric", **flags}, load_plugins())
+    assert getattr(config, field) == value
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    ({"lag": -1}, "--lag must be at least 0, got -1"),
+    ({"max_champions": -2}, "--max-champions must be at least 0, got -2"),
+    ({"checkpoint_seconds": -1.0}, "--checkpoint-seconds must be a number of seconds"),
+    ({"members": ("a=zz",)}, "members: "),
+])  # fmt: skip
+def test_a_bad_search_setting_is_refused_by_name(flags, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        resolve_config({"domain": "numeric", **flags}, load_plugins())
