@@ -420,23 +420,12 @@ def chosen_out(flags: Mapping[str, Any]) -> Path | None:
 
 # --- from flags and a config file -------------------------------------------------------------
 
-#: Defaults of ``dei-run`` options that a config file may also set.
+#: Defaults of ``dei-run`` options that a config file may also set: :class:`RunConfig`'s own
+#: plain defaults (one place: a default changed there is the flag's default too).
 DEFAULTS: dict[str, Any] = {
-    "transport": "inmemory",
-    "rounds": 3,
-    "seed": 0,
-    "sharing": "champion",
-    "new_fraction": 0.1,
-    "max_champions": 20,
-    "max_peer_champions": 20,
-    "emitter": "uniform",
-    "archive": "grid",
-    "checkpoint_seconds": 2.0,
-    "array_path": True,
-    "delivery": "auto",
-    "common_seeds": 5,
-    "evaluator": "local",
-    "allocation": "static",
+    field.name: field.default for field in attrs.fields(RunConfig)
+    if field.default is not attrs.NOTHING and not isinstance(field.default, attrs.Factory)
+    and field.default not in (None, "", ())
 }
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
 DEFAULT_CALLS_PER_NODE = 40
