@@ -29,6 +29,7 @@ import attrs
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.records import ExportedProgram
 from dei_framework.contract.registry import PluginRegistry
+from dei_framework.runtime.run_dir import CONFIG_FILE, SUMMARY_FILE, holds_run
 from dei_framework.runtime.run_files import read_finished_run, read_run_summary
 
 #: What ``--what`` may select.
@@ -45,12 +46,13 @@ def find_runs(directory: Path) -> list[Path]:
     Raises:
         ConfigError: ``directory`` holds no run.
     """
-    if _is_run(directory):
+    if holds_run(directory):
         return [directory]
-    runs = sorted(path.parent for path in directory.rglob("summary.json") if _is_run(path.parent))
+    runs = sorted(path.parent for path in directory.rglob(SUMMARY_FILE) if holds_run(path.parent))
     if not runs:
         raise ConfigError(
-            f"{directory} holds no run: no config.json or nodes/<node>/round-NNN.json below it "
+            f"{directory} holds no run: no config.json, events.jsonl or "
+            "nodes/<node>/round-NNN.json below it "
             "(is it the --out directory of dei-run or dei experiment?)"
         )
     return runs
@@ -59,14 +61,10 @@ def find_runs(directory: Path) -> list[Path]:
 def unfinished_runs(directory: Path) -> list[Path]:
     """The runs below ``directory`` that have not finished (``config.json`` without
     ``summary.json``: an interrupted experiment's repeats), which an export leaves out."""
-    if _is_run(directory):
+    if holds_run(directory):
         return []
-    return sorted(path.parent for path in directory.rglob("config.json")
-                  if not (path.parent / "summary.json").exists())  # fmt: skip
-
-
-def _is_run(path: Path) -> bool:
-    return (path / "config.json").exists() or any(path.glob("nodes/*/round-*.json"))
+    return sorted(path.parent for path in directory.rglob(CONFIG_FILE)
+                  if not (path.parent / SUMMARY_FILE).exists())  # fmt: skip
 
 
 def collect_programs(directory: Path, what: str = "all") -> Iterator[ExportedProgram]:

@@ -17,7 +17,8 @@ from pathlib import Path
 from dei_framework.contract.errors import ConfigError
 from dei_framework.report.experiment_report import experiment_report
 from dei_framework.report.run_report import run_report
-from dei_framework.runtime.run_files import read_experiment_summary, read_finished_run, read_json
+from dei_framework.runtime.run_dir import SUMMARY_FILE, holds_experiment
+from dei_framework.runtime.run_files import read_experiment_summary, read_finished_run
 
 
 def write_run_report(path: Path) -> Path:
@@ -40,8 +41,8 @@ def write_run_report(path: Path) -> Path:
             is damaged.
     """
     path = Path(path)
-    summary_path = path / "summary.json"
-    if _is_experiment(path):
+    summary_path = path / SUMMARY_FILE
+    if holds_experiment(path):
         if summary_path.exists():
             summary = read_experiment_summary(summary_path)
         else:
@@ -61,12 +62,3 @@ def write_run_report(path: Path) -> Path:
     return report
 
 
-def _is_experiment(path: Path) -> bool:
-    """An experiment directory: its plan, or (the plan lost) a summary that says so."""
-    if (path / "experiment.json").exists():
-        return True
-    summary_path = path / "summary.json"
-    if not summary_path.exists():
-        return False
-    summary = read_json(summary_path)
-    return summary.get("kind") == "experiment" or "conditions" in summary

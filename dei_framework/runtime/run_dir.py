@@ -43,7 +43,12 @@ import orjson
 
 from dei_framework.contract.errors import ConfigError, WriteError
 from dei_framework.runtime.config import RunConfig
-from dei_framework.runtime.run_files import damaged_line, read_checkpoint, read_config
+from dei_framework.runtime.run_files import (
+    damaged_line,
+    read_checkpoint,
+    read_config,
+    read_json,
+)
 from dei_framework.runtime.run_lock import held
 
 
@@ -191,6 +196,40 @@ def log_record(path: Path, position: int, line: bytes) -> dict[str, Any]:
     return record
 
 
+#: A run directory's files (docs/architecture.md, "Run directory").
+CONFIG_FILE = "config.json"
+EVENTS_FILE = "events.jsonl"
+CALLS_FILE = "calls.jsonl"
+CHECKPOINT_FILE = "checkpoint.json"
+SUMMARY_FILE = "summary.json"
+#: An experiment directory's plan.
+EXPERIMENT_FILE = "experiment.json"
+
+
+def holds_run(path: Path) -> bool:
+    """Whether ``path`` is a run directory, started, interrupted or finished: it has its
+    configuration, its event log or a round file. The one rule ``dei export``, ``dei report``
+    and ``dei watch`` go by."""
+    return ((path / CONFIG_FILE).is_file() or (path / EVENTS_FILE).is_file()
+            or any(path.glob("nodes/*/round-*.json")))  # fmt: skip
+
+
+def holds_experiment(path: Path) -> bool:
+    """Whether ``path`` is an experiment directory: its plan, or (the plan lost) a summary
+    that says it is one.
+
+    Raises:
+        ConfigError: Its summary (read when there is no plan) is damaged.
+    """
+    if (path / EXPERIMENT_FILE).is_file():
+        return True
+    summary_path = path / SUMMARY_FILE
+    if not summary_path.is_file():
+        return False
+    summary = read_json(summary_path)
+    return summary.get("kind") == "experiment" or "conditions" in summary
+
+
 class RunDir:
     """Reads and writes one run directory.
 
@@ -216,23 +255,23 @@ class RunDir:
 
     @property
     def config_path(self) -> Path:
-        return self.path / "config.json"
+        return self.path / CONFIG_FILE
 
     @property
     def events_path(self) -> Path:
-        return self.path / "events.jsonl"
+        return self.path / EVENTS_FILE
 
     @property
     def calls_path(self) -> Path:
-        return self.path / "calls.jsonl"
+        return self.path / CALLS_FILE
 
     @property
     def checkpoint_path(self) -> Path:
-        return self.path / "checkpoint.json"
+        return self.path / CHECKPOINT_FILE
 
     @property
     def summary_path(self) -> Path:
-        return self.path / "summary.json"
+        return self.path / SUMMARY_FILE
 
     def process_path(self, node: str) -> Path:
         """The directory of ``node``'s own process (one process per node)."""

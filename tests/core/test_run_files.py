@@ -72,3 +72,25 @@ def test_opponent_set_directories_of_dead_processes_are_removed(tmp_path) -> Non
         (directory / "set.pickle").write_bytes(b"x")
     assert remove_orphaned_set_dirs(str(tmp_path)) == [str(dead)]
     assert not dead.exists() and live.exists() and unnamed.exists()
+
+
+def test_one_rule_says_what_a_run_and_an_experiment_directory_are(tmp_path) -> None:
+    from dei_framework.app.watch.layout import is_experiment
+    from dei_framework.report.export import find_runs
+    from dei_framework.runtime.run_dir import holds_experiment, holds_run
+
+    started, logged, rounds, plain = (tmp_path / name for name in ("a", "b", "c", "d"))
+    for folder in (started, logged, rounds / "nodes" / "n0", plain):
+        folder.mkdir(parents=True)
+    (started / "config.json").write_text("{}")
+    (logged / "events.jsonl").write_text("")
+    (rounds / "nodes" / "n0" / "round-000.json").write_text("{}")
+    assert [holds_run(p) for p in (started, logged, rounds, plain)] == [True, True, True, False]
+    assert find_runs(logged) == [logged]  # dei export goes by the same rule
+    planned, summarised = tmp_path / "e1", tmp_path / "e2"
+    planned.mkdir()
+    summarised.mkdir()
+    (planned / "experiment.json").write_text("{}")
+    (summarised / "summary.json").write_text('{"kind": "experiment"}')
+    assert holds_experiment(planned) and holds_experiment(summarised)
+    assert is_experiment(summarised) and not holds_experiment(started)  # dei watch too

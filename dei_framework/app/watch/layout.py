@@ -16,14 +16,18 @@ import re
 from pathlib import Path
 from typing import Any
 
+from dei_framework.contract.errors import ConfigError
+from dei_framework.runtime.run_dir import holds_experiment, holds_run
+
 #: How deep below an experiment directory runs are looked for.
 MAX_DEPTH = 3
-#: Files that make a directory a run.
-RUN_MARKERS = ("config.json", "events.jsonl")
-
-
 def is_experiment(root: Path) -> bool:
-    return (root / "experiment.json").is_file()
+    """Whether ``root`` is an experiment directory (:func:`holds_experiment`, the one rule); a
+    summary too damaged to tell counts as not one."""
+    try:
+        return holds_experiment(root)
+    except ConfigError:
+        return False
 
 
 def find_runs(root: Path) -> list[dict[str, Any]]:
@@ -35,10 +39,10 @@ def find_runs(root: Path) -> list[dict[str, Any]]:
     if not is_experiment(root):
         return [{"path": "", "condition": None, "repeat": None}]
     found: list[str] = []
-    for directory, subdirs, files in os.walk(root):
+    for directory, subdirs, _files in os.walk(root):
         relative = Path(directory).relative_to(root)
         depth = len(relative.parts)
-        if depth and any(marker in files for marker in RUN_MARKERS):
+        if depth and holds_run(Path(directory)):
             found.append(relative.as_posix())
             subdirs[:] = []
         elif depth >= MAX_DEPTH:
