@@ -4,8 +4,9 @@ Errors, program records (:class:`~dei_framework.contract.records.Candidate`), de
 spaces, and the plugin contracts — :class:`~dei_framework.contract.domain.Domain`,
 :class:`~dei_framework.contract.operators.Operator`,
 :class:`~dei_framework.contract.transport.Transport`, evaluation backends, ``dei-run`` options,
-the factory context and the plugin registry. A plugin needs only this package (and
-:mod:`dei_framework.net.envelope` for champions on the wire).
+the factory context and the plugin registry. A plugin's classes need mostly this package; its
+hook functions are marked with ``dei_framework.hookimpl`` (the specifications are in
+:mod:`dei_framework.plugin.hookspecs`).
 
 May import: nothing else of ``dei_framework`` (the bottom layer).
 """
