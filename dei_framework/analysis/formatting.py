@@ -82,6 +82,14 @@ def reference_text(record: Any) -> str:
     return MISSING
 
 
+def scored_against(record: Any, lead: str = "against the reference set") -> str:
+    """What common ground scored programs against: ``lead`` and the set
+    (:func:`reference_text`), or, for an empty set, that they were scored on their own."""
+    if isinstance(record, Mapping) and record.get("count") == 0:
+        return "on its own (the domain has no opponents: the reference set is empty)"
+    return f"{lead} ({reference_text(record)})"
+
+
 def value_at(values: Sequence[Any] | None, index: int) -> Any:
     """``values[index]``, or ``None`` past its end."""
     return values[index] if values and index < len(values) else None

@@ -18,6 +18,7 @@ from dei_framework.analysis.formatting import (
     number,
     plus_minus,
     reference_text,
+    scored_against,
     value_at,
 )
 from dei_framework.experiment.summary import condition_common
@@ -74,9 +75,10 @@ def experiment_report(path: Path, summary: Mapping[str, Any],
           plus_minus(c.get("niche_novelty")), plus_minus(c.get("operator_divergence"))]
          for name, c in conditions.items()],
     ))  # fmt: skip
+    against = scored_against(summary.get("common_reference"), "against one reference set")
     out.append(
         "\nCommon ground: the best-per-cell merge of a run's final-round archives after every "
-        f"elite was re-evaluated {_against(summary.get('common_reference'))}; "
+        f"elite was re-evaluated {against}; "
         f"{_scoring_terms({n: condition_common(c) for n, c in conditions.items()})} "
         "The same program "
         "scores the same in every condition. "
@@ -193,13 +195,6 @@ def _raw_is_common(conditions: Mapping[str, Mapping[str, Any]]) -> bool:
             if any(mine.get(k) != theirs.get(k) for k in ("mean", "std")):
                 return False
     return True
-
-
-def _against(reference: Any) -> str:
-    """Against what common ground scored the programs."""
-    if isinstance(reference, Mapping) and reference.get("count") == 0:
-        return "on its own (the domain has no opponents: the reference set is empty)"
-    return f"against one reference set ({reference_text(reference)})"
 
 
 def _raw_terms(shown: bool) -> str:

@@ -13,7 +13,7 @@ from dei_framework.analysis.formatting import (
     markdown_image,
     markdown_table,
     number,
-    reference_text,
+    scored_against,
     value_at,
 )
 from dei_framework.report.plots import PLOTS, run_plots
@@ -56,10 +56,7 @@ def run_report(run: FinishedRun) -> str:
         if common.get("deterministic"):  # scored once: there were no fresh seeds to average
             scored = (" The domain is deterministic, so that one evaluation is each kept "
                       "elite's score (no fresh seeds: they would give the same value).")
-        reference = common.get("reference")
-        against = ("on its own (the domain has no opponents: the reference set is empty)"
-                   if isinstance(reference, dict) and reference.get("count") == 0
-                   else f"against the reference set ({reference_text(reference)})")  # fmt: skip
+        against = scored_against(common.get("reference"))
         out.append(f" **Common ground**: every elite re-evaluated {against} with one selection "
                    "seed, placed by its common-ground descriptor, the best per cell kept "
                    f"(`merged_archive.json`).{scored}")  # fmt: skip
