@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -31,6 +32,7 @@ from dei_framework.app.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
 from dei_framework.app.watch.server import serve, serve_until_interrupted, watch_in_background
 from dei_framework.contract.backend import EvaluatorLost
 from dei_framework.contract.errors import ConfigError, DEIError
+from dei_framework.evaluation.semaphores import exit_leaving_no_semaphore, releasing_semaphore
 from dei_framework.experiment import runner as experiment
 from dei_framework.experiment.plan import ExperimentPlan, load_plan
 from dei_framework.experiment.portfolio import plan_main, plan_options
@@ -107,7 +109,7 @@ class Interrupts:
         for number, previous in self._saved.items():
             signal.signal(number, previous)
 
-    def _handle(self, number: int, frame: object) -> None:
+    def _handle(self, number: int, frame: types.FrameType | None) -> None:
         self.count += 1
         if self.count == 1:
             if self.ensemble is None:
@@ -116,33 +118,17 @@ class Interrupts:
                  "at once)")  # fmt: skip
             self.ensemble.stop()
             return
-        if self.count < 20 and _semaphore_cleanup_under_way():
-            # A pool's semaphore is half released (unlinked, its resource tracker not yet
-            # told): leaving now would have the tracker warn about a "leaked semaphore" after
-            # our last words. Let that finish; the same signal comes back in 50 ms (at most
-            # 18 times: a cleanup that hangs does not keep us here).
+        if self.count < 20 and releasing_semaphore(frame):
+            # This thread was stopped half-way through releasing a pool's semaphore (unlinked,
+            # its resource tracker not yet told): leaving now would have the tracker warn about
+            # a "leaked semaphore" after our last words. Let it finish; the same signal comes
+            # back in 50 ms (at most 18 times: a release that hangs does not keep us here).
             threading.Timer(0.05, os.kill, (os.getpid(), number)).start()
             return
         if self.ensemble is not None:
             self.ensemble.kill_workers()
         _say(self.last_words)
-        os._exit(EXIT_INTERRUPTED)
-
-
-def _semaphore_cleanup_under_way() -> bool:
-    """Whether some thread is inside ``multiprocessing``'s release of a named semaphore (or
-    its resource tracker's client, which holds a lock a quit-at-once cleanup would need)."""
-    synchronize = sys.modules.get("multiprocessing.synchronize")
-    if synchronize is None:  # no semaphore was ever made
-        return False
-    cleanup = synchronize.SemLock._cleanup.__code__
-    for frame in sys._current_frames().values():
-        while frame is not None:
-            if (frame.f_code is cleanup
-                    or frame.f_globals.get("__name__") == "multiprocessing.resource_tracker"):
-                return True
-            frame = frame.f_back
-    return False
+        exit_leaving_no_semaphore(EXIT_INTERRUPTED)
 
 
 def _say(line: str) -> None:

@@ -53,6 +53,7 @@ from dei_framework.evaluation.outcome import (
     reference_matches,
 )
 from dei_framework.evaluation.sandbox.policy import SandboxPolicy
+from dei_framework.evaluation.semaphores import release_semaphores
 
 _WORKER_DOMAIN: Domain | None = None
 #: Opponent sets a worker keeps loaded (most recently used first out last): a node uses one set
@@ -927,25 +928,6 @@ class Evaluator:
         Safe to call from a signal handler just before the process exits.
         """
         self.backend.kill()
-
-
-def release_semaphores() -> None:
-    """Unlinks the named semaphores this process's pools created, as an orderly exit would.
-
-    With the spawn start method every queue and lock of a process pool is a named semaphore
-    that ``multiprocessing`` unlinks at exit; an ``os._exit`` (a second Ctrl-C) skips that, and
-    its resource tracker, which outlives us, unlinks them instead and warns about "leaked
-    semaphore objects" on the terminal. Only the semaphores' finalizers run here (unlink and
-    tell the tracker), none of the pool's, which join threads and could hang.
-    """
-    from multiprocessing import synchronize, util
-
-    # The finalizer registry is private; it has held SemLock._cleanup finalizers since 3.4.
-    registry = getattr(util, "_finalizer_registry", {})
-    for finalizer in list(registry.values()):
-        if getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup:
-            with contextlib.suppress(Exception):  # gone already: nothing left to release
-                finalizer()
 
 
 def _worker_processes(pool: concurrent.futures.Executor) -> list:

@@ -25,6 +25,13 @@ CONFIG = (
 )  # fmt: skip
 
 
+def _stalled(env: dict) -> dict:
+    """``env`` for a run to be stopped: calls and evaluations also sleep up to 50 ms at random
+    (DEI_CHAOS_STALL), so a loaded machine's test still finds the run under way; a resume must
+    not depend on timing anyway."""
+    return {**env, "DEI_CHAOS_STALL": "0.05"}
+
+
 def _args(config: Path, out: Path) -> list[str]:
     return ["--config", str(config), "--operator", "toy-random", "--out", str(out),
             "--progress", "lines", "--no-report"]  # fmt: skip
@@ -61,8 +68,9 @@ def test_ctrl_c_or_sigterm_at_random_moments_stops_cleanly_and_resumes_exactly(
     for trial in range(10):
         out = tmp_path / f"run-{trial}"
         send = sigterm if trial % 4 == 3 else ctrl_c
-        stopped = stop_midway(_args(config, out), out, toy_env, min_events=draw.randrange(2, 150),
-                              send=send, after=draw.uniform(0.0, 0.3))  # fmt: skip
+        stopped = stop_midway(_args(config, out), out, _stalled(toy_env),
+                              min_events=draw.randrange(2, 150), send=send,
+                              after=draw.uniform(0.0, 0.3))  # fmt: skip
         timings.append(stopped.seconds)
         where = f"trial {trial} ({send.__name__})"
         assert stopped.returncode == 130, f"{where}: exit {stopped.returncode}\n{stopped.stderr}"
@@ -85,7 +93,7 @@ def test_a_second_ctrl_c_exits_at_once_without_a_traceback(toy_env, cli, tmp_pat
         time.sleep(0.01)
         ctrl_c(process)
 
-    stopped = stop_midway(_args(config, out), out, toy_env, min_events=40, send=twice)
+    stopped = stop_midway(_args(config, out), out, _stalled(toy_env), min_events=40, send=twice)
     # 130, or death by SIGINT (which a shell reports as 130 too) when the second Ctrl-C lands
     # in the interpreter's last teardown, after the first one's stop has already finished.
     assert stopped.returncode in (130, -signal.SIGINT), stopped.stderr
@@ -112,7 +120,7 @@ def test_workers_end_themselves_when_the_main_process_is_killed(toy_env, tmp_pat
         seen.extend(pid for pid in session_processes(process.pid) if pid != process.pid)
         kill_9(process)
 
-    stopped = stop_midway(_args(config, out), out, toy_env, min_events=40, send=kill_main,
+    stopped = stop_midway(_args(config, out), out, _stalled(toy_env), min_events=40, send=kill_main,
                           grace=0.0)  # fmt: skip
     assert stopped.returncode == -signal.SIGKILL
     assert len(seen) >= 2, f"expected the run's worker processes, found {seen}"
@@ -130,7 +138,7 @@ def test_the_resume_hint_quotes_a_directory_with_a_space_for_the_shell(toy_env, 
     config = tmp_path / "run.toml"
     config.write_text(CONFIG)
     out = tmp_path / "a dir" / "run"
-    stopped = stop_midway(_args(config, out), out, toy_env, min_events=20, send=ctrl_c)
+    stopped = stop_midway(_args(config, out), out, _stalled(toy_env), min_events=20, send=ctrl_c)
     hint = re.search(r"continue with: dei-run --resume (.+)", stopped.stderr)
     assert hint and hint.group(1) == f"'{out.resolve()}'"  # quoted: the path has a space
 
