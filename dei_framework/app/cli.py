@@ -988,7 +988,7 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
     `dei-run --transport axl` does this itself; after a run over several machines, copy each
     machine's processes/<node>/ into one directory (with the shared config.json) and merge.
     """
-    from dei_framework.runtime.ensemble import Ensemble
+    from dei_framework.runtime.process_merge import merge_node_processes
     from dei_framework.runtime.run_dir import RunDir
 
     lock_run_dir(run_dir)  # a run still writing (its launcher, another merge): refused
@@ -999,7 +999,7 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
         raise ConfigError(f"{run_dir} has no node process directories (processes/<node>/)")
     if missing:
         click.echo(f"warning: no process directory for {', '.join(missing)}", err=True)
-    summary = Ensemble(config, directory, registry=registry()).merge_processes()
+    summary = merge_node_processes(config, directory, registry())
     report = None if no_report else write_report(run_dir)
     budget = summary["budget"]
     click.echo(f"merged: {len(summary['nodes'])} nodes, {budget['calls']}/{budget['limit']} "

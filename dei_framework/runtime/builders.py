@@ -1,8 +1,10 @@
 """Building a run's parts from its configuration and the loaded plugins.
 
-The descriptor grid, plugin objects made by their factories (a failing factory becomes one
-error naming the plugin), the domain's lifecycle, each node's options and nominal latency, the
-transport's options, and the checks that the operators can honour the run's caps.
+The parts :mod:`~dei_framework.runtime.assembly` puts together: the domain and the descriptor
+grid, the evaluator, plugin objects made by their factories (a failing factory becomes one
+error naming the plugin), the domain's lifecycle, the champion delivery, each node's options
+and nominal latency, the transport's options, and the checks that the operators can honour
+the run's caps.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
@@ -13,12 +15,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
+
+from dei_framework.contract.backend import EvaluatorOptions
+from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import LIFECYCLES, Domain
 from dei_framework.contract.errors import ConfigError, DEIError, PluginError
 from dei_framework.contract.operators import Operator
+from dei_framework.contract.transport import TransportSpec
+from dei_framework.evaluation.local import Evaluator
+from dei_framework.evaluation.sandbox.policy import choose_policy
 from dei_framework.plugin.manager import PluginRegistry
 from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.merge import RunMerge
 from dei_framework.runtime.replay import RecordedOperator
 
 
@@ -113,3 +123,77 @@ def build_plugin(table: dict, name: str, factory: Callable, *args: Any) -> Any:
         raise PluginError(
             f"plugin {plugin!r} failed to create {name!r}: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+@attrs.frozen(kw_only=True)
+class DomainParts:
+    """A run's domain and what follows from it alone.
+
+    Attributes:
+        config: The configuration, its lifecycle resolved (the domain's default when unset).
+        domain: The domain.
+        space: The run's descriptor grid.
+        merge: The nodes' round archives, common ground and the merge.
+    """
+
+    config: RunConfig
+    domain: Domain
+    space: DescriptorSpace
+    merge: RunMerge
+
+
+def factory_context(registry: PluginRegistry, config: RunConfig,
+                    options: Mapping[str, Any]) -> FactoryContext:  # fmt: skip
+    """What a plugin factory gets: its options (a copy), the run's plugins and seed."""
+    return FactoryContext(registry=registry, options=dict(options), seed=config.seed)
+
+
+def build_domain_parts(config: RunConfig, registry: PluginRegistry,
+                       node_names: list[str]) -> DomainParts:  # fmt: skip
+    """The domain, its grid and the merge of nodes ``node_names``; first, because the domain
+    resolves the configuration's lifecycle (recorded in ``config.json`` as used)."""
+    domain = build_plugin(registry.domains, config.domain, registry.domain(config.domain).factory,
+                          factory_context(registry, config, config.domain_options))  # fmt: skip
+    space = build_space(domain, config.axes, registry)
+    if not config.lifecycle:
+        config = attrs.evolve(config, lifecycle=domain_lifecycle(domain))
+    return DomainParts(config=config, domain=domain, space=space,
+                       merge=RunMerge(domain, space, node_names))  # fmt: skip
+
+
+def new_evaluator(config: RunConfig, domain: Domain, registry: PluginRegistry) -> Evaluator:
+    """An evaluator for the run's domain on the run's backend (``--evaluator``), accepting every
+    axis on offer."""
+    offered = {spec.name for spec in domain.descriptor_axes()} | set(registry.axes)
+    options = EvaluatorOptions(workers=config.eval_workers, address=config.evaluator_address,
+                               options=dict(config.evaluator_options))  # fmt: skip
+    backend = registry.evaluator(config.evaluator).factory(domain, options)
+    sandbox = choose_policy(domain, level=config.sandbox, timeout=config.eval_timeout,
+                            memory_mb=config.eval_memory)  # fmt: skip
+    return Evaluator(domain, descriptor_keys=offered, backend=backend, sandbox=sandbox)
+
+
+def delivery(config: RunConfig, spec: TransportSpec) -> str:
+    """``"virtual"`` or ``"wallclock"``: the run's champion delivery with transport ``spec``.
+
+    Raises:
+        ConfigError: Virtual delivery asked of a transport between processes, or transport
+            options (a simulated network) given with virtual delivery, which bypasses it.
+    """
+    if config.delivery == "auto":
+        mode = "virtual" if spec.in_process else "wallclock"
+    elif config.delivery == "virtual" and not spec.in_process:
+        raise ConfigError(
+            f"--delivery virtual needs an in-process transport; {config.transport!r} "
+            "connects processes (its runs record what each node received: use --replay "
+            "to reproduce one)"
+        )
+    else:
+        mode = config.delivery
+    if mode == "virtual" and config.transport_options:
+        raise ConfigError(
+            f"transport options ({', '.join(sorted(config.transport_options))}) shape the "
+            f"{config.transport!r} network in wall-clock time, which virtual-time delivery "
+            "does not use; add --delivery wallclock to use them"
+        )
+    return mode

@@ -333,7 +333,9 @@ class Launcher:
     # --- merging ------------------------------------------------------------------------------
 
     def _merge(self) -> dict[str, Any]:
-        from dei_framework.runtime.ensemble import Ensemble
+        # Imported here: merging builds the domain and an evaluator, which the launcher itself
+        # never needs (it only starts the node processes).
+        from dei_framework.runtime.process_merge import merge_node_processes
 
         extra = {}
         network = self.network.describe()
@@ -343,8 +345,7 @@ class Launcher:
                 extra[name]["pid"] = self.pids[name]
             if name in self.failed:
                 extra[name]["failed"] = self.failed[name]
-        ensemble = Ensemble(self.config, RunDir(self.run_dir), registry=self.registry)
-        summary = ensemble.merge_processes(extra=extra)
+        summary = merge_node_processes(self.config, RunDir(self.run_dir), self.registry, extra)
         edges: dict[tuple[str, str], list[int]] = {}  # [taken in, after the last round began]
         for event in _events(self.run_dir / "events.jsonl"):
             if event.get("event") in ("received", "received_late"):

@@ -178,11 +178,11 @@ def test_bandit_is_refused_where_it_cannot_hold_with_one_line(toy_env, tmp_path)
     config = _config(["toy-random", "toy-random"], sharing="none")
     ensemble = Ensemble(config, RunDir(tmp_path / "node"), registry=registry, local="node-0")
     with pytest.raises(ConfigError, match="needs a transport that shares champions") as refused:
-        ensemble._build()
+        ensemble.assemble()
     assert "\n" not in str(refused.value)
     tokens = _config(["toy-random", "toy-random"], compute_axis="tokens", iterations=4)
     with pytest.raises(ConfigError, match="compute-axis tokens"):
-        Ensemble(tokens, RunDir(tmp_path / "tokens"), registry=registry)._build()
+        Ensemble(tokens, RunDir(tmp_path / "tokens"), registry=registry).assemble()
     # dei-run over AXL: refused before any AXL node or node process starts
     from dei_framework.runtime.launcher import local_network
 
@@ -193,7 +193,7 @@ def test_bandit_is_refused_where_it_cannot_hold_with_one_line(toy_env, tmp_path)
     assert not (tmp_path / "axl").exists()
     waits = _config(["toy-random"], allocation_options={"peer_wait": -1})
     with pytest.raises(ConfigError, match="peer_wait must be a positive number"):
-        Ensemble(waits, RunDir(tmp_path / "wait"), registry=registry)._build()
+        Ensemble(waits, RunDir(tmp_path / "wait"), registry=registry).assemble()
 
 
 class _FirstTakesAll:

@@ -1,0 +1,469 @@
+"""Assembling a run: every part it needs, built once, front to back, before its loop starts.
+
+:func:`assemble` turns a resolved configuration and the loaded plugins into :class:`RunParts`:
+the domain and its grid, the budget ledger and allocator, the evaluator, each node's operator,
+scheduler, endpoint and driver, restored from a checkpoint on ``--resume`` or fed from a record
+on ``--replay``. What the parts report while the run goes (events, round ends, checkpoints,
+progress) goes to the :class:`RunReactions` the caller gives: the ensemble's loop.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from dei_framework.analysis.common_ground import build_reference
+from dei_framework.contract.context import FactoryContext
+from dei_framework.contract.descriptors import DescriptorSpace
+from dei_framework.contract.domain import Domain
+from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.operators import Operator, OperatorSettings
+from dei_framework.evaluation.local import Evaluator
+from dei_framework.net.envelope import NodeIdentity, parse_membership
+from dei_framework.net.node import Node
+from dei_framework.net.timeline import NodeClock, Timeline
+from dei_framework.plugin.manager import PluginRegistry
+from dei_framework.runtime import chaos
+from dei_framework.runtime.budget import BudgetLedger
+from dei_framework.runtime.builders import (
+    build_domain_parts,
+    build_plugin,
+    build_space,
+    check_metering,
+    delivery,
+    factory_context,
+    new_evaluator,
+    nominal_latency,
+    own_options,
+    transport_options,
+)
+from dei_framework.runtime.checkpoints import Resumption, resume_from_checkpoint
+from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.driver import RecordedCall, SearchDriver
+from dei_framework.runtime.merge import RunMerge
+from dei_framework.runtime.money_pool import MoneyPool
+from dei_framework.runtime.process_links import link_node_process, round_receiver
+from dei_framework.runtime.replay import RecordedOperator, Recording
+from dei_framework.runtime.restore import (
+    ReplayRecord,
+    finished_round_file,
+    peer_reports,
+    read_replay_record,
+    restoring,
+)
+from dei_framework.runtime.run_dir import RunDir
+from dei_framework.runtime.run_files import damaged, read_round
+from dei_framework.runtime.summary import EventTally
+from dei_framework.search.allocation import AllocationCoordinator, check_allocation, split_options
+from dei_framework.search.archives import ArchiveBase, GridArchive
+from dei_framework.search.scheduler import Scheduler
+from dei_framework.search.sharing import SharingPolicy
+
+#: Scheduler lag per slot of operator concurrency: a slot is planned once every slot more than
+#: ``6 x max_in_flight`` before it was admitted. While one reply is outstanding the other slots
+#: finish about ``max_in_flight x its latency / mean latency`` calls, so a reply up to ~6x the
+#: mean latency holds nothing back (5.3x in benchmarks/llm_pipeline.py); the price is parents
+#: drawn from an archive up to that many slots old (docs/architecture.md#determinism).
+LAG_PER_SLOT = 6
+
+
+class RunReactions(Protocol):
+    """What a run's parts call while it goes: its loop's side of the wiring."""
+
+    def record(self, events: list[dict], calls: list[dict]) -> None:
+        """Logs events and operator calls."""
+
+    def round_ended(self, name: str) -> Callable[[dict, ArchiveBase], None]:
+        """What node ``name``'s driver calls when one of its rounds ends."""
+
+    def checkpoint(self) -> None:
+        """Writes the run's checkpoint."""
+
+    def progress(self, kind: str, data: dict[str, Any]) -> None:
+        """Live display (``evaluated``, ``round``, ...)."""
+
+
+@attrs.define(kw_only=True)
+class RunParts:
+    """Every part of a run, built by :func:`assemble`.
+
+    Attributes:
+        config: The configuration, its lifecycle resolved.
+        domain: The domain.
+        space: The run's descriptor grid.
+        merge: The nodes' round archives, common ground and the merge.
+        ledger: The budget ledger of the nodes this process runs.
+        allocation: The budget allocator at work (``None``: a static split).
+        evaluator: The evaluator (not started).
+        operators: Per node, its operator (a recorded one in a replay).
+        timeline: Virtual-time champion delivery (``None``: wall-clock, or no sharing).
+        nodes: The nodes this process runs.
+        drivers: Per node, its driver.
+        tally: The events logged so far, counted for the summary.
+        money: The ensemble's money cap, in a node process (``None`` otherwise).
+        reports_out: Round reports being sent to the peers (nodes in processes of their own).
+        round_opponents: Per node and round, the opponents it fought (the fitness scale of its
+            raw figures).
+    """
+
+    config: RunConfig
+    domain: Domain
+    space: DescriptorSpace
+    merge: RunMerge
+    ledger: BudgetLedger
+    allocation: AllocationCoordinator | None
+    evaluator: Evaluator
+    operators: dict[str, Operator]
+    timeline: Timeline | None
+    nodes: list[Node]
+    drivers: dict[str, SearchDriver]
+    tally: EventTally
+    money: MoneyPool | None
+    reports_out: set[asyncio.Task]
+    round_opponents: dict[str, dict[int, int]]
+
+
+def local_nodes(config: RunConfig, local: str | None) -> list[NodeConfig]:
+    """The nodes a process runs: ``local`` alone, or every node (``None``)."""
+    return [node for node in config.nodes if local in (None, node.name)]
+
+
+def assemble(
+    config: RunConfig,
+    registry: PluginRegistry,
+    run_dir: RunDir,
+    reactions: RunReactions,
+    *,
+    local: str | None = None,
+    resume: bool = False,
+    replay_from: RunDir | None = None,
+    reask_mismatched: bool = False,
+) -> RunParts:
+    """Builds every part of a run, once, front to back (see the module's docstring).
+
+    Args:
+        config: The resolved run configuration.
+        registry: The loaded plugins.
+        run_dir: Where the run is recorded.
+        reactions: What the parts call while the run goes.
+        local: Build only this node (one process per node); ``None`` builds them all.
+        resume: Restore the run recorded in ``run_dir`` from its last checkpoint (and cut its
+            logs back to it, once every part is restored).
+        replay_from: Serve the recorded replies and receptions of the run recorded there.
+        reask_mismatched: With ``replay_from``: ask the real operator for calls that do not
+            match the record instead of stopping at the first.
+
+    Raises:
+        DEIError: A configuration problem, or a checkpoint or record that cannot be used.
+    """
+    return _Assembly(config, registry, run_dir, reactions, local=local, resume=resume,
+                     replay_from=replay_from, reask_mismatched=reask_mismatched).build()
+
+
+class _Assembly:
+    """One call of :func:`assemble`: the parts built so far, and a method per step."""
+
+    def __init__(self, config: RunConfig, registry: PluginRegistry, run_dir: RunDir,
+                 reactions: RunReactions, *, local: str | None, resume: bool,
+                 replay_from: RunDir | None, reask_mismatched: bool) -> None:  # fmt: skip
+        self.registry, self.run_dir, self.reactions = registry, run_dir, reactions
+        self.local, self.resume, self.replay_from = local, resume, replay_from
+        self.reask_mismatched = reask_mismatched
+        self.local_nodes = local_nodes(config, local)
+        self.base = build_domain_parts(config, registry, [node.name for node in self.local_nodes])
+        self.config = self.base.config
+        self.domain = self.base.domain
+        self.drivers: dict[str, SearchDriver] = {}
+        self.replies: dict[str, dict[str, RecordedCall]] = defaultdict(dict)
+        self.round_opponents: dict[str, dict[int, int]] = defaultdict(dict)
+
+    def context(self, options: Mapping[str, Any]) -> FactoryContext:
+        return factory_context(self.registry, self.config, options)
+
+    def build(self) -> RunParts:
+        config, registry = self.config, self.registry
+        if config.common_ground and self.local is None:
+            # A node process leaves common ground to the merge, which measures every node's
+            # elites and champions at once.
+            self.base.merge.reference = build_reference(self.domain, scoring=config.common_seeds)
+        self.spaces = {node.name: build_space(self.domain, node.axes or self.base.space.names,
+                                              registry)
+                       for node in self.local_nodes}  # fmt: skip
+        self.policies = {node.name: self.sharing_policy(node) for node in self.local_nodes}
+        self.ledger = self.build_ledger()
+        self.allocation = self.build_allocation()
+        self.evaluator = new_evaluator(config, self.domain, registry)
+        self.resumed = self.read_checkpoint() if self.resume else None
+        self.record: ReplayRecord | None = None
+        if self.replay_from is not None:
+            self.record = read_replay_record(self.replay_from, self.replies)
+        self.operators = {node.name: self.operator(node) for node in self.local_nodes}
+        check_metering(config, self.operators)
+        chaos.install(self.evaluator, self.operators)
+        transports = self.build_delivery()
+        nodes = [self.node(node_config, transport)
+                 for node_config, transport in zip(self.local_nodes, transports, strict=True)]
+        reports_out: set[asyncio.Task] = set()
+        money = link_node_process(
+            config, local=self.local, nodes=nodes, allocation=self.allocation,
+            ledger=self.ledger, record=lambda events: self.reactions.record(events, []),
+            reports_out=reports_out,
+        )  # fmt: skip
+        if self.resumed is not None:  # rebuilt from the checkpoint: now the logs go back to it
+            self.resumed.cut_logs()
+        space = self.base.space
+        # A node whose archive is a grid over the run's space logs cells of that space.
+        tally = EventTally(space, placed=[
+            name for name, driver in self.drivers.items()
+            if type(driver.scheduler.archive) is GridArchive
+            and driver.scheduler.archive.space == space])  # fmt: skip
+        return RunParts(
+            config=config, domain=self.domain, space=space, merge=self.base.merge,
+            ledger=self.ledger, allocation=self.allocation, evaluator=self.evaluator,
+            operators=self.operators, timeline=self.timeline, nodes=nodes, drivers=self.drivers,
+            tally=tally, money=money, reports_out=reports_out,
+            round_opponents=self.round_opponents,
+        )  # fmt: skip
+
+    # --- run-wide parts -------------------------------------------------------------------------
+
+    def sharing_policy(self, node: NodeConfig) -> SharingPolicy:
+        name = node.sharing or self.config.sharing
+        return build_plugin(self.registry.sharing, name,
+                            self.registry.sharing_policy(name).factory,
+                            self.context(self.config.sharing_options))  # fmt: skip
+
+    def build_ledger(self) -> BudgetLedger:
+        config, nodes = self.config, self.local_nodes
+        quotas, caps = config.node_quotas(), config.node_caps()
+        return BudgetLedger(
+            quotas={node.name: quotas[node.name] for node in nodes},
+            models={node.name: node.operator for node in nodes},
+            caps={node.name: caps[node.name] for node in nodes},
+            attempts_per_call=config.max_attempts_per_call, axis=config.compute_axis,
+            # One node of a run (one process per node) is limited by its own share.
+            limit=config.compute_limit() if self.local is None else None,
+        )  # fmt: skip
+
+    def build_allocation(self) -> AllocationCoordinator | None:
+        """The run's budget allocator at work, or ``None`` for a static one (the equal split
+        the ledger holds already: nothing moves, and the run is exactly as without one)."""
+        config, registry, ledger, drivers = self.config, self.registry, self.ledger, self.drivers
+        options, wait = split_options(config.allocation_options)
+        allocator = build_plugin(registry.allocators, config.allocation,
+                                 registry.allocator(config.allocation).factory,
+                                 self.context(options))  # fmt: skip
+        if not allocator.dynamic:
+            return None
+        check_allocation(config)
+
+        def apply(node: str, round_index: int, quota: int) -> None:
+            scheduler = drivers[node].scheduler
+            scheduler.set_round_quota(round_index, quota)
+            # The node's hard cap: the calls of its rounds so far, nothing more.
+            ledger.quotas[node] = sum(scheduler.round_quotas.values())
+
+        coordinator = AllocationCoordinator(
+            allocator, nodes=config.node_names, rounds=config.rounds,
+            limit=int(config.compute_limit()), spent=lambda node: ledger.usage[node].calls,
+            space=self.base.space, apply=apply,
+            record=lambda events: self.reactions.record(events, []),
+            local=[node.name for node in self.local_nodes], wait_seconds=wait,
+        )  # fmt: skip
+        for node, quota in coordinator.first_round().items():
+            if node in ledger.quotas:
+                ledger.quotas[node] = quota  # a resumed node's are put back with its scheduler
+        return coordinator
+
+    def read_checkpoint(self) -> Resumption:
+        resumed = resume_from_checkpoint(self.run_dir, self.ledger, self.replies)
+        names = sorted(node.name for node in self.local_nodes)
+        if resumed.checkpoint is not None and sorted(resumed.states) != names:
+            raise damaged(self.run_dir.checkpoint_path,
+                          f"it holds nodes {', '.join(sorted(resumed.states)) or 'none'} but "
+                          f"the run has {', '.join(names)}; refusing to resume")  # fmt: skip
+        return resumed
+
+    def operator(self, node: NodeConfig) -> Operator:
+        config, registry = self.config, self.registry
+        spec = registry.operator(node.operator)
+        if spec.domains and config.domain not in spec.domains:
+            raise ConfigError(
+                f"operator {node.operator!r} works with domains {', '.join(spec.domains)}, "
+                f"not {config.domain!r}"
+            )
+        # A replay serves the recorded replies; an offline operator whose calls the record
+        # does not hold (the array path logs none) runs again: it needs no network, and its
+        # calls are a function of their seeds.
+        reruns = spec.offline and not self.replies.get(node.name)
+        if self.replay_from is not None and not self.reask_mismatched and not reruns:
+            return RecordedOperator(label=node.operator)
+        return build_plugin(
+            registry.operators, spec.name, spec.factory,
+            OperatorSettings(spec=node.operator, node=node.name, options=node.options,
+                             registry=registry, seed=config.seed),
+            self.domain,
+        )  # fmt: skip
+
+    def build_delivery(self) -> list:
+        """Sets :attr:`timeline` (virtual-time delivery) or builds the transport; returns each
+        node's endpoint (``None`` each without a transport)."""
+        config, registry, nodes = self.config, self.registry, self.local_nodes
+        self.timeline: Timeline | None = None
+        shares = (self.replay_from is None
+                  and any(policy.shares for policy in self.policies.values()))  # fmt: skip
+        if not shares:
+            return [None] * len(nodes)
+        spec = registry.transport(config.transport)
+        if delivery(config, spec) == "virtual":
+            self.timeline = Timeline([node.name for node in nodes])
+            with restoring(self.run_dir, "the timeline"):
+                self.timeline.restore(self.resumed.postings if self.resumed else [])
+            return [None] * len(nodes)
+        transports = list(build_plugin(registry.transports, config.transport, spec.factory,
+                                       [node.name for node in nodes],
+                                       self.context(transport_options(config))))  # fmt: skip
+        if len(transports) != len(nodes):
+            raise ConfigError(f"transport {config.transport!r} gave {len(transports)} endpoints "
+                              f"for {len(nodes)} nodes")  # fmt: skip
+        return transports
+
+    # --- one node -------------------------------------------------------------------------------
+
+    def node(self, node_config: NodeConfig, transport: Any) -> Node:
+        """Builds node ``node_config``'s scheduler (restored on resume), endpoint and driver."""
+        name, config = node_config.name, self.config
+        scheduler = self.scheduler(node_config)
+        states = self.resumed.states if self.resumed is not None else {}
+        if self.allocation is not None and name not in states:
+            scheduler.set_round_quota(0, self.allocation.decisions[0][name])
+        if name in states:
+            self.restore_scheduler(name, scheduler, states[name])
+        node = Node(name=name, transport=transport, policy=self.policies[name],
+                    domain_name=self.domain.name, registry=self.registry,
+                    recorded=None if self.record is None else self.record.received.get(name, {}),
+                    identity=self.identity(name), members=config.members,
+                    timeline=self.timeline, clock=self.clock(node_config, scheduler))  # fmt: skip
+        sharing = self.resumed.sharing_states if self.resumed is not None else {}
+        if name in sharing:
+            with restoring(self.run_dir, f"node {name}'s sharing counters"):
+                node.restore(sharing[name])
+        self.drivers[name] = self.driver(name, scheduler, node)
+        if name in states:
+            with restoring(self.run_dir, f"node {name}'s state"):
+                self.drivers[name].generality_excluded.update(
+                    states[name].get("generality_excluded", ()))
+        return node
+
+    def scheduler(self, node: NodeConfig) -> Scheduler:
+        config, registry, name = self.config, self.registry, node.name
+        emitter_name = node.emitter or config.emitter
+        archive_name = node.archive or config.archive
+        lags = self.record.lags if self.record is not None else {}
+        return Scheduler(
+            name=name, space=self.spaces[name], initial_opponents=self.domain.initial_opponents(),
+            calls=self.ledger.quotas[name], rounds=config.rounds, seed=config.seed,
+            new_fraction=config.new_fraction,
+            lag=lags.get(name, config.lag if config.lag is not None
+                         else LAG_PER_SLOT * self.operators[name].max_in_flight),
+            archive=build_plugin(registry.archives, archive_name,
+                                 registry.archive(archive_name).factory,
+                                 self.context(own_options(node.archive_options,
+                                                          config.archive_options))),
+            emitter=build_plugin(registry.emitters, emitter_name,
+                                 registry.emitter(emitter_name).factory,
+                                 self.context(own_options(node.emitter_options,
+                                                          config.emitter_options))),
+            sharing=self.policies[name], qd_offset=self.domain.fitness_floor,
+            own_window=config.max_champions, peer_window=config.max_peer_champions,
+            lifecycle=config.lifecycle, seeds=self.domain.seed_programs(),
+        )  # fmt: skip
+
+    def restore_scheduler(self, name: str, scheduler: Scheduler, state: dict) -> None:
+        """Puts node ``name``'s scheduler and usage back as the checkpoint holds them, and its
+        finished rounds' archives into the merge (and the allocator)."""
+        with restoring(self.run_dir, f"node {name}'s state"):
+            scheduler.restore(state)
+            self.ledger.usage[name].restore(state["usage"])
+        ended = {}
+        for entry in scheduler.history:
+            with restoring(self.run_dir, f"node {name}'s round history"):
+                note_opponents(self.round_opponents, name, entry)
+                round_index, calls = entry["round"], entry["calls"]
+            path = finished_round_file(self.run_dir, name, round_index)
+            archive = read_round(path)["archive"]
+            with restoring(self.run_dir, f"node {name}'s round {round_index}"):
+                self.base.merge.add_round(name, round_index, archive)
+            ended[round_index] = (archive, calls)
+        if self.allocation is not None:
+            reports = (peer_reports(self.run_dir, self.resumed)
+                       if self.allocation.remote and self.resumed is not None else [])
+            self.allocation.restore(name, scheduler.round_quotas, ended, reports)
+            self.ledger.quotas[name] = sum(scheduler.round_quotas.values())
+
+    def identity(self, name: str) -> NodeIdentity:
+        """Node ``name``'s signing key (made on its first run), checked against the members."""
+        node_dir = self.run_dir.path / "nodes" / name
+        node_dir.mkdir(parents=True, exist_ok=True)
+        identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
+        membership = parse_membership(self.config.members or None)
+        if membership is not None and identity.public_key_hex not in membership:
+            raise ConfigError(
+                f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
+                "not in the run's members"
+            )
+        bound = None if membership is None else membership.names.get(identity.public_key_hex)
+        if bound is not None and bound != name:
+            # Its peers would drop every champion it sends as an impersonation.
+            raise ConfigError(
+                f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
+                f"bound to the name {bound!r} in the run's members"
+            )
+        return identity
+
+    def clock(self, node: NodeConfig, scheduler: Scheduler) -> NodeClock | None:
+        if self.timeline is None:
+            return None
+        if self.allocation is not None:
+            # Shares move at round boundaries, where every node waits for all: a round clock
+            # (each round one virtual second) waits for the same thing.
+            return NodeClock(latency=1.0, slots=1, quota=_one_per_round)
+        operator = self.operators[node.name]
+        return NodeClock(latency=nominal_latency(node, operator), slots=operator.max_in_flight,
+                         quota=scheduler.round_quota)  # fmt: skip
+
+    def driver(self, name: str, scheduler: Scheduler, node: Node) -> SearchDriver:
+        if self.replay_from is not None:
+            on_mismatch = "ask" if self.reask_mismatched else "stop"
+            source = f"the record in {self.replay_from.path}"
+        else:
+            on_mismatch, source = "ask", "the calls made before the interruption"
+        reactions = self.reactions
+        return SearchDriver(
+            scheduler=scheduler, domain=self.domain, operator=self.operators[name],
+            evaluator=self.evaluator, ledger=self.ledger, record=reactions.record,
+            receive=round_receiver(node, self.allocation), publish=node.publish,
+            replies=Recording(self.replies.get(name, {}), on_mismatch=on_mismatch, source=source),
+            on_round=reactions.round_ended(name), checkpoint=reactions.checkpoint,
+            on_event=lambda event: reactions.progress("evaluated", event),
+            axes=tuple(dict.fromkeys((*self.spaces[name].names, *self.base.space.names))),
+            array_path=self.config.array_path,
+        )  # fmt: skip
+
+
+def note_opponents(round_opponents: dict[str, dict[int, int]], name: str, entry: dict) -> None:
+    """Notes how many opponents node ``name`` fought in the round ``entry`` describes."""
+    if entry.get("opponents") is not None:
+        round_opponents[name][entry["round"]] = len(entry["opponents"])
+
+
+def _one_per_round(round_index: int) -> int:
+    """The round clock's quota: every round lasts one call of one virtual second."""
+    return 1
