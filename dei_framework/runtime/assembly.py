@@ -46,11 +46,11 @@ from dei_framework.runtime.builders import (
 )
 from dei_framework.runtime.checkpoints import Resumption, resume_from_checkpoint
 from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.driver import RecordedCall, SearchDriver
+from dei_framework.runtime.driver import SearchDriver
 from dei_framework.runtime.merge import RunMerge
 from dei_framework.runtime.money_pool import MoneyPool
 from dei_framework.runtime.process_links import link_node_process, round_receiver
-from dei_framework.runtime.replay import RecordedOperator, Recording
+from dei_framework.runtime.replay import RecordedCall, RecordedOperator, Recording
 from dei_framework.runtime.restore import (
     ReplayRecord,
     finished_round_file,

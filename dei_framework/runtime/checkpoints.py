@@ -23,7 +23,8 @@ from dei_framework.contract.errors import ConfigError
 from dei_framework.net.node import Node
 from dei_framework.net.timeline import Timeline
 from dei_framework.runtime.budget import BudgetLedger
-from dei_framework.runtime.driver import RecordedCall, SearchDriver
+from dei_framework.runtime.driver import SearchDriver
+from dei_framework.runtime.replay import RecordedCall
 from dei_framework.runtime.run_dir import LOGS, RunDir
 from dei_framework.runtime.run_files import damaged_line
 

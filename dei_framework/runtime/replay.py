@@ -18,6 +18,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from dei_framework.contract.errors import OperatorError, ReplayMismatch
 from dei_framework.contract.operators import Message, Operator, OperatorReply, OperatorRequest
 
@@ -39,12 +41,26 @@ def recorded_digest(record: Mapping[str, Any]) -> str | None:
     return digest
 
 
+@attrs.frozen(kw_only=True)
+class RecordedCall:
+    """A call found in a run's record, served instead of asking the operator again.
+
+    Attributes:
+        record: The ``calls.jsonl`` line.
+        logged: The call is already in this run's log and budget (a resumed run's calls
+            that completed before its checkpoint); otherwise it is logged and charged anew.
+    """
+
+    record: Mapping[str, Any]
+    logged: bool = False
+
+
 class Recording:
     """The recorded calls of one node, served by request key.
 
     Args:
         calls: Recorded calls by request key; each value has the ``calls.jsonl`` line as its
-            ``record`` (:class:`~dei_framework.runtime.driver.RecordedCall`).
+            ``record`` (:class:`RecordedCall`).
         on_mismatch: ``"stop"`` raises :class:`~dei_framework.contract.errors.ReplayMismatch` at the
             first call whose key is missing or whose messages differ; ``"ask"`` lets the
             caller ask the operator instead (``--reask-mismatched``, and resume).

@@ -18,7 +18,7 @@ import attrs
 
 from dei_framework.contract.errors import ConfigError
 from dei_framework.runtime.checkpoints import Resumption, check_logs
-from dei_framework.runtime.driver import RecordedCall
+from dei_framework.runtime.replay import RecordedCall
 from dei_framework.runtime.run_dir import RunDir, read_jsonl
 from dei_framework.runtime.run_files import damaged
 from dei_framework.search.allocation import RoundReport
