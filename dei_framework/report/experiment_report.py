@@ -47,21 +47,43 @@ def experiment_report(path: Path, summary: Mapping[str, Any],
     """
     conditions: Mapping[str, Any] = summary["conditions"]
     images = experiment_plots(summary, runs, path / PLOTS)
-    out = [f"# DEI experiment: {summary.get('domain', '?')}\n"]
+    # Where every raw figure is its common-ground one (a domain without opponents and without
+    # noise), the raw columns and comparisons would only repeat them.
+    raw_shown = not _raw_is_common(conditions)
+    out = [*_introduction(summary), *_conditions_section(summary, raw_shown)]
+    out.append(_comparisons(_shown_comparisons(summary, raw_shown)))
+    out.append(markdown_image("final merged coverage and QD-score", images.get("final")))
+    out.append(markdown_image("coverage and QD-score per round", images.get("progress")))
+    out.extend(_per_round_section(conditions))
+    out.extend(_nodes_section(conditions, raw_shown))
+    out.append(markdown_image("generality per round", images.get("generality")))
+    out.append(markdown_image("niche novelty", images.get("niche_novelty")))
+    out.append(markdown_image("merged-archive occupancy", images.get("heatmaps")))
+    out.extend(_runs_section(conditions))
+    out.extend(_unfinished_note(path, summary))
+    return "\n".join(out)
+
+
+def _introduction(summary: Mapping[str, Any]) -> list[str]:
+    """The title and the terms of the comparison: equal compute, rounds, repeats, seeds."""
     equal = "holds" if summary.get("equal_compute") else "**does not hold** (see budget below)"
-    out.append(
+    return [
+        f"# DEI experiment: {summary.get('domain', '?')}\n",
         f"Equal compute: every condition gets {_equal_compute_terms(summary)} in "
         f"total over {summary.get('rounds')} round(s); {summary.get('repeats')} repeat(s) per "
         f"condition with seeds {summary.get('seeds')} (the same seeds for every condition). "
         f"Equal compute {equal}. Values are mean ± sample standard deviation over **repeats** "
         "(n = the repeats column), except where an n follows them: those are pooled over "
         "**nodes × repeats** (every node of every repeat is one value, so n = nodes × "
-        "repeats; such values are not independent).\n"
-    )
-    out.append("## Conditions\n")
-    # Where every raw figure is its common-ground one (a domain without opponents and without
-    # noise), the raw columns and comparisons would only repeat them.
-    raw_shown = not _raw_is_common(conditions)
+        "repeats; such values are not independent).\n",
+    ]
+
+
+def _conditions_section(summary: Mapping[str, Any], raw_shown: bool) -> list[str]:
+    """``## Conditions``: each condition's figures, what they measure, and a warning when raw
+    fitness is on different scales between conditions."""
+    conditions: Mapping[str, Any] = summary["conditions"]
+    out = ["## Conditions\n"]
     raw_header = ["coverage (raw)", "QD-score (raw)"] if raw_shown else []
     out.append(markdown_table(
         ["condition", "nodes", "operators", "repeats", "coverage (common)", "QD-score (common)",
@@ -101,23 +123,33 @@ def experiment_report(path: Path, summary: Mapping[str, Any],
             f"scales (the domain's fitness scale of the nodes' final rounds — {scales}). Compare "
             "conditions on the common-ground figures.\n"
         )
+    return out
+
+
+def _shown_comparisons(summary: Mapping[str, Any], raw_shown: bool) -> list[Mapping[str, Any]]:
+    """The summary's comparisons, without the raw ones where raw figures are not shown."""
     comparisons = summary.get("comparisons") or []
     if not raw_shown:
-        comparisons = [e for e in comparisons if e["metric"] not in ("merged.coverage",
-                                                                     "merged.qd_score")]
-    out.append(_comparisons(comparisons))
-    out.append(markdown_image("final merged coverage and QD-score", images.get("final")))
-    out.append(markdown_image("coverage and QD-score per round", images.get("progress")))
-    out.append("\n## Per round (merged archive)\n")
+        comparisons = [
+            e for e in comparisons if e["metric"] not in ("merged.coverage", "merged.qd_score")
+        ]
+    return comparisons
+
+
+def _per_round_section(conditions: Mapping[str, Any]) -> list[str]:
+    """``## Per round (merged archive)``: each condition's coverage and QD-score per round."""
     rounds = max((len(c["merged"]["per_round"]) for c in conditions.values()), default=0)
     names = list(conditions)
-    out.append(markdown_table(
+    return ["\n## Per round (merged archive)\n", markdown_table(
         ["round", *[f"{n} coverage" for n in names], *[f"{n} QD-score" for n in names]],
         [[r, *[plus_minus(_round_stat(conditions[n], r, "coverage"), ".1%") for n in names],
           *[plus_minus(_round_stat(conditions[n], r, "qd_score"), ".2f") for n in names]]
          for r in range(rounds)],
-    ))  # fmt: skip
-    out.append("\n## Nodes\n")
+    )]  # fmt: skip
+
+
+def _nodes_section(conditions: Mapping[str, Any], raw_shown: bool) -> list[str]:
+    """``## Nodes``: each condition's nodes, their champions' fitness, generality, novelty."""
     rows = []
     for name, c in conditions.items():
         for node, stats in c["per_node"].items():
@@ -126,14 +158,14 @@ def experiment_report(path: Path, summary: Mapping[str, Any],
                          plus_minus(stats.get("champion_common_fitness")),
                          plus_minus(stats["generality"]), plus_minus(stats["generality_peak"]),
                          plus_minus(stats["niche_novelty"])])  # fmt: skip
-    out.append(markdown_table(["condition", "node", "operator",
-                               *(["champion fitness (raw)"] if raw_shown else []),
-                               "champion fitness (common)", "generality", "peak generality",
-                               "niche novelty"], rows))  # fmt: skip
-    out.append(markdown_image("generality per round", images.get("generality")))
-    out.append(markdown_image("niche novelty", images.get("niche_novelty")))
-    out.append(markdown_image("merged-archive occupancy", images.get("heatmaps")))
-    out.append("\n## Runs\n")
+    return ["\n## Nodes\n", markdown_table(["condition", "node", "operator",
+                                            *(["champion fitness (raw)"] if raw_shown else []),
+                                            "champion fitness (common)", "generality",
+                                            "peak generality", "niche novelty"], rows)]  # fmt: skip
+
+
+def _runs_section(conditions: Mapping[str, Any]) -> list[str]:
+    """``## Runs``: every repeat of every condition, its folder, merged figures and budget."""
     run_rows = []
     for name, c in conditions.items():
         for run in c.get("runs", []):
@@ -152,7 +184,8 @@ def experiment_report(path: Path, summary: Mapping[str, Any],
                     number(budget.get("wall_seconds"), ".1f"),
                 ]
             )
-    out.append(
+    return [
+        "\n## Runs\n",
         markdown_table(
             [
                 "condition",
@@ -166,17 +199,21 @@ def experiment_report(path: Path, summary: Mapping[str, Any],
                 "wall s",
             ],
             run_rows,
-        )
-    )
+        ),
+    ]
+
+
+def _unfinished_note(path: Path, summary: Mapping[str, Any]) -> list[str]:
+    """The conditions with repeats still to run and how to continue them (none: no line)."""
     missing = [
         f"{n} ({c['repeats_completed']}/{summary.get('repeats')})"
-        for n, c in conditions.items()
+        for n, c in summary["conditions"].items()
         if c["repeats_completed"] < summary.get("repeats", 0)
     ]
-    if missing:
-        out.append(f"\nUnfinished: {', '.join(missing)} repeats done; continue with "
-                   f"`dei experiment --resume {path}`.\n")  # fmt: skip
-    return "\n".join(out)
+    if not missing:
+        return []
+    return [f"\nUnfinished: {', '.join(missing)} repeats done; continue with "
+            f"`dei experiment --resume {path}`.\n"]  # fmt: skip
 
 
 def _raw_is_common(conditions: Mapping[str, Mapping[str, Any]]) -> bool:

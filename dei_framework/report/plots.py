@@ -265,14 +265,24 @@ def experiment_plots(summary: Mapping[str, Any], runs: Mapping[str, FinishedRun]
     """
     # The runs' archives first: a damaged one ends the report before any plot is written.
     occupancies = {folder: merged_occupancy(run) for folder, run in runs.items()}
+    conditions: Mapping[str, Any] = summary["conditions"]
+    images = {"final": _experiment_final_plot(summary, plots),
+              "progress": _experiment_progress_plot(conditions, plots)}  # fmt: skip
+    # The rest only where something was measured: no empty plot in the report.
+    optional = {"generality": _experiment_generality_plot(conditions, plots),
+                "niche_novelty": _experiment_niche_novelty_plot(conditions, plots),
+                "heatmaps": _experiment_occupancy_plot(conditions, occupancies, plots)}  # fmt: skip
+    images.update({key: image for key, image in optional.items() if image is not None})
+    return images
+
+
+def _experiment_final_plot(summary: Mapping[str, Any], plots: Path) -> str:
+    """``final.png``: final merged coverage / QD-score on common ground (what the comparisons
+    use), mean ± std bars with every repeat as a dot. Raw figures only for experiments from
+    before common ground, and labelled so."""
     plt = _pyplot()
     conditions: Mapping[str, Any] = summary["conditions"]
-    images: dict[str, str] = {}
     names = list(conditions)
-
-    # Final merged coverage / QD-score on common ground (what the comparisons use): mean ± std
-    # bars with every repeat as a dot. Raw figures only for experiments from before common
-    # ground, and labelled so.
     kind, final = final_figures(conditions)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, field, label in ((axes[0], "coverage", "merged coverage"),
@@ -283,11 +293,17 @@ def experiment_plots(summary: Mapping[str, Any], runs: Mapping[str, FinishedRun]
     fig.suptitle(f"Final merged archive, {kind}, at equal compute ({summary.get('budget')} "
                  f"calls per condition; bars: mean ± std over repeats, dots: repeats)")  # fmt: skip
     _save(fig, plots / "final.png")
-    images["final"] = f"{PLOTS}/final.png"
+    return f"{PLOTS}/final.png"
 
-    # Per round: common ground measures each round's champions (not each round's archives),
-    # so the first panel is the champions' common-ground fitness; the archives' per-round
-    # figures are raw, labelled so.
+
+def _experiment_progress_plot(conditions: Mapping[str, Any], plots: Path) -> str:
+    """``progress.png``: per round, per condition.
+
+    Common ground measures each round's champions (not each round's archives), so the first
+    panel (where measured) is the champions' common-ground fitness; the archives' per-round
+    figures are raw, labelled so.
+    """
+    plt = _pyplot()
     champions = {name: champion_common_per_round(c) for name, c in conditions.items()}
     panels = 3 if any(champions.values()) else 2
     fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4))
@@ -305,42 +321,67 @@ def experiment_plots(summary: Mapping[str, Any], runs: Mapping[str, FinishedRun]
         ax.set_title("raw: each node's own pool, not comparable\nacross conditions "
                      "(mean ± std over repeats)", fontsize=9)  # fmt: skip
     _save(fig, plots / "progress.png")
-    images["progress"] = f"{PLOTS}/progress.png"
+    return f"{PLOTS}/progress.png"
 
-    # Generality per round: one panel per condition, one line per node.
+
+def _experiment_generality_plot(conditions: Mapping[str, Any], plots: Path) -> str | None:
+    """``generality.png``: generality per round, one panel per condition, one line per node;
+    ``None`` (nothing written) when no node's generality was measured."""
     measured = any(
         s["mean"] is not None
         for c in conditions.values()
         for n in c["per_node"].values()
         for s in n["generality_per_round"]
     )
-    if measured:
-        fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.8), squeeze=False,
-                                 sharey=True)  # fmt: skip
-        for ax, name in zip(axes.flat, names, strict=True):
-            series = [(f"{node} ({stats['operator']})",
-                       [s["mean"] for s in stats["generality_per_round"]],
-                       [s["std"] for s in stats["generality_per_round"]])
-                      for node, stats in conditions[name]["per_node"].items()]  # fmt: skip
-            _line_plot(ax, series, ylabel="champion generality",
-                       colors=list(node_colors(conditions[name]["per_node"]).values()))
-            ax.set_title(name)
-        fig.suptitle("Champion generality per round and node (mean ± std over repeats)")
-        _save(fig, plots / "generality.png")
-        images["generality"] = f"{PLOTS}/generality.png"
+    if not measured:
+        return None
+    plt = _pyplot()
+    names = list(conditions)
+    fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.8), squeeze=False,
+                             sharey=True)  # fmt: skip
+    for ax, name in zip(axes.flat, names, strict=True):
+        series = [(f"{node} ({stats['operator']})",
+                   [s["mean"] for s in stats["generality_per_round"]],
+                   [s["std"] for s in stats["generality_per_round"]])
+                  for node, stats in conditions[name]["per_node"].items()]  # fmt: skip
+        _line_plot(ax, series, ylabel="champion generality",
+                   colors=list(node_colors(conditions[name]["per_node"]).values()))
+        ax.set_title(name)
+    fig.suptitle("Champion generality per round and node (mean ± std over repeats)")
+    _save(fig, plots / "generality.png")
+    return f"{PLOTS}/generality.png"
 
-    # Niche novelty per condition: mean over nodes and repeats, every (node, repeat) a dot.
-    if any(c["niche_novelty"]["mean"] is not None for c in conditions.values()):
-        fig, ax = plt.subplots(figsize=(6, 4))
-        _bars_with_dots(ax, names, [conditions[name]["niche_novelty"] for name in names])
-        ax.set_ylabel("niche novelty")
-        ax.set_title("Niche novelty per condition (mean ± std over nodes and repeats)")
-        ax.grid(axis="y", alpha=0.3)
-        _save(fig, plots / "niche_novelty.png")
-        images["niche_novelty"] = f"{PLOTS}/niche_novelty.png"
 
-    # Where each condition's merged archive reaches: share of repeats covering each cell, on
-    # common ground (the cells of merged_archive.json) when measured, else raw.
+def _experiment_niche_novelty_plot(conditions: Mapping[str, Any], plots: Path) -> str | None:
+    """``niche_novelty.png``: niche novelty per condition, the mean over nodes and repeats with
+    every (node, repeat) a dot; ``None`` (nothing written) when no condition measured it."""
+    if not any(c["niche_novelty"]["mean"] is not None for c in conditions.values()):
+        return None
+    plt = _pyplot()
+    names = list(conditions)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    _bars_with_dots(ax, names, [conditions[name]["niche_novelty"] for name in names])
+    ax.set_ylabel("niche novelty")
+    ax.set_title("Niche novelty per condition (mean ± std over nodes and repeats)")
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, plots / "niche_novelty.png")
+    return f"{PLOTS}/niche_novelty.png"
+
+
+def _experiment_occupancy_plot(
+    conditions: Mapping[str, Any],
+    occupancies: Mapping[str, tuple[DescriptorSpace, np.ndarray, str] | None],
+    plots: Path,
+) -> str | None:
+    """``heatmaps.png``: where each condition's merged archive reaches, as the share of repeats
+    covering each cell, on common ground (the cells of merged_archive.json) when measured, else
+    raw; ``None`` (nothing written) when no run's merged archive holds an elite.
+
+    Args:
+        conditions: The experiment summary's conditions.
+        occupancies: Each run's :func:`merged_occupancy`, by its folder.
+        plots: The folder to write to.
+    """
     panels, space, kinds = [], None, set()
     for name, c in conditions.items():
         occupancy = []
@@ -355,16 +396,16 @@ def experiment_plots(summary: Mapping[str, Any], runs: Mapping[str, FinishedRun]
             frequency = np.mean(occupancy, axis=0)
             panels.append((f"{name} (n={len(occupancy)} repeats)",
                            np.where(frequency > 0, frequency, np.nan)))  # fmt: skip
-    if panels and space is not None:
-        plot_heatmaps(
-            panels,
-            space,
-            plots / "heatmaps.png",
-            colorbar=f"share of repeats with the cell filled ({' and '.join(sorted(kinds))})",
-            value_range=(0.0, 1.0),
-        )
-        images["heatmaps"] = f"{PLOTS}/heatmaps.png"
-    return images
+    if not panels or space is None:
+        return None
+    plot_heatmaps(
+        panels,
+        space,
+        plots / "heatmaps.png",
+        colorbar=f"share of repeats with the cell filled ({' and '.join(sorted(kinds))})",
+        value_range=(0.0, 1.0),
+    )
+    return f"{PLOTS}/heatmaps.png"
 
 
 def final_figures(conditions: Mapping[str, Any]) -> tuple[str, dict[str, dict[str, Any]]]:

@@ -28,18 +28,34 @@ def run_report(run: FinishedRun) -> str:
     summary = run.summary
     nodes: Mapping[str, Any] = summary["nodes"]
     merged = summary.get("merged", {})
-    budget = summary.get("budget", {})
     images = run_plots(run, run.path / PLOTS)
+    out = _introduction(summary)
+    out.extend(_merged_section(merged, images))
+    out.extend(_nodes_section(nodes))
+    out.extend(_per_round_section(merged, nodes, images))
+    out.extend(_divergence_section(summary.get("operator_divergence") or {}))
+    out.extend(_budget_section(summary))
+    out.extend(_champions_section(nodes))
+    return "\n".join(out)
+
+
+def _introduction(summary: Mapping[str, Any]) -> list[str]:
+    """The title and the run's settings: nodes, rounds, seed, transport, sharing, grid."""
     space = summary.get("space") or {}
-    out = [f"# DEI run: {summary.get('domain', '?')}\n"]
-    out.append(
-        f"{len(nodes)} node(s), {summary.get('rounds', '?')} round(s) "
+    return [
+        f"# DEI run: {summary.get('domain', '?')}\n",
+        f"{len(summary['nodes'])} node(s), {summary.get('rounds', '?')} round(s) "
         f"({summary.get('lifecycle', 'reset')} archives), seed "
         f"{summary.get('seed', '?')}, transport `{summary.get('transport', '?')}`, sharing "
         f"`{summary.get('sharing', '?')}`; grid {' x '.join(map(str, space.get('shape', [])))} "
-        f"over {', '.join(space.get('axes', []))} ({space.get('cells', '?')} cells).\n"
-    )
-    out.append("## Merged archive\n")
+        f"over {', '.join(space.get('axes', []))} ({space.get('cells', '?')} cells).\n",
+    ]
+
+
+def _merged_section(merged: Mapping[str, Any], images: Mapping[str, str]) -> list[str]:
+    """``## Merged archive``: its raw figures and, where measured, its common-ground ones (one
+    row when they agree), how common ground was scored, and the archives' heatmaps."""
+    out = ["## Merged archive\n"]
     out.append("Best elite per cell across every node's final-round archive. **Raw**: fitness as "
                "each node measured it, against its own opponent pool.")
     common = merged.get("common")
@@ -71,40 +87,58 @@ def run_report(run: FinishedRun) -> str:
     out.append(markdown_table(["measure", "coverage", "QD-score", "elites", "best fitness",
                        "mean fitness"], rows))  # fmt: skip
     out.append(markdown_image("archives", images.get("heatmaps")))
-    out.append("\n## Nodes\n")
-    out.append(markdown_table(
-        ["node", "operator", "calls", "rounds", "champion fitness", "generality (final / peak)",
-         "niche novelty", "coverage", "QD-score", "stopped"],
-        [[name, node.get("operator", ""), f"{node.get('calls', 0)}/{node.get('quota', '?')}",
-          node.get("rounds_completed", "?"), number((node.get("champion") or {}).get("fitness")),
-          f"{number(node.get('generality'))} / {number(node.get('generality_peak'))}",
-          number(node.get("niche_novelty")), number(_last(node.get("coverage_per_round")), ".1%"),
-          number(_last(node.get("qd_score_per_round")), ".2f"), node.get("stopped") or ""]
-         for name, node in nodes.items()],
-    ))  # fmt: skip
-    out.append(
+    return out
+
+
+def _nodes_section(nodes: Mapping[str, Any]) -> list[str]:
+    """``## Nodes``: each node's calls, champion, generality, novelty and final archive."""
+    return [
+        "\n## Nodes\n",
+        markdown_table(
+            ["node", "operator", "calls", "rounds", "champion fitness",
+             "generality (final / peak)", "niche novelty", "coverage", "QD-score", "stopped"],
+            [[name, node.get("operator", ""), f"{node.get('calls', 0)}/{node.get('quota', '?')}",
+              node.get("rounds_completed", "?"),
+              number((node.get("champion") or {}).get("fitness")),
+              f"{number(node.get('generality'))} / {number(node.get('generality_peak'))}",
+              number(node.get("niche_novelty")),
+              number(_last(node.get("coverage_per_round")), ".1%"),
+              number(_last(node.get("qd_score_per_round")), ".2f"), node.get("stopped") or ""]
+             for name, node in nodes.items()],
+        ),
         "\nGenerality: share of the domain's reference programs the champion beats or ties "
         "(– when the domain has none). Niche novelty: share of received peer champions that "
         "landed in a cell empty in the receiver's previous-round archive (– when none "
-        "arrived).\n"
-    )
-    out.append("\n## Per round\n")
+        "arrived).\n",
+    ]  # fmt: skip
+
+
+def _per_round_section(merged: Mapping[str, Any], nodes: Mapping[str, Any],
+                       images: Mapping[str, str]) -> list[str]:  # fmt: skip
+    """``## Per round``: the merged archive's and each node's figures per round, and their
+    plots."""
     per_round = merged.get("per_round", [])
     names = list(nodes)
-    out.append(markdown_table(
-        ["round", "merged coverage", "merged QD-score",
-         *[f"{n} coverage" for n in names], *[f"{n} generality" for n in names]],
-        [[entry.get("round", i), number(entry.get("coverage"), ".1%"),
-          number(entry.get("qd_score"), ".2f"),
-          *[number(value_at(nodes[n].get("coverage_per_round"), i), ".1%") for n in names],
-          *[number(value_at(nodes[n].get("generality_per_round"), i)) for n in names]]
-         for i, entry in enumerate(per_round)],
-    ))  # fmt: skip
-    out.append(markdown_image("coverage and QD-score per round", images.get("progress")))
-    out.append(markdown_image("generality per round", images.get("generality")))
-    out.append(markdown_image("niche novelty per round", images.get("niche_novelty")))
-    divergence = summary.get("operator_divergence") or {}
-    out.append("\n## Operator divergence\n")
+    return [
+        "\n## Per round\n",
+        markdown_table(
+            ["round", "merged coverage", "merged QD-score",
+             *[f"{n} coverage" for n in names], *[f"{n} generality" for n in names]],
+            [[entry.get("round", i), number(entry.get("coverage"), ".1%"),
+              number(entry.get("qd_score"), ".2f"),
+              *[number(value_at(nodes[n].get("coverage_per_round"), i), ".1%") for n in names],
+              *[number(value_at(nodes[n].get("generality_per_round"), i)) for n in names]]
+             for i, entry in enumerate(per_round)],
+        ),
+        markdown_image("coverage and QD-score per round", images.get("progress")),
+        markdown_image("generality per round", images.get("generality")),
+        markdown_image("niche novelty per round", images.get("niche_novelty")),
+    ]  # fmt: skip
+
+
+def _divergence_section(divergence: Mapping[str, Any]) -> list[str]:
+    """``## Operator divergence``: its mean and, where there are pairs of nodes, each pair's."""
+    out = ["\n## Operator divergence\n"]
     out.append(
         "Jensen–Shannon divergence (base 2) between the cell distributions of the candidates "
         "two nodes' operators produced: 0 = same cells in the same proportions, 1 = disjoint. "
@@ -115,7 +149,14 @@ def run_report(run: FinishedRun) -> str:
         out.append(markdown_table(["nodes", "divergence"],
                           [[key.replace("|", " vs "), number(value)]
                            for key, value in pairs.items()]))  # fmt: skip
-    out.append("\n## Budget\n")
+    return out
+
+
+def _budget_section(summary: Mapping[str, Any]) -> list[str]:
+    """``## Budget``: each node's and the run's usage, wall time, evaluations, and the notes
+    the table cannot show."""
+    budget = summary.get("budget", {})
+    out = ["\n## Budget\n"]
     out.append(markdown_table(
         ["node", "model", "calls", "quota", "attempts", "prompt tokens", "completion tokens",
          "cost (USD)", "call seconds"],
@@ -133,7 +174,13 @@ def run_report(run: FinishedRun) -> str:
         f"{_stopped_note(summary.get('stopped'))}.\n"
     )
     out.extend(_budget_notes(budget))
-    out.append("\n## Champions\n")
+    return out
+
+
+def _champions_section(nodes: Mapping[str, Any]) -> list[str]:
+    """``## Champions``: each node's champion program (cut after :data:`CHAMPION_LINES` lines),
+    where it came from, its fitness and cell."""
+    out = ["\n## Champions\n"]
     for name, node in nodes.items():
         champion = node.get("champion")
         if not champion:
@@ -148,7 +195,7 @@ def run_report(run: FinishedRun) -> str:
             f"fitness {number(champion.get('fitness'))}, cell {champion.get('cell')}</summary>\n\n"
             f"```\n{shown}\n```\n</details>\n\n"
         )
-    return "\n".join(out)
+    return out
 
 
 def _budget_notes(budget: dict[str, Any]) -> list[str]:
