@@ -6,6 +6,9 @@ unlinks at exit. An ``os._exit`` (a second Ctrl-C) skips that, and the tracker t
 them itself and warns about "leaked semaphore objects" on the user's terminal, after our last
 words. Releasing one is two steps (unlink the name, then tell the tracker), so an exit between
 the two leaves the same warning: :func:`exit_leaving_no_semaphore` waits for those.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations
