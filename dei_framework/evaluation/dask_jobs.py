@@ -1,6 +1,6 @@
 """How a job of the ``dask`` backend travels: straight to a worker's actor, or as a task.
 
-How a job travels: a node waits on its candidates' jobs, so those go straight to the worker
+A node waits on its candidates' jobs, so those go straight to the worker
 and back, through a Dask actor (:class:`~dei_framework.evaluation.dask_worker.Evaluations`, one per
 worker, created at connect and, once a round, for workers that joined; each job goes to the
 one with the fewest jobs outstanding among those whose worker has a thread free, and waits in
