@@ -1,8 +1,9 @@
 """Evaluation: scoring programs in worker processes, on a Dask cluster, or sandboxed.
 
-:mod:`~dei_framework.evaluation.local` (the evaluator and the local process pool),
-``dask_*`` (the Dask backend, its worker side and its version guard) and ``sandbox/`` (limits
-and isolation for programs that run code).
+:mod:`~dei_framework.evaluation.local` (the evaluator and the local process pool, with their
+parts in the private ``_*`` modules), ``dask_*`` (the Dask backend, its job paths, options and
+version checks, its worker side and its version guard) and ``sandbox/`` (limits and isolation
+for programs that run code).
 
 May import: :mod:`dei_framework.contract`, :mod:`dei_framework.search`.
 """

@@ -12,161 +12,93 @@ Workers belong to the process that started them: they ignore Ctrl-C and SIGTERM 
 sends Ctrl-C to the whole process group; the main process decides when evaluation stops and
 kills them itself), and a watcher thread ends each worker within
 :data:`PARENT_POLL_SECONDS` when its parent is gone, even when the parent died by ``kill -9``.
+
+The parts live in modules of their own, whose names this module re-exports: the jobs a
+backend runs (:mod:`~dei_framework.evaluation._jobs`), the local pool
+(:mod:`~dei_framework.evaluation._local_backend`) and its worker processes
+(:mod:`~dei_framework.evaluation._pool_worker`), opponent sets
+(:mod:`~dei_framework.evaluation._opponent_sets`) and the evaluator's batching
+(:mod:`~dei_framework.evaluation._batching`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import concurrent.futures.process  # BrokenProcessPool lives here; the package does not import it
-import contextlib
 import hashlib
 import math
-import multiprocessing
-import multiprocessing.context
-import os
 import pickle
-import shutil
-import signal
-import tempfile
-import threading
-import time
-from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import Any, TypeVar
-
-import attrs
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
 from dei_framework.contract.backend import (
     EvaluationBackend,
     EvaluatorLost,
-    EvaluatorOptions,
     WorkerDied,
 )
-from dei_framework.contract.domain import Domain, Evaluation, GenomeEvaluations, Program
-from dei_framework.contract.errors import InvalidProgram
+from dei_framework.contract.domain import Domain, GenomeEvaluations, Program
 from dei_framework.contract.records import Candidate
-from dei_framework.evaluation.outcome import (
-    Outcome,
-    check_evaluation,
-    evaluate_parsed,
-    reference_matches,
+from dei_framework.evaluation import _pool_worker
+from dei_framework.evaluation._batching import Batching
+from dei_framework.evaluation._jobs import (
+    _generality,
+    _generality_outcomes,
+    _parse,
+    _parse_and_evaluate,
+    _parse_and_evaluate_batch,
+    _sandboxed_batch,
+    _timed_batch,
+    _timed_genomes,
 )
+from dei_framework.evaluation._local_backend import LocalBackend
+from dei_framework.evaluation._opponent_sets import OpponentSet
+from dei_framework.evaluation.outcome import Outcome
 from dei_framework.evaluation.sandbox.policy import SandboxPolicy
-from dei_framework.evaluation.semaphores import release_semaphores
 
-_WORKER_DOMAIN: Domain | None = None
-#: Opponent sets a worker keeps loaded (most recently used first out last): a node uses one set
-#: per round, so this covers that many nodes on different rounds before a set is read again.
-WORKER_OPPONENT_SETS = 16
-_WORKER_OPPONENTS: OrderedDict[str, list[Program]] = OrderedDict()
+# isort: split
+# Re-exported: the names this module held before its parts moved (tests, benchmarks and
+# plugins import them from here).
+from dei_framework.evaluation._batching import (  # noqa: F401
+    _T,
+    JOBS_PER_WORKER,
+    MAX_BATCH,
+    MIN_JOB_SECONDS,
+    _Job,
+)
+from dei_framework.evaluation._local_backend import (  # noqa: F401
+    GENERALITY_NICENESS,
+    _worker_processes,
+    make_local_backend,
+)
+from dei_framework.evaluation._opponent_sets import (  # noqa: F401
+    SETS_PREFIX,
+    _alive,
+    remove_orphaned_set_dirs,
+)
+from dei_framework.evaluation._pool_worker import (  # noqa: F401
+    _STOP_SIGNALS,
+    _WORKER_OPPONENTS,
+    PARENT_POLL_SECONDS,
+    WORKER_OPPONENT_SETS,
+    _install,
+    _QuietSpawnContext,
+    _QuietSpawnProcess,
+    _stop_signals_blocked,
+    _watch_parent,
+    _worker_opponents,
+)
+from dei_framework.evaluation.outcome import check_evaluation  # noqa: F401
+from dei_framework.evaluation.semaphores import release_semaphores  # noqa: F401
 
-
-@attrs.frozen(kw_only=True)
-class OpponentSet:
-    """A round's parsed opponents, installed in the evaluation workers once
-    (:meth:`Evaluator.install`).
-
-    Attributes:
-        id: What jobs carry instead of the programs: a digest of the pickled programs, naming
-            the file in the evaluator's set directory that workers load on first use.
-        path: That file.
-        programs: The programs (used directly when evaluating in threads).
-        size: Bytes of the pickled programs, i.e. what every job would carry without the set.
-    """
-
-    id: str
-    path: str
-    programs: tuple[Program, ...]
-    size: int
-
-
-_WORKER_SETS_DIR = ""
-
-
-def _worker_opponents(set_id: str) -> list[Program]:
-    """The worker's copy of an opponent set, read from its file the first time it is used."""
-    programs = _WORKER_OPPONENTS.get(set_id)
-    if programs is None:
-        with open(os.path.join(_WORKER_SETS_DIR, f"{set_id}.pickle"), "rb") as file:
-            programs = pickle.load(file)
-        _WORKER_OPPONENTS[set_id] = programs
-        while len(_WORKER_OPPONENTS) > WORKER_OPPONENT_SETS:
-            _WORKER_OPPONENTS.popitem(last=False)
-    _WORKER_OPPONENTS.move_to_end(set_id)
-    return programs
-
-#: How often a worker checks that the process that started it is still alive.
-PARENT_POLL_SECONDS = 0.5
+#: A worker's state that moved to :mod:`~dei_framework.evaluation._pool_worker`, read there:
+#: it is set in a worker after this module is imported, so a copy here would stay stale.
+_WORKER_STATE = ("_WORKER_DOMAIN", "_WORKER_SETS_DIR")
 
 
-_STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
-
-
-@contextlib.contextmanager
-def _stop_signals_blocked() -> Iterator[None]:
-    """Defers Ctrl-C and SIGTERM in this thread; children started meanwhile inherit the block.
-
-    A child must not die of the Ctrl-C a terminal sends to the whole process group while it
-    is still importing, before :func:`_install` can ignore the signal (it would print a
-    traceback and break the pool). The parent only receives its signal a moment later.
-    """
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-class _QuietSpawnProcess(multiprocessing.context.SpawnProcess):
-    """A spawned process that starts with Ctrl-C and SIGTERM blocked."""
-
-    def start(self) -> None:
-        with _stop_signals_blocked():
-            super().start()
-
-
-class _QuietSpawnContext(multiprocessing.context.SpawnContext):
-    """The spawn start method, with :class:`_QuietSpawnProcess` as its process class."""
-
-    Process = _QuietSpawnProcess
-
-
-#: Niceness added to the generality lane's worker: the OS runs candidate evaluations first when
-#: the cores are busy.
-GENERALITY_NICENESS = 10
-
-
-def _install(domain: Domain, parent: int, sets_dir: str = "", niceness: int = 0) -> None:
-    """Worker initializer: ignore stop signals, watch the parent, install the domain, note
-    where opponent sets are, and lower this worker's CPU priority by ``niceness``."""
-    for number in _STOP_SIGNALS:
-        signal.signal(number, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
-    _watch_parent(parent)
-    global _WORKER_DOMAIN, _WORKER_SETS_DIR
-    _WORKER_DOMAIN = domain
-    _WORKER_SETS_DIR = sets_dir
-    if niceness and hasattr(os, "nice"):
-        os.nice(niceness)
-
-
-def _watch_parent(parent: int) -> None:
-    """Ends this process once ``parent`` is no longer its parent (it died, we were reparented).
-
-    Polling ``getppid`` works with every start method and needs no inherited descriptor; a
-    parent that died before this call is caught by the first check. The thread runs whenever
-    the evaluation releases the GIL, and at the latest when it returns.
-    """
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL_SECONDS)
-        os._exit(0)  # no cleanup to do: results go to a parent that no longer exists
-
-    if os.getppid() != parent:
-        os._exit(0)
-    threading.Thread(target=watch, name="dei-parent-watch", daemon=True).start()
+def __getattr__(name: str) -> Any:
+    """The worker state named in :data:`_WORKER_STATE`, as it is now (PEP 562)."""
+    if name in _WORKER_STATE:
+        return getattr(_pool_worker, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def evaluate(
@@ -198,199 +130,6 @@ def evaluate(
     return _parse_and_evaluate(domain, text, parsed, seed, tuple(axes), known)
 
 
-def _parse_and_evaluate(
-    domain: Domain | None,
-    text: str,
-    opponents: Sequence[Program] | str,
-    seed: int,
-    required: Collection[str] = (),
-    known: Collection[str] | None = None,
-) -> Outcome:
-    domain = domain or _WORKER_DOMAIN
-    started = time.perf_counter()
-    if isinstance(opponents, str):  # an installed set's id
-        opponents = _worker_opponents(opponents)
-    try:
-        program = domain.parse(text)
-    except InvalidProgram as exc:
-        return Outcome(error=str(exc), seconds=time.perf_counter() - started)
-    return evaluate_parsed(domain, program, opponents, seed, required, known, started=started)
-
-
-def _parse_and_evaluate_batch(
-    domain: Domain | None,
-    jobs: Sequence[tuple[str, int]],
-    opponents: Sequence[Program] | str,
-    required: Collection[str] = (),
-    known: Collection[str] | None = None,
-) -> list[Outcome | Exception]:
-    """The worker-side batch job: parses every ``(text, seed)`` job, evaluates the programs
-    that parsed with one :meth:`Domain.evaluate_batch` call, and checks every answer.
-
-    Gives exactly the outcomes :func:`_parse_and_evaluate` gives job by job (bar the timings;
-    a parser that crashes yields its exception in the job's place). When the batch call raises
-    or answers with the wrong number of evaluations, the programs are evaluated one by one, so
-    that each error lands on its own program.
-    """
-    domain = domain or _WORKER_DOMAIN
-    if isinstance(opponents, str):  # an installed set's id
-        opponents = _worker_opponents(opponents)
-    outcomes: list[Outcome | Exception | None] = [None] * len(jobs)
-    parsed: list[tuple[int, Program, int, float]] = []  # job index, program, seed, parse time
-    for index, (text, seed) in enumerate(jobs):
-        started = time.perf_counter()
-        try:
-            program = domain.parse(text)
-        except InvalidProgram as exc:
-            outcomes[index] = Outcome(error=str(exc), seconds=time.perf_counter() - started)
-            continue
-        except Exception as exc:  # raised to this job's caller alone, as a lone job's would be
-            outcomes[index] = exc
-            continue
-        parsed.append((index, program, seed, time.perf_counter() - started))
-    if parsed:
-        started = time.perf_counter()
-        try:
-            evaluations = list(domain.evaluate_batch([p for _, p, _, _ in parsed], opponents,
-                                                     seeds=[s for _, _, s, _ in parsed]))
-        except Exception:  # noqa: BLE001 - found again, program by program, below
-            evaluations = []
-        share = (time.perf_counter() - started) / len(parsed)
-        if len(evaluations) != len(parsed):
-            for index, program, seed, _ in parsed:
-                outcomes[index] = evaluate_parsed(domain, program, opponents, seed, required,
-                                                   known, started=time.perf_counter())
-        else:
-            for (index, program, _, parse_s), evaluation in zip(parsed, evaluations, strict=True):
-                problem = check_evaluation(evaluation, required, known)
-                seconds = parse_s + share
-                matches = reference_matches(domain, program)
-                outcomes[index] = (
-                    Outcome(program=program, evaluation=evaluation, seconds=seconds,
-                            matches=matches)
-                    if problem is None
-                    else Outcome(program=program, error=f"evaluation failed: {problem}",
-                                 seconds=seconds, matches=matches)
-                )  # fmt: skip
-    return outcomes  # type: ignore[return-value]  # every job has its outcome now
-
-
-def _sandboxed_batch(
-    domain: Domain | None,
-    jobs: Sequence[tuple[str, int]],
-    opponents: Sequence[Program] | str,
-    required: Collection[str],
-    known: Collection[str] | None,
-    policy: SandboxPolicy,
-) -> list[Outcome]:
-    """The worker-side job of a sandboxed run: each ``(text, seed)`` evaluated in a child of
-    this worker's warm process (:func:`~dei_framework.evaluation.sandbox.client.sandbox_for`), one
-    at a time, so that whatever a program does lands on its own outcome.
-
-    What comes back is plain data; the program is parsed again here (parsing is the
-    domain's own code on the text and, by the domain contract, runs nothing of it) and the
-    answer checked again (:func:`check_evaluation`), since a program can forge its reply.
-    """
-    from dei_framework.evaluation.sandbox.client import sandbox_for
-
-    domain = domain or _WORKER_DOMAIN
-    pickled: bytes | None = None  # the set as the warm process receives it, made once
-    if isinstance(opponents, str):  # an installed set's id
-        set_id, programs = opponents, _worker_opponents(opponents)
-    else:
-        programs = list(opponents)
-        pickled = pickle.dumps(programs, protocol=pickle.HIGHEST_PROTOCOL)
-        set_id = hashlib.blake2b(pickled, digest_size=16).hexdigest()
-    sandbox = sandbox_for(domain, policy)
-    required = tuple(required)
-    known = None if known is None else frozenset(known)
-
-    def set_data() -> bytes:
-        return pickled if pickled is not None else pickle.dumps(programs,
-                                                                protocol=pickle.HIGHEST_PROTOCOL)
-
-    outcomes = []
-    for text, seed in jobs:
-        reply = sandbox.evaluate(text, seed, set_id, set_data, required, known)
-        program = None
-        if reply.parsed:
-            try:
-                program = domain.parse(text)
-            except Exception:  # noqa: BLE001 - parsed in the sandbox; no program is no loss
-                program = None
-        if reply.status != "valid":
-            outcomes.append(Outcome(program=program, error=reply.error, seconds=reply.seconds,
-                                    matches=reply.matches))  # fmt: skip
-            continue
-        evaluation = Evaluation(fitness=reply.fitness, descriptor=reply.descriptor,
-                                info=reply.info)  # fmt: skip
-        problem = check_evaluation(evaluation, required, known)
-        if problem is not None or program is None:
-            problem = problem or "the text did not parse again outside the sandbox"
-            outcomes.append(Outcome(program=program, error=f"evaluation failed: {problem}",
-                                    seconds=reply.seconds, matches=reply.matches))  # fmt: skip
-            continue
-        outcomes.append(Outcome(program=program, evaluation=evaluation, seconds=reply.seconds,
-                                matches=reply.matches))  # fmt: skip
-    return outcomes
-
-
-def _timed_batch(
-    domain: Domain | None,
-    jobs: Sequence[tuple[str, int]],
-    opponents: Sequence[Program],
-    required: Collection[str] = (),
-    known: Collection[str] | None = None,
-) -> tuple[list[Outcome | Exception], float]:
-    """:func:`_parse_and_evaluate_batch` in this process, with the CPU seconds it took (of this
-    thread: what other threads and processes do on a busy machine does not count)."""
-    started = time.thread_time()
-    outcomes = _parse_and_evaluate_batch(domain, jobs, opponents, required, known)
-    return outcomes, time.thread_time() - started
-
-
-def _cpu_estimate(estimate: float, cpu: float, count: int) -> float:
-    """The CPU seconds one evaluation is expected to take, after a batch of ``count`` took
-    ``cpu``. The estimate follows a dearer batch at once and a cheaper one slowly, so that a
-    run of cheap outcomes (programs that did not parse) does not bring a slow domain back onto
-    the event loop."""
-    per_item = cpu / max(count, 1)
-    return per_item if math.isinf(estimate) else max(per_item, estimate * INLINE_DECAY)
-
-
-def _timed_genomes(domain: Domain, genomes: Any, seeds: Sequence[int]
-                   ) -> tuple[GenomeEvaluations, float]:  # fmt: skip
-    """``domain.evaluate_genomes`` with the CPU seconds it took (of this thread)."""
-    started = time.thread_time()
-    evaluations = domain.evaluate_genomes(genomes, seeds=seeds)
-    return evaluations, time.thread_time() - started
-
-
-def _parse(domain: Domain | None, text: str) -> Program | str:
-    domain = domain or _WORKER_DOMAIN
-    try:
-        return domain.parse(text)
-    except InvalidProgram as exc:
-        return str(exc)
-    except Exception as exc:  # a parser bug on hostile input is the input's problem here
-        return f"parse failed: {type(exc).__name__}: {exc}"
-
-
-def _generality(domain: Domain | None, program: Program) -> float | None:
-    domain = domain or _WORKER_DOMAIN
-    return domain.generality(program)
-
-
-def _generality_outcomes(domain: Domain | None, program: Program) -> dict[str, bool] | float | None:
-    domain = domain or _WORKER_DOMAIN
-    outcomes = domain.generality_outcomes(program)
-    if outcomes is None:
-        return domain.generality(program)
-    return {str(name): bool(beaten) for name, beaten in outcomes.items()}
-
-
-_T = TypeVar("_T")
-
 #: The outcome of a job whose worker process died under it.
 WORKER_DIED = "evaluation failed: the worker process died"
 #: Times a job of a batch whose worker died is tried alone before it is blamed for the death.
@@ -406,16 +145,6 @@ class WorkersKeepDying(EvaluatorLost):
     that cannot start, a domain that crashes its process). The run stops and checkpoints, as
     for a lost backend."""
 
-#: Most evaluations one batch job carries (bounds a batch's latency and its pickled size).
-MAX_BATCH = 256
-#: A batch is cut into at most this many jobs per worker, so that a worker that finishes its
-#: job early takes the next instead of the batch waiting on the slowest worker's share
-#: (evaluations differ in cost: a battle ends when a warrior dies).
-JOBS_PER_WORKER = 4
-#: ... but each job carries at least this many seconds of evaluation (as measured on the
-#: batches so far), so that moving it (a millisecond or a few) stays a few per cent of it:
-#: evaluations of a cheap domain go one job per worker.
-MIN_JOB_SECONDS = 0.1
 
 #: Without worker processes (``workers=0``), a batch expected to take less CPU time than this
 #: is evaluated on the event loop itself: for a cheap domain, handing it to a thread and back
@@ -426,147 +155,16 @@ INLINE_SECONDS = 0.002
 INLINE_DECAY = 0.9
 
 
-@attrs.define(kw_only=True)
-class _Job:
-    """One evaluation waiting for its batch."""
-
-    text: str
-    seed: int
-    opponents: OpponentSet
-    future: asyncio.Future
-
-
-#: Prefix of the local backend's opponent-set directories in the temporary directory, followed
-#: by the owning process's id.
-SETS_PREFIX = "dei-opponents-"
+def _cpu_estimate(estimate: float, cpu: float, count: int) -> float:
+    """The CPU seconds one evaluation is expected to take, after a batch of ``count`` took
+    ``cpu``. The estimate follows a dearer batch at once and a cheaper one slowly, so that a
+    run of cheap outcomes (programs that did not parse) does not bring a slow domain back onto
+    the event loop."""
+    per_item = cpu / max(count, 1)
+    return per_item if math.isinf(estimate) else max(per_item, estimate * INLINE_DECAY)
 
 
-def remove_orphaned_set_dirs(tmp: str | None = None) -> list[str]:
-    """Removes opponent-set directories whose process is gone (a run killed with SIGKILL
-    cannot remove its own); returns their paths. A directory of a live process, of another
-    user's process, or without a process id in its name is left alone."""
-    tmp = tmp or tempfile.gettempdir()
-    removed = []
-    try:
-        names = os.listdir(tmp)
-    except OSError:
-        return removed
-    for name in names:
-        pid = name[len(SETS_PREFIX):].split("-", 1)[0] if name.startswith(SETS_PREFIX) else ""
-        if not pid.isdigit() or _alive(int(pid)):
-            continue
-        path = os.path.join(tmp, name)
-        shutil.rmtree(path, ignore_errors=True)
-        removed.append(path)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process (EPERM): alive
-        return True
-    return True
-
-
-class LocalBackend(EvaluationBackend):
-    """The ``local`` evaluation backend: a process pool on this machine (the default).
-
-    The domain is installed once per worker process; opponent sets are files the workers read
-    on first use (see :meth:`Evaluator.install`). Generality runs on its own one-worker lane, a
-    low-priority process: it never queues ahead of candidates and yields the CPU to them.
-
-    Args:
-        domain: The domain (must be picklable when ``workers > 0``).
-        workers: Worker processes; ``0`` runs in threads of this process (for cheap domains and
-            tests), ``None`` uses one per CPU core.
-    """
-
-    def __init__(self, domain: Domain, *, workers: int | None = None) -> None:
-        self.domain = domain
-        self._workers = (os.cpu_count() or 1) if workers is None else workers
-        self._pools: dict[str, concurrent.futures.Executor] = {}
-        self._set_dir: tempfile.TemporaryDirectory | None = None
-
-    @property
-    def workers(self) -> int:
-        return self._workers
-
-    def _sets_dir(self) -> str:
-        if self._set_dir is None:
-            remove_orphaned_set_dirs()
-            self._set_dir = tempfile.TemporaryDirectory(prefix=f"{SETS_PREFIX}{os.getpid()}-")
-        return self._set_dir.name
-
-    def install(self, set_id: str, data: bytes) -> str:
-        path = os.path.join(self._sets_dir(), f"{set_id}.pickle")
-        partial = f"{path}.partial"
-        with open(partial, "wb") as file:
-            file.write(data)
-        os.replace(partial, path)  # a worker never reads a half-written set
-        return path
-
-    async def ship(self, set_id: str, programs: Sequence[Program]) -> Any:
-        return programs if self._workers == 0 else set_id
-
-    def _executor(self, lane: str = "candidates") -> concurrent.futures.Executor:
-        if lane not in self._pools:
-            workers = 1 if lane == "generality" else self._workers
-            if self._workers == 0:
-                self._pools[lane] = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=1 if lane == "generality" else 4
-                )
-            else:
-                # spawn, not fork: forking a process that runs an event loop and HTTP clients
-                # can copy held locks into the child.
-                niceness = GENERALITY_NICENESS if lane == "generality" else 0
-                with _stop_signals_blocked():  # the resource tracker starts here
-                    self._pools[lane] = concurrent.futures.ProcessPoolExecutor(
-                        max_workers=workers,
-                        mp_context=_QuietSpawnContext(),
-                        initializer=_install,
-                        initargs=(self.domain, os.getpid(), self._sets_dir(), niceness),
-                    )
-        return self._pools[lane]
-
-    async def run(self, function, *args: Any, lane: str = "candidates") -> Any:
-        loop = asyncio.get_running_loop()
-        domain = self.domain if self._workers == 0 else None  # workers have it installed
-        try:
-            return await loop.run_in_executor(self._executor(lane), function, domain, *args)
-        except concurrent.futures.process.BrokenProcessPool:
-            # A worker died (e.g. killed by the OS); start a fresh pool for the next tasks.
-            self._pools.pop(lane, None)
-            raise WorkerDied("the worker process died") from None
-
-    def close(self, *, wait: bool = True) -> None:
-        pools = list(self._pools.values())
-        self._pools.clear()
-        if wait:
-            for pool in pools:
-                pool.shutdown(wait=True, cancel_futures=True)
-        else:
-            processes = [process for pool in pools for process in _worker_processes(pool)]
-            for pool in pools:
-                pool.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                process.kill()
-            for process in processes:
-                process.join(timeout=2.0)
-        if self._set_dir is not None:
-            self._set_dir.cleanup()
-            self._set_dir = None
-
-    def kill(self) -> None:
-        for pool in list(self._pools.values()):
-            for process in _worker_processes(pool):
-                process.kill()
-        release_semaphores()
-
-
-class Evaluator:
+class Evaluator(Batching):
     """Parses and evaluates a domain's candidates off the event loop, for the nodes of a
     process, on an evaluation backend (by default :class:`LocalBackend`, a process pool).
 
@@ -684,114 +282,6 @@ class Evaluator:
             raise error
         self.on_lost(error)
         await asyncio.get_running_loop().create_future()  # cancelled with the run
-
-    async def evaluate(
-        self,
-        text: str,
-        opponents: OpponentSet | Sequence[Program],
-        *,
-        seed: int,
-        axes: Collection[str] = (),
-    ) -> Outcome:
-        """Parses and evaluates operator output; never raises for bad programs.
-
-        Args:
-            text: Operator output (or a program text).
-            opponents: The round's :meth:`install`-ed opponent set (the job carries its id), or
-                parsed opponents (installed here: pass a set to skip re-pickling them).
-            seed: Evaluation seed.
-            axes: Descriptor keys the caller's archive needs (a missing one is invalid).
-        """
-        if not isinstance(opponents, OpponentSet):
-            opponents = self.install(opponents)
-        loop = asyncio.get_running_loop()
-        job = _Job(text=text, seed=seed, opponents=opponents, future=loop.create_future())
-        self._pending.setdefault((opponents.id, tuple(axes)), []).append(job)
-        if not self._flush_scheduled:
-            # Every evaluation asked for before the loop turns joins this batch.
-            self._flush_scheduled = True
-            loop.call_soon(self._flush)
-        return await job.future
-
-    def _flush(self) -> None:
-        """Sends the pending evaluations: per opponent set, cut into batch jobs by
-        :meth:`_parts` (one per worker, or a few per worker for dear evaluations), so each job
-        crosses the process boundary once."""
-        self._flush_scheduled = False
-        pending, self._pending = self._pending, {}
-        for (_, axes), jobs in pending.items():
-            jobs = [job for job in jobs if not job.future.done()]  # cancelled meanwhile
-            for part in self._parts(jobs):
-                task = asyncio.get_running_loop().create_task(self._send(part, axes))
-                self._batches.add(task)
-                task.add_done_callback(self._batches.discard)
-
-    async def _send(self, jobs: list[_Job], axes: tuple[str, ...]) -> None:
-        outcomes = await self._outcomes(jobs[0].opponents, [(job.text, job.seed) for job in jobs],
-                                        axes)  # fmt: skip
-        if outcomes is None:  # the run stops and checkpoints; these jobs are cancelled with it
-            return
-        for job, outcome in zip(jobs, outcomes, strict=True):
-            if job.future.done():
-                continue
-            if isinstance(outcome, Exception):
-                job.future.set_exception(outcome)
-            else:
-                job.future.set_result(outcome)
-
-    async def evaluate_many(
-        self,
-        jobs: Sequence[tuple[str, int]],
-        opponents: OpponentSet | Sequence[Program],
-        *,
-        axes: Collection[str] = (),
-    ) -> list[Outcome]:
-        """Parses and evaluates several pieces of operator output at once: :meth:`evaluate`
-        for each ``(text, seed)`` job, sent as :meth:`evaluate`'s batches are (cut by
-        :meth:`_parts`) without a future per job.
-
-        Raises:
-            Exception: What :meth:`evaluate` raises for a job (the first job's, in job order).
-        """
-        if not isinstance(opponents, OpponentSet):
-            opponents = self.install(opponents)
-        axes = tuple(axes)
-        parts = self._parts(list(jobs))
-        if len(parts) == 1:
-            answers = [await self._outcomes(opponents, parts[0], axes)]
-        else:
-            answers = await asyncio.gather(*(self._outcomes(opponents, part, axes)
-                                             for part in parts))  # fmt: skip
-        if any(answer is None for answer in answers):  # the run stops and checkpoints
-            await asyncio.get_running_loop().create_future()  # cancelled with the run
-        outcomes = [outcome for answer in answers for outcome in answer]
-        for outcome in outcomes:
-            if isinstance(outcome, Exception):
-                raise outcome
-        return outcomes
-
-    def _parts(self, jobs: list[_T]) -> list[list[_T]]:
-        """A batch cut into jobs: at least one per worker (and at most :data:`MAX_BATCH`
-        evaluations each); up to :data:`JOBS_PER_WORKER` per worker when the evaluations are
-        dear enough that a job of :data:`MIN_JOB_SECONDS` holds few of them."""
-        if not jobs:
-            return []
-        least = max(1, min(self.workers, len(jobs)), -(-len(jobs) // MAX_BATCH))
-        chunks = least
-        if self._eval_seconds > 0 and not self._in_process():
-            per_job = max(1, math.ceil(MIN_JOB_SECONDS / self._eval_seconds))
-            chunks = max(least, min(-(-len(jobs) // per_job), JOBS_PER_WORKER * self.workers))
-        size = -(-len(jobs) // chunks)
-        return [jobs[start : start + size] for start in range(0, len(jobs), size)]
-
-    def _measured(self, outcomes: Sequence[Outcome | Exception]) -> None:
-        """Follows the seconds an evaluation takes on a worker (half old, half new)."""
-        seconds = [outcome.seconds for outcome in outcomes if isinstance(outcome, Outcome)]
-        if seconds:
-            latest = sum(seconds) / len(seconds)
-            if self._eval_seconds:
-                latest = (self._eval_seconds + latest) / 2
-            self._eval_seconds = latest
 
     async def _outcomes(self, opponents: OpponentSet, jobs: list[tuple[str, int]],
                         axes: tuple[str, ...]) -> list[Outcome | Exception] | None:  # fmt: skip
@@ -928,18 +418,3 @@ class Evaluator:
         Safe to call from a signal handler just before the process exits.
         """
         self.backend.kill()
-
-
-def _worker_processes(pool: concurrent.futures.Executor) -> list:
-    """The live ``multiprocessing.Process`` objects of a process pool (none for threads).
-
-    ``ProcessPoolExecutor`` has no public handle on its workers before Python 3.14
-    (``kill_workers``); its ``_processes`` map has been stable since 3.2.
-    """
-    processes = getattr(pool, "_processes", None) or {}
-    return [process for process in list(processes.values()) if process.is_alive()]
-
-
-def make_local_backend(domain: Domain, options: EvaluatorOptions) -> LocalBackend:
-    """The ``local`` backend's factory (registered by the core's own plugin)."""
-    return LocalBackend(domain, workers=options.workers)
