@@ -289,64 +289,73 @@ def parse_conditions(
     cycled = [operators[i % len(operators)] for i in range(nodes)]
     conditions: list[Condition] = []
     for name in names:
-        if name == "solo":
-            conditions.append(Condition(name="solo", operators=[operators[0]]))
-        elif name == "homo":
-            distinct = list(dict.fromkeys(operators))
-            if len(distinct) == 1:
-                conditions.append(Condition(name="homo", operators=[operators[0]] * nodes))
-            else:
-                conditions += [Condition(name=f"homo:{operator}", operators=[operator] * nodes)
-                               for operator in distinct]  # fmt: skip
-        elif name == "diverse":
-            if len(set(operators)) < 2:
-                raise ConfigError(
-                    "condition 'diverse' needs at least two different operators: give "
-                    "--operator more than once (e.g. --operator gp --operator templates)"
-                )
-            conditions.append(Condition(
-                name="diverse", operators=[operators[i % len(operators)] for i in range(nodes)]
-            ))  # fmt: skip
-        elif name == "adaptive":
-            if len(set(operators)) < 2:
-                raise ConfigError("condition 'adaptive' (Diverse with --allocation bandit) needs "
-                                  "at least two different operators: give --operator more "
-                                  "than once")  # fmt: skip
-            conditions.append(Condition(name="adaptive", operators=cycled,
-                                        settings={"allocation": "bandit"}))  # fmt: skip
-        elif name == "sample":
-            # Best-of-N at equal compute: the same operators, no parent ever (is the
-            # evolution doing anything?).
-            conditions.append(Condition(name="sample", operators=cycled,
-                                        settings={"new_fraction": 1.0}))  # fmt: skip
-        elif name == "homo-temp":
-            conditions.append(_homo_temp(operators[0], nodes, registry))
-        else:
-            raise ConfigError(
-                f"unknown condition {name!r}; built-in: "
-                f"{', '.join((*BUILTIN_CONDITIONS, *EXTRA_CONDITIONS))} "
-                "(define others with --condition NAME=op1,op2,...)"
-            )
-    for spec in custom:
-        name, sep, listed = spec.partition("=")
-        name = name.strip()
-        ops = [op.strip() for op in listed.split(",") if op.strip()]
-        if not sep or not name or not ops:
-            raise ConfigError(f"--condition takes NAME=op1,op2,... (one node per operator), "
-                              f"got {spec!r}")  # fmt: skip
-        if "/" in name or name.startswith("."):
-            raise ConfigError(f"condition name {name!r} must be usable as a folder name")
-        with_endpoint = next((op for op in ops if split_endpoint(op)[1] is not None), None)
-        if with_endpoint is not None:
-            # A condition's nodes take each operator's options (its endpoint included) from
-            # --operator; one given here would reach no node.
-            operator, url = split_endpoint(with_endpoint)
-            raise ConfigError(
-                f"--condition {name}: give the endpoint with --operator {operator}@{url} and "
-                f"name the operator here as {operator}"
-            )
-        conditions.append(Condition(name=name, operators=ops))
+        conditions += _named_conditions(name, operators, cycled, nodes, registry)
+    conditions += [_custom_condition(spec) for spec in custom]
     return conditions
+
+
+def _named_conditions(name: str, operators: Sequence[str], cycled: list[str], nodes: int,
+                      registry: Any) -> list[Condition]:  # fmt: skip
+    """The conditions a built-in name stands for (``homo`` is one per distinct operator);
+    ``cycled`` is ``operators`` repeated over the ``nodes`` (see :func:`parse_conditions`)."""
+    if name == "solo":
+        return [Condition(name="solo", operators=[operators[0]])]
+    if name == "homo":
+        distinct = list(dict.fromkeys(operators))
+        if len(distinct) == 1:
+            return [Condition(name="homo", operators=[operators[0]] * nodes)]
+        return [Condition(name=f"homo:{operator}", operators=[operator] * nodes)
+                for operator in distinct]  # fmt: skip
+    if name == "diverse":
+        if len(set(operators)) < 2:
+            raise ConfigError(
+                "condition 'diverse' needs at least two different operators: give "
+                "--operator more than once (e.g. --operator gp --operator templates)"
+            )
+        return [Condition(
+            name="diverse", operators=[operators[i % len(operators)] for i in range(nodes)]
+        )]  # fmt: skip
+    if name == "adaptive":
+        if len(set(operators)) < 2:
+            raise ConfigError("condition 'adaptive' (Diverse with --allocation bandit) needs "
+                              "at least two different operators: give --operator more "
+                              "than once")  # fmt: skip
+        return [Condition(name="adaptive", operators=cycled,
+                          settings={"allocation": "bandit"})]  # fmt: skip
+    if name == "sample":
+        # Best-of-N at equal compute: the same operators, no parent ever (is the
+        # evolution doing anything?).
+        return [Condition(name="sample", operators=cycled,
+                          settings={"new_fraction": 1.0})]  # fmt: skip
+    if name == "homo-temp":
+        return [_homo_temp(operators[0], nodes, registry)]
+    raise ConfigError(
+        f"unknown condition {name!r}; built-in: "
+        f"{', '.join((*BUILTIN_CONDITIONS, *EXTRA_CONDITIONS))} "
+        "(define others with --condition NAME=op1,op2,...)"
+    )
+
+
+def _custom_condition(spec: str) -> Condition:
+    """The condition of a ``--condition NAME=op1,op2,...`` spec (one node per operator)."""
+    name, sep, listed = spec.partition("=")
+    name = name.strip()
+    ops = [op.strip() for op in listed.split(",") if op.strip()]
+    if not sep or not name or not ops:
+        raise ConfigError(f"--condition takes NAME=op1,op2,... (one node per operator), "
+                          f"got {spec!r}")  # fmt: skip
+    if "/" in name or name.startswith("."):
+        raise ConfigError(f"condition name {name!r} must be usable as a folder name")
+    with_endpoint = next((op for op in ops if split_endpoint(op)[1] is not None), None)
+    if with_endpoint is not None:
+        # A condition's nodes take each operator's options (its endpoint included) from
+        # --operator; one given here would reach no node.
+        operator, url = split_endpoint(with_endpoint)
+        raise ConfigError(
+            f"--condition {name}: give the endpoint with --operator {operator}@{url} and "
+            f"name the operator here as {operator}"
+        )
+    return Condition(name=name, operators=ops)
 
 
 def _homo_temp(operator: str, nodes: int, registry: Any) -> Condition:

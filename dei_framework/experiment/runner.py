@@ -88,9 +88,45 @@ def run_experiment(
         if _canonical(attrs.evolve(recorded, repeats=plan.repeats)) != _canonical(plan):
             raise ConfigError(f"{out} holds a different experiment; continue it with "
                               f"--resume {out} or choose another --out")  # fmt: skip
-    # Every repeat is looked at before anything is written: a damaged one (a finished
-    # repeat's summary, an unfinished one's configuration) is refused with the directory as
-    # it was.
+    runs = _planned_runs(plan, out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(plan_path, plan.to_json())
+    apart: list[tuple[str, RunConfig, Path, bool]] = []  # runs for other processes
+    for label, config, run_dir, resume in runs:
+        if config is None:
+            announce(f"{label}: already finished")
+            continue
+        announce(f"{label}: {'resuming' if resume else 'running'} "
+                 f"{len(config.nodes)} node(s), {plan.budget} calls")  # fmt: skip
+        if parallel > 1:
+            apart.append((label, config, run_dir, resume))
+            continue
+        started = time.monotonic()
+        display = make_progress(progress, config)
+        with display:
+            summary = run(config, run_dir, registry=registry, resume=resume,
+                          progress=display.update)  # fmt: skip
+        _announce_finished(announce, label, summary, started)
+    if apart:
+        _run_apart(apart, parallel, announce)
+    summary = summarize_experiment(out, plan)
+    write_json_atomic(out / "summary.json", summary)
+    return summary
+
+
+def _planned_runs(
+    plan: ExperimentPlan, out: Path
+) -> list[tuple[str, RunConfig | None, Path, bool]]:
+    """Every repeat of every condition, repeats outermost: ``(label, config, run directory,
+    resume)``, with ``config`` ``None`` for a finished repeat.
+
+    Every repeat is looked at before anything is written: a damaged one (a finished repeat's
+    summary, an unfinished one's configuration) is refused with the directory as it was.
+
+    Raises:
+        ConfigError: a run directory holds a run of another configuration, or a run's logs
+            without its ``config.json``.
+    """
     total = plan.repeats * len(plan.conditions)
     runs: list[tuple[str, RunConfig | None, Path, bool]] = []
     for repeat in range(plan.repeats):
@@ -117,29 +153,7 @@ def run_experiment(
                                       f"holds a run's {', '.join(logs)}: refusing to start a "
                                       "new run over them")  # fmt: skip
             runs.append((label, config, run_dir, resume))
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(plan_path, plan.to_json())
-    apart: list[tuple[str, RunConfig, Path, bool]] = []  # runs for other processes
-    for label, config, run_dir, resume in runs:
-        if config is None:
-            announce(f"{label}: already finished")
-            continue
-        announce(f"{label}: {'resuming' if resume else 'running'} "
-                 f"{len(config.nodes)} node(s), {plan.budget} calls")  # fmt: skip
-        if parallel > 1:
-            apart.append((label, config, run_dir, resume))
-            continue
-        started = time.monotonic()
-        display = make_progress(progress, config)
-        with display:
-            summary = run(config, run_dir, registry=registry, resume=resume,
-                          progress=display.update)  # fmt: skip
-        _announce_finished(announce, label, summary, started)
-    if apart:
-        _run_apart(apart, parallel, announce)
-    summary = summarize_experiment(out, plan)
-    write_json_atomic(out / "summary.json", summary)
-    return summary
+    return runs
 
 
 def _announce_finished(announce: Announce, label: str, summary: Mapping[str, Any],

@@ -71,6 +71,41 @@ def summarize_condition(
 ) -> dict[str, Any]:
     """Aggregates the finished runs of one condition (see ``docs/experiments.md``)."""
     merged = [run["merged"] for run in runs]
+    node_names = [f"node-{i}" for i in range(condition.nodes)]
+    generality = _over_nodes(runs, node_names, "generality")
+    generality["reference"] = _one_record(
+        [(run.get("generality") or {}).get("reference") for run in runs]
+    )
+    return {
+        "operators": list(condition.operators),
+        "nodes": condition.nodes,
+        "repeats_completed": len(runs),
+        "merged": {
+            "coverage": describe([m.get("coverage") for m in merged]),
+            "qd_score": describe([m.get("qd_score") for m in merged]),
+            "num_elites": describe([m.get("num_elites") for m in merged]),
+            "obj_max": describe([m.get("obj_max") for m in merged]),
+            "per_round": _merged_per_round(merged),
+            "common": _merged_common(merged),
+            "raw_fitness_scales": _raw_fitness_scales(runs),
+        },
+        "generality": generality,
+        "champion_common_fitness": _champions_common_fitness(runs, node_names),
+        "generality_peak": _over_nodes(runs, node_names, "generality_peak"),
+        "niche_novelty": _over_nodes(runs, node_names, "niche_novelty"),
+        "per_node": _per_node(condition, runs, node_names),
+        "operator_divergence": describe(
+            [(run.get("operator_divergence") or {}).get("mean") for run in runs]
+        ),  # fmt: skip
+        "budget": _budget_summary(condition, runs, budget),
+        "invalid": [run.get("invalid") for run in runs],
+        "evaluated": [run.get("evaluated") for run in runs],
+        "runs": runs,
+    }
+
+
+def _merged_per_round(merged: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Coverage and QD-score of the merged archive, round by round, over repeats."""
     rounds = max((len(m.get("per_round", [])) for m in merged), default=0)
     per_round = []
     for index in range(rounds):
@@ -81,7 +116,13 @@ def summarize_condition(
             "coverage": describe([e.get("coverage") for e in entries]),
             "qd_score": describe([e.get("qd_score") for e in entries]),
         })  # fmt: skip
-    node_names = [f"node-{i}" for i in range(condition.nodes)]
+    return per_round
+
+
+def _per_node(
+    condition: Condition, runs: Sequence[Mapping[str, Any]], node_names: Sequence[str]
+) -> dict[str, Any]:
+    """Each node's figures over repeats: calls, generality, niche novelty, champion fitness."""
     per_node: dict[str, Any] = {}
     for index, name in enumerate(node_names):
         nodes = [run["nodes"].get(name, {}) for run in runs]
@@ -105,14 +146,20 @@ def summarize_condition(
                 [(n.get("champion") or {}).get("common_fitness") for n in nodes]
             ),  # fmt: skip
         }
+    return per_node
 
-    def over_nodes(field: str) -> dict[str, Any]:
-        # Mean over nodes and repeats: every (node, repeat) pair is one value.
-        return describe([run["nodes"].get(name, {}).get(field)
-                         for run in runs for name in node_names], unit=PER_NODE_REPEAT)  # fmt: skip
 
-    calls = [run["budget"]["calls"] for run in runs]
-    limits = [run["budget"]["limit"] for run in runs]
+def _over_nodes(
+    runs: Sequence[Mapping[str, Any]], node_names: Sequence[str], field: str
+) -> dict[str, Any]:
+    """A node figure described over nodes and repeats."""
+    # Mean over nodes and repeats: every (node, repeat) pair is one value.
+    return describe([run["nodes"].get(name, {}).get(field)
+                     for run in runs for name in node_names], unit=PER_NODE_REPEAT)  # fmt: skip
+
+
+def _merged_common(merged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The merged archive's common-ground figures over repeats, and what they were scored on."""
     commons = [m.get("common") or {} for m in merged]
     common = {
         field: describe([c.get(field) for c in commons])
@@ -122,50 +169,31 @@ def summarize_condition(
     common["common_seeds"] = _one_record([c.get("common_seeds") for c in commons])
     common["reference"] = _one_record([c.get("reference") for c in commons])
     common["fitness_scale"] = _one_record([c.get("fitness_scale") for c in commons])
-    # The scales of the raw figures: each node's final round, over nodes and repeats.
-    scales = sorted({scale for run in runs for node in run["nodes"].values()
-                     for scale in (node.get("fitness_scale_per_round") or [None])[-1:]
-                     if scale is not None})  # fmt: skip
-    generality = over_nodes("generality")
-    generality["reference"] = _one_record(
-        [(run.get("generality") or {}).get("reference") for run in runs]
-    )
+    return common
+
+
+def _raw_fitness_scales(runs: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The scales of the raw figures: each node's final round, over nodes and repeats."""
+    return sorted({scale for run in runs for node in run["nodes"].values()
+                   for scale in (node.get("fitness_scale_per_round") or [None])[-1:]
+                   if scale is not None})  # fmt: skip
+
+
+def _budget_summary(
+    condition: Condition, runs: Sequence[Mapping[str, Any]], budget: int
+) -> dict[str, Any]:
+    """What the condition's runs spent, on which axis, and whether compute was equal."""
     axis = next((run["budget"].get("axis", "calls") for run in runs), "calls")
     return {
-        "operators": list(condition.operators),
-        "nodes": condition.nodes,
-        "repeats_completed": len(runs),
-        "merged": {
-            "coverage": describe([m.get("coverage") for m in merged]),
-            "qd_score": describe([m.get("qd_score") for m in merged]),
-            "num_elites": describe([m.get("num_elites") for m in merged]),
-            "obj_max": describe([m.get("obj_max") for m in merged]),
-            "per_round": per_round,
-            "common": common,
-            "raw_fitness_scales": scales,
-        },
-        "generality": generality,
-        "champion_common_fitness": _champions_common_fitness(runs, node_names),
-        "generality_peak": over_nodes("generality_peak"),
-        "niche_novelty": over_nodes("niche_novelty"),
-        "per_node": per_node,
-        "operator_divergence": describe(
-            [(run.get("operator_divergence") or {}).get("mean") for run in runs]
-        ),  # fmt: skip
-        "budget": {
-            "limit": budget,
-            "per_node": budget // condition.nodes,
-            "calls": calls,
-            "limits": limits,
-            "attempts": [run["budget"].get("attempts") for run in runs],
-            "cost_usd": [run["budget"].get("cost_usd") for run in runs],
-            "axis": axis,
-            "spent": [run["budget"].get("spent", run["budget"]["calls"]) for run in runs],
-            "equal_compute": equal_on_axis(axis, runs, budget),
-        },
-        "invalid": [run.get("invalid") for run in runs],
-        "evaluated": [run.get("evaluated") for run in runs],
-        "runs": runs,
+        "limit": budget,
+        "per_node": budget // condition.nodes,
+        "calls": [run["budget"]["calls"] for run in runs],
+        "limits": [run["budget"]["limit"] for run in runs],
+        "attempts": [run["budget"].get("attempts") for run in runs],
+        "cost_usd": [run["budget"].get("cost_usd") for run in runs],
+        "axis": axis,
+        "spent": [run["budget"].get("spent", run["budget"]["calls"]) for run in runs],
+        "equal_compute": equal_on_axis(axis, runs, budget),
     }
 
 

@@ -38,9 +38,9 @@ from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import ConfigError
 from dei_framework.evaluation.local import Evaluator
-from dei_framework.runtime.budget import NodeUsage
+from dei_framework.runtime.budget import NodeCaps, NodeUsage
 from dei_framework.runtime.checkpoints import check_logs
-from dei_framework.runtime.config import RunConfig
+from dei_framework.runtime.config import NodeConfig, RunConfig
 from dei_framework.runtime.run_dir import RunDir, read_jsonl
 from dei_framework.runtime.run_files import damaged, read_checkpoint, read_round, read_run_summary
 from dei_framework.search.archives import ArchiveBase, GridArchive
@@ -246,18 +246,7 @@ def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
             says it ``failed``, which is then reported as stopped with nothing of it merged.
     """
     quotas, caps = config.node_quotas(), config.node_caps()
-    processes: list[NodeProcess | None] = []
-    unreadable: dict[str, str] = {}
-    for node in config.nodes:
-        try:
-            processes.append(read_node_process(run_dir.process_path(node.name), node.name))
-        except ConfigError as exc:
-            # A process the launcher saw fail may have failed on its own damaged files: the
-            # others are merged and it is reported with nothing of it, not the whole run lost.
-            if "failed" not in (extra or {}).get(node.name, {}):
-                raise
-            processes.append(None)
-            unreadable[node.name] = str(exc)
+    processes, unreadable = _read_processes(config, run_dir, extra)
     events: list[dict] = []
     calls: list[dict] = []
     nodes: dict[str, Any] = {}
@@ -289,22 +278,57 @@ def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
             budget_nodes[name] = summary["budget"]["nodes"][name]
             wall = max(wall, float(summary["budget"].get("wall_seconds", 0.0)))
             continue
-        state = (process.checkpoint or {}).get("nodes", {}).get(name, {})
-        usage = {**NodeUsage().to_json(), **(state.get("usage") or {})}
-        budget_nodes[name] = {**usage, "quota": quotas[name], "model": node.operator,
-                              "caps": attrs.asdict(caps[name])}
-        nodes[name] = {
-            "operator": node.operator, "model": node.operator, "calls": usage["calls"],
-            "attempts": usage["attempts"], "quota": quotas[name],
-            "rounds_completed": len(merge.round_archives[name]), "champion": None,
-            "stopped": f"its process ended without finishing (see {process.path}/node.log)",
-        }  # fmt: skip
+        budget_nodes[name], nodes[name] = _unfinished_node(
+            node, process, quotas[name], caps[name], len(merge.round_archives[name])
+        )
     for name, fields in (extra or {}).items():
         if name in nodes:
             nodes[name] = {**fields, **nodes[name]}
     events = _one_decision_per_round(events)
     return JoinedProcesses(nodes=nodes, budget_nodes=budget_nodes, wall_seconds=wall,
                            champions=champions, events=events, calls=calls)  # fmt: skip
+
+
+def _read_processes(
+    config: RunConfig, run_dir: RunDir, extra: Mapping[str, Mapping[str, Any]] | None
+) -> tuple[list[NodeProcess | None], dict[str, str]]:
+    """Every node's process directory, read and checked (:func:`read_node_process`), in the
+    order of ``config.nodes``: ``None`` for a process ``extra`` says ``failed`` whose files
+    cannot be read, with why by node name.
+
+    Raises:
+        ConfigError: A node's files are damaged or incomplete, and its process did not fail.
+    """
+    processes: list[NodeProcess | None] = []
+    unreadable: dict[str, str] = {}
+    for node in config.nodes:
+        try:
+            processes.append(read_node_process(run_dir.process_path(node.name), node.name))
+        except ConfigError as exc:
+            # A process the launcher saw fail may have failed on its own damaged files: the
+            # others are merged and it is reported with nothing of it, not the whole run lost.
+            if "failed" not in (extra or {}).get(node.name, {}):
+                raise
+            processes.append(None)
+            unreadable[node.name] = str(exc)
+    return processes, unreadable
+
+
+def _unfinished_node(node: NodeConfig, process: NodeProcess, quota: int | None, caps: NodeCaps,
+                     rounds_completed: int) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """The budget and summary entries of a node whose process ended without a summary, from
+    its last checkpoint (the node is marked ``stopped``)."""
+    name = node.name
+    state = (process.checkpoint or {}).get("nodes", {}).get(name, {})
+    usage = {**NodeUsage().to_json(), **(state.get("usage") or {})}
+    budget_node = {**usage, "quota": quota, "model": node.operator, "caps": attrs.asdict(caps)}
+    summary_node = {
+        "operator": node.operator, "model": node.operator, "calls": usage["calls"],
+        "attempts": usage["attempts"], "quota": quota,
+        "rounds_completed": rounds_completed, "champion": None,
+        "stopped": f"its process ended without finishing (see {process.path}/node.log)",
+    }  # fmt: skip
+    return budget_node, summary_node
 
 
 @attrs.frozen(kw_only=True)

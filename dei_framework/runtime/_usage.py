@@ -1,0 +1,162 @@
+"""What a node may use and has used: the compute axes, equal shares, caps, usage, prices.
+
+The quantities the budget ledger (:mod:`dei_framework.runtime.budget`, which re-exports every
+name here) keeps and persists: the axes equal compute is measured on, the equal split of a call
+budget (:func:`split_budget`), a node's hard caps besides its call quota (:class:`NodeCaps`),
+its usage (:class:`NodeUsage`: calls, attempts, tokens, cost, time) and what a model charges
+(:class:`Price`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from dei_framework.contract.errors import ConfigError
+
+#: The quantities equal compute can be measured on.
+ComputeAxis = Literal["calls", "tokens", "cost"]
+COMPUTE_AXES: tuple[str, ...] = ("calls", "tokens", "cost")
+
+
+@attrs.frozen
+class Price:
+    """What a model charges, in US dollars per million tokens (as price lists quote it).
+
+    Example:
+        >>> Price.parse("0.4,1.6").cost(1000, 500)  # USD per million input and output tokens
+        0.0012
+    """
+
+    #: USD per million prompt (input) tokens.
+    input: float
+    #: USD per million completion (output) tokens.
+    output: float
+
+    @classmethod
+    def parse(cls, value: Any) -> Price:
+        """Reads ``"IN,OUT"`` or ``[IN, OUT]`` in USD per **million** tokens.
+
+        Raises:
+            ConfigError: Not two non-negative numbers.
+        """
+        parts = value.split(",") if isinstance(value, str) else value
+        try:
+            numbers = [float(part) for part in parts]
+            if len(numbers) != 2 or not all(math.isfinite(n) and n >= 0 for n in numbers):
+                raise ValueError
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"a price is two non-negative numbers, USD per million input and output "
+                f"tokens, e.g. 0.4,1.6; got {value!r}"
+            ) from None
+        return cls(input=numbers[0], output=numbers[1])
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """The cost of the given tokens in USD."""
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+
+
+@attrs.frozen(kw_only=True)
+class NodeCaps:
+    """Hard caps of one node besides its call quota (``None``: no cap)."""
+
+    #: Tokens (prompt plus completion, every billed attempt): the share of a ``tokens`` budget.
+    tokens: int | None = None
+    #: US dollars (every billed attempt): the node's share of ``--max-cost-usd``.
+    cost_usd: float | None = None
+    #: Attempts, failed ones and retries included.
+    attempts: int | None = None
+
+
+@attrs.define
+class NodeUsage:
+    """What one node has used."""
+
+    #: Completed operator calls (the unit of the ``calls`` budget).
+    calls: int = 0
+    #: Attempts, including failed ones and retries.
+    attempts: int = 0
+    #: Prompt tokens reported by the provider, failed attempts included.
+    prompt_tokens: int = 0
+    #: Completion tokens reported by the provider, failed attempts included.
+    completion_tokens: int = 0
+    #: Cost in US dollars of the attempts whose price is known (see ``unpriced_attempts``).
+    cost_usd: float = 0.0
+    #: Attempts that reported tokens at an unknown price: the node's cost is then unknown.
+    unpriced_attempts: int = 0
+    #: Attempts whose usage the provider did not report (timeouts, errors without usage).
+    unreported_attempts: int = 0
+    #: Seconds spent inside operator calls (summed over concurrent calls).
+    call_seconds: float = 0.0
+    #: Why the node can start no more calls (a cap reached), or ``None``.
+    exhausted: str | None = None
+    #: Which cap that was: ``"attempt"``, ``"token"`` or ``"cost"``.
+    exhausted_cap: str | None = None
+    #: Calls currently reserved and not yet committed or released (not persisted).
+    in_flight: int = attrs.field(default=0, metadata={"transient": True})
+    #: Attempts under way (not persisted).
+    open_attempts: int = attrs.field(default=0, metadata={"transient": True})
+    #: Worst-case tokens of the attempts under way (not persisted).
+    reserved_tokens: int = attrs.field(default=0, metadata={"transient": True})
+    #: Worst-case cost of the attempts under way (not persisted).
+    reserved_usd: float = attrs.field(default=0.0, metadata={"transient": True})
+
+    @property
+    def tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def cost_known(self) -> bool:
+        """Whether :attr:`cost_usd` is the whole cost (no attempt had an unknown price)."""
+        return self.unpriced_attempts == 0
+
+    def add(self, other: NodeUsage) -> None:
+        """Adds ``other``'s persisted counters to this one."""
+        for name in _summed_fields():
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def to_json(self) -> dict[str, Any]:
+        data = attrs.asdict(self, filter=lambda a, _: not a.metadata.get("transient"))
+        # An unknown price is unknown, not free: the cost is null, never a silent 0.0.
+        data["cost_usd"] = round(self.cost_usd, 10) if self.cost_known else None
+        data["call_seconds"] = round(self.call_seconds, 6)
+        return data
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Sets the persisted counters from :meth:`to_json` output."""
+        for field in attrs.fields(NodeUsage):
+            if not field.metadata.get("transient") and field.name in data:
+                setattr(self, field.name, data[field.name])
+        if self.cost_usd is None:
+            self.cost_usd = 0.0
+
+
+@functools.cache
+def _summed_fields() -> tuple[str, ...]:
+    """The counters :meth:`NodeUsage.add` sums (persisted ones, bar the ``exhausted`` marks)."""
+    return tuple(field.name for field in attrs.fields(NodeUsage)
+                 if not field.metadata.get("transient")
+                 and not field.name.startswith("exhausted"))  # fmt: skip
+
+
+def split_budget(total: int, nodes: Sequence[str]) -> dict[str, int]:
+    """Splits ``total`` calls equally across ``nodes``.
+
+    Raises:
+        ConfigError: ``total`` does not divide equally (equal compute would not hold) or is
+            smaller than the number of nodes.
+    """
+    if not nodes:
+        raise ConfigError("no nodes to split the budget across")
+    if total < len(nodes) or total % len(nodes):
+        raise ConfigError(
+            f"--budget {total} does not split equally across {len(nodes)} nodes; "
+            f"use a multiple of {len(nodes)}"
+        )
+    return {node: total // len(nodes) for node in nodes}
