@@ -30,6 +30,9 @@ from dei_framework.runtime.run_config import (
     SETTINGS,
     NodeConfig,
     RunConfig,
+    _members,  # noqa: F401  (importable from here before RunConfig moved)
+    _positive,  # noqa: F401
+    _seconds,  # noqa: F401
     check_count,
 )
 from dei_framework.runtime.settings import of_fields
