@@ -41,7 +41,7 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     if not tokens and mine("iterations") is not None:
         raise ConfigError("experiments take --budget (total calls per condition), not "
                           "--iterations (the call bound of --compute-axis tokens)")  # fmt: skip
-    if tokens and not mine("budget"):
+    if tokens and not (flags.get("budget") or sources.file.get("budget")):  # 0: not given
         raise ConfigError("--compute-axis tokens needs --budget (total tokens per condition)")
     if tokens and mine("iterations") is None:
         raise ConfigError(TOKENS_NEED_ITERATIONS)
