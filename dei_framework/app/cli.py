@@ -37,8 +37,13 @@ from dei_framework.experiment import runner as experiment
 from dei_framework.experiment.plan import ExperimentPlan, load_plan
 from dei_framework.experiment.portfolio import plan_main, plan_options
 from dei_framework.plugin.manager import DISABLE_PLUGINS_VARIABLE, PluginRegistry, load_plugins
-from dei_framework.runtime.config import DEFAULT_NODES, RunConfig, chosen_out, resolve_config
-from dei_framework.runtime.presets import PRESETS
+from dei_framework.runtime.config import (
+    SETTINGS,
+    RunConfig,
+    chosen_out,
+    resolve_config,
+    with_node_flags,
+)
 from dei_framework.runtime.run_lock import RunLock, lock_run_dir
 
 #: Exit status: the run finished (every node spent its quota).
@@ -172,94 +177,34 @@ def sound_registry() -> PluginRegistry:
 
 # --- dei-run --------------------------------------------------------------------------------------
 
+def setting_option(key: str) -> Callable:
+    """The click option of the run setting ``key``, as its ``RunConfig`` field's metadata (or
+    :data:`~dei_framework.runtime.settings.NOT_FIELDS`) describes it."""
+    item = SETTINGS[key]
+    kwargs = dict(item.option)
+    if "choices" in kwargs:
+        kwargs["type"] = click.Choice(list(kwargs.pop("choices")))
+    if kwargs.pop("path", None) == "dir":
+        kwargs["type"] = click.Path(file_okay=False)
+    return click.option(item.flag, item.key, help=item.help, **kwargs)
+
+
+#: ``dei-run``'s core options, in the order of its ``--help``: every run setting's (derived from
+#: ``RunConfig``) and the flags that are no setting (``settings.FLAG_ONLY`` says why).
 RUN_OPTIONS = [
-    click.option("--domain", help="Search domain (see `dei plugins`)."),
-    click.option("--transport", help="How nodes share champions: inmemory (default) or axl."),
-    click.option("--delivery", type=click.Choice(["auto", "virtual", "wallclock"]),
-                 help="Champion delivery: virtual time (deterministic; the default in one "
-                 "process) or wallclock (as the transport delivers; default across processes)."),
-    click.option("--nodes", type=int, help="Number of nodes (default: one per --operator; "
-                 f"{DEFAULT_NODES} for the offline default)."),
-    click.option("--operator", "operators", multiple=True, metavar="SPEC",
-                 help="Operator of a node, repeatable and cycled over nodes: an offline operator "
-                      "name (e.g. gp) or a litellm model string (e.g. openai/gpt-4.1-mini)."),
-    click.option("--api-base",
-                 help="Base URL for the LLM nodes without their own (local OpenAI-compatible "
-                      "servers); one node's own: --operator MODEL@URL."),
-    click.option("--budget", type=int, help="Total operator calls, split equally across nodes."),
-    click.option("--iterations", type=int,
-                 help="Operator calls per node per round (instead of --budget)."),
-    click.option("--compute-axis", type=click.Choice(["calls", "tokens", "cost"]),
-                 help="What equal compute is measured on (default calls, as in the paper): "
-                      "--budget counts calls or tokens; for cost, --max-cost-usd is the budget."),
-    click.option("--max-cost-usd", type=float,
-                 help="Hard money cap of the run in USD, split equally across nodes; every "
-                      "attempt reserves its worst-case cost first."),
-    click.option("--max-attempts-per-node", type=int,
-                 help="Hard cap on each node's attempts, retries and failures included."),
-    click.option("--max-attempts-per-call", type=int,
-                 help="Most attempts one operator call may make."),
-    click.option("--rounds", type=int, help="Rounds per node (default 3): Red Queen rounds "
-                 "(reset lifecycle) or migration intervals (continual)."),
-    click.option("--lifecycle", type=click.Choice(["reset", "continual"]),
-                 help="Archive lifecycle (default: the domain's): reset starts a fresh archive "
-                      "each round (Red Queen); continual keeps it (a round is a migration "
-                      "interval)."),
-    click.option("--new-fraction", type=float,
-                 help="Share of calls that write a program from scratch (default 0.1)."),
-    click.option("--lag", type=int, metavar="SLOTS",
-                 help="How far parent choice may run ahead of admission, in slots (default: 6 x "
-                      "the operator's concurrency; 0: one call at a time)."),
-    click.option("--max-champions", type=int,
-                 help="A node's own recent champions kept as opponents (default 20)."),
-    click.option("--max-peer-champions", type=int,
-                 help="Received champions kept as opponents (default 20)."),
-    click.option("--sharing", help="Champion-sharing policy (default: champion)."),
-    click.option("--allocation", help="Budget allocator (default: static, equal shares; "
-                 "bandit moves the budget left to the nodes that add cells; see `dei plugins`)."),
-    click.option("--axes", help="Comma-separated descriptor axes (default: the domain's)."),
-    click.option("--emitter", help="How parents are chosen (default: uniform; see `dei plugins`)."),
-    click.option("--archive", help="Archive kind (default: grid; cvt for 3+ axes)."),
-    click.option("--seed", type=int, help="Run seed (default 0)."),
+    *map(setting_option, ("domain", "transport", "delivery", "nodes", "operators", "api_base",
+                          "budget", "iterations", "compute_axis", "max_cost_usd",
+                          "max_attempts_per_node", "max_attempts_per_call", "rounds",
+                          "lifecycle", "new_fraction", "lag", "max_champions",
+                          "max_peer_champions", "sharing", "allocation", "axes", "emitter",
+                          "archive", "seed")),
     click.option("--domain-option", "domain_option", multiple=True, metavar="KEY=VALUE",
                  help="A domain option, repeatable."),
     click.option("--transport-option", "transport_option", multiple=True, metavar="KEY=VALUE",
                  help="A transport option, repeatable."),
-    click.option("--common-ground", is_flag=True, default=None,
-                 help="Re-evaluate merged-archive elites and champions against the domain's "
-                      "reference set (always on in experiments)."),
-    click.option("--common-seeds", type=int,
-                 help="Fresh seeds each common-ground winner and champion is scored on; "
-                      "its common-ground fitness is their mean (default 5)."),
-    click.option("--array-path/--no-array-path", "array_path", default=None,
-                 help="Let offline array operators skip program texts and call records when "
-                      "the domain has an array form (default: on; same results)."),
-    click.option("--eval-workers", type=int,
-                 help="Evaluation worker processes (default: one per core; 0: in-process)."),
-    click.option("--evaluator", metavar="NAME",
-                 help="Where evaluations run: local (a process pool, the default), dask (a Dask "
-                      "cluster), or a plugin's backend; results are the same on every one."),
-    click.option("--evaluator-address", metavar="ADDRESS",
-                 help="The evaluation backend's address, e.g. the Dask scheduler "
-                      "tcp://host:8786 (default: a local cluster started for the run)."),
-    click.option("--sandbox", type=click.Choice(["none", "process", "isolated"]),
-                 help="How candidates are isolated: none (in the evaluation worker), process "
-                      "(each in its own child process), isolated (as process, inside "
-                      "bubblewrap: read-only files, no network). Default: process for domains "
-                      "that execute code, none otherwise."),
-    click.option("--eval-timeout", type=float, metavar="SECONDS",
-                 help="Wall-clock limit per candidate; one over it is invalid (\"timeout after "
-                      "N s\"). Default: the domain's, else none."),
-    click.option("--eval-memory", type=int, metavar="MB",
-                 help="Memory limit per candidate (address space it may add, in MB); one over "
-                      "it is invalid. Default: the domain's, else none."),
-    click.option("--member", "members", multiple=True, metavar="NAME=KEY",
-                 help="A member of a closed run: a node's name and its ed25519 public key "
-                      "(64 hex), repeatable; champions from anyone else are dropped."),
-    click.option("--checkpoint-seconds", type=float, metavar="SECONDS",
-                 help="Minimum seconds between in-round checkpoints (default 2)."),
-    click.option("--out", type=click.Path(file_okay=False),
-                 help="Run directory (default: a new folder under ./runs/)."),
+    *map(setting_option, ("common_ground", "common_seeds", "array_path", "eval_workers",
+                          "evaluator", "evaluator_address", "sandbox", "eval_timeout",
+                          "eval_memory", "members", "checkpoint_seconds", "out")),
     click.option("--resume", type=click.Path(file_okay=False, exists=True),
                  help="Continue the run in this directory from its last checkpoint."),
     click.option("--replay", type=click.Path(file_okay=False, exists=True),
@@ -269,9 +214,7 @@ RUN_OPTIONS = [
                       "matches the record, instead of stopping at the first."),
     click.option("--config", "config_file", type=click.Path(dir_okay=False),
                  help="TOML file with any of these options (flags override it)."),
-    click.option("--preset", type=click.Choice(sorted(PRESETS)),
-                 help="A named protocol under the file and flags: dei-paper sets the DEI "
-                      "paper's settings (docs/paper-protocol.md)."),
+    setting_option("preset"),
     click.option("--progress", type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
                  default="auto", show_default=True,
                  help="Live display, one line per round, JSON lines on stdout, or nothing."),
@@ -924,28 +867,12 @@ def _node_locked(
     config: RunConfig, out: Path, node_dir: Path, plugins: PluginRegistry, flags: dict[str, Any]
 ) -> None:
     """The node of ``dei node`` once its process directory is locked."""
-    from dei_framework.runtime.config import _key_values
     from dei_framework.runtime.ensemble import Ensemble
     from dei_framework.runtime.progress import make_progress
     from dei_framework.runtime.run_dir import RunDir, write_json_atomic
 
     name = flags["name"]
-    tables = {"transport_options": dict(config.transport_options),
-              "domain_options": dict(config.domain_options),
-              "sharing_options": dict(config.sharing_options),
-              "operator_options": {},
-              "evaluator_options": dict(config.evaluator_options)}  # fmt: skip
-    for option, entry in plugins.run_options.items():
-        entry.spec.apply(flags.get(option), tables)
-    tables["transport_options"].update(
-        _key_values(flags.get("transport_option") or (), "--transport-option"))
-    config = attrs.evolve(config, transport_options=tables["transport_options"],
-                          domain_options=tables["domain_options"],
-                          sharing_options=tables["sharing_options"],
-                          evaluator_options=tables["evaluator_options"],
-                          nodes=tuple(attrs.evolve(node, options={**node.options,
-                                                                  **tables["operator_options"]})
-                                      for node in config.nodes))  # fmt: skip
+    config = with_node_flags(config, flags, plugins)  # plugins' options, --transport-option
     config = placed(config, flags, plugins)  # --evaluator, --evaluator-address, --eval-workers
     if name not in config.node_names:
         raise ConfigError(f"node {name!r} is not in the run's nodes "
