@@ -30,23 +30,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import attrs
-
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import LIFECYCLES, Domain
 from dei_framework.contract.records import Candidate
 from dei_framework.search import _scheduler_state
+from dei_framework.search._admission import Told, admit, batch_rows
 from dei_framework.search._scheduler_events import evaluated_event, round_event
 from dei_framework.search._slots import NodeSlots, derive_seed
-from dei_framework.search._told import Told, batch_rows
+from dei_framework.search._warm_start import warm_start
 from dei_framework.search._work import Admission, Kind, Result, RoundEnd, TellReport, WorkItem
-from dei_framework.search.archives import AddStatus, ArchiveBase, ArchiveFactory, GridArchive
+from dei_framework.search.archives import ArchiveBase, ArchiveFactory, GridArchive
 from dei_framework.search.emitters import EmitterBase, UniformEmitter
 from dei_framework.search.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
-from dei_framework.search.sharing import Admit, SharingPolicy, TopKSharing
+from dei_framework.search.sharing import SharingPolicy, TopKSharing
 
 __all__ = ["Admission", "Kind", "Result", "RoundEnd", "Scheduler", "TellReport", "WorkItem",
            "derive_seed"]  # fmt: skip
+
 
 class Scheduler:
     """Red Queen MAP-Elites for one node, as ask/tell.
@@ -261,42 +261,11 @@ class Scheduler:
         """
         if self.started or self.finished:
             raise RuntimeError("start_round: the round already started or the run is finished")
-        continual = self.lifecycle == "continual"
-        # A persistent archive holds every earlier warm start already (the objective is fixed).
-        own = [] if continual and self.round > 0 else self.pool.opponents()
-        # A fresh archive's start; a seed that became an opponent (reset: a champion of this
-        # node) is warmed once, as the opponent.
-        fighting = {opponent.text for opponent in own}
-        seeds = [] if continual and self.round > 0 else [
-            seed for seed in self.seeds if seed.text not in fighting]  # fmt: skip
-        accepted = []
-        peers: list[tuple[Candidate, bool]] = []
-        for champion in received:
-            admit = self.sharing.on_receive(champion)
-            if continual:  # a static objective: the opponent pool never grows
-                admit &= Admit.CELLS
-            if not admit:
-                continue
-            accepted.append(champion)
-            if Admit.OPPONENTS in admit:
-                self.pool.add_champion(attrs.evolve(champion, source="peer"))
-            peers.append((champion, Admit.CELLS in admit))
+        items, accepted = warm_start(received, round_index=self.round,
+                                     continual=self.lifecycle == "continual", pool=self.pool,
+                                     seeds=self.seeds, sharing=self.sharing,
+                                     slots=self._slots)  # fmt: skip
         self._opponents_fought = self.pool.describe()
-        items = []
-        for index, opponent in enumerate(own):
-            label = opponent.source
-            if opponent.source != "initial":
-                label = f"{opponent.source}:{opponent.node}"
-            items.append(self._slots.item(self.round, f"w{index}", kind="warm", order=len(items),
-                                          program=attrs.evolve(opponent, operator=label)))
-        for index, seed in enumerate(seeds, start=len(own)):  # ids go on from the opponents'
-            items.append(self._slots.item(self.round, f"w{index}", kind="warm", order=len(items),
-                                          program=seed))
-        for index, (champion, to_cells) in enumerate(peers):
-            program = attrs.evolve(champion, operator=f"peer:{champion.node}",
-                                   source="peer" if to_cells else "peer-excluded")  # fmt: skip
-            items.append(self._slots.item(self.round, f"p{index}", kind="peer", order=len(items),
-                                          program=program))
         self._warm = len(items)
         self._planned = items
         self.started = True
@@ -421,7 +390,7 @@ class Scheduler:
         while self._next_order in self._buffer:
             told = self._buffer.pop(self._next_order)
             del self._asked[self._next_order]
-            candidate, status = self._admit(told)
+            candidate, status = admit(self, told)
             if told.result is not None:  # told through tell: reported as an Admission
                 admitted.append(Admission(result=told.result, candidate=candidate, status=status))
             else:
@@ -439,64 +408,6 @@ class Scheduler:
             round_end = self._end_round()
         return TellReport(admitted=tuple(admitted), statuses=tuple(statuses),
                           round_end=round_end, events=tuple(events))  # fmt: skip
-
-    def _admit(self, told: Told) -> tuple[Candidate | None, AddStatus | None]:
-        """Admits one told item, however it was told: the round's call count, the lineage's
-        feedback, the archive and the emitter.
-
-        Returns:
-            The candidate offered to the archive (``None`` when invalid, or when nobody needs
-            the record: a batch row the archive turns down, unless the emitter learns from
-            it) and what the archive did (``None`` when invalid or the call failed).
-        """
-        item = told.item
-        if told.failed:  # nothing to admit, and the call does not count against the quota
-            return None, None
-        if item.needs_call:
-            self.completed += 1
-        if told.fitness is None:
-            if item.parent is not None and told.error:
-                self.lineage_errors[item.parent.id] = told.error
-            if item.kind == "mutate":
-                self.emitter.tell(item.parent, None, AddStatus.NOT_ADDED)
-            return None, None
-        fitness, archive = float(told.fitness), self.archive
-        if told.index is None:  # told through tell: placed now
-            told.cell = archive.cell_of(told.descriptor)
-            if item.kind == "peer":
-                return self._admit_peer(told, fitness)
-            if type(archive).add is ArchiveBase.add:  # else it places the candidate itself
-                told.index = archive.flat_index(told.cell)
-        if told.index is None:  # an archive with its own add
-            candidate = told.candidate(fitness, node=self.name, round_index=self.round)
-            status = archive.add(candidate)
-        else:
-            status = archive.status_at(told.index, fitness)
-            if not status and told.result is None and not (
-                    item.kind == "mutate" and "learns" in self.emitter.capabilities):
-                return None, status  # nothing would change: no record needed
-            candidate = told.candidate(fitness, node=self.name, round_index=self.round)
-            if status:  # what add does, without placing the descriptor a second time
-                status = archive.add_at(candidate, told.index)
-        if item.kind == "mutate":
-            self.emitter.tell(item.parent, candidate, status)
-        return candidate, status
-
-    def _admit_peer(self, told: Told, fitness: float) -> tuple[Candidate | None, AddStatus | None]:
-        """:meth:`_admit` for a received champion (valid, placed): counted for niche novelty,
-        then offered to the archive unless the sharing policy keeps it out of cells."""
-        candidate = told.candidate(fitness, node=self.name, round_index=self.round)
-        self._valid_received += 1
-        if candidate.cell not in self.previous_cells:
-            self._novel += 1
-        if told.item.program.source == "peer-excluded":
-            told.result = attrs.evolve(told.result, error="not admitted (sharing policy)",
-                                       fitness=None, descriptor=None)  # what is reported
-            return None, None
-        # reset: peers fill cells the warm start left empty; continual: a migrant competes
-        # for its cell like any candidate (an island model), or it could never improve one.
-        add = self.archive.add if self.lifecycle == "continual" else self.archive.add_if_empty
-        return candidate, add(candidate)
 
     def _end_round(self) -> RoundEnd:
         continual = self.lifecycle == "continual"

@@ -1,17 +1,26 @@
-"""What a node's scheduler keeps of a told item until its slot is admitted: one form for a
+"""How a node's scheduler admits what it is told, in slot order: one buffer entry for a
 :class:`~dei_framework.search._work.Result` told through ``tell`` and for a row of the columns
-told through ``tell_batch``, so both are admitted the same way."""
+told through ``tell_batch``, and one admission path for both (the round's call count, the
+lineage's feedback, the archive, the emitter).
+
+A friend of :class:`~dei_framework.search.scheduler.Scheduler`: :func:`admit` updates the
+scheduler's round state, which is why it lives beside it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import attrs
 import numpy as np
 
 from dei_framework.contract.records import Candidate, DeferredText
 from dei_framework.search._work import Result, WorkItem
-from dei_framework.search.archives import ArchiveBase
+from dei_framework.search.archives import AddStatus, ArchiveBase
+
+if TYPE_CHECKING:
+    from dei_framework.search.scheduler import Scheduler
 
 
 class Told:
@@ -110,3 +119,65 @@ def batch_rows(
                  None if data is None else data[k], None if errors is None else errors[k],
                  operator, info)
             for k, item in enumerate(items)]  # fmt: skip
+
+
+def admit(scheduler: Scheduler, told: Told) -> tuple[Candidate | None, AddStatus | None]:
+    """Admits one told item, however it was told: the round's call count, the lineage's
+    feedback, the archive and the emitter.
+
+    Returns:
+        The candidate offered to the archive (``None`` when invalid, or when nobody needs
+        the record: a batch row the archive turns down, unless the emitter learns from
+        it) and what the archive did (``None`` when invalid or the call failed).
+    """
+    item = told.item
+    if told.failed:  # nothing to admit, and the call does not count against the quota
+        return None, None
+    if item.needs_call:
+        scheduler.completed += 1
+    if told.fitness is None:
+        if item.parent is not None and told.error:
+            scheduler.lineage_errors[item.parent.id] = told.error
+        if item.kind == "mutate":
+            scheduler.emitter.tell(item.parent, None, AddStatus.NOT_ADDED)
+        return None, None
+    fitness, archive = float(told.fitness), scheduler.archive
+    if told.index is None:  # told through tell: placed now
+        told.cell = archive.cell_of(told.descriptor)
+        if item.kind == "peer":
+            return _admit_peer(scheduler, told, fitness)
+        if type(archive).add is ArchiveBase.add:  # else it places the candidate itself
+            told.index = archive.flat_index(told.cell)
+    if told.index is None:  # an archive with its own add
+        candidate = told.candidate(fitness, node=scheduler.name, round_index=scheduler.round)
+        status = archive.add(candidate)
+    else:
+        status = archive.status_at(told.index, fitness)
+        if not status and told.result is None and not (
+                item.kind == "mutate" and "learns" in scheduler.emitter.capabilities):
+            return None, status  # nothing would change: no record needed
+        candidate = told.candidate(fitness, node=scheduler.name, round_index=scheduler.round)
+        if status:  # what add does, without placing the descriptor a second time
+            status = archive.add_at(candidate, told.index)
+    if item.kind == "mutate":
+        scheduler.emitter.tell(item.parent, candidate, status)
+    return candidate, status
+
+
+def _admit_peer(scheduler: Scheduler, told: Told,
+                fitness: float) -> tuple[Candidate | None, AddStatus | None]:
+    """:func:`admit` for a received champion (valid, placed): counted for niche novelty,
+    then offered to the archive unless the sharing policy keeps it out of cells."""
+    candidate = told.candidate(fitness, node=scheduler.name, round_index=scheduler.round)
+    scheduler._valid_received += 1
+    if candidate.cell not in scheduler.previous_cells:
+        scheduler._novel += 1
+    if told.item.program.source == "peer-excluded":
+        told.result = attrs.evolve(told.result, error="not admitted (sharing policy)",
+                                   fitness=None, descriptor=None)  # what is reported
+        return None, None
+    # reset: peers fill cells the warm start left empty; continual: a migrant competes
+    # for its cell like any candidate (an island model), or it could never improve one.
+    archive = scheduler.archive
+    add = archive.add if scheduler.lifecycle == "continual" else archive.add_if_empty
+    return candidate, add(candidate)
