@@ -10,7 +10,7 @@ scheduler's round state, which is why it lives beside it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
@@ -18,9 +18,24 @@ import numpy as np
 from dei_framework.contract.records import Candidate, DeferredText
 from dei_framework.search._work import Result, WorkItem
 from dei_framework.search.archives import AddStatus, ArchiveBase
+from dei_framework.search.emitters import EmitterBase
 
-if TYPE_CHECKING:
-    from dei_framework.search.scheduler import Scheduler
+
+class AdmittingNode(Protocol):
+    """What :func:`admit` reads and updates of a
+    :class:`~dei_framework.search.scheduler.Scheduler` (which imports this module: it is not
+    imported here)."""
+
+    name: str
+    round: int
+    lifecycle: str
+    archive: ArchiveBase
+    emitter: EmitterBase
+    completed: int
+    lineage_errors: dict[str, str]
+    previous_cells: set[tuple[int, ...]]
+    _valid_received: int
+    _novel: int
 
 
 class Told:
@@ -36,15 +51,18 @@ class Told:
             is ``texts[position]``, read when first wanted.
         texts: The batch's texts (``None`` for a result).
         position: The row's position in ``texts``.
-        fitness: Its fitness; ``None`` when invalid.
+        fitness: Its fitness; ``None`` when invalid (a result's is made a float when it is
+            admitted).
         names: The descriptor's axis names, in order.
         values: The descriptor's values, in the same order.
         cell: Its cell, once placed (a batch is placed when told, a result when admitted).
-        index: The cell's flat index, once placed.
+        index: The cell's flat index, once placed (it stays ``None`` in an archive with its own
+            ``add``, which places what it is offered itself).
         data: The domain's parsed form of its text.
         error: Why it is invalid.
         operator: Label of the operator that wrote its program.
-        info: Extra fields of its ``evaluated`` event (``None``: no event wanted).
+        info: Extra fields of its ``evaluated`` event (a row told without ``info`` makes no
+            event; a result's event is its admission's, made when the driver asks).
     """
 
     __slots__ = ("item", "result", "failed", "text", "texts", "position", "fitness", "names",
@@ -121,7 +139,7 @@ def batch_rows(
             for k, item in enumerate(items)]  # fmt: skip
 
 
-def admit(scheduler: Scheduler, told: Told) -> tuple[Candidate | None, AddStatus | None]:
+def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddStatus | None]:
     """Admits one told item, however it was told: the round's call count, the lineage's
     feedback, the archive and the emitter.
 
@@ -164,7 +182,7 @@ def admit(scheduler: Scheduler, told: Told) -> tuple[Candidate | None, AddStatus
     return candidate, status
 
 
-def _admit_peer(scheduler: Scheduler, told: Told,
+def _admit_peer(scheduler: AdmittingNode, told: Told,
                 fitness: float) -> tuple[Candidate | None, AddStatus | None]:
     """:func:`admit` for a received champion (valid, placed): counted for niche novelty,
     then offered to the archive unless the sharing policy keeps it out of cells."""

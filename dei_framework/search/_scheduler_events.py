@@ -4,13 +4,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import AddStatus, ArchiveBase
 
-if TYPE_CHECKING:
-    from dei_framework.search._work import WorkItem
+
+class EvaluatedItem(Protocol):
+    """What an ``evaluated`` event reads of its work item (a
+    :class:`~dei_framework.search._work.WorkItem`, whose module makes these events: it is not
+    imported here)."""
+
+    id: str
+    node: str
+    round: int
+    order: int
+    kind: str
+    parent: Candidate | None
 
 
 class Offered(Protocol):
@@ -24,7 +34,7 @@ class Offered(Protocol):
     def descriptor(self) -> Mapping[str, float]: ...
 
 
-def evaluated_event(item: WorkItem, operator: str, status: AddStatus | None,
+def evaluated_event(item: EvaluatedItem, operator: str, status: AddStatus | None,
                     offered: Offered | None, *, error: str | None,
                     info: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
     """The ``evaluated`` event of an admitted item, ``info``'s fields last.

@@ -7,16 +7,46 @@ scheduler's private round state, which is why it lives beside it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from dei_framework.search._admission import Told
 from dei_framework.search._work import WorkItem
+from dei_framework.search.archives import ArchiveBase
+from dei_framework.search.emitters import EmitterBase
 from dei_framework.search.opponents import OpponentPool
 
-if TYPE_CHECKING:
-    from dei_framework.search.scheduler import Scheduler
+
+class CheckpointedNode(Protocol):
+    """What a checkpoint holds of a :class:`~dei_framework.search.scheduler.Scheduler` (which
+    imports this module: it is not imported here)."""
+
+    round: int
+    started: bool
+    lag: int
+    completed: int
+    archive: ArchiveBase
+    previous_cells: set[tuple[int, ...]]
+    pool: OpponentPool
+    lineage_errors: dict[str, str]
+    history: list[dict[str, Any]]
+    stopped: str | None
+    emitter: EmitterBase
+    allocated: bool
+    round_quotas: dict[int, int]
+    _warm: int
+    _next_order: int
+    _next_slot: int
+    _novel: int
+    _valid_received: int
+    _opponents_fought: list[dict[str, Any]]
+    _planned: list[WorkItem]
+    _asked: dict[int, WorkItem]
+    _buffer: dict[int, Told]
+
+    def _new_archive(self, round_index: int) -> ArchiveBase: ...
 
 
-def state_json(scheduler: Scheduler) -> dict[str, Any]:
+def state_json(scheduler: CheckpointedNode) -> dict[str, Any]:
     """See :meth:`Scheduler.state_json <dei_framework.search.scheduler.Scheduler.state_json>`."""
     outstanding = sorted([*scheduler._asked.values(), *scheduler._planned], key=lambda i: i.order)
     state = {
@@ -37,7 +67,7 @@ def state_json(scheduler: Scheduler) -> dict[str, Any]:
     return state
 
 
-def restore(scheduler: Scheduler, state: Mapping[str, Any]) -> None:
+def restore(scheduler: CheckpointedNode, state: Mapping[str, Any]) -> None:
     """See :meth:`Scheduler.restore <dei_framework.search.scheduler.Scheduler.restore>`."""
     scheduler.round = state["round"]
     scheduler.started = state["started"]

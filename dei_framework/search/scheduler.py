@@ -23,6 +23,12 @@ its parents drawn by the emitter from a generator seeded by ``(seed, node, round
 exactly when every slot before ``s - lag`` has been admitted, from the archive as it stands
 then. So the plans, and therefore a seeded offline run, are the same whatever the timing;
 :meth:`Scheduler.ask` returns fewer items than asked when the next slot is not planned yet.
+
+The scheduler's parts live beside it (their public names are importable from here): the
+records it exchanges with its driver (``_work``), its items' seeds (``_slots``), a round's warm
+start (``_warm_start``), the one admission path of ``tell`` and ``tell_batch``
+(``_admission``), its run-log events (``_scheduler_events``) and checkpoint
+(``_scheduler_state``).
 """
 
 from __future__ import annotations
@@ -312,6 +318,9 @@ class Scheduler:
 
     def tell(self, results: Iterable[Result]) -> TellReport:
         """Takes results in any order; admits every result whose earlier slots are all in.
+
+        Each result waits in the reorder buffer as the same entry a :meth:`tell_batch` row
+        makes, and is admitted the same way.
 
         Returns:
             The admissions made now (in slot order) and the round end, if the round ended.
