@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.records import Candidate
 from dei_framework.search._allocators import (
     BUILTIN_ALLOCATORS,
     AllocationDecision,
@@ -63,6 +64,7 @@ __all__ = [
     "AllocationDecision", "AllocationSettings", "AllocatorFactory", "AllocatorSpec",
     "BanditAllocator", "BudgetAllocator", "RoundCredit", "RoundReport", "StaticAllocator",
     "apportion", "cell_key", "check_allocation", "report_credits", "split_options",
+    "Candidate",  # imported here before the module's parts moved out: still importable from it
 ]  # fmt: skip
 
 

@@ -38,20 +38,26 @@ from typing import Any
 
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import LIFECYCLES, Domain
-from dei_framework.contract.records import Candidate
+from dei_framework.contract.operators import DeferredMessages, OperatorRequest, UsageMeter
+from dei_framework.contract.records import Candidate, DeferredText
 from dei_framework.search import _scheduler_state
 from dei_framework.search._admission import Told, admit, batch_rows
 from dei_framework.search._scheduler_events import evaluated_event, round_event
 from dei_framework.search._slots import NodeSlots, derive_seed
 from dei_framework.search._warm_start import warm_start
 from dei_framework.search._work import Admission, Kind, Result, RoundEnd, TellReport, WorkItem
-from dei_framework.search.archives import ArchiveBase, ArchiveFactory, GridArchive
+from dei_framework.search.archives import AddStatus, ArchiveBase, ArchiveFactory, GridArchive
 from dei_framework.search.emitters import EmitterBase, UniformEmitter
 from dei_framework.search.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
-from dei_framework.search.sharing import SharingPolicy, TopKSharing
+from dei_framework.search.sharing import Admit, SharingPolicy, TopKSharing
+from dei_framework.search.slot_random import SlotGenerator, initial_states
 
-__all__ = ["Admission", "Kind", "Result", "RoundEnd", "Scheduler", "TellReport", "WorkItem",
-           "derive_seed"]  # fmt: skip
+__all__ = [
+    "Admission", "Kind", "Result", "RoundEnd", "Scheduler", "TellReport", "WorkItem", "derive_seed",
+    # Imported here before the module's parts moved out: still importable from it.
+    "AddStatus", "Admit", "DeferredMessages", "DeferredText", "OperatorRequest", "SlotGenerator",
+    "UsageMeter", "initial_states",
+]  # fmt: skip
 
 
 class Scheduler:
