@@ -11,6 +11,7 @@ import attrs
 
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.operators import DeferredMessages, OperatorRequest, UsageMeter
+from dei_framework.contract.payloads import EvaluatedEvent
 from dei_framework.contract.records import Candidate
 from dei_framework.search._scheduler_events import evaluated_event
 from dei_framework.search.archives import AddStatus, ArchiveBase
@@ -133,7 +134,7 @@ class Admission:
     candidate: Candidate | None
     status: AddStatus | None
 
-    def event(self) -> dict[str, Any] | None:
+    def event(self) -> EvaluatedEvent | None:
         """The ``evaluated`` event of the run log (``None`` for a failed call)."""
         result, item = self.result, self.result.item
         if result.call_failed:
