@@ -4,7 +4,9 @@ Errors, program records (:class:`~dei_framework.contract.records.Candidate`), de
 spaces, and the plugin contracts — :class:`~dei_framework.contract.domain.Domain`,
 :class:`~dei_framework.contract.operators.Operator`,
 :class:`~dei_framework.contract.transport.Transport`, evaluation backends, ``dei-run`` options,
-the factory context and the plugin registry. A plugin's classes need mostly this package; its
+the factory context, the plugin registry, a run's events and summary as typed records, a
+model's price and child processes that end with their parent. The reference plugins' classes
+import only this package and the champion envelope (:mod:`dei_framework.net.envelope`); their
 hook functions are marked with ``dei_framework.hookimpl`` (the specifications are in
 :mod:`dei_framework.plugin.hookspecs`).
 

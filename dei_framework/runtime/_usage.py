@@ -3,62 +3,24 @@
 The quantities the budget ledger (:mod:`dei_framework.runtime.budget`, which re-exports every
 name here) keeps and persists: the axes equal compute is measured on, the equal split of a call
 budget (:func:`split_budget`), a node's hard caps besides its call quota (:class:`NodeCaps`),
-its usage (:class:`NodeUsage`: calls, attempts, tokens, cost, time) and what a model charges
-(:class:`Price`).
+its usage (:class:`NodeUsage`: calls, attempts, tokens, cost, time); what a model charges
+(:class:`~dei_framework.contract.price.Price`) is part of the contract operators implement.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.price import Price  # noqa: F401 - re-exported
 
 #: The quantities equal compute can be measured on.
 ComputeAxis = Literal["calls", "tokens", "cost"]
 COMPUTE_AXES: tuple[str, ...] = ("calls", "tokens", "cost")
-
-
-@attrs.frozen
-class Price:
-    """What a model charges, in US dollars per million tokens (as price lists quote it).
-
-    Example:
-        >>> Price.parse("0.4,1.6").cost(1000, 500)  # USD per million input and output tokens
-        0.0012
-    """
-
-    #: USD per million prompt (input) tokens.
-    input: float
-    #: USD per million completion (output) tokens.
-    output: float
-
-    @classmethod
-    def parse(cls, value: Any) -> Price:
-        """Reads ``"IN,OUT"`` or ``[IN, OUT]`` in USD per **million** tokens.
-
-        Raises:
-            ConfigError: Not two non-negative numbers.
-        """
-        parts = value.split(",") if isinstance(value, str) else value
-        try:
-            numbers = [float(part) for part in parts]
-            if len(numbers) != 2 or not all(math.isfinite(n) and n >= 0 for n in numbers):
-                raise ValueError
-        except (TypeError, ValueError):
-            raise ConfigError(
-                f"a price is two non-negative numbers, USD per million input and output "
-                f"tokens, e.g. 0.4,1.6; got {value!r}"
-            ) from None
-        return cls(input=numbers[0], output=numbers[1])
-
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """The cost of the given tokens in USD."""
-        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
 
 
 @attrs.frozen(kw_only=True)

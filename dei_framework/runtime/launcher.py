@@ -34,6 +34,7 @@ import attrs
 
 from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.payloads import RunSummary
+from dei_framework.contract.processes import parent_death_signal
 from dei_framework.contract.transport import LocalNetwork
 from dei_framework.net.envelope import NodeIdentity
 from dei_framework.plugin.manager import PluginRegistry
@@ -64,31 +65,6 @@ def local_network(
         check_allocation(config)
     return spec.local_network(config.node_names, dict(config.transport_options),
                               run_dir / "processes")  # fmt: skip
-
-
-def parent_death_signal(sig: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that has the child receive ``sig`` when its parent dies (Linux).
-
-    A launcher killed with SIGKILL can stop nothing itself; this way its children (node
-    processes: SIGINT, they keep their checkpoint; AXL nodes: SIGTERM) do not outlive it.
-    ``None`` where the system has no ``prctl``.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def set_signal() -> None:
-        prctl(1, int(sig), 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), sig)
-
-    return set_signal
 
 
 def node_command(*args: str) -> list[str]:

@@ -67,7 +67,7 @@ from dei_framework.contract.operators import (
     TransientOperatorFailure,
     UsageMeter,
 )
-from dei_framework.runtime.budget import Price
+from dei_framework.contract.price import Price
 
 #: Statuses worth retrying: timeouts, conflicts, too early, rate limits and server errors.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})

@@ -37,9 +37,9 @@ import attrs
 import httpx
 
 from dei_framework.contract.errors import TransportError
+from dei_framework.contract.processes import parent_death_signal
 from dei_framework.contract.transport import LocalNetwork
 from dei_framework.net.envelope import NodeIdentity
-from dei_framework.runtime.launcher import parent_death_signal
 
 #: The port AXL's userspace TCP stack uses between nodes; must be equal on all nodes and never
 #: clashes on the host (it lives inside each node's own stack).
