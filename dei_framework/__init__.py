@@ -79,6 +79,8 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
         "Operator", "OperatorReply", "OperatorRequest", "OperatorSettings", "OperatorSpec",
         "TransientOperatorFailure",
     ),
+    "contract.price": ("Price",),
+    "contract.processes": ("parent_death_signal",),
     "contract.records": ("Candidate", "ExportedProgram", "Message"),
     "contract.registry": ("PluginRegistry",),
     "contract.transport": ("Delivery", "LocalNetwork", "Transport", "TransportSpec"),
@@ -145,6 +147,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         OperatorSpec,
         TransientOperatorFailure,
     )
+    from dei_framework.contract.price import Price
+    from dei_framework.contract.processes import parent_death_signal
     from dei_framework.contract.records import Candidate, ExportedProgram, Message
     from dei_framework.contract.registry import PluginRegistry
     from dei_framework.contract.transport import Delivery, LocalNetwork, Transport, TransportSpec
@@ -216,6 +220,7 @@ __all__ = [
     "LocalNetwork", "Message", "NodeIdentity", "PluginRegistry", "RoundEvent", "RunOption",
     "RunSummary", "WatchedRun", "run_experiment",
     "Limits", "SandboxPolicy", "choose_policy",
+    "Price", "parent_death_signal",
 ]  # fmt: skip
 
 
