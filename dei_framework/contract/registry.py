@@ -82,6 +82,8 @@ class PluginRegistry:
     problems: list[str] = attrs.Factory(list)
     #: Plugins left out of an observation hook after they raised in it, by hook name.
     _muted: dict[str, list[object]] = attrs.Factory(dict)
+    #: The plugin that failed in the call of a hook under way (see :meth:`notify`).
+    _failed: dict[str, object] = attrs.Factory(dict)
 
     # --- lookups ---------------------------------------------------------------------------------
 
@@ -165,7 +167,9 @@ class PluginRegistry:
         """Calls an observation hook on every plugin; a failing observer never stops the caller.
 
         The call goes through ``manager.hook`` (pluggy's order and wrappers apply). A plugin
-        that raised is reported once and muted for this hook from then on.
+        that raised is reported once and muted for this hook from then on, and the observers
+        pluggy had not reached when it raised are called with the same event: one plugin's
+        bug costs no other plugin an event.
         """
         muted = self._muted.get(hook)
         caller = (
@@ -173,14 +177,27 @@ class PluginRegistry:
             if muted
             else getattr(self.manager.hook, hook)
         )
-        # Only the guard (no observer): nothing to call. The search notifies once per
-        # evaluation, and pluggy's call with the guard alone costs as much as a small event.
-        if all(impl.plugin_name == GUARD_NAME for impl in caller.get_hookimpls()):
-            return
-        try:
-            caller(**kwargs)
-        except Exception as exc:  # a wrapper outside the guard raised
-            self.observer_failed(hook, exc)
+        while True:
+            # Only the guard (no observer): nothing to call. The search notifies once per
+            # evaluation, and pluggy's call with the guard alone costs as much as a small event.
+            impls = [impl for impl in caller.get_hookimpls() if impl.plugin_name != GUARD_NAME]
+            if not impls:
+                return
+            self._failed.pop(hook, None)
+            try:
+                caller(**kwargs)
+            except Exception as exc:  # a wrapper outside the guard raised
+                self.observer_failed(hook, exc)
+            failed = self._failed.pop(hook, None)
+            called = [impl.plugin for impl in impls]
+            if failed is None or failed not in called:
+                return
+            # pluggy calls the last implementation first: those before the culprit in the
+            # list had not been called yet.
+            waiting = called[: called.index(failed)]
+            caller = self.manager.subset_hook_caller(hook, remove_plugins=[
+                plugin for plugin in self.manager.get_plugins()
+                if plugin not in waiting and self.plugin_name(plugin) != GUARD_NAME])  # fmt: skip
 
     def observer_failed(self, hook: str, exc: BaseException) -> None:
         """Reports a failing observer once (on stderr and in :attr:`problems`) and mutes it."""
@@ -189,20 +206,28 @@ class PluginRegistry:
         message = f"plugin {name!r} failed in {hook}: {exc!r}; its {hook} is disabled"
         if plugin is not None:
             self._muted.setdefault(hook, []).append(plugin)
+            self._failed[hook] = plugin
         if message not in self.problems:
             self.problems.append(message)
             print(f"warning: {message}", file=sys.stderr)
 
     def _culprit(self, hook: str, traceback: TracebackType | None) -> object | None:
         """The plugin whose implementation of ``hook`` raised: the innermost implementation on
-        the stack (a wrapper that merely let the exception through is further out)."""
+        the stack (a wrapper that merely let the exception through is further out). Plugins
+        that are instances of one class share its code: the frame's ``self`` tells them apart."""
         guard = self.manager.get_plugin(GUARD_NAME)
-        impls = {impl.function.__code__: impl.plugin
-                 for impl in getattr(self.manager.hook, hook).get_hookimpls()
-                 if hasattr(impl.function, "__code__") and impl.plugin is not guard}  # fmt: skip
+        impls: dict[object, list[object]] = {}
+        for impl in getattr(self.manager.hook, hook).get_hookimpls():
+            if hasattr(impl.function, "__code__") and impl.plugin is not guard:
+                impls.setdefault(impl.function.__code__, []).append(impl.plugin)
         culprit = None
         while traceback is not None:
-            culprit = impls.get(traceback.tb_frame.f_code, culprit)
+            plugins = impls.get(traceback.tb_frame.f_code, [])
+            if len(plugins) == 1:
+                culprit = plugins[0]
+            elif plugins:
+                owner = traceback.tb_frame.f_locals.get("self")
+                culprit = next((plugin for plugin in plugins if plugin is owner), culprit)
             traceback = traceback.tb_next
         return culprit
 

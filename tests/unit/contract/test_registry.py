@@ -177,3 +177,17 @@ def test_a_failing_observer_is_reported_once_and_muted_and_the_others_go_on(caps
                "RuntimeError('observer bug'); its dei_candidate_evaluated is disabled")
     assert registry.problems == [message]
     assert capsys.readouterr().err == f"warning: {message}\n"
+
+
+def test_observers_after_a_failing_one_still_get_the_event_once(capsys) -> None:
+    # pluggy calls the last registered first: both failing observers run before `counting`,
+    # and stop pluggy's call each time they raise.
+    counting, first, second = Counting(), Failing(), Failing()
+    registry = load_plugins([counting, first, second], entry_points=False)
+
+    for index in range(3):
+        registry.notify("dei_candidate_evaluated", event={"index": index})
+
+    assert [event["index"] for event in counting.seen] == [0, 1, 2]  # each once, none lost
+    assert (first.calls, second.calls) == (1, 1)
+    assert len(registry.problems) == 2
