@@ -87,9 +87,10 @@ def load_plugins(
             if not isinstance(name, str) or not name:
                 registry.problems.append(f"plugin {plugin!r} registered a {kind} without a name")
             elif name in table:
+                kept = table[name].plugin
                 registry.problems.append(
                     f"plugin {plugin!r} registers {kind} {name!r}, already registered by "
-                    f"{table[name].plugin!r}; keeping the first"
+                    f"{kept!r}; keeping {kept!r}'s (pluggy asks the plugin registered last first)"
                 )
             else:
                 table[name] = Registered(spec=spec, plugin=plugin)

@@ -121,7 +121,7 @@ def test_a_name_registered_twice_keeps_the_plugin_pluggy_calls_first() -> None:
     kept, again = f"{__name__}.Domains", f"{__name__}.Again"
     assert registry.problems == [
         f"plugin {again!r} registers domain 'alpha', already registered by {kept!r}; "
-        "keeping the first",
+        f"keeping {kept!r}'s (pluggy asks the plugin registered last first)",
         f"plugin {again!r} registered a domain without a name",
     ]
 
@@ -131,7 +131,8 @@ def test_two_plugins_of_one_class_get_names_that_tell_them_apart() -> None:
     name = f"{__name__}.Again"
     assert registry.domains["alpha"].plugin == f"{name}#2"
     assert (f"plugin {name!r} registers domain 'alpha', already registered by '{name}#2'; "
-            "keeping the first") in registry.problems
+            f"keeping '{name}#2''s (pluggy asks the plugin registered last first)"
+            ) in registry.problems
 
 
 def test_the_listing_attributes_each_entry_to_its_plugin_in_name_order(registry) -> None:
