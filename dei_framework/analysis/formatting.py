@@ -13,6 +13,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from dei_framework.contract.payloads import JSONValue
+
 #: What a missing value prints as.
 MISSING = "–"
 #: One colour per node, by the node's place in the run's node list: the report's plots and the
@@ -41,7 +43,7 @@ def number(value: Any, spec: str = ".3f") -> str:
     return text
 
 
-def plus_minus(stats: Mapping[str, Any] | None, spec: str = ".3f") -> str:
+def plus_minus(stats: Mapping[str, JSONValue] | None, spec: str = ".3f") -> str:
     """``mean ± std`` of a :func:`dei_framework.experiment.summary.describe` value, with
     ``(n = k)`` after it when the value is pooled over nodes and repeats (its n is then not the
     repeats'); :data:`MISSING` without a mean."""

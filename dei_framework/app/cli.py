@@ -421,10 +421,7 @@ def _run_locked(
     replay_dir: str | None,
 ) -> None:
     """The run of ``dei-run`` once its directory is locked."""
-    from dei_framework.runtime.ensemble import Ensemble
     from dei_framework.runtime.launcher import local_network
-    from dei_framework.runtime.progress import make_progress
-    from dei_framework.runtime.run_dir import RunDir
 
     _warn_bare_members(config.members)
     watching = watch_in_background(out) if flags.get("watch") else None
@@ -434,38 +431,68 @@ def _run_locked(
         summary = _launch(config, out, network, plugins, flags, interrupts,
                           resume=bool(resume_dir))  # fmt: skip
     else:
-        progress = make_progress(flags.get("progress") or "auto", config)
-        hint = (
-            f"interrupted; the replay in {out} is incomplete (replay again into a new --out)"
-            if replay_dir
-            else f"interrupted; continue with: dei-run --resume {_shell_path(out)}"
-        )
-        ensemble = Ensemble(config, RunDir(out), registry=plugins, resume=bool(resume_dir),
-                            replay_from=RunDir(replay_dir) if replay_dir else None,
-                            progress=progress.update,
-                            reask_mismatched=bool(flags.get("reask_mismatched")))  # fmt: skip
-        interrupts.last_words, interrupts.ensemble = hint, ensemble
-        try:
-            with progress:
-                summary = ensemble.run()
-        except KeyboardInterrupt:
-            _say(hint if ensemble.started else
-                 "interrupted before the run started; nothing written")  # fmt: skip
-            sys.exit(EXIT_INTERRUPTED)
-        except EvaluatorLost as exc:
-            if not ensemble.started:
-                raise
-            from dei_framework.evaluation.local import WorkersKeepDying
+        summary = _run_in_process(config, out, plugins, flags, interrupts,
+                                  resume_dir=resume_dir, replay_dir=replay_dir)  # fmt: skip
+    stopped = _say_how_nodes_ended(summary, out)
+    report = None
+    if not flags.get("no_report"):
+        report = write_report(out)
+    _say_done(summary, out, report)
+    if watching is not None:
+        interrupts.ensemble, interrupts.count = None, 0  # the run is over: Ctrl-C ends the page
+        serve_until_interrupted(watching)
+    if stopped:
+        click.echo(f"warning: incomplete run: {len(stopped)} of {len(summary['nodes'])} nodes "
+                   f"stopped early (exit status {EXIT_PARTIAL})", err=True)  # fmt: skip
+        sys.exit(EXIT_PARTIAL)
 
-            elsewhere = ("" if isinstance(exc, WorkersKeepDying) else
-                         " (--evaluator-address ADDRESS or --evaluator local to evaluate "
-                         "elsewhere)")  # fmt: skip
-            fail(f"{exc}; the run is checkpointed: continue with dei-run --resume "
-                 f"{_shell_path(out)}{elsewhere}")  # fmt: skip
-        except DEIError as exc:
-            if not ensemble.started:
-                raise
-            fail(f"{exc} (the partial run is in {out})")
+
+def _run_in_process(config: RunConfig, out: Path, plugins: PluginRegistry,
+                    flags: dict[str, Any], interrupts: Interrupts, *,
+                    resume_dir: str | None, replay_dir: str | None) -> dict[str, Any]:  # fmt: skip
+    """Runs every node in this process; returns the summary. An interrupt or a failure after
+    the run started ends the command with one line saying what is kept."""
+    from dei_framework.runtime.ensemble import Ensemble
+    from dei_framework.runtime.progress import make_progress
+    from dei_framework.runtime.run_dir import RunDir
+
+    progress = make_progress(flags.get("progress") or "auto", config)
+    hint = (
+        f"interrupted; the replay in {out} is incomplete (replay again into a new --out)"
+        if replay_dir
+        else f"interrupted; continue with: dei-run --resume {_shell_path(out)}"
+    )
+    ensemble = Ensemble(config, RunDir(out), registry=plugins, resume=bool(resume_dir),
+                        replay_from=RunDir(replay_dir) if replay_dir else None,
+                        progress=progress.update,
+                        reask_mismatched=bool(flags.get("reask_mismatched")))  # fmt: skip
+    interrupts.last_words, interrupts.ensemble = hint, ensemble
+    try:
+        with progress:
+            return ensemble.run()
+    except KeyboardInterrupt:
+        _say(hint if ensemble.started else
+             "interrupted before the run started; nothing written")  # fmt: skip
+        sys.exit(EXIT_INTERRUPTED)
+    except EvaluatorLost as exc:
+        if not ensemble.started:
+            raise
+        from dei_framework.evaluation.local import WorkersKeepDying
+
+        elsewhere = ("" if isinstance(exc, WorkersKeepDying) else
+                     " (--evaluator-address ADDRESS or --evaluator local to evaluate "
+                     "elsewhere)")  # fmt: skip
+        fail(f"{exc}; the run is checkpointed: continue with dei-run --resume "
+             f"{_shell_path(out)}{elsewhere}")  # fmt: skip
+    except DEIError as exc:
+        if not ensemble.started:
+            raise
+        fail(f"{exc} (the partial run is in {out})")
+
+
+def _say_how_nodes_ended(summary: dict[str, Any], out: Path) -> dict[str, str]:
+    """Says on stderr which nodes ended at a cap, stopped early or have no price; fails when
+    no call completed at all. Returns the nodes that stopped early (not at a cap)."""
     stopped = {name: node["stopped"] for name, node in summary["nodes"].items()
                if node.get("stopped")}  # fmt: skip
     budget = summary["budget"]
@@ -488,13 +515,16 @@ def _run_locked(
     stopped = {name: reason for name, reason in stopped.items() if name not in capped}
     for name, reason in stopped.items():
         click.echo(f"warning: node {name} stopped early: {reason}", err=True)
-    for name in summary["budget"].get("unpriced_nodes", []):
-        model = summary["budget"]["nodes"][name]["model"]
+    for name in budget.get("unpriced_nodes", []):
+        model = budget["nodes"][name]["model"]
         click.echo(f"warning: node {name}: cost unknown (no price for {model}; give one with "
                    "--price MODEL=IN,OUT)", err=True)  # fmt: skip
-    report = None
-    if not flags.get("no_report"):
-        report = write_report(out)
+    return stopped
+
+
+def _say_done(summary: dict[str, Any], out: Path, report: Path | None) -> None:
+    """The run's last lines on stdout: its figures, and where its summary and report are."""
+    budget = summary["budget"]
     cost = "unknown" if budget["cost_usd"] is None else f"${budget['cost_usd']:.4f}"
     spent = (f"{budget['calls']}/{budget['limit']} calls" if budget.get("axis", "calls") == "calls"
              else f"{budget['calls']} calls, {budget['spent']}/{budget['limit']} {budget['axis']}")
@@ -506,13 +536,6 @@ def _run_locked(
     click.echo(f"summary: {out / 'summary.json'}")
     if report:
         click.echo(f"report: {report}")
-    if watching is not None:
-        interrupts.ensemble, interrupts.count = None, 0  # the run is over: Ctrl-C ends the page
-        serve_until_interrupted(watching)
-    if stopped:
-        click.echo(f"warning: incomplete run: {len(stopped)} of {len(summary['nodes'])} nodes "
-                   f"stopped early (exit status {EXIT_PARTIAL})", err=True)  # fmt: skip
-        sys.exit(EXIT_PARTIAL)
 
 
 def _with_last_failure(reason: str, node: dict, budget: dict, name: str) -> str:

@@ -10,17 +10,13 @@ May import: :mod:`dei_framework.contract`, :mod:`dei_framework.search`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from dei_framework._lazy import lazy_names
 
 __all__ = ["Evaluator", "LocalBackend", "OpponentSet", "Outcome", "WorkersKeepDying",
            "check_evaluation", "evaluate", "make_local_backend", "release_semaphores",
            "remove_orphaned_set_dirs"]
 
 
-def __getattr__(name: str) -> Any:
-    """The evaluator's names, from :mod:`~dei_framework.evaluation.local`, imported on first
-    use (PEP 562): importing a submodule does not import ``local``."""
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module("dei_framework.evaluation.local"), name)
+# The evaluator's names come from dei_framework.evaluation.local on first use. Importing a submodule
+# does not import it (PEP 562).
+__getattr__ = lazy_names(__name__, "dei_framework.evaluation.local", __all__)

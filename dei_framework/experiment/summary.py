@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dei_framework.analysis.stats import compare, holm
+from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.experiment.plan import EXPERIMENT_VERSION, Condition, ExperimentPlan, load_plan
 from dei_framework.runtime.run_files import read_finished_summary
 
@@ -276,7 +277,8 @@ def equal_on_axis(axis: str, runs: Sequence[Mapping[str, Any]], budget: int) -> 
     )  # fmt: skip
 
 
-def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) -> dict[str, Any]:
+def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None
+                         ) -> ExperimentSummary:  # fmt: skip
     """Reads every finished run of an experiment and aggregates it per condition.
 
     Unfinished repeats are left out (``repeats_completed`` says how many are in).

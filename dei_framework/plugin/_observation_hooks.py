@@ -2,7 +2,7 @@
 
 Called for every plugin, return values ignored; a failing observer is left out of that hook
 from then on. Collected by :mod:`dei_framework.plugin.hookspecs`, the module the plugin manager
-registers; the payload records are :mod:`~dei_framework.plugin._payloads`'.
+registers; the payload records are :mod:`~dei_framework.contract.payloads`'.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from dei_framework.plugin._markers import hookspec
 
 if TYPE_CHECKING:
+    from dei_framework.contract.payloads import EvaluatedEvent, RoundEvent, RunSummary
     from dei_framework.net.envelope import ChampionEnvelope
-    from dei_framework.plugin._payloads import EvaluatedEvent, RoundEvent, RunSummary
 
 
 @hookspec

@@ -47,16 +47,14 @@ from the modules that define them: registration hooks from
 :mod:`~dei_framework.plugin._format_hooks`, observation hooks from
 :mod:`~dei_framework.plugin._observation_hooks`; the markers come from
 :mod:`~dei_framework.plugin._markers` and the payload records from
-:mod:`~dei_framework.plugin._payloads`.
+:mod:`~dei_framework.contract.payloads`.
 """
 
 from __future__ import annotations
 
 import pluggy
 
-from dei_framework.plugin import _format_hooks, _observation_hooks, _registration_hooks
-from dei_framework.plugin._markers import hookimpl, hookspec
-from dei_framework.plugin._payloads import (
+from dei_framework.contract.payloads import (
     ArchiveStatsRecord,
     CandidateRecord,
     ChampionRecord,
@@ -72,6 +70,8 @@ from dei_framework.plugin._payloads import (
     SpaceRecord,
     Timings,
 )
+from dei_framework.plugin import _format_hooks, _observation_hooks, _registration_hooks
+from dei_framework.plugin._markers import hookimpl, hookspec
 
 #: The markers and the payload records (the hooks themselves are implemented, not imported).
 __all__ = [

@@ -5,15 +5,11 @@ May import: every layer below it, up to :mod:`dei_framework.experiment`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from dei_framework._lazy import lazy_names
 
 __all__ = ["write_run_report"]
 
 
-def __getattr__(name: str) -> Any:
-    """:func:`~dei_framework.report.write.write_run_report`, imported on first use (PEP 562):
-    importing a submodule does not import ``write``."""
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module("dei_framework.report.write"), name)
+# write_run_report comes from dei_framework.report.write on first use. Importing a submodule
+# does not import it (PEP 562).
+__getattr__ = lazy_names(__name__, "dei_framework.report.write", __all__)

@@ -21,12 +21,13 @@ from dei_framework.analysis.formatting import (
     scored_against,
     value_at,
 )
+from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.experiment.summary import condition_common
 from dei_framework.report.plots import PLOTS, experiment_plots
 from dei_framework.runtime.run_files import FinishedRun
 
 
-def _equal_compute_terms(summary: Mapping[str, Any]) -> str:
+def _equal_compute_terms(summary: ExperimentSummary) -> str:
     """What every condition got, on the experiment's compute axis."""
     axis, budget = summary.get("compute_axis", "calls"), summary.get("budget")
     if axis == "tokens":
@@ -36,7 +37,7 @@ def _equal_compute_terms(summary: Mapping[str, Any]) -> str:
     return f"**{budget} operator calls**"
 
 
-def experiment_report(path: Path, summary: Mapping[str, Any],
+def experiment_report(path: Path, summary: ExperimentSummary,
                       runs: Mapping[str, FinishedRun]) -> str:  # fmt: skip
     """The markdown of an experiment's ``report.md`` (its plots are written meanwhile).
 
@@ -64,7 +65,7 @@ def experiment_report(path: Path, summary: Mapping[str, Any],
     return "\n".join(out)
 
 
-def _introduction(summary: Mapping[str, Any]) -> list[str]:
+def _introduction(summary: ExperimentSummary) -> list[str]:
     """The title and the terms of the comparison: equal compute, rounds, repeats, seeds."""
     equal = "holds" if summary.get("equal_compute") else "**does not hold** (see budget below)"
     return [
@@ -79,7 +80,7 @@ def _introduction(summary: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _conditions_section(summary: Mapping[str, Any], raw_shown: bool) -> list[str]:
+def _conditions_section(summary: ExperimentSummary, raw_shown: bool) -> list[str]:
     """``## Conditions``: each condition's figures, what they measure, and a warning when raw
     fitness is on different scales between conditions."""
     conditions: Mapping[str, Any] = summary["conditions"]
@@ -126,7 +127,7 @@ def _conditions_section(summary: Mapping[str, Any], raw_shown: bool) -> list[str
     return out
 
 
-def _shown_comparisons(summary: Mapping[str, Any], raw_shown: bool) -> list[Mapping[str, Any]]:
+def _shown_comparisons(summary: ExperimentSummary, raw_shown: bool) -> list[Mapping[str, Any]]:
     """The summary's comparisons, without the raw ones where raw figures are not shown."""
     comparisons = summary.get("comparisons") or []
     if not raw_shown:
@@ -203,7 +204,7 @@ def _runs_section(conditions: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _unfinished_note(path: Path, summary: Mapping[str, Any]) -> list[str]:
+def _unfinished_note(path: Path, summary: ExperimentSummary) -> list[str]:
     """The conditions with repeats still to run and how to continue them (none: no line)."""
     missing = [
         f"{n} ({c['repeats_completed']}/{summary.get('repeats')})"

@@ -20,6 +20,7 @@ import numpy as np
 from dei_framework.analysis.formatting import MERGED_COLOR, node_colors
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.experiment.summary import PER_NODE_REPEAT, condition_common, describe
 from dei_framework.runtime.run_files import FinishedRun, damaged
 from dei_framework.search.archives import GridArchive
@@ -254,7 +255,7 @@ def run_plots(run: FinishedRun, plots: Path) -> dict[str, str]:
     return images
 
 
-def experiment_plots(summary: Mapping[str, Any], runs: Mapping[str, FinishedRun],
+def experiment_plots(summary: ExperimentSummary, runs: Mapping[str, FinishedRun],
                      plots: Path) -> dict[str, str]:  # fmt: skip
     """Writes the experiment's PNGs; returns their relative paths by name.
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from dei_framework.contract.backend import EvaluatorLost
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.payloads import RunSummary
 from dei_framework.net.node import Node
 from dei_framework.plugin.manager import PluginRegistry, load_plugins
 from dei_framework.runtime.assembly import (
@@ -150,7 +151,7 @@ class Ensemble:
 
     # --- running --------------------------------------------------------------------------------
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> RunSummary:
         """Runs every node to the end in a new event loop; returns the summary.
 
         A run stopped by :meth:`stop` (or by Ctrl-C, which ``asyncio.run`` turns into a
@@ -195,7 +196,7 @@ class Ensemble:
         if self.parts is not None:
             self.parts.evaluator.kill_workers()
 
-    async def run_async(self) -> dict[str, Any]:
+    async def run_async(self) -> RunSummary:
         """Runs every node to the end; returns the summary (also written to ``summary.json``)."""
         self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
         if self.stopping:
@@ -325,7 +326,7 @@ class Ensemble:
 
     # --- results --------------------------------------------------------------------------------
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
         """The run's results: merged archive, per-node metrics, budget, sharing counters."""
         parts = self.parts
         nodes = {
@@ -347,7 +348,7 @@ def run(
     progress: Progress | None = None,
     local: str | None = None,
     reask_mismatched: bool = False,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Runs an ensemble (or, with ``local``, one node of it) to completion; returns its summary.
 
     Raises:

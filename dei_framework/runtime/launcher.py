@@ -33,6 +33,7 @@ from typing import IO, Any
 import attrs
 
 from dei_framework.contract.context import FactoryContext
+from dei_framework.contract.payloads import RunSummary
 from dei_framework.contract.transport import LocalNetwork
 from dei_framework.net.envelope import NodeIdentity
 from dei_framework.plugin.manager import PluginRegistry
@@ -139,7 +140,7 @@ class Launcher:
 
     # --- running ------------------------------------------------------------------------------
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> RunSummary:
         """Runs the nodes to the end; returns the merged summary.
 
         Raises:
@@ -332,7 +333,7 @@ class Launcher:
 
     # --- merging ------------------------------------------------------------------------------
 
-    def _merge(self) -> dict[str, Any]:
+    def _merge(self) -> RunSummary:
         # Imported here: merging builds the domain and an evaluator, which the launcher itself
         # never needs (it only starts the node processes).
         from dei_framework.runtime.process_merge import merge_node_processes

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from dei_framework.contract.payloads import RunSummary
 from dei_framework.plugin.manager import PluginRegistry
 from dei_framework.runtime.assembly import build_domain_parts, new_evaluator
 from dei_framework.runtime.budget import BudgetLedger
@@ -22,7 +23,7 @@ from dei_framework.runtime.summary import EventTally, run_summary
 
 def merge_node_processes(config: RunConfig, run_dir: RunDir, registry: PluginRegistry,
                          extra: Mapping[str, Mapping[str, Any]] | None = None
-                         ) -> dict[str, Any]:  # fmt: skip
+                         ) -> RunSummary:  # fmt: skip
     """Joins the node processes' directories (``processes/<node>/``) into ``run_dir``.
 
     Events and calls are concatenated node by node and round files copied; the summary is

@@ -42,6 +42,7 @@ from typing import Any
 import orjson
 
 from dei_framework.contract.errors import ConfigError, WriteError
+from dei_framework.contract.payloads import RunSummary
 from dei_framework.runtime.config import RunConfig
 from dei_framework.runtime.run_files import (
     damaged_line,
@@ -460,7 +461,7 @@ class RunDir:
             with contextlib.suppress(OSError):  # not empty (or already gone): keep it
                 folder.rmdir()
 
-    def write_summary(self, summary: Mapping[str, Any]) -> None:
+    def write_summary(self, summary: RunSummary) -> None:
         write_json_atomic(self.summary_path, summary)
 
 

@@ -34,6 +34,7 @@ from typing import Any
 import attrs
 
 from dei_framework.contract.errors import ConfigError, DEIError
+from dei_framework.contract.payloads import ExperimentSummary, RunSummary
 from dei_framework.runtime.config import NodeConfig, RunConfig
 
 
@@ -272,7 +273,7 @@ def _check_program(path: Path, record: Any, where: str) -> None:
     field(path, record, "fitness", (int, float, type(None)), f"{where}.")
 
 
-def read_run_summary(path: Path) -> dict[str, Any]:
+def read_run_summary(path: Path) -> RunSummary:
     """A run's ``summary.json``, checked: its nodes, its budget, and that they agree (each
     node's calls as its budget entry counts them, the run's calls their sum).
 
@@ -303,7 +304,7 @@ def read_run_summary(path: Path) -> dict[str, Any]:
     return summary
 
 
-def read_experiment_summary(path: Path) -> dict[str, Any]:
+def read_experiment_summary(path: Path) -> ExperimentSummary:
     """An experiment's ``summary.json``, checked: its conditions, each with its runs.
 
     Raises:
@@ -352,7 +353,7 @@ class FinishedRun:
     merged: list[dict[str, Any]]
 
 
-def read_finished_summary(run_dir: Path) -> dict[str, Any]:
+def read_finished_summary(run_dir: Path) -> RunSummary:
     """A finished run's ``summary.json`` (:func:`read_run_summary`), checked against the run's
     last checkpoint when it has one: every node's calls are those the checkpoint counts.
 

@@ -21,6 +21,7 @@ from dei_framework.analysis.metrics import mean_or_none, operator_divergence
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import DEIError
+from dei_framework.contract.payloads import JSONValue, NodeSummary, RunSummary
 from dei_framework.evaluation.sandbox.limits import STOP_KINDS, stop_kind
 from dei_framework.evaluation.sandbox.policy import choose_policy
 from dei_framework.net.node import Node
@@ -31,7 +32,7 @@ from dei_framework.runtime.merge import RunMerge
 
 
 def node_summary(node: Node, driver: SearchDriver, ledger: BudgetLedger, merge: RunMerge,
-                 fought: Mapping[int, int], domain: Domain) -> dict[str, Any]:
+                 fought: Mapping[int, int], domain: Domain) -> NodeSummary:
     """One node's entry of ``summary.json``.
 
     Args:
@@ -157,8 +158,9 @@ class EventTally:
         return histograms
 
 
-def run_summary(config: RunConfig, domain: Domain, merge: RunMerge, nodes: dict[str, Any],
-                budget: dict[str, Any], tally: EventTally) -> dict[str, Any]:
+def run_summary(config: RunConfig, domain: Domain, merge: RunMerge,
+                nodes: dict[str, NodeSummary], budget: dict[str, JSONValue],
+                tally: EventTally) -> RunSummary:
     """The run's ``summary.json``; fills ``merge.merged_entries`` (``merged_archive.json``).
 
     Args:

@@ -24,7 +24,7 @@ NAME = "dei_framework"
 LAYERS = ("contract", "search", "evaluation", "net", "plugin", "analysis", "runtime",
           "experiment", "report", "app")  # fmt: skip
 #: Top-level modules every layer may import: they import nothing of the framework.
-BASE = ("dei_framework._moved",)
+BASE = ("dei_framework._moved", "dei_framework._lazy")
 
 
 def _name(path: Path) -> str:

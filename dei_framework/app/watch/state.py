@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 
 from dei_framework.app.watch.lines import Evaluated
+from dei_framework.contract.payloads import JSONValue
 from dei_framework.evaluation.sandbox.limits import stop_kind
 
 #: Points kept per curve; older points are thinned (every other one dropped) beyond this.
@@ -225,7 +226,7 @@ class RunState:
         for event in events:
             self.apply(event)
 
-    def apply(self, event: Mapping[str, Any]) -> None:
+    def apply(self, event: Mapping[str, JSONValue]) -> None:
         """Takes one event (any kind; unknown kinds are only counted)."""
         kind = event.get("event")
         name = event.get("node")

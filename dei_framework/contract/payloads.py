@@ -1,4 +1,5 @@
-"""The payload records observation hooks receive, typed field by field.
+"""The records a run's events and summary are, typed field by field: what the scheduler and
+the ensemble produce, what observation hooks receive and what ``Ensemble.run`` returns.
 
 Re-exported by :mod:`dei_framework.plugin.hookspecs` (the path plugins and docs name them by).
 """
@@ -310,3 +311,41 @@ class RunSummary(TypedDict):
     invalid: int
     #: Candidates evaluated (valid or not; warm-start and peer re-evaluations included).
     evaluated: int
+
+
+class ExperimentSummary(TypedDict):
+    """An experiment's results, as written to its ``summary.json`` (docs/experiments.md
+    describes the per-condition figures and the comparisons)."""
+
+    #: ``"experiment"``: what the file is.
+    kind: Literal["experiment"]
+    #: The file's format version.
+    version: int
+    #: The domain's name.
+    domain: str
+    #: The equal budget every condition spends.
+    budget: int
+    #: Red Queen rounds per run.
+    rounds: int
+    #: Repeats per condition asked for.
+    repeats: int
+    #: Each repeat's seed.
+    seeds: list[int]
+    #: The runs' descriptor grid (``None`` before a run finished).
+    space: SpaceRecord | None
+    #: Whether every condition spent the same compute.
+    equal_compute: bool
+    #: The common-ground reference set the conditions were scored on.
+    common_reference: JSONValue
+    #: The generality reference set.
+    generality_reference: JSONValue
+    #: Whether raw fitness was measured on different scales across conditions.
+    raw_fitness_scales_differ: bool
+    #: What equal compute is measured on: ``"calls"``, ``"tokens"`` or ``"cost"``.
+    compute_axis: str
+    #: The compute limit each condition spends (``None``: none on its axis).
+    compute_limit: float | None
+    #: Per condition, by name: its aggregates over the finished repeats.
+    conditions: dict[str, dict[str, JSONValue]]
+    #: Pairwise comparisons of the conditions (n, spread, interval, test).
+    comparisons: list[dict[str, JSONValue]]

@@ -1,0 +1,100 @@
+"""The run-log events a node's scheduler makes: ``evaluated`` (one per admitted item) and
+``round`` (one per round end), their fields in the run log's order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from dei_framework.contract.records import Candidate
+from dei_framework.search.archives import AddStatus, ArchiveBase
+
+
+class EvaluatedItem(Protocol):
+    """What an ``evaluated`` event reads of its work item (a
+    :class:`~dei_framework.search._work.WorkItem`, whose module makes these events: it is not
+    imported here)."""
+
+    id: str
+    node: str
+    round: int
+    order: int
+    kind: str
+    parent: Candidate | None
+
+
+class Offered(Protocol):
+    """What an ``evaluated`` event reports of a valid item: the candidate offered to the
+    archive, or (told through ``tell_batch``, when no record was built) its buffer entry."""
+
+    fitness: Any
+    cell: Sequence[int]
+
+    @property
+    def descriptor(self) -> Mapping[str, float]: ...
+
+
+def evaluated_event(item: EvaluatedItem, operator: str, status: AddStatus | None,
+                    offered: Offered | None, *, error: str | None,
+                    info: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The ``evaluated`` event of an admitted item, ``info``'s fields last.
+
+    Args:
+        item: The item.
+        operator: Label of the operator that wrote its program.
+        status: What the archive did.
+        offered: What was offered to the archive; ``None`` for an invalid item (the event
+            then says ``error``).
+        error: Why the item is invalid.
+        info: Extra fields (timings ...).
+    """
+    event: dict[str, Any] = {
+        "event": "evaluated", "id": item.id, "node": item.node, "round": item.round,
+        "operator": operator, "kind": item.kind,
+        "parent": item.parent.id if item.parent else None, "slot": item.order,
+    }  # fmt: skip
+    if offered is None:
+        event.update(status="invalid", error=error, fitness=None, descriptor=None, cell=None)
+    else:
+        event.update(status=status.label, fitness=offered.fitness,
+                     descriptor=dict(offered.descriptor), cell=list(offered.cell))  # fmt: skip
+    event.update(info)
+    return event
+
+
+def round_event(*, node: str, round_index: int, calls: int, finished: ArchiveBase,
+                champion: Candidate | None, initial: set[str], received: int, novel: int,
+                opponents: list[dict[str, Any]], emitter: str) -> dict[str, Any]:  # fmt: skip
+    """The ``round`` event of a round that just ended.
+
+    Args:
+        node: The node.
+        round_index: The round.
+        calls: Calls admitted in the round.
+        finished: The round's final archive (a snapshot, for a continual archive).
+        champion: Its best elite, or ``None``.
+        initial: Texts of the initial opponents and seed programs: a champion among them is
+            no work of the search (it is marked, and champion-level figures use the round's
+            best other elite instead).
+        received: Received champions that were valid.
+        novel: Those of them that fell in a cell the node's previous round left empty.
+        opponents: The opponents fought in the round.
+        emitter: The emitter's name.
+    """
+    champion_initial = champion is not None and champion.text in initial
+    event = {
+        "event": "round", "node": node, "round": round_index,
+        "calls": calls, "stats": finished.stats().to_json(),
+        "champion": champion.to_json() if champion else None,
+        "champion_initial": champion_initial,
+        "received": received,
+        "niche_novelty": novel / received if received else None,
+        "opponents": opponents,
+        "emitter": emitter, "archive_kind": finished.kind,
+        "generality": None,
+    }  # fmt: skip
+    if champion_initial:
+        others = [elite for elite in finished if elite.text not in initial]
+        best_other = max(others, key=lambda elite: elite.fitness) if others else None
+        event["generality_champion"] = best_other.to_json() if best_other else None
+    return event
