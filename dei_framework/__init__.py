@@ -8,8 +8,11 @@ The core is domain-agnostic. What it offers library users:
   champion). ``Elite``, ``Parent`` and ``Opponent`` are deprecated aliases of it: they still
   work, with a ``DeprecationWarning``.
 * :class:`ArchiveBase`, :class:`GridArchive`, :class:`CVTArchive`, :class:`AddStatus`,
-  :class:`ArchiveStats` — archives; :class:`EmitterBase`, :class:`UniformEmitter`,
-  :class:`ImprovementEmitter`, :class:`TournamentEmitter` — parent choice.
+  :class:`ArchiveStats` — archives; :class:`ParentSelector`, :class:`UniformSelector`,
+  :class:`ImprovementSelector`, :class:`TournamentSelector` (with :class:`SelectorSpec`) —
+  parent choice, chosen by the ``emitter`` setting. Their old names (``EmitterBase``,
+  ``EmitterSpec``, ``UniformEmitter``, ``ImprovementEmitter``, ``TournamentEmitter``) are
+  deprecated aliases: they still work, with a ``DeprecationWarning``.
 * :class:`DescriptorSpace` and the axes :class:`ThresholdAxis`, :class:`UniformAxis`,
   :class:`LogAxis`.
 * :class:`OpponentPool` — the Red Queen opponents; :class:`SharingPolicy` (a protocol),
@@ -88,8 +91,8 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
         "AddStatus", "ArchiveBase", "ArchiveSpec", "ArchiveStats", "CVTArchive", "GridArchive",
         "OccupiedElites",
     ),
-    "search.emitters": ("EmitterBase", "EmitterSpec", "ImprovementEmitter",
-                        "TournamentEmitter", "UniformEmitter"),
+    "search.selectors": ("ImprovementSelector", "ParentSelector", "SelectorSpec",
+                         "TournamentSelector", "UniformSelector"),
     "search.opponents": ("OpponentPool",),
     "search.scheduler": ("Admission", "Result", "RoundEnd", "Scheduler", "TellReport",
                          "WorkItem"),
@@ -107,8 +110,14 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
 }
 _HOMES = {name: module for module, names in _NAMES_BY_MODULE.items() for name in names}
 #: Deprecated names: each still gives the object of its replacement, with a DeprecationWarning.
-#: ``Candidate`` serves as archive elite, parent and opponent alike, under one name.
-_DEPRECATED: dict[str, str] = {"Elite": "Candidate", "Opponent": "Candidate", "Parent": "Candidate"}
+#: ``Candidate`` serves as archive elite, parent and opponent alike, under one name; the parent
+#: selectors were "emitters", which in pyribs generate solutions.
+_DEPRECATED: dict[str, str] = {
+    "Elite": "Candidate", "Opponent": "Candidate", "Parent": "Candidate",
+    "EmitterBase": "ParentSelector", "EmitterSpec": "SelectorSpec",
+    "ImprovementEmitter": "ImprovementSelector", "TournamentEmitter": "TournamentSelector",
+    "UniformEmitter": "UniformSelector",
+}  # fmt: skip
 
 if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ does this
     from dei_framework.app.watch import WatchedRun
@@ -181,13 +190,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         GridArchive,
         OccupiedElites,
     )
-    from dei_framework.search.emitters import (
-        EmitterBase,
-        EmitterSpec,
-        ImprovementEmitter,
-        TournamentEmitter,
-        UniformEmitter,
-    )
     from dei_framework.search.opponents import OpponentPool
     from dei_framework.search.scheduler import (
         Admission,
@@ -197,14 +199,24 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         TellReport,
         WorkItem,
     )
+    from dei_framework.search.selectors import (
+        ImprovementSelector,
+        ParentSelector,
+        SelectorSpec,
+        TournamentSelector,
+        UniformSelector,
+    )
     from dei_framework.search.sharing import Admit, SharingPolicy, SharingSpec, TopKSharing
 
     Elite = Opponent = Parent = Candidate  # deprecated aliases (see _DEPRECATED)
+    EmitterBase, EmitterSpec = ParentSelector, SelectorSpec
+    ImprovementEmitter, TournamentEmitter = ImprovementSelector, TournamentSelector
+    UniformEmitter = UniformSelector
 
 __all__ = [
     "Admission", "Admit", "ArchiveBase", "ArchiveSpec", "CVTArchive", "Candidate",
-    "EmitterBase", "EmitterSpec", "ImprovementEmitter", "Result", "RoundEnd", "Scheduler",
-    "TellReport", "TopKSharing", "TournamentEmitter", "UniformEmitter", "WorkItem", "evaluate",
+    "ParentSelector", "SelectorSpec", "ImprovementSelector", "Result", "RoundEnd", "Scheduler",
+    "TellReport", "TopKSharing", "TournamentSelector", "UniformSelector", "WorkItem", "evaluate",
     "AddStatus", "ArchiveStats", "AxisSpec", "BudgetExhausted", "BudgetLedger", "ConfigError",
     "DEIError", "Delivery", "DescriptorSpace", "Domain", "DomainSpec", "Evaluation",
     "FactoryContext", "GenomeEvaluations", "GridArchive", "InvalidProgram", "LogAxis",

@@ -5,10 +5,14 @@
 ``experiment``, ``report``, ``app``; docs/architecture.md, "Layout"). Importing an old path
 (``dei_framework.ensemble``, ``dei_framework.sandbox.zygote``) gives the module at its new
 path — the same module object, so a ``monkeypatch`` through either path patches both — with a
-:class:`DeprecationWarning` naming the new one. Four old modules share their name with a new
-package (``search``, ``evaluation``, ``experiment``, ``report``): the last three export the old
-module's names as their own; ``search``, whose old module was the node driver (now
-``run.driver``), forwards them (:func:`forward_driver`) with the same warning.
+:class:`DeprecationWarning` naming the new one. Modules renamed since (:data:`RENAMED`: the
+parent selectors, once "emitters") are found the same way, under either old path, and their
+old class names still resolve (:func:`renamed_names`), each with a warning.
+
+Four old modules share their name with a new package (``search``, ``evaluation``,
+``experiment``, ``report``): the last three export the old module's names as their own;
+``search``, whose old module was the node driver (now ``run.driver``), forwards them
+(:func:`forward_driver`) with the same warning.
 
 This module imports nothing of the framework (it names modules by string), so every layer may
 use it.
@@ -21,10 +25,12 @@ import importlib.abc
 import importlib.machinery
 import sys
 import warnings
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-#: Old module (or package) under ``dei_framework`` -> its new dotted path under it.
+#: Old module (or package) under ``dei_framework`` -> its new dotted path under it (as of 0.2:
+#: :data:`RENAMED` may have renamed it since).
 MOVED: dict[str, str] = {
     "errors": "contract.errors", "records": "contract.records",
     "descriptors": "contract.descriptors", "domain": "contract.domain",
@@ -58,6 +64,19 @@ MOVED: dict[str, str] = {
     "watch": "app.watch",
 }
 
+#: Modules renamed in their package after the move (old dotted path under ``dei_framework`` ->
+#: new). The parent-choice strategies were "emitters", which in pyribs are what generate
+#: solutions; they are parent selectors. A flat path reaches these through :data:`MOVED` first
+#: (``dei_framework.emitters._emitter_base`` -> ``search.emitters._emitter_base`` -> here).
+RENAMED: dict[str, str] = {
+    "search.emitters": "search.selectors",
+    "search.emitters._emitter_base": "search.selectors._parent_selector",
+    "search.emitters._emitter_spec": "search.selectors._selector_spec",
+    "search.emitters._improvement_emitter": "search.selectors._improvement_selector",
+    "search.emitters._tournament_emitter": "search.selectors._tournament_selector",
+    "search.emitters._uniform_emitter": "search.selectors._uniform_selector",
+}
+
 #: The old ``dei_framework.search`` module's names, now in ``run.driver`` (the package
 #: ``search`` is the search algorithm's layer; ``derive_seed`` it exports itself).
 DRIVER_NAMES = ("MAX_FAILURES_PER_SLOT", "RecordedCall", "SearchDriver", "derive_seed")
@@ -70,11 +89,24 @@ def new_path(old: str) -> str | None:
     ``dei_framework.evaluation.sandbox.zygote``), or ``None`` when it did not move."""
     if not old.startswith(_ROOT):
         return None
-    head, _, tail = old[len(_ROOT):].partition(".")
+    path = old[len(_ROOT):]
+    head, _, tail = path.partition(".")
     moved = MOVED.get(head)
-    if moved is None:
-        return None
-    return _ROOT + moved + (f".{tail}" if tail else "")
+    if moved is not None:
+        path = moved + (f".{tail}" if tail else "")
+    path = _renamed(path)
+    return None if _ROOT + path == old else _ROOT + path
+
+
+def _renamed(path: str) -> str:
+    """``path`` (under ``dei_framework``) after :data:`RENAMED`: a renamed module's new path,
+    a module under a renamed package under the new one, anything else as it is."""
+    if path in RENAMED:
+        return RENAMED[path]
+    for old, new in RENAMED.items():
+        if path.startswith(f"{old}."):
+            return new + path[len(old):]
+    return path
 
 
 def _warn(old: str, new: str) -> None:
@@ -116,6 +148,26 @@ def install() -> None:
     """Makes the old paths importable (once per process)."""
     if not any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
         sys.meta_path.insert(0, _AliasFinder())
+
+
+def renamed_names(module: str, renames: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) for ``module`` whose names were renamed: each old
+    name in ``renames`` (old -> new) gives the object of the new one, with a
+    :class:`DeprecationWarning`, for one release.
+
+    The returned function raises :class:`AttributeError` for any other name, as a module's
+    ``__getattr__`` must.
+    """
+
+    def __getattr__(name: str) -> Any:
+        new = renames.get(name)
+        if new is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(f"{module}.{name} is deprecated; use {module}.{new} (the same object); "
+                      "the old name goes in the next release", DeprecationWarning, stacklevel=2)
+        return getattr(sys.modules[module], new)
+
+    return __getattr__
 
 
 def forward_driver(name: str) -> Any:

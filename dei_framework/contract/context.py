@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 class FactoryContext(Mapping[str, Any]):
     """What the core hands a plugin's factory, so that it never has to rediscover plugins.
 
-    Every factory gets one: domain, transport, sharing, emitter and archive factories as their
-    options argument, operator factories as
+    Every factory gets one: domain, transport, sharing, parent selector (emitter) and archive
+    factories as their options argument, operator factories as
     :class:`~dei_framework.contract.operators.OperatorSettings`
     (a subclass that adds the node and what the user typed). It is also the read-only mapping
     of its ``options`` (``context["key"]``, ``dict(context)``, ``context.get(...)``), so a

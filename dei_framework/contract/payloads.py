@@ -147,7 +147,7 @@ class RoundEvent(TypedDict):
     niche_novelty: float | None
     #: The opponent pool the round's candidates fought.
     opponents: list[OpponentRecord]
-    #: The node's emitter (``--emitter``).
+    #: The node's parent selector (``--emitter``).
     emitter: str
     #: The archive's kind (``--archive``).
     archive_kind: str

@@ -111,7 +111,8 @@ class PluginRegistry:
         return self._lookup(self.allocators, "budget allocator", name)
 
     def emitter(self, name: str):
-        """The :class:`~dei_framework.search.emitters.EmitterSpec` called ``name``."""
+        """The :class:`~dei_framework.search.selectors.SelectorSpec` (a parent selector) called
+        ``name``."""
         return self._lookup(self.emitters, "emitter", name)
 
     def archive(self, name: str):

@@ -9,7 +9,7 @@ from dei_framework.evaluation.local import make_local_backend
 from dei_framework.plugin.hookspecs import hookimpl
 from dei_framework.search.allocation import BUILTIN_ALLOCATORS, AllocatorSpec
 from dei_framework.search.archives import BUILTIN_ARCHIVES, ArchiveSpec
-from dei_framework.search.emitters import BUILTIN_EMITTERS, EmitterSpec
+from dei_framework.search.selectors import BUILTIN_SELECTORS, SelectorSpec
 from dei_framework.search.sharing import BUILTIN_POLICIES, SharingSpec
 
 
@@ -24,8 +24,8 @@ def dei_budget_allocators() -> list[AllocatorSpec]:
 
 
 @hookimpl
-def dei_emitters() -> list[EmitterSpec]:
-    return list(BUILTIN_EMITTERS)
+def dei_emitters() -> list[SelectorSpec]:
+    return list(BUILTIN_SELECTORS)
 
 
 @hookimpl

@@ -1,5 +1,6 @@
 """The registration hooks: what plugins add to the registry (domains, operators, transports,
-sharing policies, allocators, emitters, archives, evaluation backends, axes, options, commands).
+sharing policies, allocators, parent selectors ("emitters"), archives, evaluation backends,
+axes, options, commands).
 
 Each returns a list; the core collects every plugin's (not firstresult). Collected by
 :mod:`dei_framework.plugin.hookspecs`, the module the plugin manager registers.
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from dei_framework.contract.transport import TransportSpec
     from dei_framework.search.allocation import AllocatorSpec
     from dei_framework.search.archives import ArchiveSpec
-    from dei_framework.search.emitters import EmitterSpec
+    from dei_framework.search.selectors import SelectorSpec
     from dei_framework.search.sharing import SharingSpec
 
 
@@ -102,17 +103,18 @@ def dei_budget_allocators() -> list[AllocatorSpec]:
 
 
 @hookspec
-def dei_emitters() -> list[EmitterSpec]:
-    """Registers emitters — how a node chooses parents (``--emitter NAME``).
+def dei_emitters() -> list[SelectorSpec]:
+    """Registers parent selectors — how a node chooses parents (``--emitter NAME``; the hook
+    and the setting keep the name "emitter" they had before selectors were renamed).
 
     Fires:
         Once per plugin, when :func:`~dei_framework.plugin.manager.load_plugins` builds the
         registry.
 
     Returns:
-        A list of :class:`~dei_framework.search.emitters.EmitterSpec`, each with a
+        A list of :class:`~dei_framework.search.selectors.SelectorSpec`, each with a
         ``factory(options)`` returning one node's
-        :class:`~dei_framework.search.emitters.EmitterBase`.
+        :class:`~dei_framework.search.selectors.ParentSelector`.
         Every plugin's list is collected (not firstresult).
     """
 

@@ -80,8 +80,8 @@ class NodeConfig:
         operator: ``--operator`` value for this node (an operator name or a model string).
         options: Operator options (``api_base``, ``temperature``, ``max_tokens``, ``timeout``,
             ``concurrency`` ...), node table over global settings.
-        emitter: This node's emitter (empty: the run's).
-        emitter_options: Options of this node's emitter (``None``: the run's
+        emitter: This node's parent selector (empty: the run's).
+        emitter_options: Options of this node's parent selector (``None``: the run's
             ``[emitter_options]``; a table given replaces the run's, it is not merged).
         archive: This node's archive (empty: the run's).
         archive_options: Options of this node's archive (``None``: the run's
@@ -119,8 +119,9 @@ class RunConfig:
         sharing: Sharing policy name.
         sharing_options: Options of the policy (``[sharing]`` table).
         axes: Descriptor axes of the grid (empty: the domain's default).
-        emitter: Emitter name (how parents are chosen).
-        emitter_options: Options of the emitter (``[emitter_options]`` table).
+        emitter: Parent selector name (how parents are chosen; the key keeps the name
+            "emitter" from before selectors were renamed).
+        emitter_options: Options of the parent selector (``[emitter_options]`` table).
         archive: Archive name (``grid``, ``cvt`` ...).
         archive_options: Options of the archive (``[archive_options]`` table).
         new_fraction: Share of calls that write a new program instead of mutating an elite.

@@ -1,7 +1,7 @@
 """The search algorithm: one node's Red Queen MAP-Elites as ask/tell, and its parts.
 
 :mod:`~dei_framework.search.scheduler` (the ask/tell core), archives (``archives/``), parent
-selectors (``emitters/``), the Red Queen opponent pool, champion-sharing policies, the
+selectors (``selectors/``), the Red Queen opponent pool, champion-sharing policies, the
 per-slot random streams and the budget allocators that move calls between nodes. Nothing here
 does I/O or awaits: a custom loop drives it directly.
 

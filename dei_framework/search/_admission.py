@@ -18,7 +18,7 @@ import numpy as np
 from dei_framework.contract.records import Candidate, DeferredText
 from dei_framework.search._work import Result, WorkItem
 from dei_framework.search.archives import AddStatus, ArchiveBase
-from dei_framework.search.emitters import EmitterBase
+from dei_framework.search.selectors import ParentSelector
 
 
 class AdmittingNode(Protocol):
@@ -30,7 +30,7 @@ class AdmittingNode(Protocol):
     round: int
     lifecycle: str
     archive: ArchiveBase
-    emitter: EmitterBase
+    emitter: ParentSelector
     completed: int
     lineage_errors: dict[str, str]
     previous_cells: set[tuple[int, ...]]

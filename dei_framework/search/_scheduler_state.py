@@ -12,8 +12,8 @@ from typing import Any, Protocol
 from dei_framework.search._admission import Told
 from dei_framework.search._work import WorkItem
 from dei_framework.search.archives import ArchiveBase
-from dei_framework.search.emitters import EmitterBase
 from dei_framework.search.opponents import OpponentPool
+from dei_framework.search.selectors import ParentSelector
 
 
 class CheckpointedNode(Protocol):
@@ -30,7 +30,7 @@ class CheckpointedNode(Protocol):
     lineage_errors: dict[str, str]
     history: list[dict[str, Any]]
     stopped: str | None
-    emitter: EmitterBase
+    emitter: ParentSelector
     allocated: bool
     round_quotas: dict[int, int]
     _warm: int

@@ -47,8 +47,8 @@ from dei_framework.search._slots import NodeSlots, derive_seed
 from dei_framework.search._warm_start import warm_start
 from dei_framework.search._work import Admission, Kind, Result, RoundEnd, TellReport, WorkItem
 from dei_framework.search.archives import AddStatus, ArchiveBase, ArchiveFactory, GridArchive
-from dei_framework.search.emitters import EmitterBase, UniformEmitter
 from dei_framework.search.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
+from dei_framework.search.selectors import ParentSelector, UniformSelector
 from dei_framework.search.sharing import Admit, SharingPolicy, TopKSharing
 from dei_framework.search.slot_random import SlotGenerator, initial_states
 
@@ -108,7 +108,7 @@ class Scheduler:
         others: int = 2,
         lag: int = 8,
         archive: ArchiveFactory = GridArchive,
-        emitter: EmitterBase | None = None,
+        emitter: ParentSelector | None = None,
         sharing: SharingPolicy | None = None,
         qd_offset: float = 0.0,
         own_window: int = OWN_WINDOW,
@@ -132,7 +132,7 @@ class Scheduler:
         self.new_fraction = new_fraction
         self.others = others
         self.lag = lag
-        self.emitter = emitter or UniformEmitter()
+        self.emitter = emitter or UniformSelector()
         self.sharing = sharing or TopKSharing(name="champion")
         self.qd_offset = qd_offset
         self._archive_factory = archive

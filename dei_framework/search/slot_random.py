@@ -8,9 +8,9 @@ handful of values: on a cheap objective that was a large share of a step.
 :func:`initial_states` computes the PCG64 starting states of many seeds at once, vectorised
 (numpy's ``SeedSequence`` hashing and PCG64 seeding, re-derived from their published
 algorithm), and :class:`SlotGenerator` steps PCG64 in plain Python integers for the two draws
-the scheduler and the built-in emitters make — ``random()`` and bounded ``integers`` — with
+the scheduler and the built-in parent selectors make — ``random()`` and bounded ``integers`` — with
 numpy's own algorithms (53-bit doubles; Lemire's 32-bit bounded integers with the bit
-generator's buffered half-word). Anything else an emitter asks for (``choice``, ``normal``,
+generator's buffered half-word). Anything else a selector asks for (``choice``, ``normal``,
 ``dtype=``...) is served by a real ``numpy.random.Generator`` set to the same state, from then
 on for every draw of that slot. So the draws are bit-for-bit those of ``default_rng(seed)``;
 ``tests/core/test_slot_random.py`` checks them against numpy.
@@ -159,7 +159,7 @@ class SlotGenerator:
 
     def bounded(self, high: int, count: int) -> list[int]:
         """The values ``integers(high, size=count)`` gives, as a list of Python ints (without
-        building an array: what the built-in emitters need per slot)."""
+        building an array: what the built-in parent selectors need per slot)."""
         if self._real is not None or type(high) is not int or not 0 < high < _MASK32:
             return self.integers(high, size=count).tolist()
         span = high - 1

@@ -212,8 +212,8 @@ class _CountingArchive:
         raise AssertionError("the emitter walked the whole archive")
 
 
-class _TournamentEmitter:
-    """A third party's emitter: binary tournaments through the public index."""
+class _TournamentSelector:
+    """A third party's parent selector: binary tournaments through the public index."""
 
     def select(self, archive, rng, count):
         occupied = archive.occupied
@@ -222,20 +222,20 @@ class _TournamentEmitter:
 
 
 def test_selection_cost_is_flat_in_archive_size() -> None:
-    from dei_framework import UniformEmitter
+    from dei_framework import UniformSelector
 
     accesses = {}
     for cells in (10, 100, 10_000):
         archive = filled(cells)
         assert len(archive) == cells
-        for emitter in (_TournamentEmitter(), UniformEmitter()):
+        for emitter in (_TournamentSelector(), UniformSelector()):
             counting = _CountingArchive(archive)
             picks = emitter.select(counting, np.random.default_rng(1), 3)
             assert len(picks) == 3 and all(pick in list(archive.occupied[:]) for pick in picks[:1])
             accesses[type(emitter).__name__, cells] = counting.accesses
     # Two reads per tournament pick, one per uniform pick, whatever the archive holds.
-    assert {accesses["_TournamentEmitter", n] for n in (10, 100, 10_000)} == {6}
-    assert {accesses["UniformEmitter", n] for n in (10, 100, 10_000)} == {3}
+    assert {accesses["_TournamentSelector", n] for n in (10, 100, 10_000)} == {6}
+    assert {accesses["UniformSelector", n] for n in (10, 100, 10_000)} == {3}
 
 
 def test_flat_index_is_the_key_of_a_cell_and_refuses_foreign_cells() -> None:

@@ -19,7 +19,7 @@ from dei_framework import (
     CVTArchive,
     DescriptorSpace,
     GridArchive,
-    ImprovementEmitter,
+    ImprovementSelector,
     Result,
     Scheduler,
     ThresholdAxis,
@@ -95,7 +95,7 @@ class CountingTexts(Sequence):
 
 @pytest.mark.parametrize("emitter", [None, "improvement"])
 def test_tell_batch_admits_exactly_what_tell_admits(emitter) -> None:
-    make = (lambda: ImprovementEmitter()) if emitter else (lambda: None)
+    make = (lambda: ImprovementSelector()) if emitter else (lambda: None)
     single = run_with_tell(emitter=make())
     batched, _ = run_with_tell_batch(emitter=make())
     assert batched.archive.to_json() == single.archive.to_json()

@@ -9,7 +9,7 @@ import pytest
 from dei_numeric.domain import NumericDomain
 from dei_numeric.operators import GaussianOperator, IsoLineOperator
 
-from dei_framework import Domain, EmitterBase, ImprovementEmitter, Operator, UniformEmitter
+from dei_framework import Domain, ImprovementSelector, Operator, ParentSelector, UniformSelector
 
 
 def test_a_declared_capability_needs_its_methods() -> None:
@@ -54,7 +54,7 @@ def test_a_subclass_inherits_the_declaration_without_a_warning() -> None:
             def propose_genomes(self, requests):
                 return super().propose_genomes(requests)
 
-        class Curious(ImprovementEmitter):
+        class Curious(ImprovementSelector):
             def tell(self, parent, child, status):
                 super().tell(parent, child, status)
     assert Tuned.capabilities == {"batch", "array"} and Curious.capabilities == {"learns"}
@@ -63,8 +63,8 @@ def test_a_subclass_inherits_the_declaration_without_a_warning() -> None:
 def test_the_reference_classes_declare_what_they_implement() -> None:
     assert GaussianOperator.capabilities == IsoLineOperator.capabilities == {"batch", "array"}
     assert NumericDomain.capabilities == {"array"}
-    assert ImprovementEmitter.capabilities == {"learns"}
-    assert UniformEmitter.capabilities == EmitterBase.capabilities == frozenset()
+    assert ImprovementSelector.capabilities == {"learns"}
+    assert UniformSelector.capabilities == ParentSelector.capabilities == frozenset()
     assert Operator.capabilities == Domain.capabilities == frozenset()
 
 

@@ -16,11 +16,11 @@ import toy_domain  # noqa: E402
 from dei_framework import (  # noqa: E402
     ArchiveSpec,
     DomainSpec,
-    EmitterSpec,
     FactoryContext,
     NodeConfig,
     OperatorSpec,
     RunConfig,
+    SelectorSpec,
     SharingSpec,
     TransportSpec,
     hookimpl,
@@ -70,7 +70,7 @@ class Recorder:
         def factory(context):
             return context.registry.emitter("uniform").factory(self._keep("emitter", context))
 
-        return [EmitterSpec(name="uniform-ctx", factory=factory)]
+        return [SelectorSpec(name="uniform-ctx", factory=factory)]
 
     @hookimpl
     def dei_archives(self):

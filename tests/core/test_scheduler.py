@@ -20,14 +20,14 @@ from dei_framework import (
     Domain,
     Evaluation,
     GridArchive,
-    ImprovementEmitter,
+    ImprovementSelector,
     InvalidProgram,
     OpponentPool,
     Program,
     Scheduler,
     ThresholdAxis,
     UniformAxis,
-    UniformEmitter,
+    UniformSelector,
     evaluate,
 )
 from dei_framework.contract.descriptors import AxisSpec
@@ -227,17 +227,17 @@ def test_builtin_sharing_policies() -> None:
 
 
 def test_improvement_emitter_favours_parents_whose_children_improved() -> None:
-    emitter = ImprovementEmitter(prior=1.0)
+    emitter = ImprovementSelector(prior=1.0)
     good, bad = Candidate(text="1", id="good"), Candidate(text="2", id="bad")
     for _ in range(5):
         emitter.tell(good, None, AddStatus.NEW)
         emitter.tell(bad, None, AddStatus.NOT_ADDED)
     assert emitter.weight(good) == 1.0 and emitter.weight(bad) == pytest.approx(1 / 6)
-    restored = ImprovementEmitter()
+    restored = ImprovementSelector()
     restored.restore(emitter.state_json())
     assert restored.weight(bad) == emitter.weight(bad)
-    s = scheduler(emitter=ImprovementEmitter())
-    assert drive(s, random.Random(1)) == drive(scheduler(emitter=ImprovementEmitter()), None)
+    s = scheduler(emitter=ImprovementSelector())
+    assert drive(s, random.Random(1)) == drive(scheduler(emitter=ImprovementSelector()), None)
 
 
 def test_cvt_archive_has_seeded_cells_over_three_axes() -> None:
@@ -360,7 +360,7 @@ def _ranked_archive(cells: int = 40) -> GridArchive:
 
 
 def test_tournament_emitter_picks_fitter_parents_than_uniform_on_a_fixed_archive() -> None:
-    from dei_framework import TournamentEmitter
+    from dei_framework import TournamentSelector
     from dei_framework.search.slot_random import SlotGenerator, initial_states
 
     archive = _ranked_archive()
@@ -370,32 +370,32 @@ def test_tournament_emitter_picks_fitter_parents_than_uniform_on_a_fixed_archive
         parents = [emitter.select(archive, SlotGenerator(*state), 3)[0] for state in states]
         return sum(p.fitness for p in parents) / len(parents)
 
-    uniform, tournament = mean_parent_fitness(UniformEmitter()), mean_parent_fitness(
-        TournamentEmitter())
+    uniform, tournament = mean_parent_fitness(UniformSelector()), mean_parent_fitness(
+        TournamentSelector())
     # Expected ranks: uniform (n-1)/2n ~ 0.49, the best of three uniform draws ~ 0.74; the
     # standard error over 500 draws is about 0.013, so 0.15 apart is no accident of the seed.
     assert uniform < 0.55 and tournament > uniform + 0.15
-    assert mean_parent_fitness(TournamentEmitter(size=1)) == uniform  # size 1 is uniform
-    assert mean_parent_fitness(TournamentEmitter(size=8)) > tournament
+    assert mean_parent_fitness(TournamentSelector(size=1)) == uniform  # size 1 is uniform
+    assert mean_parent_fitness(TournamentSelector(size=8)) > tournament
     # The scheduler's fast generator and numpy's own draw the same tournaments.
     for seed, state in zip(range(20), states, strict=False):
-        fast = TournamentEmitter().select(archive, SlotGenerator(*state), 4)
-        numpy_ = TournamentEmitter().select(archive, np.random.default_rng(seed), 4)
+        fast = TournamentSelector().select(archive, SlotGenerator(*state), 4)
+        numpy_ = TournamentSelector().select(archive, np.random.default_rng(seed), 4)
         assert [e.text for e in fast] == [e.text for e in numpy_]
 
 
 def test_tournament_emitter_options_are_checked_and_a_seeded_run_is_reproducible() -> None:
-    from dei_framework import ConfigError, TournamentEmitter
-    from dei_framework.search.emitters import BUILTIN_EMITTERS
+    from dei_framework import ConfigError, TournamentSelector
+    from dei_framework.search.selectors import BUILTIN_SELECTORS
 
-    factory = {spec.name: spec.factory for spec in BUILTIN_EMITTERS}["tournament"]
+    factory = {spec.name: spec.factory for spec in BUILTIN_SELECTORS}["tournament"]
     assert factory({}).size == 3 and factory({"size": 5}).size == 5
     for bad in ({"size": 0}, {"size": 2.5}, {"size": True}, {"k": 3}):
         with pytest.raises(ConfigError, match="tournament emitter"):
             factory(bad)
-    reference = drive(scheduler(emitter=TournamentEmitter()), None)
-    assert drive(scheduler(emitter=TournamentEmitter()), random.Random(3)) == reference
-    assert drive(scheduler(emitter=TournamentEmitter(), seed=5), None) != reference
+    reference = drive(scheduler(emitter=TournamentSelector()), None)
+    assert drive(scheduler(emitter=TournamentSelector()), random.Random(3)) == reference
+    assert drive(scheduler(emitter=TournamentSelector(), seed=5), None) != reference
     assert drive(scheduler(), None) != reference  # it chose other parents than uniform
 
 

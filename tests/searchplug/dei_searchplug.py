@@ -14,15 +14,15 @@ from dei_framework import (
     Admit,
     ArchiveSpec,
     DescriptorSpace,
-    EmitterBase,
-    EmitterSpec,
     GridArchive,
+    ParentSelector,
+    SelectorSpec,
     SharingSpec,
     hookimpl,
 )
 
 
-class BestFirst(EmitterBase):
+class BestFirst(ParentSelector):
     name = "best-first"
 
     def select(self, archive, rng, count):
@@ -52,7 +52,7 @@ class PeersAsOpponents:
 
 @hookimpl
 def dei_emitters():
-    return [EmitterSpec(name="best-first", factory=lambda options: BestFirst(),
+    return [SelectorSpec(name="best-first", factory=lambda options: BestFirst(),
                         description="mutate the best elite (tests)")]
 
 

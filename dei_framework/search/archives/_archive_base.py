@@ -22,7 +22,7 @@ class OccupiedElites(Sequence[Candidate]):
 
     ``archive.occupied[i]`` is the elite of the ``i``-th occupied cell (ascending flat cell
     index) and ``len(archive.occupied)`` the number of occupied cells; neither copies the
-    archive, so an emitter draws a parent in constant time whatever the archive's size. The
+    archive, so a parent selector draws a parent in constant time whatever the archive's size. The
     view follows the archive: an index drawn before an :meth:`ArchiveBase.add` may name another
     elite after it.
     """
@@ -142,7 +142,7 @@ class ArchiveBase(abc.ABC):
     def occupied(self) -> OccupiedElites:
         """The elites in cell order as a sequence view: ``occupied[i]`` in O(1), no copy.
 
-        The public index emitters draw parents through (``occupied[rng.integers(len(occupied))]``
+        The public index parent selectors draw through (``occupied[rng.integers(len(occupied))]``
         is a uniform draw over occupied cells).
         """
         return self._occupied

@@ -1,4 +1,4 @@
-"""ImprovementEmitter: parents whose children improved the archive are drawn more often."""
+"""ImprovementSelector: parents whose children improved the archive are drawn more often."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from dei_framework import _moved
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import AddStatus, ArchiveBase
-from dei_framework.search.emitters._emitter_base import EmitterBase
+from dei_framework.search.selectors._parent_selector import ParentSelector
 
 
-class ImprovementEmitter(EmitterBase):
+class ImprovementSelector(ParentSelector):
     """Curiosity-style parent choice (Cully & Demiris, 2018): a parent's weight is
     ``(prior + successes) / (prior + children)``, where a success is a child that filled a new
     cell or improved one. Unknown parents start at weight 1, so fresh elites get tried.
@@ -64,3 +65,7 @@ class ImprovementEmitter(EmitterBase):
     def restore(self, state: Mapping[str, Any]) -> None:
         self._children = dict(state.get("children", {}))
         self._successes = dict(state.get("successes", {}))
+
+
+# ``ImprovementEmitter``, the old name, for one release.
+__getattr__ = _moved.renamed_names(__name__, {"ImprovementEmitter": "ImprovementSelector"})

@@ -1,16 +1,17 @@
-"""UniformEmitter: the paper's parent choice, uniform over occupied cells."""
+"""UniformSelector: the paper's parent choice, uniform over occupied cells."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from dei_framework import _moved
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import ArchiveBase
-from dei_framework.search.emitters._emitter_base import EmitterBase
+from dei_framework.search.selectors._parent_selector import ParentSelector
 from dei_framework.search.slot_random import SlotGenerator
 
 
-class UniformEmitter(EmitterBase):
+class UniformSelector(ParentSelector):
     """Draws every parent uniformly (with replacement) from the occupied cells (DRQ / DEI)."""
 
     name = "uniform"
@@ -20,3 +21,7 @@ class UniformEmitter(EmitterBase):
         if type(rng) is SlotGenerator:  # the scheduler's: the same draws, no array built
             return [occupied[i] for i in rng.bounded(len(occupied), count)]
         return [occupied[int(i)] for i in rng.integers(len(occupied), size=count)]
+
+
+# ``UniformEmitter``, the old name, for one release.
+__getattr__ = _moved.renamed_names(__name__, {"UniformEmitter": "UniformSelector"})

@@ -1,24 +1,25 @@
-"""TournamentEmitter: each parent is the fittest of a few elites drawn uniformly."""
+"""TournamentSelector: each parent is the fittest of a few elites drawn uniformly."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from dei_framework import _moved
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import ArchiveBase
-from dei_framework.search.emitters._emitter_base import EmitterBase
+from dei_framework.search.selectors._parent_selector import ParentSelector
 from dei_framework.search.slot_random import SlotGenerator
 
 
-class TournamentEmitter(EmitterBase):
+class TournamentSelector(ParentSelector):
     """Tournament selection over the occupied cells: every pick draws ``size`` elites
     uniformly (with replacement) and keeps the fittest, so fitter elites are parents more
     often while every elite keeps a chance (an elite that never wins is still an inspiration
-    when drawn as one of the others). ``size=1`` is the uniform emitter.
+    when drawn as one of the others). ``size=1`` is the uniform selector.
 
     The draws come from the slot's generator alone (``count * size`` bounded integers), so a
-    seeded run is reproducible; the emitter learns nothing and has no state to checkpoint.
+    seeded run is reproducible; the selector learns nothing and has no state to checkpoint.
     Ties keep the first drawn, so the choice does not depend on the archive's order beyond
     what the draws index.
 
@@ -49,3 +50,7 @@ class TournamentEmitter(EmitterBase):
             entrants = (occupied[i] for i in picks[start : start + self.size])
             chosen.append(max(entrants, key=lambda elite: elite.fitness))
         return chosen
+
+
+# ``TournamentEmitter``, the old name, for one release.
+__getattr__ = _moved.renamed_names(__name__, {"TournamentEmitter": "TournamentSelector"})

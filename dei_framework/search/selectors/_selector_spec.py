@@ -1,0 +1,34 @@
+"""SelectorSpec: how a plugin registers a parent selector."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from dei_framework import _moved
+from dei_framework.search.selectors._parent_selector import ParentSelector
+
+
+@attrs.frozen(kw_only=True)
+class SelectorSpec:
+    """A parent selector a plugin registers through ``dei_emitters`` (the hook, the
+    ``--emitter`` flag and the ``emitter`` key keep the name they had when selectors were
+    called emitters: they are the configuration and plugin contract).
+
+    Attributes:
+        name: What users type after ``--emitter``.
+        factory: ``factory(options)`` builds one node's selector; ``options`` is a
+            :class:`~dei_framework.contract.context.FactoryContext`, the mapping of the
+            ``[emitter_options]`` table with the run's plugins and seed.
+        description: One line for ``dei plugins``.
+    """
+
+    name: str
+    factory: Callable[[Mapping[str, Any]], ParentSelector]
+    description: str = ""
+
+
+# ``EmitterSpec``, the old name, for one release.
+__getattr__ = _moved.renamed_names(__name__, {"EmitterSpec": "SelectorSpec"})
