@@ -5,8 +5,8 @@ whatever the timing."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
+from dei_framework.contract.records import Candidate
 from dei_framework.search._work import Kind, WorkItem
 from dei_framework.search.slot_random import SlotGenerator, initial_states
 
@@ -51,14 +51,18 @@ class NodeSlots:
         return seed
 
     def item(self, round_index: int, suffix: str, *, kind: Kind, order: int,
-             **fields: Any) -> WorkItem:  # fmt: skip
+             parent: Candidate | None = None, others: tuple[Candidate, ...] = (),
+             feedback: str | None = None,
+             program: Candidate | None = None) -> WorkItem:  # fmt: skip
         """The work item ``suffix`` (``s17`` a call slot, ``w3`` warm, ``p0`` peer) of a
-        round, with its key's seed and the round's evaluation seed."""
+        round, with its key's seed and the round's evaluation seed. (Fields by name, not
+        ``**fields``: one item per slot, and a keyword dict per call shows in the benchmark.)"""
         key = f"{self.node}/r{round_index}/{suffix}"
         return WorkItem(id=f"{self.node}-r{round_index}-{suffix}", key=key, node=self.node,
                         round=round_index, order=order, kind=kind,
                         seed=_seed_of(f"{self.seed}/{key}"),  # = derive_seed(self.seed, key)
-                        eval_seed=self.eval_seed(round_index), **fields)  # fmt: skip
+                        eval_seed=self.eval_seed(round_index), parent=parent, others=others,
+                        feedback=feedback, program=program)  # fmt: skip
 
     def generator(self, round_index: int, slot: int, quota: int) -> SlotGenerator:
         """The generator of a call slot of a round of ``quota`` calls: it draws what

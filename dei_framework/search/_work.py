@@ -19,6 +19,10 @@ from dei_framework.search.archives import AddStatus, ArchiveBase
 Kind = Literal["warm", "peer", "new", "mutate"]
 
 
+#: The kinds of item an operator writes the program of (:attr:`WorkItem.needs_call`).
+CALL_KINDS = ("new", "mutate")
+
+
 @attrs.frozen(kw_only=True)
 class WorkItem:
     """One unit of work the scheduler hands out.
@@ -58,7 +62,7 @@ class WorkItem:
     @property
     def needs_call(self) -> bool:
         """``True`` when an operator must write the program first."""
-        return self.kind in ("new", "mutate")
+        return self.kind in CALL_KINDS
 
     def request(self, domain: Domain, *, meter: UsageMeter | None = None) -> OperatorRequest:
         """The operator request of a call item, with the domain's chat messages (written when

@@ -294,11 +294,11 @@ class Scheduler:
             admitted = self._next_order - self._warm  # call slots admitted
             if slot - self.lag > admitted or self.completed + slot - admitted >= quota:
                 return
-            self._planned.append(self._plan_slot(slot))
+            self._planned.append(self._plan_slot(slot, quota))
             self._next_slot += 1
 
-    def _plan_slot(self, slot: int) -> WorkItem:
-        rng = self._slots.generator(self.round, slot, self.round_quota(self.round))
+    def _plan_slot(self, slot: int, quota: int) -> WorkItem:
+        rng = self._slots.generator(self.round, slot, quota)
         parent, others, feedback, kind = None, (), None, "new"
         if len(self.archive) and rng.random() >= self.new_fraction:
             parent, *drawn = self.emitter.select(self.archive, rng, 1 + self.others)
