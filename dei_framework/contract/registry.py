@@ -181,17 +181,19 @@ class PluginRegistry:
         while True:
             # Only the guard (no observer): nothing to call. The search notifies once per
             # evaluation, and pluggy's call with the guard alone costs as much as a small event.
-            impls = [impl for impl in caller.get_hookimpls() if impl.plugin_name != GUARD_NAME]
-            if not impls:
+            impls = caller.get_hookimpls()
+            if all(impl.plugin_name == GUARD_NAME for impl in impls):
                 return
-            self._failed.pop(hook, None)
+            self._failed.pop(hook, None)  # one set by a call of the hook outside notify
             try:
                 caller(**kwargs)
             except Exception as exc:  # a wrapper outside the guard raised
                 self.observer_failed(hook, exc)
             failed = self._failed.pop(hook, None)
-            called = [impl.plugin for impl in impls]
-            if failed is None or failed not in called:
+            if failed is None:  # the usual case: no list is built per event
+                return
+            called = [impl.plugin for impl in impls if impl.plugin_name != GUARD_NAME]
+            if failed not in called:
                 return
             # pluggy calls the last implementation first: those before the culprit in the
             # list had not been called yet.
