@@ -14,8 +14,9 @@ from pathlib import Path
 
 from dei_coreware.assembler import AssemblyError, assemble
 
-FOLDER = (Path(__file__).resolve().parents[2] / "shared" / "corewar" / "warriors"
-          / "koenigstuhl-94nop")  # fmt: skip
+FOLDER = (
+    Path(__file__).resolve().parents[2] / "shared" / "corewar" / "warriors" / "koenigstuhl-94nop"
+)
 
 
 def main() -> None:
@@ -36,9 +37,17 @@ def main() -> None:
                 pass
         best = min(best, time.perf_counter() - started)
     lines = sum(source.count("\n") + 1 for source in sources)
-    print(json.dumps({"files": len(sources), "lines": lines, "seconds": round(best, 3),
-                      "files_per_second": round(len(sources) / best, 1),
-                      "ms_per_file": round(1000 * best / len(sources), 2)}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "files": len(sources),
+                "lines": lines,
+                "seconds": round(best, 3),
+                "files_per_second": round(len(sources) / best, 1),
+                "ms_per_file": round(1000 * best / len(sources), 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -118,9 +118,10 @@ def measure(
         run(config, Path(tmp) / "run", registry=registry, progress=progress)
         wall = time.perf_counter() - started
         received = [
-            e for e in read_jsonl(Path(tmp) / "run" / "events.jsonl")
+            e
+            for e in read_jsonl(Path(tmp) / "run" / "events.jsonl")
             if e.get("event") == "received"
-        ]  # fmt: skip
+        ]
     rates = {}
     for name, times in stamps.items():
         # From the first call's result to the last: covers every round boundary (inbox
@@ -159,8 +160,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     registry = load_plugins([toy_domain, SleepyPlugin()])
-    common = dict(fast_nodes=args.fast_nodes, fast_s=args.fast_ms / 1000, calls=args.calls,
-                  rounds=args.rounds, delivery=args.delivery)  # fmt: skip
+    common = dict(
+        fast_nodes=args.fast_nodes,
+        fast_s=args.fast_ms / 1000,
+        calls=args.calls,
+        rounds=args.rounds,
+        delivery=args.delivery,
+    )
     alone, together = [], []
     for k in range(args.repeats):
         # Interleaved, so drifting machine load hits both settings alike.

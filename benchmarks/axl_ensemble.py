@@ -88,10 +88,15 @@ async def _worker(args: argparse.Namespace) -> dict[str, Any]:
         now = time.time()
         if now >= next_publish and now < end:
             envelope = ChampionEnvelope(
-                domain="bench", node=args.name, key=identity.public_key_hex, round=round_index,
-                operator="bench", program=PROGRAM + f";{args.name} {round_index}\n",
-                fitness=1.0, descriptor={"sent": time.time()},
-            )  # fmt: skip
+                domain="bench",
+                node=args.name,
+                key=identity.public_key_hex,
+                round=round_index,
+                operator="bench",
+                program=PROGRAM + f";{args.name} {round_index}\n",
+                fitness=1.0,
+                descriptor={"sent": time.time()},
+            )
             await router.publish(envelope.encode(identity))
             published += 1
             round_index += 1
@@ -101,17 +106,29 @@ async def _worker(args: argparse.Namespace) -> dict[str, Any]:
     busy_cpu = 100 * (time.process_time() - cpu0) / (args.publish + args.settle)
     stats = router.stats()
     await router.close()
-    return {"name": args.name, "idle": idle, "publish_cpu_percent": busy_cpu,
-            "published": published, "latencies": latencies,
-            "duplicates": stats.get("duplicates", 0),
-            "frames_sent": stats.get("frames_sent", 0)}  # fmt: skip
+    return {
+        "name": args.name,
+        "idle": idle,
+        "publish_cpu_percent": busy_cpu,
+        "published": published,
+        "latencies": latencies,
+        "duplicates": stats.get("duplicates", 0),
+        "frames_sent": stats.get("frames_sent", 0),
+    }
 
 
 # --- the benchmark ---------------------------------------------------------------------------
 
 
-def run(nodes: int, idle: float, publish: float, interval: float, warmup: float,
-        settle: float, peering: str = "full") -> dict[str, Any]:  # fmt: skip
+def run(
+    nodes: int,
+    idle: float,
+    publish: float,
+    interval: float,
+    warmup: float,
+    settle: float,
+    peering: str = "full",
+) -> dict[str, Any]:
     """Starts the AXL nodes and the workers, measures, stops everything; returns the figures."""
     from dei_transports.axlnode import AxlLocalNetwork
 
@@ -131,22 +148,45 @@ def run(nodes: int, idle: float, publish: float, interval: float, warmup: float,
             axl_pids = {n: d["axl_pid"] for n, d in network.describe().items()}
             t0 = time.time() + warmup + 3.0  # workers start within a few seconds
             for index, name in enumerate(names):
-                workers.append(subprocess.Popen(
-                    [sys.executable, __file__, "--worker", "--name", name,
-                     "--api", options[name]["axl_api"], "--key", str(keys[name]),
-                     "--t0", str(t0), "--idle", str(idle), "--publish", str(publish),
-                     "--interval", str(interval), "--settle", str(settle),
-                     "--offset", str(interval * index / nodes)],
-                    stdout=subprocess.PIPE, text=True,
-                ))  # fmt: skip
+                workers.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            __file__,
+                            "--worker",
+                            "--name",
+                            name,
+                            "--api",
+                            options[name]["axl_api"],
+                            "--key",
+                            str(keys[name]),
+                            "--t0",
+                            str(t0),
+                            "--idle",
+                            str(idle),
+                            "--publish",
+                            str(publish),
+                            "--interval",
+                            str(interval),
+                            "--settle",
+                            str(settle),
+                            "--offset",
+                            str(interval * index / nodes),
+                        ],
+                        stdout=subprocess.PIPE,
+                        text=True,
+                    )
+                )
             time.sleep(max(0.0, t0 - time.time()))
             axl_cpu0 = {n: _proc_cpu(p) for n, p in axl_pids.items()}
             time.sleep(idle)
             axl_idle = {n: 100 * (_proc_cpu(p) - axl_cpu0[n]) / idle for n, p in axl_pids.items()}
             axl_cpu0 = {n: _proc_cpu(p) for n, p in axl_pids.items()}
             time.sleep(publish + settle)
-            axl_busy = {n: 100 * (_proc_cpu(p) - axl_cpu0[n]) / (publish + settle)
-                        for n, p in axl_pids.items()}  # fmt: skip
+            axl_busy = {
+                n: 100 * (_proc_cpu(p) - axl_cpu0[n]) / (publish + settle)
+                for n, p in axl_pids.items()
+            }
             results = []
             for worker in workers:
                 stdout, _ = worker.communicate(timeout=120)
@@ -184,13 +224,13 @@ def run(nodes: int, idle: float, publish: float, interval: float, warmup: float,
         "champions_received": len(latencies),
         "delivery_ratio": round(len(latencies) / (published * (nodes - 1)), 4)
         if published
-        else None,  # fmt: skip
+        else None,
         "latency_ms": {
             "p50": pct(0.5),
             "p90": pct(0.9),
             "p99": pct(0.99),
             "max": round(latencies[-1], 1) if latencies else None,
-        },  # fmt: skip
+        },
         "idle_api_requests_per_s_per_node": mean(idle_requests),
         "idle_api_requests_per_s_range": spread(idle_requests),
         "idle_cpu_percent_per_node": {

@@ -42,8 +42,12 @@ async def _measure(apis: list[str], seconds: float, warmup: float, options: dict
             await router.close()
     rows = []
     for b, a in zip(before, after, strict=True):
-        rows.append({k: (a.get(k, 0) - b.get(k, 0)) / seconds for k in
-                     ("api_requests", "recv_requests", "sent", "topology_refreshes")})  # fmt: skip
+        rows.append(
+            {
+                k: (a.get(k, 0) - b.get(k, 0)) / seconds
+                for k in ("api_requests", "recv_requests", "sent", "topology_refreshes")
+            }
+        )
     rows.append({"cpu_seconds_per_second_all_routers": cpu / seconds})
     return rows
 
@@ -71,9 +75,7 @@ def run(nodes: int, seconds: float, warmup: float, max_poll_interval: float) -> 
         "nodes": nodes,
         "seconds": seconds,
         "max_poll_interval": max_poll_interval,
-        "api_requests_per_s_per_node": round(
-            sum(r["api_requests"] for r in per_node) / nodes, 2
-        ),
+        "api_requests_per_s_per_node": round(sum(r["api_requests"] for r in per_node) / nodes, 2),
         "recv_polls_per_s_per_node": round(sum(r["recv_requests"] for r in per_node) / nodes, 2),
         "sends_per_s_per_node": round(sum(r["sent"] for r in per_node) / nodes, 2),
         "router_cpu_percent_per_node": round(

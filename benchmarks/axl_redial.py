@@ -56,8 +56,13 @@ def _trial(binary: str, cut: float, cap: bool, home: Path) -> dict[str, Any]:
         def traffic() -> None:
             def send() -> None:
                 try:
-                    httpx.post(f"{b.api}/send", content=b"x", timeout=1.0, trust_env=False,
-                               headers={"X-Destination-Peer-Id": target})  # fmt: skip
+                    httpx.post(
+                        f"{b.api}/send",
+                        content=b"x",
+                        timeout=1.0,
+                        trust_env=False,
+                        headers={"X-Destination-Peer-Id": target},
+                    )
                 except httpx.HTTPError:
                     pass
 

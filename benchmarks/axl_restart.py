@@ -51,8 +51,9 @@ async def _trial(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     network = AxlLocalNetwork(names=list(NAMES), home=home)
     apis = await asyncio.to_thread(network.start, keys)
     options = {"heartbeat": args.heartbeat, "members": members}
-    routers = {name: make_axl([name], {**options, "axl_api": apis[name]["axl_api"]})[0]
-               for name in NAMES}  # fmt: skip
+    routers = {
+        name: make_axl([name], {**options, "axl_api": apis[name]["axl_api"]})[0] for name in NAMES
+    }
     loop = asyncio.get_running_loop()
     got: dict[str, dict[bytes, float]] = {name: {} for name in NAMES}
 
@@ -101,17 +102,23 @@ async def _trial(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         peers = [n for n in NAMES if n != victim]
 
         def first(receivers: list[str], senders: list[str], phase: str) -> float | None:
-            times = [got[r][f"{s} {phase}".encode()] for r in receivers for s in senders
-                     if r != s and f"{s} {phase}".encode() in got[r]]  # fmt: skip
+            times = [
+                got[r][f"{s} {phase}".encode()]
+                for r in receivers
+                for s in senders
+                if r != s and f"{s} {phase}".encode() in got[r]
+            ]
             return round(min(times) - restarted, 3) if times else None
 
         return {
             "api_answers_s": round(answered - restarted, 3),
             "inbound_s": first([victim], peers, "after"),
             "outbound_s": first(peers, [victim], "after"),
-            "all_after_s": round(max(got[r][p] for r, want in wanted("after").items()
-                                     for p in want) - restarted, 3)
-            if arrived("after") else None,  # fmt: skip
+            "all_after_s": round(
+                max(got[r][p] for r, want in wanted("after").items() for p in want) - restarted, 3
+            )
+            if arrived("after")
+            else None,
             "caught_up_during": arrived("during"),
             "send_timeouts": sum(r.link.counters["send_timeouts"] for r in routers.values()),
             "ihave_superseded": sum(r.counters["ihave_superseded"] for r in routers.values()),
@@ -137,8 +144,9 @@ def _summary(values: list[float | None]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10)
-    parser.add_argument("--victim", choices=NAMES, default="c",
-                        help="c dials the others; a is dialled by them")  # fmt: skip
+    parser.add_argument(
+        "--victim", choices=NAMES, default="c", help="c dials the others; a is dialled by them"
+    )
     parser.add_argument("--down", type=float, default=0.5, help="seconds the AXL node is down")
     parser.add_argument("--heartbeat", type=float, default=1.0)
     parser.add_argument("--deadline", type=float, default=60.0)
@@ -150,13 +158,15 @@ def main(argv: list[str] | None = None) -> int:
         for index in range(args.trials):
             trials.append(asyncio.run(_trial(args, Path(tmp) / str(index))))
     out = {
-        "victim": args.victim, "down_s": args.down, "heartbeat": args.heartbeat,
+        "victim": args.victim,
+        "down_s": args.down,
+        "heartbeat": args.heartbeat,
         "inbound": _summary([t["inbound_s"] for t in trials]),
         "outbound": _summary([t["outbound_s"] for t in trials]),
         "all_after": _summary([t["all_after_s"] for t in trials]),
         "caught_up_during": sum(t["caught_up_during"] for t in trials),
         "trials": trials,
-    }  # fmt: skip
+    }
     print(json.dumps(out) if args.json else json.dumps(out, indent=1))
     resumed = all(t["inbound_s"] is not None and t["outbound_s"] is not None for t in trials)
     return 0 if resumed else 1

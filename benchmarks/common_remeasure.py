@@ -100,9 +100,14 @@ def remeasure(
         if score.mean is None:
             continue
         shift += score.mean - entry["common_fitness"]
-        fresh_entries.append({"common_fitness": score.mean, "common_fitness_std": score.std,
-                              "common_fitness_n": len(score.values),
-                              "selection_fitness": score.mean})  # fmt: skip
+        fresh_entries.append(
+            {
+                "common_fitness": score.mean,
+                "common_fitness_std": score.std,
+                "common_fitness_n": len(score.values),
+                "selection_fitness": score.mean,
+            }
+        )
     # The run's formula (scoring_spread), so that the two errors are comparable.
     fresh_sem = scoring_spread(fresh_entries)["qd_score_sem"] or 0.0
     reported_sem = common.get("qd_score_sem") or 0.0
@@ -120,13 +125,14 @@ def remeasure(
         "difference": shift,
         "z": shift / combined if combined else None,
         "within_reported_sem": abs(shift) < reported_sem,
-        "p_within_if_unbiased": (math.erf(reported_sem / combined / math.sqrt(2))
-                                 if combined else None),  # fmt: skip
+        "p_within_if_unbiased": (
+            math.erf(reported_sem / combined / math.sqrt(2)) if combined else None
+        ),
         "selection_qd": (
             common["qd_score"] + common["selection_qd_gap"]
             if common.get("selection_qd_gap") is not None
             else None
-        ),  # fmt: skip
+        ),
     }
 
 
@@ -134,17 +140,20 @@ def overall(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """What the runs say together: how many stay within their spread, and a common shift."""
     zs = [r["z"] for r in runs if r["z"] is not None]
     n = len(runs)
-    variances = [r["reported_sem"] ** 2 + r["fresh_sem"] ** 2 for r in runs
-                 if r["reported_sem"] is not None]  # fmt: skip
+    variances = [
+        r["reported_sem"] ** 2 + r["fresh_sem"] ** 2 for r in runs if r["reported_sem"] is not None
+    ]
     return {
         "n_runs": n,
         "within_2_standard_errors": sum(abs(z) <= 2 for z in zs),
         "within_reported_sem": sum(r["within_reported_sem"] for r in runs),
-        "expected_within_reported_sem": (sum(r["p_within_if_unbiased"] or 0.0 for r in runs)
-                                         if runs else None),  # fmt: skip
+        "expected_within_reported_sem": (
+            sum(r["p_within_if_unbiased"] or 0.0 for r in runs) if runs else None
+        ),
         "mean_difference": statistics.fmean(r["difference"] for r in runs) if runs else None,
-        "mean_difference_sem": (math.sqrt(sum(variances)) / n
-                                if runs and len(variances) == n else None),  # fmt: skip
+        "mean_difference_sem": (
+            math.sqrt(sum(variances)) / n if runs and len(variances) == n else None
+        ),
         "pooled_z": sum(zs) / math.sqrt(len(zs)) if zs else None,
         "negative_differences": sum(r["difference"] < 0 for r in runs),
     }

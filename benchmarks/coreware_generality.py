@@ -29,16 +29,27 @@ def run_configuration(name: str, operators: list[str], args: argparse.Namespace)
     nodes = [NodeConfig(name=f"node-{i}", operator=op) for i, op in enumerate(operators)]
     options = {"human_set": str(Path(args.human_set).resolve())} if args.human_set else {}
     options.update(dict(item.split("=", 1) for item in args.domain_option))
-    config = RunConfig(domain="coreware", nodes=nodes, rounds=args.rounds, budget=args.budget,
-                       seed=args.seed, domain_options=options)  # fmt: skip
+    config = RunConfig(
+        domain="coreware",
+        nodes=nodes,
+        rounds=args.rounds,
+        budget=args.budget,
+        seed=args.seed,
+        domain_options=options,
+    )
     started = time.perf_counter()
     summary = run(config, Path(args.out) / name)
     per_node = {n: node["generality_per_round"] for n, node in summary["nodes"].items()}
     per_round = []
     for r in range(args.rounds):
         values = [g[r] for g in per_node.values() if r < len(g) and g[r] is not None]
-        per_round.append({"round": r, "mean": sum(values) / len(values) if values else None,
-                          "max": max(values) if values else None})  # fmt: skip
+        per_round.append(
+            {
+                "round": r,
+                "mean": sum(values) / len(values) if values else None,
+                "max": max(values) if values else None,
+            }
+        )
     return {
         "operators": operators,
         "seconds": round(time.perf_counter() - started, 1),
@@ -50,10 +61,12 @@ def run_configuration(name: str, operators: list[str], args: argparse.Namespace)
         # the rounds whose champion was an initial opponent (their generality is that of the
         # round's best other elite).
         "generality_reference_count": (summary["generality"]["reference"] or {}).get("count"),
-        "generality_excluded_per_node": {n: node.get("generality_excluded")
-                                         for n, node in summary["nodes"].items()},
-        "champion_initial_per_node": {n: node.get("champion_initial_per_round")
-                                      for n, node in summary["nodes"].items()},
+        "generality_excluded_per_node": {
+            n: node.get("generality_excluded") for n, node in summary["nodes"].items()
+        },
+        "champion_initial_per_node": {
+            n: node.get("champion_initial_per_round") for n, node in summary["nodes"].items()
+        },
     }
 
 

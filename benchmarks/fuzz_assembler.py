@@ -19,9 +19,42 @@ from pathlib import Path
 
 from dei_coreware.assembler import AssemblyError, assemble
 
-TOKENS = ["MOV", "SPL", "DAT", "JMP", "EQU", "FOR", "ROF", "END", "ORG", ";assert", "&", "(",
-          ")", "*", "/", "%", "#", "@", "<", ">", "{", "}", ",", ".I", ".AB", "CORESIZE",
-          "\n", " ", "0", "-1", "99999999999", "x", "x equ x+x", "1 FOR 1000000"]  # fmt: skip
+TOKENS = [
+    "MOV",
+    "SPL",
+    "DAT",
+    "JMP",
+    "EQU",
+    "FOR",
+    "ROF",
+    "END",
+    "ORG",
+    ";assert",
+    "&",
+    "(",
+    ")",
+    "*",
+    "/",
+    "%",
+    "#",
+    "@",
+    "<",
+    ">",
+    "{",
+    "}",
+    ",",
+    ".I",
+    ".AB",
+    "CORESIZE",
+    "\n",
+    " ",
+    "0",
+    "-1",
+    "99999999999",
+    "x",
+    "x equ x+x",
+    "1 FOR 1000000",
+]
 
 
 def mutate(text: str, rng: random.Random) -> str:
@@ -44,9 +77,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--corpus", type=Path,
-                        default=Path(__file__).resolve().parents[2] / "shared" / "corewar"
-                        / "warriors")  # fmt: skip
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=Path(__file__).resolve().parents[2] / "shared" / "corewar" / "warriors",
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     bundled = Path(__file__).resolve().parents[1] / "plugins" / "coreware" / "warriors"
@@ -57,8 +92,11 @@ def main() -> None:
     slowest, failures = 0.0, []
     deadline = time.monotonic() + args.seconds
     while time.monotonic() < deadline:
-        source = mutate(rng.choice(corpus), rng) if rng.random() < 0.9 else "".join(
-            rng.choice(TOKENS) for _ in range(rng.randint(1, 400)))  # fmt: skip
+        source = (
+            mutate(rng.choice(corpus), rng)
+            if rng.random() < 0.9
+            else "".join(rng.choice(TOKENS) for _ in range(rng.randint(1, 400)))
+        )
         started = time.perf_counter()
         try:
             assemble(source)
@@ -70,8 +108,17 @@ def main() -> None:
             failures.append(f"{type(exc).__name__}: {exc}"[:200])
         slowest = max(slowest, time.perf_counter() - started)
         counts["inputs"] += 1
-    print(json.dumps({**counts, "corpus": len(corpus), "slowest_seconds": round(slowest, 4),
-                      "seed": args.seed, "failures": failures[:10]}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                **counts,
+                "corpus": len(corpus),
+                "slowest_seconds": round(slowest, 4),
+                "seed": args.seed,
+                "failures": failures[:10],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

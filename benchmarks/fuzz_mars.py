@@ -26,18 +26,34 @@ def random_battle(rng: random.Random) -> tuple[list[Warrior], MarsSettings]:
     warriors = []
     for _ in range(rng.randint(1, 5)):
         instructions = tuple(
-            Instruction(rng.choice(OPCODES), rng.choice(MODIFIERS), rng.choice(MODES),
-                        rng.randrange(core), rng.choice(MODES), rng.randrange(core))
+            Instruction(
+                rng.choice(OPCODES),
+                rng.choice(MODIFIERS),
+                rng.choice(MODES),
+                rng.randrange(core),
+                rng.choice(MODES),
+                rng.randrange(core),
+            )
             for _ in range(rng.randint(1, maxlength))
-        )  # fmt: skip
-        warriors.append(Warrior(instructions=instructions, start=rng.randrange(len(instructions)),
-                                pin=rng.choice([None, None, 1, 2])))  # fmt: skip
+        )
+        warriors.append(
+            Warrior(
+                instructions=instructions,
+                start=rng.randrange(len(instructions)),
+                pin=rng.choice([None, None, 1, 2]),
+            )
+        )
     settings = MarsSettings(
-        coresize=core, maxlength=maxlength, mindistance=maxlength, rounds=3,
-        cycles=rng.choice([50, 5000]), processes=rng.choice([1, 3, 64]),
-        pspacesize=rng.choice([0, 1, 7, 16]), read_limit=rng.choice(limits),
+        coresize=core,
+        maxlength=maxlength,
+        mindistance=maxlength,
+        rounds=3,
+        cycles=rng.choice([50, 5000]),
+        processes=rng.choice([1, 3, 64]),
+        pspacesize=rng.choice([0, 1, 7, 16]),
+        read_limit=rng.choice(limits),
         write_limit=rng.choice(limits),
-    )  # fmt: skip
+    )
     return warriors, settings
 
 
@@ -51,8 +67,13 @@ def main() -> None:
     for _ in range(args.battles):
         try:
             warriors, settings = random_battle(rng)
-            result = run_battle(warriors, settings, seed=rng.randrange(1 << 30), rounds=3,
-                                workers=rng.choice([1, 2]))  # fmt: skip
+            result = run_battle(
+                warriors,
+                settings,
+                seed=rng.randrange(1 << 30),
+                rounds=3,
+                workers=rng.choice([1, 2]),
+            )
             counts["instructions"] += result.instructions_executed
         except MarsError:
             counts["mars_errors"] += 1

@@ -30,8 +30,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-COMMAND = ["dei-run", "--domain", "coreware", "--operator", "openai/gpt-4o-mini",
-           "--budget", "40", "--rounds", "1", "--progress", "lines"]  # fmt: skip
+COMMAND = [
+    "dei-run",
+    "--domain",
+    "coreware",
+    "--operator",
+    "openai/gpt-4o-mini",
+    "--budget",
+    "40",
+    "--rounds",
+    "1",
+    "--progress",
+    "lines",
+]
 CASES = {"missing-key": [], "refused": ["--api-base", "http://127.0.0.1:9"]}
 
 
@@ -44,8 +55,9 @@ def _one_run(extra: list[str], out: Path) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     cpu_before = _children_cpu()
     started = time.monotonic()
-    result = subprocess.run([*COMMAND, "--out", str(out), *extra], env=env,
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    result = subprocess.run(
+        [*COMMAND, "--out", str(out), *extra], env=env, capture_output=True, text=True, timeout=600
+    )
     seconds = time.monotonic() - started
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     return {
@@ -57,8 +69,7 @@ def _one_run(extra: list[str], out: Path) -> dict[str, Any]:
 
 
 def _spread(values: list[float]) -> dict[str, float]:
-    return {"median": round(statistics.median(values), 3), "min": min(values),
-            "max": max(values)}  # fmt: skip
+    return {"median": round(statistics.median(values), 3), "min": min(values), "max": max(values)}
 
 
 def main() -> int:

@@ -92,14 +92,26 @@ class HeavyTailedServer:
                 delay, text = server.answer(body)
                 time.sleep(delay)
                 words = len(text.split())
-                payload = json.dumps({
-                    "id": "chatcmpl-bench", "object": "chat.completion", "created": 1764400000,
-                    "model": body.get("model", ""),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": 20, "completion_tokens": words,
-                              "total_tokens": 20 + words},
-                }).encode()  # fmt: skip
+                payload = json.dumps(
+                    {
+                        "id": "chatcmpl-bench",
+                        "object": "chat.completion",
+                        "created": 1764400000,
+                        "model": body.get("model", ""),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": text},
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": 20,
+                            "completion_tokens": words,
+                            "total_tokens": 20 + words,
+                        },
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -110,8 +122,9 @@ class HeavyTailedServer:
 
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.http.daemon_threads = True
-        threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True).start()  # fmt: skip
+        threading.Thread(
+            target=self.http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
 
     @property
     def base_url(self) -> str:
@@ -149,8 +162,13 @@ class HeavyTailedServer:
         self.http.server_close()
 
 
-def _serve(connection, fast_s: float, slow_s: float, seed: int,
-           server_class: type[HeavyTailedServer] = HeavyTailedServer) -> None:  # fmt: skip
+def _serve(
+    connection,
+    fast_s: float,
+    slow_s: float,
+    seed: int,
+    server_class: type[HeavyTailedServer] = HeavyTailedServer,
+) -> None:
     """The server process: serves until told to stop, then sends back its window."""
     server = server_class(fast_s, slow_s, seed)
     connection.send(server.base_url)
@@ -163,12 +181,18 @@ class ServerProcess:
     """:class:`HeavyTailedServer` in a process of its own, as a provider is: its threads never
     compete with the node's event loop for this interpreter's lock."""
 
-    def __init__(self, fast_s: float, slow_s: float, seed: int,
-                 server_class: type[HeavyTailedServer] = HeavyTailedServer) -> None:  # fmt: skip
+    def __init__(
+        self,
+        fast_s: float,
+        slow_s: float,
+        seed: int,
+        server_class: type[HeavyTailedServer] = HeavyTailedServer,
+    ) -> None:
         context = multiprocessing.get_context("spawn")
         self._connection, child = context.Pipe()
-        self._process = context.Process(target=_serve, daemon=True,
-                                        args=(child, fast_s, slow_s, seed, server_class))
+        self._process = context.Process(
+            target=_serve, daemon=True, args=(child, fast_s, slow_s, seed, server_class)
+        )
         self._process.start()
         self.base_url: str = self._connection.recv()
 
@@ -203,11 +227,16 @@ def measure(args: argparse.Namespace, registry, repeat: int) -> dict:
     server = ServerProcess(args.fast_s, args.slow_s, seed=args.seed * 1000 + repeat)
     options = {"api_base": server.base_url, "concurrency": args.concurrency, "timeout": 60.0}
     slow_evaluation = {"eval_seconds": args.eval_s} if args.eval_s else {}
-    config = RunConfig(domain="toy", nodes=[NodeConfig(name="llm", operator="openai/bench",
-                                                       options=options)],
-                       budget=args.calls, rounds=args.rounds, seed=args.seed, sharing="none",
-                       eval_workers=args.eval_workers,
-                       domain_options=slow_evaluation)  # fmt: skip
+    config = RunConfig(
+        domain="toy",
+        nodes=[NodeConfig(name="llm", operator="openai/bench", options=options)],
+        budget=args.calls,
+        rounds=args.rounds,
+        seed=args.seed,
+        sharing="none",
+        eval_workers=args.eval_workers,
+        domain_options=slow_evaluation,
+    )
     sizes = JobSizes()
     try:
         with tempfile.TemporaryDirectory() as out:
@@ -219,11 +248,17 @@ def measure(args: argparse.Namespace, registry, repeat: int) -> dict:
         served, latency, window = server.close()
     achieved, ideal = served / window, args.concurrency / latency
     job_bytes = round(statistics.fmean(sizes.sizes), 1) if sizes.sizes else None
-    return {"calls": summary["budget"]["calls"], "served": served,
-            "mean_latency_s": round(latency, 4), "window_s": round(window, 2),
-            "wall_s": round(wall, 2), "achieved_calls_per_s": round(achieved, 3),
-            "ideal_calls_per_s": round(ideal, 3), "throughput_ratio": round(achieved / ideal, 4),
-            "job_bytes": job_bytes}  # fmt: skip
+    return {
+        "calls": summary["budget"]["calls"],
+        "served": served,
+        "mean_latency_s": round(latency, 4),
+        "window_s": round(window, 2),
+        "wall_s": round(wall, 2),
+        "achieved_calls_per_s": round(achieved, 3),
+        "ideal_calls_per_s": round(ideal, 3),
+        "throughput_ratio": round(achieved / ideal, 4),
+        "job_bytes": job_bytes,
+    }
 
 
 def coreware_job_bytes(registry, champions: int) -> dict | None:
@@ -237,8 +272,9 @@ def coreware_job_bytes(registry, champions: int) -> dict | None:
     texts = domain.initial_opponents()
     # Champion-sized warriors: distinct copies, as distinct champions are (pickle would write a
     # repeated object once).
-    pool = [copy.deepcopy(domain.parse(texts[i % len(texts)]))
-            for i in range(len(texts) + champions)]  # fmt: skip
+    pool = [
+        copy.deepcopy(domain.parse(texts[i % len(texts)])) for i in range(len(texts) + champions)
+    ]
 
     def job(opponents) -> int:  # the pickled submit() of one evaluation job
         arguments = (None, "warrior text", opponents, 1, ("a", "b"), None)
@@ -263,8 +299,12 @@ def main() -> None:
     parser.add_argument("--fast-s", type=float, default=0.5)
     parser.add_argument("--slow-s", type=float, default=5.0)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--eval-s", type=float, default=0.0,
-                        help="seconds each evaluation takes (0: the toy's ~1 ms)")
+    parser.add_argument(
+        "--eval-s",
+        type=float,
+        default=0.0,
+        help="seconds each evaluation takes (0: the toy's ~1 ms)",
+    )
     parser.add_argument("--eval-workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -274,22 +314,36 @@ def main() -> None:
     runs = [measure(args, registry, repeat) for repeat in range(args.repeats)]
     ratios = [r["throughput_ratio"] for r in runs]
     mean, _, half = mean_interval(ratios)
-    print(json.dumps({
-        "code": str(Path(dei_framework.__file__).resolve().parents[1]),
-        "commit": _commit(Path(dei_framework.__file__).resolve().parents[1]),
-        "calls": args.calls, "rounds": args.rounds, "concurrency": args.concurrency,
-        "latency_s": {"fast": args.fast_s, "slow": args.slow_s, "slow_share": 0.1},
-        "eval_s": args.eval_s, "eval_workers": args.eval_workers,
-        "n": len(runs), "throughput_ratio": round(mean, 4),
-        "throughput_ratio_sd": round(statistics.stdev(ratios), 4) if len(ratios) > 1 else None,
-        "throughput_ratio_ci95": [round(mean - half, 4), round(mean + half, 4)] if half else None,
-        "runs": runs, "coreware_job_bytes": coreware,
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "code": str(Path(dei_framework.__file__).resolve().parents[1]),
+                "commit": _commit(Path(dei_framework.__file__).resolve().parents[1]),
+                "calls": args.calls,
+                "rounds": args.rounds,
+                "concurrency": args.concurrency,
+                "latency_s": {"fast": args.fast_s, "slow": args.slow_s, "slow_share": 0.1},
+                "eval_s": args.eval_s,
+                "eval_workers": args.eval_workers,
+                "n": len(runs),
+                "throughput_ratio": round(mean, 4),
+                "throughput_ratio_sd": round(statistics.stdev(ratios), 4)
+                if len(ratios) > 1
+                else None,
+                "throughput_ratio_ci95": [round(mean - half, 4), round(mean + half, 4)]
+                if half
+                else None,
+                "runs": runs,
+                "coreware_job_bytes": coreware,
+            }
+        )
+    )
 
 
 def _commit(root: Path) -> str | None:
-    out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-                         capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True
+    )
     return out.stdout.strip() or None
 
 

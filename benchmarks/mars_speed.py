@@ -111,8 +111,10 @@ def main() -> None:
         "workers_1_seconds_median": round(t1, 3),
         "workers_2_seconds_median": round(t2, 3),
         "speedup": round(t1 / t2, 2),
-        "speedup_range": [round(min(a / b for a in times[1] for b in times[2]), 2),
-                          round(max(a / b for a in times[1] for b in times[2]), 2)],
+        "speedup_range": [
+            round(min(a / b for a in times[1] for b in times[2]), 2),
+            round(max(a / b for a in times[1] for b in times[2]), 2),
+        ],
     }
 
     folder = args.corewar / "warriors" / "koenigstuhl-94nop"

@@ -97,12 +97,17 @@ def virtual(args: argparse.Namespace, seed: int) -> tuple[float, list]:
     one run on the virtual clock."""
     domain = toy_domain.ToyDomain()
     lag = args.lag_per_slot * args.concurrency
-    scheduler = Scheduler.for_domain(domain, name="n", calls=args.calls, rounds=args.rounds,
-                                     seed=seed, lag=lag)  # fmt: skip
+    scheduler = Scheduler.for_domain(
+        domain, name="n", calls=args.calls, rounds=args.rounds, seed=seed, lag=lag
+    )
     operator = HeavyTailed(args)
-    driver = SearchDriver(scheduler=scheduler, domain=domain, operator=operator,
-                          evaluator=InlineEvaluator(domain, workers=0),
-                          ledger=BudgetLedger(quotas={"n": args.calls}))  # fmt: skip
+    driver = SearchDriver(
+        scheduler=scheduler,
+        domain=domain,
+        operator=operator,
+        evaluator=InlineEvaluator(domain, workers=0),
+        ledger=BudgetLedger(quotas={"n": args.calls}),
+    )
     if args.no_early_calls:
         driver._call_early = lambda free: None
     loop = VirtualClockLoop()
@@ -115,15 +120,23 @@ def virtual(args: argparse.Namespace, seed: int) -> tuple[float, list]:
 
 
 def measure(args: argparse.Namespace, registry) -> tuple[float, list]:
-    config = RunConfig(domain="toy", nodes=[NodeConfig(name="n", operator="heavy-tailed")],
-                       budget=args.calls, rounds=args.rounds, seed=args.seed, sharing="none",
-                       eval_workers=0)  # fmt: skip
+    config = RunConfig(
+        domain="toy",
+        nodes=[NodeConfig(name="n", operator="heavy-tailed")],
+        budget=args.calls,
+        rounds=args.rounds,
+        seed=args.seed,
+        sharing="none",
+        eval_workers=0,
+    )
     with tempfile.TemporaryDirectory() as out:
         started = time.perf_counter()
         summary = run(config, out, registry=registry)
         seconds = time.perf_counter() - started
-        archives = [json.loads(p.read_text())["archive"]
-                    for p in sorted(Path(out, "nodes", "n").glob("round-*.json"))]  # fmt: skip
+        archives = [
+            json.loads(p.read_text())["archive"]
+            for p in sorted(Path(out, "nodes", "n").glob("round-*.json"))
+        ]
     return summary["budget"]["calls"] / seconds, archives
 
 
@@ -147,14 +160,24 @@ def main() -> None:
         runs = [virtual(args, args.seed + k) for k in range(args.repeats)]
         ratios = [ratio for ratio, _ in runs]
         again = virtual(args, args.seed)
-        print(json.dumps({"clock": "virtual", "calls": args.calls, "rounds": args.rounds,
-                          "concurrency": args.concurrency, "mean_latency_s": mean_s,
-                          "lag": args.lag_per_slot * args.concurrency,
-                          "early_calls": not args.no_early_calls, "n": len(ratios),
-                          "throughput_ratio": round(statistics.fmean(ratios), 3),
-                          "throughput_ratio_min": round(min(ratios), 3),
-                          "throughput_ratio_max": round(max(ratios), 3),
-                          "identical": again[1] == runs[0][1]}))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "clock": "virtual",
+                    "calls": args.calls,
+                    "rounds": args.rounds,
+                    "concurrency": args.concurrency,
+                    "mean_latency_s": mean_s,
+                    "lag": args.lag_per_slot * args.concurrency,
+                    "early_calls": not args.no_early_calls,
+                    "n": len(ratios),
+                    "throughput_ratio": round(statistics.fmean(ratios), 3),
+                    "throughput_ratio_min": round(min(ratios), 3),
+                    "throughput_ratio_max": round(max(ratios), 3),
+                    "identical": again[1] == runs[0][1],
+                }
+            )
+        )
         return
 
     class Plugin:
@@ -166,11 +189,19 @@ def main() -> None:
     first, archives = measure(args, registry)
     second, again = measure(args, registry)
     achieved = max(first, second)
-    print(json.dumps({"calls": args.calls, "concurrency": args.concurrency,
-                      "mean_latency_s": mean_s, "ideal_calls_per_s": round(ideal, 2),
-                      "achieved_calls_per_s": round(achieved, 2),
-                      "throughput_ratio": round(achieved / ideal, 3),
-                      "identical": archives == again}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "calls": args.calls,
+                "concurrency": args.concurrency,
+                "mean_latency_s": mean_s,
+                "ideal_calls_per_s": round(ideal, 2),
+                "achieved_calls_per_s": round(achieved, 2),
+                "throughput_ratio": round(achieved / ideal, 3),
+                "identical": archives == again,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -57,8 +57,12 @@ AXES = {"lines", "first_fit_share"}
 
 def _interval(values: list[float]) -> dict:
     mean, std, half = mean_interval(values)
-    return {"mean": round(mean, 4), "std": round(std, 4), "n": len(values),
-            "ci95_half_width": None if half is None else round(half, 4)}  # fmt: skip
+    return {
+        "mean": round(mean, 4),
+        "std": round(std, 4),
+        "n": len(values),
+        "ci95_half_width": None if half is None else round(half, 4),
+    }
 
 
 async def _per_evaluation_ms(evaluator: Evaluator, evals: int, pause: float) -> float:
@@ -85,9 +89,12 @@ def overhead(args: argparse.Namespace) -> dict:
     except ConfigError as exc:
         levels.remove("isolated")
         print(f"isolated left out: {exc}", file=sys.stderr)
-    evaluators = {level: Evaluator(domain, workers=1, descriptor_keys=AXES,
-                                   sandbox=choose_policy(domain, level=level))
-                  for level in levels}  # fmt: skip
+    evaluators = {
+        level: Evaluator(
+            domain, workers=1, descriptor_keys=AXES, sandbox=choose_policy(domain, level=level)
+        )
+        for level in levels
+    }
     modes = {"paced": args.pause_s, "back_to_back": 0.0}
     per_level = {(mode, level): [] for mode in modes for level in levels}
 
@@ -96,7 +103,8 @@ def overhead(args: argparse.Namespace) -> dict:
             for mode, pause in modes.items():
                 for level in levels:
                     per_level[mode, level].append(
-                        await _per_evaluation_ms(evaluators[level], args.evals, pause))
+                        await _per_evaluation_ms(evaluators[level], args.evals, pause)
+                    )
 
     try:
         asyncio.run(measure())
@@ -109,8 +117,10 @@ def overhead(args: argparse.Namespace) -> dict:
         for level in levels:
             times = per_level[mode, level]
             added = [ms - base for ms, base in zip(times, per_level[mode, "none"], strict=True)]
-            result[mode][level] = {"ms_per_eval": _interval(times),
-                                   **({"added_ms": _interval(added)} if level != "none" else {})}
+            result[mode][level] = {
+                "ms_per_eval": _interval(times),
+                **({"added_ms": _interval(added)} if level != "none" else {}),
+            }
     return result
 
 
@@ -124,23 +134,37 @@ class NaiveServer(llm_pipeline.HeavyTailedServer):
 
 
 def throughput(args: argparse.Namespace, repeat: int, level: str) -> dict:
-    server = llm_pipeline.ServerProcess(args.latency_s, args.latency_s, seed=repeat,
-                                        server_class=NaiveServer)  # fmt: skip
+    server = llm_pipeline.ServerProcess(
+        args.latency_s, args.latency_s, seed=repeat, server_class=NaiveServer
+    )
     options = {"api_base": server.base_url, "concurrency": args.concurrency, "timeout": 60.0}
-    nodes = [NodeConfig(name=f"llm-{i}", operator="openai/bench", options=options)
-             for i in range(4)]  # fmt: skip
-    config = RunConfig(domain="naive", nodes=nodes, budget=args.calls, rounds=2, seed=repeat,
-                       eval_workers=args.eval_workers, sandbox=level)  # fmt: skip
+    nodes = [
+        NodeConfig(name=f"llm-{i}", operator="openai/bench", options=options) for i in range(4)
+    ]
+    config = RunConfig(
+        domain="naive",
+        nodes=nodes,
+        budget=args.calls,
+        rounds=2,
+        seed=repeat,
+        eval_workers=args.eval_workers,
+        sandbox=level,
+    )
     try:
         with tempfile.TemporaryDirectory() as out:
             summary = run(config, out, registry=load_plugins([naive_domain]))
     finally:
         served, latency, window = server.close()
     achieved, ideal = served / window, len(nodes) * args.concurrency / latency
-    return {"calls": summary["budget"]["calls"], "invalid": summary["invalid"],
-            "mean_latency_s": round(latency, 4), "window_s": round(window, 2),
-            "achieved_calls_per_s": round(achieved, 3), "ideal_calls_per_s": round(ideal, 3),
-            "throughput_ratio": round(achieved / ideal, 4)}  # fmt: skip
+    return {
+        "calls": summary["budget"]["calls"],
+        "invalid": summary["invalid"],
+        "mean_latency_s": round(latency, 4),
+        "window_s": round(window, 2),
+        "achieved_calls_per_s": round(achieved, 3),
+        "ideal_calls_per_s": round(ideal, 3),
+        "throughput_ratio": round(achieved / ideal, 4),
+    }
 
 
 def main() -> None:
@@ -155,12 +179,17 @@ def main() -> None:
     parser.add_argument("--throughput-repeats", type=int, default=3)
     args = parser.parse_args()
     result = {"overhead": overhead(args), "cpus": os.cpu_count()}
-    result["throughput"] = {"nodes": 4, "concurrency_per_node": args.concurrency,
-                            "latency_s": args.latency_s}  # fmt: skip
+    result["throughput"] = {
+        "nodes": 4,
+        "concurrency_per_node": args.concurrency,
+        "latency_s": args.latency_s,
+    }
     for level in ("none", "process"):  # the same server and seeds: common ground
         runs = [throughput(args, repeat, level) for repeat in range(args.throughput_repeats)]
         result["throughput"][level] = {
-            "runs": runs, "throughput_ratio": _interval([r["throughput_ratio"] for r in runs])}
+            "runs": runs,
+            "throughput_ratio": _interval([r["throughput_ratio"] for r in runs]),
+        }
     print(json.dumps(result, indent=1))
 
 

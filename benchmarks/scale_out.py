@@ -108,9 +108,13 @@ def describe(values: Sequence[float]) -> dict[str, Any]:
     """Mean, std, n and a 95 % t interval."""
     mean, std, half = mean_interval(values)
     half = float("nan") if half is None else half
-    return {"mean": round(mean, 4), "std": round(std, 4), "n": len(values),
-            "ci95": [round(mean - half, 4), round(mean + half, 4)],
-            "values": [round(v, 4) for v in values]}  # fmt: skip
+    return {
+        "mean": round(mean, 4),
+        "std": round(std, 4),
+        "n": len(values),
+        "ci95": [round(mean - half, 4), round(mean + half, 4)],
+        "values": [round(v, 4) for v in values],
+    }
 
 
 def _cpu_seconds(process: psutil.Process) -> float:
@@ -143,15 +147,44 @@ class Cluster:
         port = _free_port()
         self.address = f"tcp://127.0.0.1:{port}"
         # As docs/multi-machine.md starts a cluster: Dask's profiler and loop check slowed.
-        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
-                 "env": {**os.environ, **quiet_environment()}}  # fmt: skip
-        self.processes.append(subprocess.Popen(
-            [*_dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-             "--no-dashboard"], **quiet))  # fmt: skip
+        quiet = {
+            "stdout": subprocess.DEVNULL,
+            "stderr": subprocess.DEVNULL,
+            "env": {**os.environ, **quiet_environment()},
+        }
+        self.processes.append(
+            subprocess.Popen(
+                [
+                    *_dask_cli(),
+                    "scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--no-dashboard",
+                ],
+                **quiet,
+            )
+        )
         for _ in range(self.workers):
-            self.processes.append(subprocess.Popen(
-                [*_dask_cli(), "worker", self.address, "--nworkers", "1", "--nthreads", "1",
-                 "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"], **quiet))  # fmt: skip
+            self.processes.append(
+                subprocess.Popen(
+                    [
+                        *_dask_cli(),
+                        "worker",
+                        self.address,
+                        "--nworkers",
+                        "1",
+                        "--nthreads",
+                        "1",
+                        "--no-nanny",
+                        "--no-dashboard",
+                        "--host",
+                        "127.0.0.1",
+                    ],
+                    **quiet,
+                )
+            )
         with distributed.Client(self.address, timeout=120, set_as_default=False) as client:
             client.wait_for_workers(self.workers, timeout=120)
         return self
@@ -176,14 +209,21 @@ class Cluster:
 
 def _pool_processes(backend: LocalBackend) -> list[psutil.Process]:
     """The local pool's worker processes (those of its candidate lane)."""
-    return [psutil.Process(process.pid) for pool in backend._pools.values()
-            for process in evaluation._worker_processes(pool)]  # fmt: skip
+    return [
+        psutil.Process(process.pid)
+        for pool in backend._pools.values()
+        for process in evaluation._worker_processes(pool)
+    ]
 
 
-async def _measure(evaluator: Evaluator, texts: Sequence[str], opponents: Sequence[Any],
-                   args: argparse.Namespace,
-                   workers_of: Callable[[], list[psutil.Process]],
-                   others: list[psutil.Process]) -> dict[str, float]:  # fmt: skip
+async def _measure(
+    evaluator: Evaluator,
+    texts: Sequence[str],
+    opponents: Sequence[Any],
+    args: argparse.Namespace,
+    workers_of: Callable[[], list[psutil.Process]],
+    others: list[psutil.Process],
+) -> dict[str, float]:
     await evaluator.start()
     installed = evaluator.install(opponents)
     # Warm-up: every worker loads the domain and the opponent set once, as in a run's round.
@@ -195,17 +235,20 @@ async def _measure(evaluator: Evaluator, texts: Sequence[str], opponents: Sequen
     idle_before = sum(_cpu_seconds(process) for process in watched) + time.process_time()
     idle_started = time.perf_counter()
     await asyncio.sleep(IDLE_SECONDS)
-    idle_rate = (sum(_cpu_seconds(process) for process in watched) + time.process_time()
-                 - idle_before) / (time.perf_counter() - idle_started)  # fmt: skip
+    idle_rate = (
+        sum(_cpu_seconds(process) for process in watched) + time.process_time() - idle_before
+    ) / (time.perf_counter() - idle_started)
     cpu_before = [_cpu_seconds(process) for process in watched]
     own_before = time.process_time()
     started = time.perf_counter()
-    await asyncio.gather(*(evaluator.evaluate(texts[i % len(texts)], installed, seed=i)
-                           for i in range(args.evals)))  # fmt: skip
+    await asyncio.gather(
+        *(evaluator.evaluate(texts[i % len(texts)], installed, seed=i) for i in range(args.evals))
+    )
     wall = time.perf_counter() - started
     own = time.process_time() - own_before
-    spent = [_cpu_seconds(process) - before
-             for process, before in zip(watched, cpu_before, strict=True)]  # fmt: skip
+    spent = [
+        _cpu_seconds(process) - before for process, before in zip(watched, cpu_before, strict=True)
+    ]
     worker_cpu = spent[: len(workers)]
     singles: list[tuple[float, Outcome]] = []
     for i in range(args.singles):
@@ -232,8 +275,14 @@ async def _measure(evaluator: Evaluator, texts: Sequence[str], opponents: Sequen
     }
 
 
-def measure(system: str, domain: Any, texts: Sequence[str], opponents: Sequence[Any],
-            args: argparse.Namespace, cluster: Cluster | None) -> dict[str, float]:  # fmt: skip
+def measure(
+    system: str,
+    domain: Any,
+    texts: Sequence[str],
+    opponents: Sequence[Any],
+    args: argparse.Namespace,
+    cluster: Cluster | None,
+) -> dict[str, float]:
     """One repeat of one system."""
     kind, _, count = system.partition("-")
     if kind == "local":
@@ -258,8 +307,9 @@ def work_cpu_ms(domain: Any, texts: Sequence[str], opponents: Sequence[Any], eva
     return 1000 * (time.process_time() - started) / evals
 
 
-def _evaluate_after(gate: Any, ends: Any, domain: Any, texts: Sequence[str],
-                    opponents: Sequence[Any], evals: int) -> None:
+def _evaluate_after(
+    gate: Any, ends: Any, domain: Any, texts: Sequence[str], opponents: Sequence[Any], evals: int
+) -> None:
     """A process of :func:`machine_2_over_1`: waits at ``gate``, evaluates, reports its end."""
     gate.wait()
     for i in range(evals):
@@ -267,8 +317,9 @@ def _evaluate_after(gate: Any, ends: Any, domain: Any, texts: Sequence[str],
     ends.put(time.perf_counter())
 
 
-def machine_2_over_1(domain: Any, texts: Sequence[str], opponents: Sequence[Any],
-                     evals: int) -> float:  # fmt: skip
+def machine_2_over_1(
+    domain: Any, texts: Sequence[str], opponents: Sequence[Any], evals: int
+) -> float:
     """The machine's own ceiling for a 2-over-1 speed-up: evaluations per second of two
     processes evaluating side by side, with nothing to say to each other, over one alone.
 
@@ -279,9 +330,12 @@ def machine_2_over_1(domain: Any, texts: Sequence[str], opponents: Sequence[Any]
     times = []
     for processes in (1, 2):
         gate, ends = context.Barrier(processes + 1), context.Queue()
-        children = [context.Process(target=_evaluate_after,
-                                    args=(gate, ends, domain, texts, opponents, evals))
-                    for _ in range(processes)]  # fmt: skip
+        children = [
+            context.Process(
+                target=_evaluate_after, args=(gate, ends, domain, texts, opponents, evals)
+            )
+            for _ in range(processes)
+        ]
         for child in children:
             child.start()
         gate.wait()
@@ -294,8 +348,13 @@ def machine_2_over_1(domain: Any, texts: Sequence[str], opponents: Sequence[Any]
     return 2 * one / two
 
 
-def ratio(rows: dict[str, list[dict[str, float]]], top: tuple[str, str],
-          bottom: tuple[str, str], *, invert: bool = False) -> dict[str, Any] | None:  # fmt: skip
+def ratio(
+    rows: dict[str, list[dict[str, float]]],
+    top: tuple[str, str],
+    bottom: tuple[str, str],
+    *,
+    invert: bool = False,
+) -> dict[str, Any] | None:
     """Per-repeat ratios ``top / bottom`` (``(system, metric)`` each), described."""
     if top[0] not in rows or bottom[0] not in rows:
         return None
@@ -307,13 +366,18 @@ def ratio(rows: dict[str, list[dict[str, float]]], top: tuple[str, str],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evals", type=int, default=40, help="evaluations in the batch")
-    parser.add_argument("--singles", type=int, default=8,
-                        help="evaluations sent one at a time (per-task overhead)")
+    parser.add_argument(
+        "--singles", type=int, default=8, help="evaluations sent one at a time (per-task overhead)"
+    )
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--pool-size", type=int, default=0,
-                        help="opponents per evaluation (default: the domain's initial ones; "
-                             "e.g. 20 for a dei-paper pool grown to max_champions, made of the "
-                             "initial and reference warriors, cycled)")
+    parser.add_argument(
+        "--pool-size",
+        type=int,
+        default=0,
+        help="opponents per evaluation (default: the domain's initial ones; "
+        "e.g. 20 for a dei-paper pool grown to max_champions, made of the "
+        "initial and reference warriors, cycled)",
+    )
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     parser.add_argument("--write", type=Path, help="also write the JSON to this file")
     args = parser.parse_args()
@@ -342,46 +406,71 @@ def main() -> None:
                 row = measure(system, domain, texts, opponents, args, clusters.get(system))
                 row["overhead_cpu_ms_per_eval"] = row["busy_cpu_ms_per_eval"] - work[-1]
                 rows[system].append(row)
-                print(json.dumps({"system": system, "repeat": repeat, **row}), file=sys.stderr,
-                      flush=True)  # fmt: skip
+                print(
+                    json.dumps({"system": system, "repeat": repeat, **row}),
+                    file=sys.stderr,
+                    flush=True,
+                )
     finally:
         for cluster in clusters.values():
             cluster.stop()
-    metrics = ("evals_per_second", "task_ms", "task_overhead_ms", "roundtrip_ms",
-               "cpu_ms_per_eval", "idle_cpu_ms_per_s", "busy_cpu_ms_per_eval",
-               "overhead_cpu_ms_per_eval", "cpu_parallelism")  # fmt: skip
-    summary = {system: {metric: describe([row[metric] for row in values]) for metric in metrics}
-               for system, values in rows.items()}  # fmt: skip
+    metrics = (
+        "evals_per_second",
+        "task_ms",
+        "task_overhead_ms",
+        "roundtrip_ms",
+        "cpu_ms_per_eval",
+        "idle_cpu_ms_per_s",
+        "busy_cpu_ms_per_eval",
+        "overhead_cpu_ms_per_eval",
+        "cpu_parallelism",
+    )
+    summary = {
+        system: {metric: describe([row[metric] for row in values]) for metric in metrics}
+        for system, values in rows.items()
+    }
     ratios = {
-        "dask_2_over_dask_1": ratio(rows, ("dask-2", "evals_per_second"),
-                                    ("dask-1", "evals_per_second")),
+        "dask_2_over_dask_1": ratio(
+            rows, ("dask-2", "evals_per_second"), ("dask-1", "evals_per_second")
+        ),
         "dask_task_over_local_task": ratio(rows, ("dask-1", "task_ms"), ("local-1", "task_ms")),
-        "dask_2_batch_over_local_2": ratio(rows, ("dask-2", "evals_per_second"),
-                                           ("local-2", "evals_per_second"), invert=True),
-        "dask_cpu_over_local_cpu": ratio(rows, ("dask-2", "busy_cpu_ms_per_eval"),
-                                         ("local-2", "busy_cpu_ms_per_eval")),
-        "local_2_over_local_1": ratio(rows, ("local-2", "evals_per_second"),
-                                      ("local-1", "evals_per_second")),
-    }  # fmt: skip
+        "dask_2_batch_over_local_2": ratio(
+            rows, ("dask-2", "evals_per_second"), ("local-2", "evals_per_second"), invert=True
+        ),
+        "dask_cpu_over_local_cpu": ratio(
+            rows, ("dask-2", "busy_cpu_ms_per_eval"), ("local-2", "busy_cpu_ms_per_eval")
+        ),
+        "local_2_over_local_1": ratio(
+            rows, ("local-2", "evals_per_second"), ("local-1", "evals_per_second")
+        ),
+    }
     result: dict[str, Any] = {
         "benchmark": "scale_out",
-        "settings": {"domain_options": dict(DEI_PAPER.domain_options),
-                     "opponents": (f"{len(opponents)}: the domain's initial and reference "
-                                   "warriors, cycled" if args.pool_size else
-                                   f"the domain's {len(opponents)} initial opponents"),
-                     "candidates": f"the domain's {len(texts)} reference warriors, cycled",
-                     "evals": args.evals, "singles": args.singles, "repeats": args.repeats,
-                     "dask_workers": "dask worker --nthreads 1 --no-nanny, own scheduler "
-                                     "process",
-                     "dask_settings": quiet_environment()},
-        "machine": {"cpus": os.cpu_count(), "loadavg_before": load_before,
-                    "loadavg_after": os.getloadavg()},
+        "settings": {
+            "domain_options": dict(DEI_PAPER.domain_options),
+            "opponents": (
+                f"{len(opponents)}: the domain's initial and reference warriors, cycled"
+                if args.pool_size
+                else f"the domain's {len(opponents)} initial opponents"
+            ),
+            "candidates": f"the domain's {len(texts)} reference warriors, cycled",
+            "evals": args.evals,
+            "singles": args.singles,
+            "repeats": args.repeats,
+            "dask_workers": "dask worker --nthreads 1 --no-nanny, own scheduler process",
+            "dask_settings": quiet_environment(),
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "loadavg_before": load_before,
+            "loadavg_after": os.getloadavg(),
+        },
         "work_cpu_ms_per_eval": describe(work),
         "machine_2_over_1": describe(ceiling),
         "systems": summary,
         "ratios": {name: value for name, value in ratios.items() if value is not None},
         "seconds": round(time.perf_counter() - started, 1),
-    }  # fmt: skip
+    }
     text = json.dumps(result, indent=1)
     print(text)
     if args.write:

@@ -87,8 +87,9 @@ def add_term(block: str, rng: random.Random) -> str | None:
     found = _RETURN_SCORE.search(block)
     if found is None:
         return None
-    term = rng.choice(TERMS).format(scale=f"{rng.uniform(1, 20):.3g}",
-                                    threshold=f"{rng.uniform(0.5, 30):.3g}")  # fmt: skip
+    term = rng.choice(TERMS).format(
+        scale=f"{rng.uniform(1, 20):.3g}", threshold=f"{rng.uniform(0.5, 30):.3g}"
+    )
     weight = rng.choice((-1, 1)) * math.exp(rng.gauss(-3.0, 1.5))
     line = f"{found['indent']}score = score + {weight:.4g} * {term}\n"
     return block[: found.start()] + line + block[found.start() :]
@@ -148,8 +149,9 @@ class ScriptedModel:
             scripted = model
 
         self._server = QuietThreadingHTTPServer(("127.0.0.1", port), Handler)
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True).start()  # fmt: skip
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
         return self
 
     def stop(self) -> None:
@@ -218,12 +220,24 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(self.scripted.latency_s)
         prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
         completion = len(text.split())
-        reply = {"id": f"chatcmpl-scripted-{arrival}", "object": "chat.completion",
-                 "created": 1764400000, "model": body.get("model", ""),
-                 "choices": [{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": text}}],
-                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                           "total_tokens": prompt + completion}}  # fmt: skip
+        reply = {
+            "id": f"chatcmpl-scripted-{arrival}",
+            "object": "chat.completion",
+            "created": 1764400000,
+            "model": body.get("model", ""),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": text},
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
         if self._send(200, reply):
             with self.scripted._lock:
                 self.scripted.served.append((arrival, time.perf_counter()))

@@ -62,8 +62,9 @@ def main() -> None:
     env = dict(os.environ)
     if args.per_test:
         env[LOG_VARIABLE] = str(args.per_test.resolve())
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent),
-                                                          env.get("PYTHONPATH")]))  # fmt: skip
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")])
+        )
         command += ["-p", "suite_duration"]
     load_before = os.getloadavg()
     cpu_before = _children_cpu()
@@ -71,14 +72,28 @@ def main() -> None:
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
     cpu = _children_cpu() - cpu_before
-    summary = next((line for line in reversed(result.stdout.splitlines())
-                    if re.search(r"\b(passed|failed|error)", line)), "")  # fmt: skip
-    print(json.dumps({
-        "command": shlex.join(command), "exit_status": result.returncode,
-        "summary": summary.strip("= "), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
-        "cores": os.cpu_count(), "load_before": [round(x, 2) for x in load_before],
-        "load_after": [round(x, 2) for x in os.getloadavg()],
-    }))  # fmt: skip
+    summary = next(
+        (
+            line
+            for line in reversed(result.stdout.splitlines())
+            if re.search(r"\b(passed|failed|error)", line)
+        ),
+        "",
+    )
+    print(
+        json.dumps(
+            {
+                "command": shlex.join(command),
+                "exit_status": result.returncode,
+                "summary": summary.strip("= "),
+                "wall_s": round(wall, 1),
+                "cpu_s": round(cpu, 1),
+                "cores": os.cpu_count(),
+                "load_before": [round(x, 2) for x in load_before],
+                "load_after": [round(x, 2) for x in os.getloadavg()],
+            }
+        )
+    )
     if result.returncode != 0:
         sys.stderr.write(result.stdout[-4000:] + result.stderr[-2000:])
         raise SystemExit(result.returncode)
@@ -95,10 +110,11 @@ def pytest_runtest_protocol(item, nextitem):  # noqa: ARG001 (the hook's signatu
     yield
     if log:
         line = {
-            "test": item.nodeid, "wall_s": round(time.perf_counter() - wall, 3),
+            "test": item.nodeid,
+            "wall_s": round(time.perf_counter() - wall, 3),
             "cpu_s": round(time.process_time() - cpu + _children_cpu() - children, 3),
             "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
-        }  # fmt: skip
+        }
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(line) + "\n")
 

@@ -82,30 +82,57 @@ def features_of(task: Path) -> list[str]:
     return list((config.get("database") or {}).get("feature_dimensions") or [])
 
 
-def common_grid(points: Iterable[tuple[float, Mapping[str, float]]], features: Sequence[str],
-                floor: float) -> dict[str, float]:  # fmt: skip
+def common_grid(
+    points: Iterable[tuple[float, Mapping[str, float]]], features: Sequence[str], floor: float
+) -> dict[str, float]:
     """Coverage and QD-score of valid programs ``(score, features)`` on the common grid."""
     best: dict[tuple[int, ...], float] = {}
     for score, values in points:
         if not math.isfinite(score) or any(values.get(f) is None for f in features):
             continue
-        cell = tuple(min(GRID_BINS - 1, max(0, int(float(values[f]) * GRID_BINS)))
-                     for f in features)  # fmt: skip
+        cell = tuple(
+            min(GRID_BINS - 1, max(0, int(float(values[f]) * GRID_BINS))) for f in features
+        )
         best[cell] = max(best.get(cell, -math.inf), score)
-    return {"coverage": len(best) / GRID_BINS ** len(features),
-            "qd": sum(score - floor for score in best.values())}  # fmt: skip
+    return {
+        "coverage": len(best) / GRID_BINS ** len(features),
+        "qd": sum(score - floor for score in best.values()),
+    }
 
 
-def run_dei(task: Path, *, seed: int, args: argparse.Namespace, model: ScriptedModel,
-            scratch: Path) -> dict[str, Any]:  # fmt: skip
+def run_dei(
+    task: Path, *, seed: int, args: argparse.Namespace, model: ScriptedModel, scratch: Path
+) -> dict[str, Any]:
     """One ``dei-run`` of ``task`` against the scripted model; its measures."""
     out = scratch / f"dei-{task.name}-{seed}"
-    command = [str(Path(sys.executable).parent / "dei-run"), "--domain", "python",
-               "--task", str(task), "--operator", f"openai/{args.model}",
-               "--api-base", model.api_base, "--nodes", str(args.nodes),
-               "--budget", str(args.calls), "--rounds", str(args.rounds), "--seed", str(seed),
-               "--eval-workers", str(args.workers), "--eval-timeout", str(EVAL_TIMEOUT_S),
-               "--out", str(out), "--progress", "quiet", "--no-report"]  # fmt: skip
+    command = [
+        str(Path(sys.executable).parent / "dei-run"),
+        "--domain",
+        "python",
+        "--task",
+        str(task),
+        "--operator",
+        f"openai/{args.model}",
+        "--api-base",
+        model.api_base,
+        "--nodes",
+        str(args.nodes),
+        "--budget",
+        str(args.calls),
+        "--rounds",
+        str(args.rounds),
+        "--seed",
+        str(seed),
+        "--eval-workers",
+        str(args.workers),
+        "--eval-timeout",
+        str(EVAL_TIMEOUT_S),
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--no-report",
+    ]
     start = time.perf_counter()
     done = subprocess.run(command, env=environment(), capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -125,20 +152,33 @@ def run_dei(task: Path, *, seed: int, args: argparse.Namespace, model: ScriptedM
     }
 
 
-def run_openevolve(task: Path, *, seed: int, args: argparse.Namespace, model: ScriptedModel,
-                   scratch: Path) -> dict[str, Any]:  # fmt: skip
+def run_openevolve(
+    task: Path, *, seed: int, args: argparse.Namespace, model: ScriptedModel, scratch: Path
+) -> dict[str, Any]:
     """One OpenEvolve run of ``task`` (in a child process, as its CLI would be)."""
     out = scratch / f"openevolve-{task.name}-{seed}"
-    request = {"task": str(task), "seed": seed, "calls": args.calls, "nodes": args.nodes,
-               "workers": args.workers, "model": args.model, "api_base": model.api_base,
-               "out": str(out)}  # fmt: skip
+    request = {
+        "task": str(task),
+        "seed": seed,
+        "calls": args.calls,
+        "nodes": args.nodes,
+        "workers": args.workers,
+        "model": args.model,
+        "api_base": model.api_base,
+        "out": str(out),
+    }
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, __file__, "--openevolve-child", json.dumps(request)],
-                          env=environment(), capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, __file__, "--openevolve-child", json.dumps(request)],
+        env=environment(),
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"error: the OpenEvolve run failed ({done.returncode}): "
-                         f"{done.stderr[-2000:]}")  # fmt: skip
+        raise SystemExit(
+            f"error: the OpenEvolve run failed ({done.returncode}): {done.stderr[-2000:]}"
+        )
     result = json.loads(done.stdout.strip().splitlines()[-1])
     return {**result, "wall_s": wall}
 
@@ -166,37 +206,63 @@ def openevolve_child(request: Mapping[str, Any]) -> None:
     config.evaluator.cascade_evaluation = False
     config.llm.api_base = request["api_base"]
     config.llm.retries = 0
-    model = LLMModelConfig(name=request["model"], api_base=request["api_base"],
-                           api_key="sk-scripted", weight=1.0, temperature=0.7, max_tokens=4096,
-                           timeout=60, retries=0, retry_delay=0,
-                           random_seed=request["seed"])  # fmt: skip
+    model = LLMModelConfig(
+        name=request["model"],
+        api_base=request["api_base"],
+        api_key="sk-scripted",
+        weight=1.0,
+        temperature=0.7,
+        max_tokens=4096,
+        timeout=60,
+        retries=0,
+        retry_delay=0,
+        random_seed=request["seed"],
+    )
     config.llm.models, config.llm.evaluator_models = [model], [model]
     logging.disable(logging.WARNING)
-    controller = OpenEvolve(initial_program_path=str(task / "initial_program.py"),
-                            evaluation_file=str(task / "evaluator.py"), config=config,
-                            output_dir=request["out"])  # fmt: skip
+    controller = OpenEvolve(
+        initial_program_path=str(task / "initial_program.py"),
+        evaluation_file=str(task / "evaluator.py"),
+        config=config,
+        output_dir=request["out"],
+    )
     best = asyncio.run(controller.run(iterations=request["calls"]))
     programs = list(controller.database.programs.values())
-    scored = [p for p in programs
-              if isinstance((p.metrics or {}).get("combined_score"), int | float)
-              and "error" not in (p.metrics or {})]  # fmt: skip
-    print(json.dumps({
-        "best": float((best.metrics or {}).get("combined_score", math.nan)) if best else None,
-        "proposed": len(programs) - 1,  # the initial program is not a call's
-        "invalid": len(programs) - len(scored),
-        "points": [(float(p.metrics["combined_score"]), p.metrics) for p in scored],
-    }))  # fmt: skip
+    scored = [
+        p
+        for p in programs
+        if isinstance((p.metrics or {}).get("combined_score"), int | float)
+        and "error" not in (p.metrics or {})
+    ]
+    print(
+        json.dumps(
+            {
+                "best": float((best.metrics or {}).get("combined_score", math.nan))
+                if best
+                else None,
+                "proposed": len(programs) - 1,  # the initial program is not a call's
+                "invalid": len(programs) - len(scored),
+                "points": [(float(p.metrics["combined_score"]), p.metrics) for p in scored],
+            }
+        )
+    )
 
 
 def stat(values: Sequence[float]) -> dict[str, Any]:
     """Mean, sample std, 95 % t-interval, n and the values."""
     mean, std, half = mean_interval(values)
-    return {"mean": mean, "std": std, "n": len(values), "values": list(values),
-            "ci95": None if half is None else [mean - half, mean + half]}  # fmt: skip
+    return {
+        "mean": mean,
+        "std": std,
+        "n": len(values),
+        "values": list(values),
+        "ci95": None if half is None else [mean - half, mean + half],
+    }
 
 
-def run_once(tool: str, task: Path, seed: int, args: argparse.Namespace,
-             scratch: Path) -> dict[str, Any]:  # fmt: skip
+def run_once(
+    tool: str, task: Path, seed: int, args: argparse.Namespace, scratch: Path
+) -> dict[str, Any]:
     """One run of ``tool`` on ``task`` against a fresh scripted model; its measures."""
     runner = run_dei if tool == "dei" else run_openevolve
     model = ScriptedModel(seed=seed, latency_s=args.latency_s).start()
@@ -206,18 +272,28 @@ def run_once(tool: str, task: Path, seed: int, args: argparse.Namespace,
     finally:
         model.stop()
     grid = common_grid(run.pop("points"), features_of(task), FLOORS.get(task.name, 0.0))
-    print(f"{tool} {task.name} seed {seed}: best {run['best']:.6f}, {calls} calls in "
-          f"{window:.2f} s", file=sys.stderr, flush=True)  # fmt: skip
-    return {"seed": seed, **run, **grid, "calls": calls, "window_s": window,
-            "calls_per_s": calls / window if window else None,
-            "unreadable_prompts": model.unreadable}  # fmt: skip
+    print(
+        f"{tool} {task.name} seed {seed}: best {run['best']:.6f}, {calls} calls in {window:.2f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return {
+        "seed": seed,
+        **run,
+        **grid,
+        "calls": calls,
+        "window_s": window,
+        "calls_per_s": calls / window if window else None,
+        "unreadable_prompts": model.unreadable,
+    }
 
 
 def summarise(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The runs and, per measure, :func:`stat` over them."""
-    summary = {key: stat([run[key] for run in runs if run[key] is not None])
-               for key in ("best", "calls_per_s", "coverage", "qd", "wall_s", "calls",
-                           "invalid")}  # fmt: skip
+    summary = {
+        key: stat([run[key] for run in runs if run[key] is not None])
+        for key in ("best", "calls_per_s", "coverage", "qd", "wall_s", "calls", "invalid")
+    }
     return {"runs": list(runs), **summary}
 
 
@@ -247,19 +323,23 @@ def main(argv: list[str] | None = None) -> int:
     version = openevolve_version()
     skipped = None
     if "openevolve" in tools and version is None:
-        skipped = ("OpenEvolve is not installed (it is not a DEI dependency): "
-                   "pip install openevolve, then run this again")  # fmt: skip
+        skipped = (
+            "OpenEvolve is not installed (it is not a DEI dependency): "
+            "pip install openevolve, then run this again"
+        )
         print(f"vs_openevolve: {skipped}; running DEI's half only", file=sys.stderr)
         tools.remove("openevolve")
     result: dict[str, Any] = {
-        "settings": {key: getattr(args, key) for key in
-                     ("seeds", "calls", "nodes", "rounds", "workers", "model", "latency_s")},
+        "settings": {
+            key: getattr(args, key)
+            for key in ("seeds", "calls", "nodes", "rounds", "workers", "model", "latency_s")
+        },
         "seeds": list(range(SEED0, SEED0 + args.seeds)),
         "openevolve_version": version,
         "openevolve_skipped": skipped,
         "grid": {"bins": GRID_BINS, "bounds": [0.0, 1.0], "floors": FLOORS},
         "tasks": {},
-    }  # fmt: skip
+    }
     with tempfile.TemporaryDirectory(prefix="vs-openevolve-") as scratch:
         for name in args.tasks.split(","):
             task = TASKS / name
@@ -273,9 +353,15 @@ def main(argv: list[str] | None = None) -> int:
             block |= {tool: summarise(tool_runs) for tool, tool_runs in runs.items()}
             if "dei" in block and "openevolve" in block:
                 block["comparisons"] = [
-                    compare("dei", block["dei"][metric]["values"], "openevolve",
-                            block["openevolve"][metric]["values"], metric)
-                    for metric in ("best", "calls_per_s", "coverage", "qd")]  # fmt: skip
+                    compare(
+                        "dei",
+                        block["dei"][metric]["values"],
+                        "openevolve",
+                        block["openevolve"][metric]["values"],
+                        metric,
+                    )
+                    for metric in ("best", "calls_per_s", "coverage", "qd")
+                ]
             result["tasks"][name] = block
     print(json.dumps(result, indent=1))
     return 0

@@ -90,8 +90,9 @@ def run_pyribs(evals: int, seed: int) -> dict[str, Any]:
 
     domain = NumericDomain({"dim": DIM})
     limit = domain.half * domain.high
-    archive = GridArchive(solution_dim=DIM, dims=(100, 100), ranges=[(-limit, limit)] * 2,
-                          seed=seed)  # fmt: skip
+    archive = GridArchive(
+        solution_dim=DIM, dims=(100, 100), ranges=[(-limit, limit)] * 2, seed=seed
+    )
     emitter = GaussianEmitter(archive, sigma=SIGMA, x0=np.zeros(DIM), seed=seed)
     scheduler = RibsScheduler(archive, [emitter])
     batches: list[np.ndarray] = []
@@ -108,16 +109,23 @@ def run_pyribs(evals: int, seed: int) -> dict[str, Any]:
     cpu, wall = time.process_time() - started, time.perf_counter() - wall
     genomes = np.concatenate(batches)
     stats = archive.stats
-    return _row(evals, cpu, wall, objective_seconds(domain, genomes, emitter.batch_size),
-                coverage=float(stats.coverage), qd_score=float(stats.qd_score),
-                batch=emitter.batch_size)  # fmt: skip
+    return _row(
+        evals,
+        cpu,
+        wall,
+        objective_seconds(domain, genomes, emitter.batch_size),
+        coverage=float(stats.coverage),
+        qd_score=float(stats.qd_score),
+        batch=emitter.batch_size,
+    )
 
 
 def _tell_partial(scheduler: Any, domain: NumericDomain, solutions: np.ndarray, emitter: Any):
     """The last, shorter batch: pyribs wants a full batch told, so the rest is padded with
     copies of the last solution (they cannot improve the archive beyond it)."""
-    padded = np.concatenate([solutions, np.repeat(solutions[-1:], emitter.batch_size
-                                                  - len(solutions), axis=0)])  # fmt: skip
+    padded = np.concatenate(
+        [solutions, np.repeat(solutions[-1:], emitter.batch_size - len(solutions), axis=0)]
+    )
     scheduler.tell(domain.objective(padded), domain.descriptors(padded))
 
 
@@ -126,18 +134,24 @@ async def _asktell(evals: int, seed: int) -> tuple[Scheduler, NumericDomain, lis
     one pass, the vectorised objective, one ``tell_batch`` (texts written only for the
     candidates the archive takes)."""
     domain = NumericDomain({"dim": DIM})
-    operator = create_gaussian(OperatorSettings(spec="gaussian", node="n", options={
-        "sigma": SIGMA}), domain)  # fmt: skip
-    scheduler = Scheduler.for_domain(domain, name="n", calls=evals, rounds=1, seed=seed,
-                                     lag=ASKTELL_BATCH)  # fmt: skip
+    operator = create_gaussian(
+        OperatorSettings(spec="gaussian", node="n", options={"sigma": SIGMA}), domain
+    )
+    scheduler = Scheduler.for_domain(
+        domain, name="n", calls=evals, rounds=1, seed=seed, lag=ASKTELL_BATCH
+    )
     genomes = []
     while not scheduler.finished:
         items = scheduler.ask(ASKTELL_BATCH)
         batch = operator.propose_genomes(items)
-        scheduler.tell_batch(items, texts=domain.genome_texts(batch),
-                             fitness=domain.objective(batch),
-                             descriptors=domain.descriptors(batch), data=batch,
-                             operator=operator.label)  # fmt: skip
+        scheduler.tell_batch(
+            items,
+            texts=domain.genome_texts(batch),
+            fitness=domain.objective(batch),
+            descriptors=domain.descriptors(batch),
+            data=batch,
+            operator=operator.label,
+        )
         genomes.append(batch)
     return scheduler, domain, genomes
 
@@ -148,8 +162,15 @@ def run_asktell(evals: int, seed: int) -> dict[str, Any]:
     cpu, wall = time.process_time() - started, time.perf_counter() - wall
     stats = scheduler.history[-1]["stats"]
     objective = sum(objective_seconds(domain, batch, len(batch)) for batch in genomes)
-    return _row(evals, cpu, wall, objective, coverage=stats["coverage"],
-                qd_score=stats["qd_score"], batch=ASKTELL_BATCH)  # fmt: skip
+    return _row(
+        evals,
+        cpu,
+        wall,
+        objective,
+        coverage=stats["coverage"],
+        qd_score=stats["qd_score"],
+        batch=ASKTELL_BATCH,
+    )
 
 
 def _dei_run(budget: int, seed: int, out: Path) -> tuple[float, float]:
@@ -158,9 +179,27 @@ def _dei_run(budget: int, seed: int, out: Path) -> tuple[float, float]:
     tenth of a second between identical processes, are not in them."""
     from dei_framework.app.cli import dei_run
 
-    args = ["--domain", "numeric", "--operator", "gaussian", "--nodes", "1", "--rounds", "1",
-            "--budget", str(budget), "--seed", str(seed), "--eval-workers", "0",
-            "--progress", "quiet", "--no-report", "--out", str(out)]  # fmt: skip
+    args = [
+        "--domain",
+        "numeric",
+        "--operator",
+        "gaussian",
+        "--nodes",
+        "1",
+        "--rounds",
+        "1",
+        "--budget",
+        str(budget),
+        "--seed",
+        str(seed),
+        "--eval-workers",
+        "0",
+        "--progress",
+        "quiet",
+        "--no-report",
+        "--out",
+        str(out),
+    ]
     with contextlib.redirect_stdout(io.StringIO()):
         started, wall = time.process_time(), time.perf_counter()
         dei_run.main(args=args, prog_name="dei-run", standalone_mode=False)
@@ -184,20 +223,33 @@ def run_dei_run(evals: int, seed: int) -> dict[str, Any]:
     # the values, so it is timed on as many seeded genomes.
     genomes = np.random.default_rng(seed).normal(size=(evals, DIM))
     merged = summary["merged"]
-    return _row(evals, cpu - base_cpu, wall - base_wall,
-                objective_seconds(domain, genomes, DEI_RUN_BATCH), coverage=merged["coverage"],
-                qd_score=merged["qd_score"], batch=DEI_RUN_BATCH)  # fmt: skip
+    return _row(
+        evals,
+        cpu - base_cpu,
+        wall - base_wall,
+        objective_seconds(domain, genomes, DEI_RUN_BATCH),
+        coverage=merged["coverage"],
+        qd_score=merged["qd_score"],
+        batch=DEI_RUN_BATCH,
+    )
 
 
 def _row(evals: int, cpu: float, wall: float, objective: float, **fields: Any) -> dict[str, Any]:
-    return {"evals": evals, "cpu_s": cpu, "objective_s": objective,
-            "evals_per_s": evals / wall if wall > 0 else None,
-            "overhead_us_per_eval": (cpu - objective) / evals * 1e6, **fields}  # fmt: skip
+    return {
+        "evals": evals,
+        "cpu_s": cpu,
+        "objective_s": objective,
+        "evals_per_s": evals / wall if wall > 0 else None,
+        "overhead_us_per_eval": (cpu - objective) / evals * 1e6,
+        **fields,
+    }
 
 
 SYSTEMS: dict[str, Callable[[int, int], dict[str, Any]]] = {
-    "pyribs": run_pyribs, "dei-asktell": run_asktell, "dei-run": run_dei_run,
-}  # fmt: skip
+    "pyribs": run_pyribs,
+    "dei-asktell": run_asktell,
+    "dei-run": run_dei_run,
+}
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -205,14 +257,17 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for metric in METRICS:
         values = [row[metric] for row in rows if row.get(metric) is not None]
-        out[metric] = {"mean": statistics.fmean(values) if values else None,
-                       "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-                       "n": len(values)}  # fmt: skip
+        out[metric] = {
+            "mean": statistics.fmean(values) if values else None,
+            "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "n": len(values),
+        }
     return out
 
 
-def paired_ratio(rows: Sequence[dict[str, Any]], reference: Sequence[dict[str, Any]],
-                 metric: str) -> dict[str, Any]:
+def paired_ratio(
+    rows: Sequence[dict[str, Any]], reference: Sequence[dict[str, Any]], metric: str
+) -> dict[str, Any]:
     """Repeat by repeat, ``metric`` over the reference system's in the same repeat: mean,
     sample std, n and the 95 % Student t interval of the mean."""
     ratios = [row[metric] / ref[metric] for row, ref in zip(rows, reference, strict=True)]
@@ -224,12 +279,20 @@ def paired_ratio(rows: Sequence[dict[str, Any]], reference: Sequence[dict[str, A
 def _commit() -> str:
     """HEAD, with ``+dirty`` when the work tree differs from it (taken before measuring)."""
     try:
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, cwd=Path(__file__).parent,
-                               check=True).stdout.strip()  # fmt: skip
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip() + (
-                                  "+dirty" if dirty else "")  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parent,
+            check=True,
+        ).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parent,
+            check=True,
+        ).stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -254,35 +317,62 @@ def main() -> None:
             for system in args.systems:
                 gc.collect()  # no collection of an earlier run's garbage inside this one
                 rows[system].append(SYSTEMS[system](evals, args.seed + k))
-        summaries = {system: {"system": system, "evals": evals, "repeats": args.repeats,
-                              "batch": rows[system][0]["batch"], **summarise(rows[system])}
-                     for system in args.systems}  # fmt: skip
+        summaries = {
+            system: {
+                "system": system,
+                "evals": evals,
+                "repeats": args.repeats,
+                "batch": rows[system][0]["batch"],
+                **summarise(rows[system]),
+            }
+            for system in args.systems
+        }
         reference = summaries.get("pyribs")
         for system, line in summaries.items():
             if reference is not None:
                 line["ratio_to_pyribs"] = {
-                    metric: (line[metric]["mean"] / reference[metric]["mean"]
-                             if reference[metric]["mean"] else None)
+                    metric: (
+                        line[metric]["mean"] / reference[metric]["mean"]
+                        if reference[metric]["mean"]
+                        else None
+                    )
                     for metric in ("coverage", "qd_score", "evals_per_s", "overhead_us_per_eval")
-                }  # fmt: skip
+                }
                 line["paired_overhead_ratio"] = paired_ratio(
-                    rows[system], rows["pyribs"], "overhead_us_per_eval")
+                    rows[system], rows["pyribs"], "overhead_us_per_eval"
+                )
             print(json.dumps(line), flush=True)
             lines.append(line)
     if args.write is not None:
         args.write.parent.mkdir(parents=True, exist_ok=True)
-        args.write.write_text(json.dumps({
-            "benchmark": "benchmarks/vs_pyribs.py", "commit": commit,
-            "command": " ".join(["python", "benchmarks/vs_pyribs.py", *sys.argv[1:]]),
-            "problem": {"domain": "numeric", "function": "sphere", "dim": DIM, "grid": [100, 100],
-                        "sigma": SIGMA},
-            "cpu_count": os.cpu_count(), "python": sys.version.split()[0],
-            "metrics": {"overhead_us_per_eval": "CPU time minus the objective's CPU time, per "
-                        "evaluation (microseconds)", "evals_per_s": "evaluations per wall second",
+        args.write.write_text(
+            json.dumps(
+                {
+                    "benchmark": "benchmarks/vs_pyribs.py",
+                    "commit": commit,
+                    "command": " ".join(["python", "benchmarks/vs_pyribs.py", *sys.argv[1:]]),
+                    "problem": {
+                        "domain": "numeric",
+                        "function": "sphere",
+                        "dim": DIM,
+                        "grid": [100, 100],
+                        "sigma": SIGMA,
+                    },
+                    "cpu_count": os.cpu_count(),
+                    "python": sys.version.split()[0],
+                    "metrics": {
+                        "overhead_us_per_eval": "CPU time minus the objective's CPU time, per "
+                        "evaluation (microseconds)",
+                        "evals_per_s": "evaluations per wall second",
                         "coverage": "occupied share of the 100 x 100 grid",
-                        "qd_score": "sum of elite objectives (objective in [0, 100])"},
-            "results": lines,
-        }, indent=1) + "\n")  # fmt: skip
+                        "qd_score": "sum of elite objectives (objective in [0, 100])",
+                    },
+                    "results": lines,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
 
 
 if __name__ == "__main__":

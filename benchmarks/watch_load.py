@@ -58,39 +58,61 @@ class Writer:
     def _evaluated(self, node: str, kind: str, operator: str, elite_id: str) -> dict[str, Any]:
         rng, archive = self.rng, self.archive[node]
         event: dict[str, Any] = {
-            "event": "evaluated", "id": elite_id, "node": node, "round": self.round[node],
-            "operator": operator, "kind": kind,
+            "event": "evaluated",
+            "id": elite_id,
+            "node": node,
+            "round": self.round[node],
+            "operator": operator,
+            "kind": kind,
             "parent": None if kind != "mutate" else f"{node}-r{self.round[node]}-s0",
             "slot": self.seq[node] % 4,
-        }  # fmt: skip
+        }
         if kind == "mutate" and rng.random() < 0.05:
-            event.update(status="invalid", error=f"line {rng.randint(1, 40)}: unknown opcode "
-                         f"'X{rng.randint(0, 99)}'", fitness=None, descriptor=None, cell=None)
+            event.update(
+                status="invalid",
+                error=f"line {rng.randint(1, 40)}: unknown opcode 'X{rng.randint(0, 99)}'",
+                fitness=None,
+                descriptor=None,
+                cell=None,
+            )
         else:
             cell = (rng.randrange(self.shape[0]), rng.randrange(self.shape[1]))
             fitness = round(rng.random() * 3, 6)
             held = archive.get(cell)
-            status = "new" if held is None else "improve_existing" if fitness > held else \
-                "not_added"  # fmt: skip
+            status = (
+                "new" if held is None else "improve_existing" if fitness > held else "not_added"
+            )
             if status != "not_added":
                 archive[cell] = fitness
-            event.update(status=status, fitness=fitness,
-                         descriptor={"tsp": cell[0] * 100.5, "mc": cell[1] * 10.5},
-                         cell=list(cell))  # fmt: skip
+            event.update(
+                status=status,
+                fitness=fitness,
+                descriptor={"tsp": cell[0] * 100.5, "mc": cell[1] * 10.5},
+                cell=list(cell),
+            )
         event["timings"] = {"eval_s": 0.05, "call_s": 0.8}
         return event
 
     def node_round(self, node: str, calls: int) -> list[dict[str, Any]]:
         """One node's round: warm start, received champions, calls, the round event."""
         r = self.round[node]
-        events = [self._evaluated(node, "warm", "initial", f"{node}-r{r}-w{i}")
-                  for i in range(WARM)]  # fmt: skip
+        events = [
+            self._evaluated(node, "warm", "initial", f"{node}-r{r}-w{i}") for i in range(WARM)
+        ]
         if r:
             peers = [p for p in self.nodes if p != node][:PEERS]
             for peer in peers:
-                events.append({"event": "received", "node": node, "round": r, "from": peer,
-                               "from_round": r - 1, "program": "MOV 0, 1\n" * 8,
-                               "operator": "gp"})  # fmt: skip
+                events.append(
+                    {
+                        "event": "received",
+                        "node": node,
+                        "round": r,
+                        "from": peer,
+                        "from_round": r - 1,
+                        "program": "MOV 0, 1\n" * 8,
+                        "operator": "gp",
+                    }
+                )
             for i, peer in enumerate(peers):
                 events.append(self._evaluated(node, "peer", f"peer:{peer}", f"{node}-r{r}-p{i}"))
         for _ in range(calls):
@@ -99,17 +121,37 @@ class Writer:
             self.seq[node] += 1
         archive = self.archive[node]
         best = max(archive, key=archive.get) if archive else None
-        events.append({
-            "event": "round", "node": node, "round": r, "calls": calls,
-            "stats": {"num_elites": len(archive), "cells": self.shape[0] * self.shape[1],
-                      "coverage": len(archive) / (self.shape[0] * self.shape[1]),
-                      "qd_score": sum(archive.values()), "qd_offset": 0.0},
-            "champion": None if best is None else {
-                "id": f"{node}-r{r}-best", "text": ";redcode-94\nMOV 0, 1\n" * 10,
-                "fitness": archive[best], "descriptor": {"tsp": 1.0, "mc": 1.0},
-                "cell": list(best), "node": node, "operator": "gp", "round": r, "parent": None},
-            "received": PEERS if r else 0, "niche_novelty": None, "generality": None,
-        })  # fmt: skip
+        events.append(
+            {
+                "event": "round",
+                "node": node,
+                "round": r,
+                "calls": calls,
+                "stats": {
+                    "num_elites": len(archive),
+                    "cells": self.shape[0] * self.shape[1],
+                    "coverage": len(archive) / (self.shape[0] * self.shape[1]),
+                    "qd_score": sum(archive.values()),
+                    "qd_offset": 0.0,
+                },
+                "champion": None
+                if best is None
+                else {
+                    "id": f"{node}-r{r}-best",
+                    "text": ";redcode-94\nMOV 0, 1\n" * 10,
+                    "fitness": archive[best],
+                    "descriptor": {"tsp": 1.0, "mc": 1.0},
+                    "cell": list(best),
+                    "node": node,
+                    "operator": "gp",
+                    "round": r,
+                    "parent": None,
+                },
+                "received": PEERS if r else 0,
+                "niche_novelty": None,
+                "generality": None,
+            }
+        )
         self.round[node] += 1
         self.seq[node] = 0
         self.archive[node] = {}
@@ -121,27 +163,43 @@ class Writer:
         self.written += len(events)
 
 
-def make_run(directory: Path, *, events: int, nodes: int, shape: tuple[int, int],
-             calls_per_round: int) -> Writer:  # fmt: skip
+def make_run(
+    directory: Path, *, events: int, nodes: int, shape: tuple[int, int], calls_per_round: int
+) -> Writer:
     names = [f"node-{i}" for i in range(nodes)]
     per_round = WARM + 2 * PEERS + calls_per_round + 1
     rounds = max(1, events // (per_round * nodes))
     config = {
-        "domain": "coreware", "transport": "inmemory",
+        "domain": "coreware",
+        "transport": "inmemory",
         "nodes": [{"name": n, "operator": "gp", "options": {}} for n in names],
-        "rounds": rounds + 100, "budget": (rounds + 100) * calls_per_round * nodes,
-        "iterations": None, "seed": 0, "sharing": "champion",
-    }  # fmt: skip
+        "rounds": rounds + 100,
+        "budget": (rounds + 100) * calls_per_round * nodes,
+        "iterations": None,
+        "seed": 0,
+        "sharing": "champion",
+    }
     (directory / "config.json").write_text(json.dumps(config))
-    space = [{"kind": "uniform", "name": "tsp", "low": 0, "high": shape[0] * 100.5,
-              "count": shape[0]},
-             {"kind": "uniform", "name": "mc", "low": 0, "high": shape[1] * 10.5,
-              "count": shape[1]}]  # fmt: skip
-    checkpoint = {"nodes": {n: {"round": 0, "archive": {"space": space, "qd_offset": 0.0,
-                                                        "elites": []},
-                                "usage": {"calls": 0, "attempts": 0, "prompt_tokens": 0,
-                                          "completion_tokens": 0, "cost_usd": 0.0}}
-                            for n in names}}  # fmt: skip
+    space = [
+        {"kind": "uniform", "name": "tsp", "low": 0, "high": shape[0] * 100.5, "count": shape[0]},
+        {"kind": "uniform", "name": "mc", "low": 0, "high": shape[1] * 10.5, "count": shape[1]},
+    ]
+    checkpoint = {
+        "nodes": {
+            n: {
+                "round": 0,
+                "archive": {"space": space, "qd_offset": 0.0, "elites": []},
+                "usage": {
+                    "calls": 0,
+                    "attempts": 0,
+                    "prompt_tokens": 0,
+                    "completion_tokens": 0,
+                    "cost_usd": 0.0,
+                },
+            }
+            for n in names
+        }
+    }
     (directory / "checkpoint.json").write_text(json.dumps(checkpoint))
     writer = Writer(directory / "events.jsonl", nodes, shape, seed=0)
     while writer.written < events:
@@ -186,8 +244,13 @@ def main() -> None:
         directory = args.keep or Path(scratch) / "run"
         directory.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        writer = make_run(directory, events=args.events, nodes=args.nodes, shape=shape,
-                          calls_per_round=args.calls_per_round)  # fmt: skip
+        writer = make_run(
+            directory,
+            events=args.events,
+            nodes=args.nodes,
+            shape=shape,
+            calls_per_round=args.calls_per_round,
+        )
         generated_s = time.perf_counter() - started
         cold, cold_cpu = [], []
         for _ in range(args.repeats):
@@ -213,8 +276,7 @@ def main() -> None:
             assert state["run"]["events"] == writer.written, "not every event was read"
 
             def page_load() -> None:
-                for path in ("", "static/watch.js", "static/watch.css", "api/runs",
-                             "api/state"):  # fmt: skip
+                for path in ("", "static/watch.js", "static/watch.css", "api/runs", "api/state"):
                     fetch(base + path)
 
             loads = [timed(page_load) for _ in range(args.repeats)]
@@ -237,17 +299,29 @@ def main() -> None:
         finally:
             server.close()
         size = (directory / "events.jsonl").stat().st_size
-    print(json.dumps({
-        "events": args.events, "events_mb": round(size / 2**20, 1), "nodes": args.nodes,
-        "grid": list(shape), "generated_s": round(generated_s, 2),
-        "cold_read_s": stats(cold), "cold_read_cpu_s": stats(cold_cpu),
-        "catch_up_s": round(catch_up, 3), "catch_up_cpu_s": round(catch_up_cpu, 3),
-        "catch_up_requests": requests, "first_request_complete": requests == 1,
-        "slowest_request_s": round(slowest, 3),
-        "page_load_s": stats(loads), "refresh_s": stats(refreshes),
-        "refresh_events": args.append, "unchanged_poll_s": stats(unchanged),
-        "state_kb": round(state_bytes / 1024, 1),
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "events": args.events,
+                "events_mb": round(size / 2**20, 1),
+                "nodes": args.nodes,
+                "grid": list(shape),
+                "generated_s": round(generated_s, 2),
+                "cold_read_s": stats(cold),
+                "cold_read_cpu_s": stats(cold_cpu),
+                "catch_up_s": round(catch_up, 3),
+                "catch_up_cpu_s": round(catch_up_cpu, 3),
+                "catch_up_requests": requests,
+                "first_request_complete": requests == 1,
+                "slowest_request_s": round(slowest, 3),
+                "page_load_s": stats(loads),
+                "refresh_s": stats(refreshes),
+                "refresh_events": args.append,
+                "unchanged_poll_s": stats(unchanged),
+                "state_kb": round(state_bytes / 1024, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

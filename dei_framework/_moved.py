@@ -32,35 +32,67 @@ from typing import Any
 #: Old module (or package) under ``dei_framework`` -> its new dotted path under it (as of 0.2:
 #: :data:`RENAMED` may have renamed it since).
 MOVED: dict[str, str] = {
-    "errors": "contract.errors", "records": "contract.records",
-    "descriptors": "contract.descriptors", "domain": "contract.domain",
-    "operators": "contract.operators", "transport": "contract.transport",
-    "backend": "contract.backend", "cli_options": "contract.cli_options",
-    "context": "contract.context", "registry": "contract.registry",
-    "scheduler": "search.scheduler", "opponents": "search.opponents",
-    "slot_random": "search.slot_random", "sharing": "search.sharing",
-    "allocation": "search.allocation", "archives": "search.archives",
-    "emitters": "search.emitters", "archive": "search.archive",
-    "dask_backend": "evaluation.dask_backend", "dask_calls": "evaluation.dask_calls",
-    "dask_guard": "evaluation.dask_guard", "dask_worker": "evaluation.dask_worker",
+    "errors": "contract.errors",
+    "records": "contract.records",
+    "descriptors": "contract.descriptors",
+    "domain": "contract.domain",
+    "operators": "contract.operators",
+    "transport": "contract.transport",
+    "backend": "contract.backend",
+    "cli_options": "contract.cli_options",
+    "context": "contract.context",
+    "registry": "contract.registry",
+    "scheduler": "search.scheduler",
+    "opponents": "search.opponents",
+    "slot_random": "search.slot_random",
+    "sharing": "search.sharing",
+    "allocation": "search.allocation",
+    "archives": "search.archives",
+    "emitters": "search.emitters",
+    "archive": "search.archive",
+    "dask_backend": "evaluation.dask_backend",
+    "dask_calls": "evaluation.dask_calls",
+    "dask_guard": "evaluation.dask_guard",
+    "dask_worker": "evaluation.dask_worker",
     "sandbox": "evaluation.sandbox",
-    "envelope": "net.envelope", "node": "net.node", "timeline": "net.timeline",
-    "hookspecs": "plugin.hookspecs", "plugins": "plugin.manager",
-    "_contract": "plugin._contract", "_builtin": "plugin._builtin",
-    "common": "analysis.common_ground", "stats": "analysis.stats",
-    "metrics": "analysis.metrics", "formatting": "analysis.formatting",
-    "ensemble": "runtime.ensemble", "builders": "runtime.builders", "budget": "runtime.budget",
-    "money_pool": "runtime.money_pool", "checkpoints": "runtime.checkpoints",
+    "envelope": "net.envelope",
+    "node": "net.node",
+    "timeline": "net.timeline",
+    "hookspecs": "plugin.hookspecs",
+    "plugins": "plugin.manager",
+    "_contract": "plugin._contract",
+    "_builtin": "plugin._builtin",
+    "common": "analysis.common_ground",
+    "stats": "analysis.stats",
+    "metrics": "analysis.metrics",
+    "formatting": "analysis.formatting",
+    "ensemble": "runtime.ensemble",
+    "builders": "runtime.builders",
+    "budget": "runtime.budget",
+    "money_pool": "runtime.money_pool",
+    "checkpoints": "runtime.checkpoints",
     "replay": "runtime.replay",
-    "runlog": "runtime.run_dir", "run_files": "runtime.run_files", "run_lock": "runtime.run_lock",
-    "chaos": "runtime.chaos", "launcher": "runtime.launcher", "merge": "runtime.merge",
-    "run_summary": "runtime.summary", "config": "runtime.config", "presets": "runtime.presets",
-    "progress": "runtime.progress", "endpoints": "runtime.endpoints",
-    "experiment_plan": "experiment.plan", "experiment_summary": "experiment.summary",
+    "runlog": "runtime.run_dir",
+    "run_files": "runtime.run_files",
+    "run_lock": "runtime.run_lock",
+    "chaos": "runtime.chaos",
+    "launcher": "runtime.launcher",
+    "merge": "runtime.merge",
+    "run_summary": "runtime.summary",
+    "config": "runtime.config",
+    "presets": "runtime.presets",
+    "progress": "runtime.progress",
+    "endpoints": "runtime.endpoints",
+    "experiment_plan": "experiment.plan",
+    "experiment_summary": "experiment.summary",
     "portfolio": "experiment.portfolio",
-    "plots": "report.plots", "run_report": "report.run_report",
-    "experiment_report": "report.experiment_report", "export": "report.export",
-    "cli": "app.cli", "cli_experiment": "app.cli_experiment", "console": "app.console",
+    "plots": "report.plots",
+    "run_report": "report.run_report",
+    "experiment_report": "report.experiment_report",
+    "export": "report.export",
+    "cli": "app.cli",
+    "cli_experiment": "app.cli_experiment",
+    "console": "app.console",
     "watch": "app.watch",
 }
 
@@ -89,7 +121,7 @@ def new_path(old: str) -> str | None:
     ``dei_framework.evaluation.sandbox.zygote``), or ``None`` when it did not move."""
     if not old.startswith(_ROOT):
         return None
-    path = old[len(_ROOT):]
+    path = old[len(_ROOT) :]
     head, _, tail = path.partition(".")
     moved = MOVED.get(head)
     if moved is not None:
@@ -105,13 +137,16 @@ def _renamed(path: str) -> str:
         return RENAMED[path]
     for old, new in RENAMED.items():
         if path.startswith(f"{old}."):
-            return new + path[len(old):]
+            return new + path[len(old) :]
     return path
 
 
 def _warn(old: str, new: str) -> None:
-    warnings.warn(f"{old} moved to {new}; the old path goes in the next release",
-                  DeprecationWarning, stacklevel=3)  # fmt: skip
+    warnings.warn(
+        f"{old} moved to {new}; the old path goes in the next release",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -136,8 +171,9 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
     """Finds old paths (before the path finder could find a second copy of a moved module's
     submodule through its package's ``__path__``)."""
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None
-                  ) -> importlib.machinery.ModuleSpec | None:  # fmt: skip
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
         new = new_path(fullname)
         if new is None:
             return None
@@ -163,8 +199,12 @@ def renamed_names(module: str, renames: Mapping[str, str]) -> Callable[[str], An
         new = renames.get(name)
         if new is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        warnings.warn(f"{module}.{name} is deprecated; use {module}.{new} (the same object); "
-                      "the old name goes in the next release", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"{module}.{name} is deprecated; use {module}.{new} (the same object); "
+            "the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return getattr(sys.modules[module], new)
 
     return __getattr__

@@ -9,16 +9,25 @@ from dei_framework import DEIError, OperatorSettings, Scheduler, evaluate, load_
 
 
 async def search(domain, operator, args: argparse.Namespace) -> list[dict]:
-    scheduler = Scheduler.for_domain(domain, name="custom", calls=args.rounds * args.iterations,
-                                     rounds=args.rounds, seed=args.seed)  # fmt: skip
+    scheduler = Scheduler.for_domain(
+        domain,
+        name="custom",
+        calls=args.rounds * args.iterations,
+        rounds=args.rounds,
+        seed=args.seed,
+    )
     while not scheduler.finished:
         items = scheduler.ask(4)  # warm starts first, then operator calls; 4 slots at a time
         opponents = [domain.parse(o.text) for o in scheduler.opponents]
         calls = [operator.propose(i.request(domain)) for i in items if i.needs_call]
         replies = iter(await asyncio.gather(*calls))
         texts = [next(replies).text if i.needs_call else i.program.text for i in items]
-        results = [evaluate(domain, text, opponents, seed=i.eval_seed, axes=scheduler.space.names)
-                   .result(i, operator=operator.label) for i, text in zip(items, texts)]  # noqa: B905
+        results = [
+            evaluate(domain, text, opponents, seed=i.eval_seed, axes=scheduler.space.names).result(
+                i, operator=operator.label
+            )
+            for i, text in zip(items, texts, strict=True)
+        ]
         scheduler.tell(reversed(results))  # any order; a round's champion joins the opponents
     return scheduler.history
 

@@ -74,8 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     wanted = rendered(current, {path: summary(command) for path, command in commands()})
     if args.check:
         if wanted != current:
-            print(f"{DOCUMENT}: command summaries differ from --help; run scripts/cli_help.py",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"{DOCUMENT}: command summaries differ from --help; run scripts/cli_help.py",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if wanted != current:

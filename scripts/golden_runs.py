@@ -41,9 +41,20 @@ RECORD = REPO / "tests" / "data" / "golden_runs.json"
 REGENERATE = "python scripts/golden_runs.py --write"
 
 #: Core War made small: two rounds of 2,000 cycles per battle, generality on two rounds.
-SMALL_COREWARE = ("--domain", "coreware", "--domain-option", "rounds=2",
-                  "--domain-option", "cycles=2000", "--domain-option", "generality_rounds=2",
-                  "--eval-workers", "0", "--progress", "quiet")  # fmt: skip
+SMALL_COREWARE = (
+    "--domain",
+    "coreware",
+    "--domain-option",
+    "rounds=2",
+    "--domain-option",
+    "cycles=2000",
+    "--domain-option",
+    "generality_rounds=2",
+    "--eval-workers",
+    "0",
+    "--progress",
+    "quiet",
+)
 TWO_OPERATORS = ("--operator", "bombers", "--operator", "scanners")
 
 #: Random stalls of the runs that share champions (seconds): their results must not show them.
@@ -66,18 +77,21 @@ def _console(name: str, *args: str, stall: str = "") -> None:
     """
     script = Path(sys.executable).parent / name
     env = {**os.environ, "DEI_CHAOS_STALL": stall}
-    result = subprocess.run([str(script), *args], capture_output=True, text=True, check=False,
-                            env=env)  # fmt: skip
+    result = subprocess.run(
+        [str(script), *args], capture_output=True, text=True, check=False, env=env
+    )
     if result.returncode != 0:
-        raise SystemExit(f"{name} {' '.join(args)} failed ({result.returncode}):\n"
-                         f"{result.stderr[-3000:]}")  # fmt: skip
+        raise SystemExit(
+            f"{name} {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-3000:]}"
+        )
 
 
 def canonical_json(value: Any) -> Any:
     """``value`` without the volatile keys, at any depth."""
     if isinstance(value, dict):
-        return {key: canonical_json(item) for key, item in value.items()
-                if key not in VOLATILE_KEYS}  # fmt: skip
+        return {
+            key: canonical_json(item) for key, item in value.items() if key not in VOLATILE_KEYS
+        }
     if isinstance(value, list):
         return [canonical_json(item) for item in value]
     return value
@@ -107,8 +121,10 @@ def reduce_run(directory: Path, out: Path) -> dict[str, Any]:
     def read(path: Path) -> Any:
         return canonical_json(json.loads(path.read_text()))
 
-    rounds = {str(path.relative_to(directory)): read(path)
-              for path in sorted(directory.glob("nodes/*/round-*.json"))}  # fmt: skip
+    rounds = {
+        str(path.relative_to(directory)): read(path)
+        for path in sorted(directory.glob("nodes/*/round-*.json"))
+    }
     reduced = {
         "summary": read(directory / "summary.json"),
         "merged_archive": read(directory / "merged_archive.json"),
@@ -122,22 +138,62 @@ def reduce_run(directory: Path, out: Path) -> dict[str, Any]:
 
 def golden_run(work: Path) -> dict[str, Any]:
     out = work / "run"
-    _console("dei-run", *SMALL_COREWARE, *TWO_OPERATORS, "--nodes", "2", "--budget", "16",
-             "--rounds", "2", "--seed", "3", "--common-ground", "--out", str(out),
-             stall=STALL)  # fmt: skip
+    _console(
+        "dei-run",
+        *SMALL_COREWARE,
+        *TWO_OPERATORS,
+        "--nodes",
+        "2",
+        "--budget",
+        "16",
+        "--rounds",
+        "2",
+        "--seed",
+        "3",
+        "--common-ground",
+        "--out",
+        str(out),
+        stall=STALL,
+    )
     return reduce_run(out, out)
 
 
 def golden_processes(work: Path) -> dict[str, Any]:
     out = work / "processes"
     config = work / "processes.json"
-    _console("dei-run", *SMALL_COREWARE, *TWO_OPERATORS, "--nodes", "2", "--budget", "16",
-             "--rounds", "2", "--seed", "5", "--sharing", "none", "--common-ground",
-             "--no-report", "--out", str(work / "template"))  # fmt: skip
+    _console(
+        "dei-run",
+        *SMALL_COREWARE,
+        *TWO_OPERATORS,
+        "--nodes",
+        "2",
+        "--budget",
+        "16",
+        "--rounds",
+        "2",
+        "--seed",
+        "5",
+        "--sharing",
+        "none",
+        "--common-ground",
+        "--no-report",
+        "--out",
+        str(work / "template"),
+    )
     config.write_text((work / "template" / "config.json").read_text())
     for name in ("node-0", "node-1"):
-        _console("dei", "node", "--config", str(config), "--name", name, "--out", str(out),
-                 "--progress", "quiet")  # fmt: skip
+        _console(
+            "dei",
+            "node",
+            "--config",
+            str(config),
+            "--name",
+            name,
+            "--out",
+            str(out),
+            "--progress",
+            "quiet",
+        )
     _console("dei", "merge", str(out))
     reduced = reduce_run(out, out)
     # The in-process run of the same configuration: a merge must agree with it on figures.
@@ -149,11 +205,31 @@ def golden_processes(work: Path) -> dict[str, Any]:
 
 def golden_experiment(work: Path) -> dict[str, Any]:
     out = work / "experiment"
-    _console("dei", "experiment", *SMALL_COREWARE, *TWO_OPERATORS, "--conditions",
-             "solo,diverse", "--repeats", "2", "--nodes", "2", "--budget", "16", "--rounds",
-             "2", "--seed", "3", "--out", str(out), stall=STALL)  # fmt: skip
-    runs = {str(path.parent.relative_to(out)): reduce_run(path.parent, out)
-            for path in sorted(out.glob("*/repeat-*/summary.json"))}  # fmt: skip
+    _console(
+        "dei",
+        "experiment",
+        *SMALL_COREWARE,
+        *TWO_OPERATORS,
+        "--conditions",
+        "solo,diverse",
+        "--repeats",
+        "2",
+        "--nodes",
+        "2",
+        "--budget",
+        "16",
+        "--rounds",
+        "2",
+        "--seed",
+        "3",
+        "--out",
+        str(out),
+        stall=STALL,
+    )
+    runs = {
+        str(path.parent.relative_to(out)): reduce_run(path.parent, out)
+        for path in sorted(out.glob("*/repeat-*/summary.json"))
+    }
     return {
         "experiment": canonical_json(json.loads((out / "experiment.json").read_text())),
         "summary": canonical_json(json.loads((out / "summary.json").read_text())),
@@ -165,8 +241,11 @@ def golden_experiment(work: Path) -> dict[str, Any]:
 
 def golden(work: Path) -> dict[str, Any]:
     """Every scenario, run in ``work``, reduced."""
-    return {"run": golden_run(work), "processes": golden_processes(work),
-            "experiment": golden_experiment(work)}  # fmt: skip
+    return {
+        "run": golden_run(work),
+        "processes": golden_processes(work),
+        "experiment": golden_experiment(work),
+    }
 
 
 def main() -> None:

@@ -48,9 +48,12 @@ SHOWN_FILES = 5
 def inputs(record: Mapping[str, Any]) -> list[str]:
     """The paths (files and folders, relative to the repository) a figure set may depend on."""
     benchmarks = sorted(
-        {name for command in record.get("commands", []) for name in
-         re.findall(r"benchmarks/[\w/.-]+\.py", command)}
-    )  # fmt: skip
+        {
+            name
+            for command in record.get("commands", [])
+            for name in re.findall(r"benchmarks/[\w/.-]+\.py", command)
+        }
+    )
     return [record["script"], f"{FIGURES}/figurelib.py", *benchmarks, *CODE]
 
 
@@ -59,8 +62,10 @@ def changed_since(commit: str, paths: Sequence[str], root: Path) -> list[str] | 
     not know the commit (the set cannot be checked: treat it as stale)."""
     done = subprocess.run(
         ["git", "diff", "--name-only", commit, "HEAD", "--", *paths],
-        cwd=root, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         return None
     return [line for line in done.stdout.splitlines() if line]
@@ -87,9 +92,11 @@ def main(argv: Sequence[str] | None = None, root: Path = ROOT) -> int:
     if not stale:
         print("stale figures: none (every deterministic set's inputs are as generated)")
         return 0
-    print(f"stale figures: {len(stale)} deterministic set(s) whose inputs changed since "
-          "generated (regenerate from a clean tree, commit the JSON, then "
-          "`python docs/figures/render.py`):")  # fmt: skip
+    print(
+        f"stale figures: {len(stale)} deterministic set(s) whose inputs changed since "
+        "generated (regenerate from a clean tree, commit the JSON, then "
+        "`python docs/figures/render.py`):"
+    )
     for name, changed in stale.items():
         if changed is None:
             why = "its recorded commit is not in this repository's history"

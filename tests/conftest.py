@@ -32,13 +32,25 @@ def _pip_install(source: Path, factory: pytest.TempPathFactory) -> Path:
     target = factory.mktemp(f"{source.name}-site")
     build = factory.mktemp(f"{source.name}-build")
     copy = build / source.name
-    shutil.copytree(source, copy, ignore=shutil.ignore_patterns("build", "*.egg-info",
-                                                                 "__pycache__"))
+    shutil.copytree(
+        source, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    )
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(target), str(copy)],
-        check=True, cwd=build,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(copy),
+        ],
+        check=True,
+        cwd=build,
+    )
     return target
 
 
@@ -62,8 +74,9 @@ def searchplug_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def searchplug_env(toy_env: dict[str, str], searchplug_site: Path,
-                   monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def searchplug_env(
+    toy_env: dict[str, str], searchplug_site: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
     """Like `toy_env`, plus the `dei-searchplug` distribution (emitter, archive, sharing)."""
     site = searchplug_site
     monkeypatch.syspath_prepend(str(site))
@@ -79,8 +92,13 @@ def toy_env(toy_site: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return env
 
 
-def run_console(script: str, *args: str, env: dict[str, str] | None = None,
-                timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+def run_console(
+    script: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
     """Runs one of the project's real console scripts (`dei-run`, `dei`)."""
     result = subprocess.run(
         [script, *args], env=env, capture_output=True, text=True, timeout=timeout

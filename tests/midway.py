@@ -99,10 +99,14 @@ def stop_midway(
     and, for up to ``grace`` seconds, for the processes it started.
     """
     process = subprocess.Popen(
-        ["dei-run", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
+        ["dei-run", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         time.sleep(0.03)

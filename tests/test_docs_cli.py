@@ -63,8 +63,11 @@ def test_the_walk_finds_the_plugin_commands():
 def test_command_and_options_are_documented(path, command):
     text = _page_for(path).read_text()
     section = _section(text, path)
-    missing = [name for name in long_options(command)
-               if not re.search(rf"`{re.escape(name)}[ `=\[]", section)]  # fmt: skip
+    missing = [
+        name
+        for name in long_options(command)
+        if not re.search(rf"`{re.escape(name)}[ `=\[]", section)
+    ]
     assert not missing, f"docs/cli.md, `{path}`: undocumented options {missing}"
     for argument in (p for p in command.params if isinstance(p, click.Argument)):
         assert argument.human_readable_name.upper() in section, (
@@ -92,7 +95,6 @@ def _section(text: str, path: str) -> str:
     return rest[: end.start()] if end else rest
 
 
-
 def test_every_commands_summary_on_the_page_is_its_help_text() -> None:
     # One source: the summary under each heading is the first paragraph of --help.
     script = _cli_help_script()
@@ -101,8 +103,11 @@ def test_every_commands_summary_on_the_page_is_its_help_text() -> None:
         block = re.search(rf"<!-- help: {re.escape(path)} -->\n(.*?)\n<!-- /help -->", text, re.S)
         assert block, f"docs/cli.md, `{path}`: no summary block; run scripts/cli_help.py"
         assert block.group(1) == script.summary(command) != "", path
-        help_text = " ".join(click.unstyle(command.get_help(click.Context(
-            command, info_name=path.split()[-1]))).split())  # fmt: skip
+        help_text = " ".join(
+            click.unstyle(
+                command.get_help(click.Context(command, info_name=path.split()[-1]))
+            ).split()
+        )
         assert block.group(1) in help_text, path  # what `--help` prints, word for word
     assert script.main(["--check"]) == 0
 

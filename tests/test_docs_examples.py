@@ -32,12 +32,14 @@ def test_operator_and_transport_examples_run_together(tmp_path):
     config = RunConfig(
         domain="symreg",
         transport="bus",
-        nodes=[NodeConfig(name="node-0", operator="shift"),
-               NodeConfig(name="node-1", operator="symreg-gp")],
+        nodes=[
+            NodeConfig(name="node-0", operator="shift"),
+            NodeConfig(name="node-1", operator="symreg-gp"),
+        ],
         budget=40,
         rounds=2,
         eval_workers=0,
-    )  # fmt: skip
+    )
     summary = run(config, tmp_path / "run", registry=registry)
     shift, gp = summary["nodes"]["node-0"], summary["nodes"]["node-1"]
     assert shift["operator"] == "shift" and gp["operator"] == "symreg-gp"
@@ -56,18 +58,27 @@ def test_search_component_examples_run_in_an_ensemble(tmp_path):
         set(registry.emitters) | set(registry.archives) | set(registry.sharing)
     )
     config = RunConfig(
-        domain="symreg", emitter="pairwise", archive="first-axis", sharing="cells-only",
-        nodes=[NodeConfig(name="node-0", operator="symreg-gp"),
-               NodeConfig(name="node-1", operator="symreg-gp", emitter="uniform")],
-        budget=40, rounds=2, eval_workers=0,
-    )  # fmt: skip
+        domain="symreg",
+        emitter="pairwise",
+        archive="first-axis",
+        sharing="cells-only",
+        nodes=[
+            NodeConfig(name="node-0", operator="symreg-gp"),
+            NodeConfig(name="node-1", operator="symreg-gp", emitter="uniform"),
+        ],
+        budget=40,
+        rounds=2,
+        eval_workers=0,
+    )
     summary = run(config, tmp_path / "run", registry=registry)
     for node in summary["nodes"].values():
         assert node["calls"] == 20 and node["sharing"]["published"] == 4
     log = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").open()]
     rounds = [e for e in log if e["event"] == "round"]
     assert {(e["node"], e["emitter"], e["archive_kind"]) for e in rounds} == {
-        ("node-0", "pairwise", "first-axis"), ("node-1", "uniform", "first-axis")}
+        ("node-0", "pairwise", "first-axis"),
+        ("node-1", "uniform", "first-axis"),
+    }
     # cells-only: received champions (if one arrived in time) seed cells, never join opponents.
     assert not [o for e in rounds for o in e["opponents"] if o["source"] == "peer"]
     peers = [e for e in log if e["event"] == "evaluated" and e["kind"] == "peer"]
@@ -87,8 +98,14 @@ def test_the_static_numeric_domain_example_alone_evaluates_every_call(tmp_path):
     module = types.ModuleType("sphere_module")
     exec(compile(source, "writing-a-domain.md", "exec"), module.__dict__)
     # one node: exactly as many evaluations as calls
-    lone = RunConfig(domain="sphere", budget=200, rounds=2, eval_workers=0, common_ground=True,
-                     nodes=[NodeConfig(name="node-0", operator="gaussian")])  # fmt: skip
+    lone = RunConfig(
+        domain="sphere",
+        budget=200,
+        rounds=2,
+        eval_workers=0,
+        common_ground=True,
+        nodes=[NodeConfig(name="node-0", operator="gaussian")],
+    )
     registry = load_plugins(extra=[module])
     alone = run(lone, tmp_path / "lone", registry=registry)
     assert alone["evaluated"] == 200
@@ -96,7 +113,9 @@ def test_the_static_numeric_domain_example_alone_evaluates_every_call(tmp_path):
     common = alone["merged"]["common"]
     assert common["reference"]["count"] == 0 and common["failed"] == 0
     assert (common["coverage"], common["qd_score"]) == (
-        alone["merged"]["coverage"], alone["merged"]["qd_score"])
+        alone["merged"]["coverage"],
+        alone["merged"]["qd_score"],
+    )
 
 
 def test_the_pyribs_page_dei_loop_runs_plain_map_elites(capsys):

@@ -64,8 +64,9 @@ def test_figure_json_names_its_script_and_provenance(path):
     # A commit in this branch's history, so that anyone can check it out and regenerate the set.
     in_history = subprocess.run(
         ["git", "merge-base", "--is-ancestor", record["git"]["commit"], "HEAD"],
-        cwd=ROOT, capture_output=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+    )
     assert in_history.returncode == 0, (
         f"{path.name} records commit {record['git']['commit'][:12]}, which is not in the history "
         "of HEAD (regenerate it from a commit of this branch)"
@@ -150,13 +151,31 @@ def test_render_check_exits_1_and_writes_nothing_on_a_stale_page(tmp_path, monke
 
 def synthetic_summary(**comparison_keys):
     stat = {"mean": 0.5, "std": 0.1, "n": 3, "values": [0.4, 0.5, 0.6]}
-    block = {"operators": ["a"], "nodes": 1, "repeats_completed": 3,
-             "merged": {"coverage": stat, "qd_score": stat,
-                        "common": {"coverage": stat, "qd_score": stat}},
-             "niche_novelty": stat, "operator_divergence": stat}  # fmt: skip
-    comparisons = [{"a": "diverse", "b": "solo", "metric": metric, "diff": 0.25,
-                    "p_value": 0.1, "n_a": 3, "n_b": 3, **comparison_keys}
-                   for metric in ("merged.common.coverage", "merged.common.qd_score")]  # fmt: skip
+    block = {
+        "operators": ["a"],
+        "nodes": 1,
+        "repeats_completed": 3,
+        "merged": {
+            "coverage": stat,
+            "qd_score": stat,
+            "common": {"coverage": stat, "qd_score": stat},
+        },
+        "niche_novelty": stat,
+        "operator_divergence": stat,
+    }
+    comparisons = [
+        {
+            "a": "diverse",
+            "b": "solo",
+            "metric": metric,
+            "diff": 0.25,
+            "p_value": 0.1,
+            "n_a": 3,
+            "n_b": 3,
+            **comparison_keys,
+        }
+        for metric in ("merged.common.coverage", "merged.common.qd_score")
+    ]
     return {
         "budget": 8,
         "rounds": 2,
@@ -173,8 +192,11 @@ def test_families_extraction_reads_renamed_and_new_statistics():
     plain = families.figures(families.extract(synthetic_summary(ci95=[0.1, 0.4])))
     assert "+0.25 [+0.10, +0.40]" in plain["diverse-vs-common"]
     assert "Holm" not in plain["diverse-vs-common"] and "A12" not in plain["diverse-vs-common"]
-    richer = families.figures(families.extract(synthetic_summary(
-        hl_ci95=[0.05, 0.5], p_holm=0.2, a12=0.83, ci_method="Hodges-Lehmann")))  # fmt: skip
+    richer = families.figures(
+        families.extract(
+            synthetic_summary(hl_ci95=[0.05, 0.5], p_holm=0.2, a12=0.83, ci_method="Hodges-Lehmann")
+        )
+    )
     table = richer["diverse-vs-common"]
     assert "p (Holm)" in table and "A12" in table
     assert "+0.25 [+0.05, +0.50]" in table and "0.200" in table and "0.83" in table
@@ -189,9 +211,17 @@ def test_markers_quoted_in_inline_code_are_text():
 
 def test_families_extraction_reads_the_hodges_lehmann_shift_and_its_level():
     families = render.load_script(FIGURES / "families.py")
-    data = families.extract(synthetic_summary(
-        shift=0.2, ci=[0.05, 0.5], ci_level=0.9, ci95=None, a12=0.8, p_holm=0.3,
-        interval="Hodges-Lehmann shift a - b"))  # fmt: skip
+    data = families.extract(
+        synthetic_summary(
+            shift=0.2,
+            ci=[0.05, 0.5],
+            ci_level=0.9,
+            ci95=None,
+            a12=0.8,
+            p_holm=0.3,
+            interval="Hodges-Lehmann shift a - b",
+        )
+    )
     shown = families.figures(data)
     assert "+0.25; shift +0.20 [+0.05, +0.50]" in shown["diverse-vs-common"]
     assert "Hodges-Lehmann shift a - b" in shown["methods"] and "level 0.900" in shown["methods"]
@@ -210,24 +240,47 @@ def test_families_tables_name_the_unit_of_each_spread():
 
 def _condition(values, operators):
     stat = {"mean": sum(values) / len(values), "std": 0.1, "n": len(values), "values": values}
-    return {"operators": operators, "nodes": len(operators), "repeats_completed": len(values),
-            "merged": {"coverage": stat, "qd_score": stat,
-                       "common": {"coverage": stat, "qd_score": stat}}}  # fmt: skip
+    return {
+        "operators": operators,
+        "nodes": len(operators),
+        "repeats_completed": len(values),
+        "merged": {
+            "coverage": stat,
+            "qd_score": stat,
+            "common": {"coverage": stat, "qd_score": stat},
+        },
+    }
 
 
 def test_static_domains_compares_homo_with_solo_when_there_is_no_diverse(tmp_path):
     static = render.load_script(FIGURES / "static_domains.py")
-    conditions = {"solo": _condition([0.1, 0.2, 0.3, 0.4, 0.5], ["g"]),
-                  "homo": _condition([0.6, 0.7, 0.8, 0.9, 1.0], ["g"] * 4)}  # fmt: skip
-    summary = {"budget": 8, "rounds": 4, "repeats": 5, "seeds": [100, 104], "comparisons": [],
-               "equal_compute": True, "conditions": conditions}  # fmt: skip
+    conditions = {
+        "solo": _condition([0.1, 0.2, 0.3, 0.4, 0.5], ["g"]),
+        "homo": _condition([0.6, 0.7, 0.8, 0.9, 1.0], ["g"] * 4),
+    }
+    summary = {
+        "budget": 8,
+        "rounds": 4,
+        "repeats": 5,
+        "seeds": [100, 104],
+        "comparisons": [],
+        "equal_compute": True,
+        "conditions": conditions,
+    }
     run = tmp_path / "homo" / "repeat-0"
     run.mkdir(parents=True)
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     (run / "config.json").write_text(json.dumps({"lifecycle": "continual"}))
-    (run / "summary.json").write_text(json.dumps(
-        {"nodes": {"n0": {"sharing": {"published": 4, "accepted": 3}},
-                   "n1": {"sharing": {"published": 4, "accepted": 2}}}}))  # fmt: skip
+    (run / "summary.json").write_text(
+        json.dumps(
+            {
+                "nodes": {
+                    "n0": {"sharing": {"published": 4, "accepted": 3}},
+                    "n1": {"sharing": {"published": 4, "accepted": 2}},
+                }
+            }
+        )
+    )
     data = static.extract("symreg", tmp_path)
     entry = next(e for e in data["comparisons"] if e["metric"] == "merged.common.qd_score")
     # Every Homo repeat above every Solo repeat: A12 1 and the exact two-sided p 2/252.
@@ -245,19 +298,33 @@ def test_static_domains_compares_homo_with_solo_when_there_is_no_diverse(tmp_pat
 
 
 def _remeasured(differences, sem=0.5):
-    runs = [{"run": f"docs/example-report/families/solo/repeat-{k}", "elites": 6,
-             "reported_qd": 5.0, "reported_sem": sem, "fresh_qd": 5.0 + d, "fresh_sem": sem,
-             "difference": d, "z": d / (sem * 2**0.5), "within_reported_sem": abs(d) < sem}
-            for k, d in enumerate(differences)]  # fmt: skip
+    runs = [
+        {
+            "run": f"docs/example-report/families/solo/repeat-{k}",
+            "elites": 6,
+            "reported_qd": 5.0,
+            "reported_sem": sem,
+            "fresh_qd": 5.0 + d,
+            "fresh_sem": sem,
+            "difference": d,
+            "z": d / (sem * 2**0.5),
+            "within_reported_sem": abs(d) < sem,
+        }
+        for k, d in enumerate(differences)
+    ]
     zs = [r["z"] for r in runs]
-    return {"runs": runs, "n_runs": len(runs), "fresh_seeds": 10,
-            "within_2_standard_errors": sum(abs(z) <= 2 for z in zs),
-            "within_reported_sem": sum(r["within_reported_sem"] for r in runs),
-            "expected_within_reported_sem": 0.52 * len(runs),
-            "mean_difference": sum(differences) / len(runs),
-            "mean_difference_sem": sem * 2**0.5 / len(runs) ** 0.5,
-            "pooled_z": sum(zs) / len(zs) ** 0.5,
-            "negative_differences": sum(d < 0 for d in differences)}  # fmt: skip
+    return {
+        "runs": runs,
+        "n_runs": len(runs),
+        "fresh_seeds": 10,
+        "within_2_standard_errors": sum(abs(z) <= 2 for z in zs),
+        "within_reported_sem": sum(r["within_reported_sem"] for r in runs),
+        "expected_within_reported_sem": 0.52 * len(runs),
+        "mean_difference": sum(differences) / len(runs),
+        "mean_difference_sem": sem * 2**0.5 / len(runs) ** 0.5,
+        "pooled_z": sum(zs) / len(zs) ** 0.5,
+        "negative_differences": sum(d < 0 for d in differences),
+    }
 
 
 def test_common_remeasure_states_whether_the_check_passes():

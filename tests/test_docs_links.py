@@ -13,28 +13,48 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-GUIDES = ("index", "quickstart", "concepts", "cli", "configuration", "architecture",
-          "writing-a-domain", "writing-an-operator", "writing-a-transport", "multi-machine",
-          "paper-protocol", "library")  # fmt: skip
+GUIDES = (
+    "index",
+    "quickstart",
+    "concepts",
+    "cli",
+    "configuration",
+    "architecture",
+    "writing-a-domain",
+    "writing-an-operator",
+    "writing-a-transport",
+    "multi-machine",
+    "paper-protocol",
+    "library",
+)
 PAGES = [ROOT / "docs" / f"{name}.md" for name in GUIDES] + [ROOT / "README.md"]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def relative_links(page: Path) -> list[str]:
     text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)  # code is not links
-    return [target for target in LINK.findall(text)
-            if not re.match(r"[a-z]+:", target) and not target.startswith("#")]  # fmt: skip
+    return [
+        target
+        for target in LINK.findall(text)
+        if not re.match(r"[a-z]+:", target) and not target.startswith("#")
+    ]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_relative_links_resolve(page):
-    broken = [target for target in relative_links(page)
-              if not (page.parent / target.split("#")[0]).exists()]  # fmt: skip
+    broken = [
+        target
+        for target in relative_links(page)
+        if not (page.parent / target.split("#")[0]).exists()
+    ]
     assert not broken, f"{page.relative_to(ROOT)}: broken links {broken}"
 
 
 def test_index_maps_every_page():
     index = (ROOT / "docs" / "index.md").read_text()
-    unlisted = [p.name for p in sorted((ROOT / "docs").glob("*.md"))
-                if p.name != "index.md" and f"({p.name})" not in index]  # fmt: skip
+    unlisted = [
+        p.name
+        for p in sorted((ROOT / "docs").glob("*.md"))
+        if p.name != "index.md" and f"({p.name})" not in index
+    ]
     assert not unlisted, f"docs/index.md does not link {unlisted}"

@@ -95,8 +95,10 @@ def typed_numbers(text: str) -> list[tuple[int, str]]:
         for match in QUANTITY.finditer(shown)
         if "." in match["number"] and not one_significant_digit(match["number"])
     ]
-    normal = [(shown.count("\n", 0, m.start()) + 1, re.sub(r"[\u00a0\u202f]", " ", m.group(0)))
-              for m in found]  # fmt: skip
+    normal = [
+        (shown.count("\n", 0, m.start()) + 1, re.sub(r"[\u00a0\u202f]", " ", m.group(0)))
+        for m in found
+    ]
     return sorted((line, token) for line, token in normal if token not in ALLOWED)
 
 
@@ -123,9 +125,16 @@ def test_every_allowed_number_is_still_used():
 
 @pytest.mark.parametrize(
     "line",
-    ["the suite took 20.8 min", "a CPU time of 18.7 s", "at 4.5 ms per call", "Holm p 0.738",
-     "coverage 81 % here", "a 1.2× speed-up", "p = 0.43"],
-)  # fmt: skip
+    [
+        "the suite took 20.8 min",
+        "a CPU time of 18.7 s",
+        "at 4.5 ms per call",
+        "Holm p 0.738",
+        "coverage 81 % here",
+        "a 1.2× speed-up",
+        "p = 0.43",
+    ],
+)
 def test_a_hand_typed_measurement_is_caught(line):
     assert typed_numbers(f"Some prose.\n{line}\n") == [(2, typed_numbers(line)[0][1])]
 

@@ -42,8 +42,14 @@ def _script_env() -> dict[str, str]:
 
 
 def _run_script(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, path.name], cwd=path.parent, env=_script_env(),
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, path.name],
+        cwd=path.parent,
+        env=_script_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_the_library_pages_first_example_runs_as_a_script(tmp_path) -> None:

@@ -158,7 +158,8 @@ def test_every_condition_has_common_ground_figures_and_merged_archives(experimen
             # merged.common describes exactly this archive.
             assert len(elites) == run["merged"]["common"]["num_elites"]
             assert sum(e["common_fitness"] for e in elites) == pytest.approx(
-                run["merged"]["common"]["qd_score"])
+                run["merged"]["common"]["qd_score"]
+            )
             assert len({tuple(e["cell"]) for e in elites}) == len(elites)
     assert len(references) == 1
     assert summary["common_reference"]["sha256"] in references
@@ -171,8 +172,11 @@ def test_the_same_text_gets_the_same_common_fitness_in_every_condition(experimen
         for k, run in enumerate(condition["runs"]):
             for elite in json.loads((out / run["dir"] / "merged_archive.json").read_text()):
                 seen.setdefault(elite["text"], {})[f"{name}/{k}"] = elite["common_fitness"]
-    shared = {text: found for text, found in seen.items()
-              if len({key.split("/")[0] for key in found}) >= 2}  # fmt: skip
+    shared = {
+        text: found
+        for text, found in seen.items()
+        if len({key.split("/")[0] for key in found}) >= 2
+    }
     assert shared, "no program was found by two conditions"
     for text, found in shared.items():
         assert len(set(found.values())) == 1, (text, found)
@@ -183,8 +187,10 @@ def test_the_same_text_gets_the_same_common_fitness_in_every_condition(experimen
     domain = toy_domain.ToyDomain()
     reference = build_reference(domain, scoring=plan.base.common_seeds)
     for text, found in shared.items():
-        direct = [domain.evaluate(domain.parse(text), reference.programs, seed=seed).fitness
-                  for seed in reference.seeds_for(text)]  # fmt: skip
+        direct = [
+            domain.evaluate(domain.parse(text), reference.programs, seed=seed).fitness
+            for seed in reference.seeds_for(text)
+        ]
         assert next(iter(found.values())) == pytest.approx(statistics.fmean(direct))
 
 
@@ -192,8 +198,12 @@ def test_comparisons_put_diverse_against_every_other_condition(experiment):
     _, _, summary = experiment
     pairs = {(c["b"], c["metric"]) for c in summary["comparisons"]}
     others = ["solo", "homo:toy-random", "homo:toy-b"]
-    metrics = ["merged.common.coverage", "merged.common.qd_score", "merged.coverage",
-               "merged.qd_score"]  # fmt: skip
+    metrics = [
+        "merged.common.coverage",
+        "merged.common.qd_score",
+        "merged.coverage",
+        "merged.qd_score",
+    ]
     assert pairs == {(b, m) for b in others for m in metrics}
     for entry in summary["comparisons"]:
         assert entry["a"] == "diverse" and entry["n_a"] == entry["n_b"] == 2
@@ -209,12 +219,15 @@ def test_comparisons_put_diverse_against_every_other_condition(experiment):
         low, high = entry["ci"]
         assert low <= entry["shift"] <= high
         assert entry["ci95"] is None and entry["ci_level"] == pytest.approx(2 / 3)
-        values = [metric_values(summary["conditions"][c], entry["metric"])
-                  for c in ("diverse", entry["b"])]  # fmt: skip
+        values = [
+            metric_values(summary["conditions"][c], entry["metric"])
+            for c in ("diverse", entry["b"])
+        ]
         differences = [x - y for x in values[0] for y in values[1]]
         assert (low, high) == (pytest.approx(min(differences)), pytest.approx(max(differences)))
         assert entry["a12"] == pytest.approx(
-            sum((x > y) + 0.5 * (x == y) for x in values[0] for y in values[1]) / 4)
+            sum((x > y) + 0.5 * (x == y) for x in values[0] for y in values[1]) / 4
+        )
         # n = 2 against 2: the exact test can only give p = 1/3, 2/3 or 1.
         assert any(entry["p_value"] == pytest.approx(p) for p in (1 / 3, 2 / 3, 1.0))
         assert "Mann-Whitney" in entry["test"]
@@ -227,11 +240,15 @@ def test_comparisons_put_diverse_against_every_other_condition(experiment):
 
 def test_homo_stays_one_condition_with_one_operator():
     conditions = parse_conditions(["solo", "homo"], [], ["a"], 3)
-    assert [(c.name, c.operators) for c in conditions] == [("solo", ("a",)),
-                                                           ("homo", ("a", "a", "a"))]
+    assert [(c.name, c.operators) for c in conditions] == [
+        ("solo", ("a",)),
+        ("homo", ("a", "a", "a")),
+    ]
     expanded = parse_conditions(["homo"], [], ["a", "openai/m", "a"], 2)
-    assert [(c.name, c.folder) for c in expanded] == [("homo:a", "homo-a"),
-                                                      ("homo:openai/m", "homo-openai_m")]
+    assert [(c.name, c.folder) for c in expanded] == [
+        ("homo:a", "homo-a"),
+        ("homo:openai/m", "homo-openai_m"),
+    ]
 
 
 def test_describe_by_hand():
@@ -240,8 +257,7 @@ def test_describe_by_hand():
     assert stats["std"] == pytest.approx(math.sqrt(7 / 3))  # sample std of 1, 2, 4
     assert stats["n"] == 3
     assert stats["values"] == [1.0, 2.0, None, 4.0]
-    assert describe([0.5]) == {"mean": 0.5, "std": None, "n": 1, "unit": "repeats",
-                               "values": [0.5]}  # fmt: skip
+    assert describe([0.5]) == {"mean": 0.5, "std": None, "n": 1, "unit": "repeats", "values": [0.5]}
     assert describe([0.5, 1.0], unit="nodes x repeats")["unit"] == "nodes x repeats"
     assert describe([None, float("nan")])["mean"] is None
 
@@ -306,11 +322,10 @@ def test_summarize_condition_hand_checked():
     assert short["budget"]["equal_compute"] is False
 
 
-@pytest.mark.parametrize(("budget", "rounds", "match"), [
-    (50, 2, "across the 4 nodes"),
-    (44, 2, "across 2 rounds"),
-    (3, 1, "across the 4 nodes"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("budget", "rounds", "match"),
+    [(50, 2, "across the 4 nodes"), (44, 2, "across 2 rounds"), (3, 1, "across the 4 nodes")],
+)
 def test_budget_must_split_equally(plugins, budget, rounds, match):
     with pytest.raises(ConfigError, match=match):
         plan_from_flags(flags(budget=budget, rounds=rounds), plugins)

@@ -20,12 +20,7 @@ from dei_framework.app import cli
 from dei_framework.app.cli_experiment import plan_from_flags  # noqa: E402
 from dei_framework.contract.errors import ConfigError  # noqa: E402
 from dei_framework.contract.operators import OperatorSpec  # noqa: E402
-from dei_framework.experiment.plan import (  # noqa: E402
-    Condition,
-    ExperimentPlan,
-    ladder,
-    parse_conditions,
-)
+from dei_framework.experiment.plan import Condition, ExperimentPlan, ladder, parse_conditions  # noqa: E402
 from dei_framework.experiment.runner import run_experiment  # noqa: E402
 from dei_framework.plugin.manager import load_plugins  # noqa: E402
 
@@ -53,8 +48,17 @@ def plugins():
 
 
 def _flags(**overrides):
-    base = dict(domain="toy", operators=("toy-random", "toy-b"), budget=96, rounds=3,
-                repeats=2, seed=11, eval_workers=0, nodes=4, conditions=ALL)  # fmt: skip
+    base = dict(
+        domain="toy",
+        operators=("toy-random", "toy-b"),
+        budget=96,
+        rounds=3,
+        repeats=2,
+        seed=11,
+        eval_workers=0,
+        nodes=4,
+        conditions=ALL,
+    )
     return {**base, **overrides}
 
 
@@ -100,16 +104,14 @@ def test_conditions_that_cannot_be_built_are_refused_with_one_line(plugins) -> N
     with pytest.raises(ConfigError, match="may not set"):
         Condition(name="x", operators=["toy-random"], settings={"budget": 4})
     with pytest.raises(ConfigError, match="tokens"):
-        plan_from_flags(_flags(conditions="adaptive", compute_axis="tokens", iterations=4,
-                               budget=400), plugins)  # fmt: skip
+        plan_from_flags(
+            _flags(conditions="adaptive", compute_axis="tokens", iterations=4, budget=400), plugins
+        )
 
 
-def test_every_condition_gets_exactly_the_budget_and_is_compared_with_diverse(
-    experiment,
-) -> None:
+def test_every_condition_gets_exactly_the_budget_and_is_compared_with_diverse(experiment) -> None:
     out, plan, summary = experiment
-    names = ["solo", "homo:toy-random", "homo:toy-b", "homo-temp", "sample", "diverse",
-             "adaptive"]  # fmt: skip
+    names = ["solo", "homo:toy-random", "homo:toy-b", "homo-temp", "sample", "diverse", "adaptive"]
     assert [c.name for c in plan.conditions] == names
     assert summary["equal_compute"] is True
     for name in names:
@@ -143,8 +145,9 @@ def test_the_plan_reads_back_from_experiment_json(experiment) -> None:
     assert again == plan
 
 
-def test_the_cli_runs_all_six_conditions_with_the_statistics(tmp_path, monkeypatch,
-                                                             plugins) -> None:  # fmt: skip
+def test_the_cli_runs_all_six_conditions_with_the_statistics(
+    tmp_path, monkeypatch, plugins
+) -> None:
     monkeypatch.setattr(cli, "registry", lambda: plugins)
     out = tmp_path / "exp"
     result = CliRunner().invoke(
@@ -186,7 +189,8 @@ def test_the_cli_runs_all_six_conditions_with_the_statistics(tmp_path, monkeypat
 
 def test_homo_temp_of_a_model_spreads_its_sampling_temperature() -> None:
     registry = load_plugins()  # the installed plugins: the llm one claims provider/model strings
-    (condition,) = parse_conditions(["homo-temp"], (), ["openai/gpt-4.1-mini"], 4,
-                                    registry=registry)  # fmt: skip
+    (condition,) = parse_conditions(
+        ["homo-temp"], (), ["openai/gpt-4.1-mini"], 4, registry=registry
+    )
     assert condition.operators == ("openai/gpt-4.1-mini",) * 4
     assert [o["temperature"] for o in condition.node_options] == [0.4, 0.7, 1.0, 1.3]

@@ -6,9 +6,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-FLAGS = ("--domain", "toy", "--operator", "toy-random", "--conditions", "solo,homo", "--nodes", "2",
-         "--budget", "8", "--rounds", "2", "--eval-workers", "0", "--progress", "quiet",
-         "--no-report")  # fmt: skip
+FLAGS = (
+    "--domain",
+    "toy",
+    "--operator",
+    "toy-random",
+    "--conditions",
+    "solo,homo",
+    "--nodes",
+    "2",
+    "--budget",
+    "8",
+    "--rounds",
+    "2",
+    "--eval-workers",
+    "0",
+    "--progress",
+    "quiet",
+    "--no-report",
+)
 
 
 def figures(out: Path) -> dict:
@@ -26,8 +42,10 @@ def figures(out: Path) -> dict:
 
 
 def run_archives(out: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(out)): path.read_bytes()
-            for path in sorted(out.glob("*/repeat-*/merged_archive.json"))}  # fmt: skip
+    return {
+        str(path.relative_to(out)): path.read_bytes()
+        for path in sorted(out.glob("*/repeat-*/merged_archive.json"))
+    }
 
 
 def test_parallel_runs_give_the_sequential_summary(cli, toy_env, tmp_path) -> None:

@@ -210,8 +210,10 @@ def test_means_and_spreads_follow_from_the_values(name, block):
         low, high = block["ci95"]
         # The project's t quantile has three decimals: allow for that too.
         slack = 0.0005 * np.std(values, ddof=1) / math.sqrt(len(values))
-        for recomputed, stated, side in ((np.mean(values) - half, low, "low"),
-                                         (np.mean(values) + half, high, "high")):  # fmt: skip
+        for recomputed, stated, side in (
+            (np.mean(values) - half, low, "low"),
+            (np.mean(values) + half, high, "high"),
+        ):
             assert abs(recomputed - stated) <= tolerance(stated) + slack, (
                 f"{name} ci95 {side}: the JSON says {stated!r}, its values give {recomputed!r}"
             )
@@ -278,8 +280,11 @@ def test_the_re_measure_totals_follow_from_its_runs():
     assert_close(float(z.sum() / math.sqrt(len(z))), data["pooled_z"], "pooled z")
     variances = [run["reported_sem"] ** 2 + run["fresh_sem"] ** 2 for run in runs]
     assert_close(math.sqrt(sum(variances)) / len(runs), data["mean_difference_sem"], "its sem")
-    expected = sum(scipy_stats.norm.cdf(r["reported_sem"] / math.hypot(r["reported_sem"],
-                   r["fresh_sem"])) * 2 - 1 for r in runs)  # fmt: skip
+    expected = sum(
+        scipy_stats.norm.cdf(r["reported_sem"] / math.hypot(r["reported_sem"], r["fresh_sem"])) * 2
+        - 1
+        for r in runs
+    )
     assert_close(expected, data["expected_within_reported_sem"], "expected within reported sem")
 
 

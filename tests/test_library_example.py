@@ -12,8 +12,13 @@ SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "custom_loop.py"
 
 
 def run_example(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                          timeout=300, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def rounds_of(result: subprocess.CompletedProcess) -> list[dict]:

@@ -43,13 +43,17 @@ def _map_entries() -> dict[str, str]:
 def _on_disk() -> set[str]:
     """Packages (``runtime/``) and modules (``runtime/driver.py``) of the core, as the map
     names them: every module of a layer package, and each subpackage as one entry."""
-    found = {"__init__.py"} | {path.name for path in PACKAGE.glob("*.py")
-                               if not path.name.startswith("__")}  # fmt: skip
+    found = {"__init__.py"} | {
+        path.name for path in PACKAGE.glob("*.py") if not path.name.startswith("__")
+    }
     for layer in PACKAGE.glob("*/__init__.py"):
         folder = layer.parent
         found.add(f"{folder.name}/")
-        found.update(f"{folder.name}/{path.name}" for path in folder.glob("*.py")
-                     if path.name != "__init__.py")  # fmt: skip
+        found.update(
+            f"{folder.name}/{path.name}"
+            for path in folder.glob("*.py")
+            if path.name != "__init__.py"
+        )
         found.update(f"{folder.name}/{sub.parent.name}/" for sub in folder.glob("*/__init__.py"))
     return found
 

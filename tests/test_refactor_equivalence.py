@@ -38,8 +38,9 @@ def test_seeded_runs_and_experiment_match_the_record(tmp_path: Path) -> None:
     assert fresh["run"]["summary"]["merged"]["common"]["coverage"] > 0
     assert fresh["processes"]["summary"]["merged"] == fresh["processes"]["in_process_merged"]
     if fresh != recorded:
-        diff = difflib.unified_diff(_lines(recorded), _lines(fresh), "recorded", "now",
-                                    lineterm="", n=2)  # fmt: skip
+        diff = difflib.unified_diff(
+            _lines(recorded), _lines(fresh), "recorded", "now", lineterm="", n=2
+        )
         shown = "\n".join(list(diff)[:200])
         raise AssertionError(
             f"seeded runs differ from {golden.RECORD.relative_to(REPO)}:\n{shown}\n"
@@ -50,12 +51,25 @@ def test_seeded_runs_and_experiment_match_the_record(tmp_path: Path) -> None:
 
 def test_the_reduction_drops_timings_and_masks_report_seconds() -> None:
     golden = _golden_runs()
-    summary = {"pid": 1, "budget": {"wall_seconds": 2.0, "calls": 16,
-                                    "nodes": {"a": {"call_seconds": 0.1, "calls": 8}}}}  # fmt: skip
+    summary = {
+        "pid": 1,
+        "budget": {
+            "wall_seconds": 2.0,
+            "calls": 16,
+            "nodes": {"a": {"call_seconds": 0.1, "calls": 8}},
+        },
+    }
     assert golden.canonical_json(summary) == {"budget": {"calls": 16, "nodes": {"a": {"calls": 8}}}}
-    report = ("see /x/out/plots\n\n| node | calls | wall s |\n|---|---|---|\n| a | 8 | 0.2 |\n\n"
-              "Wall time 1.5 s; ok")  # fmt: skip
+    report = (
+        "see /x/out/plots\n\n| node | calls | wall s |\n|---|---|---|\n| a | 8 | 0.2 |\n\n"
+        "Wall time 1.5 s; ok"
+    )
     assert golden.canonical_report(report, Path("/x/out")) == [
-        "see <OUT>/plots", "", "| node | calls | wall s |", "|---|---|---|", "| a | 8 | ~ |", "",
+        "see <OUT>/plots",
+        "",
+        "| node | calls | wall s |",
+        "|---|---|---|",
+        "| a | 8 | ~ |",
+        "",
         "Wall time ~ s; ok",
-    ]  # fmt: skip
+    ]

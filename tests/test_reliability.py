@@ -24,19 +24,34 @@ def test_loss_partition_and_crash_still_deliver_every_champion(toy_env, cli, tmp
     config.write_text(
         'domain = "toy"\nnodes = 3\nbudget = 240\nrounds = 8\nseed = 2\neval_workers = 0\n'
         'delivery = "wallclock"\n'
-        '[operator_options]\ndelay = 0.25\n'
-        '[transport_options]\nloss = 0.3\nheartbeat = 0.1\nseed = 5\n'
+        "[operator_options]\ndelay = 0.25\n"
+        "[transport_options]\nloss = 0.3\nheartbeat = 0.1\nseed = 5\n"
         'partition = "node-0|node-1,node-2@0.2-1.6"\noutage = "node-2@1.8-2.8"\n'
     )
     out = tmp_path / "run"
-    cli("dei-run", "--config", str(config), "--operator", "toy-random", "--out", str(out),
-        "--progress", "quiet", "--no-report", env=toy_env)  # fmt: skip
+    cli(
+        "dei-run",
+        "--config",
+        str(config),
+        "--operator",
+        "toy-random",
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--no-report",
+        env=toy_env,
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["budget"]["calls"] == 240
     log = _log(out)
     nodes = ["node-0", "node-1", "node-2"]
-    got = {n: {(e["from"], e["from_round"]) for e in log
-               if e["event"] == "received" and e["node"] == n} for n in nodes}  # fmt: skip
+    got = {
+        n: {
+            (e["from"], e["from_round"]) for e in log if e["event"] == "received" and e["node"] == n
+        }
+        for n in nodes
+    }
     for receiver in nodes:
         for sender in set(nodes) - {receiver}:
             # Rounds 0 and 1 were published across the partition (and before node-2's crash):
@@ -56,14 +71,19 @@ def test_a_provider_down_for_a_while_stalls_only_its_node(toy_env, tmp_path) -> 
     # would give up after its failures in a row, and its quota check below would fail.
     back_up = tmp_path / "provider-back-up"
     config = RunConfig(
-        domain="toy", budget=80, rounds=2, seed=1, eval_workers=0,
+        domain="toy",
+        budget=80,
+        rounds=2,
+        seed=1,
+        eval_workers=0,
         # Virtual-time delivery (the default) would make "steady" wait for "flaky"'s clock at
         # its round start: the price of determinism. Wall-clock delivery never waits.
         delivery="wallclock",
-        nodes=[NodeConfig(name="steady", operator="toy-random"),
-               NodeConfig(name="flaky", operator="toy-random",
-                          options={"down_until": str(back_up)})],
-    )  # fmt: skip
+        nodes=[
+            NodeConfig(name="steady", operator="toy-random"),
+            NodeConfig(name="flaky", operator="toy-random", options={"down_until": str(back_up)}),
+        ],
+    )
     work: list[tuple[str, str]] = []  # candidates and rounds (not status or resumed totals)
 
     def progress(kind: str, data: dict) -> None:
@@ -102,16 +122,24 @@ def test_hostile_peers_are_dropped_counted_and_bounded() -> None:
     attacker, honest = NodeIdentity.generate(), NodeIdentity.generate()
 
     def envelope(node: str, round_: int, program: str, identity=None, key: str = "") -> bytes:
-        return ChampionEnvelope(domain="toy", node=node, key=key, round=round_, operator="x",
-                                program=program, fitness=9e9,
-                                descriptor={"length": 1}).encode(identity)  # fmt: skip
+        return ChampionEnvelope(
+            domain="toy",
+            node=node,
+            key=key,
+            round=round_,
+            operator="x",
+            program=program,
+            fitness=9e9,
+            descriptor={"length": 1},
+        ).encode(identity)
 
     good = envelope("honest", 0, "1 2 3", honest)
     forged = bytearray(envelope("honest", 1, "4 5 6", honest))
     forged[forged.index(b"4 5 6")] = ord("9")  # tampered program, original signature
     impersonation = envelope("honest", 2, "7", attacker)  # signed by the wrong key...
-    impersonation = impersonation.replace(attacker.public_key_hex.encode(),
-                                          honest.public_key_hex.encode())  # ...claiming honest
+    impersonation = impersonation.replace(
+        attacker.public_key_hex.encode(), honest.public_key_hex.encode()
+    )  # ...claiming honest
     # Distinct programs: repeated ones would be dropped as duplicates before the rate limit.
     flood = [envelope("attacker", r, f"{r}", attacker) for r in range(5000)]
     junk = [b"\x00\xff" * 10, b"{}", b'{"dei": 2}', b"[" * 100000, b"x" * (1 << 20)]
@@ -119,8 +147,9 @@ def test_hostile_peers_are_dropped_counted_and_bounded() -> None:
     deliveries = [Delivery(p, "evil") for p in [bytes(forged), impersonation, *junk, *flood]]
     deliveries += [Delivery(good, "good"), Delivery(good, "good")]
 
-    node = Node(name="victim", transport=_FloodTransport(deliveries), policy=None,
-                domain_name="toy")  # fmt: skip
+    node = Node(
+        name="victim", transport=_FloodTransport(deliveries), policy=None, domain_name="toy"
+    )
     started = time.monotonic()
     received = node.receive(0)
     elapsed = time.monotonic() - started
@@ -142,14 +171,18 @@ def test_assembler_fuzzing_raises_only_the_documented_error() -> None:
     import sys
 
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz_assembler.py"
-    result = subprocess.run([sys.executable, str(script), "--seconds", "5", "--seed", "7"],
-                            capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, str(script), "--seconds", "5", "--seed", "7"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     report = json.loads(result.stdout)
     assert report["inputs"] > 100
     assert report["other_exceptions"] == 0, report["failures"]
     assert report["assembly_errors"] > 0 and report["assembled"] > 0
     assert report["slowest_seconds"] < 5  # a hang guard, not a speed claim
-
 
 
 @pytest.mark.parametrize(
@@ -176,8 +209,12 @@ def test_simulator_survives_random_load_images_and_settings() -> None:
     import sys
 
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz_mars.py"
-    result = subprocess.run([sys.executable, str(script), "--battles", "300", "--seed", "11"],
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, str(script), "--battles", "300", "--seed", "11"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, f"simulator crashed ({result.returncode}): {result.stderr}"
     report = json.loads(result.stdout)
     assert report["battles"] == 300

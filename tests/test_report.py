@@ -111,8 +111,13 @@ def test_run_report(tmp_path, plugins):
     text = report.read_text()
     for node in ("node-0", "node-1"):
         assert node in text
-    for heading in ("## Merged archive", "## Nodes", "## Per round", "## Operator divergence",
-                    "## Budget"):  # fmt: skip
+    for heading in (
+        "## Merged archive",
+        "## Nodes",
+        "## Per round",
+        "## Operator divergence",
+        "## Budget",
+    ):
         assert heading in text
     images = linked_images(report)
     assert {"plots/heatmaps.png", "plots/progress.png", "plots/generality.png"} <= set(images)
@@ -121,7 +126,6 @@ def test_run_report(tmp_path, plugins):
         assert_png(path / image)
     summary = json.loads((path / "summary.json").read_text())
     assert f"{summary['merged']['coverage']:.1%}" in text
-
 
 
 def test_a_received_champion_is_credited_to_its_origin(tmp_path, plugins):
@@ -138,17 +142,22 @@ def test_a_received_champion_is_credited_to_its_origin(tmp_path, plugins):
     # node-0's champion (this seeded run) is one of the initial opponents, warm-started into
     # its archive: marked as not the search's find.
     assert summary["nodes"]["node-0"]["champion"]["operator"] == "initial"
-    assert ("<summary>node-0 (toy-random), the run's initial program (no candidate of the "
-            "search beat it): fitness") in champions  # fmt: skip
+    assert (
+        "<summary>node-0 (toy-random), the run's initial program (no candidate of the "
+        "search beat it): fitness"
+    ) in champions
 
 
 def test_nodes_on_axes_of_their_own_are_drawn_in_the_runs_grid(tmp_path, plugins):
     """One node searches over "peak" alone: its archive has another shape. The report draws
     every node and the merge in the run's grid, as the run's own merge counts them."""
-    nodes = [NodeConfig(name="node-0", operator="toy-random"),
-             NodeConfig(name="node-1", operator="toy-b", axes=("peak",))]  # fmt: skip
-    config = RunConfig(domain="toy", nodes=nodes, budget=40, rounds=2, eval_workers=0,
-                       axes=("length", "peak"))  # fmt: skip
+    nodes = [
+        NodeConfig(name="node-0", operator="toy-random"),
+        NodeConfig(name="node-1", operator="toy-b", axes=("peak",)),
+    ]
+    config = RunConfig(
+        domain="toy", nodes=nodes, budget=40, rounds=2, eval_workers=0, axes=("length", "peak")
+    )
     path = tmp_path / "run"
     run(config, path, registry=plugins)
     round_file = sorted((path / "nodes" / "node-1").glob("round-*.json"))[-1]
@@ -162,6 +171,7 @@ def test_nodes_on_axes_of_their_own_are_drawn_in_the_runs_grid(tmp_path, plugins
     report = write_run_report(path)
     assert_png(path / "plots" / "heatmaps.png")
     assert "node-1" in report.read_text()
+
 
 def test_single_node_without_generality(tmp_path, plugins):
     path = toy_run(tmp_path / "run", plugins, domain="toy-plain", operators=("toy-any",), budget=8)
@@ -184,8 +194,11 @@ def test_zero_valid_elites(tmp_path, plugins):
 def test_a_run_whose_round_files_are_gone_is_refused_naming_the_first(tmp_path, plugins):
     path = toy_run(tmp_path / "run", plugins)
     shutil.rmtree(path / "nodes")
-    with pytest.raises(ConfigError, match=r"node-0/round-000.json is missing: .*summary.json "
-                                          "says node node-0 finished 2 rounds"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"node-0/round-000.json is missing: .*summary.json "
+        "says node node-0 finished 2 rounds",
+    ):
         write_run_report(path)
     assert not (path / "report.md").exists() and not (path / "plots").exists()
 
@@ -193,8 +206,16 @@ def test_a_run_whose_round_files_are_gone_is_refused_naming_the_first(tmp_path, 
 @pytest.fixture(scope="module")
 def experiment_dir(tmp_path_factory, plugins):
     out = tmp_path_factory.mktemp("experiment")
-    flags = dict(domain="toy", operators=("toy-random", "toy-b"), budget=16, rounds=2, repeats=3,
-                 seed=1, eval_workers=0, conditions="solo,homo,diverse")  # fmt: skip
+    flags = dict(
+        domain="toy",
+        operators=("toy-random", "toy-b"),
+        budget=16,
+        rounds=2,
+        repeats=3,
+        seed=1,
+        eval_workers=0,
+        conditions="solo,homo,diverse",
+    )
     run_experiment(plan_from_flags(flags, plugins), out, registry=plugins)
     return out
 
@@ -218,27 +239,41 @@ def test_experiment_report(experiment_dir):
     for node in ("node-0", "node-1", "node-2", "node-3"):
         assert node in text
     images = linked_images(report)
-    expected = {"plots/final.png", "plots/progress.png", "plots/generality.png",
-                "plots/heatmaps.png"}  # fmt: skip
+    expected = {
+        "plots/final.png",
+        "plots/progress.png",
+        "plots/generality.png",
+        "plots/heatmaps.png",
+    }
     assert expected <= set(images)
     for image in images:
         assert_png(experiment_dir / image)
     assert "Equal compute holds" in text
     # A verdict per common-ground comparison, none for the raw ones; with 3 against 3
     # repeats the exact test's smallest p is 2 / C(6, 3) = 0.1, and the report says so.
-    verdicts = [line for line in text.splitlines()
-                if line.startswith("- ") and "after Holm" in line]  # fmt: skip
+    verdicts = [
+        line for line in text.splitlines() if line.startswith("- ") and "after Holm" in line
+    ]
     assert len(verdicts) == 2 * 3  # (coverage, QD-score) x (solo, homo, homo)
     assert all("(raw)" not in line for line in verdicts)
-    assert all("no difference can reach p < 0.05" in line and "is 0.100" in line
-               for line in verdicts)  # fmt: skip
+    assert all(
+        "no difference can reach p < 0.05" in line and "is 0.100" in line for line in verdicts
+    )
     assert all(" leads " in line or " are level, shift " in line for line in verdicts)
 
 
 def test_a_static_domains_report_does_not_repeat_its_raw_figures(tmp_path, plugins):
     # Numeric has no opponents and no noise: every raw figure is its common-ground one.
-    flags = dict(domain="numeric", operators=("gaussian", "iso-line"), budget=40, rounds=2,
-                 repeats=2, seed=1, eval_workers=0, conditions="solo,diverse")  # fmt: skip
+    flags = dict(
+        domain="numeric",
+        operators=("gaussian", "iso-line"),
+        budget=40,
+        rounds=2,
+        repeats=2,
+        seed=1,
+        eval_workers=0,
+        conditions="solo,diverse",
+    )
     run_experiment(plan_from_flags(flags, plugins), tmp_path, registry=plugins)
     text = write_run_report(tmp_path).read_text()
     assert "(raw)" not in text and "coverage (common)" in text
@@ -253,8 +288,18 @@ def test_a_static_domains_report_does_not_repeat_its_raw_figures(tmp_path, plugi
 def test_a_verdict_names_the_leader_and_when_n_allows_significance() -> None:
     from dei_framework.report.experiment_report import _verdict
 
-    entry = {"a": "diverse", "b": "solo", "shift": -0.25, "p_holm": 0.01, "a12": 0.1,
-             "ci": [-0.4, -0.1], "ci_level": 0.96, "ci95": [-0.4, -0.1], "n_a": 10, "n_b": 10}
+    entry = {
+        "a": "diverse",
+        "b": "solo",
+        "shift": -0.25,
+        "p_holm": 0.01,
+        "a12": 0.1,
+        "ci": [-0.4, -0.1],
+        "ci_level": 0.96,
+        "ci95": [-0.4, -0.1],
+        "n_a": 10,
+        "n_b": 10,
+    }
     text = _verdict(entry, "QD-score (common)", ".2f")
     assert text.startswith("QD-score (common): solo leads diverse by 0.25")
     assert "significant after Holm (p = 0.010)" in text and "not significant" not in text
@@ -295,8 +340,10 @@ def test_experiment_plots_rank_conditions_as_the_common_ground_table(
     text = write_run_report(copy).read_text()
     summary = json.loads((copy / "summary.json").read_text())
     names = list(summary["conditions"])
-    assert labels["final.png"] == ["merged coverage (common ground)",
-                                   "merged QD-score (common ground)"]  # fmt: skip
+    assert labels["final.png"] == [
+        "merged coverage (common ground)",
+        "merged QD-score (common ground)",
+    ]
     for axis, field in enumerate(("coverage", "qd_score")):
         common = [summary["conditions"][n]["merged"]["common"][field]["mean"] for n in names]
         assert drawn["final.png"][axis] == pytest.approx(common)
@@ -307,8 +354,11 @@ def test_experiment_plots_rank_conditions_as_the_common_ground_table(
         qd = summary["conditions"][name]["merged"]["common"]["qd_score"]
         assert f"{qd['mean']:.2f} ± {qd['std']:.2f}" in text  # the table the plot agrees with
     # progress.png: the common-ground champion panel first, the archives' figures labelled raw.
-    assert labels["progress.png"] == ["champion fitness (common ground)",
-                                      "merged coverage (raw)", "merged QD-score (raw)"]  # fmt: skip
+    assert labels["progress.png"] == [
+        "champion fitness (common ground)",
+        "merged coverage (raw)",
+        "merged QD-score (raw)",
+    ]
 
 
 def test_a_summary_from_before_the_rank_intervals_still_reports(tmp_path, experiment_dir):
@@ -318,8 +368,10 @@ def test_a_summary_from_before_the_rank_intervals_still_reports(tmp_path, experi
     shutil.copytree(experiment_dir, copy)
     summary = json.loads((copy / "summary.json").read_text())
     old_keys = {"a", "b", "metric", "diff", "ci95", "p_value", "test", "n_a", "n_b"}
-    summary["comparisons"] = [{**{k: v for k, v in e.items() if k in old_keys},
-                               "ci95": [-1.0, 1.0]} for e in summary["comparisons"]]  # fmt: skip
+    summary["comparisons"] = [
+        {**{k: v for k, v in e.items() if k in old_keys}, "ci95": [-1.0, 1.0]}
+        for e in summary["comparisons"]
+    ]
     for condition in summary["conditions"].values():
         for key in ("common_seeds", "qd_score_sem", "elite_std_mean", "selection_qd_gap"):
             condition["merged"]["common"].pop(key)
@@ -370,8 +422,10 @@ def test_heatmaps_label_a_bounded_number_of_bins(tmp_path, monkeypatch):
     try:
         for figure, space, most in zip(figures, (large, small), (plots.MAX_TICKS, 4), strict=True):
             axes = figure.axes[0]
-            for ticks, axis in ((axes.get_xticklabels(), space.axes[0]),
-                                (axes.get_yticklabels(), space.axes[1])):  # fmt: skip
+            for ticks, axis in (
+                (axes.get_xticklabels(), space.axes[0]),
+                (axes.get_yticklabels(), space.axes[1]),
+            ):
                 texts = [tick.get_text() for tick in ticks]
                 assert 2 <= len(texts) <= most and texts[0] == axis.labels()[0], texts
                 assert set(texts) <= set(axis.labels())
@@ -393,7 +447,8 @@ def test_a_champion_that_is_an_initial_program_is_marked_as_such() -> None:
 
 
 def test_a_node_has_one_colour_in_the_plots_and_on_the_watch_page(
-        tmp_path, plugins, monkeypatch) -> None:  # fmt: skip
+    tmp_path, plugins, monkeypatch
+) -> None:
     from dei_framework.analysis.formatting import MERGED_COLOR, NODE_COLORS
     from dei_framework.app.watch.run import WatchedRun
     from dei_framework.report import plots
@@ -403,8 +458,12 @@ def test_a_node_has_one_colour_in_the_plots_and_on_the_watch_page(
     line_plot = plots._line_plot
 
     def recording(ax, series, *, ylabel, colors=None):
-        drawn.append({label.split(" (")[0]: color for (label, _, _), color
-                       in zip(series, colors or [None] * len(series), strict=True)})  # fmt: skip
+        drawn.append(
+            {
+                label.split(" (")[0]: color
+                for (label, _, _), color in zip(series, colors or [None] * len(series), strict=True)
+            }
+        )
         return line_plot(ax, series, ylabel=ylabel, colors=colors)
 
     monkeypatch.setattr(plots, "_line_plot", recording)

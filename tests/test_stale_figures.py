@@ -26,8 +26,11 @@ stale_figures = load_checker()
 def git(repo: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=repo, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return done.stdout.strip()
 
 
@@ -55,9 +58,14 @@ def figure_json(commit: str) -> str:
 def test_a_set_is_stale_once_an_input_changes_after_its_commit(tmp_path, capsys):
     repo = tmp_path
     git(repo, "init", "-q")
-    for path in ("docs/figures/gossip_sim.py", "docs/figures/figurelib.py",
-                 "benchmarks/gossip_sim.py", "benchmarks/other.py", "dei_framework/core.py",
-                 "docs/guide.md"):  # fmt: skip
+    for path in (
+        "docs/figures/gossip_sim.py",
+        "docs/figures/figurelib.py",
+        "benchmarks/gossip_sim.py",
+        "benchmarks/other.py",
+        "dei_framework/core.py",
+        "docs/guide.md",
+    ):
         write(repo, path, "original\n")
     generated_at = commit_all(repo, "code")
     write(repo, "docs/figures/gossip_sim.json", figure_json(generated_at))

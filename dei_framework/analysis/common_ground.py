@@ -207,9 +207,11 @@ async def evaluate_texts(
     unique = list(dict.fromkeys(texts))
     opponents = evaluator.install(reference.programs)  # sent to each worker once
     outcomes = await asyncio.gather(
-        *(evaluator.evaluate(text, opponents, seed=reference.selection_seed(text))
-          for text in unique)
-    )  # fmt: skip
+        *(
+            evaluator.evaluate(text, opponents, seed=reference.selection_seed(text))
+            for text in unique
+        )
+    )
     return dict(zip(unique, outcomes, strict=True))
 
 
@@ -254,8 +256,11 @@ def scores_from_outcomes(outcomes: Mapping[str, Outcome], texts: Iterable[str]) 
     scores = {}
     for text in dict.fromkeys(texts):
         evaluation = outcomes[text].evaluation
-        scores[text] = (Score(values=(float(evaluation.fitness),)) if evaluation is not None
-                        else Score(values=(), failed=1))  # fmt: skip
+        scores[text] = (
+            Score(values=(float(evaluation.fitness),))
+            if evaluation is not None
+            else Score(values=(), failed=1)
+        )
     return scores
 
 
@@ -264,8 +269,9 @@ async def score_texts(
 ) -> dict[str, Score]:
     """Each distinct text evaluated with each of its scoring seeds (:meth:`Reference.seeds_for`)."""
     unique = list(dict.fromkeys(texts))
-    return await score_with_seeds(evaluator, {text: reference.seeds_for(text) for text in unique},
-                                  reference)  # fmt: skip
+    return await score_with_seeds(
+        evaluator, {text: reference.seeds_for(text) for text in unique}, reference
+    )
 
 
 async def score_with_seeds(
@@ -308,12 +314,20 @@ def _placed(
             outcome = outcomes.get(elite.text)
             if outcome is None or outcome.evaluation is None:
                 continue
-            yield Candidate(
-                id=elite.id, text=elite.text, fitness=float(outcome.evaluation.fitness),
-                descriptor=dict(outcome.evaluation.descriptor),
-                cell=space.cell(outcome.evaluation.descriptor), node=elite.node,
-                operator=elite.operator, round=elite.round, parent=elite.parent,
-            ), elite  # fmt: skip
+            yield (
+                Candidate(
+                    id=elite.id,
+                    text=elite.text,
+                    fitness=float(outcome.evaluation.fitness),
+                    descriptor=dict(outcome.evaluation.descriptor),
+                    cell=space.cell(outcome.evaluation.descriptor),
+                    node=elite.node,
+                    operator=elite.operator,
+                    round=elite.round,
+                    parent=elite.parent,
+                ),
+                elite,
+            )
 
 
 def merge_common(
@@ -353,14 +367,22 @@ def merge_common(
             continue
         merged.add(attrs.evolve(elite, fitness=fitness))
         entries.append(
-            {"text": elite.text, "cell": list(elite.cell), "fitness": found[elite.id].fitness,
-             "common_fitness": fitness, "common_fitness_std": score.std if score else None,
-             "common_fitness_n": len(score.values) if score else 1,
-             "common_fitness_values": list(score.values) if score and score.complete else None,
-             "selection_fitness": elite.fitness, "node": elite.node,
-             "raw_cell": list(found[elite.id].cell), "operator": elite.operator,
-             "round": elite.round, "id": elite.id}
-        )  # fmt: skip
+            {
+                "text": elite.text,
+                "cell": list(elite.cell),
+                "fitness": found[elite.id].fitness,
+                "common_fitness": fitness,
+                "common_fitness_std": score.std if score else None,
+                "common_fitness_n": len(score.values) if score else 1,
+                "common_fitness_values": list(score.values) if score and score.complete else None,
+                "selection_fitness": elite.fitness,
+                "node": elite.node,
+                "raw_cell": list(found[elite.id].cell),
+                "operator": elite.operator,
+                "round": elite.round,
+                "id": elite.id,
+            }
+        )
     return merged, entries
 
 
@@ -390,8 +412,11 @@ def scoring_spread(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """
     measured = [e for e in entries if e.get("common_fitness_std") is not None]
     stds = [e["common_fitness_std"] for e in measured]
-    sem = (math.sqrt(sum(e["common_fitness_std"] ** 2 / e["common_fitness_n"] for e in measured))
-           if measured else None)  # fmt: skip
+    sem = (
+        math.sqrt(sum(e["common_fitness_std"] ** 2 / e["common_fitness_n"] for e in measured))
+        if measured
+        else None
+    )
     return {
         "qd_score_sem": sem,
         "elite_std_mean": statistics.fmean(stds) if stds else None,
@@ -403,12 +428,22 @@ def scoring_spread(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def raw_entries(archive: GridArchive) -> list[dict[str, Any]]:
     """``merged_archive.json`` entries of a raw merge (no common ground measured)."""
     return [
-        {"text": elite.text, "cell": list(elite.cell), "fitness": elite.fitness,
-         "common_fitness": None, "common_fitness_std": None, "common_fitness_n": 0,
-         "selection_fitness": None, "node": elite.node, "raw_cell": list(elite.cell),
-         "operator": elite.operator, "round": elite.round, "id": elite.id}
+        {
+            "text": elite.text,
+            "cell": list(elite.cell),
+            "fitness": elite.fitness,
+            "common_fitness": None,
+            "common_fitness_std": None,
+            "common_fitness_n": 0,
+            "selection_fitness": None,
+            "node": elite.node,
+            "raw_cell": list(elite.cell),
+            "operator": elite.operator,
+            "round": elite.round,
+            "id": elite.id,
+        }
         for elite in archive
-    ]  # fmt: skip
+    ]
 
 
 def common_fitness(scores: Mapping[str, Score], text: str | None) -> float | None:

@@ -19,16 +19,28 @@ from dei_framework.contract.payloads import JSONValue
 MISSING = "–"
 #: One colour per node, by the node's place in the run's node list: the report's plots and the
 #: watch page both colour a node with :func:`node_colors`, so a node looks the same in both.
-NODE_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948",
-               "#9c755f", "#ff9da7", "#bab0ac")  # fmt: skip
+NODE_COLORS = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#b07aa1",
+    "#e15759",
+    "#76b7b2",
+    "#edc948",
+    "#9c755f",
+    "#ff9da7",
+    "#bab0ac",
+)
 #: The merged archive's colour beside the nodes'.
 MERGED_COLOR = "#111111"
 
 
 def node_colors(names: Iterable[str]) -> dict[str, str]:
     """Each node's colour, by its place in ``names`` (the run's node order)."""
-    return {name: NODE_COLORS[index % len(NODE_COLORS)]
-            for index, name in enumerate(dict.fromkeys(names))}  # fmt: skip
+    return {
+        name: NODE_COLORS[index % len(NODE_COLORS)]
+        for index, name in enumerate(dict.fromkeys(names))
+    }
 
 
 def number(value: Any, spec: str = ".3f") -> str:
@@ -59,6 +71,7 @@ def plus_minus(stats: Mapping[str, JSONValue] | None, spec: str = ".3f") -> str:
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A Markdown table (``|`` and line breaks in cells escaped)."""
+
     def cell(value: Any) -> str:
         return str(value).replace("|", "\\|").replace("\n", " ")
 

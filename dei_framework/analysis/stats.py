@@ -47,16 +47,46 @@ MONTE_CARLO_PERMUTATIONS = 50_000
 #: Name of the test in ``comparisons`` entries.
 TEST_NAME = "Mann-Whitney U, two-sided, exact permutation p-value"
 #: Name of the interval in ``comparisons`` entries.
-INTERVAL_NAME = ("Hodges-Lehmann shift a - b, distribution-free interval inverting the exact "
-                 "Mann-Whitney test")  # fmt: skip
+INTERVAL_NAME = (
+    "Hodges-Lehmann shift a - b, distribution-free interval inverting the exact Mann-Whitney test"
+)
 #: Requested confidence level of the interval (the achieved level is recorded next to it).
 CONFIDENCE = 0.95
 
 
 #: Two-sided 95 % Student t quantiles (the 0.975 quantile) by degrees of freedom, 1 to 30.
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+_T95 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 _Z975 = 1.959964
 
 
@@ -76,8 +106,12 @@ def t95(df: int) -> float:
     if df <= len(_T95):
         return _T95[df - 1]
     z = _Z975
-    return (z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))  # fmt: skip
+    return (
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+    )
 
 
 def mean_interval(values: Sequence[float]) -> tuple[float, float, float | None]:
@@ -316,11 +350,21 @@ def compare(
     """
     x, y = _clean(a), _clean(b)
     entry: dict[str, Any] = {
-        "a": a_name, "b": b_name, "metric": metric,
+        "a": a_name,
+        "b": b_name,
+        "metric": metric,
         "diff": float(x.mean() - y.mean()) if len(x) and len(y) else None,
-        "shift": None, "ci": None, "ci_level": None, "ci95": None, "interval": INTERVAL_NAME,
-        "a12": None, "p_value": None, "test": TEST_NAME, "n_a": len(x), "n_b": len(y),
-    }  # fmt: skip
+        "shift": None,
+        "ci": None,
+        "ci_level": None,
+        "ci95": None,
+        "interval": INTERVAL_NAME,
+        "a12": None,
+        "p_value": None,
+        "test": TEST_NAME,
+        "n_a": len(x),
+        "n_b": len(y),
+    }
     if len(x) and len(y):
         entry["shift"] = shift_interval(x, y, level=CONFIDENCE).estimate
     if len(x) >= 2 and len(y) >= 2:

@@ -55,6 +55,7 @@ EXIT_PARTIAL = 3
 #: Exit status: Ctrl-C or SIGTERM; the run is checkpointed and ``--resume`` continues it.
 EXIT_INTERRUPTED = 130
 
+
 def fail(message: str, status: int = EXIT_ERROR) -> None:
     """Prints one error line and exits with ``status``."""
     click.echo(f"error: {message}", err=True)
@@ -119,8 +120,10 @@ class Interrupts:
         if self.count == 1:
             if self.ensemble is None:
                 raise KeyboardInterrupt
-            _say("stopping: checkpointing and ending the workers (press Ctrl-C again to quit "
-                 "at once)")  # fmt: skip
+            _say(
+                "stopping: checkpointing and ending the workers (press Ctrl-C again to quit "
+                "at once)"
+            )
             self.ensemble.stop()
             return
         if self.count < 20 and releasing_semaphore(frame):
@@ -141,8 +144,6 @@ def _say(line: str) -> None:
     sys.stdout.flush()
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
-
-
 
 
 @functools.cache
@@ -177,6 +178,7 @@ def sound_registry() -> PluginRegistry:
 
 # --- dei-run --------------------------------------------------------------------------------------
 
+
 def setting_option(key: str) -> Callable:
     """The click option of the run setting ``key``, as its ``RunConfig`` field's metadata (or
     :data:`~dei_framework.runtime.settings.NOT_FIELDS`) describes it."""
@@ -192,34 +194,98 @@ def setting_option(key: str) -> Callable:
 #: ``dei-run``'s core options, in the order of its ``--help``: every run setting's (derived from
 #: ``RunConfig``) and the flags that are no setting (``settings.FLAG_ONLY`` says why).
 RUN_OPTIONS = [
-    *map(setting_option, ("domain", "transport", "delivery", "nodes", "operators", "api_base",
-                          "budget", "iterations", "compute_axis", "max_cost_usd",
-                          "max_attempts_per_node", "max_attempts_per_call", "rounds",
-                          "lifecycle", "new_fraction", "lag", "max_champions",
-                          "max_peer_champions", "sharing", "allocation", "axes", "emitter",
-                          "archive", "seed")),
-    click.option("--domain-option", "domain_option", multiple=True, metavar="KEY=VALUE",
-                 help="A domain option, repeatable."),
-    click.option("--transport-option", "transport_option", multiple=True, metavar="KEY=VALUE",
-                 help="A transport option, repeatable."),
-    *map(setting_option, ("common_ground", "common_seeds", "array_path", "eval_workers",
-                          "evaluator", "evaluator_address", "sandbox", "eval_timeout",
-                          "eval_memory", "members", "checkpoint_seconds", "out")),
-    click.option("--resume", type=click.Path(file_okay=False, exists=True),
-                 help="Continue the run in this directory from its last checkpoint."),
-    click.option("--replay", type=click.Path(file_okay=False, exists=True),
-                 help="Rerun a recorded run from its recorded replies, without any network."),
-    click.option("--reask-mismatched", is_flag=True,
-                 help="With --replay: ask the operator again for calls whose request no longer "
-                      "matches the record, instead of stopping at the first."),
-    click.option("--config", "config_file", type=click.Path(dir_okay=False),
-                 help="TOML file with any of these options (flags override it)."),
+    *map(
+        setting_option,
+        (
+            "domain",
+            "transport",
+            "delivery",
+            "nodes",
+            "operators",
+            "api_base",
+            "budget",
+            "iterations",
+            "compute_axis",
+            "max_cost_usd",
+            "max_attempts_per_node",
+            "max_attempts_per_call",
+            "rounds",
+            "lifecycle",
+            "new_fraction",
+            "lag",
+            "max_champions",
+            "max_peer_champions",
+            "sharing",
+            "allocation",
+            "axes",
+            "emitter",
+            "archive",
+            "seed",
+        ),
+    ),
+    click.option(
+        "--domain-option",
+        "domain_option",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A domain option, repeatable.",
+    ),
+    click.option(
+        "--transport-option",
+        "transport_option",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A transport option, repeatable.",
+    ),
+    *map(
+        setting_option,
+        (
+            "common_ground",
+            "common_seeds",
+            "array_path",
+            "eval_workers",
+            "evaluator",
+            "evaluator_address",
+            "sandbox",
+            "eval_timeout",
+            "eval_memory",
+            "members",
+            "checkpoint_seconds",
+            "out",
+        ),
+    ),
+    click.option(
+        "--resume",
+        type=click.Path(file_okay=False, exists=True),
+        help="Continue the run in this directory from its last checkpoint.",
+    ),
+    click.option(
+        "--replay",
+        type=click.Path(file_okay=False, exists=True),
+        help="Rerun a recorded run from its recorded replies, without any network.",
+    ),
+    click.option(
+        "--reask-mismatched",
+        is_flag=True,
+        help="With --replay: ask the operator again for calls whose request no longer "
+        "matches the record, instead of stopping at the first.",
+    ),
+    click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False),
+        help="TOML file with any of these options (flags override it).",
+    ),
     setting_option("preset"),
-    click.option("--progress", type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
-                 default="auto", show_default=True,
-                 help="Live display, one line per round, JSON lines on stdout, or nothing."),
+    click.option(
+        "--progress",
+        type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
+        default="auto",
+        show_default=True,
+        help="Live display, one line per round, JSON lines on stdout, or nothing.",
+    ),
     click.option("--no-report", is_flag=True, help="Do not write report.md and plots at the end."),
-]  # fmt: skip
+]
 
 
 def run_options(function: Callable) -> Callable:
@@ -233,10 +299,10 @@ def run_options(function: Callable) -> Callable:
 EXPERIMENT_HELP = {
     "out": "Experiment directory (default: a new folder under ./experiments/).",
     "resume": "Continue the experiment in this directory: finished repeats are kept, "
-              "unfinished runs resume from their checkpoints (--repeats may be raised).",
+    "unfinished runs resume from their checkpoints (--repeats may be raised).",
     "iterations": "With --compute-axis tokens only: the calls per node and round of the "
-                  "condition with the most nodes (equal compute is otherwise a total --budget).",
-}  # fmt: skip
+    "condition with the most nodes (equal compute is otherwise a total --budget).",
+}
 #: ``dei-run`` options an experiment refuses: parsed, so that the refusal says what to do
 #: instead, but left out of its help.
 EXPERIMENT_HIDDEN = ("replay", "reask_mismatched")
@@ -297,20 +363,24 @@ def _warn_bare_members(members: Sequence[str]) -> None:
     """
     bare = [entry for entry in members if "=" not in entry]
     if bare:
-        _warn_once(f"members: {len(bare)} of {len(members)} entries are a bare key, which may "
-                   "claim any name not bound to another key (deprecated): write them "
-                   "as name=key")  # fmt: skip
+        _warn_once(
+            f"members: {len(bare)} of {len(members)} entries are a bare key, which may "
+            "claim any name not bound to another key (deprecated): write them "
+            "as name=key"
+        )
 
 
 def warn_ignored(flags: dict[str, Any], *, keep: tuple[str, ...]) -> None:
     """Warns about flags a recorded configuration overrides (on --resume and --replay)."""
     ignored = sorted(
-        f"--{name.replace('_', '-')}" for name, value in flags.items()
+        f"--{name.replace('_', '-')}"
+        for name, value in flags.items()
         if name not in keep and value not in (None, (), False)
-    )  # fmt: skip
+    )
     if ignored:
-        click.echo("warning: the recorded configuration is used; ignoring " + ", ".join(ignored),
-                   err=True)  # fmt: skip
+        click.echo(
+            "warning: the recorded configuration is used; ignoring " + ", ".join(ignored), err=True
+        )
 
 
 #: Flags that choose where evaluations run, not what they compute: a resumed or replayed run
@@ -331,11 +401,16 @@ def default_out(domain: str) -> Path:
     return Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{domain}"
 
 
-@click.command(name="dei-run", cls=RunCommand,
-               context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    name="dei-run", cls=RunCommand, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @run_options
-@click.option("--watch", is_flag=True, help="Serve the run's live web page (as `dei watch`) and "
-              "print its URL; after the run it keeps serving until Ctrl-C.")
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Serve the run's live web page (as `dei watch`) and "
+    "print its URL; after the run it keeps serving until Ctrl-C.",
+)
 @user_errors
 def dei_run(**flags: Any) -> None:
     """Run a DEI ensemble: N nodes, each bound to its own operator, sharing round champions.
@@ -356,8 +431,19 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
     if flags.get("reask_mismatched") and not replay_dir:
         raise ConfigError("--reask-mismatched only applies to --replay")
     if resume_dir or replay_dir:
-        warn_ignored(flags, keep=("resume", "replay", "out", "progress", "no_report", "watch",
-                                  "reask_mismatched", *PLACEMENT_FLAGS))
+        warn_ignored(
+            flags,
+            keep=(
+                "resume",
+                "replay",
+                "out",
+                "progress",
+                "no_report",
+                "watch",
+                "reask_mismatched",
+                *PLACEMENT_FLAGS,
+            ),
+        )
     if resume_dir:
         out = Path(resume_dir)
         lock = lock_run_dir(out)  # before anything is read or written: one writer at a time
@@ -372,8 +458,9 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         out = chosen_out(flags) or default_out(config.domain)
         lock = _lock_fresh(out)
     with _given_up_unless_written(lock, out / "config.json"):
-        _run_locked(config, out, plugins, flags, interrupts,
-                    resume_dir=resume_dir, replay_dir=replay_dir)  # fmt: skip
+        _run_locked(
+            config, out, plugins, flags, interrupts, resume_dir=resume_dir, replay_dir=replay_dir
+        )
 
 
 def _lock_fresh(out: Path) -> RunLock:
@@ -428,11 +515,11 @@ def _run_locked(
     network = None if replay_dir else local_network(config, plugins, out)
     if network is not None:
         # A transport that runs one node per process (AXL): one `dei node` process per node.
-        summary = _launch(config, out, network, plugins, flags, interrupts,
-                          resume=bool(resume_dir))  # fmt: skip
+        summary = _launch(config, out, network, plugins, flags, interrupts, resume=bool(resume_dir))
     else:
-        summary = _run_in_process(config, out, plugins, flags, interrupts,
-                                  resume_dir=resume_dir, replay_dir=replay_dir)  # fmt: skip
+        summary = _run_in_process(
+            config, out, plugins, flags, interrupts, resume_dir=resume_dir, replay_dir=replay_dir
+        )
     stopped = _say_how_nodes_ended(summary, out)
     report = None
     if not flags.get("no_report"):
@@ -442,14 +529,24 @@ def _run_locked(
         interrupts.ensemble, interrupts.count = None, 0  # the run is over: Ctrl-C ends the page
         serve_until_interrupted(watching)
     if stopped:
-        click.echo(f"warning: incomplete run: {len(stopped)} of {len(summary['nodes'])} nodes "
-                   f"stopped early (exit status {EXIT_PARTIAL})", err=True)  # fmt: skip
+        click.echo(
+            f"warning: incomplete run: {len(stopped)} of {len(summary['nodes'])} nodes "
+            f"stopped early (exit status {EXIT_PARTIAL})",
+            err=True,
+        )
         sys.exit(EXIT_PARTIAL)
 
 
-def _run_in_process(config: RunConfig, out: Path, plugins: PluginRegistry,
-                    flags: dict[str, Any], interrupts: Interrupts, *,
-                    resume_dir: str | None, replay_dir: str | None) -> dict[str, Any]:  # fmt: skip
+def _run_in_process(
+    config: RunConfig,
+    out: Path,
+    plugins: PluginRegistry,
+    flags: dict[str, Any],
+    interrupts: Interrupts,
+    *,
+    resume_dir: str | None,
+    replay_dir: str | None,
+) -> dict[str, Any]:
     """Runs every node in this process; returns the summary. An interrupt or a failure after
     the run started ends the command with one line saying what is kept."""
     from dei_framework.runtime.ensemble import Ensemble
@@ -462,28 +559,36 @@ def _run_in_process(config: RunConfig, out: Path, plugins: PluginRegistry,
         if replay_dir
         else f"interrupted; continue with: dei-run --resume {_shell_path(out)}"
     )
-    ensemble = Ensemble(config, RunDir(out), registry=plugins, resume=bool(resume_dir),
-                        replay_from=RunDir(replay_dir) if replay_dir else None,
-                        progress=progress.update,
-                        reask_mismatched=bool(flags.get("reask_mismatched")))  # fmt: skip
+    ensemble = Ensemble(
+        config,
+        RunDir(out),
+        registry=plugins,
+        resume=bool(resume_dir),
+        replay_from=RunDir(replay_dir) if replay_dir else None,
+        progress=progress.update,
+        reask_mismatched=bool(flags.get("reask_mismatched")),
+    )
     interrupts.last_words, interrupts.ensemble = hint, ensemble
     try:
         with progress:
             return ensemble.run()
     except KeyboardInterrupt:
-        _say(hint if ensemble.started else
-             "interrupted before the run started; nothing written")  # fmt: skip
+        _say(hint if ensemble.started else "interrupted before the run started; nothing written")
         sys.exit(EXIT_INTERRUPTED)
     except EvaluatorLost as exc:
         if not ensemble.started:
             raise
         from dei_framework.evaluation.local import WorkersKeepDying
 
-        elsewhere = ("" if isinstance(exc, WorkersKeepDying) else
-                     " (--evaluator-address ADDRESS or --evaluator local to evaluate "
-                     "elsewhere)")  # fmt: skip
-        fail(f"{exc}; the run is checkpointed: continue with dei-run --resume "
-             f"{_shell_path(out)}{elsewhere}")  # fmt: skip
+        elsewhere = (
+            ""
+            if isinstance(exc, WorkersKeepDying)
+            else " (--evaluator-address ADDRESS or --evaluator local to evaluate elsewhere)"
+        )
+        fail(
+            f"{exc}; the run is checkpointed: continue with dei-run --resume "
+            f"{_shell_path(out)}{elsewhere}"
+        )
     except DEIError as exc:
         if not ensemble.started:
             raise
@@ -493,8 +598,9 @@ def _run_in_process(config: RunConfig, out: Path, plugins: PluginRegistry,
 def _say_how_nodes_ended(summary: dict[str, Any], out: Path) -> dict[str, str]:
     """Says on stderr which nodes ended at a cap, stopped early or have no price; fails when
     no call completed at all. Returns the nodes that stopped early (not at a cap)."""
-    stopped = {name: node["stopped"] for name, node in summary["nodes"].items()
-               if node.get("stopped")}  # fmt: skip
+    stopped = {
+        name: node["stopped"] for name, node in summary["nodes"].items() if node.get("stopped")
+    }
     budget = summary["budget"]
     if budget["calls"] == 0 and budget["limit"] != 0:
         # One cause per distinct reason: nodes of one model share "no API key: ...".
@@ -504,12 +610,14 @@ def _say_how_nodes_ended(summary: dict[str, Any], out: Path) -> dict[str, str]:
                 for name, reason in stopped.items()
             }
         ) or ["no operator call succeeded"]
-        fail(f"no operator call completed: {'; '.join(causes)} (the record of the run is "
-             f"in {out})")  # fmt: skip
+        fail(f"no operator call completed: {'; '.join(causes)} (the record of the run is in {out})")
     # A node that reached a cap the user set (money, tokens, attempts, its share on the
     # tokens/cost axis) ended as asked: said on stderr, but not an incomplete run.
-    capped = {name: reason for name, reason in stopped.items()
-              if budget["nodes"].get(name, {}).get("exhausted")}  # fmt: skip
+    capped = {
+        name: reason
+        for name, reason in stopped.items()
+        if budget["nodes"].get(name, {}).get("exhausted")
+    }
     for name, reason in capped.items():
         click.echo(f"node {name} ended at its cap: {reason}", err=True)
     stopped = {name: reason for name, reason in stopped.items() if name not in capped}
@@ -517,8 +625,11 @@ def _say_how_nodes_ended(summary: dict[str, Any], out: Path) -> dict[str, str]:
         click.echo(f"warning: node {name} stopped early: {reason}", err=True)
     for name in budget.get("unpriced_nodes", []):
         model = budget["nodes"][name]["model"]
-        click.echo(f"warning: node {name}: cost unknown (no price for {model}; give one with "
-                   "--price MODEL=IN,OUT)", err=True)  # fmt: skip
+        click.echo(
+            f"warning: node {name}: cost unknown (no price for {model}; give one with "
+            "--price MODEL=IN,OUT)",
+            err=True,
+        )
     return stopped
 
 
@@ -526,8 +637,11 @@ def _say_done(summary: dict[str, Any], out: Path, report: Path | None) -> None:
     """The run's last lines on stdout: its figures, and where its summary and report are."""
     budget = summary["budget"]
     cost = "unknown" if budget["cost_usd"] is None else f"${budget['cost_usd']:.4f}"
-    spent = (f"{budget['calls']}/{budget['limit']} calls" if budget.get("axis", "calls") == "calls"
-             else f"{budget['calls']} calls, {budget['spent']}/{budget['limit']} {budget['axis']}")
+    spent = (
+        f"{budget['calls']}/{budget['limit']} calls"
+        if budget.get("axis", "calls") == "calls"
+        else f"{budget['calls']} calls, {budget['spent']}/{budget['limit']} {budget['axis']}"
+    )
     click.echo(
         f"done: {len(summary['nodes'])} nodes, {spent}, cost {cost}, "
         f"merged coverage {summary['merged'].get('coverage', 0):.1%}, "
@@ -557,17 +671,34 @@ def _shell_path(path: Path) -> str:
     return shlex.quote(str(path.resolve()))
 
 
-def _launch(config: RunConfig, out: Path, network: Any, plugins: PluginRegistry,
-            flags: dict[str, Any], interrupts: Interrupts, *, resume: bool) -> dict[str, Any]:
+def _launch(
+    config: RunConfig,
+    out: Path,
+    network: Any,
+    plugins: PluginRegistry,
+    flags: dict[str, Any],
+    interrupts: Interrupts,
+    *,
+    resume: bool,
+) -> dict[str, Any]:
     """Runs every node as a `dei node` process over the transport's local network."""
     from dei_framework.runtime.launcher import Launcher
 
     quiet = flags.get("progress") in ("quiet", "json")
-    child_args = ("--eval-workers", str(config.eval_workers)) \
-        if config.eval_workers is not None and not resume else ()  # fmt: skip
-    launcher = Launcher(config=config, run_dir=out, network=network, registry=plugins,
-                        resume=resume, child_args=child_args,
-                        echo=None if quiet else _say)  # fmt: skip
+    child_args = (
+        ("--eval-workers", str(config.eval_workers))
+        if config.eval_workers is not None and not resume
+        else ()
+    )
+    launcher = Launcher(
+        config=config,
+        run_dir=out,
+        network=network,
+        registry=plugins,
+        resume=resume,
+        child_args=child_args,
+        echo=None if quiet else _say,
+    )
     hint = f"interrupted; continue with: dei-run --resume {_shell_path(out)}"
     interrupts.last_words, interrupts.ensemble = hint, launcher
     try:
@@ -576,8 +707,11 @@ def _launch(config: RunConfig, out: Path, network: Any, plugins: PluginRegistry,
         _say(hint)
         sys.exit(EXIT_INTERRUPTED)
     for name, cause in launcher.failed.items():
-        click.echo(f"error: node {name} failed ({cause}); continue it with: "
-                   f"dei-run --resume {_shell_path(out)}", err=True)  # fmt: skip
+        click.echo(
+            f"error: node {name} failed ({cause}); continue it with: "
+            f"dei-run --resume {_shell_path(out)}",
+            err=True,
+        )
     return summary
 
 
@@ -629,8 +763,11 @@ class PluginGroup(click.Group):
     """The ``dei`` group: built-in commands plus those plugins contribute."""
 
     def _plugin_commands(self) -> dict[str, click.Command]:
-        return {command.name: command for command in registry().cli_commands()
-                if isinstance(command, click.Command) and command.name}  # fmt: skip
+        return {
+            command.name: command
+            for command in registry().cli_commands()
+            if isinstance(command, click.Command) and command.name
+        }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self._plugin_commands()})
@@ -677,14 +814,25 @@ def report_command(run_dir: str) -> None:
 
 @dei.command("export")
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), required=True,
-              help="Folder to write the program files and programs.jsonl to (with --best: "
-                   "the file to write).")  # fmt: skip
-@click.option("--what", type=click.Choice(["champions", "elites", "all"]), default=None,
-              help="Every round's champions, the last round's elites, or both (default: all).")
-@click.option("--best", is_flag=True,
-              help="Write only the run's best program (the highest common-ground fitness in "
-                   "its merged archive, else the highest raw fitness) to the file --out.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Folder to write the program files and programs.jsonl to (with --best: "
+    "the file to write).",
+)
+@click.option(
+    "--what",
+    type=click.Choice(["champions", "elites", "all"]),
+    default=None,
+    help="Every round's champions, the last round's elites, or both (default: all).",
+)
+@click.option(
+    "--best",
+    is_flag=True,
+    help="Write only the run's best program (the highest common-ground fitness in "
+    "its merged archive, else the highest raw fitness) to the file --out.",
+)
 @user_errors
 def export_command(run_dir: Path, out: Path, what: str | None, best: bool) -> None:
     """Write the champions and elites of a run or experiment as files in the domain's format
@@ -705,13 +853,11 @@ def export_command(run_dir: Path, out: Path, what: str | None, best: bool) -> No
         return
     written = export_programs(run_dir, out, registry(), what=what or "all")
     for unfinished in unfinished_runs(run_dir):
-        click.echo(f"warning: {unfinished} has not finished (no summary.json): left out",
-                   err=True)  # fmt: skip
+        click.echo(f"warning: {unfinished} has not finished (no summary.json): left out", err=True)
     click.echo(f"exported {len(written)} programs to {out} (index: {out / JSONL_NAME})")
 
 
-@dei.command("experiment", cls=RunCommand,
-             context_settings={"help_option_names": ["-h", "--help"]})
+@dei.command("experiment", cls=RunCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--conditions",
     metavar="LIST",
@@ -724,11 +870,13 @@ def export_command(run_dir: Path, out: Path, what: str | None, best: bool) -> No
     metavar="NAME=OP,OP,...",
     help="A custom condition, one node per listed operator; repeatable.",
 )
+@click.option("--repeats", type=int, help="Runs per condition; repeat k uses seed+k (default 1).")
 @click.option(
-    "--repeats", type=int, help="Runs per condition; repeat k uses seed+k (default 1)."
-)
-@click.option(
-    "--parallel", type=int, default=1, show_default=True, metavar="N",
+    "--parallel",
+    type=int,
+    default=1,
+    show_default=True,
+    metavar="N",
     help="Runs at once, each in its own process; the summary is the sequential one's.",
 )
 @experiment_options
@@ -743,8 +891,9 @@ def experiment_command(**flags: Any) -> None:
     """
     plugins = sound_registry()
     if flags.get("resume"):
-        warn_ignored(flags, keep=("resume", "repeats", "progress", "no_report", "parallel",
-                                  *PLACEMENT_FLAGS))
+        warn_ignored(
+            flags, keep=("resume", "repeats", "progress", "no_report", "parallel", *PLACEMENT_FLAGS)
+        )
         out = Path(flags["resume"])
         lock = lock_run_dir(out)  # before anything is read or written: one writer at a time
         with _given_up_unless_written(lock, out / "experiment.json"):
@@ -757,8 +906,9 @@ def experiment_command(**flags: Any) -> None:
         out = chosen_out(flags) or Path("experiments") / default_out(plan.base.domain).name
         lock = lock_run_dir(out)  # first, then the check: two starts cannot both pass it
         if (out / "experiment.json").exists() or (out / "config.json").exists():
-            raise ConfigError(f"{out} already holds a run or experiment; use --resume {out} "
-                              "or another --out")  # fmt: skip
+            raise ConfigError(
+                f"{out} already holds a run or experiment; use --resume {out} or another --out"
+            )
     with _given_up_unless_written(lock, out / "experiment.json"):
         _experiment_locked(plan, out, plugins, flags)
 
@@ -780,20 +930,25 @@ def _experiment_locked(
     # Runs show their own progress; the experiment's lines go to stderr, so that
     # --progress json keeps stdout machine-readable.
     announce = (
-        (lambda line: None)
-        if progress == "quiet"
-        else (lambda line: click.echo(line, err=True))
+        (lambda line: None) if progress == "quiet" else (lambda line: click.echo(line, err=True))
     )
     try:
-        summary = experiment.run_experiment(plan, out, registry=plugins, progress=progress,
-                                            announce=announce,
-                                            parallel=flags.get("parallel", 1))  # fmt: skip
+        summary = experiment.run_experiment(
+            plan,
+            out,
+            registry=plugins,
+            progress=progress,
+            announce=announce,
+            parallel=flags.get("parallel", 1),
+        )
     except KeyboardInterrupt:
         click.echo(f"interrupted; continue with: dei experiment --resume {out}", err=True)
         sys.exit(130)
     except EvaluatorLost as exc:  # the run under way is checkpointed
-        fail(f"{exc}; continue with: dei experiment --resume {_shell_path(out)} "
-             "(--evaluator-address ADDRESS or --evaluator local to evaluate elsewhere)")
+        fail(
+            f"{exc}; continue with: dei experiment --resume {_shell_path(out)} "
+            "(--evaluator-address ADDRESS or --evaluator local to evaluate elsewhere)"
+        )
     report = None if flags.get("no_report") else write_report(out)
     for line in _condition_table(summary["conditions"]):
         click.echo(line)
@@ -808,39 +963,70 @@ def _condition_table(conditions: Mapping[str, Mapping[str, Any]]) -> list[str]:
     for name, cond in conditions.items():
         cov, qd = cond["merged"]["coverage"], cond["merged"]["qd_score"]
         common = cond["merged"].get("common") or {}
-        rows.append([
-            name, f"{cond['nodes']} node(s)",
-            f"common ground: coverage {plus_minus(common.get('coverage') or {}, '.1%')}",
-            f"QD-score {plus_minus(common.get('qd_score') or {}, '.2f')}",
-            f"(raw: {plus_minus(cov, '.1%')}, {plus_minus(qd, '.2f')})",
-            f"calls {cond['budget']['calls']}",
-        ])  # fmt: skip
+        rows.append(
+            [
+                name,
+                f"{cond['nodes']} node(s)",
+                f"common ground: coverage {plus_minus(common.get('coverage') or {}, '.1%')}",
+                f"QD-score {plus_minus(common.get('qd_score') or {}, '.2f')}",
+                f"(raw: {plus_minus(cov, '.1%')}, {plus_minus(qd, '.2f')})",
+                f"calls {cond['budget']['calls']}",
+            ]
+        )
     widths = [max(len(cell) for cell in column) for column in zip(*rows, strict=True)]
-    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-            for row in rows]  # fmt: skip
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
 
 
 @dei.command("node", cls=RunCommand, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="The shared run configuration: a TOML file naming every node ([[node]] "
-                   "tables with name = ...), or a run directory's config.json.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="The shared run configuration: a TOML file naming every node ([[node]] "
+    "tables with name = ...), or a run directory's config.json.",
+)
 @click.option("--name", required=True, help="The node of the configuration this process runs.")
-@click.option("--out", type=click.Path(file_okay=False),
-              help="The run directory; this node writes processes/<name>/ in it.")
-@click.option("--resume", type=click.Path(file_okay=False, exists=True),
-              help="Continue this node in the run directory DIR from its last checkpoint.")
-@click.option("--transport-option", "transport_option", multiple=True, metavar="KEY=VALUE",
-              help="A transport option, repeatable (overrides the configuration's).")
-@click.option("--eval-workers", type=int,
-              help="Evaluation worker processes (default: the configuration's).")
-@click.option("--evaluator", metavar="NAME",
-              help="Where this node's evaluations run, as for dei-run (default: the "
-                   "configuration's).")
-@click.option("--evaluator-address", metavar="ADDRESS",
-              help="The evaluation backend's address, as for dei-run, e.g. the Dask scheduler "
-                   "tcp://host:8786 (default: the configuration's).")
-@click.option("--progress", type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
-              default="auto", show_default=True, help="As for dei-run.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="The run directory; this node writes processes/<name>/ in it.",
+)
+@click.option(
+    "--resume",
+    type=click.Path(file_okay=False, exists=True),
+    help="Continue this node in the run directory DIR from its last checkpoint.",
+)
+@click.option(
+    "--transport-option",
+    "transport_option",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A transport option, repeatable (overrides the configuration's).",
+)
+@click.option(
+    "--eval-workers", type=int, help="Evaluation worker processes (default: the configuration's)."
+)
+@click.option(
+    "--evaluator",
+    metavar="NAME",
+    help="Where this node's evaluations run, as for dei-run (default: the configuration's).",
+)
+@click.option(
+    "--evaluator-address",
+    metavar="ADDRESS",
+    help="The evaluation backend's address, as for dei-run, e.g. the Dask scheduler "
+    "tcp://host:8786 (default: the configuration's).",
+)
+@click.option(
+    "--progress",
+    type=click.Choice(["auto", "live", "lines", "json", "quiet"]),
+    default="auto",
+    show_default=True,
+    help="As for dei-run.",
+)
 @user_errors
 def node_command(**flags: Any) -> None:
     """Run one node of a shared run in this process (one process per node, e.g. over AXL).
@@ -854,8 +1040,9 @@ def node_command(**flags: Any) -> None:
     name = flags["name"]
     if flags.get("resume"):
         if flags.get("config_file") or flags.get("out"):
-            raise ConfigError("--resume DIR takes the configuration recorded in DIR; "
-                              "drop --config and --out")  # fmt: skip
+            raise ConfigError(
+                "--resume DIR takes the configuration recorded in DIR; drop --config and --out"
+            )
         out = Path(flags["resume"])
         node_dir = out / "processes" / name
         if not node_dir.is_dir():
@@ -863,8 +1050,10 @@ def node_command(**flags: Any) -> None:
         lock = lock_run_dir(node_dir)  # before anything is read or written: one writer
         with _given_up_unless_written(lock, node_dir / "config.json"):
             if not (node_dir / "config.json").exists():
-                raise ConfigError(f"{node_dir} holds no run of node {name!r} to resume (its "
-                                  "config.json is missing)")  # fmt: skip
+                raise ConfigError(
+                    f"{node_dir} holds no run of node {name!r} to resume (its "
+                    "config.json is missing)"
+                )
             config = RunDir(node_dir).read_config()
     else:
         if not flags.get("config_file"):
@@ -880,8 +1069,9 @@ def node_command(**flags: Any) -> None:
         node_dir = out / "processes" / name
         lock = lock_run_dir(node_dir)  # first, then the check: two starts cannot both pass it
         if (node_dir / "config.json").exists():
-            raise ConfigError(f"{node_dir} already holds node {name!r}; use "
-                              f"dei node --resume {out} --name {name}")  # fmt: skip
+            raise ConfigError(
+                f"{node_dir} already holds node {name!r}; use dei node --resume {out} --name {name}"
+            )
     with _given_up_unless_written(lock, node_dir / "config.json"):
         _node_locked(config, out, node_dir, plugins, flags)
 
@@ -898,21 +1088,29 @@ def _node_locked(
     config = with_node_flags(config, flags, plugins)  # plugins' options, --transport-option
     config = placed(config, flags, plugins)  # --evaluator, --evaluator-address, --eval-workers
     if name not in config.node_names:
-        raise ConfigError(f"node {name!r} is not in the run's nodes "
-                          f"({', '.join(config.node_names)})")  # fmt: skip
+        raise ConfigError(
+            f"node {name!r} is not in the run's nodes ({', '.join(config.node_names)})"
+        )
     spec = plugins.transport(config.transport)
     if spec.local_network is None and config.sharing != "none":
-        raise ConfigError(f"transport {config.transport!r} connects only nodes of one process; "
-                          "a node in its own process needs a networked one (--transport axl)")
+        raise ConfigError(
+            f"transport {config.transport!r} connects only nodes of one process; "
+            "a node in its own process needs a networked one (--transport axl)"
+        )
     if not (out / "config.json").exists():
         write_json_atomic(out / "config.json", config.to_json())
     _warn_bare_members(config.members)
     progress = make_progress(flags.get("progress") or "auto", config)
     hint = f"interrupted; continue with: dei node --resume {_shell_path(out)} --name {name}"
     with Interrupts() as interrupts:
-        ensemble = Ensemble(config, RunDir(node_dir), registry=plugins,
-                            resume=bool(flags.get("resume")), progress=progress.update,
-                            local=name)  # fmt: skip
+        ensemble = Ensemble(
+            config,
+            RunDir(node_dir),
+            registry=plugins,
+            resume=bool(flags.get("resume")),
+            progress=progress.update,
+            local=name,
+        )
         interrupts.last_words, interrupts.ensemble = hint, ensemble
         try:
             with progress:
@@ -923,8 +1121,10 @@ def _node_locked(
     node = summary["nodes"][name]
     if node.get("stopped"):
         click.echo(f"warning: node {name} stopped early: {node['stopped']}", err=True)
-    click.echo(f"done: node {name} (pid {node['pid']}), {node['calls']}/{node['quota']} calls, "
-               f"{node['sharing'].get('accepted', 0)} champions received")
+    click.echo(
+        f"done: node {name} (pid {node['pid']}), {node['calls']}/{node['quota']} calls, "
+        f"{node['sharing'].get('accepted', 0)} champions received"
+    )
     click.echo(f"summary: {node_dir / 'summary.json'}")
 
 
@@ -952,8 +1152,10 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
     summary = merge_node_processes(config, directory, registry())
     report = None if no_report else write_report(run_dir)
     budget = summary["budget"]
-    click.echo(f"merged: {len(summary['nodes'])} nodes, {budget['calls']}/{budget['limit']} "
-               f"calls, merged coverage {summary['merged'].get('coverage', 0):.1%}")
+    click.echo(
+        f"merged: {len(summary['nodes'])} nodes, {budget['calls']}/{budget['limit']} "
+        f"calls, merged coverage {summary['merged'].get('coverage', 0):.1%}"
+    )
     click.echo(f"summary: {run_dir / 'summary.json'}")
     if report:
         click.echo(f"report: {report}")
@@ -961,11 +1163,20 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
 
 @dei.command("watch", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_WATCH_PORT,
-              show_default=True, help="Port to serve on (0 picks a free one).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Interface to serve on. Anything but loopback (e.g. 0.0.0.0) shows the run's "
-                   "programs to your network.")  # fmt: skip
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_WATCH_PORT,
+    show_default=True,
+    help="Port to serve on (0 picks a free one).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to serve on. Anything but loopback (e.g. 0.0.0.0) shows the run's "
+    "programs to your network.",
+)
 @click.option(
     "--allow-host",
     "allowed_hosts",

@@ -39,8 +39,10 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     mine, pick, protocol = sources.mine, sources.pick, sources.protocol
     tokens = pick("compute_axis") == "tokens"
     if not tokens and mine("iterations") is not None:
-        raise ConfigError("experiments take --budget (total calls per condition), not "
-                          "--iterations (the call bound of --compute-axis tokens)")  # fmt: skip
+        raise ConfigError(
+            "experiments take --budget (total calls per condition), not "
+            "--iterations (the call bound of --compute-axis tokens)"
+        )
     if tokens and not (flags.get("budget") or sources.file.get("budget")):  # 0: not given
         raise ConfigError("--compute-axis tokens needs --budget (total tokens per condition)")
     if tokens and mine("iterations") is None:
@@ -64,13 +66,18 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     names = [n.strip() for n in listed.split(",") if n.strip()]
     if not names and not flags.get("condition"):
         names = list(BUILTIN_CONDITIONS)
-    conditions = parse_conditions(names, flags.get("condition") or (), operators, nodes,
-                                  registry=plugins)  # fmt: skip
+    conditions = parse_conditions(
+        names, flags.get("condition") or (), operators, nodes, registry=plugins
+    )
     if sources.preset is not None:
-        warn_overrides(sources.preset, [
-            f"--{key} {mine(key)} (preset: {protocol.get(key)})"
-            for key in ("nodes", "budget") if mine(key) not in (None, protocol.get(key))
-        ])  # fmt: skip
+        warn_overrides(
+            sources.preset,
+            [
+                f"--{key} {mine(key)} (preset: {protocol.get(key)})"
+                for key in ("nodes", "budget")
+                if mine(key) not in (None, protocol.get(key))
+            ],
+        )
     budget = pick("budget") or DEFAULT_CALLS_PER_NODE * max(c.nodes for c in conditions)
     for condition in conditions:
         for operator in condition.operators:
@@ -78,14 +85,21 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
         if "allocation" in condition.settings:  # refused before any run, not at its turn
             _check_allocation(attrs.evolve(base, **condition.settings), plugins)
     # Bad domain options (e.g. a generality set overlapping the opponents) fail here too.
-    domain = build_plugin(plugins.domains, base.domain, plugins.domain(base.domain).factory,
-                          FactoryContext(registry=plugins, options=dict(base.domain_options),
-                                         seed=base.seed))  # fmt: skip
+    domain = build_plugin(
+        plugins.domains,
+        base.domain,
+        plugins.domain(base.domain).factory,
+        FactoryContext(registry=plugins, options=dict(base.domain_options), seed=base.seed),
+    )
     # Every condition runs with the same lifecycle, recorded in the plan as it is in each run.
     base = attrs.evolve(base, lifecycle=base.lifecycle or domain_lifecycle(domain))
-    return ExperimentPlan(base=attrs.evolve(base, budget=budget), conditions=conditions,
-                          budget=budget, repeats=flags.get("repeats") or 1,
-                          preset=sources.preset.name if sources.preset else None)  # fmt: skip
+    return ExperimentPlan(
+        base=attrs.evolve(base, budget=budget),
+        conditions=conditions,
+        budget=budget,
+        repeats=flags.get("repeats") or 1,
+        preset=sources.preset.name if sources.preset else None,
+    )
 
 
 def _check_allocation(config: Any, plugins: PluginRegistry) -> None:
@@ -93,9 +107,11 @@ def _check_allocation(config: Any, plugins: PluginRegistry) -> None:
     from dei_framework.search.allocation import check_allocation, split_options
 
     options, _ = split_options(config.allocation_options)
-    allocator = build_plugin(plugins.allocators, config.allocation,
-                             plugins.allocator(config.allocation).factory,
-                             FactoryContext(registry=plugins, options=options,
-                                            seed=config.seed))  # fmt: skip
+    allocator = build_plugin(
+        plugins.allocators,
+        config.allocation,
+        plugins.allocator(config.allocation).factory,
+        FactoryContext(registry=plugins, options=options, seed=config.seed),
+    )
     if allocator.dynamic:
         check_allocation(config)

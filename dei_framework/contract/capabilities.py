@@ -31,6 +31,7 @@ def settle(cls: type, base: type, needs: Mapping[str, Sequence[str]]) -> None:
     Raises:
         TypeError: A declared capability is unknown, or its methods are not overridden.
     """
+
     def overrides(capability: str) -> bool:
         return all(getattr(cls, name) is not getattr(base, name) for name in needs[capability])
 
@@ -39,12 +40,16 @@ def settle(cls: type, base: type, needs: Mapping[str, Sequence[str]]) -> None:
         declared = frozenset(declared)
         unknown = sorted(declared - needs.keys())
         if unknown:
-            raise TypeError(f"{cls.__qualname__}.capabilities: unknown {', '.join(unknown)} "
-                            f"(known: {', '.join(sorted(needs))})")  # fmt: skip
+            raise TypeError(
+                f"{cls.__qualname__}.capabilities: unknown {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(needs))})"
+            )
         for capability in sorted(declared):
             if not overrides(capability):
-                raise TypeError(f"{cls.__qualname__} declares {capability!r} but does not "
-                                f"implement {', '.join(needs[capability])}")  # fmt: skip
+                raise TypeError(
+                    f"{cls.__qualname__} declares {capability!r} but does not "
+                    f"implement {', '.join(needs[capability])}"
+                )
         cls.capabilities = declared  # type: ignore[attr-defined]
         return
     inherited = frozenset(getattr(cls, "capabilities", frozenset()))
@@ -55,6 +60,7 @@ def settle(cls: type, base: type, needs: Mapping[str, Sequence[str]]) -> None:
             f"{cls.__module__}.{cls.__qualname__} overrides {base.__name__} methods without "
             f"declaring them: set capabilities = frozenset({{{names!r}}}) (inferred for now; "
             "the inference goes in the next release)",
-            DeprecationWarning, stacklevel=3,
-        )  # fmt: skip
+            DeprecationWarning,
+            stacklevel=3,
+        )
         cls.capabilities = inherited | inferred  # type: ignore[attr-defined]

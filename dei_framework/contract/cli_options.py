@@ -9,8 +9,13 @@ import attrs
 import click
 
 #: The options tables of a run a plugin option can feed (see docs/configuration.md).
-Target = Literal["domain_options", "transport_options", "sharing_options", "operator_options",
-                 "evaluator_options"]  # fmt: skip
+Target = Literal[
+    "domain_options",
+    "transport_options",
+    "sharing_options",
+    "operator_options",
+    "evaluator_options",
+]
 
 
 @attrs.frozen(kw_only=True)

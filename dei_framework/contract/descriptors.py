@@ -68,8 +68,9 @@ class ThresholdAxis(Axis):
         return int(np.searchsorted(self.thresholds, value, side="right"))
 
     def indices(self, values: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.thresholds, np.asarray(values, dtype=float),
-                               side="right").astype(np.int64)  # fmt: skip
+        return np.searchsorted(
+            self.thresholds, np.asarray(values, dtype=float), side="right"
+        ).astype(np.int64)
 
     def labels(self) -> list[str]:
         t = [_fmt(x) for x in self.thresholds]
@@ -117,9 +118,12 @@ class UniformAxis(Axis):
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "kind": "uniform", "name": self.name, "low": self.low, "high": self.high,
+            "kind": "uniform",
+            "name": self.name,
+            "low": self.low,
+            "high": self.high,
             "count": self.count,
-        }  # fmt: skip
+        }
 
 
 @attrs.frozen
@@ -154,9 +158,12 @@ class LogAxis(Axis):
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "kind": "log", "name": self.name, "low": self.low, "high": self.high,
+            "kind": "log",
+            "name": self.name,
+            "low": self.low,
+            "high": self.high,
             "count": self.count,
-        }  # fmt: skip
+        }
 
 
 def axis_from_json(data: Mapping[str, Any]) -> Axis:
@@ -234,10 +241,13 @@ class DescriptorSpace:
         """
         values = np.asarray(values, dtype=float)
         if values.ndim != 2 or values.shape[1] != len(self.axes):
-            raise ValueError(f"descriptor values of shape {values.shape}: need (n, "
-                             f"{len(self.axes)}), one column per axis {self.names}")  # fmt: skip
-        return np.stack([axis.indices(values[:, k]) for k, axis in enumerate(self.axes)],
-                        axis=1).reshape(len(values), len(self.axes))  # fmt: skip
+            raise ValueError(
+                f"descriptor values of shape {values.shape}: need (n, "
+                f"{len(self.axes)}), one column per axis {self.names}"
+            )
+        return np.stack(
+            [axis.indices(values[:, k]) for k, axis in enumerate(self.axes)], axis=1
+        ).reshape(len(values), len(self.axes))
 
     def to_json(self) -> list[dict[str, Any]]:
         """JSON description (see :meth:`from_json`)."""

@@ -166,8 +166,10 @@ class Domain(abc.ABC):
         program, so a run's results do not depend on the batching. When it raises, the workers
         evaluate that batch's programs one by one, so an error is attributed to its program.
         """
-        return [self.evaluate(program, opponents, seed=seed)
-                for program, seed in zip(programs, seeds, strict=True)]  # fmt: skip
+        return [
+            self.evaluate(program, opponents, seed=seed)
+            for program, seed in zip(programs, seeds, strict=True)
+        ]
 
     def evaluate_genomes(self, genomes: Any, *, seeds: Sequence[int]) -> GenomeEvaluations:
         """Optional array form of :meth:`evaluate_batch` for a static domain whose programs are

@@ -104,8 +104,11 @@ class Candidate:
     data: Any = attrs.field(default=None, eq=False, repr=False)
 
     def __repr__(self) -> str:  # attrs' form, with the field's public name
-        shown = ", ".join(f"{field.alias}={getattr(self, field.alias)!r}"
-                          for field in attrs.fields(type(self)) if field.repr)  # fmt: skip
+        shown = ", ".join(
+            f"{field.alias}={getattr(self, field.alias)!r}"
+            for field in attrs.fields(type(self))
+            if field.repr
+        )
         return f"{type(self).__name__}({shown})"
 
     @property
@@ -125,10 +128,18 @@ class Candidate:
     def to_json(self) -> dict[str, Any]:
         # Written out field by field (what attrs.asdict gives, in field order): records are
         # serialised for every event and checkpoint, and asdict's generic walk costs 10x this.
-        return {"text": self.text, "id": self.id, "fitness": self.fitness,
-                "descriptor": dict(self.descriptor), "cell": list(self.cell), "node": self.node,
-                "operator": self.operator, "round": self.round, "parent": self.parent,
-                "source": self.source}  # fmt: skip
+        return {
+            "text": self.text,
+            "id": self.id,
+            "fitness": self.fitness,
+            "descriptor": dict(self.descriptor),
+            "cell": list(self.cell),
+            "node": self.node,
+            "operator": self.operator,
+            "round": self.round,
+            "parent": self.parent,
+            "source": self.source,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Candidate:
@@ -148,8 +159,11 @@ def deprecated_alias(module: str, name: str) -> type[Candidate]:
     """
     if name not in DEPRECATED_ALIASES:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    warnings.warn(f"{module}.{name} is deprecated; use dei_framework.Candidate (the same class)",
-                  DeprecationWarning, stacklevel=3)  # fmt: skip
+    warnings.warn(
+        f"{module}.{name} is deprecated; use dei_framework.Candidate (the same class)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
     return Candidate
 
 
@@ -201,8 +215,10 @@ class ExportedProgram:
     def origin(self) -> str:
         """Where it comes from in one line: run, node, operator, round, fitness, cell."""
         fitness = "unmeasured" if self.fitness is None else f"{self.fitness:.6g}"
-        return (f"run {self.run}, node {self.node}, operator {self.operator}, round "
-                f"{self.round}, fitness {fitness}, cell {list(self.cell)}")  # fmt: skip
+        return (
+            f"run {self.run}, node {self.node}, operator {self.operator}, round "
+            f"{self.round}, fitness {fitness}, cell {list(self.cell)}"
+        )
 
     @property
     def stem(self) -> str:

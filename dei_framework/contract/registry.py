@@ -198,9 +198,14 @@ class PluginRegistry:
             # pluggy calls the last implementation first: those before the culprit in the
             # list had not been called yet.
             waiting = called[: called.index(failed)]
-            caller = self.manager.subset_hook_caller(hook, remove_plugins=[
-                plugin for plugin in self.manager.get_plugins()
-                if plugin not in waiting and self.plugin_name(plugin) != GUARD_NAME])  # fmt: skip
+            caller = self.manager.subset_hook_caller(
+                hook,
+                remove_plugins=[
+                    plugin
+                    for plugin in self.manager.get_plugins()
+                    if plugin not in waiting and self.plugin_name(plugin) != GUARD_NAME
+                ],
+            )
 
     def observer_failed(self, hook: str, exc: BaseException) -> None:
         """Reports a failing observer once (on stderr and in :attr:`problems`) and mutes it."""
@@ -245,10 +250,14 @@ class PluginRegistry:
 
         def rows(table: dict[str, Registered], extra=lambda spec: {}) -> list[dict[str, Any]]:
             return [
-                {"name": name, "plugin": entry.plugin, **extra(entry.spec),
-                 "description": getattr(entry.spec, "description", "")}
+                {
+                    "name": name,
+                    "plugin": entry.plugin,
+                    **extra(entry.spec),
+                    "description": getattr(entry.spec, "description", ""),
+                }
                 for name, entry in sorted(table.items())
-            ]  # fmt: skip
+            ]
 
         return {
             "domains": rows(self.domains),

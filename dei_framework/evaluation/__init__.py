@@ -12,9 +12,18 @@ from __future__ import annotations
 
 from dei_framework._lazy import lazy_names
 
-__all__ = ["Evaluator", "LocalBackend", "OpponentSet", "Outcome", "WorkersKeepDying",
-           "check_evaluation", "evaluate", "make_local_backend", "release_semaphores",
-           "remove_orphaned_set_dirs"]
+__all__ = [
+    "Evaluator",
+    "LocalBackend",
+    "OpponentSet",
+    "Outcome",
+    "WorkersKeepDying",
+    "check_evaluation",
+    "evaluate",
+    "make_local_backend",
+    "release_semaphores",
+    "remove_orphaned_set_dirs",
+]
 
 
 # The evaluator's names come from dei_framework.evaluation.local on first use. Importing a submodule

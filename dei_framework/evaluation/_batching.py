@@ -92,8 +92,9 @@ class Batching:
                 task.add_done_callback(self._batches.discard)
 
     async def _send(self, jobs: list[_Job], axes: tuple[str, ...]) -> None:
-        outcomes = await self._outcomes(jobs[0].opponents, [(job.text, job.seed) for job in jobs],
-                                        axes)  # fmt: skip
+        outcomes = await self._outcomes(
+            jobs[0].opponents, [(job.text, job.seed) for job in jobs], axes
+        )
         if outcomes is None:  # the run stops and checkpoints; these jobs are cancelled with it
             return
         for job, outcome in zip(jobs, outcomes, strict=True):
@@ -125,8 +126,9 @@ class Batching:
         if len(parts) == 1:
             answers = [await self._outcomes(opponents, parts[0], axes)]
         else:
-            answers = await asyncio.gather(*(self._outcomes(opponents, part, axes)
-                                             for part in parts))  # fmt: skip
+            answers = await asyncio.gather(
+                *(self._outcomes(opponents, part, axes) for part in parts)
+            )
         if any(answer is None for answer in answers):  # the run stops and checkpoints
             await asyncio.get_running_loop().create_future()  # cancelled with the run
         outcomes = [outcome for answer in answers for outcome in answer]
@@ -157,4 +159,3 @@ class Batching:
             if self._eval_seconds:
                 latest = (self._eval_seconds + latest) / 2
             self._eval_seconds = latest
-

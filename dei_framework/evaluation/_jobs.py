@@ -81,27 +81,36 @@ def _parse_and_evaluate_batch(
     if parsed:
         started = time.perf_counter()
         try:
-            evaluations = list(domain.evaluate_batch([p for _, p, _, _ in parsed], opponents,
-                                                     seeds=[s for _, _, s, _ in parsed]))
+            evaluations = list(
+                domain.evaluate_batch(
+                    [p for _, p, _, _ in parsed], opponents, seeds=[s for _, _, s, _ in parsed]
+                )
+            )
         except Exception:  # noqa: BLE001 - found again, program by program, below
             evaluations = []
         share = (time.perf_counter() - started) / len(parsed)
         if len(evaluations) != len(parsed):
             for index, program, seed, _ in parsed:
-                outcomes[index] = evaluate_parsed(domain, program, opponents, seed, required,
-                                                   known, started=time.perf_counter())
+                outcomes[index] = evaluate_parsed(
+                    domain, program, opponents, seed, required, known, started=time.perf_counter()
+                )
         else:
             for (index, program, _, parse_s), evaluation in zip(parsed, evaluations, strict=True):
                 problem = check_evaluation(evaluation, required, known)
                 seconds = parse_s + share
                 matches = reference_matches(domain, program)
                 outcomes[index] = (
-                    Outcome(program=program, evaluation=evaluation, seconds=seconds,
-                            matches=matches)
+                    Outcome(
+                        program=program, evaluation=evaluation, seconds=seconds, matches=matches
+                    )
                     if problem is None
-                    else Outcome(program=program, error=f"evaluation failed: {problem}",
-                                 seconds=seconds, matches=matches)
-                )  # fmt: skip
+                    else Outcome(
+                        program=program,
+                        error=f"evaluation failed: {problem}",
+                        seconds=seconds,
+                        matches=matches,
+                    )
+                )
     return outcomes  # type: ignore[return-value]  # every job has its outcome now
 
 
@@ -136,8 +145,11 @@ def _sandboxed_batch(
     known = None if known is None else frozenset(known)
 
     def set_data() -> bytes:
-        return pickled if pickled is not None else pickle.dumps(programs,
-                                                                protocol=pickle.HIGHEST_PROTOCOL)
+        return (
+            pickled
+            if pickled is not None
+            else pickle.dumps(programs, protocol=pickle.HIGHEST_PROTOCOL)
+        )
 
     outcomes = []
     for text, seed in jobs:
@@ -149,19 +161,30 @@ def _sandboxed_batch(
             except Exception:  # noqa: BLE001 - parsed in the sandbox; no program is no loss
                 program = None
         if reply.status != "valid":
-            outcomes.append(Outcome(program=program, error=reply.error, seconds=reply.seconds,
-                                    matches=reply.matches))  # fmt: skip
+            outcomes.append(
+                Outcome(
+                    program=program, error=reply.error, seconds=reply.seconds, matches=reply.matches
+                )
+            )
             continue
-        evaluation = Evaluation(fitness=reply.fitness, descriptor=reply.descriptor,
-                                info=reply.info)  # fmt: skip
+        evaluation = Evaluation(fitness=reply.fitness, descriptor=reply.descriptor, info=reply.info)
         problem = check_evaluation(evaluation, required, known)
         if problem is not None or program is None:
             problem = problem or "the text did not parse again outside the sandbox"
-            outcomes.append(Outcome(program=program, error=f"evaluation failed: {problem}",
-                                    seconds=reply.seconds, matches=reply.matches))  # fmt: skip
+            outcomes.append(
+                Outcome(
+                    program=program,
+                    error=f"evaluation failed: {problem}",
+                    seconds=reply.seconds,
+                    matches=reply.matches,
+                )
+            )
             continue
-        outcomes.append(Outcome(program=program, evaluation=evaluation, seconds=reply.seconds,
-                                matches=reply.matches))  # fmt: skip
+        outcomes.append(
+            Outcome(
+                program=program, evaluation=evaluation, seconds=reply.seconds, matches=reply.matches
+            )
+        )
     return outcomes
 
 
@@ -179,8 +202,9 @@ def _timed_batch(
     return outcomes, time.thread_time() - started
 
 
-def _timed_genomes(domain: Domain, genomes: Any, seeds: Sequence[int]
-                   ) -> tuple[GenomeEvaluations, float]:  # fmt: skip
+def _timed_genomes(
+    domain: Domain, genomes: Any, seeds: Sequence[int]
+) -> tuple[GenomeEvaluations, float]:
     """``domain.evaluate_genomes`` with the CPU seconds it took (of this thread)."""
     started = time.thread_time()
     evaluations = domain.evaluate_genomes(genomes, seeds=seeds)

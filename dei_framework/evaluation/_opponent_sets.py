@@ -52,7 +52,7 @@ def remove_orphaned_set_dirs(tmp: str | None = None) -> list[str]:
     except OSError:
         return removed
     for name in names:
-        pid = name[len(SETS_PREFIX):].split("-", 1)[0] if name.startswith(SETS_PREFIX) else ""
+        pid = name[len(SETS_PREFIX) :].split("-", 1)[0] if name.startswith(SETS_PREFIX) else ""
         if not pid.isdigit() or _alive(int(pid)):
             continue
         path = os.path.join(tmp, name)

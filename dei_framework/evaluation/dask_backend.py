@@ -66,11 +66,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dei_framework.contract.backend import (
-    EvaluationBackend,
-    EvaluatorLost,
-    EvaluatorOptions,
-)
+from dei_framework.contract.backend import EvaluationBackend, EvaluatorLost, EvaluatorOptions
 from dei_framework.contract.errors import ConfigError
 from dei_framework.evaluation.dask_calls import (
     PLUGIN_SECONDS,
@@ -80,11 +76,7 @@ from dei_framework.evaluation.dask_calls import (
     unregister_plugins,
 )
 from dei_framework.evaluation.dask_jobs import JobPaths, _Direct, _Job, _on_its_loop
-from dei_framework.evaluation.dask_options import (
-    CONNECT_SECONDS,
-    _import_distributed,
-    tls_files,
-)
+from dei_framework.evaluation.dask_options import CONNECT_SECONDS, _import_distributed, tls_files
 from dei_framework.evaluation.dask_versions import check_versions, refusal
 
 # isort: split
@@ -124,14 +116,18 @@ RETIRE_SECONDS = 10.0
 #: longer than Dask's warning limit (3 s) is still reported. A local cluster of the run gets
 #: them; ``dask scheduler`` and ``dask worker`` get them from :func:`quiet_environment`
 #: (docs/multi-machine.md).
-QUIET_CLUSTER = {"distributed.worker.profile.enabled": False,
-                 "distributed.admin.tick.interval": "1s"}  # fmt: skip
+QUIET_CLUSTER = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+}
 
 
 def quiet_environment() -> dict[str, str]:
     """:data:`QUIET_CLUSTER` as the environment variables Dask reads its settings from."""
-    return {"DASK_" + key.upper().replace(".", "__").replace("-", "_"): str(value)
-            for key, value in QUIET_CLUSTER.items()}  # fmt: skip
+    return {
+        "DASK_" + key.upper().replace(".", "__").replace("-", "_"): str(value)
+        for key, value in QUIET_CLUSTER.items()
+    }
 
 
 class DaskBackend(JobPaths, EvaluationBackend):
@@ -152,11 +148,18 @@ class DaskBackend(JobPaths, EvaluationBackend):
             ``tls_key`` (see :func:`tls_files`).
     """
 
-    def __init__(self, domain: Any, *, address: str | None = None, workers: int | None = None,
-                 tls: Mapping[str, str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        domain: Any,
+        *,
+        address: str | None = None,
+        workers: int | None = None,
+        tls: Mapping[str, str] | None = None,
+    ) -> None:
         if workers is not None and workers < 1 and address is None:
-            raise ConfigError("--evaluator dask needs --eval-workers >= 1 (worker processes of "
-                              "the local cluster)")  # fmt: skip
+            raise ConfigError(
+                "--evaluator dask needs --eval-workers >= 1 (worker processes of the local cluster)"
+            )
         self.domain = domain
         self.address = address
         self.tls = tls_files(address, tls or {})
@@ -227,31 +230,43 @@ class DaskBackend(JobPaths, EvaluationBackend):
                     # Another cluster's HTTP port: a note only.
                     warnings.filterwarnings("ignore", message="Port .* is already in use")
                     self._cluster = distributed.LocalCluster(
-                        n_workers=self._local_workers or None, threads_per_worker=1,
-                        processes=True, dashboard_address=None, silence_logs=logging.ERROR,
-                    )  # fmt: skip
+                        n_workers=self._local_workers or None,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=None,
+                        silence_logs=logging.ERROR,
+                    )
                 address = self.address = self._cluster.scheduler_address
             security = None
             if self.tls:
                 security = distributed.security.Security(
-                    tls_ca_file=self.tls["tls_ca_file"], tls_client_cert=self.tls["tls_cert"],
-                    tls_client_key=self.tls["tls_key"], require_encryption=True,
-                )  # fmt: skip
+                    tls_ca_file=self.tls["tls_ca_file"],
+                    tls_client_cert=self.tls["tls_cert"],
+                    tls_client_key=self.tls["tls_key"],
+                    require_encryption=True,
+                )
             try:
                 # direct_to_workers: jobs on the direct path and results go between the run
                 # and the workers without the scheduler in between.
-                client = distributed.Client(address, timeout=CONNECT_SECONDS,
-                                            set_as_default=False, security=security,
-                                            direct_to_workers=True)  # fmt: skip
+                client = distributed.Client(
+                    address,
+                    timeout=CONNECT_SECONDS,
+                    set_as_default=False,
+                    security=security,
+                    direct_to_workers=True,
+                )
             except (OSError, TimeoutError) as exc:
-                raise EvaluatorLost(f"cannot reach the Dask scheduler at {address}: {exc}; "
-                                    "is it running?") from None  # fmt: skip
+                raise EvaluatorLost(
+                    f"cannot reach the Dask scheduler at {address}: {exc}; is it running?"
+                ) from None
             try:
                 client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
             except (OSError, TimeoutError):
                 client.close()
-                raise EvaluatorLost(f"the Dask scheduler at {address} has no workers (waited "
-                                    f"{WORKER_WAIT_SECONDS:.0f}s)") from None  # fmt: skip
+                raise EvaluatorLost(
+                    f"the Dask scheduler at {address} has no workers (waited "
+                    f"{WORKER_WAIT_SECONDS:.0f}s)"
+                ) from None
             try:
                 expected = check_versions(client, self.domain, self.address)
                 client.subscribe_topic(dask_guard.TOPIC, self._on_refused)
@@ -260,8 +275,10 @@ class DaskBackend(JobPaths, EvaluationBackend):
                 register_plugin(client, dask_worker.Resident(name, self.domain), name)
             except TimeoutError:
                 client.close()
-                raise EvaluatorLost(f"a Dask worker of {address} did not install the run's "
-                                    f"plugins within {PLUGIN_SECONDS:.0f}s") from None  # fmt: skip
+                raise EvaluatorLost(
+                    f"a Dask worker of {address} did not install the run's "
+                    f"plugins within {PLUGIN_SECONDS:.0f}s"
+                ) from None
             except BaseException:
                 client.close()
                 raise
@@ -293,7 +310,6 @@ class DaskBackend(JobPaths, EvaluationBackend):
             with contextlib.suppress(RuntimeError):  # closing: the executor takes nothing
                 self._calls.submit(self._retire, client, address)
 
-
     def _retire(self, client: Any, address: str) -> None:
         """Takes a refused worker off the scheduler's list (in a helper thread).
 
@@ -303,9 +319,14 @@ class DaskBackend(JobPaths, EvaluationBackend):
         """
         with contextlib.suppress(Exception):  # gone already, or the scheduler is: nothing to do
             # Client.retire_workers with a bound (it passes every keyword on to the scheduler).
-            bounded(client, client.scheduler.retire_workers, RETIRE_SECONDS, workers=[address],
-                    close_workers=True, remove=True)  # fmt: skip
-
+            bounded(
+                client,
+                client.scheduler.retire_workers,
+                RETIRE_SECONDS,
+                workers=[address],
+                close_workers=True,
+                remove=True,
+            )
 
     def _count_slots(self) -> dict[str, Any]:
         """Counts the workers' threads and gives every worker an actor (at connect and once a
@@ -320,7 +341,6 @@ class DaskBackend(JobPaths, EvaluationBackend):
         self._slots = max(1, sum(threads.values()))
         return self._place_actors(client, threads)
 
-
     # --- opponent sets ---------------------------------------------------------------------------
 
     async def ship(self, set_id: str, programs: Sequence[Any]) -> Any:
@@ -329,9 +349,11 @@ class DaskBackend(JobPaths, EvaluationBackend):
             if shipping is None:
                 shipping = self._calls.submit(self._install_set, set_id, list(programs))
                 self._sets[set_id] = shipping
-                unused = [known for known in list(self._sets)[:-RESIDENT_SETS]
-                          if not self._carried[self._set_name(known)]
-                          and self._sets[known].done()]  # fmt: skip
+                unused = [
+                    known
+                    for known in list(self._sets)[:-RESIDENT_SETS]
+                    if not self._carried[self._set_name(known)] and self._sets[known].done()
+                ]
                 for known in unused:  # the least recently used, beyond the limit
                     self._sets.pop(known)
                     self._calls.submit(self._remove_plugin, self._set_name(known))
@@ -365,8 +387,9 @@ class DaskBackend(JobPaths, EvaluationBackend):
             raise self._lost(exc) from None
         return self._worker_side.ResidentRef(name)
 
-    def _remove_plugin(self, name: str, client: Any = None,
-                       timeout: float = PLUGIN_SECONDS) -> None:  # fmt: skip
+    def _remove_plugin(
+        self, name: str, client: Any = None, timeout: float = PLUGIN_SECONDS
+    ) -> None:
         client = client or self._client
         if client is not None:
             with contextlib.suppress(Exception):  # a lost scheduler holds nothing any more
@@ -416,8 +439,9 @@ class DaskBackend(JobPaths, EvaluationBackend):
             # Left behind, they would stay on the scheduler (and a stale guard would refuse
             # the workers of a later run on another version). Bounded: a lost scheduler never
             # answers.
-            unregister_plugins(client, [self._guard, f"dei-domain-{self._token}", *names],
-                               timeout=5 if wait else 1)  # fmt: skip
+            unregister_plugins(
+                client, [self._guard, f"dei-domain-{self._token}", *names], timeout=5 if wait else 1
+            )
         for part in (client, cluster):
             if part is not None:
                 with contextlib.suppress(Exception):  # a lost scheduler cannot say goodbye
@@ -439,7 +463,6 @@ class DaskBackend(JobPaths, EvaluationBackend):
                     os.kill(pid, signal.SIGKILL)
 
 
-
 def _quiet_cut_off_calls(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """The exception handler of the Dask client's event loop: a call of the client's thread
     whose outcome nobody took because the client closed under it (a task's result fetched in
@@ -447,8 +470,11 @@ def _quiet_cut_off_calls(loop: asyncio.AbstractEventLoop, context: dict[str, Any
     connection, which asyncio would print with a traceback when the call is collected. Those
     are dropped; anything else goes to asyncio's default handler."""
     distributed = _import_distributed()
-    cut_off = (asyncio.CancelledError, distributed.client.FutureCancelledError,
-               distributed.comm.CommClosedError)  # fmt: skip
+    cut_off = (
+        asyncio.CancelledError,
+        distributed.client.FutureCancelledError,
+        distributed.comm.CommClosedError,
+    )
     if "never retrieved" in str(context.get("message")) and isinstance(
         context.get("exception"), cut_off
     ):
@@ -456,8 +482,8 @@ def _quiet_cut_off_calls(loop: asyncio.AbstractEventLoop, context: dict[str, Any
     loop.default_exception_handler(context)
 
 
-
 def make_backend(domain: Any, options: EvaluatorOptions) -> DaskBackend:
     """The ``dask`` backend's factory (registered by the core's own plugin)."""
-    return DaskBackend(domain, address=options.address, workers=options.workers,
-                       tls=options.options)  # fmt: skip
+    return DaskBackend(
+        domain, address=options.address, workers=options.workers, tls=options.options
+    )

@@ -28,8 +28,9 @@ PLUGIN_SECONDS = 10.0
 SYNC_SLACK_SECONDS = 2.0
 
 
-def register_plugin(client: Any, plugin: Any, name: str, *,
-                    timeout: float = PLUGIN_SECONDS) -> None:  # fmt: skip
+def register_plugin(
+    client: Any, plugin: Any, name: str, *, timeout: float = PLUGIN_SECONDS
+) -> None:
     """``client.register_plugin(plugin, name=name)`` for a worker plugin, bounded in time.
 
     ``Client.register_plugin`` waits for every worker's answer without a bound, and a worker
@@ -47,8 +48,14 @@ def register_plugin(client: Any, plugin: Any, name: str, *,
     if coroutine is None:
         client.register_plugin(plugin, name=name)
         return
-    bounded(client, coroutine, timeout, plugin=plugin, name=name,
-            idempotent=bool(getattr(plugin, "idempotent", False)))  # fmt: skip
+    bounded(
+        client,
+        coroutine,
+        timeout,
+        plugin=plugin,
+        name=name,
+        idempotent=bool(getattr(plugin, "idempotent", False)),
+    )
 
 
 def unregister_plugin(client: Any, name: str, *, timeout: float = PLUGIN_SECONDS) -> None:

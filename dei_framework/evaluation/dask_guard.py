@@ -46,16 +46,19 @@ class VersionGuard(distributed.WorkerPlugin):
         found = {name: _installed(name) for name in self.expected}
         if found == self.expected:
             return
-        worker.log_event(TOPIC, {"worker": worker.address, "found": found,
-                                 "expected": self.expected})  # fmt: skip
+        worker.log_event(
+            TOPIC, {"worker": worker.address, "found": found, "expected": self.expected}
+        )
         # Closed on the next turn of the worker's loop, before it handles any message of the
         # scheduler (a closing worker executes no task); the event above is flushed first.
-        asyncio.ensure_future(worker.close(reason="dei: another version of the project",
-                                           nanny=True))  # fmt: skip
+        asyncio.ensure_future(
+            worker.close(reason="dei: another version of the project", nanny=True)
+        )
 
 
-def register(client: distributed.Client, expected: Mapping[str, str | None], name: str, *,
-             timeout: float) -> None:  # fmt: skip
+def register(
+    client: distributed.Client, expected: Mapping[str, str | None], name: str, *, timeout: float
+) -> None:
     """Registers a :class:`VersionGuard` for ``expected`` on the cluster of ``client`` under
     ``name`` (every current and future worker runs it).
 

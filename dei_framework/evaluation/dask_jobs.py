@@ -55,8 +55,7 @@ FETCH_CHECK_SECONDS = 1.0
 class JobPaths:
     """The backend's job paths (see the module docstring)."""
 
-    async def run(self, function: Callable[..., Any], *args: Any,
-                  lane: str = "candidates") -> Any:  # fmt: skip
+    async def run(self, function: Callable[..., Any], *args: Any, lane: str = "candidates") -> Any:
         client = self._client
         if client is None:
             raise self._closed()
@@ -64,8 +63,9 @@ class JobPaths:
         carried = [arg.name for arg in args if isinstance(arg, worker_side.ResidentRef)]
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
-        job = _Job(function=function, domain=self._domain, args=args, lane=lane, loop=loop,
-                   waiter=waiter)  # fmt: skip
+        job = _Job(
+            function=function, domain=self._domain, args=args, lane=lane, loop=loop, waiter=waiter
+        )
         with self._sets_lock:
             self._carried.update(carried)
         try:
@@ -107,8 +107,12 @@ class JobPaths:
                 # Restricted to its worker: a worker refused for its version closes itself
                 # before it runs a task, so it never gets one (the creation waits, and is
                 # cancelled when the worker is no longer listed).
-                future = client.submit(self._worker_side.Evaluations, actor=True,
-                                       workers=[address], allow_other_workers=False)  # fmt: skip
+                future = client.submit(
+                    self._worker_side.Evaluations,
+                    actor=True,
+                    workers=[address],
+                    allow_other_workers=False,
+                )
                 self._placing[address] = future
                 creating.append(future)
         self._resubmit(stranded)
@@ -137,8 +141,13 @@ class JobPaths:
             # Ties between idle actors go round, from a place of this backend's own, so
             # that runs sharing the workers do not all start on the same one.
             order = zlib.crc32(f"{self._token} {address}".encode())
-            direct = _Direct(actor=actor, future=future, address=address, order=order,
-                             capacity=self._threads.get(address, 1))  # fmt: skip
+            direct = _Direct(
+                actor=actor,
+                future=future,
+                address=address,
+                order=order,
+                capacity=self._threads.get(address, 1),
+            )
             self._actors[address] = direct
             # Jobs that waited for a free thread: the new worker's are free.
             taken = []
@@ -161,8 +170,9 @@ class JobPaths:
         with self._actors_lock:
             if not self._actors:
                 return False
-            free = [direct for direct in self._actors.values()
-                    if direct.outstanding < direct.capacity]  # fmt: skip
+            free = [
+                direct for direct in self._actors.values() if direct.outstanding < direct.capacity
+            ]
             if not free:
                 self._waiting.append(job)
                 return True
@@ -217,8 +227,14 @@ class JobPaths:
             return
         priority = GENERALITY_PRIORITY if job.lane == "generality" else 0
         try:
-            future = client.submit(self._worker_side.on_worker, job.function, job.domain,
-                                   *job.args, pure=False, priority=priority)  # fmt: skip
+            future = client.submit(
+                self._worker_side.on_worker,
+                job.function,
+                job.domain,
+                *job.args,
+                pure=False,
+                priority=priority,
+            )
         except Exception as exc:  # noqa: BLE001 - the client closed under us, say
             job.settle((False, self._lost(exc)))
             return
@@ -325,13 +341,20 @@ class JobPaths:
             comm = idle.pop()
         else:
             self._forget_closed_loops()
-            comm = await distributed.comm.connect(direct.address, timeout=CONNECT_SECONDS,
-                                                  **self._connection_args)  # fmt: skip
+            comm = await distributed.comm.connect(
+                direct.address, timeout=CONNECT_SECONDS, **self._connection_args
+            )
         try:
-            await comm.write({"op": "actor_execute", "actor": direct.actor.key,
-                              "function": "evaluate", "kwargs": {}, "reply": True,
-                              "args": self._worker_side.pack(job.function, job.domain,
-                                                             job.args)})  # fmt: skip
+            await comm.write(
+                {
+                    "op": "actor_execute",
+                    "actor": direct.actor.key,
+                    "function": "evaluate",
+                    "kwargs": {},
+                    "reply": True,
+                    "args": self._worker_side.pack(job.function, job.domain, job.args),
+                }
+            )
             reply = await comm.read()
         except BaseException:
             comm.abort()  # in an unknown state (half a message sent or read)

@@ -47,12 +47,16 @@ def tls_files(address: str | None, options: Mapping[str, Any]) -> dict[str, str]
     secure = (address or "").startswith("tls://")
     if secure and len(files) < len(TLS_OPTIONS):
         missing = [key for key in TLS_OPTIONS if key not in files]
-        raise ConfigError(f"the Dask scheduler at {address} speaks TLS: give "
-                          f"{', '.join(missing)} in [evaluator_options] (PEM files of the "
-                          "cluster's certificate authority and of this client)")  # fmt: skip
+        raise ConfigError(
+            f"the Dask scheduler at {address} speaks TLS: give "
+            f"{', '.join(missing)} in [evaluator_options] (PEM files of the "
+            "cluster's certificate authority and of this client)"
+        )
     if files and not secure:
-        raise ConfigError(f"[evaluator_options] names TLS files but the Dask scheduler address "
-                          f"{address or '(a local cluster)'} is not tls://host:port")  # fmt: skip
+        raise ConfigError(
+            f"[evaluator_options] names TLS files but the Dask scheduler address "
+            f"{address or '(a local cluster)'} is not tls://host:port"
+        )
     for key, path in files.items():
         if not os.path.isfile(path):
             raise ConfigError(f"[evaluator_options] {key} = {path!r}: no such file")
@@ -63,23 +67,34 @@ def tls_run_options() -> list[RunOption]:
     """``--evaluator-tls-ca``, ``--evaluator-tls-cert``, ``--evaluator-tls-key``: the
     :data:`TLS_OPTIONS` of ``[evaluator_options]`` as flags of ``dei-run``, ``dei experiment``
     and ``dei node`` (paths made absolute)."""
-    flags = {"tls_ca_file": ("--evaluator-tls-ca", "The certificate authority of a tls:// Dask "
-                             "scheduler (PEM)"),
-             "tls_cert": ("--evaluator-tls-cert", "This client's certificate for a tls:// Dask "
-                          "scheduler (PEM, signed by that authority)"),
-             "tls_key": ("--evaluator-tls-key",
-                         "The private key of that certificate (PEM)")}  # fmt: skip
-    return [RunOption(option=click.Option([flag, key], type=click.Path(dir_okay=False),
-                                          metavar="FILE", help=f"{help_text}."),
-                      target="evaluator_options",
-                      convert=lambda path: str(Path(path).resolve()))
-            for key, (flag, help_text) in flags.items()]  # fmt: skip
+    flags = {
+        "tls_ca_file": (
+            "--evaluator-tls-ca",
+            "The certificate authority of a tls:// Dask scheduler (PEM)",
+        ),
+        "tls_cert": (
+            "--evaluator-tls-cert",
+            "This client's certificate for a tls:// Dask scheduler (PEM, signed by that authority)",
+        ),
+        "tls_key": ("--evaluator-tls-key", "The private key of that certificate (PEM)"),
+    }
+    return [
+        RunOption(
+            option=click.Option(
+                [flag, key], type=click.Path(dir_okay=False), metavar="FILE", help=f"{help_text}."
+            ),
+            target="evaluator_options",
+            convert=lambda path: str(Path(path).resolve()),
+        )
+        for key, (flag, help_text) in flags.items()
+    ]
 
 
 def _import_distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        raise ConfigError('--evaluator dask needs Dask distributed: pip install '
-                          '"dei-framework[dask]"') from None  # fmt: skip
+        raise ConfigError(
+            '--evaluator dask needs Dask distributed: pip install "dei-framework[dask]"'
+        ) from None
     return distributed

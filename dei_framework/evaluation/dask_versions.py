@@ -57,17 +57,23 @@ def check_versions(client: Any, domain: Any, address: str | None) -> dict[str, s
     # A worker without the project cannot even unpickle the check: its error is returned,
     # and it is refused like a worker on another version.
     there = client.run(installed_versions, distributions, on_error="return")
-    wrong = [f"{worker} cannot run this project ({_short(versions)})"
-             for worker, versions in sorted(there.items())
-             if isinstance(versions, BaseException)]  # fmt: skip
-    wrong += [f"{worker} runs {_runs(name, versions.get(name), here[name])}"
-              for worker, versions in sorted(there.items()) for name in distributions
-              if isinstance(versions, Mapping)
-              and versions.get(name) != here[name]]  # fmt: skip
+    wrong = [
+        f"{worker} cannot run this project ({_short(versions)})"
+        for worker, versions in sorted(there.items())
+        if isinstance(versions, BaseException)
+    ]
+    wrong += [
+        f"{worker} runs {_runs(name, versions.get(name), here[name])}"
+        for worker, versions in sorted(there.items())
+        for name in distributions
+        if isinstance(versions, Mapping) and versions.get(name) != here[name]
+    ]
     if wrong:
-        raise ConfigError(f"refusing the Dask workers at {address}: "
-                          f"{'; '.join(wrong)}; start the workers from the same "
-                          "installation as the run")  # fmt: skip
+        raise ConfigError(
+            f"refusing the Dask workers at {address}: "
+            f"{'; '.join(wrong)}; start the workers from the same "
+            "installation as the run"
+        )
     return here
 
 
@@ -75,10 +81,15 @@ def refusal(report: Mapping[str, Any], address: str | None) -> str:
     """The warning for a worker that joined the scheduler at ``address`` on another version and
     closed itself: ``report`` is the event the version guard logged."""
     found, expected = report.get("found", {}), report.get("expected", {})
-    what = "; ".join(_runs(name, found.get(name), expected[name])
-                     for name in expected if found.get(name) != expected[name])  # fmt: skip
-    return (f"refused the Dask worker {report.get('worker')} that joined {address}: it "
-            f"runs {what}; its tasks go to the other workers")  # fmt: skip
+    what = "; ".join(
+        _runs(name, found.get(name), expected[name])
+        for name in expected
+        if found.get(name) != expected[name]
+    )
+    return (
+        f"refused the Dask worker {report.get('worker')} that joined {address}: it "
+        f"runs {what}; its tasks go to the other workers"
+    )
 
 
 def _runs(name: str, found: str | None, expected: str | None) -> str:

@@ -107,8 +107,11 @@ class Evaluations:
                 fault: the backend sends it by the scheduler instead).
         """
         function, domain, *args = (dask_pickle.loads(part) for part in job)
-        missing = [ref.name for ref in (domain, *args)
-                   if isinstance(ref, ResidentRef) and ref.name not in _RESIDENT]  # fmt: skip
+        missing = [
+            ref.name
+            for ref in (domain, *args)
+            if isinstance(ref, ResidentRef) and ref.name not in _RESIDENT
+        ]
         if missing:
             raise LookupError(f"this worker holds no {', '.join(missing)}")
         _RAN[domain.name, "actor"] += 1

@@ -30,11 +30,7 @@ import pickle
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from dei_framework.contract.backend import (
-    EvaluationBackend,
-    EvaluatorLost,
-    WorkerDied,
-)
+from dei_framework.contract.backend import EvaluationBackend, EvaluatorLost, WorkerDied
 from dei_framework.contract.domain import Domain, GenomeEvaluations, Program
 from dei_framework.contract.records import Candidate
 from dei_framework.evaluation import _pool_worker
@@ -57,23 +53,13 @@ from dei_framework.evaluation.sandbox.policy import SandboxPolicy
 # isort: split
 # Re-exported: the names this module held before its parts moved (tests, benchmarks and
 # plugins import them from here).
-from dei_framework.evaluation._batching import (  # noqa: F401
-    _T,
-    JOBS_PER_WORKER,
-    MAX_BATCH,
-    MIN_JOB_SECONDS,
-    _Job,
-)
+from dei_framework.evaluation._batching import _T, JOBS_PER_WORKER, MAX_BATCH, MIN_JOB_SECONDS, _Job  # noqa: F401
 from dei_framework.evaluation._local_backend import (  # noqa: F401
     GENERALITY_NICENESS,
     _worker_processes,
     make_local_backend,
 )
-from dei_framework.evaluation._opponent_sets import (  # noqa: F401
-    SETS_PREFIX,
-    _alive,
-    remove_orphaned_set_dirs,
-)
+from dei_framework.evaluation._opponent_sets import SETS_PREFIX, _alive, remove_orphaned_set_dirs  # noqa: F401
 from dei_framework.evaluation._pool_worker import (  # noqa: F401
     _STOP_SIGNALS,
     _WORKER_OPPONENTS,
@@ -235,8 +221,7 @@ class Evaluator(Batching):
         if self._genome_cpu * len(seeds) < INLINE_SECONDS:
             evaluations, cpu = _timed_genomes(self.domain, genomes, seeds)
         else:
-            evaluations, cpu = await asyncio.to_thread(_timed_genomes, self.domain, genomes,
-                                                       seeds)  # fmt: skip
+            evaluations, cpu = await asyncio.to_thread(_timed_genomes, self.domain, genomes, seeds)
         self._genome_cpu = _cpu_estimate(self._genome_cpu, cpu, len(seeds))
         return evaluations
 
@@ -268,8 +253,9 @@ class Evaluator(Batching):
         if known is not None:
             return known
         path = self.backend.install(digest, data)
-        self._sets[digest] = OpponentSet(id=digest, path=path, programs=tuple(opponents),
-                                         size=len(data))  # fmt: skip
+        self._sets[digest] = OpponentSet(
+            id=digest, path=path, programs=tuple(opponents), size=len(data)
+        )
         return self._sets[digest]
 
     async def _run(self, function, *args: Any, lane: str = "candidates") -> Any:
@@ -283,8 +269,9 @@ class Evaluator(Batching):
         self.on_lost(error)
         await asyncio.get_running_loop().create_future()  # cancelled with the run
 
-    async def _outcomes(self, opponents: OpponentSet, jobs: list[tuple[str, int]],
-                        axes: tuple[str, ...]) -> list[Outcome | Exception] | None:  # fmt: skip
+    async def _outcomes(
+        self, opponents: OpponentSet, jobs: list[tuple[str, int]], axes: tuple[str, ...]
+    ) -> list[Outcome | Exception] | None:
         """One batch's outcomes, or the exception in a job's place; ``None`` when the backend
         was lost and :attr:`on_lost` took it."""
         try:
@@ -293,11 +280,13 @@ class Evaluator(Batching):
                 return await self._in_this_process(opponents, jobs, axes)
             sent = await self.backend.ship(opponents.id, opponents.programs)
             if self.sandbox.sandboxed:
-                outcomes = await self._run(_sandboxed_batch, jobs, sent, axes,
-                                           self.descriptor_keys, self.sandbox)  # fmt: skip
+                outcomes = await self._run(
+                    _sandboxed_batch, jobs, sent, axes, self.descriptor_keys, self.sandbox
+                )
             else:
-                outcomes = await self._run(_parse_and_evaluate_batch, jobs, sent, axes,
-                                           self.descriptor_keys)  # fmt: skip
+                outcomes = await self._run(
+                    _parse_and_evaluate_batch, jobs, sent, axes, self.descriptor_keys
+                )
             self._measured(outcomes)
         except WorkerDied:
             if len(jobs) > 1:
@@ -308,7 +297,7 @@ class Evaluator(Batching):
             lost = WorkersKeepDying(
                 f"every evaluation worker died: {self._deaths_in_a_row} evaluations in a row, "
                 "each alone, lost their worker process. A worker that cannot start is the "
-                "usual cause: a script whose run is not under `if __name__ == \"__main__\":` "
+                'usual cause: a script whose run is not under `if __name__ == "__main__":` '
                 "(workers are started with spawn, which imports the script again), or a domain "
                 "that does not import in a fresh process; else the domain crashes its process "
                 "(see the worker's traceback above)"
@@ -325,8 +314,9 @@ class Evaluator(Batching):
         self.on_lost(lost)
         return None
 
-    async def _culprit(self, opponents: OpponentSet, jobs: list[tuple[str, int]],
-                       axes: tuple[str, ...]) -> list[Outcome | Exception] | None:  # fmt: skip
+    async def _culprit(
+        self, opponents: OpponentSet, jobs: list[tuple[str, int]], axes: tuple[str, ...]
+    ) -> list[Outcome | Exception] | None:
         """The outcomes of a batch whose worker died: its jobs again, one at a time, so that
         only the program that kills its worker is invalid (the others get the outcome they
         would have had alone). A lone job's worker may also die of another batch's culprit
@@ -347,11 +337,15 @@ class Evaluator(Batching):
     def _in_process(self) -> bool:
         """Whether jobs run in this process: the local backend itself without worker processes
         (a plugin's subclass runs every job through its own ``run``), and no sandbox."""
-        return (type(self.backend) is LocalBackend and self.backend.workers == 0
-                and not self.sandbox.sandboxed)  # fmt: skip
+        return (
+            type(self.backend) is LocalBackend
+            and self.backend.workers == 0
+            and not self.sandbox.sandboxed
+        )
 
-    async def _in_this_process(self, opponents: OpponentSet, jobs: list[tuple[str, int]],
-                               axes: tuple[str, ...]) -> list[Outcome | Exception]:  # fmt: skip
+    async def _in_this_process(
+        self, opponents: OpponentSet, jobs: list[tuple[str, int]], axes: tuple[str, ...]
+    ) -> list[Outcome | Exception]:
         """A batch evaluated in this process: on the event loop when it should take less CPU
         than :data:`INLINE_SECONDS` (a cheap domain: the hop to a thread and back would cost
         more than the evaluations), otherwise in a thread."""
@@ -359,8 +353,9 @@ class Evaluator(Batching):
         if self._job_cpu * len(jobs) < INLINE_SECONDS:
             outcomes, cpu = _timed_batch(self.domain, jobs, programs, axes, self.descriptor_keys)
         else:
-            outcomes, cpu = await self.backend.run(_timed_batch, jobs, programs, axes,
-                                                   self.descriptor_keys)  # fmt: skip
+            outcomes, cpu = await self.backend.run(
+                _timed_batch, jobs, programs, axes, self.descriptor_keys
+            )
         self._job_cpu = _cpu_estimate(self._job_cpu, cpu, len(jobs))
         return outcomes
 

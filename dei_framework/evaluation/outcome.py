@@ -55,9 +55,15 @@ class Outcome:
             return Result(item=item, text=text, error=self.error, operator=operator, info=info)
         if self.evaluation.info:  # the domain's extra figures, logged under their own key
             info = {**info, "info": dict(self.evaluation.info)}
-        return Result(item=item, text=text, fitness=float(self.evaluation.fitness),
-                      descriptor=dict(self.evaluation.descriptor), operator=operator,
-                      info=info, data=data)  # fmt: skip
+        return Result(
+            item=item,
+            text=text,
+            fitness=float(self.evaluation.fitness),
+            descriptor=dict(self.evaluation.descriptor),
+            operator=operator,
+            info=info,
+            data=data,
+        )
 
 
 def finite_number(value: object) -> bool:
@@ -117,8 +123,9 @@ def evaluate_parsed(
     try:
         evaluation = domain.evaluate(program, opponents, seed=seed)
     except InvalidProgram as exc:
-        return Outcome(program=program, error=str(exc), seconds=time.perf_counter() - started,
-                       matches=matches)  # fmt: skip
+        return Outcome(
+            program=program, error=str(exc), seconds=time.perf_counter() - started, matches=matches
+        )
     except Exception as exc:  # a domain bug on hostile input must not stop the search
         return Outcome(
             program=program,
@@ -128,10 +135,18 @@ def evaluate_parsed(
         )
     problem = check_evaluation(evaluation, required, known)
     if problem is not None:
-        return Outcome(program=program, error=f"evaluation failed: {problem}",
-                       seconds=time.perf_counter() - started, matches=matches)  # fmt: skip
-    return Outcome(program=program, evaluation=evaluation, seconds=time.perf_counter() - started,
-                   matches=matches)  # fmt: skip
+        return Outcome(
+            program=program,
+            error=f"evaluation failed: {problem}",
+            seconds=time.perf_counter() - started,
+            matches=matches,
+        )
+    return Outcome(
+        program=program,
+        evaluation=evaluation,
+        seconds=time.perf_counter() - started,
+        matches=matches,
+    )
 
 
 def reference_matches(domain: Domain, program: Program) -> tuple[str, ...]:

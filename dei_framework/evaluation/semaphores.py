@@ -50,8 +50,10 @@ def releasing_semaphore(frame: types.FrameType | None) -> bool:
         return False
     cleanup = synchronize.SemLock._cleanup.__code__
     while frame is not None:
-        if (frame.f_code is cleanup
-                or frame.f_globals.get("__name__") == "multiprocessing.resource_tracker"):
+        if (
+            frame.f_code is cleanup
+            or frame.f_globals.get("__name__") == "multiprocessing.resource_tracker"
+        ):
             return True
         frame = frame.f_back
     return False

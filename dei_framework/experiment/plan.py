@@ -56,9 +56,11 @@ class Condition:
 
     def __attrs_post_init__(self) -> None:
         if self.node_options and len(self.node_options) != len(self.operators):
-            raise ConfigError(f"condition {self.name!r}: node options for "
-                              f"{len(self.node_options)} nodes, operators for "
-                              f"{len(self.operators)}")  # fmt: skip
+            raise ConfigError(
+                f"condition {self.name!r}: node options for "
+                f"{len(self.node_options)} nodes, operators for "
+                f"{len(self.operators)}"
+            )
         touched = set(self.settings) & {"budget", "iterations", "nodes", "seed", "max_cost_usd"}
         if touched:  # equal compute is the plan's, never a condition's
             raise ConfigError(f"condition {self.name!r} may not set {sorted(touched)}")
@@ -85,9 +87,12 @@ class Condition:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Condition:
-        return cls(name=data["name"], operators=data["operators"],
-                   settings=data.get("settings") or {},
-                   node_options=data.get("node_options") or ())  # fmt: skip
+        return cls(
+            name=data["name"],
+            operators=data["operators"],
+            settings=data.get("settings") or {},
+            node_options=data.get("node_options") or (),
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -134,14 +139,22 @@ class ExperimentPlan:
         common = dict(self.base.nodes[0].options)
         extra = condition.node_options or ({},) * condition.nodes
         nodes = tuple(
-            NodeConfig(name=f"node-{index}", operator=operator,
-                       options={**options.get(operator, common), **extra[index]})
+            NodeConfig(
+                name=f"node-{index}",
+                operator=operator,
+                options={**options.get(operator, common), **extra[index]},
+            )
             for index, operator in enumerate(condition.operators)
-        )  # fmt: skip
+        )
         config = attrs.evolve(self.base, **condition.settings)
-        config = attrs.evolve(config, nodes=nodes, budget=self.budget,
-                              iterations=self.call_bound(condition), seed=self.seed(repeat),
-                              common_ground=True)  # fmt: skip
+        config = attrs.evolve(
+            config,
+            nodes=nodes,
+            budget=self.budget,
+            iterations=self.call_bound(condition),
+            seed=self.seed(repeat),
+            common_ground=True,
+        )
         # The protocol itself: every condition gets exactly the same total budget on the
         # compute axis (a real check, not ``assert``: it must hold under ``python -O`` too).
         total, expected = config.compute_limit(), self.base.compute_limit()
@@ -189,7 +202,7 @@ class ExperimentPlan:
             budget=int(data["budget"]),
             repeats=int(data["repeats"]),
             preset=data.get("preset"),
-        )  # fmt: skip
+        )
 
 
 def check_equal_split(budget: int, conditions: Sequence[Condition], rounds: int) -> None:
@@ -206,20 +219,27 @@ def check_equal_split(budget: int, conditions: Sequence[Condition], rounds: int)
         if per_node < 1 or rest:
             problem = f"across the {condition.nodes} nodes of condition {condition.name!r}"
         elif per_node % rounds:
-            problem = (f"across {rounds} rounds ({per_node} calls per node in condition "
-                       f"{condition.name!r})")  # fmt: skip
+            problem = (
+                f"across {rounds} rounds ({per_node} calls per node in condition "
+                f"{condition.name!r})"
+            )
         else:
             continue
-        raise ConfigError(f"--budget {budget} does not split equally {problem}; use a multiple "
-                          f"of {step} (nodes x rounds of every condition)")  # fmt: skip
+        raise ConfigError(
+            f"--budget {budget} does not split equally {problem}; use a multiple "
+            f"of {step} (nodes x rounds of every condition)"
+        )
 
 
-TOKENS_NEED_ITERATIONS = ("--compute-axis tokens needs --iterations (calls per node per round "
-                           "at most, for a node of the largest condition)")
+TOKENS_NEED_ITERATIONS = (
+    "--compute-axis tokens needs --iterations (calls per node per round "
+    "at most, for a node of the largest condition)"
+)
 
 
-def check_equal_token_split(budget: int, conditions: Sequence[Condition],
-                            iterations: int | None) -> None:
+def check_equal_token_split(
+    budget: int, conditions: Sequence[Condition], iterations: int | None
+) -> None:
     """On the ``tokens`` axis: checks that ``budget`` tokens split into equal node shares, and
     the call bound ``iterations`` scales to a whole number per node, in every condition.
 
@@ -232,9 +252,11 @@ def check_equal_token_split(budget: int, conditions: Sequence[Condition],
     largest = max(c.nodes for c in conditions)
     for condition in conditions:
         if budget % condition.nodes or budget < condition.nodes:
-            raise ConfigError(f"--budget {budget} tokens does not split equally across the "
-                              f"{condition.nodes} nodes of condition {condition.name!r}; use a "
-                              f"multiple of {step}")  # fmt: skip
+            raise ConfigError(
+                f"--budget {budget} tokens does not split equally across the "
+                f"{condition.nodes} nodes of condition {condition.name!r}; use a "
+                f"multiple of {step}"
+            )
         if iterations * largest % condition.nodes:
             raise ConfigError(
                 f"--iterations {iterations} does not scale to whole calls per round for the "
@@ -294,8 +316,9 @@ def parse_conditions(
     return conditions
 
 
-def _named_conditions(name: str, operators: Sequence[str], cycled: list[str], nodes: int,
-                      registry: Any) -> list[Condition]:  # fmt: skip
+def _named_conditions(
+    name: str, operators: Sequence[str], cycled: list[str], nodes: int, registry: Any
+) -> list[Condition]:
     """The conditions a built-in name stands for (``homo`` is one per distinct operator);
     ``cycled`` is ``operators`` repeated over the ``nodes`` (see :func:`parse_conditions`)."""
     if name == "solo":
@@ -304,29 +327,33 @@ def _named_conditions(name: str, operators: Sequence[str], cycled: list[str], no
         distinct = list(dict.fromkeys(operators))
         if len(distinct) == 1:
             return [Condition(name="homo", operators=[operators[0]] * nodes)]
-        return [Condition(name=f"homo:{operator}", operators=[operator] * nodes)
-                for operator in distinct]  # fmt: skip
+        return [
+            Condition(name=f"homo:{operator}", operators=[operator] * nodes)
+            for operator in distinct
+        ]
     if name == "diverse":
         if len(set(operators)) < 2:
             raise ConfigError(
                 "condition 'diverse' needs at least two different operators: give "
                 "--operator more than once (e.g. --operator gp --operator templates)"
             )
-        return [Condition(
-            name="diverse", operators=[operators[i % len(operators)] for i in range(nodes)]
-        )]  # fmt: skip
+        return [
+            Condition(
+                name="diverse", operators=[operators[i % len(operators)] for i in range(nodes)]
+            )
+        ]
     if name == "adaptive":
         if len(set(operators)) < 2:
-            raise ConfigError("condition 'adaptive' (Diverse with --allocation bandit) needs "
-                              "at least two different operators: give --operator more "
-                              "than once")  # fmt: skip
-        return [Condition(name="adaptive", operators=cycled,
-                          settings={"allocation": "bandit"})]  # fmt: skip
+            raise ConfigError(
+                "condition 'adaptive' (Diverse with --allocation bandit) needs "
+                "at least two different operators: give --operator more "
+                "than once"
+            )
+        return [Condition(name="adaptive", operators=cycled, settings={"allocation": "bandit"})]
     if name == "sample":
         # Best-of-N at equal compute: the same operators, no parent ever (is the
         # evolution doing anything?).
-        return [Condition(name="sample", operators=cycled,
-                          settings={"new_fraction": 1.0})]  # fmt: skip
+        return [Condition(name="sample", operators=cycled, settings={"new_fraction": 1.0})]
     if name == "homo-temp":
         return [_homo_temp(operators[0], nodes, registry)]
     raise ConfigError(
@@ -342,8 +369,9 @@ def _custom_condition(spec: str) -> Condition:
     name = name.strip()
     ops = [op.strip() for op in listed.split(",") if op.strip()]
     if not sep or not name or not ops:
-        raise ConfigError(f"--condition takes NAME=op1,op2,... (one node per operator), "
-                          f"got {spec!r}")  # fmt: skip
+        raise ConfigError(
+            f"--condition takes NAME=op1,op2,... (one node per operator), got {spec!r}"
+        )
     if "/" in name or name.startswith("."):
         raise ConfigError(f"condition name {name!r} must be usable as a folder name")
     with_endpoint = next((op for op in ops if split_endpoint(op)[1] is not None), None)
@@ -362,17 +390,22 @@ def _homo_temp(operator: str, nodes: int, registry: Any) -> Condition:
     """One operator on every node, its ladder option (temperature, mutation strength) spread
     from low on the first node to high on the last: diversity from one source only."""
     if registry is None:
-        raise ConfigError("condition 'homo-temp' needs the loaded plugins (the operator's "
-                          "ladder option)")  # fmt: skip
+        raise ConfigError(
+            "condition 'homo-temp' needs the loaded plugins (the operator's ladder option)"
+        )
     spec = registry.operator(operator)
     if not spec.ladder_option:
-        raise ConfigError(f"condition 'homo-temp': operator {operator!r} has no temperature or "
-                          "strength option to spread across the nodes; put one that has "
-                          "(see `dei plugins`) first")  # fmt: skip
+        raise ConfigError(
+            f"condition 'homo-temp': operator {operator!r} has no temperature or "
+            "strength option to spread across the nodes; put one that has "
+            "(see `dei plugins`) first"
+        )
     low, high = spec.ladder_range
-    return Condition(name="homo-temp", operators=[operator] * nodes,
-                     node_options=[{spec.ladder_option: value}
-                                   for value in ladder(low, high, nodes)])  # fmt: skip
+    return Condition(
+        name="homo-temp",
+        operators=[operator] * nodes,
+        node_options=[{spec.ladder_option: value} for value in ladder(low, high, nodes)],
+    )
 
 
 def load_plan(out: Path) -> ExperimentPlan:

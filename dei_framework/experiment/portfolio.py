@@ -89,8 +89,11 @@ class Pilot:
             entry = json.loads(path.read_text())
             # A round won by an initial opponent (re-evaluated in the warm start) is no work
             # of the operator: its best other elite stands in, as for generality.
-            champion = (entry.get("generality_champion") if entry.get("champion_initial")
-                        else entry.get("champion"))  # fmt: skip
+            champion = (
+                entry.get("generality_champion")
+                if entry.get("champion_initial")
+                else entry.get("champion")
+            )
             if champion and champion.get("cell") is not None:
                 champions.append(tuple(champion["cell"]))
         budget = summary["budget"]
@@ -110,12 +113,15 @@ def pairwise(pilots: Sequence[Pilot]) -> list[dict[str, Any]]:
     coverage of the union of their cells."""
     rows = []
     for a, b in itertools.combinations(pilots, 2):
-        rows.append({
-            "a": a.operator, "b": b.operator,
-            "a_into_b": sum(cell not in b.cells for cell in a.champion_cells),
-            "b_into_a": sum(cell not in a.cells for cell in b.champion_cells),
-            "union_coverage": len(a.cells | b.cells) / a.grid if a.grid else 0.0,
-        })  # fmt: skip
+        rows.append(
+            {
+                "a": a.operator,
+                "b": b.operator,
+                "a_into_b": sum(cell not in b.cells for cell in a.champion_cells),
+                "b_into_a": sum(cell not in a.cells for cell in b.champion_cells),
+                "union_coverage": len(a.cells | b.cells) / a.grid if a.grid else 0.0,
+            }
+        )
     return rows
 
 
@@ -135,8 +141,15 @@ def choose(pilots: Sequence[Pilot], pick: int) -> dict[str, Any]:
         cost = (sum(p.cost_per_call for p in subset) / pick) if priced else None
         score = coverage / cost if cost else coverage
         alone = sum(p.coverage for p in subset) / pick
-        ranked.append({"operators": [p.operator for p in subset], "coverage": coverage,
-                       "cost_per_call": cost, "score": score, "alone": alone})  # fmt: skip
+        ranked.append(
+            {
+                "operators": [p.operator for p in subset],
+                "coverage": coverage,
+                "cost_per_call": cost,
+                "score": score,
+                "alone": alone,
+            }
+        )
     # Equal scores: the subset of stronger members (their mean coverage alone), then the one
     # listed first (candidates' order; the sort is stable).
     ranked.sort(key=lambda entry: (-entry["score"], -entry["alone"]))
@@ -172,15 +185,18 @@ def plan(
 
     operators = list(operators)
     if len(operators) < 2 or len(set(operators)) != len(operators):
-        raise ConfigError("dei plan needs at least two different candidates (--operator, once "
-                          "each)")  # fmt: skip
+        raise ConfigError(
+            "dei plan needs at least two different candidates (--operator, once each)"
+        )
     if not 1 <= pick <= len(operators):
         raise ConfigError(f"--pick {pick}: choose between 1 and the {len(operators)} candidates")
     step = len(operators) * base.rounds
     if pilot_budget < step or pilot_budget % step:
-        raise ConfigError(f"--pilot-budget {pilot_budget} does not split equally across "
-                          f"{len(operators)} pilots of {base.rounds} rounds; use a multiple of "
-                          f"{step}")  # fmt: skip
+        raise ConfigError(
+            f"--pilot-budget {pilot_budget} does not split equally across "
+            f"{len(operators)} pilots of {base.rounds} rounds; use a multiple of "
+            f"{step}"
+        )
     for operator in operators:
         registry.operator(operator)  # an unknown one fails before any pilot runs
     options = {node.operator: dict(node.options) for node in reversed(base.nodes)}
@@ -191,25 +207,44 @@ def plan(
             operator=operator,
             options=options.get(operator, dict(base.nodes[0].options)),
         )
-        config = attrs.evolve(base, nodes=(node,), budget=pilot_budget // len(operators),
-                              iterations=None, common_ground=False)  # fmt: skip
+        config = attrs.evolve(
+            base,
+            nodes=(node,),
+            budget=pilot_budget // len(operators),
+            iterations=None,
+            common_ground=False,
+        )
         run_dir = out / "pilots" / f"{index}-{operator.replace('/', '_').replace(':', '-')}"
         run(config, run_dir, registry=registry)
         pilots.append(Pilot.read(operator, run_dir))
     choice = choose(pilots, pick)
     spent = sum(p.calls for p in pilots)
     record = {
-        "domain": base.domain, "domain_options": dict(base.domain_options),
-        "candidates": operators, "pick": pick,
-        "pilot_budget": pilot_budget, "pilot_spent": spent, "rounds": base.rounds,
+        "domain": base.domain,
+        "domain_options": dict(base.domain_options),
+        "candidates": operators,
+        "pick": pick,
+        "pilot_budget": pilot_budget,
+        "pilot_spent": spent,
+        "rounds": base.rounds,
         "seed": base.seed,
-        "pilots": [{"operator": p.operator, "run_dir": str(p.run_dir), "calls": p.calls,
-                    "coverage": p.coverage, "cells": len(p.cells),
-                    "champions": len(p.champion_cells), "cost_per_call": p.cost_per_call}
-                   for p in pilots],
-        "pairs": pairwise(pilots), "chosen": choice["pick"], "ranked": choice["ranked"],
+        "pilots": [
+            {
+                "operator": p.operator,
+                "run_dir": str(p.run_dir),
+                "calls": p.calls,
+                "coverage": p.coverage,
+                "cells": len(p.cells),
+                "champions": len(p.champion_cells),
+                "cost_per_call": p.cost_per_call,
+            }
+            for p in pilots
+        ],
+        "pairs": pairwise(pilots),
+        "chosen": choice["pick"],
+        "ranked": choice["ranked"],
         "per": choice["per"],
-    }  # fmt: skip
+    }
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
     return record
@@ -217,8 +252,10 @@ def plan(
 
 def plan_lines(record: Mapping[str, Any]) -> list[str]:
     """What ``dei plan`` prints: the pilots, the pairs, the pick and the commands to run."""
-    lines = [f"pilots: {record['pilot_spent']} of {record['pilot_budget']} calls "
-             f"({record['rounds']} rounds each, seed {record['seed']})"]  # fmt: skip
+    lines = [
+        f"pilots: {record['pilot_spent']} of {record['pilot_budget']} calls "
+        f"({record['rounds']} rounds each, seed {record['seed']})"
+    ]
     width = max(len(p["operator"]) for p in record["pilots"])
     for pilot in record["pilots"]:
         cost = pilot["cost_per_call"]
@@ -262,25 +299,49 @@ def plan_options(function: Any) -> Any:
     :mod:`dei_framework.app.cli`)."""
     options = [
         click.option("--domain", required=True, help="The domain."),
-        click.option("--operator", "operators", multiple=True, required=True,
-                     help="A candidate operator; repeat for each (at least two)."),
-        click.option("--pick", type=int, required=True,
-                     help="How many operators to choose (K)."),
-        click.option("--pilot-budget", type=int, required=True,
-                     help="Calls of all pilots together (split equally across the candidates)."),
-        click.option("--rounds", type=int, default=PILOT_ROUNDS, show_default=True,
-                     help="Rounds of each pilot."),
-        click.option("--seed", type=int, default=0, show_default=True,
-                     help="Seed of every pilot."),
-        click.option("--domain-option", "domain_option", multiple=True, metavar="KEY=VALUE",
-                     help="A domain option, repeatable."),
-        click.option("--config", "config_file", type=click.Path(dir_okay=False),
-                     help="A run configuration file (operator options, [[node]] tables ...)."),
-        click.option("--eval-workers", type=int,
-                     help="Evaluation worker processes of each pilot."),
-        click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-                     help="Where the pilots and plan.json go."),
-    ]  # fmt: skip
+        click.option(
+            "--operator",
+            "operators",
+            multiple=True,
+            required=True,
+            help="A candidate operator; repeat for each (at least two).",
+        ),
+        click.option("--pick", type=int, required=True, help="How many operators to choose (K)."),
+        click.option(
+            "--pilot-budget",
+            type=int,
+            required=True,
+            help="Calls of all pilots together (split equally across the candidates).",
+        ),
+        click.option(
+            "--rounds",
+            type=int,
+            default=PILOT_ROUNDS,
+            show_default=True,
+            help="Rounds of each pilot.",
+        ),
+        click.option("--seed", type=int, default=0, show_default=True, help="Seed of every pilot."),
+        click.option(
+            "--domain-option",
+            "domain_option",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="A domain option, repeatable.",
+        ),
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False),
+            help="A run configuration file (operator options, [[node]] tables ...).",
+        ),
+        click.option("--eval-workers", type=int, help="Evaluation worker processes of each pilot."),
+        click.option(
+            "--out",
+            type=click.Path(file_okay=False, path_type=Path),
+            required=True,
+            help="Where the pilots and plan.json go.",
+        ),
+    ]
     for option in reversed(options):
         function = option(function)
     return function
@@ -297,8 +358,14 @@ def plan_main(flags: Mapping[str, Any], plugins: PluginRegistry) -> None:
     if (out / "plan.json").exists():
         raise ConfigError(f"{out} holds a plan already; choose another --out")
     base = resolve_base(flags, plugins)
-    record = plan(base, flags["operators"], pick=flags["pick"],
-                  pilot_budget=flags["pilot_budget"], out=out, registry=plugins)  # fmt: skip
+    record = plan(
+        base,
+        flags["operators"],
+        pick=flags["pick"],
+        pilot_budget=flags["pilot_budget"],
+        out=out,
+        registry=plugins,
+    )
     for line in plan_lines(record):
         click.echo(line)
     click.echo(f"plan: {out / 'plan.json'}")
@@ -308,10 +375,17 @@ def resolve_base(flags: Mapping[str, Any], plugins: PluginRegistry) -> RunConfig
     """The pilots' base configuration from ``dei plan``'s flags (as ``dei-run`` resolves its)."""
     from dei_framework.runtime.config import resolve_config
 
-    return resolve_config({
-        "domain": flags["domain"], "operators": tuple(flags["operators"]),
-        "rounds": flags["rounds"], "seed": flags["seed"],
-        "domain_option": tuple(flags.get("domain_option") or ()),
-        "config_file": flags.get("config_file"), "eval_workers": flags.get("eval_workers"),
-        "budget": flags["pilot_budget"], "nodes": len(flags["operators"]),
-    }, plugins)  # fmt: skip
+    return resolve_config(
+        {
+            "domain": flags["domain"],
+            "operators": tuple(flags["operators"]),
+            "rounds": flags["rounds"],
+            "seed": flags["seed"],
+            "domain_option": tuple(flags.get("domain_option") or ()),
+            "config_file": flags.get("config_file"),
+            "eval_workers": flags.get("eval_workers"),
+            "budget": flags["pilot_budget"],
+            "nodes": len(flags["operators"]),
+        },
+        plugins,
+    )

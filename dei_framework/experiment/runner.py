@@ -86,8 +86,10 @@ def run_experiment(
     if plan_path.exists():
         recorded = load_plan(out)
         if _canonical(attrs.evolve(recorded, repeats=plan.repeats)) != _canonical(plan):
-            raise ConfigError(f"{out} holds a different experiment; continue it with "
-                              f"--resume {out} or choose another --out")  # fmt: skip
+            raise ConfigError(
+                f"{out} holds a different experiment; continue it with "
+                f"--resume {out} or choose another --out"
+            )
     runs = _planned_runs(plan, out)
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(plan_path, plan.to_json())
@@ -96,16 +98,19 @@ def run_experiment(
         if config is None:
             announce(f"{label}: already finished")
             continue
-        announce(f"{label}: {'resuming' if resume else 'running'} "
-                 f"{len(config.nodes)} node(s), {plan.budget} calls")  # fmt: skip
+        announce(
+            f"{label}: {'resuming' if resume else 'running'} "
+            f"{len(config.nodes)} node(s), {plan.budget} calls"
+        )
         if parallel > 1:
             apart.append((label, config, run_dir, resume))
             continue
         started = time.monotonic()
         display = make_progress(progress, config)
         with display:
-            summary = run(config, run_dir, registry=registry, resume=resume,
-                          progress=display.update)  # fmt: skip
+            summary = run(
+                config, run_dir, registry=registry, resume=resume, progress=display.update
+            )
         _announce_finished(announce, label, summary, started)
     if apart:
         _run_apart(apart, parallel, announce)
@@ -132,8 +137,10 @@ def _planned_runs(
     for repeat in range(plan.repeats):
         for condition in plan.conditions:
             run_dir = plan.run_dir(out, condition, repeat)
-            label = (f"[{len(runs) + 1}/{total}] {condition.name} repeat {repeat} "
-                     f"(seed {plan.seed(repeat)})")  # fmt: skip
+            label = (
+                f"[{len(runs) + 1}/{total}] {condition.name} repeat {repeat} "
+                f"(seed {plan.seed(repeat)})"
+            )
             if (run_dir / "summary.json").exists():
                 read_finished_summary(run_dir)
                 runs.append((label, None, run_dir, False))
@@ -149,26 +156,32 @@ def _planned_runs(
             else:
                 logs = [name for name in ("checkpoint.json", *LOGS) if (run_dir / name).exists()]
                 if logs:
-                    raise ConfigError(f"{run_dir / 'config.json'} is missing, but the directory "
-                                      f"holds a run's {', '.join(logs)}: refusing to start a "
-                                      "new run over them")  # fmt: skip
+                    raise ConfigError(
+                        f"{run_dir / 'config.json'} is missing, but the directory "
+                        f"holds a run's {', '.join(logs)}: refusing to start a "
+                        "new run over them"
+                    )
             runs.append((label, config, run_dir, resume))
     return runs
 
 
-def _announce_finished(announce: Announce, label: str, summary: Mapping[str, Any],
-                       started: float) -> None:
+def _announce_finished(
+    announce: Announce, label: str, summary: Mapping[str, Any], started: float
+) -> None:
     common = summary["merged"].get("common") or {}
-    announce(f"{label}: common-ground coverage {common.get('coverage', 0.0):.1%}, "
-             f"QD-score {common.get('qd_score', 0.0):.2f} (raw "
-             f"{summary['merged'].get('coverage', 0.0):.1%}, "
-             f"{summary['merged'].get('qd_score', 0.0):.2f}), "
-             f"{summary['budget']['calls']}/{summary['budget']['limit']} calls, "
-             f"{time.monotonic() - started:.0f}s")  # fmt: skip
+    announce(
+        f"{label}: common-ground coverage {common.get('coverage', 0.0):.1%}, "
+        f"QD-score {common.get('qd_score', 0.0):.2f} (raw "
+        f"{summary['merged'].get('coverage', 0.0):.1%}, "
+        f"{summary['merged'].get('qd_score', 0.0):.2f}), "
+        f"{summary['budget']['calls']}/{summary['budget']['limit']} calls, "
+        f"{time.monotonic() - started:.0f}s"
+    )
 
 
-def _run_apart(runs: Sequence[tuple[str, RunConfig, Path, bool]], parallel: int,
-               announce: Announce) -> None:
+def _run_apart(
+    runs: Sequence[tuple[str, RunConfig, Path, bool]], parallel: int, announce: Announce
+) -> None:
     """Runs ``(label, config, run directory, resume)`` items ``parallel`` at a time, each in a
     process of its own (spawned: the parent may hold an event loop and HTTP clients).
 
@@ -180,10 +193,11 @@ def _run_apart(runs: Sequence[tuple[str, RunConfig, Path, bool]], parallel: int,
 
     started = time.monotonic()
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=parallel,
-                                                mp_context=context) as pool:  # fmt: skip
-        pending = {pool.submit(_run_in_process, config, str(run_dir), resume): label
-                   for label, config, run_dir, resume in runs}  # fmt: skip
+    with concurrent.futures.ProcessPoolExecutor(max_workers=parallel, mp_context=context) as pool:
+        pending = {
+            pool.submit(_run_in_process, config, str(run_dir), resume): label
+            for label, config, run_dir, resume in runs
+        }
         try:
             for future in concurrent.futures.as_completed(pending):
                 _announce_finished(announce, pending[future], future.result(), started)
@@ -200,8 +214,11 @@ def _run_in_process(config: RunConfig, run_dir: str, resume: bool) -> dict[str, 
     from dei_framework.plugin.manager import DISABLE_PLUGINS_VARIABLE, load_plugins
     from dei_framework.runtime.ensemble import run
 
-    disabled = [name.strip() for name in os.environ.get(DISABLE_PLUGINS_VARIABLE, "").split(",")
-                if name.strip()]  # fmt: skip
+    disabled = [
+        name.strip()
+        for name in os.environ.get(DISABLE_PLUGINS_VARIABLE, "").split(",")
+        if name.strip()
+    ]
     return run(config, run_dir, registry=load_plugins(disabled=disabled), resume=resume)
 
 

@@ -26,8 +26,12 @@ _TRIMMED_NODE_FIELDS = ("operator_status",)
 #: The condition :func:`comparisons` compares every other condition with.
 REFERENCE_CONDITION = "diverse"
 #: Metrics compared between conditions: the common-ground ones first, then the raw ones.
-COMPARED_METRICS = ("merged.common.coverage", "merged.common.qd_score", "merged.coverage",
-                    "merged.qd_score")  # fmt: skip
+COMPARED_METRICS = (
+    "merged.common.coverage",
+    "merged.common.qd_score",
+    "merged.coverage",
+    "merged.qd_score",
+)
 
 
 #: The unit of a statistic over one value per repeat.
@@ -97,7 +101,7 @@ def summarize_condition(
         "per_node": _per_node(condition, runs, node_names),
         "operator_divergence": describe(
             [(run.get("operator_divergence") or {}).get("mean") for run in runs]
-        ),  # fmt: skip
+        ),
         "budget": _budget_summary(condition, runs, budget),
         "invalid": [run.get("invalid") for run in runs],
         "evaluated": [run.get("evaluated") for run in runs],
@@ -110,13 +114,16 @@ def _merged_per_round(merged: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     rounds = max((len(m.get("per_round", [])) for m in merged), default=0)
     per_round = []
     for index in range(rounds):
-        entries = [m["per_round"][index] if index < len(m.get("per_round", [])) else {}
-                   for m in merged]  # fmt: skip
-        per_round.append({
-            "round": index,
-            "coverage": describe([e.get("coverage") for e in entries]),
-            "qd_score": describe([e.get("qd_score") for e in entries]),
-        })  # fmt: skip
+        entries = [
+            m["per_round"][index] if index < len(m.get("per_round", [])) else {} for m in merged
+        ]
+        per_round.append(
+            {
+                "round": index,
+                "coverage": describe([e.get("coverage") for e in entries]),
+                "qd_score": describe([e.get("qd_score") for e in entries]),
+            }
+        )
     return per_round
 
 
@@ -129,10 +136,16 @@ def _per_node(
         nodes = [run["nodes"].get(name, {}) for run in runs]
         per_round_generality = []
         for r in range(max((len(n.get("generality_per_round", [])) for n in nodes), default=0)):
-            per_round_generality.append(describe(
-                [n["generality_per_round"][r] if r < len(n.get("generality_per_round", []))
-                 else None for n in nodes]
-            ))  # fmt: skip
+            per_round_generality.append(
+                describe(
+                    [
+                        n["generality_per_round"][r]
+                        if r < len(n.get("generality_per_round", []))
+                        else None
+                        for n in nodes
+                    ]
+                )
+            )
         per_node[name] = {
             "operator": condition.operators[index],
             "calls": [n.get("calls") for n in nodes],
@@ -140,12 +153,10 @@ def _per_node(
             "generality_peak": describe([n.get("generality_peak") for n in nodes]),
             "generality_per_round": per_round_generality,
             "niche_novelty": describe([n.get("niche_novelty") for n in nodes]),
-            "champion_fitness": describe(
-                [(n.get("champion") or {}).get("fitness") for n in nodes]
-            ),  # fmt: skip
+            "champion_fitness": describe([(n.get("champion") or {}).get("fitness") for n in nodes]),
             "champion_common_fitness": describe(
                 [(n.get("champion") or {}).get("common_fitness") for n in nodes]
-            ),  # fmt: skip
+            ),
         }
     return per_node
 
@@ -155,8 +166,10 @@ def _over_nodes(
 ) -> dict[str, Any]:
     """A node figure described over nodes and repeats."""
     # Mean over nodes and repeats: every (node, repeat) pair is one value.
-    return describe([run["nodes"].get(name, {}).get(field)
-                     for run in runs for name in node_names], unit=PER_NODE_REPEAT)  # fmt: skip
+    return describe(
+        [run["nodes"].get(name, {}).get(field) for run in runs for name in node_names],
+        unit=PER_NODE_REPEAT,
+    )
 
 
 def _merged_common(merged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -164,9 +177,16 @@ def _merged_common(merged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     commons = [m.get("common") or {} for m in merged]
     common = {
         field: describe([c.get(field) for c in commons])
-        for field in ("coverage", "qd_score", "num_elites", "obj_max", "qd_score_sem",
-                      "elite_std_mean", "selection_qd_gap")
-    }  # fmt: skip
+        for field in (
+            "coverage",
+            "qd_score",
+            "num_elites",
+            "obj_max",
+            "qd_score_sem",
+            "elite_std_mean",
+            "selection_qd_gap",
+        )
+    }
     common["common_seeds"] = _one_record([c.get("common_seeds") for c in commons])
     common["reference"] = _one_record([c.get("reference") for c in commons])
     common["fitness_scale"] = _one_record([c.get("fitness_scale") for c in commons])
@@ -175,9 +195,15 @@ def _merged_common(merged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def _raw_fitness_scales(runs: Sequence[Mapping[str, Any]]) -> list[Any]:
     """The scales of the raw figures: each node's final round, over nodes and repeats."""
-    return sorted({scale for run in runs for node in run["nodes"].values()
-                   for scale in (node.get("fitness_scale_per_round") or [None])[-1:]
-                   if scale is not None})  # fmt: skip
+    return sorted(
+        {
+            scale
+            for run in runs
+            for node in run["nodes"].values()
+            for scale in (node.get("fitness_scale_per_round") or [None])[-1:]
+            if scale is not None
+        }
+    )
 
 
 def _budget_summary(
@@ -202,8 +228,14 @@ def _champions_common_fitness(
     runs: Sequence[Mapping[str, Any]], names: Sequence[str]
 ) -> dict[str, Any]:
     """The final champions' common-ground fitness over nodes and repeats."""
-    return describe([((run["nodes"].get(name) or {}).get("champion") or {}).get("common_fitness")
-                     for run in runs for name in names], unit=PER_NODE_REPEAT)  # fmt: skip
+    return describe(
+        [
+            ((run["nodes"].get(name) or {}).get("champion") or {}).get("common_fitness")
+            for run in runs
+            for name in names
+        ],
+        unit=PER_NODE_REPEAT,
+    )
 
 
 def _one_record(values: Sequence[Any]) -> Any:
@@ -246,11 +278,16 @@ def comparisons(conditions: Mapping[str, Mapping[str, Any]]) -> list[dict[str, A
     entries = []
     for metric in COMPARED_METRICS:
         family = [
-            compare(REFERENCE_CONDITION, metric_values(a, metric), name,
-                    metric_values(other, metric), metric)
+            compare(
+                REFERENCE_CONDITION,
+                metric_values(a, metric),
+                name,
+                metric_values(other, metric),
+                metric,
+            )
             for name, other in conditions.items()
             if name != REFERENCE_CONDITION
-        ]  # fmt: skip
+        ]
         for entry, adjusted in zip(family, holm([e["p_value"] for e in family]), strict=True):
             entry["unit"] = PER_REPEAT  # one value per repeat and condition
             entry["p_holm"] = adjusted
@@ -267,18 +304,17 @@ def equal_on_axis(axis: str, runs: Sequence[Mapping[str, Any]], budget: int) -> 
     longer fitted its share (``exhausted_cap``), and all runs had the same limit.
     """
     if axis == "calls":
-        return all(run["budget"]["calls"] == budget and run["budget"]["limit"] == budget
-                   for run in runs)  # fmt: skip
+        return all(
+            run["budget"]["calls"] == budget and run["budget"]["limit"] == budget for run in runs
+        )
     cap = {"tokens": "token", "cost": "cost"}[axis]
     limits = {run["budget"]["limit"] for run in runs}
     return len(limits) <= 1 and all(
-        node.get("exhausted_cap") == cap
-        for run in runs for node in run["budget"]["nodes"].values()
-    )  # fmt: skip
+        node.get("exhausted_cap") == cap for run in runs for node in run["budget"]["nodes"].values()
+    )
 
 
-def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None
-                         ) -> ExperimentSummary:  # fmt: skip
+def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) -> ExperimentSummary:
     """Reads every finished run of an experiment and aggregates it per condition.
 
     Unfinished repeats are left out (``repeats_completed`` says how many are in).
@@ -319,9 +355,13 @@ def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None
             [c["generality"]["reference"] for c in conditions.values()]
         ),
         "raw_fitness_scales_differ": len(
-            {tuple(c["merged"]["raw_fitness_scales"]) for c in conditions.values()
-             if c["merged"]["raw_fitness_scales"]}
-        ) > 1,  # fmt: skip
+            {
+                tuple(c["merged"]["raw_fitness_scales"])
+                for c in conditions.values()
+                if c["merged"]["raw_fitness_scales"]
+            }
+        )
+        > 1,
         "compute_axis": plan.base.compute_axis,
         "compute_limit": plan.base.compute_limit(),
         "conditions": conditions,

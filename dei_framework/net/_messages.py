@@ -169,9 +169,16 @@ class ReportEnvelope:
             EnvelopeError: the name is out of bounds or the result is oversize.
         """
         check_name(self.node)
-        body = {"dei": SCHEMA_VERSION, "kind": "report", "domain": self.domain,
-                "node": self.node, "key": identity.public_key_hex, "round": self.round,
-                "report": dict(self.report), "time": self.time}  # fmt: skip
+        body = {
+            "dei": SCHEMA_VERSION,
+            "kind": "report",
+            "domain": self.domain,
+            "node": self.node,
+            "key": identity.public_key_hex,
+            "round": self.round,
+            "report": dict(self.report),
+            "time": self.time,
+        }
         body["sig"] = identity.sign(canonical_bytes(body)).hex()
         return to_wire(body, "report")
 
@@ -185,11 +192,13 @@ class ReportEnvelope:
         body = read_body(data, domain)
         try:
             envelope = cls(
-                domain=typed(body, "domain", str), node=typed(body, "node", str),
-                key=typed(body, "key", str), round=typed(body, "round", int),
+                domain=typed(body, "domain", str),
+                node=typed(body, "node", str),
+                key=typed(body, "key", str),
+                round=typed(body, "round", int),
                 report=typed(body, "report", dict),
                 time=float(typed(body, "time", (int, float))),
-            )  # fmt: skip
+            )
         except (TypeError, ValueError, OverflowError) as exc:
             raise EnvelopeError(f"malformed message: {exc}") from None
         check_name(envelope.node)

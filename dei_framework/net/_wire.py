@@ -66,8 +66,7 @@ def to_wire(body: Mapping[str, Any], what: str) -> bytes:
     """
     data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
     if len(data) > MAX_ENVELOPE_BYTES:
-        raise EnvelopeError(f"{what} of {len(data)} bytes exceeds {MAX_ENVELOPE_BYTES}",
-                            "oversize")  # fmt: skip
+        raise EnvelopeError(f"{what} of {len(data)} bytes exceeds {MAX_ENVELOPE_BYTES}", "oversize")
     return data
 
 

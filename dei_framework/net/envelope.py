@@ -40,8 +40,23 @@ from dei_framework.net._wire import (
 )
 
 __all__ = [
-    "MAX_ENVELOPE_BYTES", "MAX_NAME_CHARS", "MAX_OPERATOR_CHARS", "MAX_PROGRAM_CHARS",
-    "MAX_ROUND", "RESERVED_KEYS", "SCHEMA_VERSION", "ChampionEnvelope", "EnvelopeError",
-    "InboxFilter", "Membership", "NodeIdentity", "ReportEnvelope", "canonical_bytes",
-    "check_bounds", "is_report", "parse_members", "parse_membership", "verify_signature",
-]  # fmt: skip
+    "MAX_ENVELOPE_BYTES",
+    "MAX_NAME_CHARS",
+    "MAX_OPERATOR_CHARS",
+    "MAX_PROGRAM_CHARS",
+    "MAX_ROUND",
+    "RESERVED_KEYS",
+    "SCHEMA_VERSION",
+    "ChampionEnvelope",
+    "EnvelopeError",
+    "InboxFilter",
+    "Membership",
+    "NodeIdentity",
+    "ReportEnvelope",
+    "canonical_bytes",
+    "check_bounds",
+    "is_report",
+    "parse_members",
+    "parse_membership",
+    "verify_signature",
+]

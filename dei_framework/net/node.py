@@ -88,11 +88,15 @@ class Node:
         # timeline (this process's own nodes only) a wall-clock rate limit would make what is
         # dropped depend on timing, so there is none.
         rate = 1e12 if timeline is not None else 120
-        self.inbox = inbox or InboxFilter(domain=domain_name, rate_per_minute=rate,
-                                          burst=rate if timeline is not None else 60,
-                                          members=members or None, own_name=name,
-                                          own_key=self.identity.public_key_hex,
-                                          max_per_round=MAX_ADMITTED_PER_ROUND)  # fmt: skip
+        self.inbox = inbox or InboxFilter(
+            domain=domain_name,
+            rate_per_minute=rate,
+            burst=rate if timeline is not None else 60,
+            members=members or None,
+            own_name=name,
+            own_key=self.identity.public_key_hex,
+            max_per_round=MAX_ADMITTED_PER_ROUND,
+        )
         #: Called with each peer's report (the payload of a verified :class:`ReportEnvelope`).
         self.on_report: Callable[[Mapping[str, Any]], None] | None = None
         #: Champions fetched by :meth:`poll` before the round start that takes them in.
@@ -109,10 +113,15 @@ class Node:
         """Drains the inbox (or the record) into validated champions from other nodes."""
         if self.recorded is not None:
             return [
-                Candidate(text=e["program"], node=e["from"], round=e["from_round"],
-                          operator=e["operator"], source="peer")
+                Candidate(
+                    text=e["program"],
+                    node=e["from"],
+                    round=e["from_round"],
+                    operator=e["operator"],
+                    source="peer",
+                )
                 for e in self.recorded.get(round_index, ())
-            ]  # fmt: skip
+            ]
         if self.transport is None:
             return []
         self._before_receiving = (round_index, self.state_json())
@@ -159,9 +168,13 @@ class Node:
         """Sends a report to every peer (signed); returns without waiting for any."""
         if self.transport is None:
             return
-        envelope = ReportEnvelope(domain=self.domain_name, node=self.name,
-                                  key=self.identity.public_key_hex, round=round_index,
-                                  report=report)  # fmt: skip
+        envelope = ReportEnvelope(
+            domain=self.domain_name,
+            node=self.name,
+            key=self.identity.public_key_hex,
+            round=round_index,
+            report=report,
+        )
         try:
             payload = envelope.encode(self.identity)
         except EnvelopeError:
@@ -217,9 +230,13 @@ class Node:
             if envelope is not None:
                 received.append(envelope_candidate(envelope))
             if self.registry is not None:
-                self.registry.notify("dei_champion_received", node=self.name,
-                                     envelope=envelope, accepted=envelope is not None,
-                                     reason="ok" if envelope is not None else "dropped")
+                self.registry.notify(
+                    "dei_champion_received",
+                    node=self.name,
+                    envelope=envelope,
+                    accepted=envelope is not None,
+                    reason="ok" if envelope is not None else "dropped",
+                )
         return received
 
     async def publish(self, archive: ArchiveBase, round_index: int) -> None:
@@ -244,10 +261,15 @@ class Node:
     def _envelope(self, elite: Candidate, round_index: int) -> bytes | None:
         """The signed envelope of one elite (``None``, and counted, when it cannot be sent)."""
         envelope = ChampionEnvelope(
-            domain=self.domain_name, node=self.name, key=self.identity.public_key_hex,
-            round=round_index, operator=elite.operator, program=elite.text,
-            fitness=elite.fitness, descriptor=dict(elite.descriptor),
-        )  # fmt: skip
+            domain=self.domain_name,
+            node=self.name,
+            key=self.identity.public_key_hex,
+            round=round_index,
+            operator=elite.operator,
+            program=elite.text,
+            fitness=elite.fitness,
+            descriptor=dict(elite.descriptor),
+        )
         try:
             return envelope.encode(self.identity)
         except EnvelopeError:
@@ -265,9 +287,13 @@ class Node:
         before = self._before_receiving
         if before is not None and started_round is not None and before[0] > started_round:
             return dict(before[1])
-        return {"published": self.published, "own_messages": self.own_messages,
-                "late": self.late, "accepted": self.inbox.accepted,
-                "dropped": dict(self.inbox.dropped)}  # fmt: skip
+        return {
+            "published": self.published,
+            "own_messages": self.own_messages,
+            "late": self.late,
+            "accepted": self.inbox.accepted,
+            "dropped": dict(self.inbox.dropped),
+        }
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Puts back the counters of :meth:`state_json`."""
@@ -286,15 +312,25 @@ class Node:
             "accepted": self.inbox.accepted - self.late,
             "late": self.late,
             "dropped": dict(self.inbox.dropped),
-            "transport": (self.transport.stats() if self.transport is not None
-                          else self.timeline.stats(self.name) if self.timeline is not None else {}),
+            "transport": (
+                self.transport.stats()
+                if self.transport is not None
+                else self.timeline.stats(self.name)
+                if self.timeline is not None
+                else {}
+            ),
         }
 
 
 def envelope_candidate(envelope: ChampionEnvelope) -> Candidate:
     """The candidate record of a received champion (its claimed fitness is not kept)."""
-    return Candidate(text=envelope.program, node=envelope.node, round=envelope.round,
-                     operator=envelope.operator, source="peer")  # fmt: skip
+    return Candidate(
+        text=envelope.program,
+        node=envelope.node,
+        round=envelope.round,
+        operator=envelope.operator,
+        source="peer",
+    )
 
 
 def _round_robin(deliveries: list[Delivery]) -> list[Delivery]:

@@ -92,14 +92,22 @@ class Posting:
     payload: bytes
 
     def to_json(self) -> dict[str, Any]:
-        return {"sender": self.sender, "stamp": list(self.stamp), "seq": self.seq,
-                "payload": base64.b64encode(self.payload).decode()}  # fmt: skip
+        return {
+            "sender": self.sender,
+            "stamp": list(self.stamp),
+            "seq": self.seq,
+            "payload": base64.b64encode(self.payload).decode(),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Posting:
         time, round_index = data["stamp"]
-        return cls(sender=data["sender"], stamp=(float(time), int(round_index)), seq=data["seq"],
-                   payload=base64.b64decode(data["payload"]))  # fmt: skip
+        return cls(
+            sender=data["sender"],
+            stamp=(float(time), int(round_index)),
+            seq=data["seq"],
+            payload=base64.b64decode(data["payload"]),
+        )
 
 
 class Timeline:
@@ -135,8 +143,9 @@ class Timeline:
     def post(self, sender: str, stamp: Stamp, payload: bytes) -> None:
         """Publishes ``payload`` at ``stamp`` (never waits)."""
         if stamp < self._promises[sender]:
-            raise ValueError(f"{sender} posts at {stamp}, before its promise "
-                             f"{self._promises[sender]}")  # fmt: skip
+            raise ValueError(
+                f"{sender} posts at {stamp}, before its promise {self._promises[sender]}"
+            )
         seq = sum(1 for p in self.postings if p.sender == sender and p.stamp == stamp)
         self.postings.append(Posting(sender=sender, stamp=stamp, seq=seq, payload=payload))
 
@@ -167,13 +176,17 @@ class Timeline:
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             await waiter
-        return [Delivery(payload=p.payload, from_peer=p.sender) for p in self.window(node, since,
-                                                                                     until)]
+        return [
+            Delivery(payload=p.payload, from_peer=p.sender) for p in self.window(node, since, until)
+        ]
 
     def window(self, node: str, since: Stamp | None, until: Stamp) -> list[Posting]:
         """The peers' postings ``node`` takes at a round start (see :meth:`collect`)."""
-        chosen = [p for p in self.postings if p.sender != node and p.stamp < until
-                  and (since is None or p.stamp >= since)]  # fmt: skip
+        chosen = [
+            p
+            for p in self.postings
+            if p.sender != node and p.stamp < until and (since is None or p.stamp >= since)
+        ]
         return sorted(chosen, key=lambda p: (p.stamp, p.sender, p.seq))
 
     def stats(self, node: str) -> dict[str, Any]:

@@ -36,12 +36,18 @@ def dei_archives() -> list[ArchiveSpec]:
 @hookimpl
 def dei_evaluation_backends() -> list[EvaluatorSpec]:
     return [
-        EvaluatorSpec(name="local", factory=make_local_backend,
-                      description="a process pool on this machine (--eval-workers processes)"),
-        EvaluatorSpec(name="dask", factory=dask_backend.make_backend,
-                      description="a Dask distributed cluster (--evaluator-address, or a local "
-                                  "cluster started for the run); needs dei-framework[dask]"),
-    ]  # fmt: skip
+        EvaluatorSpec(
+            name="local",
+            factory=make_local_backend,
+            description="a process pool on this machine (--eval-workers processes)",
+        ),
+        EvaluatorSpec(
+            name="dask",
+            factory=dask_backend.make_backend,
+            description="a Dask distributed cluster (--evaluator-address, or a local "
+            "cluster started for the run); needs dei-framework[dask]",
+        ),
+    ]
 
 
 @hookimpl

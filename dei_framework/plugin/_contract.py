@@ -133,23 +133,37 @@ class HookDoc:
     def problems(self) -> list[str]:
         """What the docstring lacks: a required section, an argument's entry under ``Args``,
         the word a firstresult or historic hook must say of itself."""
-        found = [f"{self.name}: no {title}: section" for title in REQUIRED_SECTIONS
-                 if not self.sections.get(title)]  # fmt: skip
+        found = [
+            f"{self.name}: no {title}: section"
+            for title in REQUIRED_SECTIONS
+            if not self.sections.get(title)
+        ]
         documented = set(re.findall(r"^(\w+):", self.sections.get("Args", ""), re.MULTILINE))
-        found += [f"{self.name}: argument {argument!r} is not documented under Args:"
-                  for argument in self.arguments if argument not in documented]  # fmt: skip
-        found += [f"{self.name}: Args: documents {argument!r}, which the hook does not take"
-                  for argument in sorted(documented - set(self.arguments))]  # fmt: skip
+        found += [
+            f"{self.name}: argument {argument!r} is not documented under Args:"
+            for argument in self.arguments
+            if argument not in documented
+        ]
+        found += [
+            f"{self.name}: Args: documents {argument!r}, which the hook does not take"
+            for argument in sorted(documented - set(self.arguments))
+        ]
         returns = self.sections.get("Returns", "")
         if returns and self.firstresult and "firstresult" not in returns:
             found.append(f"{self.name}: a firstresult hook whose Returns: does not say so")
         if returns and not self.firstresult and not re.search(r"ignored|collected", returns):
-            found.append(f"{self.name}: Returns: says neither that results are collected nor "
-                         "that they are ignored")  # fmt: skip
-        if self.historic and not ("Historic" in self.sections.get("Fires", "")
-                                  and "cannot be wrapped" in self.sections.get("Fires", "")):
-            found.append(f"{self.name}: a historic hook whose Fires: does not say it is historic "
-                         "and cannot be wrapped")  # fmt: skip
+            found.append(
+                f"{self.name}: Returns: says neither that results are collected nor "
+                "that they are ignored"
+            )
+        if self.historic and not (
+            "Historic" in self.sections.get("Fires", "")
+            and "cannot be wrapped" in self.sections.get("Fires", "")
+        ):
+            found.append(
+                f"{self.name}: a historic hook whose Fires: does not say it is historic "
+                "and cannot be wrapped"
+            )
         return found
 
 
@@ -168,12 +182,17 @@ def hook_docs(module: types.ModuleType) -> list[HookDoc]:
             continue
         arguments = tuple(inspect.signature(function).parameters)
         docstring = inspect.getdoc(function) or ""
-        docs.append(HookDoc(
-            name=name, signature=f"{name}({', '.join(arguments)})",
-            summary=" ".join(docstring.split("\n\n")[0].split()),
-            historic=bool(options.get("historic")), firstresult=bool(options.get("firstresult")),
-            sections=_sections(docstring), arguments=arguments,
-        ))  # fmt: skip
+        docs.append(
+            HookDoc(
+                name=name,
+                signature=f"{name}({', '.join(arguments)})",
+                summary=" ".join(docstring.split("\n\n")[0].split()),
+                historic=bool(options.get("historic")),
+                firstresult=bool(options.get("firstresult")),
+                sections=_sections(docstring),
+                arguments=arguments,
+            )
+        )
     return docs
 
 

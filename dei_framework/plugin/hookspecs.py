@@ -75,11 +75,23 @@ from dei_framework.plugin._markers import hookimpl, hookspec
 
 #: The markers and the payload records (the hooks themselves are implemented, not imported).
 __all__ = [
-    "ArchiveStatsRecord", "CandidateRecord", "ChampionRecord", "EvaluatedEvent",
-    "GeneralityRecord", "JSONValue", "MergedRecord", "NodeSummary", "OpponentRecord",
-    "RoundEvent", "RunSummary", "SharingRecord", "SpaceRecord", "Timings",
-    "hookimpl", "hookspec",
-]  # fmt: skip
+    "ArchiveStatsRecord",
+    "CandidateRecord",
+    "ChampionRecord",
+    "EvaluatedEvent",
+    "GeneralityRecord",
+    "JSONValue",
+    "MergedRecord",
+    "NodeSummary",
+    "OpponentRecord",
+    "RoundEvent",
+    "RunSummary",
+    "SharingRecord",
+    "SpaceRecord",
+    "Timings",
+    "hookimpl",
+    "hookspec",
+]
 
 
 # --- the contract itself -----------------------------------------------------------------------

@@ -37,8 +37,9 @@ def _equal_compute_terms(summary: ExperimentSummary) -> str:
     return f"**{budget} operator calls**"
 
 
-def experiment_report(path: Path, summary: ExperimentSummary,
-                      runs: Mapping[str, FinishedRun]) -> str:  # fmt: skip
+def experiment_report(
+    path: Path, summary: ExperimentSummary, runs: Mapping[str, FinishedRun]
+) -> str:
     """The markdown of an experiment's ``report.md`` (its plots are written meanwhile).
 
     Args:
@@ -86,18 +87,46 @@ def _conditions_section(summary: ExperimentSummary, raw_shown: bool) -> list[str
     conditions: Mapping[str, Any] = summary["conditions"]
     out = ["## Conditions\n"]
     raw_header = ["coverage (raw)", "QD-score (raw)"] if raw_shown else []
-    out.append(markdown_table(
-        ["condition", "nodes", "operators", "repeats", "coverage (common)", "QD-score (common)",
-         *raw_header, "generality", "peak generality", "niche novelty", "operator divergence"],
-        [[name, c["nodes"], _operators(c["operators"]), c["repeats_completed"],
-          plus_minus(condition_common(c).get("coverage"), ".1%"),
-          plus_minus(condition_common(c).get("qd_score"), ".2f"),
-          *([plus_minus(c["merged"]["coverage"], ".1%"),
-             plus_minus(c["merged"]["qd_score"], ".2f")] if raw_shown else []),
-          plus_minus(c.get("generality")), plus_minus(c.get("generality_peak")),
-          plus_minus(c.get("niche_novelty")), plus_minus(c.get("operator_divergence"))]
-         for name, c in conditions.items()],
-    ))  # fmt: skip
+    out.append(
+        markdown_table(
+            [
+                "condition",
+                "nodes",
+                "operators",
+                "repeats",
+                "coverage (common)",
+                "QD-score (common)",
+                *raw_header,
+                "generality",
+                "peak generality",
+                "niche novelty",
+                "operator divergence",
+            ],
+            [
+                [
+                    name,
+                    c["nodes"],
+                    _operators(c["operators"]),
+                    c["repeats_completed"],
+                    plus_minus(condition_common(c).get("coverage"), ".1%"),
+                    plus_minus(condition_common(c).get("qd_score"), ".2f"),
+                    *(
+                        [
+                            plus_minus(c["merged"]["coverage"], ".1%"),
+                            plus_minus(c["merged"]["qd_score"], ".2f"),
+                        ]
+                        if raw_shown
+                        else []
+                    ),
+                    plus_minus(c.get("generality")),
+                    plus_minus(c.get("generality_peak")),
+                    plus_minus(c.get("niche_novelty")),
+                    plus_minus(c.get("operator_divergence")),
+                ]
+                for name, c in conditions.items()
+            ],
+        )
+    )
     against = scored_against(summary.get("common_reference"), "against one reference set")
     out.append(
         "\nCommon ground: the best-per-cell merge of a run's final-round archives after every "
@@ -141,12 +170,20 @@ def _per_round_section(conditions: Mapping[str, Any]) -> list[str]:
     """``## Per round (merged archive)``: each condition's coverage and QD-score per round."""
     rounds = max((len(c["merged"]["per_round"]) for c in conditions.values()), default=0)
     names = list(conditions)
-    return ["\n## Per round (merged archive)\n", markdown_table(
-        ["round", *[f"{n} coverage" for n in names], *[f"{n} QD-score" for n in names]],
-        [[r, *[plus_minus(_round_stat(conditions[n], r, "coverage"), ".1%") for n in names],
-          *[plus_minus(_round_stat(conditions[n], r, "qd_score"), ".2f") for n in names]]
-         for r in range(rounds)],
-    )]  # fmt: skip
+    return [
+        "\n## Per round (merged archive)\n",
+        markdown_table(
+            ["round", *[f"{n} coverage" for n in names], *[f"{n} QD-score" for n in names]],
+            [
+                [
+                    r,
+                    *[plus_minus(_round_stat(conditions[n], r, "coverage"), ".1%") for n in names],
+                    *[plus_minus(_round_stat(conditions[n], r, "qd_score"), ".2f") for n in names],
+                ]
+                for r in range(rounds)
+            ],
+        ),
+    ]
 
 
 def _nodes_section(conditions: Mapping[str, Any], raw_shown: bool) -> list[str]:
@@ -155,14 +192,34 @@ def _nodes_section(conditions: Mapping[str, Any], raw_shown: bool) -> list[str]:
     for name, c in conditions.items():
         for node, stats in c["per_node"].items():
             raw = [plus_minus(stats["champion_fitness"])] if raw_shown else []
-            rows.append([name, node, stats["operator"], *raw,
-                         plus_minus(stats.get("champion_common_fitness")),
-                         plus_minus(stats["generality"]), plus_minus(stats["generality_peak"]),
-                         plus_minus(stats["niche_novelty"])])  # fmt: skip
-    return ["\n## Nodes\n", markdown_table(["condition", "node", "operator",
-                                            *(["champion fitness (raw)"] if raw_shown else []),
-                                            "champion fitness (common)", "generality",
-                                            "peak generality", "niche novelty"], rows)]  # fmt: skip
+            rows.append(
+                [
+                    name,
+                    node,
+                    stats["operator"],
+                    *raw,
+                    plus_minus(stats.get("champion_common_fitness")),
+                    plus_minus(stats["generality"]),
+                    plus_minus(stats["generality_peak"]),
+                    plus_minus(stats["niche_novelty"]),
+                ]
+            )
+    return [
+        "\n## Nodes\n",
+        markdown_table(
+            [
+                "condition",
+                "node",
+                "operator",
+                *(["champion fitness (raw)"] if raw_shown else []),
+                "champion fitness (common)",
+                "generality",
+                "peak generality",
+                "niche novelty",
+            ],
+            rows,
+        ),
+    ]
 
 
 def _runs_section(conditions: Mapping[str, Any]) -> list[str]:
@@ -213,8 +270,10 @@ def _unfinished_note(path: Path, summary: ExperimentSummary) -> list[str]:
     ]
     if not missing:
         return []
-    return [f"\nUnfinished: {', '.join(missing)} repeats done; continue with "
-            f"`dei experiment --resume {path}`.\n"]  # fmt: skip
+    return [
+        f"\nUnfinished: {', '.join(missing)} repeats done; continue with "
+        f"`dei experiment --resume {path}`.\n"
+    ]
 
 
 def _raw_is_common(conditions: Mapping[str, Mapping[str, Any]]) -> bool:
@@ -224,12 +283,15 @@ def _raw_is_common(conditions: Mapping[str, Mapping[str, Any]]) -> bool:
         common, raw = condition_common(condition), condition["merged"]
         for metric in ("coverage", "qd_score"):
             mine, theirs = common.get(metric) or {}, raw.get(metric) or {}
-            if mine.get("mean") is None or any(mine.get(k) != theirs.get(k)
-                                               for k in ("mean", "std")):
+            if mine.get("mean") is None or any(
+                mine.get(k) != theirs.get(k) for k in ("mean", "std")
+            ):
                 return False
         for stats in condition["per_node"].values():
-            mine, theirs = (stats.get("champion_common_fitness") or {},
-                            stats.get("champion_fitness") or {})  # fmt: skip
+            mine, theirs = (
+                stats.get("champion_common_fitness") or {},
+                stats.get("champion_fitness") or {},
+            )
             if any(mine.get(k) != theirs.get(k) for k in ("mean", "std")):
                 return False
     return True
@@ -238,33 +300,50 @@ def _raw_is_common(conditions: Mapping[str, Mapping[str, Any]]) -> bool:
 def _raw_terms(shown: bool) -> str:
     """What the raw figures are, or why they are not shown."""
     if shown:
-        return ("Raw: the same merge with fitness as each node measured it against its own "
-                "opponent pool (pools differ between conditions).")  # fmt: skip
-    return ("Raw figures (fitness as each node measured it) are the common-ground ones in every "
-            "condition here, so they are not repeated.")  # fmt: skip
+        return (
+            "Raw: the same merge with fitness as each node measured it against its own "
+            "opponent pool (pools differ between conditions)."
+        )
+    return (
+        "Raw figures (fitness as each node measured it) are the common-ground ones in every "
+        "condition here, so they are not repeated."
+    )
 
 
 def _scoring_terms(commons: Mapping[str, Mapping[str, Any]]) -> str:
     """How common-ground fitness was measured: the K scoring seeds, or (older runs) one seed."""
     seeds = {c.get("common_seeds") for c in commons.values() if c.get("common_seeds") is not None}
     if not seeds:
-        return ("each elite measured once, with one seed, and the best per cell kept on that "
-                "same measurement (a run from before K-seed scoring: biased upward).")  # fmt: skip
+        return (
+            "each elite measured once, with one seed, and the best per cell kept on that "
+            "same measurement (a run from before K-seed scoring: biased upward)."
+        )
     k = ", ".join(str(s) for s in sorted(seeds))
-    text = (f"the elite of each cell chosen on one measurement (the selection seed), then "
-            f"scored as the mean of **K = {k}** fresh seeds (independent of the choice, so "
-            "free of the winner's curse).")  # fmt: skip
-    gaps = [f"{name} {plus_minus(c.get('selection_qd_gap'), '.2f')}" for name, c in commons.items()
-            if (c.get("selection_qd_gap") or {}).get("mean") is not None]  # fmt: skip
-    sems = [f"{name} {number((c.get('qd_score_sem') or {}).get('mean'), '.2f')}"
-            for name, c in commons.items()
-            if (c.get("qd_score_sem") or {}).get("mean") is not None]  # fmt: skip
+    text = (
+        f"the elite of each cell chosen on one measurement (the selection seed), then "
+        f"scored as the mean of **K = {k}** fresh seeds (independent of the choice, so "
+        "free of the winner's curse)."
+    )
+    gaps = [
+        f"{name} {plus_minus(c.get('selection_qd_gap'), '.2f')}"
+        for name, c in commons.items()
+        if (c.get("selection_qd_gap") or {}).get("mean") is not None
+    ]
+    sems = [
+        f"{name} {number((c.get('qd_score_sem') or {}).get('mean'), '.2f')}"
+        for name, c in commons.items()
+        if (c.get("qd_score_sem") or {}).get("mean") is not None
+    ]
     if gaps:
-        text += (" QD-score on the selection measurement minus the scored one (the bias the "
-                 f"scoring removed; over repeats): {'; '.join(gaps)}.")  # fmt: skip
+        text += (
+            " QD-score on the selection measurement minus the scored one (the bias the "
+            f"scoring removed; over repeats): {'; '.join(gaps)}."
+        )
     if sems:
-        text += (" Standard error of a run's common QD-score from its K seeds (mean over "
-                 f"repeats): {'; '.join(sems)}.")  # fmt: skip
+        text += (
+            " Standard error of a run's common QD-score from its K seeds (mean over "
+            f"repeats): {'; '.join(sems)}."
+        )
     return text
 
 
@@ -295,34 +374,65 @@ def _comparisons(entries: Sequence[Mapping[str, Any]]) -> str:
             f"{max((e.get('holm_family') or 0) for e in entries)} comparisons. With n "
             "repeats per condition the smallest attainable p is 2 / C(n_a + n_b, n_a).\n"
         )
-    metrics = {"merged.common.coverage": ("coverage (common)", ".1%"),
-               "merged.common.qd_score": ("QD-score (common)", ".2f"),
-               "merged.coverage": ("coverage (raw)", ".1%"),
-               "merged.qd_score": ("QD-score (raw)", ".2f")}  # fmt: skip
+    metrics = {
+        "merged.common.coverage": ("coverage (common)", ".1%"),
+        "merged.common.qd_score": ("QD-score (common)", ".2f"),
+        "merged.coverage": ("coverage (raw)", ".1%"),
+        "merged.qd_score": ("QD-score (raw)", ".2f"),
+    }
     rows = []
     for entry in entries:
         label, spec = metrics.get(entry["metric"], (entry["metric"], ".3f"))
-        pair = [f"{entry['a']} − {entry['b']}", label, f"{entry.get('n_a')} / {entry.get('n_b')}",
-                number(entry.get("diff"), spec)]  # fmt: skip
+        pair = [
+            f"{entry['a']} − {entry['b']}",
+            label,
+            f"{entry.get('n_a')} / {entry.get('n_b')}",
+            number(entry.get("diff"), spec),
+        ]
         if legacy:
             ci = entry.get("ci95")
             interval = f"[{number(ci[0], spec)}, {number(ci[1], spec)}]" if ci else MISSING
             rows.append([*pair, interval, number(entry.get("p_value"), ".3f")])
             continue
-        rows.append([*pair, number(entry.get("shift"), spec), _interval(entry, spec),
-                     number(entry.get("a12"), ".2f"), number(entry.get("p_value"), ".3f"),
-                     number(entry.get("p_holm"), ".3f")])  # fmt: skip
+        rows.append(
+            [
+                *pair,
+                number(entry.get("shift"), spec),
+                _interval(entry, spec),
+                number(entry.get("a12"), ".2f"),
+                number(entry.get("p_value"), ".3f"),
+                number(entry.get("p_holm"), ".3f"),
+            ]
+        )
     if legacy:
         out.append(markdown_table(["a − b", "metric", "n", "difference", "95% CI", "p"], rows))
     else:
-        out.append(markdown_table(["a − b", "metric", "n (repeats)", "difference of means",
-                           "shift (HL)", "CI [level]", "A12", "p", "p (Holm)"], rows))  # fmt: skip
-        verdicts = [_verdict(entry, *metrics.get(entry["metric"], (entry["metric"], ".3f")))
-                    for entry in entries
-                    if entry["metric"].startswith("merged.common.")]  # fmt: skip
+        out.append(
+            markdown_table(
+                [
+                    "a − b",
+                    "metric",
+                    "n (repeats)",
+                    "difference of means",
+                    "shift (HL)",
+                    "CI [level]",
+                    "A12",
+                    "p",
+                    "p (Holm)",
+                ],
+                rows,
+            )
+        )
+        verdicts = [
+            _verdict(entry, *metrics.get(entry["metric"], (entry["metric"], ".3f")))
+            for entry in entries
+            if entry["metric"].startswith("merged.common.")
+        ]
         if verdicts:
-            out.append("\nIn words (common ground only: raw metrics are not comparable across "
-                       "conditions):\n")  # fmt: skip
+            out.append(
+                "\nIn words (common ground only: raw metrics are not comparable across "
+                "conditions):\n"
+            )
             out.extend(f"- {line}" for line in verdicts)
     return "\n".join(out)
 
@@ -340,15 +450,19 @@ def _verdict(entry: Mapping[str, Any], label: str, spec: str) -> str:
     else:
         lead = f"{a} and {b} are level, shift {number(shift, spec)}"
     interval = _interval(entry, spec).replace("*", "")
-    sure = ("significant after Holm" if holm < 0.05 else "not significant after Holm")
-    text = (f"{label}: {lead} (interval {interval}, A12 {number(entry.get('a12'), '.2f')}); "
-            f"{sure} (p = {number(holm, '.3f')}).")  # fmt: skip
+    sure = "significant after Holm" if holm < 0.05 else "not significant after Holm"
+    text = (
+        f"{label}: {lead} (interval {interval}, A12 {number(entry.get('a12'), '.2f')}); "
+        f"{sure} (p = {number(holm, '.3f')})."
+    )
     n_a, n_b = entry.get("n_a"), entry.get("n_b")
     if isinstance(n_a, int) and isinstance(n_b, int) and n_a > 0 and n_b > 0:
         smallest = min(1.0, 2 / math.comb(n_a + n_b, n_a))  # the exact two-sided test's floor
         if smallest >= 0.05:
-            text += (f" With n = {n_a} / {n_b} repeats no difference can reach p < 0.05 "
-                     f"(the smallest attainable p is {number(smallest, '.3f')}).")  # fmt: skip
+            text += (
+                f" With n = {n_a} / {n_b} repeats no difference can reach p < 0.05 "
+                f"(the smallest attainable p is {number(smallest, '.3f')})."
+            )
     return text
 
 
@@ -357,8 +471,9 @@ def _interval(entry: Mapping[str, Any], spec: str) -> str:
     ci = entry.get("ci")
     if not ci:
         return MISSING
-    text = (f"[{number(ci[0], spec)}, {number(ci[1], spec)}] "
-            f"[{number(entry.get('ci_level'), '.1%')}]")  # fmt: skip
+    text = (
+        f"[{number(ci[0], spec)}, {number(ci[1], spec)}] [{number(entry.get('ci_level'), '.1%')}]"
+    )
     return text if entry.get("ci95") else f"*{text}*"
 
 

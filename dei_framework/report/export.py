@@ -63,8 +63,11 @@ def unfinished_runs(directory: Path) -> list[Path]:
     ``summary.json``: an interrupted experiment's repeats), which an export leaves out."""
     if holds_run(directory):
         return []
-    return sorted(path.parent for path in directory.rglob(CONFIG_FILE)
-                  if not (path.parent / SUMMARY_FILE).exists())  # fmt: skip
+    return sorted(
+        path.parent
+        for path in directory.rglob(CONFIG_FILE)
+        if not (path.parent / SUMMARY_FILE).exists()
+    )
 
 
 def collect_programs(directory: Path, what: str = "all") -> Iterator[ExportedProgram]:
@@ -138,8 +141,10 @@ def export_programs(
         raise ConfigError(f"--out {out} is a file, not a directory")
     out.mkdir(parents=True, exist_ok=True)
     directory = directory.resolve()
-    domains = {_run_name(run_dir, directory): _domain(read_run_summary(run_dir / "summary.json"))
-               for run_dir in find_runs(directory)}  # fmt: skip
+    domains = {
+        _run_name(run_dir, directory): _domain(read_run_summary(run_dir / "summary.json"))
+        for run_dir in find_runs(directory)
+    }
     written: list[Path] = []
     with (out / JSONL_NAME).open("w") as jsonl:
         for program in programs:
@@ -149,8 +154,9 @@ def export_programs(
             path = out / f"{program.stem}{suffix}"
             path.write_text(text)
             written.append(path)
-            jsonl.write(json.dumps({**program.to_json(), "domain": domain,
-                                    "file": path.name}) + "\n")  # fmt: skip
+            jsonl.write(
+                json.dumps({**program.to_json(), "domain": domain, "file": path.name}) + "\n"
+            )
     return written
 
 
@@ -182,13 +188,15 @@ class BestProgram:
     @property
     def line(self) -> str:
         """One line saying which program it is and which fitness chose it."""
-        where = (f"node {self.program.node}, round {self.program.round}, cell "
-                 f"{list(self.program.cell)}")  # fmt: skip
+        where = (
+            f"node {self.program.node}, round {self.program.round}, cell {list(self.program.cell)}"
+        )
         if self.basis == "common":
             raw = "unmeasured" if self.program.fitness is None else f"{self.program.fitness:.6g}"
             # One evaluation: a deterministic domain (or every other seed failed).
-            samples = (f"mean of {self.samples} evaluations" if self.samples != 1
-                       else "one evaluation")  # fmt: skip
+            samples = (
+                f"mean of {self.samples} evaluations" if self.samples != 1 else "one evaluation"
+            )
             return f"best by common-ground fitness {self.score:.6g} ({samples}; raw {raw}): {where}"
         return f"best by raw fitness {self.score:.6g} (the run has no common ground): {where}"
 
@@ -207,8 +215,9 @@ def best_program(run_dir: Path) -> BestProgram:
     """
     runs = find_runs(run_dir)
     if len(runs) != 1 or runs[0] != run_dir:
-        raise ConfigError(f"--best takes one run; {run_dir} holds {len(runs)} (give one of "
-                          "their directories)")  # fmt: skip
+        raise ConfigError(
+            f"--best takes one run; {run_dir} holds {len(runs)} (give one of their directories)"
+        )
     run = read_finished_run(run_dir)
     path = run_dir / "merged_archive.json"
     entries = [entry for entry in run.merged if entry["text"]]

@@ -53,15 +53,18 @@ def final_archives(run: FinishedRun) -> dict[str, GridArchive]:
             else:
                 archives[name] = GridArchive(
                     space=space, qd_offset=document.get("qd_offset", 0.0)
-                ).fill_from_json(document)  # fmt: skip
+                ).fill_from_json(document)
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
-            raise damaged(run.path / "nodes" / name / f"round-{len(run.rounds[name]) - 1:03d}.json",
-                          f"its archive cannot be placed in the run's grid ({exc})") from None
+            raise damaged(
+                run.path / "nodes" / name / f"round-{len(run.rounds[name]) - 1:03d}.json",
+                f"its archive cannot be placed in the run's grid ({exc})",
+            ) from None
     return archives
 
 
-def _run_grid(summary: Mapping[str, Any],
-              documents: Mapping[str, Mapping[str, Any]]) -> DescriptorSpace | None:  # fmt: skip
+def _run_grid(
+    summary: Mapping[str, Any], documents: Mapping[str, Mapping[str, Any]]
+) -> DescriptorSpace | None:
     """The run's grid: recorded in ``summary.json``, else (older runs) the space of a node
     that searched over the run's axes; ``None`` when neither is known."""
     with contextlib.suppress(KeyError, TypeError, ConfigError):  # an older run's summary
@@ -136,15 +139,22 @@ def plot_heatmaps(
         value_range = (low, high if high > low else low + 1.0)
     columns = min(len(panels), 3)
     rows = math.ceil(len(panels) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 4.2 * rows), squeeze=False,
-                             layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(4.6 * columns, 4.2 * rows), squeeze=False, layout="constrained"
+    )
     cmap = plt.get_cmap("viridis").with_extremes(bad="#e6e6e6")
     x_axis = space.axes[0]
     y_axis = space.axes[1] if len(space.axes) > 1 else None
     image = None
     for ax, (title, _), grid in zip(axes.flat, panels, grids, strict=False):
-        image = ax.imshow(np.ma.masked_invalid(grid.T), origin="lower", aspect="auto", cmap=cmap,
-                          vmin=value_range[0], vmax=value_range[1])  # fmt: skip
+        image = ax.imshow(
+            np.ma.masked_invalid(grid.T),
+            origin="lower",
+            aspect="auto",
+            cmap=cmap,
+            vmin=value_range[0],
+            vmax=value_range[1],
+        )
         filled = int(np.isfinite(grid).sum())
         ax.set_title(f"{title} ({filled}/{grid.size} cells)", fontsize=10)
         ax.set_xticks(*_ticks(x_axis.labels()), rotation=45, fontsize=7, ha="right")
@@ -221,8 +231,10 @@ def run_plots(run: FinishedRun, plots: Path) -> dict[str, str]:
     plt = _pyplot()
     if archives:
         space = next(iter(archives.values())).space
-        panels = [(f"{name} ({nodes.get(name, {}).get('operator', '')})", a.fitness_grid())
-                  for name, a in archives.items()]  # fmt: skip
+        panels = [
+            (f"{name} ({nodes.get(name, {}).get('operator', '')})", a.fitness_grid())
+            for name, a in archives.items()
+        ]
         panels.append(("merged", GridArchive.merge(archives.values()).fitness_grid()))
         plot_heatmaps(panels, space, plots / "heatmaps.png", colorbar="fitness")
         images["heatmaps"] = f"{PLOTS}/heatmaps.png"
@@ -243,8 +255,10 @@ def run_plots(run: FinishedRun, plots: Path) -> dict[str, str]:
         ("generality", "generality_per_round", "champion generality"),
         ("niche_novelty", "niche_novelty_per_round", "niche novelty"),
     ):
-        series = [(f"{name} ({node.get('operator', '')})", list(node.get(field) or []), None)
-                  for name, node in nodes.items()]  # fmt: skip
+        series = [
+            (f"{name} ({node.get('operator', '')})", list(node.get(field) or []), None)
+            for name, node in nodes.items()
+        ]
         if not any(v is not None for _, values, _ in series for v in values):
             continue  # nothing measured: no empty plot in the report
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -255,8 +269,9 @@ def run_plots(run: FinishedRun, plots: Path) -> dict[str, str]:
     return images
 
 
-def experiment_plots(summary: ExperimentSummary, runs: Mapping[str, FinishedRun],
-                     plots: Path) -> dict[str, str]:  # fmt: skip
+def experiment_plots(
+    summary: ExperimentSummary, runs: Mapping[str, FinishedRun], plots: Path
+) -> dict[str, str]:
     """Writes the experiment's PNGs; returns their relative paths by name.
 
     Args:
@@ -267,12 +282,16 @@ def experiment_plots(summary: ExperimentSummary, runs: Mapping[str, FinishedRun]
     # The runs' archives first: a damaged one ends the report before any plot is written.
     occupancies = {folder: merged_occupancy(run) for folder, run in runs.items()}
     conditions: Mapping[str, Any] = summary["conditions"]
-    images = {"final": _experiment_final_plot(summary, plots),
-              "progress": _experiment_progress_plot(conditions, plots)}  # fmt: skip
+    images = {
+        "final": _experiment_final_plot(summary, plots),
+        "progress": _experiment_progress_plot(conditions, plots),
+    }
     # The rest only where something was measured: no empty plot in the report.
-    optional = {"generality": _experiment_generality_plot(conditions, plots),
-                "niche_novelty": _experiment_niche_novelty_plot(conditions, plots),
-                "heatmaps": _experiment_occupancy_plot(conditions, occupancies, plots)}  # fmt: skip
+    optional = {
+        "generality": _experiment_generality_plot(conditions, plots),
+        "niche_novelty": _experiment_niche_novelty_plot(conditions, plots),
+        "heatmaps": _experiment_occupancy_plot(conditions, occupancies, plots),
+    }
     images.update({key: image for key, image in optional.items() if image is not None})
     return images
 
@@ -286,13 +305,17 @@ def _experiment_final_plot(summary: Mapping[str, Any], plots: Path) -> str:
     names = list(conditions)
     kind, final = final_figures(conditions)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, field, label in ((axes[0], "coverage", "merged coverage"),
-                             (axes[1], "qd_score", "merged QD-score")):  # fmt: skip
+    for ax, field, label in (
+        (axes[0], "coverage", "merged coverage"),
+        (axes[1], "qd_score", "merged QD-score"),
+    ):
         _bars_with_dots(ax, names, [final[name][field] for name in names])
         ax.set_ylabel(f"{label} ({kind})")
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(f"Final merged archive, {kind}, at equal compute ({summary.get('budget')} "
-                 f"calls per condition; bars: mean ± std over repeats, dots: repeats)")  # fmt: skip
+    fig.suptitle(
+        f"Final merged archive, {kind}, at equal compute ({summary.get('budget')} "
+        f"calls per condition; bars: mean ± std over repeats, dots: repeats)"
+    )
     _save(fig, plots / "final.png")
     return f"{PLOTS}/final.png"
 
@@ -309,18 +332,38 @@ def _experiment_progress_plot(conditions: Mapping[str, Any], plots: Path) -> str
     panels = 3 if any(champions.values()) else 2
     fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4))
     if panels == 3:
-        _line_plot(axes[0], [(name, [s["mean"] for s in rounds], [s["std"] for s in rounds])
-                             for name, rounds in champions.items()],
-                   ylabel="champion fitness (common ground)")  # fmt: skip
-        axes[0].set_title("round champions, common ground\n(mean ± std over nodes × repeats)",
-                          fontsize=9)  # fmt: skip
-    for ax, field, label in ((axes[-2], "coverage", "merged coverage (raw)"),
-                             (axes[-1], "qd_score", "merged QD-score (raw)")):  # fmt: skip
-        _line_plot(ax, [(name, [e[field]["mean"] for e in c["merged"]["per_round"]],
-                         [e[field]["std"] for e in c["merged"]["per_round"]])
-                        for name, c in conditions.items()], ylabel=label)  # fmt: skip
-        ax.set_title("raw: each node's own pool, not comparable\nacross conditions "
-                     "(mean ± std over repeats)", fontsize=9)  # fmt: skip
+        _line_plot(
+            axes[0],
+            [
+                (name, [s["mean"] for s in rounds], [s["std"] for s in rounds])
+                for name, rounds in champions.items()
+            ],
+            ylabel="champion fitness (common ground)",
+        )
+        axes[0].set_title(
+            "round champions, common ground\n(mean ± std over nodes × repeats)", fontsize=9
+        )
+    for ax, field, label in (
+        (axes[-2], "coverage", "merged coverage (raw)"),
+        (axes[-1], "qd_score", "merged QD-score (raw)"),
+    ):
+        _line_plot(
+            ax,
+            [
+                (
+                    name,
+                    [e[field]["mean"] for e in c["merged"]["per_round"]],
+                    [e[field]["std"] for e in c["merged"]["per_round"]],
+                )
+                for name, c in conditions.items()
+            ],
+            ylabel=label,
+        )
+        ax.set_title(
+            "raw: each node's own pool, not comparable\nacross conditions "
+            "(mean ± std over repeats)",
+            fontsize=9,
+        )
     _save(fig, plots / "progress.png")
     return f"{PLOTS}/progress.png"
 
@@ -338,15 +381,24 @@ def _experiment_generality_plot(conditions: Mapping[str, Any], plots: Path) -> s
         return None
     plt = _pyplot()
     names = list(conditions)
-    fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.8), squeeze=False,
-                             sharey=True)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(names), figsize=(4.5 * len(names), 3.8), squeeze=False, sharey=True
+    )
     for ax, name in zip(axes.flat, names, strict=True):
-        series = [(f"{node} ({stats['operator']})",
-                   [s["mean"] for s in stats["generality_per_round"]],
-                   [s["std"] for s in stats["generality_per_round"]])
-                  for node, stats in conditions[name]["per_node"].items()]  # fmt: skip
-        _line_plot(ax, series, ylabel="champion generality",
-                   colors=list(node_colors(conditions[name]["per_node"]).values()))
+        series = [
+            (
+                f"{node} ({stats['operator']})",
+                [s["mean"] for s in stats["generality_per_round"]],
+                [s["std"] for s in stats["generality_per_round"]],
+            )
+            for node, stats in conditions[name]["per_node"].items()
+        ]
+        _line_plot(
+            ax,
+            series,
+            ylabel="champion generality",
+            colors=list(node_colors(conditions[name]["per_node"]).values()),
+        )
         ax.set_title(name)
     fig.suptitle("Champion generality per round and node (mean ± std over repeats)")
     _save(fig, plots / "generality.png")
@@ -395,8 +447,9 @@ def _experiment_occupancy_plot(
                 occupancy.append(grid)
         if occupancy:
             frequency = np.mean(occupancy, axis=0)
-            panels.append((f"{name} (n={len(occupancy)} repeats)",
-                           np.where(frequency > 0, frequency, np.nan)))  # fmt: skip
+            panels.append(
+                (f"{name} (n={len(occupancy)} repeats)", np.where(frequency > 0, frequency, np.nan))
+            )
     if not panels or space is None:
         return None
     plot_heatmaps(
@@ -413,29 +466,38 @@ def final_figures(conditions: Mapping[str, Any]) -> tuple[str, dict[str, dict[st
     """What ``final.png`` draws: ``("common ground", ...)`` with each condition's
     common-ground coverage and QD-score statistics, or ``("raw", ...)`` when no condition
     measured common ground (an experiment from before it)."""
-    if any((condition_common(c).get("qd_score") or {}).get("mean") is not None
-           for c in conditions.values()):  # fmt: skip
+    if any(
+        (condition_common(c).get("qd_score") or {}).get("mean") is not None
+        for c in conditions.values()
+    ):
         empty = {"mean": None, "std": None, "values": []}
         return "common ground", {
-            name: {field: condition_common(c).get(field) or empty
-                   for field in ("coverage", "qd_score")}
+            name: {
+                field: condition_common(c).get(field) or empty for field in ("coverage", "qd_score")
+            }
             for name, c in conditions.items()
-        }  # fmt: skip
-    return "raw", {name: {field: c["merged"][field] for field in ("coverage", "qd_score")}
-                   for name, c in conditions.items()}  # fmt: skip
+        }
+    return "raw", {
+        name: {field: c["merged"][field] for field in ("coverage", "qd_score")}
+        for name, c in conditions.items()
+    }
 
 
 def champion_common_per_round(condition: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per round, the round champions' common-ground fitness over nodes × repeats (empty when
     no run measured it)."""
-    series = [node.get("champion_common_fitness_per_round") or []
-              for run in condition.get("runs", [])
-              for node in run.get("nodes", {}).values()]  # fmt: skip
+    series = [
+        node.get("champion_common_fitness_per_round") or []
+        for run in condition.get("runs", [])
+        for node in run.get("nodes", {}).values()
+    ]
     rounds = max((len(s) for s in series), default=0)
     if not any(v is not None for s in series for v in s):
         return []
-    return [describe([s[r] if r < len(s) else None for s in series], unit=PER_NODE_REPEAT)
-            for r in range(rounds)]  # fmt: skip
+    return [
+        describe([s[r] if r < len(s) else None for s in series], unit=PER_NODE_REPEAT)
+        for r in range(rounds)
+    ]
 
 
 def merged_occupancy(run: FinishedRun) -> tuple[DescriptorSpace, np.ndarray, str] | None:
@@ -446,15 +508,15 @@ def merged_occupancy(run: FinishedRun) -> tuple[DescriptorSpace, np.ndarray, str
     space = None
     with contextlib.suppress(KeyError, TypeError, ConfigError):  # an older run's summary
         space = DescriptorSpace.from_json(run.summary["space"]["grid"])
-    if space is not None and entries and all(e.get("common_fitness") is not None
-                                             for e in entries):  # fmt: skip
+    if space is not None and entries and all(e.get("common_fitness") is not None for e in entries):
         grid = np.zeros(space.shape)
         try:
             for entry in entries:
                 grid[tuple(entry["cell"])] = 1.0
         except IndexError:
-            raise damaged(run.path / "merged_archive.json",
-                          "a cell lies outside the run's grid") from None
+            raise damaged(
+                run.path / "merged_archive.json", "a cell lies outside the run's grid"
+            ) from None
         return space, grid, "common ground"
     archives = final_archives(run)
     if not archives:

@@ -56,36 +56,60 @@ def _merged_section(merged: Mapping[str, Any], images: Mapping[str, str]) -> lis
     """``## Merged archive``: its raw figures and, where measured, its common-ground ones (one
     row when they agree), how common ground was scored, and the archives' heatmaps."""
     out = ["## Merged archive\n"]
-    out.append("Best elite per cell across every node's final-round archive. **Raw**: fitness as "
-               "each node measured it, against its own opponent pool.")
+    out.append(
+        "Best elite per cell across every node's final-round archive. **Raw**: fitness as "
+        "each node measured it, against its own opponent pool."
+    )
     common = merged.get("common")
-    rows = [["raw", number(merged.get("coverage"), ".1%"), number(merged.get("qd_score"), ".2f"),
-             merged.get("num_elites", 0), number(merged.get("obj_max")),
-             number(merged.get("obj_mean"))]]  # fmt: skip
+    rows = [
+        [
+            "raw",
+            number(merged.get("coverage"), ".1%"),
+            number(merged.get("qd_score"), ".2f"),
+            merged.get("num_elites", 0),
+            number(merged.get("obj_max")),
+            number(merged.get("obj_mean")),
+        ]
+    ]
     if common:
         k = common.get("common_seeds")
-        scored = (f" The kept elites were then scored as the mean of K = {k} fresh seeds "
-                  f"(standard error of the QD-score from them: "
-                  f"{number(common.get('qd_score_sem'), '.2f')}; on the selection measurement it "
-                  f"was {number(common.get('selection_qd_gap'), '+.2f')} higher)."
-                  if k else "")  # fmt: skip
+        scored = (
+            f" The kept elites were then scored as the mean of K = {k} fresh seeds "
+            f"(standard error of the QD-score from them: "
+            f"{number(common.get('qd_score_sem'), '.2f')}; on the selection measurement it "
+            f"was {number(common.get('selection_qd_gap'), '+.2f')} higher)."
+            if k
+            else ""
+        )
         if common.get("deterministic"):  # scored once: there were no fresh seeds to average
-            scored = (" The domain is deterministic, so that one evaluation is each kept "
-                      "elite's score (no fresh seeds: they would give the same value).")
+            scored = (
+                " The domain is deterministic, so that one evaluation is each kept "
+                "elite's score (no fresh seeds: they would give the same value)."
+            )
         against = scored_against(common.get("reference"))
-        out.append(f" **Common ground**: every elite re-evaluated {against} with one selection "
-                   "seed, placed by its common-ground descriptor, the best per cell kept "
-                   f"(`merged_archive.json`).{scored}")  # fmt: skip
-        row = ["common ground", number(common.get("coverage"), ".1%"),
-               number(common.get("qd_score"), ".2f"), common.get("num_elites", 0),
-               number(common.get("obj_max")), number(common.get("obj_mean"))]  # fmt: skip
+        out.append(
+            f" **Common ground**: every elite re-evaluated {against} with one selection "
+            "seed, placed by its common-ground descriptor, the best per cell kept "
+            f"(`merged_archive.json`).{scored}"
+        )
+        row = [
+            "common ground",
+            number(common.get("coverage"), ".1%"),
+            number(common.get("qd_score"), ".2f"),
+            common.get("num_elites", 0),
+            number(common.get("obj_max")),
+            number(common.get("obj_mean")),
+        ]
         if row[1:] == rows[0][1:]:  # nothing differs between the pools: one row says both
             rows = [["raw = common ground", *row[1:]]]
         else:
             rows.append(row)
     out.append("\n")
-    out.append(markdown_table(["measure", "coverage", "QD-score", "elites", "best fitness",
-                       "mean fitness"], rows))  # fmt: skip
+    out.append(
+        markdown_table(
+            ["measure", "coverage", "QD-score", "elites", "best fitness", "mean fitness"], rows
+        )
+    )
     out.append(markdown_image("archives", images.get("heatmaps")))
     return out
 
@@ -95,26 +119,44 @@ def _nodes_section(nodes: Mapping[str, Any]) -> list[str]:
     return [
         "\n## Nodes\n",
         markdown_table(
-            ["node", "operator", "calls", "rounds", "champion fitness",
-             "generality (final / peak)", "niche novelty", "coverage", "QD-score", "stopped"],
-            [[name, node.get("operator", ""), f"{node.get('calls', 0)}/{node.get('quota', '?')}",
-              node.get("rounds_completed", "?"),
-              number((node.get("champion") or {}).get("fitness")),
-              f"{number(node.get('generality'))} / {number(node.get('generality_peak'))}",
-              number(node.get("niche_novelty")),
-              number(_last(node.get("coverage_per_round")), ".1%"),
-              number(_last(node.get("qd_score_per_round")), ".2f"), node.get("stopped") or ""]
-             for name, node in nodes.items()],
+            [
+                "node",
+                "operator",
+                "calls",
+                "rounds",
+                "champion fitness",
+                "generality (final / peak)",
+                "niche novelty",
+                "coverage",
+                "QD-score",
+                "stopped",
+            ],
+            [
+                [
+                    name,
+                    node.get("operator", ""),
+                    f"{node.get('calls', 0)}/{node.get('quota', '?')}",
+                    node.get("rounds_completed", "?"),
+                    number((node.get("champion") or {}).get("fitness")),
+                    f"{number(node.get('generality'))} / {number(node.get('generality_peak'))}",
+                    number(node.get("niche_novelty")),
+                    number(_last(node.get("coverage_per_round")), ".1%"),
+                    number(_last(node.get("qd_score_per_round")), ".2f"),
+                    node.get("stopped") or "",
+                ]
+                for name, node in nodes.items()
+            ],
         ),
         "\nGenerality: share of the domain's reference programs the champion beats or ties "
         "(– when the domain has none). Niche novelty: share of received peer champions that "
         "landed in a cell empty in the receiver's previous-round archive (– when none "
         "arrived).\n",
-    ]  # fmt: skip
+    ]
 
 
-def _per_round_section(merged: Mapping[str, Any], nodes: Mapping[str, Any],
-                       images: Mapping[str, str]) -> list[str]:  # fmt: skip
+def _per_round_section(
+    merged: Mapping[str, Any], nodes: Mapping[str, Any], images: Mapping[str, str]
+) -> list[str]:
     """``## Per round``: the merged archive's and each node's figures per round, and their
     plots."""
     per_round = merged.get("per_round", [])
@@ -122,18 +164,31 @@ def _per_round_section(merged: Mapping[str, Any], nodes: Mapping[str, Any],
     return [
         "\n## Per round\n",
         markdown_table(
-            ["round", "merged coverage", "merged QD-score",
-             *[f"{n} coverage" for n in names], *[f"{n} generality" for n in names]],
-            [[entry.get("round", i), number(entry.get("coverage"), ".1%"),
-              number(entry.get("qd_score"), ".2f"),
-              *[number(value_at(nodes[n].get("coverage_per_round"), i), ".1%") for n in names],
-              *[number(value_at(nodes[n].get("generality_per_round"), i)) for n in names]]
-             for i, entry in enumerate(per_round)],
+            [
+                "round",
+                "merged coverage",
+                "merged QD-score",
+                *[f"{n} coverage" for n in names],
+                *[f"{n} generality" for n in names],
+            ],
+            [
+                [
+                    entry.get("round", i),
+                    number(entry.get("coverage"), ".1%"),
+                    number(entry.get("qd_score"), ".2f"),
+                    *[
+                        number(value_at(nodes[n].get("coverage_per_round"), i), ".1%")
+                        for n in names
+                    ],
+                    *[number(value_at(nodes[n].get("generality_per_round"), i)) for n in names],
+                ]
+                for i, entry in enumerate(per_round)
+            ],
         ),
         markdown_image("coverage and QD-score per round", images.get("progress")),
         markdown_image("generality per round", images.get("generality")),
         markdown_image("niche novelty per round", images.get("niche_novelty")),
-    ]  # fmt: skip
+    ]
 
 
 def _divergence_section(divergence: Mapping[str, Any]) -> list[str]:
@@ -146,9 +201,12 @@ def _divergence_section(divergence: Mapping[str, Any]) -> list[str]:
     )
     pairs = divergence.get("pairs") or {}
     if pairs:
-        out.append(markdown_table(["nodes", "divergence"],
-                          [[key.replace("|", " vs "), number(value)]
-                           for key, value in pairs.items()]))  # fmt: skip
+        out.append(
+            markdown_table(
+                ["nodes", "divergence"],
+                [[key.replace("|", " vs "), number(value)] for key, value in pairs.items()],
+            )
+        )
     return out
 
 
@@ -157,17 +215,48 @@ def _budget_section(summary: Mapping[str, Any]) -> list[str]:
     the table cannot show."""
     budget = summary.get("budget", {})
     out = ["\n## Budget\n"]
-    out.append(markdown_table(
-        ["node", "model", "calls", "quota", "attempts", "prompt tokens", "completion tokens",
-         "cost (USD)", "call seconds"],
-        [[name, usage.get("model", ""), usage.get("calls"), usage.get("quota"),
-          usage.get("attempts"), usage.get("prompt_tokens"), usage.get("completion_tokens"),
-          number(usage.get("cost_usd"), ".4f"), number(usage.get("call_seconds"), ".1f")]
-         for name, usage in (budget.get("nodes") or {}).items()]
-        + [["**total**", "", budget.get("calls"), budget.get("limit"), budget.get("attempts"),
-            budget.get("prompt_tokens"), budget.get("completion_tokens"),
-            number(budget.get("cost_usd"), ".4f"), number(budget.get("call_seconds"), ".1f")]],
-    ))  # fmt: skip
+    out.append(
+        markdown_table(
+            [
+                "node",
+                "model",
+                "calls",
+                "quota",
+                "attempts",
+                "prompt tokens",
+                "completion tokens",
+                "cost (USD)",
+                "call seconds",
+            ],
+            [
+                [
+                    name,
+                    usage.get("model", ""),
+                    usage.get("calls"),
+                    usage.get("quota"),
+                    usage.get("attempts"),
+                    usage.get("prompt_tokens"),
+                    usage.get("completion_tokens"),
+                    number(usage.get("cost_usd"), ".4f"),
+                    number(usage.get("call_seconds"), ".1f"),
+                ]
+                for name, usage in (budget.get("nodes") or {}).items()
+            ]
+            + [
+                [
+                    "**total**",
+                    "",
+                    budget.get("calls"),
+                    budget.get("limit"),
+                    budget.get("attempts"),
+                    budget.get("prompt_tokens"),
+                    budget.get("completion_tokens"),
+                    number(budget.get("cost_usd"), ".4f"),
+                    number(budget.get("call_seconds"), ".1f"),
+                ]
+            ],
+        )
+    )
     out.append(
         f"\nWall time {number(budget.get('wall_seconds'), '.1f')} s; "
         f"{summary.get('evaluated', '?')} evaluations, {summary.get('invalid', '?')} invalid"
@@ -203,12 +292,16 @@ def _budget_notes(budget: dict[str, Any]) -> list[str]:
     notes = []
     axis = budget.get("axis", "calls")
     if axis != "calls":
-        notes.append(f"\nEqual compute on **{axis}**: {budget.get('spent')} of "
-                     f"{budget.get('limit')} spent.\n")  # fmt: skip
+        notes.append(
+            f"\nEqual compute on **{axis}**: {budget.get('spent')} of "
+            f"{budget.get('limit')} spent.\n"
+        )
     for name in budget.get("unpriced_nodes") or []:
         model = (budget.get("nodes") or {}).get(name, {}).get("model", "?")
-        notes.append(f"\nCost of {name} unknown: no price for {model} (give one with "
-                     "`--price MODEL=IN,OUT`); the total cost is unknown too.\n")  # fmt: skip
+        notes.append(
+            f"\nCost of {name} unknown: no price for {model} (give one with "
+            "`--price MODEL=IN,OUT`); the total cost is unknown too.\n"
+        )
     for name, usage in (budget.get("nodes") or {}).items():
         if usage.get("exhausted"):
             notes.append(f"\n{name} reached a cap: {usage['exhausted']}.\n")
@@ -238,15 +331,21 @@ def _last(values: Sequence[Any] | None) -> Any:
 
 
 #: How the report words each kind of stopped candidate.
-_STOPPED_WORDS = {"timeout": "over the time limit", "memory": "over the memory limit",
-                  "killed": "killed by a signal", "sandbox": "took their sandbox down"}
+_STOPPED_WORDS = {
+    "timeout": "over the time limit",
+    "memory": "over the memory limit",
+    "killed": "killed by a signal",
+    "sandbox": "took their sandbox down",
+}
 
 
 def _stopped_note(stopped: Any) -> str:
     """``" (of which 1 over the time limit, ...)"`` for a sandboxed run's stopped candidates."""
     if not isinstance(stopped, dict):
         return ""
-    parts = [f"{count} {_STOPPED_WORDS.get(kind, kind)}" for kind, count in stopped.items()
-             if isinstance(count, int) and count]  # fmt: skip
+    parts = [
+        f"{count} {_STOPPED_WORDS.get(kind, kind)}"
+        for kind, count in stopped.items()
+        if isinstance(count, int) and count
+    ]
     return f" (of which {', '.join(parts)})" if parts else " (none stopped by a limit)"
-

@@ -49,9 +49,11 @@ def write_run_report(path: Path) -> Path:
             from dei_framework.experiment.summary import summarize_experiment
 
             summary = summarize_experiment(path)
-        runs = {run["dir"]: read_finished_run(path / run["dir"])
-                for condition in summary["conditions"].values()
-                for run in condition["runs"]}  # fmt: skip
+        runs = {
+            run["dir"]: read_finished_run(path / run["dir"])
+            for condition in summary["conditions"].values()
+            for run in condition["runs"]
+        }
         markdown = experiment_report(path, summary, runs)
     elif summary_path.exists() or (path / "config.json").exists():
         markdown = run_report(read_finished_run(path))
@@ -60,5 +62,3 @@ def write_run_report(path: Path) -> Path:
     report = path / "report.md"
     report.write_text(markdown, encoding="utf-8")
     return report
-
-

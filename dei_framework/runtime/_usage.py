@@ -102,9 +102,11 @@ class NodeUsage:
 @functools.cache
 def _summed_fields() -> tuple[str, ...]:
     """The counters :meth:`NodeUsage.add` sums (persisted ones, bar the ``exhausted`` marks)."""
-    return tuple(field.name for field in attrs.fields(NodeUsage)
-                 if not field.metadata.get("transient")
-                 and not field.name.startswith("exhausted"))  # fmt: skip
+    return tuple(
+        field.name
+        for field in attrs.fields(NodeUsage)
+        if not field.metadata.get("transient") and not field.name.startswith("exhausted")
+    )
 
 
 def split_budget(total: int, nodes: Sequence[str]) -> dict[str, int]:

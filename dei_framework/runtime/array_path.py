@@ -50,28 +50,44 @@ class ArrayOutcome:
     eval_seconds: float
 
 
-def array_path_columns(*, operator: Operator, domain: Domain, scheduler: Scheduler,
-                       evaluator: Evaluator, recorded: bool, capped: bool,
-                       axes: Sequence[str]) -> list[int] | None:  # fmt: skip
+def array_path_columns(
+    *,
+    operator: Operator,
+    domain: Domain,
+    scheduler: Scheduler,
+    evaluator: Evaluator,
+    recorded: bool,
+    capped: bool,
+    axes: Sequence[str],
+) -> list[int] | None:
     """The domain's descriptor columns of a node's axes when the array path applies, else
     ``None``: an offline operator and a domain that both have the array form, the built-in
     local evaluator, nothing ``recorded`` to serve, no cap but the call quota (not
     ``capped``), the scheduler's own ``axes`` and an archive without its own ``add`` (the
     conditions under which it gives what the text path gives)."""
     axis_names = [axis.name for axis in domain.descriptor_axes()]
-    if not (operator.offline
-            and "array" in operator.capabilities and "array" in domain.capabilities
-            and evaluator.local and not recorded and not capped
-            and set(axes) == set(scheduler.space.names) <= set(axis_names)
-            and type(scheduler.archive).add is ArchiveBase.add):
+    if not (
+        operator.offline
+        and "array" in operator.capabilities
+        and "array" in domain.capabilities
+        and evaluator.local
+        and not recorded
+        and not capped
+        and set(axes) == set(scheduler.space.names) <= set(axis_names)
+        and type(scheduler.archive).add is ArchiveBase.add
+    ):
         return None
     return [axis_names.index(name) for name in scheduler.space.names]
 
 
 async def array_step(
-    items: Sequence[WorkItem], *, operator: Operator, evaluator: Evaluator,
-    columns: Sequence[int], operator_bug: Callable[[Exception], OperatorError],
-) -> ArrayOutcome:  # fmt: skip
+    items: Sequence[WorkItem],
+    *,
+    operator: Operator,
+    evaluator: Evaluator,
+    columns: Sequence[int],
+    operator_bug: Callable[[Exception], OperatorError],
+) -> ArrayOutcome:
     """Call items through the array path: the operator's genomes for all of them and the
     domain's vectorised evaluation, for the driver to count and tell.
 
@@ -95,13 +111,26 @@ async def array_step(
     except Exception as exc:  # noqa: BLE001 - a domain's bug: the batch is invalid, with why
         reason = f"domain's evaluate_genomes failed: {type(exc).__name__}: {exc}"
         fitness, descriptors, errors = [None] * len(items), 0.0, [reason] * len(items)
-    return ArrayOutcome(items=items, genomes=genomes, fitness=fitness,
-                        descriptors=descriptors, errors=errors, call_seconds=call_seconds,
-                        eval_seconds=(time.perf_counter() - started) / len(items))
+    return ArrayOutcome(
+        items=items,
+        genomes=genomes,
+        fitness=fitness,
+        descriptors=descriptors,
+        errors=errors,
+        call_seconds=call_seconds,
+        eval_seconds=(time.perf_counter() - started) / len(items),
+    )
 
 
-def tell_arrays(outcome: ArrayOutcome, *, scheduler: Scheduler, ledger: BudgetLedger,
-                domain: Domain, operator: str, columns: Sequence[int]) -> TellReport | None:
+def tell_arrays(
+    outcome: ArrayOutcome,
+    *,
+    scheduler: Scheduler,
+    ledger: BudgetLedger,
+    domain: Domain,
+    operator: str,
+    columns: Sequence[int],
+) -> TellReport | None:
     """Counts an array step's calls and tells its results (one
     :meth:`~dei_framework.search.scheduler.Scheduler.tell_batch`); ``None`` when a quota the
     scheduler's plan did not foresee stopped it instead.
@@ -117,18 +146,22 @@ def tell_arrays(outcome: ArrayOutcome, *, scheduler: Scheduler, ledger: BudgetLe
     except BudgetExhausted as exc:
         scheduler.stop(str(exc))
         return None
-    timings = {"eval_s": round(outcome.eval_seconds, 6),
-               "call_s": round(outcome.call_seconds, 6)}  # fmt: skip
+    timings = {"eval_s": round(outcome.eval_seconds, 6), "call_s": round(outcome.call_seconds, 6)}
     return scheduler.tell_batch(
-        items, texts=domain.genome_texts(outcome.genomes), fitness=outcome.fitness,
+        items,
+        texts=domain.genome_texts(outcome.genomes),
+        fitness=outcome.fitness,
         descriptors=np.broadcast_to(outcome.descriptors, (len(items), len(columns))),
-        data=list(outcome.genomes), errors=outcome.errors, operator=operator,
+        data=list(outcome.genomes),
+        errors=outcome.errors,
+        operator=operator,
         info={"timings": timings},
     )
 
 
-def told_columns(scores: GenomeEvaluations, count: int, columns: Sequence[int]
-                  ) -> tuple[list[float | None], np.ndarray, list[str | None]]:  # fmt: skip
+def told_columns(
+    scores: GenomeEvaluations, count: int, columns: Sequence[int]
+) -> tuple[list[float | None], np.ndarray, list[str | None]]:
     """``tell_batch``'s fitness, descriptor and error columns from the domain's array
     evaluation (a row with a value that is not a finite number is invalid, with why).
 
@@ -138,14 +171,18 @@ def told_columns(scores: GenomeEvaluations, count: int, columns: Sequence[int]
     fitness = np.asarray(scores.fitness, dtype=float)
     descriptors = np.asarray(scores.descriptors, dtype=float)
     if fitness.shape != (count,) or descriptors.ndim != 2 or len(descriptors) != count:
-        raise ValueError(f"fitness of shape {fitness.shape} and descriptors of shape "
-                         f"{descriptors.shape} for {count} genomes")  # fmt: skip
+        raise ValueError(
+            f"fitness of shape {fitness.shape} and descriptors of shape "
+            f"{descriptors.shape} for {count} genomes"
+        )
     descriptors = descriptors[:, columns]
     valid = np.isfinite(fitness) & np.isfinite(descriptors).all(axis=1)
     if valid.all():
         return fitness.tolist(), descriptors, [None] * count
-    errors = [None if ok else "the domain's evaluation is not a finite number"
-              for ok in valid.tolist()]  # fmt: skip
-    scores = [value if ok else None
-              for value, ok in zip(fitness.tolist(), valid.tolist(), strict=True)]  # fmt: skip
+    errors = [
+        None if ok else "the domain's evaluation is not a finite number" for ok in valid.tolist()
+    ]
+    scores = [
+        value if ok else None for value, ok in zip(fitness.tolist(), valid.tolist(), strict=True)
+    ]
     return scores, np.where(valid[:, None], descriptors, 0.0), errors

@@ -163,16 +163,33 @@ def assemble(
     Raises:
         DEIError: A configuration problem, or a checkpoint or record that cannot be used.
     """
-    return _Assembly(config, registry, run_dir, reactions, local=local, resume=resume,
-                     replay_from=replay_from, reask_mismatched=reask_mismatched).build()
+    return _Assembly(
+        config,
+        registry,
+        run_dir,
+        reactions,
+        local=local,
+        resume=resume,
+        replay_from=replay_from,
+        reask_mismatched=reask_mismatched,
+    ).build()
 
 
 class _Assembly:
     """One call of :func:`assemble`: the parts built so far, and a method per step."""
 
-    def __init__(self, config: RunConfig, registry: PluginRegistry, run_dir: RunDir,
-                 reactions: RunReactions, *, local: str | None, resume: bool,
-                 replay_from: RunDir | None, reask_mismatched: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: RunConfig,
+        registry: PluginRegistry,
+        run_dir: RunDir,
+        reactions: RunReactions,
+        *,
+        local: str | None,
+        resume: bool,
+        replay_from: RunDir | None,
+        reask_mismatched: bool,
+    ) -> None:
         self.registry, self.run_dir, self.reactions = registry, run_dir, reactions
         self.local, self.resume, self.replay_from = local, resume, replay_from
         self.reask_mismatched = reask_mismatched
@@ -193,9 +210,10 @@ class _Assembly:
             # A node process leaves common ground to the merge, which measures every node's
             # elites and champions at once.
             self.base.merge.reference = build_reference(self.domain, scoring=config.common_seeds)
-        self.spaces = {node.name: build_space(self.domain, node.axes or self.base.space.names,
-                                              registry)
-                       for node in self.local_nodes}  # fmt: skip
+        self.spaces = {
+            node.name: build_space(self.domain, node.axes or self.base.space.names, registry)
+            for node in self.local_nodes
+        }
         self.policies = {node.name: self.sharing_policy(node) for node in self.local_nodes}
         self.ledger = self.build_ledger()
         self.allocation = self.build_allocation()
@@ -208,37 +226,61 @@ class _Assembly:
         check_metering(config, self.operators)
         chaos.install(self.evaluator, self.operators)
         transports = self.build_delivery()
-        nodes = [self.node(node_config, transport)
-                 for node_config, transport in zip(self.local_nodes, transports, strict=True)]
+        nodes = [
+            self.node(node_config, transport)
+            for node_config, transport in zip(self.local_nodes, transports, strict=True)
+        ]
         reports_out: set[asyncio.Task] = set()
         money = link_node_process(
-            config, local=self.local, nodes=nodes, allocation=self.allocation,
-            ledger=self.ledger, record=lambda events: self.reactions.record(events, []),
+            config,
+            local=self.local,
+            nodes=nodes,
+            allocation=self.allocation,
+            ledger=self.ledger,
+            record=lambda events: self.reactions.record(events, []),
             reports_out=reports_out,
-        )  # fmt: skip
+        )
         if self.resumed is not None:  # rebuilt from the checkpoint: now the logs go back to it
             self.resumed.cut_logs()
         space = self.base.space
         # A node whose archive is a grid over the run's space logs cells of that space.
-        tally = EventTally(space, placed=[
-            name for name, driver in self.drivers.items()
-            if type(driver.scheduler.archive) is GridArchive
-            and driver.scheduler.archive.space == space])  # fmt: skip
+        tally = EventTally(
+            space,
+            placed=[
+                name
+                for name, driver in self.drivers.items()
+                if type(driver.scheduler.archive) is GridArchive
+                and driver.scheduler.archive.space == space
+            ],
+        )
         return RunParts(
-            config=config, domain=self.domain, space=space, merge=self.base.merge,
-            ledger=self.ledger, allocation=self.allocation, evaluator=self.evaluator,
-            operators=self.operators, timeline=self.timeline, nodes=nodes, drivers=self.drivers,
-            tally=tally, money=money, reports_out=reports_out,
+            config=config,
+            domain=self.domain,
+            space=space,
+            merge=self.base.merge,
+            ledger=self.ledger,
+            allocation=self.allocation,
+            evaluator=self.evaluator,
+            operators=self.operators,
+            timeline=self.timeline,
+            nodes=nodes,
+            drivers=self.drivers,
+            tally=tally,
+            money=money,
+            reports_out=reports_out,
             round_opponents=self.round_opponents,
-        )  # fmt: skip
+        )
 
     # --- run-wide parts -------------------------------------------------------------------------
 
     def sharing_policy(self, node: NodeConfig) -> SharingPolicy:
         name = node.sharing or self.config.sharing
-        return build_plugin(self.registry.sharing, name,
-                            self.registry.sharing_policy(name).factory,
-                            self.context(self.config.sharing_options))  # fmt: skip
+        return build_plugin(
+            self.registry.sharing,
+            name,
+            self.registry.sharing_policy(name).factory,
+            self.context(self.config.sharing_options),
+        )
 
     def build_ledger(self) -> BudgetLedger:
         config, nodes = self.config, self.local_nodes
@@ -247,19 +289,23 @@ class _Assembly:
             quotas={node.name: quotas[node.name] for node in nodes},
             models={node.name: node.operator for node in nodes},
             caps={node.name: caps[node.name] for node in nodes},
-            attempts_per_call=config.max_attempts_per_call, axis=config.compute_axis,
+            attempts_per_call=config.max_attempts_per_call,
+            axis=config.compute_axis,
             # One node of a run (one process per node) is limited by its own share.
             limit=config.compute_limit() if self.local is None else None,
-        )  # fmt: skip
+        )
 
     def build_allocation(self) -> AllocationCoordinator | None:
         """The run's budget allocator at work, or ``None`` for a static one (the equal split
         the ledger holds already: nothing moves, and the run is exactly as without one)."""
         config, registry, ledger, drivers = self.config, self.registry, self.ledger, self.drivers
         options, wait = split_options(config.allocation_options)
-        allocator = build_plugin(registry.allocators, config.allocation,
-                                 registry.allocator(config.allocation).factory,
-                                 self.context(options))  # fmt: skip
+        allocator = build_plugin(
+            registry.allocators,
+            config.allocation,
+            registry.allocator(config.allocation).factory,
+            self.context(options),
+        )
         if not allocator.dynamic:
             return None
         check_allocation(config)
@@ -271,12 +317,17 @@ class _Assembly:
             ledger.quotas[node] = sum(scheduler.round_quotas.values())
 
         coordinator = AllocationCoordinator(
-            allocator, nodes=config.node_names, rounds=config.rounds,
-            limit=int(config.compute_limit()), spent=lambda node: ledger.usage[node].calls,
-            space=self.base.space, apply=apply,
+            allocator,
+            nodes=config.node_names,
+            rounds=config.rounds,
+            limit=int(config.compute_limit()),
+            spent=lambda node: ledger.usage[node].calls,
+            space=self.base.space,
+            apply=apply,
             record=lambda events: self.reactions.record(events, []),
-            local=[node.name for node in self.local_nodes], wait_seconds=wait,
-        )  # fmt: skip
+            local=[node.name for node in self.local_nodes],
+            wait_seconds=wait,
+        )
         for node, quota in coordinator.first_round().items():
             if node in ledger.quotas:
                 ledger.quotas[node] = quota  # a resumed node's are put back with its scheduler
@@ -286,9 +337,11 @@ class _Assembly:
         resumed = resume_from_checkpoint(self.run_dir, self.ledger, self.replies)
         names = sorted(node.name for node in self.local_nodes)
         if resumed.checkpoint is not None and sorted(resumed.states) != names:
-            raise damaged(self.run_dir.checkpoint_path,
-                          f"it holds nodes {', '.join(sorted(resumed.states)) or 'none'} but "
-                          f"the run has {', '.join(names)}; refusing to resume")  # fmt: skip
+            raise damaged(
+                self.run_dir.checkpoint_path,
+                f"it holds nodes {', '.join(sorted(resumed.states)) or 'none'} but "
+                f"the run has {', '.join(names)}; refusing to resume",
+            )
         return resumed
 
     def operator(self, node: NodeConfig) -> Operator:
@@ -306,19 +359,27 @@ class _Assembly:
         if self.replay_from is not None and not self.reask_mismatched and not reruns:
             return RecordedOperator(label=node.operator)
         return build_plugin(
-            registry.operators, spec.name, spec.factory,
-            OperatorSettings(spec=node.operator, node=node.name, options=node.options,
-                             registry=registry, seed=config.seed),
+            registry.operators,
+            spec.name,
+            spec.factory,
+            OperatorSettings(
+                spec=node.operator,
+                node=node.name,
+                options=node.options,
+                registry=registry,
+                seed=config.seed,
+            ),
             self.domain,
-        )  # fmt: skip
+        )
 
     def build_delivery(self) -> list:
         """Sets :attr:`timeline` (virtual-time delivery) or builds the transport; returns each
         node's endpoint (``None`` each without a transport)."""
         config, registry, nodes = self.config, self.registry, self.local_nodes
         self.timeline: Timeline | None = None
-        shares = (self.replay_from is None
-                  and any(policy.shares for policy in self.policies.values()))  # fmt: skip
+        shares = self.replay_from is None and any(
+            policy.shares for policy in self.policies.values()
+        )
         if not shares:
             return [None] * len(nodes)
         spec = registry.transport(config.transport)
@@ -327,12 +388,20 @@ class _Assembly:
             with restoring(self.run_dir, "the timeline"):
                 self.timeline.restore(self.resumed.postings if self.resumed else [])
             return [None] * len(nodes)
-        transports = list(build_plugin(registry.transports, config.transport, spec.factory,
-                                       [node.name for node in nodes],
-                                       self.context(transport_options(config))))  # fmt: skip
+        transports = list(
+            build_plugin(
+                registry.transports,
+                config.transport,
+                spec.factory,
+                [node.name for node in nodes],
+                self.context(transport_options(config)),
+            )
+        )
         if len(transports) != len(nodes):
-            raise ConfigError(f"transport {config.transport!r} gave {len(transports)} endpoints "
-                              f"for {len(nodes)} nodes")  # fmt: skip
+            raise ConfigError(
+                f"transport {config.transport!r} gave {len(transports)} endpoints "
+                f"for {len(nodes)} nodes"
+            )
         return transports
 
     # --- one node -------------------------------------------------------------------------------
@@ -346,11 +415,18 @@ class _Assembly:
             scheduler.set_round_quota(0, self.allocation.decisions[0][name])
         if name in states:
             self.restore_scheduler(name, scheduler, states[name])
-        node = Node(name=name, transport=transport, policy=self.policies[name],
-                    domain_name=self.domain.name, registry=self.registry,
-                    recorded=None if self.record is None else self.record.received.get(name, {}),
-                    identity=self.identity(name), members=config.members,
-                    timeline=self.timeline, clock=self.clock(node_config, scheduler))  # fmt: skip
+        node = Node(
+            name=name,
+            transport=transport,
+            policy=self.policies[name],
+            domain_name=self.domain.name,
+            registry=self.registry,
+            recorded=None if self.record is None else self.record.received.get(name, {}),
+            identity=self.identity(name),
+            members=config.members,
+            timeline=self.timeline,
+            clock=self.clock(node_config, scheduler),
+        )
         sharing = self.resumed.sharing_states if self.resumed is not None else {}
         if name in sharing:
             with restoring(self.run_dir, f"node {name}'s sharing counters"):
@@ -359,7 +435,8 @@ class _Assembly:
         if name in states:
             with restoring(self.run_dir, f"node {name}'s state"):
                 self.drivers[name].generality_excluded.update(
-                    states[name].get("generality_excluded", ()))
+                    states[name].get("generality_excluded", ())
+                )
         return node
 
     def scheduler(self, node: NodeConfig) -> Scheduler:
@@ -368,23 +445,38 @@ class _Assembly:
         archive_name = node.archive or config.archive
         lags = self.record.lags if self.record is not None else {}
         return Scheduler(
-            name=name, space=self.spaces[name], initial_opponents=self.domain.initial_opponents(),
-            calls=self.ledger.quotas[name], rounds=config.rounds, seed=config.seed,
+            name=name,
+            space=self.spaces[name],
+            initial_opponents=self.domain.initial_opponents(),
+            calls=self.ledger.quotas[name],
+            rounds=config.rounds,
+            seed=config.seed,
             new_fraction=config.new_fraction,
-            lag=lags.get(name, config.lag if config.lag is not None
-                         else LAG_PER_SLOT * self.operators[name].max_in_flight),
-            archive=build_plugin(registry.archives, archive_name,
-                                 registry.archive(archive_name).factory,
-                                 self.context(own_options(node.archive_options,
-                                                          config.archive_options))),
-            emitter=build_plugin(registry.emitters, emitter_name,
-                                 registry.emitter(emitter_name).factory,
-                                 self.context(own_options(node.emitter_options,
-                                                          config.emitter_options))),
-            sharing=self.policies[name], qd_offset=self.domain.fitness_floor,
-            own_window=config.max_champions, peer_window=config.max_peer_champions,
-            lifecycle=config.lifecycle, seeds=self.domain.seed_programs(),
-        )  # fmt: skip
+            lag=lags.get(
+                name,
+                config.lag
+                if config.lag is not None
+                else LAG_PER_SLOT * self.operators[name].max_in_flight,
+            ),
+            archive=build_plugin(
+                registry.archives,
+                archive_name,
+                registry.archive(archive_name).factory,
+                self.context(own_options(node.archive_options, config.archive_options)),
+            ),
+            emitter=build_plugin(
+                registry.emitters,
+                emitter_name,
+                registry.emitter(emitter_name).factory,
+                self.context(own_options(node.emitter_options, config.emitter_options)),
+            ),
+            sharing=self.policies[name],
+            qd_offset=self.domain.fitness_floor,
+            own_window=config.max_champions,
+            peer_window=config.max_peer_champions,
+            lifecycle=config.lifecycle,
+            seeds=self.domain.seed_programs(),
+        )
 
     def restore_scheduler(self, name: str, scheduler: Scheduler, state: dict) -> None:
         """Puts node ``name``'s scheduler and usage back as the checkpoint holds them, and its
@@ -403,8 +495,11 @@ class _Assembly:
                 self.base.merge.add_round(name, round_index, archive)
             ended[round_index] = (archive, calls)
         if self.allocation is not None:
-            reports = (peer_reports(self.run_dir, self.resumed)
-                       if self.allocation.remote and self.resumed is not None else [])
+            reports = (
+                peer_reports(self.run_dir, self.resumed)
+                if self.allocation.remote and self.resumed is not None
+                else []
+            )
             self.allocation.restore(name, scheduler.round_quotas, ended, reports)
             self.ledger.quotas[name] = sum(scheduler.round_quotas.values())
 
@@ -436,8 +531,11 @@ class _Assembly:
             # (each round one virtual second) waits for the same thing.
             return NodeClock(latency=1.0, slots=1, quota=_one_per_round)
         operator = self.operators[node.name]
-        return NodeClock(latency=nominal_latency(node, operator), slots=operator.max_in_flight,
-                         quota=scheduler.round_quota)  # fmt: skip
+        return NodeClock(
+            latency=nominal_latency(node, operator),
+            slots=operator.max_in_flight,
+            quota=scheduler.round_quota,
+        )
 
     def driver(self, name: str, scheduler: Scheduler, node: Node) -> SearchDriver:
         if self.replay_from is not None:
@@ -447,15 +545,21 @@ class _Assembly:
             on_mismatch, source = "ask", "the calls made before the interruption"
         reactions = self.reactions
         return SearchDriver(
-            scheduler=scheduler, domain=self.domain, operator=self.operators[name],
-            evaluator=self.evaluator, ledger=self.ledger, record=reactions.record,
-            receive=round_receiver(node, self.allocation), publish=node.publish,
+            scheduler=scheduler,
+            domain=self.domain,
+            operator=self.operators[name],
+            evaluator=self.evaluator,
+            ledger=self.ledger,
+            record=reactions.record,
+            receive=round_receiver(node, self.allocation),
+            publish=node.publish,
             replies=Recording(self.replies.get(name, {}), on_mismatch=on_mismatch, source=source),
-            on_round=reactions.round_ended(name), checkpoint=reactions.checkpoint,
+            on_round=reactions.round_ended(name),
+            checkpoint=reactions.checkpoint,
             on_event=lambda event: reactions.progress("evaluated", event),
             axes=tuple(dict.fromkeys((*self.spaces[name].names, *self.base.space.names))),
             array_path=self.config.array_path,
-        )  # fmt: skip
+        )
 
 
 def note_opponents(round_opponents: dict[str, dict[int, int]], name: str, entry: dict) -> None:

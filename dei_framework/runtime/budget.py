@@ -41,8 +41,16 @@ from dei_framework.runtime._usage import (
     split_budget,
 )
 
-__all__ = ["COMPUTE_AXES", "BudgetLedger", "CallMeter", "ComputeAxis", "NodeCaps", "NodeUsage",
-           "Price", "split_budget"]  # fmt: skip
+__all__ = [
+    "COMPUTE_AXES",
+    "BudgetLedger",
+    "CallMeter",
+    "ComputeAxis",
+    "NodeCaps",
+    "NodeUsage",
+    "Price",
+    "split_budget",
+]
 
 
 class CallMeter:
@@ -106,8 +114,9 @@ class CallMeter:
         """Records usage that was not metered attempt by attempt (replayed or reply-only)."""
         self._add(attempts, prompt_tokens, completion_tokens, cost_usd)
 
-    def _add(self, attempts: int, prompt: int | None, completion: int | None,
-             cost: float | None) -> None:  # fmt: skip
+    def _add(
+        self, attempts: int, prompt: int | None, completion: int | None, cost: float | None
+    ) -> None:
         # What NodeUsage.add of a delta would do, without building the delta (once per call).
         unreported = attempts if prompt is None and completion is None else 0
         prompt, completion = prompt or 0, completion or 0
@@ -124,15 +133,18 @@ class CallMeter:
     def commit(self, reply: OperatorReply, *, seconds: float = 0.0) -> None:
         """Ends the call as completed (it counts as one call)."""
         if not self.usage.attempts:
-            self.record(attempts=max(reply.attempts, 1), prompt_tokens=reply.prompt_tokens,
-                        completion_tokens=reply.completion_tokens, cost_usd=reply.cost_usd)
+            self.record(
+                attempts=max(reply.attempts, 1),
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+                cost_usd=reply.cost_usd,
+            )
         self._finish(seconds, completed=True)
 
     def release(self, *, attempts: int = 1, seconds: float = 0.0) -> None:
         """Ends the call as failed: only its attempts (and what they used) count."""
         if not self.usage.attempts and attempts:
-            self.record(attempts=attempts, prompt_tokens=None, completion_tokens=None,
-                        cost_usd=0.0)  # fmt: skip
+            self.record(attempts=attempts, prompt_tokens=None, completion_tokens=None, cost_usd=0.0)
         self._finish(seconds, completed=False)
 
     def _finish(self, seconds: float, *, completed: bool) -> None:
@@ -151,9 +163,12 @@ class CallMeter:
         """What this call used, for its record in ``calls.jsonl`` (the fields of
         :meth:`NodeUsage.to_json` that describe one call)."""
         usage = self.usage
-        return {"attempts": usage.attempts, "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "cost_usd": round(usage.cost_usd, 10) if usage.cost_known else None}  # fmt: skip
+        return {
+            "attempts": usage.attempts,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cost_usd": round(usage.cost_usd, 10) if usage.cost_known else None,
+        }
 
 
 class BudgetLedger:
@@ -187,8 +202,9 @@ class BudgetLedger:
         limit: float | None = None,
     ) -> None:
         if axis not in COMPUTE_AXES:
-            raise ConfigError(f"compute axis must be one of {', '.join(COMPUTE_AXES)}, "
-                              f"got {axis!r}")  # fmt: skip
+            raise ConfigError(
+                f"compute axis must be one of {', '.join(COMPUTE_AXES)}, got {axis!r}"
+            )
         self.quotas = dict(quotas)
         self.models = dict(models or {})
         self.caps = {node: (caps or {}).get(node, NodeCaps()) for node in self.quotas}
@@ -288,8 +304,10 @@ class BudgetLedger:
             raise BudgetExhausted(f"{node}: {usage.exhausted}")
         remaining = self.remaining(node)
         if remaining is not None and remaining < count:
-            raise BudgetExhausted(f"{node}: {count} calls asked, {remaining} left of the call "
-                                  f"budget of {self.quotas[node]}")  # fmt: skip
+            raise BudgetExhausted(
+                f"{node}: {count} calls asked, {remaining} left of the call "
+                f"budget of {self.quotas[node]}"
+            )
         usage.calls += count
         usage.attempts += count
         usage.call_seconds += seconds * count
@@ -311,8 +329,9 @@ class BudgetLedger:
                 f"{node}: call reached its cap of {self.attempts_per_call} attempt(s)"
             )
         if usd is None and caps.cost_usd is not None:
-            self._exhaust(node, "the operator cannot price its calls, and the node has a "
-                                "money cap", "cost")  # fmt: skip
+            self._exhaust(
+                node, "the operator cannot price its calls, and the node has a money cap", "cost"
+            )
         while True:
             usage, caps = self.usage[node], self.caps[node]  # a peer may raise the money cap
             if usage.exhausted is not None:
@@ -457,8 +476,9 @@ class BudgetLedger:
         ledger = cls(
             quotas={node: info["quota"] for node, info in nodes.items()},
             models={node: info.get("model", "") for node, info in nodes.items()},
-            caps={node: NodeCaps(**info["caps"]) for node, info in nodes.items()
-                  if info.get("caps")},  # fmt: skip
+            caps={
+                node: NodeCaps(**info["caps"]) for node, info in nodes.items() if info.get("caps")
+            },
             attempts_per_call=data.get("attempts_per_call"),
             axis=data.get("axis", "calls"),
         )
@@ -470,9 +490,13 @@ class BudgetLedger:
 
 def _cap_reason(what: str, cap: float, used: float, need: float) -> str:
     if what == "cost":
-        return (f"money cap of ${cap:.6g} reached (spent ${used:.6g}; the next attempt could "
-                f"cost up to ${need:.6g})")  # fmt: skip
+        return (
+            f"money cap of ${cap:.6g} reached (spent ${used:.6g}; the next attempt could "
+            f"cost up to ${need:.6g})"
+        )
     if what == "token":
-        return (f"token budget of {cap:g} reached (used {used:g}; the next attempt could use "
-                f"up to {need:g})")  # fmt: skip
+        return (
+            f"token budget of {cap:g} reached (used {used:g}; the next attempt could use "
+            f"up to {need:g})"
+        )
     return f"attempt cap of {cap:g} reached"

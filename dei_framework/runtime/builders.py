@@ -48,7 +48,6 @@ def build_space(domain: Domain, axes: tuple[str, ...], registry: PluginRegistry)
     return DescriptorSpace([offered[name] for name in names])
 
 
-
 def domain_lifecycle(domain: Domain) -> str:
     """The domain's default archive lifecycle, checked.
 
@@ -57,13 +56,16 @@ def domain_lifecycle(domain: Domain) -> str:
     """
     lifecycle = domain.default_lifecycle()
     if lifecycle not in LIFECYCLES:
-        raise PluginError(f"domain {domain.name!r} declares lifecycle {lifecycle!r}; "
-                          f"expected one of {', '.join(LIFECYCLES)}")  # fmt: skip
+        raise PluginError(
+            f"domain {domain.name!r} declares lifecycle {lifecycle!r}; "
+            f"expected one of {', '.join(LIFECYCLES)}"
+        )
     return lifecycle
 
 
-def own_options(node_options: Mapping[str, Any] | None, run_options: Mapping[str, Any]
-         ) -> Mapping[str, Any]:
+def own_options(
+    node_options: Mapping[str, Any] | None, run_options: Mapping[str, Any]
+) -> Mapping[str, Any]:
     """A node's own options table if its ``[[node]]`` table gave one, else the run's."""
     return run_options if node_options is None else node_options
 
@@ -76,8 +78,9 @@ def nominal_latency(node: NodeConfig, operator: Operator) -> float:
     except (TypeError, ValueError):
         latency = -1.0
     if not 0.0 < latency < float("inf") or isinstance(value, bool):
-        raise ConfigError(f"{node.name}: nominal_latency must be a positive number of seconds, "
-                          f"got {value!r}")  # fmt: skip
+        raise ConfigError(
+            f"{node.name}: nominal_latency must be a positive number of seconds, got {value!r}"
+        )
     return latency
 
 
@@ -142,34 +145,45 @@ class DomainParts:
     merge: RunMerge
 
 
-def factory_context(registry: PluginRegistry, config: RunConfig,
-                    options: Mapping[str, Any]) -> FactoryContext:  # fmt: skip
+def factory_context(
+    registry: PluginRegistry, config: RunConfig, options: Mapping[str, Any]
+) -> FactoryContext:
     """What a plugin factory gets: its options (a copy), the run's plugins and seed."""
     return FactoryContext(registry=registry, options=dict(options), seed=config.seed)
 
 
-def build_domain_parts(config: RunConfig, registry: PluginRegistry,
-                       node_names: list[str]) -> DomainParts:  # fmt: skip
+def build_domain_parts(
+    config: RunConfig, registry: PluginRegistry, node_names: list[str]
+) -> DomainParts:
     """The domain, its grid and the merge of nodes ``node_names``; first, because the domain
     resolves the configuration's lifecycle (recorded in ``config.json`` as used)."""
-    domain = build_plugin(registry.domains, config.domain, registry.domain(config.domain).factory,
-                          factory_context(registry, config, config.domain_options))  # fmt: skip
+    domain = build_plugin(
+        registry.domains,
+        config.domain,
+        registry.domain(config.domain).factory,
+        factory_context(registry, config, config.domain_options),
+    )
     space = build_space(domain, config.axes, registry)
     if not config.lifecycle:
         config = attrs.evolve(config, lifecycle=domain_lifecycle(domain))
-    return DomainParts(config=config, domain=domain, space=space,
-                       merge=RunMerge(domain, space, node_names))  # fmt: skip
+    return DomainParts(
+        config=config, domain=domain, space=space, merge=RunMerge(domain, space, node_names)
+    )
 
 
 def new_evaluator(config: RunConfig, domain: Domain, registry: PluginRegistry) -> Evaluator:
     """An evaluator for the run's domain on the run's backend (``--evaluator``), accepting every
     axis on offer."""
     offered = {spec.name for spec in domain.descriptor_axes()} | set(registry.axes)
-    options = EvaluatorOptions(workers=config.eval_workers, address=config.evaluator_address,
-                               options=dict(config.evaluator_options))  # fmt: skip
+    options = EvaluatorOptions(
+        workers=config.eval_workers,
+        address=config.evaluator_address,
+        options=dict(config.evaluator_options),
+    )
     backend = registry.evaluator(config.evaluator).factory(domain, options)
-    sandbox = choose_policy(domain, level=config.sandbox, timeout=config.eval_timeout,
-                            memory_mb=config.eval_memory)  # fmt: skip
+    sandbox = choose_policy(
+        domain, level=config.sandbox, timeout=config.eval_timeout, memory_mb=config.eval_memory
+    )
     return Evaluator(domain, descriptor_keys=offered, backend=backend, sandbox=sandbox)
 
 

@@ -65,7 +65,8 @@ def install(evaluator: Evaluator, operators: Mapping[str, Operator]) -> None:
     evaluator.evaluate = _stalled(evaluator.evaluate, longest)  # type: ignore[method-assign]
     evaluator.evaluate_many = _stalled(evaluator.evaluate_many, longest)  # type: ignore[method-assign]
     evaluator.evaluate_genomes = _stalled(  # type: ignore[method-assign]
-        evaluator.evaluate_genomes, longest)
+        evaluator.evaluate_genomes, longest
+    )
     for operator in operators.values():
         operator.propose = _stalled(operator.propose, longest)  # type: ignore[method-assign]
         operator.propose_batch = _stalled(operator.propose_batch, longest)  # type: ignore[method-assign]

@@ -29,19 +29,28 @@ from dei_framework.runtime.run_dir import LOGS, RunDir
 from dei_framework.runtime.run_files import damaged_line
 
 
-def write_checkpoint(run_dir: RunDir, drivers: Mapping[str, SearchDriver], nodes: Iterable[Node],
-                     ledger: BudgetLedger, timeline: Timeline | None) -> None:
+def write_checkpoint(
+    run_dir: RunDir,
+    drivers: Mapping[str, SearchDriver],
+    nodes: Iterable[Node],
+    ledger: BudgetLedger,
+    timeline: Timeline | None,
+) -> None:
     """Writes the run's checkpoint (see the module's docstring)."""
-    run_dir.write_checkpoint({
-        "nodes": {name: driver.state_json() for name, driver in drivers.items()},
-        "offsets": run_dir.offsets(),
-        "digests": run_dir.digests(),
-        "wall_seconds": round(ledger.wall_seconds, 3),
-        "timeline": timeline.to_json() if timeline is not None else [],
-        # Sharing counters: a resumed node counts on from them (they restarted at 0 before).
-        "sharing": {node.name: node.state_json(started_round=_started_round(drivers[node.name]))
-                    for node in nodes},  # fmt: skip
-    })  # fmt: skip
+    run_dir.write_checkpoint(
+        {
+            "nodes": {name: driver.state_json() for name, driver in drivers.items()},
+            "offsets": run_dir.offsets(),
+            "digests": run_dir.digests(),
+            "wall_seconds": round(ledger.wall_seconds, 3),
+            "timeline": timeline.to_json() if timeline is not None else [],
+            # Sharing counters: a resumed node counts on from them (they restarted at 0 before).
+            "sharing": {
+                node.name: node.state_json(started_round=_started_round(drivers[node.name]))
+                for node in nodes
+            },
+        }
+    )
 
 
 def _started_round(driver: SearchDriver) -> int:
@@ -147,12 +156,14 @@ def resume_from_checkpoint(
         if isinstance(wall, bool) or not isinstance(wall, (int, float)):
             raise ConfigError(f"{run_dir.checkpoint_path} is damaged: wall_seconds is {wall!r}")
         ledger.resume_wall(wall)
-    return Resumption(run_dir=run_dir, checkpoint=checkpoint, offsets=offsets,
-                      unlogged=list(unlogged.values()))  # fmt: skip
+    return Resumption(
+        run_dir=run_dir, checkpoint=checkpoint, offsets=offsets, unlogged=list(unlogged.values())
+    )
 
 
-def check_logs(directory: Path, checkpoint: Mapping[str, Any] | None, *, action: str,
-               complete: bool = False) -> dict[str, int]:  # fmt: skip
+def check_logs(
+    directory: Path, checkpoint: Mapping[str, Any] | None, *, action: str, complete: bool = False
+) -> dict[str, int]:
     """Checks a run's logs against its checkpoint; returns the checkpoint's offsets (0 each
     without a checkpoint).
 
@@ -177,26 +188,31 @@ def check_logs(directory: Path, checkpoint: Mapping[str, Any] | None, *, action:
         path = directory / name
         size = path.stat().st_size if path.exists() else 0
         if complete and size != offset:
-            raise ConfigError(f"{path} holds {size} bytes but its node's last checkpoint says "
-                              f"{offset} were written: the log was changed after the node "
-                              f"finished; refusing to {action}")  # fmt: skip
+            raise ConfigError(
+                f"{path} holds {size} bytes but its node's last checkpoint says "
+                f"{offset} were written: the log was changed after the node "
+                f"finished; refusing to {action}"
+            )
         if not offset:
             continue
         with open(path, "rb") as handle:
             written = handle.read(offset)
         if not written.endswith(b"\n"):  # a checkpoint's offset is taken after a whole line
-            raise ConfigError(f"{path} is damaged: byte {offset} (the checkpoint's offset) is "
-                              f"inside a line; refusing to {action}")  # fmt: skip
+            raise ConfigError(
+                f"{path} is damaged: byte {offset} (the checkpoint's offset) is "
+                f"inside a line; refusing to {action}"
+            )
         expected = digests.get(name) if isinstance(digests, dict) else None
         if expected is not None and f"sha256:{hashlib.sha256(written).hexdigest()}" != expected:
-            raise ConfigError(f"{path} is damaged: its first {offset} bytes are not those the "
-                              "checkpoint recorded (their SHA-256 differs): the log was "
-                              f"changed after it was written; refusing to {action}")
+            raise ConfigError(
+                f"{path} is damaged: its first {offset} bytes are not those the "
+                "checkpoint recorded (their SHA-256 differs): the log was "
+                f"changed after it was written; refusing to {action}"
+            )
     return offsets
 
 
-def _offsets(directory: Path, checkpoint: Mapping[str, Any] | None,
-             action: str) -> dict[str, int]:  # fmt: skip
+def _offsets(directory: Path, checkpoint: Mapping[str, Any] | None, action: str) -> dict[str, int]:
     """The checkpoint's log offsets (0 without one), each checked against its file."""
     where = directory / "checkpoint.json"
     if checkpoint is None:
@@ -208,15 +224,18 @@ def _offsets(directory: Path, checkpoint: Mapping[str, Any] | None,
             raise ConfigError(f"{where} is damaged: offset of {name} is {value!r}")
         size = (directory / name).stat().st_size if (directory / name).exists() else 0
         if value > size:
-            raise ConfigError(f"{directory / name} holds {size} bytes but {where} says {value} "
-                              "were written: the log was cut or replaced (or the checkpoint "
-                              f"is damaged); refusing to {action}")  # fmt: skip
+            raise ConfigError(
+                f"{directory / name} holds {size} bytes but {where} says {value} "
+                "were written: the log was cut or replaced (or the checkpoint "
+                f"is damaged); refusing to {action}"
+            )
         offsets[name] = value
     return offsets
 
 
-def _read_log(path: Path, offset: int | None, *, action: str,
-              after: bool = True) -> tuple[list[dict], list[dict]]:  # fmt: skip
+def _read_log(
+    path: Path, offset: int | None, *, action: str, after: bool = True
+) -> tuple[list[dict], list[dict]]:
     """The records of a log before ``offset`` and after it (all before, for ``None``;
     none after, left unread, for ``after=False``). A torn last line is left out.
 
@@ -232,8 +251,10 @@ def _read_log(path: Path, offset: int | None, *, action: str,
         # A checkpoint's offset is taken after a whole line; an unlogged-calls file is
         # written whole: either way a line that never ended lies before the cut.
         if offset is not None or cut < len(data):
-            raise ConfigError(f"{path} is damaged: byte {cut} (the checkpoint's offset) is "
-                              f"inside a line; refusing to {action}")  # fmt: skip
+            raise ConfigError(
+                f"{path} is damaged: byte {cut} (the checkpoint's offset) is "
+                f"inside a line; refusing to {action}"
+            )
     end_of_reading = len(data) if after else cut
     calls = path.name != "events.jsonl"
     before: list[dict] = []

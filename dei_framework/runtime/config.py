@@ -41,22 +41,51 @@ if TYPE_CHECKING:
     from dei_framework.contract.registry import PluginRegistry
 
 __all__ = [  # the record's names are re-exported: they were always imported from here
-    "CONFIG_KEYS", "CONFIG_TABLES", "DEFAULTS", "DEFAULT_CALLS_PER_NODE", "DEFAULT_NODES",
-    "DELIVERIES", "NODE_OPTION_KEYS", "NODE_SEARCH_KEYS", "SETTINGS", "NodeConfig", "RunConfig",
-    "Sources", "build_nodes", "check_count", "chosen_out", "default_operators", "key_values",
-    "load_toml", "resolve_config", "with_node_flags",
-]  # fmt: skip
+    "CONFIG_KEYS",
+    "CONFIG_TABLES",
+    "DEFAULTS",
+    "DEFAULT_CALLS_PER_NODE",
+    "DEFAULT_NODES",
+    "DELIVERIES",
+    "NODE_OPTION_KEYS",
+    "NODE_SEARCH_KEYS",
+    "SETTINGS",
+    "NodeConfig",
+    "RunConfig",
+    "Sources",
+    "build_nodes",
+    "check_count",
+    "chosen_out",
+    "default_operators",
+    "key_values",
+    "load_toml",
+    "resolve_config",
+    "with_node_flags",
+]
 
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
 DEFAULT_CALLS_PER_NODE = 40
 #: The option tables flags can add keys to (a plugin's flag, ``--domain-option`` ...).
-FLAG_TABLES = ("domain_options", "transport_options", "sharing_options", "operator_options",
-               "evaluator_options")  # fmt: skip
+FLAG_TABLES = (
+    "domain_options",
+    "transport_options",
+    "sharing_options",
+    "operator_options",
+    "evaluator_options",
+)
 
 
 #: Options a ``[[node]]`` table may set besides ``operator``.
-NODE_OPTION_KEYS = ("api_base", "api_key_env", "temperature", "max_tokens", "timeout",
-                    "concurrency", "max_retries", "price")  # fmt: skip
+NODE_OPTION_KEYS = (
+    "api_base",
+    "api_key_env",
+    "temperature",
+    "max_tokens",
+    "timeout",
+    "concurrency",
+    "max_retries",
+    "price",
+)
 
 
 #: Search settings a ``[[node]]`` table may set for its node alone.
@@ -90,8 +119,9 @@ def build_nodes(
         unknown = set(table) - {"operator", "name", *NODE_SEARCH_KEYS, *NODE_OPTION_KEYS}
         if unknown:
             raise ConfigError(f"[[node]] table {index} has unknown keys: {sorted(unknown)}")
-        operator = table.pop("operator", None) or (operators[index % len(operators)]
-                                                   if operators else None)
+        operator = table.pop("operator", None) or (
+            operators[index % len(operators)] if operators else None
+        )
         if not operator:
             raise ConfigError(f"node {index} has no operator")
         operator, endpoint = split_endpoint(operator)
@@ -105,10 +135,12 @@ def build_nodes(
             search["axes"] = tuple(a.strip() for a in search["axes"].split(",") if a.strip())
         for key in ("emitter_options", "archive_options"):
             if key in search and not isinstance(search[key], Mapping):
-                raise ConfigError(f"[[node]] table {index}: {key} must be a table, "
-                                  f"got {search[key]!r}")  # fmt: skip
-        nodes.append(NodeConfig(name=name, operator=operator,
-                                options={**common_options, **table}, **search))
+                raise ConfigError(
+                    f"[[node]] table {index}: {key} must be a table, got {search[key]!r}"
+                )
+        nodes.append(
+            NodeConfig(name=name, operator=operator, options={**common_options, **table}, **search)
+        )
     names = [node.name for node in nodes]
     if len(set(names)) != len(names):
         raise ConfigError(f"node names repeat: {names}")
@@ -149,8 +181,9 @@ def chosen_out(flags: Mapping[str, Any]) -> Path | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"config file {path}: out must be a directory path (a string), "
-                          f"not {value!r}")  # fmt: skip
+        raise ConfigError(
+            f"config file {path}: out must be a directory path (a string), not {value!r}"
+        )
     return Path(value)
 
 
@@ -176,8 +209,13 @@ class Sources:
     protocol: Mapping[str, Any] = attrs.field(factory=dict)
 
     @classmethod
-    def read(cls, flags: Mapping[str, Any], *, known: Collection[str] | None = None,
-             experiment: bool = False) -> Sources:
+    def read(
+        cls,
+        flags: Mapping[str, Any],
+        *,
+        known: Collection[str] | None = None,
+        experiment: bool = False,
+    ) -> Sources:
         """The sources of ``flags``: its ``config_file`` read, its preset looked up.
 
         Args:
@@ -195,8 +233,11 @@ class Sources:
         if unknown:
             raise ConfigError(f"config file: unknown keys {sorted(unknown)}")
         preset = get_preset(flags.get("preset") or file.get("preset"))
-        protocol = {**preset.settings, **(preset.experiment if experiment else {})} \
-            if preset is not None else {}  # fmt: skip
+        protocol = (
+            {**preset.settings, **(preset.experiment if experiment else {})}
+            if preset is not None
+            else {}
+        )
         return cls(flags, file, preset, protocol)
 
     def mine(self, name: str) -> Any:
@@ -238,14 +279,20 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     tables = {target: dict(file.get(target, {})) for target in FLAG_TABLES}
     if sources.preset is not None:  # the preset's tables lie under the file's
         tables["domain_options"] = {**sources.preset.domain_options, **tables["domain_options"]}
-        tables["operator_options"] = {**sources.preset.operator_options,
-                                      **tables["operator_options"]}  # fmt: skip
+        tables["operator_options"] = {
+            **sources.preset.operator_options,
+            **tables["operator_options"],
+        }
     # A plugin flag clashing with a core option is left out (and warned about).
     apply_plugin_options(plugins, tables, pick, skip=CONFIG_KEYS)
     if pick("api_base"):
         tables["operator_options"]["api_base"] = pick("api_base")
-    nodes = build_nodes(count=count, operators=operators, node_tables=node_tables,
-                        common_options=tables["operator_options"])  # fmt: skip
+    nodes = build_nodes(
+        count=count,
+        operators=operators,
+        node_tables=node_tables,
+        common_options=tables["operator_options"],
+    )
     if pick("transport") != "inmemory" and not any("name" in table for table in node_tables):
         # One node per process across machines: every draw derives from (seed, node name), so
         # identical default names would make same-operator nodes search identically.
@@ -260,25 +307,33 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         _warn_off_protocol(sources)
     values = {item.key: pick(item.key) for item in of_fields(RunConfig)}
     values.update(
-        nodes=nodes, budget=budget, iterations=iterations, axes=_axes(pick("axes")),
-        lifecycle=values["lifecycle"] or "", sandbox=values["sandbox"] or "",
-        array_path=bool(values["array_path"]), common_ground=bool(values["common_ground"]),
-        members=values["members"] or (), compute_axis=values["compute_axis"] or "calls",
+        nodes=nodes,
+        budget=budget,
+        iterations=iterations,
+        axes=_axes(pick("axes")),
+        lifecycle=values["lifecycle"] or "",
+        sandbox=values["sandbox"] or "",
+        array_path=bool(values["array_path"]),
+        common_ground=bool(values["common_ground"]),
+        members=values["members"] or (),
+        compute_axis=values["compute_axis"] or "calls",
         emitter_options=file.get("emitter_options", {}),
         archive_options=file.get("archive_options", {}),
         allocation_options=dict(file.get("allocation_options", {})),
         **{name: tables[name] for name in FLAG_TABLES if name != "operator_options"},
-    )  # fmt: skip
+    )
     return RunConfig(**values)
 
 
-def _operators(sources: Sources, plugins: PluginRegistry,
-               domain: str) -> tuple[list[str], list[Mapping[str, Any]], int | None]:
+def _operators(
+    sources: Sources, plugins: PluginRegistry, domain: str
+) -> tuple[list[str], list[Mapping[str, Any]], int | None]:
     """The ``--operator`` values, the file's ``[[node]]`` tables and the node count; the
     domain's offline default ensemble when neither names an operator."""
     file = sources.file
-    operators = list(sources.flags.get("operators") or file.get("operators")
-                     or file.get("operator") or [])  # fmt: skip
+    operators = list(
+        sources.flags.get("operators") or file.get("operators") or file.get("operator") or []
+    )
     if isinstance(operators, str):
         operators = [operators]
     node_tables = list(file.get("node", []))
@@ -296,8 +351,10 @@ def _axes(axes: Any) -> tuple[str, ...]:
     if isinstance(axes, str):
         return tuple(a.strip() for a in axes.split(",") if a.strip())
     if not isinstance(axes, list | tuple) or not all(isinstance(a, str) for a in axes):
-        raise ConfigError(f"--axes takes axis names (comma-separated, or a list of strings in a "
-                          f"config file), got {axes!r}")  # fmt: skip
+        raise ConfigError(
+            f"--axes takes axis names (comma-separated, or a list of strings in a "
+            f"config file), got {axes!r}"
+        )
     return axes
 
 
@@ -305,13 +362,20 @@ def _warn_off_protocol(sources: Sources) -> None:
     """Warns about the user's values over the preset's (the run leaves its protocol)."""
     assert sources.preset is not None
     chosen: dict[str, Any] = {name: sources.mine(name) for name in sources.preset.settings}
-    chosen["domain_options"] = {**sources.file.get("domain_options", {}),
-                                **key_values(sources.flags.get("domain_option") or (), "")}
+    chosen["domain_options"] = {
+        **sources.file.get("domain_options", {}),
+        **key_values(sources.flags.get("domain_option") or (), ""),
+    }
     warn_overrides(sources.preset, overridden(sources.preset, chosen))
 
 
-def apply_plugin_options(plugins: PluginRegistry, tables: dict[str, dict[str, Any]],
-                         value_of: Callable[[str], Any], *, skip: Collection[str] = ()) -> None:
+def apply_plugin_options(
+    plugins: PluginRegistry,
+    tables: dict[str, dict[str, Any]],
+    value_of: Callable[[str], Any],
+    *,
+    skip: Collection[str] = (),
+) -> None:
     """Stores the value of every option plugins add (``--human-set`` ...) in its table."""
     for name, entry in plugins.run_options.items():
         if name not in skip:
@@ -320,42 +384,52 @@ def apply_plugin_options(plugins: PluginRegistry, tables: dict[str, dict[str, An
 
 def apply_key_values(tables: dict[str, dict[str, Any]], flags: Mapping[str, Any]) -> None:
     """``--domain-option`` and ``--transport-option`` values over their tables' keys."""
-    tables["domain_options"].update(key_values(flags.get("domain_option") or (),
-                                               "--domain-option"))  # fmt: skip
-    tables["transport_options"].update(key_values(flags.get("transport_option") or (),
-                                                  "--transport-option"))  # fmt: skip
+    tables["domain_options"].update(key_values(flags.get("domain_option") or (), "--domain-option"))
+    tables["transport_options"].update(
+        key_values(flags.get("transport_option") or (), "--transport-option")
+    )
 
 
-def with_node_flags(config: RunConfig, flags: Mapping[str, Any],
-                    plugins: PluginRegistry) -> RunConfig:
+def with_node_flags(
+    config: RunConfig, flags: Mapping[str, Any], plugins: PluginRegistry
+) -> RunConfig:
     """``config`` with the option flags of ``dei node`` over it (plugins' options and
     ``--transport-option``, as :func:`resolve_config` puts them over a file's)."""
-    tables = {"transport_options": dict(config.transport_options),
-              "domain_options": dict(config.domain_options),
-              "sharing_options": dict(config.sharing_options),
-              "operator_options": {},
-              "evaluator_options": dict(config.evaluator_options)}  # fmt: skip
+    tables = {
+        "transport_options": dict(config.transport_options),
+        "domain_options": dict(config.domain_options),
+        "sharing_options": dict(config.sharing_options),
+        "operator_options": {},
+        "evaluator_options": dict(config.evaluator_options),
+    }
     apply_plugin_options(plugins, tables, flags.get)
     apply_key_values(tables, flags)
-    return attrs.evolve(config, transport_options=tables["transport_options"],
-                        domain_options=tables["domain_options"],
-                        sharing_options=tables["sharing_options"],
-                        evaluator_options=tables["evaluator_options"],
-                        nodes=tuple(attrs.evolve(node, options={**node.options,
-                                                                **tables["operator_options"]})
-                                    for node in config.nodes))  # fmt: skip
+    return attrs.evolve(
+        config,
+        transport_options=tables["transport_options"],
+        domain_options=tables["domain_options"],
+        sharing_options=tables["sharing_options"],
+        evaluator_options=tables["evaluator_options"],
+        nodes=tuple(
+            attrs.evolve(node, options={**node.options, **tables["operator_options"]})
+            for node in config.nodes
+        ),
+    )
 
 
 def default_operators(plugins: PluginRegistry, domain: str) -> list[str]:
     """The offline operators that work with ``domain`` (the offline default ensemble)."""
     names = [
-        name for name, entry in sorted(plugins.operators.items())
-        if entry.spec.offline and entry.spec.default
+        name
+        for name, entry in sorted(plugins.operators.items())
+        if entry.spec.offline
+        and entry.spec.default
         and (not entry.spec.domains or domain in entry.spec.domains)
-    ]  # fmt: skip
+    ]
     if not names:
-        raise ConfigError(f"no offline operator is registered for domain {domain!r}; "
-                          "give one with --operator")  # fmt: skip
+        raise ConfigError(
+            f"no offline operator is registered for domain {domain!r}; give one with --operator"
+        )
     return names
 
 

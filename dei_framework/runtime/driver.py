@@ -25,15 +25,8 @@ from typing import Any
 import attrs
 
 from dei_framework.contract.domain import Domain, Program
-from dei_framework.contract.errors import (
-    InvalidProgram,
-    OperatorError,
-    ReplayMismatch,
-)
-from dei_framework.contract.operators import (
-    Operator,
-    OperatorReply,
-)
+from dei_framework.contract.errors import InvalidProgram, OperatorError, ReplayMismatch
+from dei_framework.contract.operators import Operator, OperatorReply
 from dei_framework.contract.records import Candidate
 from dei_framework.evaluation.local import Evaluator, OpponentSet
 from dei_framework.runtime.array_path import (
@@ -131,9 +124,15 @@ class SearchDriver:
         # An offline operator with its own batch method answers a turn's calls in one call of
         # it (one task, one log write); others (LLM operators: per-call concurrency, retries
         # and ledger) keep one task per call.
-        self.calls = OperatorCalls(name=self.name, domain=domain, operator=operator,
-                                   ledger=ledger, replies=replies, record=record,
-                                   batched=operator.offline and "batch" in operator.capabilities)
+        self.calls = OperatorCalls(
+            name=self.name,
+            domain=domain,
+            operator=operator,
+            ledger=ledger,
+            replies=replies,
+            record=record,
+            batched=operator.offline and "batch" in operator.capabilities,
+        )
         self._known: dict[str, Program | str] = {}
         self._opponents: OpponentSet | None = None
         self._round_end: RoundEnd | None = None
@@ -143,10 +142,19 @@ class SearchDriver:
         # The array path (docs/performance.md): genomes from the operator straight to the
         # domain's vectorised evaluation and to Scheduler.tell_batch, with no text written
         # or parsed (only the elites' texts, when read) and no calls.jsonl line.
-        self._array_columns = array_path_columns(
-            operator=operator, domain=domain, scheduler=scheduler, evaluator=evaluator,
-            recorded=bool(replies), capped=ledger.caps[self.name] != NodeCaps(), axes=self.axes,
-        ) if array_path else None  # fmt: skip
+        self._array_columns = (
+            array_path_columns(
+                operator=operator,
+                domain=domain,
+                scheduler=scheduler,
+                evaluator=evaluator,
+                recorded=bool(replies),
+                capped=ledger.caps[self.name] != NodeCaps(),
+                axes=self.axes,
+            )
+            if array_path
+            else None
+        )
         self._finished = FinishedTasks()
 
     @property
@@ -166,8 +174,11 @@ class SearchDriver:
     def state_json(self) -> dict[str, Any]:
         """The node's checkpoint state: the scheduler's, plus its usage."""
         usage = self.ledger.usage[self.name].to_json()
-        return {**self.scheduler.state_json(), "usage": {**usage, "in_flight": 0},
-                "generality_excluded": sorted(self.generality_excluded)}  # fmt: skip
+        return {
+            **self.scheduler.state_json(),
+            "usage": {**usage, "in_flight": 0},
+            "generality_excluded": sorted(self.generality_excluded),
+        }
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -189,14 +200,20 @@ class SearchDriver:
         evaluations: set[asyncio.Task] = set()
         fatal: BaseException | None = None
         while True:
-            if (fatal is None and not scheduler.finished and not scheduler.started
-                    and not calls and not evaluations):
+            if (
+                fatal is None
+                and not scheduler.finished
+                and not scheduler.started
+                and not calls
+                and not evaluations
+            ):
                 await self._start_round()
             if fatal is None and not scheduler.finished:
                 self._fill(calls, evaluations)
                 if scheduler.draining and self._array_columns is None:
-                    self._call_early(self.operator.max_in_flight - calls_out(calls)
-                                     - self._early_running())  # fmt: skip
+                    self._call_early(
+                        self.operator.max_in_flight - calls_out(calls) - self._early_running()
+                    )
             if not calls and not evaluations:
                 if fatal is not None or scheduler.finished:
                     break
@@ -210,9 +227,13 @@ class SearchDriver:
                 await self._finish_round()
         await self._wind_up(fatal)
 
-    async def _take_done(self, done: list[asyncio.Task], calls: dict[asyncio.Task, list[WorkItem]],
-                         evaluations: set[asyncio.Task], fatal: BaseException | None
-                         ) -> BaseException | None:  # fmt: skip
+    async def _take_done(
+        self,
+        done: list[asyncio.Task],
+        calls: dict[asyncio.Task, list[WorkItem]],
+        evaluations: set[asyncio.Task],
+        fatal: BaseException | None,
+    ) -> BaseException | None:
         """Takes in the finished tasks: replies go to evaluation (those that came in together
         in one batch), evaluations and failed calls are told; returns the error that stops
         the node, if one has.
@@ -264,9 +285,17 @@ class SearchDriver:
         self._early.clear()
         if fatal is not None:
             self.scheduler.stop(str(fatal))
-            self.record([{"event": "node_stopped", "node": self.name,
-                          "round": self.scheduler.round, "reason": self.scheduler.stopped}],
-                        [])  # fmt: skip
+            self.record(
+                [
+                    {
+                        "event": "node_stopped",
+                        "node": self.name,
+                        "round": self.scheduler.round,
+                        "reason": self.scheduler.stopped,
+                    }
+                ],
+                [],
+            )
         # Every round's figure leaves out the same reference programs: all that this node
         # fought or produced in the whole run, so that its figures compare across rounds.
         for round_index, task in self.generality_tasks.items():
@@ -279,8 +308,7 @@ class SearchDriver:
         """Generality from per-reference outcomes, leaving out the excluded programs."""
         if not isinstance(outcomes, Mapping):
             return outcomes
-        kept = [beaten for name, beaten in outcomes.items()
-                if name not in self.generality_excluded]  # fmt: skip
+        kept = [beaten for name, beaten in outcomes.items() if name not in self.generality_excluded]
         return sum(kept) / len(kept) if kept else None
 
     async def _start_round(self) -> None:
@@ -294,9 +322,21 @@ class SearchDriver:
             if isinstance(parsed, Program):  # junk never enters the pool
                 received.append(attrs.evolve(champion, text=parsed.text))
         accepted = self.scheduler.start_round(received)
-        self.record([{"event": "received", "node": self.name, "round": self.scheduler.round,
-                      "from": c.node, "from_round": c.round, "program": c.text,
-                      "operator": c.operator} for c in accepted], [])  # fmt: skip
+        self.record(
+            [
+                {
+                    "event": "received",
+                    "node": self.name,
+                    "round": self.scheduler.round,
+                    "from": c.node,
+                    "from_round": c.round,
+                    "program": c.text,
+                    "operator": c.operator,
+                }
+                for c in accepted
+            ],
+            [],
+        )
         await self._load_opponents()
 
     async def _load_opponents(self) -> None:
@@ -356,8 +396,9 @@ class SearchDriver:
                 self._early[item.key] = self._finished.watch(self.calls.call_in_slot(item))
                 free -= 1
 
-    def _fill(self, calls: dict[asyncio.Task, list[WorkItem]],
-              evaluations: set[asyncio.Task]) -> None:  # fmt: skip
+    def _fill(
+        self, calls: dict[asyncio.Task, list[WorkItem]], evaluations: set[asyncio.Task]
+    ) -> None:
         """Hands the scheduler's next items to free call slots (items without a call go
         straight to evaluation; a batching operator's calls go out together)."""
         scheduler = self.scheduler
@@ -378,12 +419,14 @@ class SearchDriver:
                     continue
                 # Made early, or completed before a resume's checkpoint: charged already (a
                 # node whose quota is used up may still be owed their admission).
-                paid = item.key in self._early or (self.replies is not None
-                                                   and self.replies.charged(item.key))
+                paid = item.key in self._early or (
+                    self.replies is not None and self.replies.charged(item.key)
+                )
                 if not paid and remaining is not None and remaining <= 0:
                     reason = self.ledger.exhausted(self.name)
-                    scheduler.stop(reason and f"{self.name}: {reason}"
-                                   or f"{self.name}: call budget used up")  # fmt: skip
+                    scheduler.stop(
+                        reason and f"{self.name}: {reason}" or f"{self.name}: call budget used up"
+                    )
                     break
                 busy += 1
                 if self._array_columns is not None:
@@ -395,9 +438,17 @@ class SearchDriver:
         if batch:
             calls[self._finished.watch(self._replies_of(batch))] = batch
         if arrays:
-            evaluations.add(self._finished.watch(array_step(
-                arrays, operator=self.operator, evaluator=self.evaluator,
-                columns=self._array_columns, operator_bug=self.calls.operator_bug)))
+            evaluations.add(
+                self._finished.watch(
+                    array_step(
+                        arrays,
+                        operator=self.operator,
+                        evaluator=self.evaluator,
+                        columns=self._array_columns,
+                        operator_bug=self.calls.operator_bug,
+                    )
+                )
+            )
         if programs:
             evaluations.add(self._finished.watch(self._evaluate(programs)))
 
@@ -429,21 +480,31 @@ class SearchDriver:
         place)."""
         replies = await self.calls.call_batch_in_slots(items)
         label = self.operator.label
-        return [reply if isinstance(reply, BaseException)
-                else Result(item=item, call_failed=True) if reply is None
-                else (reply.text, label, {"call_s": round(seconds, 6)})
-                for item, (reply, seconds) in zip(items, replies, strict=True)]  # fmt: skip
+        return [
+            reply
+            if isinstance(reply, BaseException)
+            else Result(item=item, call_failed=True)
+            if reply is None
+            else (reply.text, label, {"call_s": round(seconds, 6)})
+            for item, (reply, seconds) in zip(items, replies, strict=True)
+        ]
 
     def _tell_arrays(self, outcome: ArrayOutcome) -> None:
         """Counts an array step's calls and tells its results (:func:`tell_arrays`)."""
-        report = tell_arrays(outcome, scheduler=self.scheduler, ledger=self.ledger,
-                             domain=self.domain, operator=self.operator.label,
-                             columns=self._array_columns)  # fmt: skip
+        report = tell_arrays(
+            outcome,
+            scheduler=self.scheduler,
+            ledger=self.ledger,
+            domain=self.domain,
+            operator=self.operator.label,
+            columns=self._array_columns,
+        )
         if report is not None:
             self._handle(report)
 
-    async def _evaluate(self, batch: Sequence[tuple[WorkItem, str, str, Mapping[str, Any]]]
-                        ) -> list[Result]:  # fmt: skip
+    async def _evaluate(
+        self, batch: Sequence[tuple[WorkItem, str, str, Mapping[str, Any]]]
+    ) -> list[Result]:
         """Evaluates ``(item, program text, operator, timings)`` entries in the shared pool,
         in one batch (an operator's reply first made the text its domain parses, knowing the
         parent: :meth:`~dei_framework.contract.domain.Domain.resolve_reply`)."""
@@ -454,25 +515,39 @@ class SearchDriver:
                 try:
                     text = self.domain.resolve_reply(text, parent=item.parent)
                 except InvalidProgram as exc:  # a diff that does not apply, say: invalid
-                    refused.append(Result(item=item, error=str(exc), operator=operator,
-                                          info={"timings": {"eval_s": 0.0, **info}}))
+                    refused.append(
+                        Result(
+                            item=item,
+                            error=str(exc),
+                            operator=operator,
+                            info={"timings": {"eval_s": 0.0, **info}},
+                        )
+                    )
                     continue
                 except Exception as exc:  # noqa: BLE001 - a domain bug on hostile input
-                    refused.append(Result(
-                        item=item, operator=operator, info={"timings": {"eval_s": 0.0, **info}},
-                        error=f"resolving the reply failed: {type(exc).__name__}: {exc}"))
+                    refused.append(
+                        Result(
+                            item=item,
+                            operator=operator,
+                            info={"timings": {"eval_s": 0.0, **info}},
+                            error=f"resolving the reply failed: {type(exc).__name__}: {exc}",
+                        )
+                    )
                     continue
             entries.append((item, text, operator, info))
         if not entries:
             return refused
         outcomes = await self.evaluator.evaluate_many(
-            [(text, item.eval_seed) for item, text, _, _ in entries], self._opponents,
+            [(text, item.eval_seed) for item, text, _, _ in entries],
+            self._opponents,
             axes=self.axes,
         )
-        return refused + [outcome.result(item, operator=operator,
-                                         timings={"eval_s": round(outcome.seconds, 6), **info})
-                          for (item, _, operator, info), outcome
-                          in zip(entries, outcomes, strict=True)]  # fmt: skip
+        return refused + [
+            outcome.result(
+                item, operator=operator, timings={"eval_s": round(outcome.seconds, 6), **info}
+            )
+            for (item, _, operator, info), outcome in zip(entries, outcomes, strict=True)
+        ]
 
     def _start_generality(self, round_index: int, text: str) -> None:
         self.generality_tasks[round_index] = asyncio.create_task(self._generality(text))

@@ -61,8 +61,9 @@ def check_shared_api_base(api_base: str | None, inheriting: Sequence[str]) -> No
     """
     if not api_base:
         return
-    providers = {provider: spec for spec in inheriting
-                 if (provider := provider_of(spec)) is not None}  # fmt: skip
+    providers = {
+        provider: spec for spec in inheriting if (provider := provider_of(spec)) is not None
+    }
     if len(providers) < 2:
         return
     local = [spec for provider, spec in providers.items() if provider in _LOCAL_PROVIDERS]

@@ -27,12 +27,7 @@ from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.payloads import RunSummary
 from dei_framework.net.node import Node
 from dei_framework.plugin.manager import PluginRegistry, load_plugins
-from dei_framework.runtime.assembly import (
-    LAG_PER_SLOT,
-    RunParts,
-    assemble,
-    note_opponents,
-)
+from dei_framework.runtime.assembly import LAG_PER_SLOT, RunParts, assemble, note_opponents
 from dei_framework.runtime.checkpoints import UNLOGGED_CALLS, write_checkpoint
 from dei_framework.runtime.config import RunConfig
 from dei_framework.runtime.run_dir import RunDir, read_jsonl, write_json_atomic
@@ -103,9 +98,16 @@ class Ensemble:
     def assemble(self) -> RunParts:
         """Builds the run's parts (:func:`~dei_framework.runtime.assembly.assemble`), the
         configuration's lifecycle resolved on the way."""
-        self.parts = assemble(self.config, self.registry, self.run_dir, self, local=self.local,
-                              resume=self.resume, replay_from=self.replay_from,
-                              reask_mismatched=self.reask_mismatched)  # fmt: skip
+        self.parts = assemble(
+            self.config,
+            self.registry,
+            self.run_dir,
+            self,
+            local=self.local,
+            resume=self.resume,
+            replay_from=self.replay_from,
+            reask_mismatched=self.reask_mismatched,
+        )
         self.config = self.parts.config
         return self.parts
 
@@ -137,8 +139,7 @@ class Ensemble:
             if parts.allocation is not None:
                 parts.allocation.round_ended(name, entry["round"], archive, entry["calls"])
             note_opponents(parts.round_opponents, name, entry)
-            self.run_dir.write_round(name, entry["round"],
-                                     {"archive": archive.to_json(), **entry})  # fmt: skip
+            self.run_dir.write_round(name, entry["round"], {"archive": archive.to_json(), **entry})
             self.progress("round", {**entry, "operator_status": parts.operators[name].status()})
             self.registry.notify("dei_round_ended", node=name, round=entry["round"], stats=entry)
 
@@ -164,8 +165,7 @@ class Ensemble:
             KeyboardInterrupt: the run was stopped; its checkpoint is written.
         """
         # A node process's directory holds the key its launcher made for it: never discarded.
-        fresh = (not self.resume and not self.run_dir.config_path.exists()
-                 and self.local is None)  # fmt: skip
+        fresh = not self.resume and not self.run_dir.config_path.exists() and self.local is None
         try:
             try:
                 return asyncio.run(self.run_async())
@@ -226,8 +226,11 @@ class Ensemble:
             # (and this checkpoint covers them), so their safety copy has done its job.
             (self.run_dir.path / UNLOGGED_CALLS).unlink(missing_ok=True)
             if parts.merge.reference is not None:
-                champions = [(e.get("champion") or {}).get("text")
-                             for driver in parts.drivers.values() for e in driver.history]
+                champions = [
+                    (e.get("champion") or {}).get("text")
+                    for driver in parts.drivers.values()
+                    for e in driver.history
+                ]
                 await parts.merge.measure_common(parts.evaluator, champions)
         except asyncio.CancelledError:
             # Each node's boundary is consistent with the run log at any await: that is what
@@ -253,8 +256,9 @@ class Ensemble:
             parts.evaluator.close(wait=not interrupted)
             self.run_dir.close()
         summary = self.summary()
-        write_json_atomic(self.run_dir.path / "merged_archive.json", parts.merge.merged_entries,
-                          layout="records")
+        write_json_atomic(
+            self.run_dir.path / "merged_archive.json", parts.merge.merged_entries, layout="records"
+        )
         self.run_dir.write_summary(summary)
         self.run_dir.close()
         self.registry.notify("dei_run_finished", run_dir=str(self.run_dir.path), summary=summary)
@@ -278,10 +282,21 @@ class Ensemble:
             if not self.stopping:
                 # Logged apart from "received": delivered, never fought. Without them a short
                 # run between equally fast processes can show no champion crossing at all.
-                self.record([{"event": "received_late", "node": node.name,
-                               "after_round": len(driver.history) - 1, "from": c.node,
-                               "from_round": c.round, "program": c.text, "operator": c.operator}
-                              for c in node.receive_late()], [])  # fmt: skip
+                self.record(
+                    [
+                        {
+                            "event": "received_late",
+                            "node": node.name,
+                            "after_round": len(driver.history) - 1,
+                            "from": c.node,
+                            "from_round": c.round,
+                            "program": c.text,
+                            "operator": c.operator,
+                        }
+                        for c in node.receive_late()
+                    ],
+                    [],
+                )
         finally:  # finished, stopped or failed: its peers must not wait for its clock
             node.finish()
             if parts.allocation is not None:
@@ -307,14 +322,20 @@ class Ensemble:
         for node in parts.nodes:
             loop = parts.drivers[node.name]
             last = loop.history[-1] if loop.history else None
-            self.progress("resumed", {
-                "node": node.name, "calls": parts.tally.made.get(node.name, 0),
-                "invalid": parts.tally.made_invalid.get(node.name, 0),
-                "rounds_done": len(loop.history),
-                "coverage": last["stats"]["coverage"] if last else 0.0,
-                "best": max((e["champion"]["fitness"] for e in loop.history if e["champion"]),
-                            default=None),
-            })  # fmt: skip
+            self.progress(
+                "resumed",
+                {
+                    "node": node.name,
+                    "calls": parts.tally.made.get(node.name, 0),
+                    "invalid": parts.tally.made_invalid.get(node.name, 0),
+                    "rounds_done": len(loop.history),
+                    "coverage": last["stats"]["coverage"] if last else 0.0,
+                    "best": max(
+                        (e["champion"]["fitness"] for e in loop.history if e["champion"]),
+                        default=None,
+                    ),
+                },
+            )
 
     async def _checkpoint_periodically(self) -> None:
         parts = self.parts
@@ -330,12 +351,19 @@ class Ensemble:
         """The run's results: merged archive, per-node metrics, budget, sharing counters."""
         parts = self.parts
         nodes = {
-            node.name: node_summary(node, parts.drivers[node.name], parts.ledger, parts.merge,
-                                    parts.round_opponents.get(node.name, {}), parts.domain)
+            node.name: node_summary(
+                node,
+                parts.drivers[node.name],
+                parts.ledger,
+                parts.merge,
+                parts.round_opponents.get(node.name, {}),
+                parts.domain,
+            )
             for node in parts.nodes
-        }  # fmt: skip
-        return run_summary(self.config, parts.domain, parts.merge, nodes, parts.ledger.to_json(),
-                           parts.tally)  # fmt: skip
+        }
+        return run_summary(
+            self.config, parts.domain, parts.merge, nodes, parts.ledger.to_json(), parts.tally
+        )
 
 
 def run(
@@ -357,7 +385,14 @@ def run(
     """
     run_dir = RunDir(out)
     replay = RunDir(replay_from) if replay_from is not None else None
-    ensemble = Ensemble(config, run_dir, registry=registry, resume=resume, replay_from=replay,
-                        progress=progress, local=local,
-                        reask_mismatched=reask_mismatched)  # fmt: skip
+    ensemble = Ensemble(
+        config,
+        run_dir,
+        registry=registry,
+        resume=resume,
+        replay_from=replay,
+        progress=progress,
+        local=local,
+        reask_mismatched=reask_mismatched,
+    )
     return ensemble.run()

@@ -59,12 +59,14 @@ def local_network(
     if spec.local_network is None:
         return None
     options, _ = split_options(config.allocation_options)
-    allocator = registry.allocator(config.allocation).factory(FactoryContext(
-        registry=registry, options=options, seed=config.seed))
+    allocator = registry.allocator(config.allocation).factory(
+        FactoryContext(registry=registry, options=options, seed=config.seed)
+    )
     if allocator.dynamic:  # refused before any node or AXL process starts
         check_allocation(config)
-    return spec.local_network(config.node_names, dict(config.transport_options),
-                              run_dir / "processes")  # fmt: skip
+    return spec.local_network(
+        config.node_names, dict(config.transport_options), run_dir / "processes"
+    )
 
 
 def node_command(*args: str) -> list[str]:
@@ -157,8 +159,10 @@ class Launcher:
                 self._spawn(name, resume=self.resume)
             self._supervise()
         except KeyboardInterrupt:
-            self._say(f"stopping {sum(c.process.poll() is None for c in self.children.values())} "
-                      "node processes ...")  # fmt: skip
+            self._say(
+                f"stopping {sum(c.process.poll() is None for c in self.children.values())} "
+                "node processes ..."
+            )
             self._stop_children()
             raise
         finally:
@@ -188,22 +192,28 @@ class Launcher:
         directory = RunDir(self.run_dir).process_path(name)
         directory.mkdir(parents=True, exist_ok=True)
         resume = resume and (directory / "config.json").exists()
-        args = (["node", "--resume", str(self.run_dir)] if resume else
-                ["node", "--config", str(self.run_dir / "config.json"), "--out",
-                 str(self.run_dir)])  # fmt: skip
+        args = (
+            ["node", "--resume", str(self.run_dir)]
+            if resume
+            else ["node", "--config", str(self.run_dir / "config.json"), "--out", str(self.run_dir)]
+        )
         args += ["--name", name, "--progress", "quiet", *self.child_args]
         for key, value in self.options.get(name, {}).items():
             args += ["--transport-option", f"{key}={json.dumps(value)}"]
         log = open(directory / "node.log", "ab")  # noqa: SIM115 - closed when the child ends
         process = subprocess.Popen(
-            node_command(*args), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            node_command(*args),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             start_new_session=True,  # Ctrl-C reaches the launcher, which stops children in turn
             preexec_fn=parent_death_signal(signal.SIGINT),
-        )  # fmt: skip
+        )
         previous = self.children.get(name)
-        self.children[name] = _Child(name=name, process=process, log=log,
-                                     resumes=previous.resumes if previous else 0)  # fmt: skip
+        self.children[name] = _Child(
+            name=name, process=process, log=log, resumes=previous.resumes if previous else 0
+        )
         self.pids[name] = process.pid
         self._offsets.setdefault(name, 0)
         self._write_processes()
@@ -211,9 +221,10 @@ class Launcher:
 
     def _write_processes(self) -> None:
         network = self.network.describe()
-        write_json_atomic(self.run_dir / "processes.json", {
-            name: {"pid": pid, **network.get(name, {})} for name, pid in self.pids.items()
-        })  # fmt: skip
+        write_json_atomic(
+            self.run_dir / "processes.json",
+            {name: {"pid": pid, **network.get(name, {})} for name, pid in self.pids.items()},
+        )
 
     def _supervise(self) -> None:
         while any(child.process.poll() is None for child in self.children.values()):
@@ -238,16 +249,20 @@ class Launcher:
                     self._say(f"{name} (pid {child.process.pid}): finished")
                 elif code < 0 and child.resumes < MAX_RESUMES:
                     child.resumes += 1
-                    self._say(f"{name} (pid {child.process.pid}) was killed by signal {-code}; "
-                              f"resuming it from its last checkpoint ({child.resumes}/"
-                              f"{MAX_RESUMES})")  # fmt: skip
+                    self._say(
+                        f"{name} (pid {child.process.pid}) was killed by signal {-code}; "
+                        f"resuming it from its last checkpoint ({child.resumes}/"
+                        f"{MAX_RESUMES})"
+                    )
                     self._follow()
                     self._spawn(name, resume=True)
                 else:
                     tail = _tail(RunDir(self.run_dir).process_path(name) / "node.log")
                     self.failed[name] = f"exit status {code}: {tail}"
-                    self._say(f"{name} (pid {child.process.pid}) failed with exit status "
-                              f"{code}; the others go on. {tail}")  # fmt: skip
+                    self._say(
+                        f"{name} (pid {child.process.pid}) failed with exit status "
+                        f"{code}; the others go on. {tail}"
+                    )
 
     def _stop_children(self) -> None:
         alive = [c for c in self.children.values() if c.process.poll() is None]
@@ -293,8 +308,11 @@ class Launcher:
         who = _who(name, self.pids.get(name))
         if event.get("event") in ("received", "received_late"):
             sender = str(event.get("from"))
-            late = (" after its last round had started (delivered, not fought)"
-                    if event["event"] == "received_late" else "")  # fmt: skip
+            late = (
+                " after its last round had started (delivered, not fought)"
+                if event["event"] == "received_late"
+                else ""
+            )
             self._say(
                 f"{who} received over {self.config.transport} the round "
                 f"{event.get('from_round')} champion of {_who(sender, self.pids.get(sender))}"
@@ -332,17 +350,21 @@ class Launcher:
         self._say(f"champions delivered between OS processes over {self.config.transport}:")
         for (sender, receiver), (taken, late) in sorted(edges.items()):
             after = f" (+{late} after its last round had started)" if late else ""
-            self._say(f"  {_who(sender, pids.get(sender))} -> "
-                      f"{_who(receiver, pids.get(receiver))}: {taken}{after}")  # fmt: skip
+            self._say(
+                f"  {_who(sender, pids.get(sender))} -> "
+                f"{_who(receiver, pids.get(receiver))}: {taken}{after}"
+            )
         if not edges:
             self._say("  none")
         for name, node in summary["nodes"].items():
             sharing = node.get("sharing") or {}
             delivered = (sharing.get("transport") or {}).get("delivered")
             if delivered is not None:
-                self._say(f"  {_who(name, node.get('pid'))}: {delivered} messages delivered by "
-                          f"{self.config.transport}, {sharing.get('accepted', 0)} champions "
-                          "taken in at a round start")  # fmt: skip
+                self._say(
+                    f"  {_who(name, node.get('pid'))}: {delivered} messages delivered by "
+                    f"{self.config.transport}, {sharing.get('accepted', 0)} champions "
+                    "taken in at a round start"
+                )
         return summary
 
 

@@ -72,8 +72,9 @@ class RunMerge:
         # Merges made, by the archives merged (the last round's merge is also the final one).
         self._merges: dict[tuple[int, ...], tuple[tuple[GridArchive, ...], GridArchive]] = {}
 
-    def add_round(self, name: str, round_index: int,
-                  archive: ArchiveBase | Mapping[str, Any]) -> None:  # fmt: skip
+    def add_round(
+        self, name: str, round_index: int, archive: ArchiveBase | Mapping[str, Any]
+    ) -> None:
         """Keeps a node's round archive (the archive or its JSON), mapped into the run's grid
         (a copy: the archive may change afterwards)."""
         self.round_archives[name][round_index] = self._common(archive)
@@ -105,8 +106,9 @@ class RunMerge:
         reference = self.reference
         if reference is None:
             return
-        self.common_outcomes = await evaluate_texts(evaluator, self._common_texts(champions),
-                                                    reference)  # fmt: skip
+        self.common_outcomes = await evaluate_texts(
+            evaluator, self._common_texts(champions), reference
+        )
         chosen = winners(self.final_archives(), self.common_outcomes, self.space)
         scored = chosen + [text for text in champions if text]
         if self.domain.deterministic:
@@ -114,9 +116,13 @@ class RunMerge:
         else:
             self.common_scores = await score_texts(evaluator, scored, reference)
 
-    def merge_common_ground(self, new_evaluator: Callable[[], Evaluator], common_seeds: int,
-                            nodes: dict[str, Any],
-                            champions: Mapping[str, Mapping[int, str | None]]) -> None:
+    def merge_common_ground(
+        self,
+        new_evaluator: Callable[[], Evaluator],
+        common_seeds: int,
+        nodes: dict[str, Any],
+        champions: Mapping[str, Mapping[int, str | None]],
+    ) -> None:
         """Common ground for a merge of node processes: every final-archive elite and round
         champion of every node re-evaluated here, in one place, against the reference set (node
         processes leave common ground to the merge).
@@ -128,13 +134,14 @@ class RunMerge:
             champions: Per node, each round's champion text (``None`` for a round without).
         """
         self.reference = build_reference(self.domain, scoring=common_seeds)
-        per_round = {name: [champions[name][r] for r in sorted(champions[name])]
-                     for name in nodes}  # fmt: skip
+        per_round = {name: [champions[name][r] for r in sorted(champions[name])] for name in nodes}
         evaluator = new_evaluator()
         try:
-            asyncio.run(self.measure_common(
-                evaluator, [text for round_texts in per_round.values() for text in round_texts]
-            ))  # fmt: skip
+            asyncio.run(
+                self.measure_common(
+                    evaluator, [text for round_texts in per_round.values() for text in round_texts]
+                )
+            )
         finally:
             evaluator.close()
         for name, entry in nodes.items():
@@ -147,8 +154,11 @@ class RunMerge:
     def with_common(self, champion: Mapping[str, Any]) -> dict[str, Any]:
         """A champion entry with its common-ground fitness and spread over the scoring seeds."""
         score = self.common_scores.get(champion.get("text") or "")
-        return {**champion, "common_fitness": score.mean if score else None,
-                "common_fitness_std": score.std if score else None}  # fmt: skip
+        return {
+            **champion,
+            "common_fitness": score.mean if score else None,
+            "common_fitness_std": score.std if score else None,
+        }
 
     def final_archives(self) -> list[GridArchive]:
         """Each node's last round archive, in node order."""
@@ -169,7 +179,10 @@ class RunMerge:
             self.merged_entries = raw_entries(raw) if raw else []
             return merged
         archive, self.merged_entries = merge_common(
-            finals, self.common_outcomes, self.space, qd_offset=self.domain.fitness_floor,
+            finals,
+            self.common_outcomes,
+            self.space,
+            qd_offset=self.domain.fitness_floor,
             scores=self.common_scores,
         )
         failed = sum(1 for o in self.common_outcomes.values() if o.evaluation is None)
@@ -222,8 +235,12 @@ class JoinedProcesses:
     calls: list[dict]
 
 
-def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
-                   extra: Mapping[str, Mapping[str, Any]] | None = None) -> JoinedProcesses:
+def join_processes(
+    config: RunConfig,
+    run_dir: RunDir,
+    merge: RunMerge,
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
+) -> JoinedProcesses:
     """Gathers the node processes' directories (``processes/<node>/``) of ``run_dir``.
 
     Every node's files are read and checked first (:func:`read_node_process`), so that a merge
@@ -256,13 +273,23 @@ def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
     for node, process in zip(config.nodes, processes, strict=True):
         name = node.name
         if process is None:
-            budget_nodes[name] = {**NodeUsage().to_json(), "quota": quotas[name],
-                                  "model": node.operator, "caps": attrs.asdict(caps[name])}
-            nodes[name] = {"operator": node.operator, "model": node.operator, "calls": 0,
-                           "attempts": 0, "quota": quotas[name], "rounds_completed": 0,
-                           "champion": None,
-                           "stopped": f"its process failed and its files cannot be read "
-                                      f"({unreadable[name]}): nothing of it is merged"}  # fmt: skip
+            budget_nodes[name] = {
+                **NodeUsage().to_json(),
+                "quota": quotas[name],
+                "model": node.operator,
+                "caps": attrs.asdict(caps[name]),
+            }
+            nodes[name] = {
+                "operator": node.operator,
+                "model": node.operator,
+                "calls": 0,
+                "attempts": 0,
+                "quota": quotas[name],
+                "rounds_completed": 0,
+                "champion": None,
+                "stopped": f"its process failed and its files cannot be read "
+                f"({unreadable[name]}): nothing of it is merged",
+            }
             continue
         for path, data in process.rounds:
             target = run_dir.path / "nodes" / name / path.name
@@ -285,8 +312,14 @@ def join_processes(config: RunConfig, run_dir: RunDir, merge: RunMerge,
         if name in nodes:
             nodes[name] = {**fields, **nodes[name]}
     events = _one_decision_per_round(events)
-    return JoinedProcesses(nodes=nodes, budget_nodes=budget_nodes, wall_seconds=wall,
-                           champions=champions, events=events, calls=calls)  # fmt: skip
+    return JoinedProcesses(
+        nodes=nodes,
+        budget_nodes=budget_nodes,
+        wall_seconds=wall,
+        champions=champions,
+        events=events,
+        calls=calls,
+    )
 
 
 def _read_processes(
@@ -314,8 +347,9 @@ def _read_processes(
     return processes, unreadable
 
 
-def _unfinished_node(node: NodeConfig, process: NodeProcess, quota: int | None, caps: NodeCaps,
-                     rounds_completed: int) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+def _unfinished_node(
+    node: NodeConfig, process: NodeProcess, quota: int | None, caps: NodeCaps, rounds_completed: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The budget and summary entries of a node whose process ended without a summary, from
     its last checkpoint (the node is marked ``stopped``)."""
     name = node.name
@@ -323,11 +357,15 @@ def _unfinished_node(node: NodeConfig, process: NodeProcess, quota: int | None, 
     usage = {**NodeUsage().to_json(), **(state.get("usage") or {})}
     budget_node = {**usage, "quota": quota, "model": node.operator, "caps": attrs.asdict(caps)}
     summary_node = {
-        "operator": node.operator, "model": node.operator, "calls": usage["calls"],
-        "attempts": usage["attempts"], "quota": quota,
-        "rounds_completed": rounds_completed, "champion": None,
+        "operator": node.operator,
+        "model": node.operator,
+        "calls": usage["calls"],
+        "attempts": usage["attempts"],
+        "quota": quota,
+        "rounds_completed": rounds_completed,
+        "champion": None,
         "stopped": f"its process ended without finishing (see {process.path}/node.log)",
-    }  # fmt: skip
+    }
     return budget_node, summary_node
 
 
@@ -367,17 +405,20 @@ def read_node_process(source: Path, name: str) -> NodeProcess:
             disagrees).
     """
     if not source.is_dir():
-        return NodeProcess(path=source, summary=None, checkpoint=None, rounds=[], events=[],
-                           calls=[])  # fmt: skip
+        return NodeProcess(
+            path=source, summary=None, checkpoint=None, rounds=[], events=[], calls=[]
+        )
     summary_path = source / "summary.json"
     summary = read_run_summary(summary_path) if summary_path.exists() else None
     if summary is not None and name not in summary["nodes"]:
         raise damaged(summary_path, f"it holds no node {name}")
     checkpoint = read_checkpoint(source / "checkpoint.json")
     if summary is not None and checkpoint is None:
-        raise ConfigError(f"{source / 'checkpoint.json'} is missing: node {name} finished, so "
-                          "its last checkpoint is what its logs are checked against; refusing "
-                          "to merge")  # fmt: skip
+        raise ConfigError(
+            f"{source / 'checkpoint.json'} is missing: node {name} finished, so "
+            "its last checkpoint is what its logs are checked against; refusing "
+            "to merge"
+        )
     check_logs(source, checkpoint, action="merge", complete=summary is not None)
     events = list(read_jsonl(source / "events.jsonl"))
     calls = list(read_jsonl(source / "calls.jsonl"))
@@ -390,34 +431,53 @@ def read_node_process(source: Path, name: str) -> NodeProcess:
     rounds = []
     for path in paths:
         if not path.exists():
-            raise ConfigError(f"{path} is missing: {summary_path} says node {name} finished "
-                              f"{len(paths)} rounds; refusing to merge")  # fmt: skip
+            raise ConfigError(
+                f"{path} is missing: {summary_path} says node {name} finished "
+                f"{len(paths)} rounds; refusing to merge"
+            )
         rounds.append((path, read_round(path)))
     if summary is not None:
         _check_counts(source, name, summary, events, calls)
-    return NodeProcess(path=source, summary=summary, checkpoint=checkpoint, rounds=rounds,
-                       events=events, calls=calls)  # fmt: skip
+    return NodeProcess(
+        path=source,
+        summary=summary,
+        checkpoint=checkpoint,
+        rounds=rounds,
+        events=events,
+        calls=calls,
+    )
 
 
-def _check_counts(source: Path, name: str, summary: Mapping[str, Any], events: list[dict],
-                  calls: list[dict]) -> None:  # fmt: skip
+def _check_counts(
+    source: Path, name: str, summary: Mapping[str, Any], events: list[dict], calls: list[dict]
+) -> None:
     """A finished node's logs hold what its summary counts: its evaluations and rounds in
     ``events.jsonl``, its replies in ``calls.jsonl`` (none are logged on the array path)."""
     node = summary["nodes"][name]
     counts = [
-        ("events.jsonl", "evaluations", sum(e.get("event") == "evaluated" for e in events),
-         summary.get("evaluated")),
-        ("events.jsonl", "round events", sum(e.get("event") == "round" for e in events),
-         node["rounds_completed"]),
-    ]  # fmt: skip
+        (
+            "events.jsonl",
+            "evaluations",
+            sum(e.get("event") == "evaluated" for e in events),
+            summary.get("evaluated"),
+        ),
+        (
+            "events.jsonl",
+            "round events",
+            sum(e.get("event") == "round" for e in events),
+            node["rounds_completed"],
+        ),
+    ]
     if not node.get("array_path"):
         replies = sum(c.get("node") == name and "reply" in c for c in calls)
         counts.append(("calls.jsonl", "replies", replies, node["calls"]))
     for file, what, found, counted in counts:
         if counted is not None and found != counted:
-            raise ConfigError(f"{source / file} holds {found} {what} of node {name} but "
-                              f"{source / 'summary.json'} counts {counted}: the node's log is "
-                              "incomplete; refusing to merge")  # fmt: skip
+            raise ConfigError(
+                f"{source / file} holds {found} {what} of node {name} but "
+                f"{source / 'summary.json'} counts {counted}: the node's log is "
+                "incomplete; refusing to merge"
+            )
 
 
 def _one_decision_per_round(events: list[dict]) -> list[dict]:

@@ -103,9 +103,16 @@ class MoneyPool:
         self._starved_since = self.clock() if starved else None
         if starved:
             self._heard = self.clock()
-            self.record([{"event": "money_starved", "node": node,
-                          "cap_usd": self.ledger.caps[node].cost_usd,
-                          "spent_usd": round(self.ledger.usage[node].cost_usd, 9)}])  # fmt: skip
+            self.record(
+                [
+                    {
+                        "event": "money_starved",
+                        "node": node,
+                        "cap_usd": self.ledger.caps[node].cost_usd,
+                        "spent_usd": round(self.ledger.usage[node].cost_usd, 9),
+                    }
+                ]
+            )
         self._send({"state": "starved" if starved else "running"})
 
     def _send(self, fields: dict[str, Any]) -> None:
@@ -129,16 +136,29 @@ class MoneyPool:
             to = [peer for peer, state in self.states.items() if state != "finished"]
             # Whole nano-dollars, rounded down: the parts never sum to more than what was left.
             part = math.floor(left / len(to) * 1e9) / 1e9 if to else 0.0
-            self.record([{"event": "money_handed", "node": self.node, "usd": round(left, 9),
-                          "part_usd": part, "to": to}])  # fmt: skip
+            self.record(
+                [
+                    {
+                        "event": "money_handed",
+                        "node": self.node,
+                        "usd": round(left, 9),
+                        "part_usd": part,
+                        "to": to,
+                    }
+                ]
+            )
         await self._publish({"state": "finished", "part_usd": part, "to": to})
 
     def received(self, data: Mapping[str, Any]) -> None:
         """A peer's money message: its state, and for a finished one, this node's part (a
         peer's second hand-over, or one above the run's whole cap, adds nothing)."""
         sender, state, seq = data.get("node"), data.get("state"), data.get("seq")
-        if (sender not in self.peers or state not in ("running", "starved", "finished")
-                or isinstance(seq, bool) or not isinstance(seq, int)):  # fmt: skip
+        if (
+            sender not in self.peers
+            or state not in ("running", "starved", "finished")
+            or isinstance(seq, bool)
+            or not isinstance(seq, int)
+        ):
             return
         if self.states[sender] == "finished" or seq <= self._seq.get(sender, 0):
             return  # gossip does not keep order: an older word changes nothing
@@ -146,14 +166,29 @@ class MoneyPool:
         self.states[sender] = state
         self._heard = self.clock()
         part, to = data.get("part_usd"), data.get("to")
-        if (state == "finished" and isinstance(to, list) and self.node in to
-                and isinstance(part, (int, float)) and not isinstance(part, bool)
-                and math.isfinite(part) and 0 < part <= self.limit
-                and sender not in self.received_usd
-                and self.ledger.caps[self.node].cost_usd is not None):  # fmt: skip
+        if (
+            state == "finished"
+            and isinstance(to, list)
+            and self.node in to
+            and isinstance(part, (int, float))
+            and not isinstance(part, bool)
+            and math.isfinite(part)
+            and 0 < part <= self.limit
+            and sender not in self.received_usd
+            and self.ledger.caps[self.node].cost_usd is not None
+        ):
             self.received_usd[sender] = float(part)
             cap = self.ledger.raise_cost_cap(self.node, float(part))
-            self.record([{"event": "money_received", "node": self.node, "from": sender,
-                          "usd": part, "cap_usd": round(cap, 9)}])  # fmt: skip
+            self.record(
+                [
+                    {
+                        "event": "money_received",
+                        "node": self.node,
+                        "from": sender,
+                        "usd": part,
+                        "cap_usd": round(cap, 9),
+                    }
+                ]
+            )
         else:
             self.ledger.wake()  # a starved node re-checks whether more may come

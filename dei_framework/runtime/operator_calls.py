@@ -54,9 +54,17 @@ class OperatorCalls:
             then leave out the messages' hash.
     """
 
-    def __init__(self, *, name: str, domain: Domain, operator: Operator, ledger: BudgetLedger,
-                 replies: Recording | None, record: Callable[[list[dict], list[dict]], None],
-                 batched: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        name: str,
+        domain: Domain,
+        operator: Operator,
+        ledger: BudgetLedger,
+        replies: Recording | None,
+        record: Callable[[list[dict], list[dict]], None],
+        batched: bool,
+    ) -> None:
         self.name, self.domain, self.operator, self.ledger = name, domain, operator, ledger
         self.replies, self.record, self.batched = replies, record, batched
         #: Calls that failed in a row (a served or made reply resets it).
@@ -70,8 +78,10 @@ class OperatorCalls:
         return self.failures >= MAX_FAILURES_PER_SLOT * self.operator.max_in_flight
 
     def gave_up_error(self) -> OperatorError:
-        return OperatorError(f"{self.name}: operator {self.operator.label!r} failed "
-                             f"{self.failures} calls in a row; stopping this node")  # fmt: skip
+        return OperatorError(
+            f"{self.name}: operator {self.operator.label!r} failed "
+            f"{self.failures} calls in a row; stopping this node"
+        )
 
     async def back_off(self) -> None:
         """Waits after a failed call: the exponent grows once per slot-width of consecutive
@@ -149,8 +159,11 @@ class OperatorCalls:
             await self._ask(asked, outcomes)
         return outcomes
 
-    async def _ask(self, asked: list[tuple[int, OperatorRequest, dict[str, Any], CallMeter]],
-                   outcomes: list[CallOutcome]) -> None:  # fmt: skip
+    async def _ask(
+        self,
+        asked: list[tuple[int, OperatorRequest, dict[str, Any], CallMeter]],
+        outcomes: list[CallOutcome],
+    ) -> None:
         """Asks the operator for the ``asked`` calls, puts their replies into ``outcomes``
         and logs them: the error ladder."""
         started = time.perf_counter()
@@ -197,8 +210,9 @@ class OperatorCalls:
             f"{self.name}: operator {self.operator.label!r} failed: {type(exc).__name__}: {exc}"
         )
 
-    def request_of(self, item: WorkItem, *, meter: CallMeter | None = None
-                   ) -> tuple[OperatorRequest, dict[str, Any]]:  # fmt: skip
+    def request_of(
+        self, item: WorkItem, *, meter: CallMeter | None = None
+    ) -> tuple[OperatorRequest, dict[str, Any]]:
         """The item's operator request (with the call's ``meter``, if any) and the head of its
         ``calls.jsonl`` line.
 
@@ -207,19 +221,27 @@ class OperatorCalls:
         (:func:`~dei_framework.runtime.replay.recorded_digest`).
         """
         request = item.request(self.domain, meter=meter)
-        call = {"key": item.key, "node": self.name, "round": item.round, "kind": item.kind,
-                "parent": item.parent.id if item.parent else None, "operator": self.operator.label,
-                "id": item.id}  # fmt: skip
+        call = {
+            "key": item.key,
+            "node": self.name,
+            "round": item.round,
+            "kind": item.kind,
+            "parent": item.parent.id if item.parent else None,
+            "operator": self.operator.label,
+            "id": item.id,
+        }
         if not self.batched:
             call["messages_sha256"] = messages_digest(request.messages)
         return request, call
 
-    def recorded(self, item: WorkItem, request: OperatorRequest
-                 ) -> tuple[OperatorReply | None, float] | None:  # fmt: skip
+    def recorded(
+        self, item: WorkItem, request: OperatorRequest
+    ) -> tuple[OperatorReply | None, float] | None:
         """The recorded reply of the item's call (logged and charged unless it was
         already), or ``None`` when there is none to serve."""
-        recorded = (self.replies.take(item.key, request.messages)
-                    if self.replies is not None else None)  # fmt: skip
+        recorded = (
+            self.replies.take(item.key, request.messages) if self.replies is not None else None
+        )
         if recorded is None:
             return None
         reply = replayed_reply(recorded.record)
@@ -244,8 +266,9 @@ def calls_out(calls: Mapping[asyncio.Task, Sequence[WorkItem]]) -> int:
     return sum(len(items) for items in calls.values())
 
 
-def call_outcomes(done: Sequence[asyncio.Task], calls: dict[asyncio.Task, list[WorkItem]]
-                   ) -> list[tuple[WorkItem, Any]]:  # fmt: skip
+def call_outcomes(
+    done: Sequence[asyncio.Task], calls: dict[asyncio.Task, list[WorkItem]]
+) -> list[tuple[WorkItem, Any]]:
     """The finished call tasks' ``(item, outcome)`` pairs in slot order, taken out of
     ``calls``; an operator error or replay mismatch stands in the place of its item(s)."""
     outcomes: list[tuple[WorkItem, Any]] = []
@@ -267,8 +290,13 @@ def call_outcomes(done: Sequence[asyncio.Task], calls: dict[asyncio.Task, list[W
 
 
 def call_line(
-    call: Mapping[str, Any], request: OperatorRequest, meter: CallMeter, seconds: float, *,
-    reply: OperatorReply | None = None, failed: str | None = None,
+    call: Mapping[str, Any],
+    request: OperatorRequest,
+    meter: CallMeter,
+    seconds: float,
+    *,
+    reply: OperatorReply | None = None,
+    failed: str | None = None,
 ) -> dict[str, Any]:
     """A ``calls.jsonl`` line of a made call: its reply, or why it failed (keys in the order
     the file has always had them: a resume compares lines)."""

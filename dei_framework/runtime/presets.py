@@ -116,8 +116,9 @@ def overridden(preset: Preset, chosen: Mapping[str, Any]) -> list[str]:
 def warn_overrides(preset: Preset, notes: list[str]) -> None:
     """Says on stderr that the user's values leave the preset's protocol (nothing if none)."""
     if notes:
-        click.echo(f"warning: not the {preset.name} protocol any more: {', '.join(notes)}",
-                   err=True)  # fmt: skip
+        click.echo(
+            f"warning: not the {preset.name} protocol any more: {', '.join(notes)}", err=True
+        )
 
 
 def _norm(value: Any) -> Any:

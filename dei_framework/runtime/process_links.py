@@ -50,24 +50,31 @@ def link_node_process(
     """
     if local is None or not nodes or nodes[0].transport is None:
         if allocation is not None and allocation.remote:
-            raise ConfigError(f"--allocation {config.allocation} with nodes in "
-                              "processes of their own needs a transport that shares "
-                              "champions")  # fmt: skip
+            raise ConfigError(
+                f"--allocation {config.allocation} with nodes in "
+                "processes of their own needs a transport that shares "
+                "champions"
+            )
         return None
     node = nodes[0]
     money = None
     # On the cost axis the money is the equal-compute budget: shares must not move.
     if config.max_cost_usd is not None and config.compute_axis != "cost":
         money = MoneyPool(
-            ledger=ledger, node=node.name, nodes=config.node_names, limit=config.max_cost_usd,
+            ledger=ledger,
+            node=node.name,
+            nodes=config.node_names,
+            limit=config.max_cost_usd,
             # A message's round is its number: every one has an id of its own.
             publish=lambda data: node.publish_report(data, data["seq"]),
-            record=record, poll=node.poll,
-        )  # fmt: skip
+            record=record,
+            poll=node.poll,
+        )
 
     def publish(report: RoundReport) -> None:
         task = asyncio.get_running_loop().create_task(
-            node.publish_report(report.to_json(), report.round))
+            node.publish_report(report.to_json(), report.round)
+        )
         reports_out.add(task)
         task.add_done_callback(reports_out.discard)
 
@@ -91,8 +98,7 @@ def link_node_process(
     return money
 
 
-def round_receiver(node: Node, allocation: AllocationCoordinator | None
-                   ) -> Callable[[int], Any]:  # fmt: skip
+def round_receiver(node: Node, allocation: AllocationCoordinator | None) -> Callable[[int], Any]:
     """What a node's driver calls at a round start: with a dynamic allocator, the round's
     quota is waited for (every node must have ended the round before) first."""
     if allocation is None:

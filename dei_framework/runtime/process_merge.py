@@ -21,9 +21,12 @@ from dei_framework.runtime.run_dir import RunDir, write_json_atomic
 from dei_framework.runtime.summary import EventTally, run_summary
 
 
-def merge_node_processes(config: RunConfig, run_dir: RunDir, registry: PluginRegistry,
-                         extra: Mapping[str, Mapping[str, Any]] | None = None
-                         ) -> RunSummary:  # fmt: skip
+def merge_node_processes(
+    config: RunConfig,
+    run_dir: RunDir,
+    registry: PluginRegistry,
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
+) -> RunSummary:
     """Joins the node processes' directories (``processes/<node>/``) into ``run_dir``.
 
     Events and calls are concatenated node by node and round files copied; the summary is
@@ -45,18 +48,27 @@ def merge_node_processes(config: RunConfig, run_dir: RunDir, registry: PluginReg
     joined = join_processes(config, run_dir, merge, extra)
     nodes, wall = joined.nodes, joined.wall_seconds
     if config.common_ground:
-        merge.merge_common_ground(partial(new_evaluator, config, base.domain, registry),
-                                  config.common_seeds, nodes, joined.champions)  # fmt: skip
+        merge.merge_common_ground(
+            partial(new_evaluator, config, base.domain, registry),
+            config.common_seeds,
+            nodes,
+            joined.champions,
+        )
     run_dir.replace_jsonl("events.jsonl", joined.events)
     run_dir.replace_jsonl("calls.jsonl", joined.calls)
-    ledger = BudgetLedger.from_json({"nodes": joined.budget_nodes, "wall_seconds": wall,
-                                     "axis": config.compute_axis,
-                                     "attempts_per_call": config.max_attempts_per_call})
+    ledger = BudgetLedger.from_json(
+        {
+            "nodes": joined.budget_nodes,
+            "wall_seconds": wall,
+            "axis": config.compute_axis,
+            "attempts_per_call": config.max_attempts_per_call,
+        }
+    )
     budget = {**ledger.to_json(), "wall_seconds": round(wall, 3)}
-    summary = run_summary(config, base.domain, merge, nodes, budget,
-                          EventTally(base.space, joined.events))  # fmt: skip
-    write_json_atomic(run_dir.path / "merged_archive.json", merge.merged_entries,
-                      layout="records")
+    summary = run_summary(
+        config, base.domain, merge, nodes, budget, EventTally(base.space, joined.events)
+    )
+    write_json_atomic(run_dir.path / "merged_archive.json", merge.merged_entries, layout="records")
     run_dir.write_config(config.to_json())
     run_dir.write_summary(summary)
     registry.notify("dei_run_finished", run_dir=str(run_dir.path), summary=summary)

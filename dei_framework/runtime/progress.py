@@ -25,11 +25,19 @@ class Progress:
         self.config = config
         self.quotas = config.node_quotas()
         self.rows: dict[str, dict[str, Any]] = {
-            node.name: {"operator": node.operator, "rounds_done": 0, "calls": 0, "invalid": 0,
-                        "best": None, "coverage": 0.0, "errors": 0, "retries": 0,
-                        "problem": ""}
+            node.name: {
+                "operator": node.operator,
+                "rounds_done": 0,
+                "calls": 0,
+                "invalid": 0,
+                "best": None,
+                "coverage": 0.0,
+                "errors": 0,
+                "retries": 0,
+                "problem": "",
+            }
             for node in config.nodes
-        }  # fmt: skip
+        }
         self._reported_errors: dict[str, int] = {}
         self._live = None
 
@@ -39,8 +47,12 @@ class Progress:
 
             # The table is built when the display refreshes (4 times a second), not on
             # every update: a run makes one update per evaluation.
-            self._live = Live(get_renderable=self._table, refresh_per_second=4,
-                              transient=False, console=_stderr_console())  # fmt: skip
+            self._live = Live(
+                get_renderable=self._table,
+                refresh_per_second=4,
+                transient=False,
+                console=_stderr_console(),
+            )
             self._live.__enter__()
         return self
 
@@ -82,7 +94,7 @@ class Progress:
                     f"{champion.get('fitness', float('nan')):.3f}, calls {row['calls']}"
                     f"/{self.quotas[data['node']]} ({row['operator']}; errors {row['errors']}, "
                     f"retries {row['retries']})"
-                )  # fmt: skip
+                )
             elif self.mode == "json":
                 print(json.dumps({k: v for k, v in data.items() if k != "champion"}), flush=True)
         elif kind == "stopped":
@@ -105,8 +117,10 @@ class Progress:
         cause = status.get("last_error") or "unknown cause"
         row["problem"] = cause
         if self.mode == "lines":
-            self._line(f"[{node}] failed attempts so far {errors} (retries {row['retries']}); "
-                       f"last: {cause}")  # fmt: skip
+            self._line(
+                f"[{node}] failed attempts so far {errors} (retries {row['retries']}); "
+                f"last: {cause}"
+            )
 
     @staticmethod
     def _line(text: str) -> None:
@@ -128,17 +142,36 @@ class Progress:
 
         if width is None:
             width = self._live.console.width if self._live is not None else 80
-        headers = ("node", "operator", "rounds", "calls", "inv", "best", "cov", "err/rt",
-                   "last problem")  # fmt: skip
+        headers = (
+            "node",
+            "operator",
+            "rounds",
+            "calls",
+            "inv",
+            "best",
+            "cov",
+            "err/rt",
+            "last problem",
+        )
         rows = []
         for name, row in self.rows.items():
             best = "-" if row["best"] is None else f"{row['best']:.3f}"
-            rows.append((name, row["operator"], f"{row['rounds_done']}/{self.config.rounds}",
-                         f"{row['calls']}/{self.quotas[name]}", str(row["invalid"]), best,
-                         f"{row['coverage']:.0%}", f"{row['errors']}/{row['retries']}",
-                         row["problem"]))  # fmt: skip
-        widths = [max([len(header)] + [len(row[i]) for row in rows])
-                  for i, header in enumerate(headers)]  # fmt: skip
+            rows.append(
+                (
+                    name,
+                    row["operator"],
+                    f"{row['rounds_done']}/{self.config.rounds}",
+                    f"{row['calls']}/{self.quotas[name]}",
+                    str(row["invalid"]),
+                    best,
+                    f"{row['coverage']:.0%}",
+                    f"{row['errors']}/{row['retries']}",
+                    row["problem"],
+                )
+            )
+        widths = [
+            max([len(header)] + [len(row[i]) for row in rows]) for i, header in enumerate(headers)
+        ]
         # What the fixed columns leave goes to the operator (up to its longest name, at most
         # half) and the rest to the last problem.
         gap = 1

@@ -67,8 +67,9 @@ class Recording:
         source: Where the record came from, for messages.
     """
 
-    def __init__(self, calls: Mapping[str, Any], *, on_mismatch: str = "stop",
-                 source: str = "the record") -> None:  # fmt: skip
+    def __init__(
+        self, calls: Mapping[str, Any], *, on_mismatch: str = "stop", source: str = "the record"
+    ) -> None:
         if on_mismatch not in ("stop", "ask"):
             raise ValueError(f"on_mismatch must be 'stop' or 'ask', not {on_mismatch!r}")
         self._calls = dict(calls)
@@ -84,8 +85,11 @@ class Recording:
         """Whether call ``key`` is recorded as completed and already in the run's budget (a
         resumed run's call made before its checkpoint): serving it spends nothing more."""
         recorded = self._calls.get(key)
-        return (recorded is not None and bool(getattr(recorded, "logged", False))
-                and recorded.record.get("failed") is None)  # fmt: skip
+        return (
+            recorded is not None
+            and bool(getattr(recorded, "logged", False))
+            and recorded.record.get("failed") is None
+        )
 
     def take(self, key: str, messages: Sequence[Message]) -> Any | None:
         """The recorded call ``key`` if its messages match, else ``None`` (ask the operator).
@@ -102,8 +106,10 @@ class Recording:
             expected = recorded_digest(recorded.record)
             if expected == digest:
                 return recorded
-            problem = (f"has different messages: {digest[:19]}… now, {str(expected)[:19]}… "
-                       "recorded (the prompts, the parents or the domain changed)")  # fmt: skip
+            problem = (
+                f"has different messages: {digest[:19]}… now, {str(expected)[:19]}… "
+                "recorded (the prompts, the parents or the domain changed)"
+            )
         if self.on_mismatch == "ask":
             if recorded is not None:
                 self.reasked.append(key)
@@ -127,11 +133,16 @@ def recorded_usage(record: Mapping[str, Any]) -> dict[str, Any]:
     usage = record.get("usage")
     if usage is None:  # records older than the field: the reply held the call's usage
         reply = record.get("reply") or {}
-        usage = {"attempts": reply.get("attempts", 1), "prompt_tokens": reply.get("prompt_tokens"),
-                 "completion_tokens": reply.get("completion_tokens"),
-                 "cost_usd": reply.get("cost_usd", 0.0)}  # fmt: skip
-    return {key: usage.get(key) for key in ("attempts", "prompt_tokens", "completion_tokens",
-                                            "cost_usd")}  # fmt: skip
+        usage = {
+            "attempts": reply.get("attempts", 1),
+            "prompt_tokens": reply.get("prompt_tokens"),
+            "completion_tokens": reply.get("completion_tokens"),
+            "cost_usd": reply.get("cost_usd", 0.0),
+        }
+    return {
+        key: usage.get(key)
+        for key in ("attempts", "prompt_tokens", "completion_tokens", "cost_usd")
+    }
 
 
 class RecordedOperator(Operator):

@@ -31,9 +31,10 @@ def restoring(run_dir: RunDir, what: str) -> Iterator[None]:
     try:
         yield
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise damaged(run_dir.checkpoint_path,
-                      f"{what} cannot be restored from it ({type(exc).__name__}: {exc}); "
-                      "refusing to resume") from None  # fmt: skip
+        raise damaged(
+            run_dir.checkpoint_path,
+            f"{what} cannot be restored from it ({type(exc).__name__}: {exc}); refusing to resume",
+        ) from None
 
 
 def finished_round_file(run_dir: RunDir, name: str, round_index: int) -> Path:
@@ -41,8 +42,10 @@ def finished_round_file(run_dir: RunDir, name: str, round_index: int) -> Path:
     file is written in the step that ends it, before any checkpoint can hold the round)."""
     path = run_dir.round_path(name, round_index)
     if not path.exists():
-        raise ConfigError(f"{path} is missing: the checkpoint says node {name} finished "
-                          f"round {round_index}; refusing to resume")  # fmt: skip
+        raise ConfigError(
+            f"{path} is missing: the checkpoint says node {name} finished "
+            f"round {round_index}; refusing to resume"
+        )
     return path
 
 
@@ -59,8 +62,7 @@ class ReplayRecord:
     lags: dict[str, int]
 
 
-def read_replay_record(record: RunDir, replies: dict[str, dict[str, RecordedCall]]
-                       ) -> ReplayRecord:  # fmt: skip
+def read_replay_record(record: RunDir, replies: dict[str, dict[str, RecordedCall]]) -> ReplayRecord:
     """Reads the recorded run a replay serves: its calls (into ``replies``, per node by request
     key), the champions each node received and each node's lag, the record's logs checked
     against its checkpoint first.
@@ -70,8 +72,10 @@ def read_replay_record(record: RunDir, replies: dict[str, dict[str, RecordedCall
     """
     recorded = record.read_checkpoint()
     if recorded is None:
-        raise ConfigError(f"{record.checkpoint_path} is missing (or null): a replay needs "
-                          "the recorded run's checkpoint (its lags and log offsets)")
+        raise ConfigError(
+            f"{record.checkpoint_path} is missing (or null): a replay needs "
+            "the recorded run's checkpoint (its lags and log offsets)"
+        )
     check_logs(record.path, recorded, action="replay")
     for position, call in enumerate(read_jsonl(record.calls_path)):
         if not (isinstance(call.get("node"), str) and isinstance(call.get("key"), str)):
@@ -82,8 +86,10 @@ def read_replay_record(record: RunDir, replies: dict[str, dict[str, RecordedCall
         if event.get("event") != "received":
             continue
         if not (isinstance(event.get("node"), str) and isinstance(event.get("round"), int)):
-            raise damaged(record.events_path, f"record {position} is a received event "
-                                              "without its node and round")  # fmt: skip
+            raise damaged(
+                record.events_path,
+                f"record {position} is a received event without its node and round",
+            )
         received[event["node"]][event["round"]].append(event)
     lags = {}
     for name, state in recorded["nodes"].items():

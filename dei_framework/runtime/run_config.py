@@ -59,9 +59,13 @@ def _positive(name: str, minimum: int | None = 1):
 
 def _seconds(name: str):
     """A validator refusing a duration that is not a number of seconds ≥ 0."""
+
     def check(instance, attribute, value) -> None:
-        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
-                or not 0 <= value < float("inf")):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, numbers.Real)
+            or not 0 <= value < float("inf")
+        ):
             raise ConfigError(f"{name} must be a number of seconds, at least 0, got {value!r}")
 
     return check
@@ -183,124 +187,309 @@ class RunConfig:
         allocation_options: Options of the allocator (``[allocation_options]`` table).
     """
 
-    domain: str = attrs.field(metadata=setting("--domain", RUN,
-                                               "Search domain (see `dei plugins`)."))
-    transport: str = attrs.field(default="inmemory", metadata=setting(
-        "--transport", SHARE, "How nodes share champions: inmemory (default) or axl."))
-    nodes: tuple[NodeConfig, ...] = attrs.field(converter=tuple, metadata=setting(
-        "--nodes", RUN, "Number of nodes (default: one per --operator; "
-        f"{DEFAULT_NODES} for the offline default).", type=int))
-    rounds: int = attrs.field(default=3, validator=_positive("--rounds"), metadata=setting(
-        "--rounds", SPEND, "Rounds per node (default 3): Red Queen rounds (reset lifecycle) or "
-        "migration intervals (continual).", type=int))
-    budget: int | None = attrs.field(default=None, validator=_positive("--budget"),
-                                     metadata=setting("--budget", SPEND, "Total operator calls, "
-                                                      "split equally across nodes.", type=int))
+    domain: str = attrs.field(
+        metadata=setting("--domain", RUN, "Search domain (see `dei plugins`).")
+    )
+    transport: str = attrs.field(
+        default="inmemory",
+        metadata=setting(
+            "--transport", SHARE, "How nodes share champions: inmemory (default) or axl."
+        ),
+    )
+    nodes: tuple[NodeConfig, ...] = attrs.field(
+        converter=tuple,
+        metadata=setting(
+            "--nodes",
+            RUN,
+            "Number of nodes (default: one per --operator; "
+            f"{DEFAULT_NODES} for the offline default).",
+            type=int,
+        ),
+    )
+    rounds: int = attrs.field(
+        default=3,
+        validator=_positive("--rounds"),
+        metadata=setting(
+            "--rounds",
+            SPEND,
+            "Rounds per node (default 3): Red Queen rounds (reset lifecycle) or "
+            "migration intervals (continual).",
+            type=int,
+        ),
+    )
+    budget: int | None = attrs.field(
+        default=None,
+        validator=_positive("--budget"),
+        metadata=setting(
+            "--budget", SPEND, "Total operator calls, split equally across nodes.", type=int
+        ),
+    )
     iterations: int | None = attrs.field(
-        default=None, validator=_positive("--iterations"), metadata=setting(
-            "--iterations", SPEND, "Operator calls per node per round (instead of --budget).",
-            type=int))
-    seed: int = attrs.field(default=0, validator=_positive("--seed", None), metadata=setting(
-        "--seed", SPEND, "Run seed (default 0).", type=int))
-    sharing: str = attrs.field(default="champion", metadata=setting(
-        "--sharing", SHARE, "Champion-sharing policy (default: champion)."))
+        default=None,
+        validator=_positive("--iterations"),
+        metadata=setting(
+            "--iterations",
+            SPEND,
+            "Operator calls per node per round (instead of --budget).",
+            type=int,
+        ),
+    )
+    seed: int = attrs.field(
+        default=0,
+        validator=_positive("--seed", None),
+        metadata=setting("--seed", SPEND, "Run seed (default 0).", type=int),
+    )
+    sharing: str = attrs.field(
+        default="champion",
+        metadata=setting("--sharing", SHARE, "Champion-sharing policy (default: champion)."),
+    )
     sharing_options: Mapping[str, Any] = attrs.field(factory=dict)
-    axes: tuple[str, ...] = attrs.field(default=(), converter=tuple, metadata=setting(
-        "--axes", RUN, "Comma-separated descriptor axes (default: the domain's)."))
-    emitter: str = attrs.field(default="uniform", metadata=setting(
-        "--emitter", RUN, "How parents are chosen (default: uniform; see `dei plugins`)."))
+    axes: tuple[str, ...] = attrs.field(
+        default=(),
+        converter=tuple,
+        metadata=setting("--axes", RUN, "Comma-separated descriptor axes (default: the domain's)."),
+    )
+    emitter: str = attrs.field(
+        default="uniform",
+        metadata=setting(
+            "--emitter", RUN, "How parents are chosen (default: uniform; see `dei plugins`)."
+        ),
+    )
     emitter_options: Mapping[str, Any] = attrs.field(factory=dict)
-    archive: str = attrs.field(default="grid", metadata=setting(
-        "--archive", RUN, "Archive kind (default: grid; cvt for 3+ axes)."))
+    archive: str = attrs.field(
+        default="grid",
+        metadata=setting("--archive", RUN, "Archive kind (default: grid; cvt for 3+ axes)."),
+    )
     archive_options: Mapping[str, Any] = attrs.field(factory=dict)
-    new_fraction: float = attrs.field(default=0.1, metadata=setting(
-        "--new-fraction", RUN, "Share of calls that write a program from scratch (default 0.1).",
-        type=float))
-    lifecycle: str = attrs.field(default="", metadata=setting(
-        "--lifecycle", SPEND, "Archive lifecycle (default: the domain's): reset starts a fresh "
-        "archive each round (Red Queen); continual keeps it (a round is a migration interval).",
-        choices=LIFECYCLES))
-    lag: int | None = attrs.field(default=None, validator=_positive("--lag", 0), metadata=setting(
-        "--lag", RUN, "How far parent choice may run ahead of admission, in slots (default: 6 x "
-        "the operator's concurrency; 0: one call at a time).", type=int, metavar="SLOTS"))
+    new_fraction: float = attrs.field(
+        default=0.1,
+        metadata=setting(
+            "--new-fraction",
+            RUN,
+            "Share of calls that write a program from scratch (default 0.1).",
+            type=float,
+        ),
+    )
+    lifecycle: str = attrs.field(
+        default="",
+        metadata=setting(
+            "--lifecycle",
+            SPEND,
+            "Archive lifecycle (default: the domain's): reset starts a fresh "
+            "archive each round (Red Queen); continual keeps it (a round is a migration interval).",
+            choices=LIFECYCLES,
+        ),
+    )
+    lag: int | None = attrs.field(
+        default=None,
+        validator=_positive("--lag", 0),
+        metadata=setting(
+            "--lag",
+            RUN,
+            "How far parent choice may run ahead of admission, in slots (default: 6 x "
+            "the operator's concurrency; 0: one call at a time).",
+            type=int,
+            metavar="SLOTS",
+        ),
+    )
     max_champions: int = attrs.field(
-        default=20, validator=_positive("--max-champions", 0), metadata=setting(
-            "--max-champions", RUN,
-            "A node's own recent champions kept as opponents (default 20).", type=int))
+        default=20,
+        validator=_positive("--max-champions", 0),
+        metadata=setting(
+            "--max-champions",
+            RUN,
+            "A node's own recent champions kept as opponents (default 20).",
+            type=int,
+        ),
+    )
     max_peer_champions: int = attrs.field(
-        default=20, validator=_positive("--max-peer-champions", 0), metadata=setting(
-            "--max-peer-champions", RUN, "Received champions kept as opponents (default 20).",
-            type=int))
+        default=20,
+        validator=_positive("--max-peer-champions", 0),
+        metadata=setting(
+            "--max-peer-champions",
+            RUN,
+            "Received champions kept as opponents (default 20).",
+            type=int,
+        ),
+    )
     eval_workers: int | None = attrs.field(
-        default=None, validator=_positive("--eval-workers", 0), metadata=setting(
-            "--eval-workers", WHERE,
-            "Evaluation worker processes (default: one per core; 0: in-process).", type=int))
-    evaluator: str = attrs.field(default="local", metadata=setting(
-        "--evaluator", WHERE, "Where evaluations run: local (a process pool, the default), dask "
-        "(a Dask cluster), or a plugin's backend; results are the same on every one.",
-        metavar="NAME"))
-    evaluator_address: str | None = attrs.field(default=None, metadata=setting(
-        "--evaluator-address", WHERE, "The evaluation backend's address, e.g. the Dask "
-        "scheduler tcp://host:8786 (default: a local cluster started for the run).",
-        metavar="ADDRESS"))
+        default=None,
+        validator=_positive("--eval-workers", 0),
+        metadata=setting(
+            "--eval-workers",
+            WHERE,
+            "Evaluation worker processes (default: one per core; 0: in-process).",
+            type=int,
+        ),
+    )
+    evaluator: str = attrs.field(
+        default="local",
+        metadata=setting(
+            "--evaluator",
+            WHERE,
+            "Where evaluations run: local (a process pool, the default), dask "
+            "(a Dask cluster), or a plugin's backend; results are the same on every one.",
+            metavar="NAME",
+        ),
+    )
+    evaluator_address: str | None = attrs.field(
+        default=None,
+        metadata=setting(
+            "--evaluator-address",
+            WHERE,
+            "The evaluation backend's address, e.g. the Dask "
+            "scheduler tcp://host:8786 (default: a local cluster started for the run).",
+            metavar="ADDRESS",
+        ),
+    )
     evaluator_options: Mapping[str, Any] = attrs.field(factory=dict)
-    sandbox: str = attrs.field(default="", metadata=setting(
-        "--sandbox", WHERE, "How candidates are isolated: none (in the evaluation worker), "
-        "process (each in its own child process), isolated (as process, inside bubblewrap: "
-        "read-only files, no network). Default: process for domains that execute code, none "
-        "otherwise.", choices=("none", "process", "isolated")))
-    eval_timeout: float | None = attrs.field(default=None, metadata=setting(
-        "--eval-timeout", WHERE, "Wall-clock limit per candidate; one over it is invalid "
-        "(\"timeout after N s\"). Default: the domain's, else none.", type=float,
-        metavar="SECONDS"))
-    eval_memory: int | None = attrs.field(default=None, metadata=setting(
-        "--eval-memory", WHERE, "Memory limit per candidate (address space it may add, in MB); "
-        "one over it is invalid. Default: the domain's, else none.", type=int, metavar="MB"))
+    sandbox: str = attrs.field(
+        default="",
+        metadata=setting(
+            "--sandbox",
+            WHERE,
+            "How candidates are isolated: none (in the evaluation worker), "
+            "process (each in its own child process), isolated (as process, inside bubblewrap: "
+            "read-only files, no network). Default: process for domains that execute code, none "
+            "otherwise.",
+            choices=("none", "process", "isolated"),
+        ),
+    )
+    eval_timeout: float | None = attrs.field(
+        default=None,
+        metadata=setting(
+            "--eval-timeout",
+            WHERE,
+            "Wall-clock limit per candidate; one over it is invalid "
+            '("timeout after N s"). Default: the domain\'s, else none.',
+            type=float,
+            metavar="SECONDS",
+        ),
+    )
+    eval_memory: int | None = attrs.field(
+        default=None,
+        metadata=setting(
+            "--eval-memory",
+            WHERE,
+            "Memory limit per candidate (address space it may add, in MB); "
+            "one over it is invalid. Default: the domain's, else none.",
+            type=int,
+            metavar="MB",
+        ),
+    )
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)
     transport_options: Mapping[str, Any] = attrs.field(factory=dict)
-    delivery: str = attrs.field(default="auto", metadata=setting(
-        "--delivery", SHARE, "Champion delivery: virtual time (deterministic; the default in "
-        "one process) or wallclock (as the transport delivers; default across processes).",
-        choices=DELIVERIES))
+    delivery: str = attrs.field(
+        default="auto",
+        metadata=setting(
+            "--delivery",
+            SHARE,
+            "Champion delivery: virtual time (deterministic; the default in "
+            "one process) or wallclock (as the transport delivers; default across processes).",
+            choices=DELIVERIES,
+        ),
+    )
     checkpoint_seconds: float = attrs.field(
-        default=2.0, validator=_seconds("--checkpoint-seconds"), metadata=setting(
-            "--checkpoint-seconds", WHERE,
-            "Minimum seconds between in-round checkpoints (default 2).", type=float,
-            metavar="SECONDS"))
-    array_path: bool = attrs.field(default=True, metadata=setting(
-        "--array-path/--no-array-path", WHERE, "Let offline array operators skip program texts "
-        "and call records when the domain has an array form (default: on; same results).",
-        default=None))
-    common_ground: bool = attrs.field(default=False, metadata=setting(
-        "--common-ground", WHERE, "Re-evaluate merged-archive elites and champions against the "
-        "domain's reference set (always on in experiments).", is_flag=True, default=None))
+        default=2.0,
+        validator=_seconds("--checkpoint-seconds"),
+        metadata=setting(
+            "--checkpoint-seconds",
+            WHERE,
+            "Minimum seconds between in-round checkpoints (default 2).",
+            type=float,
+            metavar="SECONDS",
+        ),
+    )
+    array_path: bool = attrs.field(
+        default=True,
+        metadata=setting(
+            "--array-path/--no-array-path",
+            WHERE,
+            "Let offline array operators skip program texts "
+            "and call records when the domain has an array form (default: on; same results).",
+            default=None,
+        ),
+    )
+    common_ground: bool = attrs.field(
+        default=False,
+        metadata=setting(
+            "--common-ground",
+            WHERE,
+            "Re-evaluate merged-archive elites and champions against the "
+            "domain's reference set (always on in experiments).",
+            is_flag=True,
+            default=None,
+        ),
+    )
     common_seeds: int = attrs.field(
-        default=5, validator=_positive("--common-seeds"), metadata=setting(
-            "--common-seeds", WHERE, "Fresh seeds each common-ground winner and champion is "
-            "scored on; its common-ground fitness is their mean (default 5).", type=int))
+        default=5,
+        validator=_positive("--common-seeds"),
+        metadata=setting(
+            "--common-seeds",
+            WHERE,
+            "Fresh seeds each common-ground winner and champion is "
+            "scored on; its common-ground fitness is their mean (default 5).",
+            type=int,
+        ),
+    )
     members: tuple[str, ...] = attrs.field(
-        default=(), converter=lambda v: _members(v), metadata=setting(
-            "--member", WHERE, "A member of a closed run: a node's name and its ed25519 public "
+        default=(),
+        converter=lambda v: _members(v),
+        metadata=setting(
+            "--member",
+            WHERE,
+            "A member of a closed run: a node's name and its ed25519 public "
             "key (64 hex), repeatable; champions from anyone else are dropped.",
-            multiple=True, metavar="NAME=KEY"))
-    compute_axis: str = attrs.field(default="calls", metadata=setting(
-        "--compute-axis", SPEND, "What equal compute is measured on (default calls, as in the "
-        "paper): --budget counts calls or tokens; for cost, --max-cost-usd is the budget.",
-        choices=("calls", "tokens", "cost")))
-    max_cost_usd: float | None = attrs.field(default=None, metadata=setting(
-        "--max-cost-usd", SPEND, "Hard money cap of the run in USD, split equally across nodes; "
-        "every attempt reserves its worst-case cost first.", type=float))
+            multiple=True,
+            metavar="NAME=KEY",
+        ),
+    )
+    compute_axis: str = attrs.field(
+        default="calls",
+        metadata=setting(
+            "--compute-axis",
+            SPEND,
+            "What equal compute is measured on (default calls, as in the "
+            "paper): --budget counts calls or tokens; for cost, --max-cost-usd is the budget.",
+            choices=("calls", "tokens", "cost"),
+        ),
+    )
+    max_cost_usd: float | None = attrs.field(
+        default=None,
+        metadata=setting(
+            "--max-cost-usd",
+            SPEND,
+            "Hard money cap of the run in USD, split equally across nodes; "
+            "every attempt reserves its worst-case cost first.",
+            type=float,
+        ),
+    )
     max_attempts_per_node: int | None = attrs.field(
-        default=None, validator=_positive("--max-attempts-per-node"), metadata=setting(
-            "--max-attempts-per-node", SPEND,
-            "Hard cap on each node's attempts, retries and failures included.", type=int))
+        default=None,
+        validator=_positive("--max-attempts-per-node"),
+        metadata=setting(
+            "--max-attempts-per-node",
+            SPEND,
+            "Hard cap on each node's attempts, retries and failures included.",
+            type=int,
+        ),
+    )
     max_attempts_per_call: int | None = attrs.field(
-        default=None, validator=_positive("--max-attempts-per-call"), metadata=setting(
-            "--max-attempts-per-call", SPEND, "Most attempts one operator call may make.",
-            type=int))
-    allocation: str = attrs.field(default="static", metadata=setting(
-        "--allocation", SHARE, "Budget allocator (default: static, equal shares; bandit moves "
-        "the budget left to the nodes that add cells; see `dei plugins`)."))
+        default=None,
+        validator=_positive("--max-attempts-per-call"),
+        metadata=setting(
+            "--max-attempts-per-call", SPEND, "Most attempts one operator call may make.", type=int
+        ),
+    )
+    allocation: str = attrs.field(
+        default="static",
+        metadata=setting(
+            "--allocation",
+            SHARE,
+            "Budget allocator (default: static, equal shares; bandit moves "
+            "the budget left to the nodes that add cells; see `dei plugins`).",
+        ),
+    )
     allocation_options: Mapping[str, Any] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
@@ -309,28 +498,36 @@ class RunConfig:
         if not self.nodes:
             raise ConfigError("a run needs at least one node")
         if self.compute_axis not in COMPUTE_AXES:
-            raise ConfigError(f"--compute-axis must be one of {', '.join(COMPUTE_AXES)}, "
-                              f"got {self.compute_axis!r}")  # fmt: skip
+            raise ConfigError(
+                f"--compute-axis must be one of {', '.join(COMPUTE_AXES)}, "
+                f"got {self.compute_axis!r}"
+            )
         if self.max_cost_usd is not None and not self.max_cost_usd > 0:
             raise ConfigError(f"--max-cost-usd must be positive, got {self.max_cost_usd}")
         if self.compute_axis == "cost":
             if self.max_cost_usd is None:
                 raise ConfigError("--compute-axis cost needs --max-cost-usd (the budget)")
             if (self.budget is None) == (self.iterations is None):
-                raise ConfigError("give exactly one of --budget and --iterations (calls at "
-                                  "most; --max-cost-usd is the budget)")  # fmt: skip
+                raise ConfigError(
+                    "give exactly one of --budget and --iterations (calls at "
+                    "most; --max-cost-usd is the budget)"
+                )
         elif self.compute_axis == "tokens":
             if self.budget is None or self.iterations is None:
-                raise ConfigError("--compute-axis tokens needs --budget (total tokens) and "
-                                  "--iterations (calls per node per round at most)")  # fmt: skip
+                raise ConfigError(
+                    "--compute-axis tokens needs --budget (total tokens) and "
+                    "--iterations (calls per node per round at most)"
+                )
         elif (self.budget is None) == (self.iterations is None):
             raise ConfigError("give exactly one of --budget and --iterations")
         if self.delivery not in DELIVERIES:
-            raise ConfigError(f"delivery must be one of {', '.join(DELIVERIES)}, "
-                              f"got {self.delivery!r}")  # fmt: skip
+            raise ConfigError(
+                f"delivery must be one of {', '.join(DELIVERIES)}, got {self.delivery!r}"
+            )
         if self.lifecycle and self.lifecycle not in LIFECYCLES:
-            raise ConfigError(f"lifecycle must be one of {', '.join(LIFECYCLES)}, "
-                              f"got {self.lifecycle!r}")  # fmt: skip
+            raise ConfigError(
+                f"lifecycle must be one of {', '.join(LIFECYCLES)}, got {self.lifecycle!r}"
+            )
         if not 0.0 <= self.new_fraction <= 1.0:
             raise ConfigError(f"new_fraction must be within [0, 1], got {self.new_fraction}")
 
@@ -354,14 +551,14 @@ class RunConfig:
         from dei_framework.runtime.budget import NodeCaps, split_budget
 
         count = len(self.nodes)
-        tokens = (split_budget(self.budget, self.node_names)
-                  if self.compute_axis == "tokens" else {})  # fmt: skip
+        tokens = split_budget(self.budget, self.node_names) if self.compute_axis == "tokens" else {}
         cost = None if self.max_cost_usd is None else self.max_cost_usd / count
         return {
-            name: NodeCaps(tokens=tokens.get(name), cost_usd=cost,
-                           attempts=self.max_attempts_per_node)
+            name: NodeCaps(
+                tokens=tokens.get(name), cost_usd=cost, attempts=self.max_attempts_per_node
+            )
             for name in self.node_names
-        }  # fmt: skip
+        }
 
     def compute_limit(self) -> float | None:
         """The run's total budget on its compute axis."""
@@ -401,16 +598,16 @@ def _members(value: Any) -> tuple[str, ...]:
 
 #: Every setting, by key: ``RunConfig``'s fields' and those that are no field, in the order
 #: of the fields.
-SETTINGS: dict[str, Setting] = {
-    item.key: item for item in (*of_fields(RunConfig), *NOT_FIELDS)
-}
+SETTINGS: dict[str, Setting] = {item.key: item for item in (*of_fields(RunConfig), *NOT_FIELDS)}
 #: Every key a configuration file may hold at its top level (plugins' options besides): each
 #: setting's (``operator`` too, for ``operators``) and the option tables.
 CONFIG_KEYS = CONFIG_TABLES | {key for item in SETTINGS.values() for key in item.keys}
 #: Defaults of ``dei-run`` options that a config file may also set: :class:`RunConfig`'s own
 #: plain defaults (one place: a default changed there is the flag's default too).
 DEFAULTS: dict[str, Any] = {
-    field.name: field.default for field in attrs.fields(RunConfig)
-    if field.default is not attrs.NOTHING and not isinstance(field.default, attrs.Factory)
+    field.name: field.default
+    for field in attrs.fields(RunConfig)
+    if field.default is not attrs.NOTHING
+    and not isinstance(field.default, attrs.Factory)
     and field.default not in (None, "", ())
 }

@@ -44,12 +44,7 @@ import orjson
 from dei_framework.contract.errors import ConfigError, WriteError
 from dei_framework.contract.payloads import RunSummary
 from dei_framework.runtime.config import RunConfig
-from dei_framework.runtime.run_files import (
-    damaged_line,
-    read_checkpoint,
-    read_config,
-    read_json,
-)
+from dei_framework.runtime.run_files import damaged_line, read_checkpoint, read_config, read_json
 from dei_framework.runtime.run_lock import held
 
 
@@ -135,8 +130,9 @@ def _records_text(value: Any, depth: int) -> str:
     """``value`` in the ``"records"`` layout of :func:`write_json_atomic`."""
     if isinstance(value, dict) and value and all(type(key) is str for key in value):
         pad = " " * (depth + 1)
-        items = ",\n".join(f"{pad}{dumps(key)}: {_records_text(item, depth + 1)}"
-                            for key, item in value.items())  # fmt: skip
+        items = ",\n".join(
+            f"{pad}{dumps(key)}: {_records_text(item, depth + 1)}" for key, item in value.items()
+        )
         return "{\n" + items + "\n" + " " * depth + "}"
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], (dict, list, tuple)):
         pad = " " * (depth + 1)
@@ -172,8 +168,11 @@ def read_jsonl(path: Path, *, limit: int | None = None) -> Iterator[dict[str, An
         records = json.loads(b"[" + b",".join(lines) + b"]")
     except ValueError:  # a damaged line (or one not UTF-8): found below, line by line
         records = None
-    if (records is not None and len(records) == len(lines)
-            and all(type(record) is dict for record in records)):  # fmt: skip
+    if (
+        records is not None
+        and len(records) == len(lines)
+        and all(type(record) is dict for record in records)
+    ):
         yield from records
         return
     position = 0
@@ -211,8 +210,11 @@ def holds_run(path: Path) -> bool:
     """Whether ``path`` is a run directory, started, interrupted or finished: it has its
     configuration, its event log or a round file. The one rule ``dei export``, ``dei report``
     and ``dei watch`` go by."""
-    return ((path / CONFIG_FILE).is_file() or (path / EVENTS_FILE).is_file()
-            or any(path.glob("nodes/*/round-*.json")))  # fmt: skip
+    return (
+        (path / CONFIG_FILE).is_file()
+        or (path / EVENTS_FILE).is_file()
+        or any(path.glob("nodes/*/round-*.json"))
+    )
 
 
 def holds_experiment(path: Path) -> bool:
@@ -451,8 +453,13 @@ class RunDir:
         lock = held(self.path)
         if lock is not None:  # its lock file would keep the directory: a failed start leaves none
             lock.release(remove=True)
-        for name in ("config.json", "checkpoint.json", "events.jsonl", "calls.jsonl",
-                     "summary.json"):  # fmt: skip
+        for name in (
+            "config.json",
+            "checkpoint.json",
+            "events.jsonl",
+            "calls.jsonl",
+            "summary.json",
+        ):
             (self.path / name).unlink(missing_ok=True)
         nodes = self.path / "nodes"
         for identity in nodes.glob("*/identity.pem"):

@@ -88,8 +88,9 @@ def read_json(path: Path, *, expect: type = dict, nullable: bool = False) -> Any
     except UnicodeDecodeError as exc:
         raise damaged(path, f"not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise damaged(path, f"not JSON ({exc.msg} at line {exc.lineno} column "
-                            f"{exc.colno})") from None  # fmt: skip
+        raise damaged(
+            path, f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
     except (ValueError, RecursionError) as exc:  # numbers too long, nesting too deep
         raise damaged(path, f"not JSON ({exc})") from None
     if not isinstance(value, expect) and not (nullable and value is None):
@@ -98,8 +99,13 @@ def read_json(path: Path, *, expect: type = dict, nullable: bool = False) -> Any
     return value
 
 
-def field(path: Path, document: Mapping[str, Any], key: str, expect: type | tuple[type, ...],
-          where: str = "") -> Any:  # fmt: skip
+def field(
+    path: Path,
+    document: Mapping[str, Any],
+    key: str,
+    expect: type | tuple[type, ...],
+    where: str = "",
+) -> Any:
     """``document[key]``, checked to be of type ``expect`` (a bool is no number here).
 
     Args:
@@ -225,8 +231,11 @@ def read_checkpoint(path: Path) -> dict[str, Any] | None:
     if checkpoint is None:
         return None
     if not all(isinstance(checkpoint.get(key), dict) for key in ("nodes", "offsets")):
-        raise damaged(path, "not a checkpoint (no nodes and offsets); remove it to resume from "
-                            "the start (paid replies are kept)")  # fmt: skip
+        raise damaged(
+            path,
+            "not a checkpoint (no nodes and offsets); remove it to resume from "
+            "the start (paid replies are kept)",
+        )
     for name, state in checkpoint["nodes"].items():
         if not isinstance(state, dict):
             raise damaged(path, f"nodes.{name} is {describe(state)}, not a node's state")
@@ -295,10 +304,14 @@ def read_run_summary(path: Path) -> RunSummary:
         if not isinstance(entry, dict):
             raise damaged(path, f"budget.nodes.{name} is {describe(entry)}, not an object")
         if field(path, entry, "calls", int, f"budget.nodes.{name}.") != calls:
-            raise damaged(path, f"node {name} made {calls} calls by nodes.{name} but "
-                                f"{entry['calls']} by budget.nodes.{name}")  # fmt: skip
-    counted = sum(entry.get("calls", 0) for entry in budget_nodes.values()
-                  if isinstance(entry, dict))  # fmt: skip
+            raise damaged(
+                path,
+                f"node {name} made {calls} calls by nodes.{name} but "
+                f"{entry['calls']} by budget.nodes.{name}",
+            )
+    counted = sum(
+        entry.get("calls", 0) for entry in budget_nodes.values() if isinstance(entry, dict)
+    )
     if total != counted:
         raise damaged(path, f"budget.calls is {total} but its nodes' calls add up to {counted}")
     return summary
@@ -364,8 +377,10 @@ def read_finished_summary(run_dir: Path) -> RunSummary:
     run_dir = Path(run_dir)
     summary_path = run_dir / "summary.json"
     if not summary_path.exists():
-        raise ConfigError(f"{run_dir} has no summary.json: the run has not finished "
-                          f"(continue it with dei-run --resume {run_dir})")  # fmt: skip
+        raise ConfigError(
+            f"{run_dir} has no summary.json: the run has not finished "
+            f"(continue it with dei-run --resume {run_dir})"
+        )
     summary = read_run_summary(summary_path)
     checkpoint = read_checkpoint(run_dir / "checkpoint.json")
     if checkpoint is not None:
@@ -397,8 +412,10 @@ def read_finished_run(run_dir: Path) -> FinishedRun:
         for index in range(node["rounds_completed"]):
             path = run_dir / "nodes" / name / f"round-{index:03d}.json"
             if not path.exists():
-                raise ConfigError(f"{path} is missing: {run_dir / 'summary.json'} says node "
-                                  f"{name} finished {node['rounds_completed']} rounds")  # fmt: skip
+                raise ConfigError(
+                    f"{path} is missing: {run_dir / 'summary.json'} says node "
+                    f"{name} finished {node['rounds_completed']} rounds"
+                )
             node_rounds.append(read_round(path))
         rounds[name] = node_rounds
     merged = read_merged_archive(run_dir / "merged_archive.json")

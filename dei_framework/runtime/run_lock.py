@@ -110,15 +110,17 @@ def lock_run_dir(directory: str | Path) -> RunLock:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ConfigError(f"cannot create the run directory {directory}: "
-                          f"{exc.strerror or exc}") from None  # fmt: skip
+        raise ConfigError(
+            f"cannot create the run directory {directory}: {exc.strerror or exc}"
+        ) from None
     path = directory / LOCK_NAME
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
-            raise ConfigError(f"cannot lock the run directory {directory}: "
-                              f"{exc.strerror or exc}") from None  # fmt: skip
+            raise ConfigError(
+                f"cannot lock the run directory {directory}: {exc.strerror or exc}"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -130,8 +132,9 @@ def lock_run_dir(directory: str | Path) -> RunLock:
             ) from None
         except OSError as exc:  # a filesystem without flock: say so rather than run unguarded
             os.close(fd)
-            raise ConfigError(f"cannot lock the run directory {directory}: "
-                              f"{exc.strerror or exc}") from None  # fmt: skip
+            raise ConfigError(
+                f"cannot lock the run directory {directory}: {exc.strerror or exc}"
+            ) from None
         # The holder we waited on may have removed the file before releasing it (a failed
         # start): then our lock is on a file nobody else will see; take the one now there.
         if _same_file(fd, path):

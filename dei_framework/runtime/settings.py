@@ -79,26 +79,54 @@ def of_fields(record: type) -> Iterator[Setting]:
 #: Settings that are no field of ``RunConfig``: they choose its nodes (``operators``,
 #: ``api_base``), where the run goes (``out``) or a layer of values under the file (``preset``).
 NOT_FIELDS = (
-    Setting(key="operators", aliases=("operator",), flag="--operator", section=RUN,
-            option={"multiple": True, "metavar": "SPEC"},
-            help="Operator of a node, repeatable and cycled over nodes: an offline operator "
-                 "name (e.g. gp) or a litellm model string (e.g. openai/gpt-4.1-mini)."),
-    Setting(key="api_base", flag="--api-base", section=RUN,
-            help="Base URL for the LLM nodes without their own (local OpenAI-compatible "
-                 "servers); one node's own: --operator MODEL@URL."),
-    Setting(key="out", flag="--out", section=WHERE, option={"path": "dir"},
-            help="Run directory (default: a new folder under ./runs/)."),
-    Setting(key="preset", flag="--preset", section=WHERE,
-            option={"choices": tuple(sorted(PRESETS))},
-            help="A named protocol under the file and flags: dei-paper sets the DEI "
-                 "paper's settings (docs/paper-protocol.md)."),
-)  # fmt: skip
+    Setting(
+        key="operators",
+        aliases=("operator",),
+        flag="--operator",
+        section=RUN,
+        option={"multiple": True, "metavar": "SPEC"},
+        help="Operator of a node, repeatable and cycled over nodes: an offline operator "
+        "name (e.g. gp) or a litellm model string (e.g. openai/gpt-4.1-mini).",
+    ),
+    Setting(
+        key="api_base",
+        flag="--api-base",
+        section=RUN,
+        help="Base URL for the LLM nodes without their own (local OpenAI-compatible "
+        "servers); one node's own: --operator MODEL@URL.",
+    ),
+    Setting(
+        key="out",
+        flag="--out",
+        section=WHERE,
+        option={"path": "dir"},
+        help="Run directory (default: a new folder under ./runs/).",
+    ),
+    Setting(
+        key="preset",
+        flag="--preset",
+        section=WHERE,
+        option={"choices": tuple(sorted(PRESETS))},
+        help="A named protocol under the file and flags: dei-paper sets the DEI "
+        "paper's settings (docs/paper-protocol.md).",
+    ),
+)
 
 #: Config-file keys that are whole tables: no flag sets a table (``--domain-option`` and
 #: ``--transport-option`` set one key of theirs; a plugin's flag, one key of the table it names).
-CONFIG_TABLES = frozenset({"node", "domain_options", "transport_options", "sharing_options",
-                           "operator_options", "emitter_options", "archive_options",
-                           "evaluator_options", "allocation_options"})  # fmt: skip
+CONFIG_TABLES = frozenset(
+    {
+        "node",
+        "domain_options",
+        "transport_options",
+        "sharing_options",
+        "operator_options",
+        "emitter_options",
+        "archive_options",
+        "evaluator_options",
+        "allocation_options",
+    }
+)
 
 #: ``dei-run`` flags that are no config key, and why (docs/cli.md says so too).
 FLAG_ONLY = {

@@ -31,8 +31,14 @@ from dei_framework.runtime.driver import SearchDriver
 from dei_framework.runtime.merge import RunMerge
 
 
-def node_summary(node: Node, driver: SearchDriver, ledger: BudgetLedger, merge: RunMerge,
-                 fought: Mapping[int, int], domain: Domain) -> NodeSummary:
+def node_summary(
+    node: Node,
+    driver: SearchDriver,
+    ledger: BudgetLedger,
+    merge: RunMerge,
+    fought: Mapping[int, int],
+    domain: Domain,
+) -> NodeSummary:
     """One node's entry of ``summary.json``.
 
     Args:
@@ -63,8 +69,7 @@ def node_summary(node: Node, driver: SearchDriver, ledger: BudgetLedger, merge: 
         "generality_peak": max((g for g in generality if g is not None), default=None),
         "generality_per_round": generality,
         "generality_excluded": sorted(loop.generality_excluded),
-        "champion_initial_per_round": [bool(e.get("champion_initial"))
-                                       for e in loop.history],
+        "champion_initial_per_round": [bool(e.get("champion_initial")) for e in loop.history],
         "niche_novelty": mean_or_none(e.get("niche_novelty") for e in loop.history),
         "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
         "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
@@ -73,17 +78,20 @@ def node_summary(node: Node, driver: SearchDriver, ledger: BudgetLedger, merge: 
         "champion_common_fitness_per_round": [
             common_fitness(merge.common_scores, (e.get("champion") or {}).get("text"))
             for e in loop.history
-        ] if merge.reference is not None else None,
+        ]
+        if merge.reference is not None
+        else None,
         "fitness_scale_per_round": _fitness_scales(domain, fought, loop.history),
         "stopped": loop.stopped,
         "sharing": node.stats(),
         "operator_status": loop.operator.status(),
         "pid": os.getpid(),
-    }  # fmt: skip
+    }
 
 
-def _fitness_scales(domain: Domain, fought: Mapping[int, int],
-                    history: Sequence[Mapping[str, Any]]) -> list[float | None]:
+def _fitness_scales(
+    domain: Domain, fought: Mapping[int, int], history: Sequence[Mapping[str, Any]]
+) -> list[float | None]:
     return [
         float(domain.fitness_scale(fought[e["round"]])) if e["round"] in fought else None
         for e in history
@@ -106,8 +114,13 @@ class EventTally:
             it): their cells are taken as they are instead of placing each descriptor again.
     """
 
-    def __init__(self, space: DescriptorSpace, events: Iterable[Mapping[str, Any]] = (), *,
-                 placed: Collection[str] = ()) -> None:  # fmt: skip
+    def __init__(
+        self,
+        space: DescriptorSpace,
+        events: Iterable[Mapping[str, Any]] = (),
+        *,
+        placed: Collection[str] = (),
+    ) -> None:
         self.space = space
         self.placed = frozenset(placed)
         self.evaluated = 0
@@ -141,8 +154,11 @@ class EventTally:
             self.made_invalid[node] = self.made_invalid.get(node, 0) + invalid
             if event.get("cell") is None:
                 continue
-            cell = (self.space.cell(descriptor) if descriptor and node not in self.placed
-                    else tuple(event["cell"]))  # fmt: skip
+            cell = (
+                self.space.cell(descriptor)
+                if descriptor and node not in self.placed
+                else tuple(event["cell"])
+            )
             counts = self.cells.setdefault(node, {})
             counts[cell] = counts.get(cell, 0) + 1
 
@@ -158,9 +174,14 @@ class EventTally:
         return histograms
 
 
-def run_summary(config: RunConfig, domain: Domain, merge: RunMerge,
-                nodes: dict[str, NodeSummary], budget: dict[str, JSONValue],
-                tally: EventTally) -> RunSummary:
+def run_summary(
+    config: RunConfig,
+    domain: Domain,
+    merge: RunMerge,
+    nodes: dict[str, NodeSummary],
+    budget: dict[str, JSONValue],
+    tally: EventTally,
+) -> RunSummary:
     """The run's ``summary.json``; fills ``merge.merged_entries`` (``merged_archive.json``).
 
     Args:
@@ -181,16 +202,23 @@ def run_summary(config: RunConfig, domain: Domain, merge: RunMerge,
         "seed": config.seed,
         "rounds": config.rounds,
         "lifecycle": config.lifecycle,
-        "space": {"axes": list(space.names), "shape": list(space.shape),
-                  "cells": space.cells, "grid": space.to_json()},  # fmt: skip
+        "space": {
+            "axes": list(space.names),
+            "shape": list(space.shape),
+            "cells": space.cells,
+            "grid": space.to_json(),
+        },
         "merged": {**merged, "per_round": per_round},
         "generality": {
             "reference": _generality_reference(domain),
             # Per node: how many reference programs it fought or produced, left out of
             # its generality (the names are in nodes.<name>.generality_excluded).
-            "excluded": {name: len(node["generality_excluded"])
-                         if node.get("generality_excluded") is not None else None
-                         for name, node in nodes.items()},  # fmt: skip
+            "excluded": {
+                name: len(node["generality_excluded"])
+                if node.get("generality_excluded") is not None
+                else None
+                for name, node in nodes.items()
+            },
         },
         "nodes": nodes,
         "operator_divergence": operator_divergence(tally.histograms()),
@@ -205,8 +233,9 @@ def run_summary(config: RunConfig, domain: Domain, merge: RunMerge,
 
 def _sandboxed(config: RunConfig, domain: Domain) -> bool:
     try:
-        return choose_policy(domain, level=config.sandbox, timeout=config.eval_timeout,
-                             memory_mb=config.eval_memory).sandboxed  # fmt: skip
+        return choose_policy(
+            domain, level=config.sandbox, timeout=config.eval_timeout, memory_mb=config.eval_memory
+        ).sandboxed
     except DEIError:  # not reached: the run could not have started
         return False
 

@@ -65,11 +65,42 @@ class Told:
             event; a result's event is its admission's, made when the driver asks).
     """
 
-    __slots__ = ("item", "result", "failed", "text", "texts", "position", "fitness", "names",
-                 "values", "cell", "index", "data", "error", "operator", "info")  # fmt: skip
+    __slots__ = (
+        "item",
+        "result",
+        "failed",
+        "text",
+        "texts",
+        "position",
+        "fitness",
+        "names",
+        "values",
+        "cell",
+        "index",
+        "data",
+        "error",
+        "operator",
+        "info",
+    )
 
-    def __init__(self, item, result, failed, text, texts, position, fitness, names, values, cell,
-                 index, data, error, operator, info):  # fmt: skip
+    def __init__(
+        self,
+        item,
+        result,
+        failed,
+        text,
+        texts,
+        position,
+        fitness,
+        names,
+        values,
+        cell,
+        index,
+        data,
+        error,
+        operator,
+        info,
+    ):
         # One store per field: a batch makes one Told per row, and packing the fields into
         # tuples to unpack them again costs a measurable share of tell_batch.
         self.item = item
@@ -93,10 +124,23 @@ class Told:
         """A result told through ``tell`` (placed when admitted)."""
         program, valid = result.item.program, result.valid
         descriptor: Mapping[str, float] = result.descriptor if valid else {}
-        return cls(result.item, result, result.call_failed, result.text, None, None,
-                   result.fitness if valid else None, tuple(descriptor),
-                   tuple(descriptor.values()), None, None, result.data, result.error,
-                   program.operator if program else result.operator, result.info)  # fmt: skip
+        return cls(
+            result.item,
+            result,
+            result.call_failed,
+            result.text,
+            None,
+            None,
+            result.fitness if valid else None,
+            tuple(descriptor),
+            tuple(descriptor.values()),
+            None,
+            None,
+            result.data,
+            result.error,
+            program.operator if program else result.operator,
+            result.info,
+        )
 
     @property
     def descriptor(self) -> dict[str, float]:
@@ -108,10 +152,17 @@ class Told:
         item = self.item
         text = (self.text or "") if self.texts is None else DeferredText(self.texts, self.position)
         return Candidate(
-            id=item.id, text=text, fitness=fitness, descriptor=self.descriptor, cell=self.cell,
-            node=node, operator=self.operator, round=round_index,
-            parent=item.parent.id if item.parent is not None else None, data=self.data,
-        )  # fmt: skip
+            id=item.id,
+            text=text,
+            fitness=fitness,
+            descriptor=self.descriptor,
+            cell=self.cell,
+            node=node,
+            operator=self.operator,
+            round=round_index,
+            parent=item.parent.id if item.parent is not None else None,
+            data=self.data,
+        )
 
 
 def batch_rows(
@@ -137,8 +188,10 @@ def batch_rows(
     if any(len(column) != count for column in columns):
         raise ValueError("tell_batch: texts, fitness, data and errors need one entry per item")
     values = np.asarray(descriptors, dtype=float).reshape(count, len(names))
-    scores = [None if value is None else float(value) for value in
-              (fitness.tolist() if isinstance(fitness, np.ndarray) else fitness)]  # fmt: skip
+    scores = [
+        None if value is None else float(value)
+        for value in (fitness.tolist() if isinstance(fitness, np.ndarray) else fitness)
+    ]
     valid = [k for k in range(count) if scores[k] is not None]
     placed = archive.place(values[valid]) if valid else ([], [])
     cells: list[Any] = [None] * count
@@ -146,10 +199,26 @@ def batch_rows(
     for k, cell, index in zip(valid, *placed, strict=True):
         cells[k], indices[k] = cell, index
     rows = values.tolist()
-    return [Told(item, None, False, None, texts, k, scores[k], names, rows[k], cells[k], indices[k],
-                 None if data is None else data[k], None if errors is None else errors[k],
-                 operator, info)
-            for k, item in enumerate(items)]  # fmt: skip
+    return [
+        Told(
+            item,
+            None,
+            False,
+            None,
+            texts,
+            k,
+            scores[k],
+            names,
+            rows[k],
+            cells[k],
+            indices[k],
+            None if data is None else data[k],
+            None if errors is None else errors[k],
+            operator,
+            info,
+        )
+        for k, item in enumerate(items)
+    ]
 
 
 def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddStatus | None]:
@@ -184,8 +253,11 @@ def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddSt
         status = archive.add(candidate)
     else:
         status = archive.status_at(told.index, fitness)
-        if not status and told.result is None and not (
-                item.kind == "mutate" and "learns" in scheduler.emitter.capabilities):
+        if (
+            not status
+            and told.result is None
+            and not (item.kind == "mutate" and "learns" in scheduler.emitter.capabilities)
+        ):
             return None, status  # nothing would change: no record needed
         candidate = told.candidate(fitness, node=scheduler.name, round_index=scheduler.round)
         if status:  # what add does, without placing the descriptor a second time
@@ -195,8 +267,9 @@ def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddSt
     return candidate, status
 
 
-def _admit_peer(scheduler: AdmittingNode, told: Told,
-                fitness: float) -> tuple[Candidate | None, AddStatus | None]:
+def _admit_peer(
+    scheduler: AdmittingNode, told: Told, fitness: float
+) -> tuple[Candidate | None, AddStatus | None]:
     """:func:`admit` for a received champion (valid, placed): counted for niche novelty,
     then offered to the archive unless the sharing policy keeps it out of cells."""
     candidate = told.candidate(fitness, node=scheduler.name, round_index=scheduler.round)
@@ -204,8 +277,9 @@ def _admit_peer(scheduler: AdmittingNode, told: Told,
     if candidate.cell not in scheduler.previous_cells:
         scheduler._novel += 1
     if told.item.program.source == "peer-excluded":
-        told.result = attrs.evolve(told.result, error="not admitted (sharing policy)",
-                                   fitness=None, descriptor=None)  # what is reported
+        told.result = attrs.evolve(
+            told.result, error="not admitted (sharing policy)", fitness=None, descriptor=None
+        )  # what is reported
         return None, None
     # reset: peers fill cells the warm start left empty; continual: a migrant competes
     # for its cell like any candidate (an island model), or it could never improve one.

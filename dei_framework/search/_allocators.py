@@ -32,8 +32,7 @@ class RoundCredit:
     landed: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"spent": self.spent, "new_cells": round(self.new_cells, 6),
-                "landed": self.landed}  # fmt: skip
+        return {"spent": self.spent, "new_cells": round(self.new_cells, 6), "landed": self.landed}
 
 
 @attrs.frozen(kw_only=True)
@@ -207,9 +206,8 @@ class BanditAllocator:
             "lcb": {node: _rounded(lower[node]) for node in nodes},
             "weight": {node: _rounded(weights[node]) for node in nodes},
             "floor_calls": floor_calls,
-            "share": {node: round(quotas[node] / budget, 6) if budget else 0.0
-                      for node in nodes},
-        }  # fmt: skip
+            "share": {node: round(quotas[node] / budget, 6) if budget else 0.0 for node in nodes},
+        }
         return AllocationDecision(quotas=quotas, inputs=inputs)
 
 
@@ -247,15 +245,24 @@ def apportion(budget: int, weights: Mapping[str, float], floor: int) -> dict[str
     return quotas
 
 
-def _number(name: str, options: Mapping[str, Any], key: str, default: float, *,
-            low: float, high: float, open_low: bool = False) -> float:  # fmt: skip
+def _number(
+    name: str,
+    options: Mapping[str, Any],
+    key: str,
+    default: float,
+    *,
+    low: float,
+    high: float,
+    open_low: bool = False,
+) -> float:
     value = options.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(f"allocation {name}: {key} must be a number, got {value!r}")
     if value > high or value < low or (open_low and value == low):
         bound = "(" if open_low else "["
-        raise ConfigError(f"allocation {name}: {key} must be within {bound}{low:g}, {high:g}], "
-                          f"got {value!r}")  # fmt: skip
+        raise ConfigError(
+            f"allocation {name}: {key} must be within {bound}{low:g}, {high:g}], got {value!r}"
+        )
     return float(value)
 
 
@@ -263,8 +270,9 @@ def _bandit(options: Mapping[str, Any]) -> BudgetAllocator:
     known = {"discount", "c", "floor", "landing_weight"}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise ConfigError(f"allocation bandit: unknown options {unknown}; known: "
-                          f"{', '.join(sorted(known))}")  # fmt: skip
+        raise ConfigError(
+            f"allocation bandit: unknown options {unknown}; known: {', '.join(sorted(known))}"
+        )
     return BanditAllocator(
         discount=_number("bandit", options, "discount", 0.7, low=0.0, high=1.0, open_low=True),
         c=_number("bandit", options, "c", 1.0, low=0.0, high=math.inf),
@@ -275,10 +283,16 @@ def _bandit(options: Mapping[str, Any]) -> BudgetAllocator:
 
 #: The allocators the core itself registers (through its built-in plugin).
 BUILTIN_ALLOCATORS = (
-    AllocatorSpec(name="static", factory=lambda options: StaticAllocator(),
-                  description="equal shares fixed at the start (the default)"),
-    AllocatorSpec(name="bandit", factory=_bandit,
-                  description="shares of the budget left move each round to the nodes that "
-                              "add merged-archive cells per call (discounted UCB, a floor per "
-                              "node; options discount, c, floor, landing_weight)"),
-)  # fmt: skip
+    AllocatorSpec(
+        name="static",
+        factory=lambda options: StaticAllocator(),
+        description="equal shares fixed at the start (the default)",
+    ),
+    AllocatorSpec(
+        name="bandit",
+        factory=_bandit,
+        description="shares of the budget left move each round to the nodes that "
+        "add merged-archive cells per call (discounted UCB, a floor per "
+        "node; options discount, c, floor, landing_weight)",
+    ),
+)

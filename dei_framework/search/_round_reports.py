@@ -76,13 +76,27 @@ class RoundReport:
             if _PEER_ID.search(elite.id or "") and (elite.operator or "").startswith("peer:"):
                 sender = elite.operator.removeprefix("peer:")
                 landed[sender] = landed.get(sender, 0) + 1
-        return cls(node=node, round=round_index, calls=int(calls), total=int(total),
-                   found=tuple(found), held=tuple(held), landed=landed)  # fmt: skip
+        return cls(
+            node=node,
+            round=round_index,
+            calls=int(calls),
+            total=int(total),
+            found=tuple(found),
+            held=tuple(held),
+            landed=landed,
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"node": self.node, "round": self.round, "calls": self.calls,
-                "total": self.total, "found": list(self.found), "held": list(self.held),
-                "landed": dict(self.landed), "done": self.done}  # fmt: skip
+        return {
+            "node": self.node,
+            "round": self.round,
+            "calls": self.calls,
+            "total": self.total,
+            "found": list(self.found),
+            "held": list(self.held),
+            "landed": dict(self.landed),
+            "done": self.done,
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> RoundReport:
@@ -102,26 +116,43 @@ class RoundReport:
 
         def cells(key: str) -> tuple[str, ...]:
             value = data.get(key)
-            if not isinstance(value, list) or len(value) > MAX_REPORT_CELLS or not all(
-                isinstance(cell, str) and len(cell) <= 256 for cell in value
+            if (
+                not isinstance(value, list)
+                or len(value) > MAX_REPORT_CELLS
+                or not all(isinstance(cell, str) and len(cell) <= 256 for cell in value)
             ):
                 raise ValueError(f"round report: {key} is not a list of cells")
             return tuple(value)
 
         landed = data.get("landed")
-        if not isinstance(landed, Mapping) or len(landed) > 1024 or not all(
-            isinstance(k, str) and len(k) <= 64 and isinstance(v, int) and not isinstance(v, bool)
-            and 0 <= v <= MAX_REPORT_CELLS for k, v in landed.items()
-        ):  # fmt: skip
+        if (
+            not isinstance(landed, Mapping)
+            or len(landed) > 1024
+            or not all(
+                isinstance(k, str)
+                and len(k) <= 64
+                and isinstance(v, int)
+                and not isinstance(v, bool)
+                and 0 <= v <= MAX_REPORT_CELLS
+                for k, v in landed.items()
+            )
+        ):
             raise ValueError("round report: landed is not a map of sender to count")
         node = data.get("node")
         if not isinstance(node, str) or not node or len(node) > 64:
             raise ValueError(f"round report: node is {node!r}")
         if not isinstance(data.get("done"), bool):
             raise ValueError(f"round report: done is {data.get('done')!r}")
-        return cls(node=node, round=number("round"), calls=number("calls"),
-                   total=number("total"), found=cells("found"), held=cells("held"),
-                   landed=dict(landed), done=data["done"])  # fmt: skip
+        return cls(
+            node=node,
+            round=number("round"),
+            calls=number("calls"),
+            total=number("total"),
+            found=cells("found"),
+            held=cells("held"),
+            landed=dict(landed),
+            done=data["done"],
+        )
 
 
 def cell_key(cell: Any) -> str:
@@ -159,8 +190,12 @@ def report_credits(reports: Sequence[RoundReport], known: set[str]) -> dict[str,
         for node in nodes:
             new_cells[node] += 1.0 / len(nodes)
     known.update(reached)
-    return {report.node: RoundCredit(spent=report.calls, new_cells=new_cells[report.node],
-                                     landed=landed[report.node]) for report in reports}  # fmt: skip
+    return {
+        report.node: RoundCredit(
+            spent=report.calls, new_cells=new_cells[report.node], landed=landed[report.node]
+        )
+        for report in reports
+    }
 
 
 def _elites(archive: ArchiveBase | Mapping[str, Any]) -> Iterable[Candidate]:

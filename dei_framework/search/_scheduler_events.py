@@ -34,9 +34,15 @@ class Offered(Protocol):
     def descriptor(self) -> Mapping[str, float]: ...
 
 
-def evaluated_event(item: EvaluatedItem, operator: str, status: AddStatus | None,
-                    offered: Offered | None, *, error: str | None,
-                    info: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+def evaluated_event(
+    item: EvaluatedItem,
+    operator: str,
+    status: AddStatus | None,
+    offered: Offered | None,
+    *,
+    error: str | None,
+    info: Mapping[str, Any],
+) -> dict[str, Any]:
     """The ``evaluated`` event of an admitted item, ``info``'s fields last.
 
     Args:
@@ -49,22 +55,41 @@ def evaluated_event(item: EvaluatedItem, operator: str, status: AddStatus | None
         info: Extra fields (timings ...).
     """
     event: dict[str, Any] = {
-        "event": "evaluated", "id": item.id, "node": item.node, "round": item.round,
-        "operator": operator, "kind": item.kind,
-        "parent": item.parent.id if item.parent else None, "slot": item.order,
-    }  # fmt: skip
+        "event": "evaluated",
+        "id": item.id,
+        "node": item.node,
+        "round": item.round,
+        "operator": operator,
+        "kind": item.kind,
+        "parent": item.parent.id if item.parent else None,
+        "slot": item.order,
+    }
     if offered is None:
         event.update(status="invalid", error=error, fitness=None, descriptor=None, cell=None)
     else:
-        event.update(status=status.label, fitness=offered.fitness,
-                     descriptor=dict(offered.descriptor), cell=list(offered.cell))  # fmt: skip
+        event.update(
+            status=status.label,
+            fitness=offered.fitness,
+            descriptor=dict(offered.descriptor),
+            cell=list(offered.cell),
+        )
     event.update(info)
     return event
 
 
-def round_event(*, node: str, round_index: int, calls: int, finished: ArchiveBase,
-                champion: Candidate | None, initial: set[str], received: int, novel: int,
-                opponents: list[dict[str, Any]], emitter: str) -> dict[str, Any]:  # fmt: skip
+def round_event(
+    *,
+    node: str,
+    round_index: int,
+    calls: int,
+    finished: ArchiveBase,
+    champion: Candidate | None,
+    initial: set[str],
+    received: int,
+    novel: int,
+    opponents: list[dict[str, Any]],
+    emitter: str,
+) -> dict[str, Any]:
     """The ``round`` event of a round that just ended.
 
     Args:
@@ -83,16 +108,20 @@ def round_event(*, node: str, round_index: int, calls: int, finished: ArchiveBas
     """
     champion_initial = champion is not None and champion.text in initial
     event = {
-        "event": "round", "node": node, "round": round_index,
-        "calls": calls, "stats": finished.stats().to_json(),
+        "event": "round",
+        "node": node,
+        "round": round_index,
+        "calls": calls,
+        "stats": finished.stats().to_json(),
         "champion": champion.to_json() if champion else None,
         "champion_initial": champion_initial,
         "received": received,
         "niche_novelty": novel / received if received else None,
         "opponents": opponents,
-        "emitter": emitter, "archive_kind": finished.kind,
+        "emitter": emitter,
+        "archive_kind": finished.kind,
         "generality": None,
-    }  # fmt: skip
+    }
     if champion_initial:
         others = [elite for elite in finished if elite.text not in initial]
         best_other = max(others, key=lambda elite: elite.fitness) if others else None

@@ -50,18 +50,25 @@ def state_json(scheduler: CheckpointedNode) -> dict[str, Any]:
     """See :meth:`Scheduler.state_json <dei_framework.search.scheduler.Scheduler.state_json>`."""
     outstanding = sorted([*scheduler._asked.values(), *scheduler._planned], key=lambda i: i.order)
     state = {
-        "round": scheduler.round, "started": scheduler.started, "lag": scheduler.lag,
-        "completed": scheduler.completed, "warm": scheduler._warm,
-        "next_order": scheduler._next_order, "next_slot": scheduler._next_slot,
-        "novel": scheduler._novel, "valid_received": scheduler._valid_received,
+        "round": scheduler.round,
+        "started": scheduler.started,
+        "lag": scheduler.lag,
+        "completed": scheduler.completed,
+        "warm": scheduler._warm,
+        "next_order": scheduler._next_order,
+        "next_slot": scheduler._next_slot,
+        "novel": scheduler._novel,
+        "valid_received": scheduler._valid_received,
         "opponents_fought": scheduler._opponents_fought,
         "outstanding": [item.to_json() for item in outstanding],
         "archive": scheduler.archive.to_json(),
         "previous_cells": [list(c) for c in sorted(scheduler.previous_cells)],
-        "pool": scheduler.pool.to_json(), "lineage_errors": dict(scheduler.lineage_errors),
-        "history": scheduler.history, "stopped": scheduler.stopped,
+        "pool": scheduler.pool.to_json(),
+        "lineage_errors": dict(scheduler.lineage_errors),
+        "history": scheduler.history,
+        "stopped": scheduler.stopped,
         "emitter": scheduler.emitter.state_json(),
-    }  # fmt: skip
+    }
     if scheduler.allocated:  # a static run's checkpoint stays as it was
         state["round_quotas"] = {str(r): q for r, q in sorted(scheduler.round_quotas.items())}
     return state

@@ -46,23 +46,41 @@ class NodeSlots:
         conditions."""
         seed = self._eval_seeds.get(round_index)
         if seed is None:  # derived once per round, not once per slot
-            seed = self._eval_seeds[round_index] = derive_seed(self.seed, self.node, round_index,
-                                                               "eval")  # fmt: skip
+            seed = self._eval_seeds[round_index] = derive_seed(
+                self.seed, self.node, round_index, "eval"
+            )
         return seed
 
-    def item(self, round_index: int, suffix: str, *, kind: Kind, order: int,
-             parent: Candidate | None = None, others: tuple[Candidate, ...] = (),
-             feedback: str | None = None,
-             program: Candidate | None = None) -> WorkItem:  # fmt: skip
+    def item(
+        self,
+        round_index: int,
+        suffix: str,
+        *,
+        kind: Kind,
+        order: int,
+        parent: Candidate | None = None,
+        others: tuple[Candidate, ...] = (),
+        feedback: str | None = None,
+        program: Candidate | None = None,
+    ) -> WorkItem:
         """The work item ``suffix`` (``s17`` a call slot, ``w3`` warm, ``p0`` peer) of a
         round, with its key's seed and the round's evaluation seed. (Fields by name, not
         ``**fields``: one item per slot, and a keyword dict per call shows in the benchmark.)"""
         key = f"{self.node}/r{round_index}/{suffix}"
-        return WorkItem(id=f"{self.node}-r{round_index}-{suffix}", key=key, node=self.node,
-                        round=round_index, order=order, kind=kind,
-                        seed=_seed_of(f"{self.seed}/{key}"),  # = derive_seed(self.seed, key)
-                        eval_seed=self.eval_seed(round_index), parent=parent, others=others,
-                        feedback=feedback, program=program)  # fmt: skip
+        return WorkItem(
+            id=f"{self.node}-r{round_index}-{suffix}",
+            key=key,
+            node=self.node,
+            round=round_index,
+            order=order,
+            kind=kind,
+            seed=_seed_of(f"{self.seed}/{key}"),  # = derive_seed(self.seed, key)
+            eval_seed=self.eval_seed(round_index),
+            parent=parent,
+            others=others,
+            feedback=feedback,
+            program=program,
+        )
 
     def generator(self, round_index: int, slot: int, quota: int) -> SlotGenerator:
         """The generator of a call slot of a round of ``quota`` calls: it draws what
@@ -77,5 +95,6 @@ class NodeSlots:
             end = max(slot + 1, min(start + _RNG_BLOCK, quota))
             prefix = f"{self.seed}/{self.node}/{round_index}"
             states = self._rng_blocks[round_index, block] = initial_states(
-                [_seed_of(f"{prefix}/{s}") for s in range(start, end)])  # derive_seed's
+                [_seed_of(f"{prefix}/{s}") for s in range(start, end)]
+            )  # derive_seed's
         return SlotGenerator(*states[offset])

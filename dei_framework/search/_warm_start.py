@@ -49,8 +49,11 @@ def warm_start(
     # A fresh archive's start; a seed that became an opponent (reset: a champion of this
     # node) is warmed once, as the opponent.
     fighting = {opponent.text for opponent in own}
-    seeds = [] if continual and round_index > 0 else [
-        seed for seed in seeds if seed.text not in fighting]  # fmt: skip
+    seeds = (
+        []
+        if continual and round_index > 0
+        else [seed for seed in seeds if seed.text not in fighting]
+    )
     accepted = []
     peers: list[tuple[Candidate, bool]] = []
     for champion in received:
@@ -68,14 +71,26 @@ def warm_start(
         label = opponent.source
         if opponent.source != "initial":
             label = f"{opponent.source}:{opponent.node}"
-        items.append(slots.item(round_index, f"w{index}", kind="warm", order=len(items),
-                                program=attrs.evolve(opponent, operator=label)))  # fmt: skip
+        items.append(
+            slots.item(
+                round_index,
+                f"w{index}",
+                kind="warm",
+                order=len(items),
+                program=attrs.evolve(opponent, operator=label),
+            )
+        )
     for index, seed in enumerate(seeds, start=len(own)):  # ids go on from the opponents'
-        items.append(slots.item(round_index, f"w{index}", kind="warm", order=len(items),
-                                program=seed))  # fmt: skip
+        items.append(
+            slots.item(round_index, f"w{index}", kind="warm", order=len(items), program=seed)
+        )
     for index, (champion, to_cells) in enumerate(peers):
-        program = attrs.evolve(champion, operator=f"peer:{champion.node}",
-                               source="peer" if to_cells else "peer-excluded")  # fmt: skip
-        items.append(slots.item(round_index, f"p{index}", kind="peer", order=len(items),
-                                program=program))  # fmt: skip
+        program = attrs.evolve(
+            champion,
+            operator=f"peer:{champion.node}",
+            source="peer" if to_cells else "peer-excluded",
+        )
+        items.append(
+            slots.item(round_index, f"p{index}", kind="peer", order=len(items), program=program)
+        )
     return items, accepted

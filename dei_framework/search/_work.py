@@ -68,12 +68,25 @@ class WorkItem:
         """The operator request of a call item, with the domain's chat messages (written when
         the operator first reads them: offline operators that ignore them cost nothing) and
         the call's ``meter``, if any."""
-        messages = DeferredMessages(functools.partial(
-            domain.messages, self.kind, parent=self.parent, others=self.others,
-            feedback=self.feedback))  # fmt: skip
-        return OperatorRequest(key=self.key, kind=self.kind, messages=messages,
-                               parent=self.parent, others=self.others, feedback=self.feedback,
-                               seed=self.seed, meter=meter)  # fmt: skip
+        messages = DeferredMessages(
+            functools.partial(
+                domain.messages,
+                self.kind,
+                parent=self.parent,
+                others=self.others,
+                feedback=self.feedback,
+            )
+        )
+        return OperatorRequest(
+            key=self.key,
+            kind=self.kind,
+            messages=messages,
+            parent=self.parent,
+            others=self.others,
+            feedback=self.feedback,
+            seed=self.seed,
+            meter=meter,
+        )
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
@@ -144,8 +157,9 @@ class Admission:
         if result.call_failed:
             return None
         operator = item.program.operator if item.program else result.operator
-        return evaluated_event(item, operator, self.status, self.candidate, error=result.error,
-                               info=result.info)  # fmt: skip
+        return evaluated_event(
+            item, operator, self.status, self.candidate, error=result.error, info=result.info
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -182,4 +196,3 @@ class TellReport:
     statuses: tuple[tuple[WorkItem, AddStatus | None], ...] = ()
     round_end: RoundEnd | None = None
     events: tuple[dict[str, Any], ...] = ()
-

@@ -60,12 +60,26 @@ from dei_framework.search._round_reports import (
 from dei_framework.search.archives import ArchiveBase
 
 __all__ = [
-    "BUILTIN_ALLOCATORS", "MAX_REPORT_CELLS", "RESEND_SECONDS", "AllocationCoordinator",
-    "AllocationDecision", "AllocationSettings", "AllocatorFactory", "AllocatorSpec",
-    "BanditAllocator", "BudgetAllocator", "RoundCredit", "RoundReport", "StaticAllocator",
-    "apportion", "cell_key", "check_allocation", "report_credits", "split_options",
+    "BUILTIN_ALLOCATORS",
+    "MAX_REPORT_CELLS",
+    "RESEND_SECONDS",
+    "AllocationCoordinator",
+    "AllocationDecision",
+    "AllocationSettings",
+    "AllocatorFactory",
+    "AllocatorSpec",
+    "BanditAllocator",
+    "BudgetAllocator",
+    "RoundCredit",
+    "RoundReport",
+    "StaticAllocator",
+    "apportion",
+    "cell_key",
+    "check_allocation",
+    "report_credits",
+    "split_options",
     "Candidate",  # imported here before the module's parts moved out: still importable from it
-]  # fmt: skip
+]
 
 
 class AllocationSettings(Protocol):
@@ -174,16 +188,26 @@ class AllocationCoordinator:
         for round_index, (archive, calls) in sorted(ended.items()):
             total += calls
             self._ended.setdefault(round_index, {})[node] = RoundReport.from_archive(
-                node, round_index, archive, calls, self.space, total=total)
+                node, round_index, archive, calls, self.space, total=total
+            )
         for report in reports:
             self._ended.setdefault(report.round, {})[report.node] = report
 
     def round_ended(self, node: str, round_index: int, archive: ArchiveBase, calls: int) -> None:
         """A local node ended a round: its archive and calls count for the next decision."""
-        total = sum(report.calls for r, ended in self._ended.items() if r < round_index
-                    for name, report in ended.items() if name == node) + calls  # fmt: skip
-        report = RoundReport.from_archive(node, round_index, archive, calls, self.space,
-                                          total=total)  # fmt: skip
+        total = (
+            sum(
+                report.calls
+                for r, ended in self._ended.items()
+                if r < round_index
+                for name, report in ended.items()
+                if name == node
+            )
+            + calls
+        )
+        report = RoundReport.from_archive(
+            node, round_index, archive, calls, self.space, total=total
+        )
         self._ended.setdefault(round_index, {})[node] = report
         if self.publish is not None:
             self.publish(report)
@@ -192,8 +216,11 @@ class AllocationCoordinator:
     def report_received(self, report: RoundReport) -> None:
         """A peer's report (the same report again, or one of a node of this process, is
         ignored)."""
-        if (report.node not in self.nodes or report.node in self.local
-                or report.round >= self.rounds + report.done):  # fmt: skip
+        if (
+            report.node not in self.nodes
+            or report.node in self.local
+            or report.round >= self.rounds + report.done
+        ):
             return
         if report.done:
             self._done.add(report.node)
@@ -210,8 +237,13 @@ class AllocationCoordinator:
             # Its round is the first it did not end: a peer that has its done report before
             # (gossip does not keep order) the report of its last round waits for that one.
             ended = [r for r, reports in self._ended.items() if node in reports]
-            report = RoundReport(node=node, round=max(ended, default=-1) + 1, calls=0,
-                                 total=self.spent(node), done=True)  # fmt: skip
+            report = RoundReport(
+                node=node,
+                round=max(ended, default=-1) + 1,
+                calls=0,
+                total=self.spent(node),
+                done=True,
+            )
             self._final[node] = report
             self.publish(report)
         self._wake()
@@ -258,8 +290,10 @@ class AllocationCoordinator:
         if self.publish is None:
             return
         peers = [node for node in self.nodes if node not in self.local and node not in self._done]
-        latest = [max((r for r, ended in self._ended.items() if peer in ended), default=-1)
-                  for peer in peers]  # fmt: skip
+        latest = [
+            max((r for r, ended in self._ended.items() if peer in ended), default=-1)
+            for peer in peers
+        ]
         since = min(latest, default=-1)
         for round_index, ended in sorted(self._ended.items()):
             if round_index >= since:
@@ -270,9 +304,11 @@ class AllocationCoordinator:
     def _ready(self, previous: int) -> bool:
         """Whether every node that will still run has ended round ``previous``."""
         ended, final = self._ended.get(previous, {}), self._final
-        return all(node in ended or (node in self._done and (node not in final
-                                                            or final[node].round <= previous))
-                   for node in self.nodes)  # fmt: skip
+        return all(
+            node in ended
+            or (node in self._done and (node not in final or final[node].round <= previous))
+            for node in self.nodes
+        )
 
     def _spent(self, node: str, previous: int) -> int:
         """What a node had spent when it ended round ``previous``: the ledger's count in one
@@ -285,8 +321,14 @@ class AllocationCoordinator:
             report = self._final.get(node)  # it stopped before ending the round
         if report is not None:
             return report.total
-        return max((ended[node].total for r, ended in self._ended.items()
-                    if r <= previous and node in ended), default=0)  # fmt: skip
+        return max(
+            (
+                ended[node].total
+                for r, ended in self._ended.items()
+                if r <= previous and node in ended
+            ),
+            default=0,
+        )
 
     def _decide(self, round_index: int) -> None:
         # Credits of every round up to the previous one, in order (each once).
@@ -294,24 +336,34 @@ class AllocationCoordinator:
         while len(self.history) < round_index:
             done = len(self.history)
             # In run order, not in the order the nodes happened to end the round.
-            ended = [self._ended[done][node] for node in self.nodes
-                     if node in self._ended.get(done, {})]  # fmt: skip
+            ended = [
+                self._ended[done][node] for node in self.nodes if node in self._ended.get(done, {})
+            ]
             if self.remote:  # a resumed process makes later decisions from the same reports
-                logged += [{"event": "allocation_report", **report.to_json()}
-                           for report in ended if report.node not in self.local]  # fmt: skip
+                logged += [
+                    {"event": "allocation_report", **report.to_json()}
+                    for report in ended
+                    if report.node not in self.local
+                ]
             self.history.append(report_credits(ended, self._known))
         # A node that stopped early gets nothing more; what it left goes to the others. With
         # peers, a node that ended the round before is live whenever its peers learn that it
         # stopped since: every process then decides for the same nodes.
         previous = self._ended.get(round_index - 1, {})
-        live = [node for node in self.nodes
-                if node not in self._done or (self.remote and node in previous)]  # fmt: skip
+        live = [
+            node
+            for node in self.nodes
+            if node not in self._done or (self.remote and node in previous)
+        ]
         spent = {node: self._spent(node, round_index - 1) for node in self.nodes}
         left = self.limit - sum(spent.values())
         rounds_left = self.rounds - round_index
         budget = max(0, left // rounds_left) if rounds_left > 0 else 0
-        decision = (self.allocator.decide(round_index, budget, self.history, live)
-                    if live else AllocationDecision(quotas={}))  # fmt: skip
+        decision = (
+            self.allocator.decide(round_index, budget, self.history, live)
+            if live
+            else AllocationDecision(quotas={})
+        )
         quotas = {node: int(decision.quotas.get(node, 0)) for node in live}
         if sum(quotas.values()) != budget and live:
             raise RuntimeError(
@@ -322,12 +374,24 @@ class AllocationCoordinator:
         for node, quota in quotas.items():
             if node in self.local:
                 self.apply(node, round_index, quota)
-        self.record([*logged, {
-            "event": "allocation", "round": round_index, "allocator": self.allocator.name,
-            "budget": budget, "budget_left": left, "quotas": quotas, "spent_so_far": spent,
-            "credits": {node: credit.to_json() for node, credit in self.history[-1].items()},
-            **dict(decision.inputs),
-        }])  # fmt: skip
+        self.record(
+            [
+                *logged,
+                {
+                    "event": "allocation",
+                    "round": round_index,
+                    "allocator": self.allocator.name,
+                    "budget": budget,
+                    "budget_left": left,
+                    "quotas": quotas,
+                    "spent_so_far": spent,
+                    "credits": {
+                        node: credit.to_json() for node, credit in self.history[-1].items()
+                    },
+                    **dict(decision.inputs),
+                },
+            ]
+        )
 
     def _keep(self, round_index: int) -> None:
         """No word from some live peer in time: the local nodes keep their last quotas."""
@@ -338,9 +402,18 @@ class AllocationCoordinator:
         self.decisions.setdefault(round_index, {}).update(quotas)
         for node, quota in quotas.items():
             self.apply(node, round_index, quota)
-        self.record([{"event": "allocation", "round": round_index,
-                      "allocator": self.allocator.name, "kept": True, "quotas": quotas,
-                      "missing": missing}])  # fmt: skip
+        self.record(
+            [
+                {
+                    "event": "allocation",
+                    "round": round_index,
+                    "allocator": self.allocator.name,
+                    "kept": True,
+                    "quotas": quotas,
+                    "missing": missing,
+                }
+            ]
+        )
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
@@ -354,8 +427,9 @@ def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
     options = dict(options)
     value = options.pop("peer_wait", 600.0)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(f"allocation option peer_wait must be a positive number of "
-                          f"seconds, got {value!r}")  # fmt: skip
+        raise ConfigError(
+            f"allocation option peer_wait must be a positive number of seconds, got {value!r}"
+        )
     return options, float(value)
 
 
@@ -370,5 +444,7 @@ def check_allocation(config: AllocationSettings) -> None:
     """
     name = config.allocation
     if config.compute_axis != "calls":
-        raise ConfigError(f"--allocation {name} moves calls; with --compute-axis "
-                          f"{config.compute_axis} use --allocation static")  # fmt: skip
+        raise ConfigError(
+            f"--allocation {name} moves calls; with --compute-axis "
+            f"{config.compute_axis} use --allocation static"
+        )

@@ -30,9 +30,12 @@ class OpponentPool:
     """
 
     def __init__(
-        self, initial: Iterable[str] = (), *, own_window: int = OWN_WINDOW,
+        self,
+        initial: Iterable[str] = (),
+        *,
+        own_window: int = OWN_WINDOW,
         peer_window: int = PEER_WINDOW,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.windows = {"own": own_window, "peer": peer_window}
         self._initial: list[Candidate] = []
         self._champions: dict[str, list[Candidate]] = {"own": [], "peer": []}
@@ -92,8 +95,9 @@ class OpponentPool:
     def from_json(cls, data: Mapping[str, Any]) -> OpponentPool:
         pool = cls(own_window=data["own_window"], peer_window=data["peer_window"])
         pool._initial = [Candidate.from_json(o) for o in data["initial"]]
-        pool._champions = {source: [Candidate.from_json(o) for o in data[source]]
-                           for source in ("own", "peer")}  # fmt: skip
+        pool._champions = {
+            source: [Candidate.from_json(o) for o in data[source]] for source in ("own", "peer")
+        }
         return pool
 
 

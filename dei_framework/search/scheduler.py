@@ -53,11 +53,24 @@ from dei_framework.search.sharing import Admit, SharingPolicy, TopKSharing
 from dei_framework.search.slot_random import SlotGenerator, initial_states
 
 __all__ = [
-    "Admission", "Kind", "Result", "RoundEnd", "Scheduler", "TellReport", "WorkItem", "derive_seed",
+    "Admission",
+    "Kind",
+    "Result",
+    "RoundEnd",
+    "Scheduler",
+    "TellReport",
+    "WorkItem",
+    "derive_seed",
     # Imported here before the module's parts moved out: still importable from it.
-    "AddStatus", "Admit", "DeferredMessages", "DeferredText", "OperatorRequest", "SlotGenerator",
-    "UsageMeter", "initial_states",
-]  # fmt: skip
+    "AddStatus",
+    "Admit",
+    "DeferredMessages",
+    "DeferredText",
+    "OperatorRequest",
+    "SlotGenerator",
+    "UsageMeter",
+    "initial_states",
+]
 
 
 class Scheduler:
@@ -117,11 +130,11 @@ class Scheduler:
         seeds: Sequence[str] = (),
     ) -> None:
         if rounds < 1 or calls < 0 or lag < 0:
-            raise ValueError(f"need rounds >= 1, calls >= 0, lag >= 0; got {rounds}, {calls}, "
-                             f"{lag}")
+            raise ValueError(
+                f"need rounds >= 1, calls >= 0, lag >= 0; got {rounds}, {calls}, {lag}"
+            )
         if lifecycle not in LIFECYCLES:
-            raise ValueError(f"lifecycle must be one of {', '.join(LIFECYCLES)}, "
-                             f"got {lifecycle!r}")  # fmt: skip
+            raise ValueError(f"lifecycle must be one of {', '.join(LIFECYCLES)}, got {lifecycle!r}")
         self.lifecycle = lifecycle
         self.name = name
         self.space = space
@@ -137,15 +150,15 @@ class Scheduler:
         self.qd_offset = qd_offset
         self._archive_factory = archive
         self._slots = NodeSlots(seed, name)
-        self.pool = OpponentPool(initial_opponents, own_window=own_window,
-                                 peer_window=peer_window)  # fmt: skip
+        self.pool = OpponentPool(initial_opponents, own_window=own_window, peer_window=peer_window)
         # Seed programs start archives without fighting, so a static domain's seeds do not
         # make it adversarial (initial opponents would: they join the pool).
         opponents = set(initial_opponents)
         self.seeds: tuple[Candidate, ...] = tuple(
             Candidate(text=text, source="seed", operator="seed")
-            for text in dict.fromkeys(seeds) if text not in opponents
-        )  # fmt: skip
+            for text in dict.fromkeys(seeds)
+            if text not in opponents
+        )
         # Resumable state.
         self.round = 0
         self.started = False
@@ -179,8 +192,14 @@ class Scheduler:
         space = DescriptorSpace([offered[axis] for axis in domain.default_axes])
         settings.setdefault("lifecycle", domain.default_lifecycle())
         settings.setdefault("seeds", domain.seed_programs())
-        return cls(name=name, space=space, initial_opponents=domain.initial_opponents(),
-                   calls=calls, qd_offset=domain.fitness_floor, **settings)  # fmt: skip
+        return cls(
+            name=name,
+            space=space,
+            initial_opponents=domain.initial_opponents(),
+            calls=calls,
+            qd_offset=domain.fitness_floor,
+            **settings,
+        )
 
     # --- queries --------------------------------------------------------------------------------
 
@@ -251,9 +270,11 @@ class Scheduler:
             return []  # its quota is decided at the round boundary, from this round's outcome
         quota = self.round_quota(following)
         # The draw _plan_slot makes first.
-        return [self._slots.item(following, f"s{slot}", kind="new", order=-1)
-                for slot in range(quota)
-                if self._slots.generator(following, slot, quota).random() < self.new_fraction]
+        return [
+            self._slots.item(following, f"s{slot}", kind="new", order=-1)
+            for slot in range(quota)
+            if self._slots.generator(following, slot, quota).random() < self.new_fraction
+        ]
 
     # --- the round ------------------------------------------------------------------------------
 
@@ -273,10 +294,15 @@ class Scheduler:
         """
         if self.started or self.finished:
             raise RuntimeError("start_round: the round already started or the run is finished")
-        items, accepted = warm_start(received, round_index=self.round,
-                                     continual=self.lifecycle == "continual", pool=self.pool,
-                                     seeds=self.seeds, sharing=self.sharing,
-                                     slots=self._slots)  # fmt: skip
+        items, accepted = warm_start(
+            received,
+            round_index=self.round,
+            continual=self.lifecycle == "continual",
+            pool=self.pool,
+            seeds=self.seeds,
+            sharing=self.sharing,
+            slots=self._slots,
+        )
         self._opponents_fought = self.pool.describe()
         self._warm = len(items)
         self._planned = items
@@ -304,8 +330,15 @@ class Scheduler:
             parent, *drawn = self.emitter.select(self.archive, rng, 1 + self.others)
             others = tuple([o for o in drawn if o.id != parent.id])
             feedback, kind = self.lineage_errors.get(parent.id), "mutate"
-        return self._slots.item(self.round, f"s{slot}", kind=kind, order=self._warm + slot,
-                                parent=parent, others=others, feedback=feedback)  # fmt: skip
+        return self._slots.item(
+            self.round,
+            f"s{slot}",
+            kind=kind,
+            order=self._warm + slot,
+            parent=parent,
+            others=others,
+            feedback=feedback,
+        )
 
     def ask(self, n: int = 1) -> list[WorkItem]:
         """Up to ``n`` items to work on, in slot order (fewer, possibly none, when the next
@@ -385,13 +418,25 @@ class Scheduler:
             ValueError: an item was not asked, was already told, or is not a call item; or
                 the columns' lengths differ from the items'.
         """
-        rows = batch_rows(self.archive, self._axis_names, items, texts=texts, fitness=fitness,
-                          descriptors=descriptors, data=data, errors=errors, operator=operator,
-                          info=info)  # fmt: skip
+        rows = batch_rows(
+            self.archive,
+            self._axis_names,
+            items,
+            texts=texts,
+            fitness=fitness,
+            descriptors=descriptors,
+            data=data,
+            errors=errors,
+            operator=operator,
+            info=info,
+        )
         for told in rows:
             item = told.item
-            if item.round != self.round or item.order not in self._asked \
-                    or item.order in self._buffer:
+            if (
+                item.round != self.round
+                or item.order not in self._asked
+                or item.order in self._buffer
+            ):
                 raise ValueError(f"tell_batch: {item.key} was not asked or was already told")
             if not item.needs_call:
                 raise ValueError(f"tell_batch: {item.key} is a {item.kind!r} item; tell() it")
@@ -412,17 +457,34 @@ class Scheduler:
                 statuses.append((told.item, status))
                 if told.info is not None:
                     offered = None if told.fitness is None else told
-                    events.append(evaluated_event(told.item, told.operator, status, offered,
-                                                  error=told.error, info=told.info))  # fmt: skip
+                    events.append(
+                        evaluated_event(
+                            told.item,
+                            told.operator,
+                            status,
+                            offered,
+                            error=told.error,
+                            info=told.info,
+                        )
+                    )
             self._next_order += 1
             self._plan()
         round_end = None
         quota_done = self.completed >= self.round_quota(self.round)
-        if self.started and self._next_order >= self._warm and not self._planned \
-                and not self._asked and quota_done:
+        if (
+            self.started
+            and self._next_order >= self._warm
+            and not self._planned
+            and not self._asked
+            and quota_done
+        ):
             round_end = self._end_round()
-        return TellReport(admitted=tuple(admitted), statuses=tuple(statuses),
-                          round_end=round_end, events=tuple(events))  # fmt: skip
+        return TellReport(
+            admitted=tuple(admitted),
+            statuses=tuple(statuses),
+            round_end=round_end,
+            events=tuple(events),
+        )
 
     def _end_round(self) -> RoundEnd:
         continual = self.lifecycle == "continual"
@@ -433,15 +495,29 @@ class Scheduler:
         # work of the search: the event marks it.
         initial = {opponent.text for opponent in self.pool.initial}
         initial.update(seed.text for seed in self.seeds)
-        event = round_event(node=self.name, round_index=self.round, calls=self.completed,
-                            finished=finished, champion=champion, initial=initial,
-                            received=self._valid_received, novel=self._novel,
-                            opponents=self._opponents_fought,
-                            emitter=self.emitter.name)  # fmt: skip
+        event = round_event(
+            node=self.name,
+            round_index=self.round,
+            calls=self.completed,
+            finished=finished,
+            champion=champion,
+            initial=initial,
+            received=self._valid_received,
+            novel=self._novel,
+            opponents=self._opponents_fought,
+            emitter=self.emitter.name,
+        )
         self.history.append(event)
         if champion is not None and not continual:
-            self.pool.add_champion(Candidate(text=champion.text, source="own", node=self.name,
-                                             round=self.round, operator=champion.operator))
+            self.pool.add_champion(
+                Candidate(
+                    text=champion.text,
+                    source="own",
+                    node=self.name,
+                    round=self.round,
+                    operator=champion.operator,
+                )
+            )
         self.previous_cells = {elite.cell for elite in finished}
         self.round += 1
         self.started = False

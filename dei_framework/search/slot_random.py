@@ -144,8 +144,14 @@ class SlotGenerator:
         """Integers in ``[low, high)`` (or ``[0, low)``), as ``Generator.integers`` draws them."""
         if high is None:
             low, high = 0, low
-        plain = (self._real is None and not options and type(low) is int and type(high) is int
-                 and (size is None or type(size) is int) and 0 < high - low < _MASK32)  # fmt: skip
+        plain = (
+            self._real is None
+            and not options
+            and type(low) is int
+            and type(high) is int
+            and (size is None or type(size) is int)
+            and 0 < high - low < _MASK32
+        )
         if not plain:
             return self.real().integers(low, high, size, **options)
         span = high - low - 1
@@ -191,9 +197,11 @@ class SlotGenerator:
         if self._real is None:
             bit_generator = np.random.PCG64()
             bit_generator.state = {
-                "bit_generator": "PCG64", "state": {"state": self._state, "inc": self._inc},
-                "has_uint32": int(self._has32), "uinteger": self._half,
-            }  # fmt: skip
+                "bit_generator": "PCG64",
+                "state": {"state": self._state, "inc": self._inc},
+                "has_uint32": int(self._has32),
+                "uinteger": self._half,
+            }
             self._real = np.random.Generator(bit_generator)
         return self._real
 

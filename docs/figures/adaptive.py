@@ -185,8 +185,7 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
         for family, block in data["shares"].items()
     ]
     values["shares"] = markdown_table(
-        ["family", "share of the calls (mean)", "range over repeats", "rounds at the floor"],
-        rows,
+        ["family", "share of the calls (mean)", "range over repeats", "rounds at the floor"], rows
     )
     for family, block in data["shares"].items():
         values[f"share-{family}"] = fmt_percent(block["mean"])

@@ -66,8 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results, loads, commands, timings = [], [], [], []
     for delivery in ("wallclock", "virtual"):
-        command = [sys.executable, "benchmarks/async_nodes.py", "--repeats", str(args.repeats),
-                   "--delivery", delivery]  # fmt: skip
+        command = [
+            sys.executable,
+            "benchmarks/async_nodes.py",
+            "--repeats",
+            str(args.repeats),
+            "--delivery",
+            delivery,
+        ]
         result, timing = run_benchmark(command)
         results.append(result)
         loads.append(timing["load_before"][0] if timing["load_before"] else None)

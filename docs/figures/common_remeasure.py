@@ -74,16 +74,28 @@ def runs_table(runs: Sequence[Mapping[str, Any]]) -> str:
     rows = []
     for run in runs:
         condition, repeat = run_label(run["run"])
-        rows.append([
-            condition, repeat, str(run["elites"]),
-            f"{fmt_number(run['reported_qd'])} ± {fmt_number(run['reported_sem'])}",
-            f"{fmt_number(run['fresh_qd'])} ± {fmt_number(run['fresh_sem'])}",
-            fmt_number(run["difference"], signed=True),
-            fmt_number(run["z"], signed=True),
-            "yes" if run["within_reported_sem"] else "no",
-        ])  # fmt: skip
-    header = ["condition", "repeat", "elites", "reported QD ± sem", "fresh QD ± sem",
-              "fresh − reported", "z", "within reported sem"]  # fmt: skip
+        rows.append(
+            [
+                condition,
+                repeat,
+                str(run["elites"]),
+                f"{fmt_number(run['reported_qd'])} ± {fmt_number(run['reported_sem'])}",
+                f"{fmt_number(run['fresh_qd'])} ± {fmt_number(run['fresh_sem'])}",
+                fmt_number(run["difference"], signed=True),
+                fmt_number(run["z"], signed=True),
+                "yes" if run["within_reported_sem"] else "no",
+            ]
+        )
+    header = [
+        "condition",
+        "repeat",
+        "elites",
+        "reported QD ± sem",
+        "fresh QD ± sem",
+        "fresh − reported",
+        "z",
+        "within reported sem",
+    ]
     return markdown_table(header, rows)
 
 
@@ -122,18 +134,28 @@ def conditions_table(runs: Sequence[Mapping[str, Any]]) -> str:
         zs = [r["z"] for r in mine if r["z"] is not None]
         spread = reported_spread(mine)
         shift = sum(r["difference"] for r in mine) / n
-        rows.append([
-            condition, str(n),
-            f"{fmt_number(shift, signed=True)} ± {fmt_number(math.sqrt(variance) / n)}",
-            fmt_number(spread) if spread is not None else "–",
-            ("yes" if abs(shift) < spread else "**no**") if spread is not None else "–",
-            fmt_number(sum(zs) / math.sqrt(len(zs)), signed=True) if zs else "–",
-            f"{sum(abs(z) <= Z_LIMIT for z in zs)} of {len(zs)}",
-            f"{sum(r['within_reported_sem'] for r in mine)} of {n}",
-        ])  # fmt: skip
-    header = ["condition", "runs", "mean fresh − reported ± se", "reported spread (std over runs)",
-              "change below spread", "pooled z", "within 2 se",
-              "within reported sem"]  # fmt: skip
+        rows.append(
+            [
+                condition,
+                str(n),
+                f"{fmt_number(shift, signed=True)} ± {fmt_number(math.sqrt(variance) / n)}",
+                fmt_number(spread) if spread is not None else "–",
+                ("yes" if abs(shift) < spread else "**no**") if spread is not None else "–",
+                fmt_number(sum(zs) / math.sqrt(len(zs)), signed=True) if zs else "–",
+                f"{sum(abs(z) <= Z_LIMIT for z in zs)} of {len(zs)}",
+                f"{sum(r['within_reported_sem'] for r in mine)} of {n}",
+            ]
+        )
+    header = [
+        "condition",
+        "runs",
+        "mean fresh − reported ± se",
+        "reported spread (std over runs)",
+        "change below spread",
+        "pooled z",
+        "within 2 se",
+        "within reported sem",
+    ]
     return markdown_table(header, rows)
 
 
@@ -202,8 +224,15 @@ def main(argv: list[str] | None = None) -> int:
             f"error: {repo_relative(experiment)} is no finished experiment; "
             "run python docs/figures/families.py first"
         )
-    command = [sys.executable, "benchmarks/common_remeasure.py", repo_relative(experiment),
-               "--seeds", str(args.seeds), "--workers", str(args.workers)]  # fmt: skip
+    command = [
+        sys.executable,
+        "benchmarks/common_remeasure.py",
+        repo_relative(experiment),
+        "--seeds",
+        str(args.seeds),
+        "--workers",
+        str(args.workers),
+    ]
     result, timing = run_benchmark(command)
     for run in result["runs"]:
         run["run"] = repo_relative(Path(run["run"]))

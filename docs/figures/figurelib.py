@@ -477,10 +477,7 @@ def difference(entry: Mapping[str, Any], percent: bool) -> str:
 
 
 def comparisons_table(
-    data: Mapping[str, Any],
-    metrics: Sequence[Column],
-    *,
-    reference: str = REFERENCE_CONDITION,
+    data: Mapping[str, Any], metrics: Sequence[Column], *, reference: str = REFERENCE_CONDITION
 ) -> str:
     """``reference`` − each other condition on ``metrics`` ((label, metric, percent)): the
     difference with its interval, p, and Holm-adjusted p and A12 where the summary has them."""

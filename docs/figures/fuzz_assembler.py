@@ -23,13 +23,26 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
     """The figures of this set, by name (see docs/figures/render.py)."""
     result = data["result"]
     table = markdown_table(
-        ["inputs", "corpus (warriors)", "assembled", "`AssemblyError`", "other exceptions",
-         "slowest input"],
-        [[f"{result['inputs']:,}".replace(",", " ") + f" in {data['seconds']:g} s (seed "
-          f"{result['seed']})", str(result["corpus"]), str(result["assembled"]),
-          str(result["assembly_errors"]), f"**{result['other_exceptions']}**",
-          f"{result['slowest_seconds']:.2f} s"]],
-    )  # fmt: skip
+        [
+            "inputs",
+            "corpus (warriors)",
+            "assembled",
+            "`AssemblyError`",
+            "other exceptions",
+            "slowest input",
+        ],
+        [
+            [
+                f"{result['inputs']:,}".replace(",", " ") + f" in {data['seconds']:g} s (seed "
+                f"{result['seed']})",
+                str(result["corpus"]),
+                str(result["assembled"]),
+                str(result["assembly_errors"]),
+                f"**{result['other_exceptions']}**",
+                f"{result['slowest_seconds']:.2f} s",
+            ]
+        ],
+    )
     return {"summary": table, "other-exceptions": str(result["other_exceptions"])}
 
 
@@ -38,8 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    command = [sys.executable, "benchmarks/fuzz_assembler.py", "--seconds", f"{args.seconds:g}",
-               "--seed", str(args.seed)]  # fmt: skip
+    command = [
+        sys.executable,
+        "benchmarks/fuzz_assembler.py",
+        "--seconds",
+        f"{args.seconds:g}",
+        "--seed",
+        str(args.seed),
+    ]
     result, timing = run_benchmark(command)
     write_figure_set(
         "fuzz_assembler",

@@ -23,18 +23,28 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
     """The figures of this set, by name (see docs/figures/render.py)."""
     rows = []
     for result in data["runs"]:
-        rows.append([
-            "flood-publish" if result["flood_publish"] else "mesh only",
-            str(result["nodes"]),
-            f"{result['delivery_ratio']:.4g} ({result['undelivered']} undelivered)",
-            f"{result['duplicates_per_node_per_publish']:.2f}",
-            f"{result['control_frames_per_node_per_publish']:.2f}",
-            f"{result['mean_hops']:.2f}",
-            str(result["max_hops"]),
-            f"{result['wall_seconds']:.0f} s",
-        ])  # fmt: skip
-    header = ["publish", "nodes", "delivery_ratio", "duplicates / node / publish",
-              "control frames / node / publish", "mean_hops", "max_hops", "wall time"]  # fmt: skip
+        rows.append(
+            [
+                "flood-publish" if result["flood_publish"] else "mesh only",
+                str(result["nodes"]),
+                f"{result['delivery_ratio']:.4g} ({result['undelivered']} undelivered)",
+                f"{result['duplicates_per_node_per_publish']:.2f}",
+                f"{result['control_frames_per_node_per_publish']:.2f}",
+                f"{result['mean_hops']:.2f}",
+                str(result["max_hops"]),
+                f"{result['wall_seconds']:.0f} s",
+            ]
+        )
+    header = [
+        "publish",
+        "nodes",
+        "delivery_ratio",
+        "duplicates / node / publish",
+        "control frames / node / publish",
+        "mean_hops",
+        "max_hops",
+        "wall time",
+    ]
     return {"table": markdown_table(header, rows)}
 
 
@@ -45,8 +55,19 @@ def main(argv: list[str] | None = None) -> int:
     runs, commands, timings = [], [], []
     for flood in (True, False):
         for nodes in (int(n) for n in args.nodes.split(",")):
-            command = [sys.executable, "benchmarks/gossip_sim.py", "--nodes", str(nodes),
-                       "--loss", "0.1", "--messages", "100", "--seed", "1", "--json"]  # fmt: skip
+            command = [
+                sys.executable,
+                "benchmarks/gossip_sim.py",
+                "--nodes",
+                str(nodes),
+                "--loss",
+                "0.1",
+                "--messages",
+                "100",
+                "--seed",
+                "1",
+                "--json",
+            ]
             command += [] if flood else ["--no-flood-publish"]
             result, timing = run_benchmark(command)
             runs.append(result)

@@ -45,8 +45,14 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
     rows = []
     for entry in data["configurations"]:
         result, load = entry["result"], entry["load_before"]
-        rows.append([entry["label"], ratio_text(result), str(result["n"]),
-                     f"{load:.1f}" if load is not None else "–"])  # fmt: skip
+        rows.append(
+            [
+                entry["label"],
+                ratio_text(result),
+                str(result["n"]),
+                f"{load:.1f}" if load is not None else "–",
+            ]
+        )
     first = data["configurations"][0]["result"]
     latency = sum(run["mean_latency_s"] for run in first["runs"]) / len(first["runs"])
     jobs = first.get("coreware_job_bytes") or {}
@@ -57,10 +63,14 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
         "mean-latency": f"{latency:.3f} s",
         "ideal": f"{first['concurrency'] / latency:.2f} calls/s",
         "ratio": f"{first['throughput_ratio']:.3f}",
-        "job-bytes": (f"{jobs['opponents']} opponents: {jobs['installed_set']} bytes per job "
-                      f"with the installed opponent set, {jobs['inline']} bytes with the "
-                      "opponents inside") if jobs.get("installed_set") else "–",
-    }  # fmt: skip
+        "job-bytes": (
+            f"{jobs['opponents']} opponents: {jobs['installed_set']} bytes per job "
+            f"with the installed opponent set, {jobs['inline']} bytes with the "
+            "opponents inside"
+        )
+        if jobs.get("installed_set")
+        else "–",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,8 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configurations, commands, timings = [], [], []
     for label, extra in CONFIGURATIONS:
-        command = [sys.executable, "benchmarks/llm_pipeline.py", "--repeats", str(args.repeats),
-                   *extra]  # fmt: skip
+        command = [
+            sys.executable,
+            "benchmarks/llm_pipeline.py",
+            "--repeats",
+            str(args.repeats),
+            *extra,
+        ]
         result, timing = run_benchmark(command)
         load = timing["load_before"][0] if timing["load_before"] else None
         configurations.append({"label": label, "result": result, "load_before": load})

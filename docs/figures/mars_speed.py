@@ -39,22 +39,38 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
     low, high = parallel["speedup_range"]
     lines = f"{assembler['lines']:,}".replace(",", " ")
     rows = [
-        [f"single-thread instructions/s, the {mars['battles']} one-on-one reference battles "
-         f"({speed['plain']['instructions'] / 1e6:.0f} M instructions; best of "
-         f"{data['repeats']})", millions(speed["plain"]["instructions_per_second"]),
-         millions(pmars.get("instructions_per_second"))],
-        ["the same with observables (memory coverage bitmap)",
-         millions(speed["observe"]["instructions_per_second"]), "–"],
-        ["whole process `battle -r 1000` of one reference fight (start-up, assembly included), "
-         "1 / 2 threads", f"{cli['workers_1_seconds']:.2f} s / {cli['workers_2_seconds']:.2f} s",
-         f"{pmars['cli_1000_rounds_seconds']:.2f} s" if pmars else "–"],
-        [f"20-round evaluations of {parallel['fights']} reference fights, `workers=2` vs "
-         "`workers=1`", f"**{parallel['speedup']:.2f}x** median speed-up (range "
-         f"{low:.2f}–{high:.2f} over alternated pairs)", "–"],
-        [f"assembling the {assembler['files']} Koenigstuhl warriors "
-         f"({lines} lines; best of {data['repeats']})",
-         f"{assembler['seconds']:.1f} s, {assembler['ms_per_file']:.2f} ms per file", "–"],
-    ]  # fmt: skip
+        [
+            f"single-thread instructions/s, the {mars['battles']} one-on-one reference battles "
+            f"({speed['plain']['instructions'] / 1e6:.0f} M instructions; best of "
+            f"{data['repeats']})",
+            millions(speed["plain"]["instructions_per_second"]),
+            millions(pmars.get("instructions_per_second")),
+        ],
+        [
+            "the same with observables (memory coverage bitmap)",
+            millions(speed["observe"]["instructions_per_second"]),
+            "–",
+        ],
+        [
+            "whole process `battle -r 1000` of one reference fight (start-up, assembly included), "
+            "1 / 2 threads",
+            f"{cli['workers_1_seconds']:.2f} s / {cli['workers_2_seconds']:.2f} s",
+            f"{pmars['cli_1000_rounds_seconds']:.2f} s" if pmars else "–",
+        ],
+        [
+            f"20-round evaluations of {parallel['fights']} reference fights, `workers=2` vs "
+            "`workers=1`",
+            f"**{parallel['speedup']:.2f}x** median speed-up (range "
+            f"{low:.2f}–{high:.2f} over alternated pairs)",
+            "–",
+        ],
+        [
+            f"assembling the {assembler['files']} Koenigstuhl warriors "
+            f"({lines} lines; best of {data['repeats']})",
+            f"{assembler['seconds']:.1f} s, {assembler['ms_per_file']:.2f} ms per file",
+            "–",
+        ],
+    ]
     loads = [mars.get("load_average_before"), mars.get("load_average_after")]
     load = "–".join(f"{entry[0]:.1f}" for entry in loads if entry)
     return {
@@ -67,16 +83,23 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--pmars", default=os.environ.get("DEI_PMARS") or None,
-                        help="a pMARS binary to compare (not part of the project; default: "
-                             "$DEI_PMARS, the binary the differential test uses)")  # fmt: skip
+    parser.add_argument(
+        "--pmars",
+        default=os.environ.get("DEI_PMARS") or None,
+        help="a pMARS binary to compare (not part of the project; default: "
+        "$DEI_PMARS, the binary the differential test uses)",
+    )
     args = parser.parse_args(argv)
     if args.pmars and not os.access(args.pmars, os.X_OK):
         parser.error(f"--pmars {args.pmars}: not an executable file")
     mars_command = [sys.executable, "benchmarks/mars_speed.py", "--repeats", str(args.repeats)]
     mars_command += ["--pmars", args.pmars] if args.pmars else []
-    assembler_command = [sys.executable, "benchmarks/assembler_speed.py", "--repeats",
-                         str(args.repeats)]  # fmt: skip
+    assembler_command = [
+        sys.executable,
+        "benchmarks/assembler_speed.py",
+        "--repeats",
+        str(args.repeats),
+    ]
     mars, mars_timing = run_benchmark(mars_command)
     assembler, assembler_timing = run_benchmark(assembler_command)
     write_figure_set(

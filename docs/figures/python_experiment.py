@@ -68,18 +68,43 @@ def experiment_command(api_base: str, *, repeats: int, budget: int) -> list[str]
     command = ["dei", "experiment", "--domain", "python"]
     for model in MODELS:
         command += ["--operator", model]
-    return command + ["--api-base", api_base, "--conditions", "solo,homo,diverse",
-                      "--budget", str(budget), "--rounds", "2", "--repeats", str(repeats),
-                      "--seed", str(SEED), "--eval-workers", "1", "--out", OUT,
-                      "--progress", "quiet", "--no-report"]  # fmt: skip
+    return command + [
+        "--api-base",
+        api_base,
+        "--conditions",
+        "solo,homo,diverse",
+        "--budget",
+        str(budget),
+        "--rounds",
+        "2",
+        "--repeats",
+        str(repeats),
+        "--seed",
+        str(SEED),
+        "--eval-workers",
+        "1",
+        "--out",
+        OUT,
+        "--progress",
+        "quiet",
+        "--no-report",
+    ]
 
 
 def best_score_comparisons(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Diverse against every other condition on ``merged.obj_max``, Holm within the metric."""
     conditions = summary["conditions"]
-    entries = [compare("diverse", metric_values(conditions["diverse"], "merged.obj_max"), name,
-                       metric_values(block, "merged.obj_max"), "merged.obj_max")
-               for name, block in conditions.items() if name != "diverse"]  # fmt: skip
+    entries = [
+        compare(
+            "diverse",
+            metric_values(conditions["diverse"], "merged.obj_max"),
+            name,
+            metric_values(block, "merged.obj_max"),
+            "merged.obj_max",
+        )
+        for name, block in conditions.items()
+        if name != "diverse"
+    ]
     for entry, adjusted in zip(entries, holm([e["p_value"] for e in entries]), strict=True):
         entry["p_holm"] = adjusted
     return entries
@@ -91,10 +116,14 @@ def best_table(data: Mapping[str, Any]) -> str:
     rows = []
     for name, values in data["best_scores"].items():
         mean, std, half = mean_interval([v for v in values if v is not None])
-        interval = "–" if half is None else (f"[{fmt_number(mean - half, 5)}, "
-                                             f"{fmt_number(mean + half, 5)}]")  # fmt: skip
-        rows.append([name, str(len(values)), f"{fmt_number(mean, 5)} ± {fmt_number(std, 5)}",
-                     interval])  # fmt: skip
+        interval = (
+            "–"
+            if half is None
+            else (f"[{fmt_number(mean - half, 5)}, {fmt_number(mean + half, 5)}]")
+        )
+        rows.append(
+            [name, str(len(values)), f"{fmt_number(mean, 5)} ± {fmt_number(std, 5)}", interval]
+        )
     return markdown_table(["condition", "n", "best score", "95 % t-interval"], rows)
 
 
@@ -121,9 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     out = ROOT / OUT
     if out.exists():
         shutil.rmtree(out)
-    server = subprocess.Popen([sys.executable, "benchmarks/scripted_model.py", "--seed", "0"],
-                              cwd=ROOT, env=environment(), stdout=subprocess.PIPE,
-                              text=True)  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "benchmarks/scripted_model.py", "--seed", "0"],
+        cwd=ROOT,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         api_base = json.loads(server.stdout.readline())["api_base"]
         command = experiment_command(api_base, repeats=args.repeats, budget=args.budget)
@@ -131,8 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.terminate()
         server.wait()
-    recorded = command_text(experiment_command(API_BASE, repeats=args.repeats,
-                                               budget=args.budget))  # fmt: skip
+    recorded = command_text(experiment_command(API_BASE, repeats=args.repeats, budget=args.budget))
     timing["command"] = recorded
     summary = json.loads((out / "summary.json").read_text())
     data = extract_experiment(summary, COLUMNS)
@@ -142,8 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     kept = {metric for _, metric, _ in COLUMNS} - {"merged.obj_max"}  # compared below
     data["comparisons"] = [entry for entry in data["comparisons"] if entry["metric"] in kept]
     data["comparisons"] += [comparison(entry) for entry in best_score_comparisons(summary)]
-    data["best_scores"] = {name: metric_values(block, "merged.obj_max")
-                           for name, block in summary["conditions"].items()}  # fmt: skip
+    data["best_scores"] = {
+        name: metric_values(block, "merged.obj_max")
+        for name, block in summary["conditions"].items()
+    }
     data["command"] = recorded
     trim_runs(out)
     write_figure_set(

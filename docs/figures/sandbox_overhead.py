@@ -37,19 +37,37 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
         back = overhead["back_to_back"][level]
         added, target = paced.get("added_ms"), TARGET_MS.get(level)
         met = "–" if added is None else ("yes" if added["mean"] <= target else "**no**")
-        rows.append([f"`{level}`", _ms(paced["ms_per_eval"]),
-                     "–" if added is None else _ms(added),
-                     "–" if "added_ms" not in back else _ms(back["added_ms"]),
-                     "–" if target is None else f"≤ {target:g} ms: {met}"])  # fmt: skip
+        rows.append(
+            [
+                f"`{level}`",
+                _ms(paced["ms_per_eval"]),
+                "–" if added is None else _ms(added),
+                "–" if "added_ms" not in back else _ms(back["added_ms"]),
+                "–" if target is None else f"≤ {target:g} ms: {met}",
+            ]
+        )
     table = markdown_table(
-        ["level", "ms per evaluation (paced)", "added ms (paced)", "added ms (back to back)",
-         "target"], rows)  # fmt: skip
+        [
+            "level",
+            "ms per evaluation (paced)",
+            "added ms (paced)",
+            "added ms (back to back)",
+            "target",
+        ],
+        rows,
+    )
     through = data["result"]["throughput"]
     ratios = markdown_table(
         ["4 LLM nodes, 1 s model", "throughput ÷ ideal", "runs"],
-        [[f"`--sandbox {level}`", _ms(through[level]["throughput_ratio"]),
-          str(through[level]["throughput_ratio"]["n"])] for level in ("none", "process")],
-    )  # fmt: skip
+        [
+            [
+                f"`--sandbox {level}`",
+                _ms(through[level]["throughput_ratio"]),
+                str(through[level]["throughput_ratio"]["n"]),
+            ]
+            for level in ("none", "process")
+        ],
+    )
     return {"overhead": table, "throughput": ratios}
 
 
@@ -58,15 +76,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--throughput-repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    command = [sys.executable, "benchmarks/sandbox_overhead.py", "--repeats", str(args.repeats),
-               "--throughput-repeats", str(args.throughput_repeats)]  # fmt: skip
+    command = [
+        sys.executable,
+        "benchmarks/sandbox_overhead.py",
+        "--repeats",
+        str(args.repeats),
+        "--throughput-repeats",
+        str(args.throughput_repeats),
+    ]
     result, timing = run_benchmark(command)
     write_figure_set(
         "sandbox_overhead",
         commands=[command_text(["python", *command[1:]])],
         data={"result": result},
         n=f"{args.repeats} repeats of {result['overhead']['evals_per_repeat']} evaluations per "
-          f"level; {args.throughput_repeats} runs per throughput level",
+        f"level; {args.throughput_repeats} runs per throughput level",
         spread="mean ± 95 % t half-width over repeats",
         timings=[timing],
     )

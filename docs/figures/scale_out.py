@@ -54,11 +54,16 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
     # A record of the script before the per-task and CPU figures has no "ratios": its columns
     # that this layout does not know show as not measured.
     ratios = result.get("ratios", {})
-    rows = [[label, *(cell(systems[name].get(metric), digits) for metric, _, digits in COLUMNS)]
-            for name, label in SYSTEMS.items() if name in systems]  # fmt: skip
+    rows = [
+        [label, *(cell(systems[name].get(metric), digits) for metric, _, digits in COLUMNS)]
+        for name, label in SYSTEMS.items()
+        if name in systems
+    ]
     n = next(iter(systems.values()))["evals_per_second"]["n"]
-    header = ["evaluator (mean ± std [95 % CI], n = " + str(n) + " repeats)",
-              *(title for _, title, _ in COLUMNS)]  # fmt: skip
+    header = [
+        "evaluator (mean ± std [95 % CI], n = " + str(n) + " repeats)",
+        *(title for _, title, _ in COLUMNS),
+    ]
     machine = result["machine"]
 
     def ratio(name: str) -> str:
@@ -91,8 +96,16 @@ def main(argv: list[str] | None = None) -> int:
     # 16 repeats give it an interval of about +-0.06.
     parser.add_argument("--repeats", type=int, default=16)
     args = parser.parse_args(argv)
-    command = [sys.executable, "benchmarks/scale_out.py", "--evals", str(args.evals),
-               "--singles", str(args.singles), "--repeats", str(args.repeats)]  # fmt: skip
+    command = [
+        sys.executable,
+        "benchmarks/scale_out.py",
+        "--evals",
+        str(args.evals),
+        "--singles",
+        str(args.singles),
+        "--repeats",
+        str(args.repeats),
+    ]
     result, timing = run_benchmark(command)
     write_figure_set(
         "scale_out",

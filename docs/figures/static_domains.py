@@ -133,8 +133,13 @@ def homo_vs_solo(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
         return []
     entries = []
     for metric in COMPARED_METRICS:
-        entry = compare("homo", metric_values(conditions["homo"], metric), "solo",
-                        metric_values(conditions["solo"], metric), metric)  # fmt: skip
+        entry = compare(
+            "homo",
+            metric_values(conditions["homo"], metric),
+            "solo",
+            metric_values(conditions["solo"], metric),
+            metric,
+        )
         entry["p_holm"] = holm([entry["p_value"]])[0]  # a family of one per metric
         entries.append(comparison(entry))
     return entries

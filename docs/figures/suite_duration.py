@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         "suite_duration",
         commands=[command_text(["python", *command[1:]])],
         data={"result": result},
-        n="one run of the default set" + (f" narrowed by {args.pytest_args}"
-                                           if args.pytest_args else ""),
+        n="one run of the default set"
+        + (f" narrowed by {args.pytest_args}" if args.pytest_args else ""),
         spread="none (one run; wall time depends on the machine's load)",
         timings=[timing],
         quick=bool(args.pytest_args),

@@ -48,8 +48,10 @@ def _mean_ci(stat: Mapping[str, Any], digits: int) -> str:
 def _task_table(block: Mapping[str, Any]) -> str:
     tools = [tool for tool in ("dei", "openevolve") if tool in block]
     compared = {entry["metric"]: entry for entry in block.get("comparisons", [])}
-    header = ["measure", *(f"{'DEI' if t == 'dei' else 'OpenEvolve'} (n = {block[t]['best']['n']})"
-                           for t in tools)]  # fmt: skip
+    header = [
+        "measure",
+        *(f"{'DEI' if t == 'dei' else 'OpenEvolve'} (n = {block[t]['best']['n']})" for t in tools),
+    ]
     if compared:
         header += ["DEI − OpenEvolve: shift [interval]", "p", "A12"]
     rows = []
@@ -61,10 +63,13 @@ def _task_table(block: Mapping[str, Any]) -> str:
                 row += ["–", "–", "–"]
             else:
                 interval = entry.get("ci") or [None, None]
-                row += [f"{fmt_number(entry['shift'], digits, signed=True)} "
-                        f"[{fmt_number(interval[0], digits, signed=True)}, "
-                        f"{fmt_number(interval[1], digits, signed=True)}]",
-                        fmt_p(entry.get("p_value")), fmt_number(entry.get("a12"), 2)]  # fmt: skip
+                row += [
+                    f"{fmt_number(entry['shift'], digits, signed=True)} "
+                    f"[{fmt_number(interval[0], digits, signed=True)}, "
+                    f"{fmt_number(interval[1], digits, signed=True)}]",
+                    fmt_p(entry.get("p_value")),
+                    fmt_number(entry.get("a12"), 2),
+                ]
         rows.append(row)
     return markdown_table(header, rows)
 
@@ -77,13 +82,15 @@ def _verdict(block: Mapping[str, Any]) -> str:
     best_holds = dei["best"]["mean"] >= other["best"]["mean"]
     speed_holds = dei["calls_per_s"]["mean"] > other["calls_per_s"]["mean"]
     entry = {e["metric"]: e for e in block["comparisons"]}
-    return (f"Best score: DEI's mean is {'at least' if best_holds else 'below'} OpenEvolve's "
-            f"(difference {fmt_number(dei['best']['mean'] - other['best']['mean'], 5, signed=True)}"
-            f", p = {fmt_p(entry['best'].get('p_value'))}). Throughput: DEI's mean is "
-            f"{'higher' if speed_holds else 'not higher'} "
-            f"({fmt_number(dei['calls_per_s']['mean'], 2)} against "
-            f"{fmt_number(other['calls_per_s']['mean'], 2)} calls/s, p = "
-            f"{fmt_p(entry['calls_per_s'].get('p_value'))}).")  # fmt: skip
+    return (
+        f"Best score: DEI's mean is {'at least' if best_holds else 'below'} OpenEvolve's "
+        f"(difference {fmt_number(dei['best']['mean'] - other['best']['mean'], 5, signed=True)}"
+        f", p = {fmt_p(entry['best'].get('p_value'))}). Throughput: DEI's mean is "
+        f"{'higher' if speed_holds else 'not higher'} "
+        f"({fmt_number(dei['calls_per_s']['mean'], 2)} against "
+        f"{fmt_number(other['calls_per_s']['mean'], 2)} calls/s, p = "
+        f"{fmt_p(entry['calls_per_s'].get('p_value'))})."
+    )
 
 
 def figures(data: Mapping[str, Any]) -> dict[str, str]:
@@ -97,7 +104,7 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
             f"latency {settings['latency_s']:g} s, seeds "
             f"{result['seeds'][0]}–{result['seeds'][-1]}, OpenEvolve "
             f"{result['openevolve_version'] or 'not installed'}"
-        ),  # fmt: skip
+        )
     }
     for name, block in result["tasks"].items():
         values[name] = _task_table(block)
@@ -110,8 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=80)
     args = parser.parse_args(argv)
-    command = [sys.executable, "benchmarks/vs_openevolve.py", "--seeds", str(args.seeds),
-               "--calls", str(args.calls)]  # fmt: skip
+    command = [
+        sys.executable,
+        "benchmarks/vs_openevolve.py",
+        "--seeds",
+        str(args.seeds),
+        "--calls",
+        str(args.calls),
+    ]
     result, timing = run_benchmark(command)
     if result.get("openevolve_skipped"):
         raise SystemExit(f"error: {result['openevolve_skipped']}")

@@ -24,13 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from figurelib import (  # noqa: E402
-    fmt_number,
-    fmt_percent,
-    markdown_table,
-    run_command,
-    write_figure_set,
-)
+from figurelib import fmt_number, fmt_percent, markdown_table, run_command, write_figure_set  # noqa: E402
 
 #: (documented run, quick run): evaluation counts (smallest and largest) and repeats.
 SETTINGS = {

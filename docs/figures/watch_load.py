@@ -32,19 +32,28 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
     """The figures of this set, by name (see docs/figures/render.py)."""
     result, repeats = data["result"], data["repeats"]
     rows = [
-        [f"cold read: first complete state of all {spaced(result['events'])} events "
-         f"({result['events_mb']} MB), CPU", seconds(result["cold_read_cpu_s"])],
+        [
+            f"cold read: first complete state of all {spaced(result['events'])} events "
+            f"({result['events_mb']} MB), CPU",
+            seconds(result["cold_read_cpu_s"]),
+        ],
         ["cold read, wall", seconds(result["cold_read_s"])],
-        ["from a cold server until `/api/state` has read every event, wall / CPU",
-         f"{result['catch_up_s']:.2f} s / {result['catch_up_cpu_s']:.2f} s in "
-         f"{result['catch_up_requests']} request(s)"],
-        ["page load (`/`, script, style, `/api/runs`, full `/api/state`), caught-up server",
-         seconds(result["page_load_s"])],
-        [f"refresh after {spaced(result['refresh_events'])} new events (`/api/state?since=…`)",
-         seconds(result["refresh_s"])],
+        [
+            "from a cold server until `/api/state` has read every event, wall / CPU",
+            f"{result['catch_up_s']:.2f} s / {result['catch_up_cpu_s']:.2f} s in "
+            f"{result['catch_up_requests']} request(s)",
+        ],
+        [
+            "page load (`/`, script, style, `/api/runs`, full `/api/state`), caught-up server",
+            seconds(result["page_load_s"]),
+        ],
+        [
+            f"refresh after {spaced(result['refresh_events'])} new events (`/api/state?since=…`)",
+            seconds(result["refresh_s"]),
+        ],
         ["poll when nothing changed", seconds(result["unchanged_poll_s"])],
         ["state document", f"{result['state_kb']:.0f} KB"],
-    ]  # fmt: skip
+    ]
     load = data.get("load_average")
     header = ["measure", f"n = {repeats}, load average {load:.1f}" if load is not None else "n"]
     return {"table": markdown_table(header, rows)}

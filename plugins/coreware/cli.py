@@ -47,18 +47,46 @@ def _assembler_settings(settings: MarsSettings, warriors: int) -> AssemblerSetti
 def _core_options(command: Callable) -> Callable:
     """The pMARS core flags shared by ``battle`` and ``assemble`` (they also set CORESIZE...)."""
     options = [
-        click.option("-s", "coresize", type=int, default=8000, show_default=True,
-                     help="Core size (CORESIZE)."),
-        click.option("-c", "cycles", type=int, default=80000, show_default=True,
-                     help="Cycles until a tie (MAXCYCLES)."),
-        click.option("-p", "processes", type=int, default=8000, show_default=True,
-                     help="Maximum processes per warrior (MAXPROCESSES)."),
-        click.option("-l", "maxlength", type=int, default=100, show_default=True,
-                     help="Maximum warrior length (MAXLENGTH)."),
-        click.option("-d", "mindistance", type=int, default=0,
-                     help="Minimum distance between warriors (MINDISTANCE) "
-                          "[default: the -l value]."),
-    ]  # fmt: skip
+        click.option(
+            "-s",
+            "coresize",
+            type=int,
+            default=8000,
+            show_default=True,
+            help="Core size (CORESIZE).",
+        ),
+        click.option(
+            "-c",
+            "cycles",
+            type=int,
+            default=80000,
+            show_default=True,
+            help="Cycles until a tie (MAXCYCLES).",
+        ),
+        click.option(
+            "-p",
+            "processes",
+            type=int,
+            default=8000,
+            show_default=True,
+            help="Maximum processes per warrior (MAXPROCESSES).",
+        ),
+        click.option(
+            "-l",
+            "maxlength",
+            type=int,
+            default=100,
+            show_default=True,
+            help="Maximum warrior length (MAXLENGTH).",
+        ),
+        click.option(
+            "-d",
+            "mindistance",
+            type=int,
+            default=0,
+            help="Minimum distance between warriors (MINDISTANCE) [default: the -l value].",
+        ),
+    ]
     for option in reversed(options):
         command = option(command)
     return command
@@ -72,17 +100,28 @@ def coreware_group() -> None:
 @coreware_group.command("battle", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-r", "rounds", type=int, default=1, show_default=True, help="Rounds to play.")
 @_core_options
-@click.option("-F", "seed", type=int, default=None,
-              help="Fixed position seed (pMARS -F); random when omitted.")  # fmt: skip
-@click.option("-S", "pspacesize", type=int, default=0,
-              help="P-space size [default: coresize/16].")  # fmt: skip
+@click.option(
+    "-F",
+    "seed",
+    type=int,
+    default=None,
+    help="Fixed position seed (pMARS -F); random when omitted.",
+)
+@click.option("-S", "pspacesize", type=int, default=0, help="P-space size [default: coresize/16].")
 @click.option("-R", "read_limit", type=int, default=0, help="Read limit [default: none].")
 @click.option("-W", "write_limit", type=int, default=0, help="Write limit [default: none].")
-@click.option("-b", "brief", is_flag=True,
-              help="Brief output (for pMARS compatibility; output is always brief).")  # fmt: skip
-@click.option("--workers", type=int, default=None,
-              help="Threads running rounds in parallel (same result for any value) "
-                   "[default: one per core].")  # fmt: skip
+@click.option(
+    "-b",
+    "brief",
+    is_flag=True,
+    help="Brief output (for pMARS compatibility; output is always brief).",
+)
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Threads running rounds in parallel (same result for any value) [default: one per core].",
+)
 @click.argument("files", nargs=-1, required=True)
 def battle(
     rounds: int,
@@ -125,8 +164,13 @@ def battle(
         if seed is None:
             # pMARS seeds from the clock without -F; any valid -F value is as good.
             seed = random.randint(settings.mindistance, 2**31 - 1)
-        result = run_battle(warriors, settings, seed=seed, observe=False,
-                            workers=workers if workers is not None else os.cpu_count() or 1)
+        result = run_battle(
+            warriors,
+            settings,
+            seed=seed,
+            observe=False,
+            workers=workers if workers is not None else os.cpu_count() or 1,
+        )
     except MarsError as exc:
         _fail(str(exc))
         return
@@ -141,14 +185,24 @@ def battle(
 
 
 @coreware_group.command("assemble")
-@click.option("--json", "as_json", is_flag=True, required=True,
-              help="Print one JSON object keyed by file (the only output format).")  # fmt: skip
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    required=True,
+    help="Print one JSON object keyed by file (the only output format).",
+)
 @_core_options
 @click.argument("files", nargs=-1, required=True)
 def assemble_command(
-    as_json: bool, coresize: int, cycles: int, processes: int, maxlength: int, mindistance: int,
+    as_json: bool,
+    coresize: int,
+    cycles: int,
+    processes: int,
+    maxlength: int,
+    mindistance: int,
     files: tuple[str, ...],
-) -> None:  # fmt: skip
+) -> None:
     """Assembles Redcode FILES and prints one JSON object keyed by file.
 
     Each value is the load image, or {"error": "line N: ..."} for a file that does not
@@ -156,8 +210,13 @@ def assemble_command(
     """
     del as_json
     try:
-        mars = MarsSettings(coresize=coresize, cycles=cycles, processes=processes,
-                            maxlength=maxlength, mindistance=mindistance or maxlength)
+        mars = MarsSettings(
+            coresize=coresize,
+            cycles=cycles,
+            processes=processes,
+            maxlength=maxlength,
+            mindistance=mindistance or maxlength,
+        )
     except MarsError as exc:
         _fail(str(exc))
     settings = _assembler_settings(mars, warriors=2)

@@ -112,8 +112,10 @@ class CorewarOptions:
     @generality_overlap.validator
     def _check_overlap(self, attribute: Any, value: str) -> None:
         if value not in OVERLAP_POLICIES:
-            raise ConfigError(f"coreware option generality_overlap must be one of "
-                              f"{', '.join(OVERLAP_POLICIES)}, got {value!r}")  # fmt: skip
+            raise ConfigError(
+                f"coreware option generality_overlap must be one of "
+                f"{', '.join(OVERLAP_POLICIES)}, got {value!r}"
+            )
 
     @opponents.validator
     def _check_opponents(self, attribute: Any, value: tuple[str, ...]) -> None:
@@ -131,8 +133,10 @@ class CorewarOptions:
         known = {field.name for field in attrs.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ConfigError(f"unknown coreware option(s) {', '.join(unknown)}; "
-                              f"known: {', '.join(sorted(known))}")  # fmt: skip
+            raise ConfigError(
+                f"unknown coreware option(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}"
+            )
         if values.get("human_set") is not None:
             values["human_set"] = str(values["human_set"])
         if "opponents" in values:
@@ -150,15 +154,25 @@ class CorewarOptions:
 
     def mars_settings(self) -> MarsSettings:
         """The simulator settings for evaluation battles."""
-        return MarsSettings(coresize=self.coresize, cycles=self.cycles, processes=self.processes,
-                            maxlength=self.maxlength, mindistance=self.mindistance,
-                            rounds=self.rounds)  # fmt: skip
+        return MarsSettings(
+            coresize=self.coresize,
+            cycles=self.cycles,
+            processes=self.processes,
+            maxlength=self.maxlength,
+            mindistance=self.mindistance,
+            rounds=self.rounds,
+        )
 
     def assembler_settings(self) -> AssemblerSettings:
         """The constants warriors see (``CORESIZE``, ``MAXLENGTH``...)."""
-        return AssemblerSettings(coresize=self.coresize, maxprocesses=self.processes,
-                                 maxcycles=self.cycles, maxlength=self.maxlength,
-                                 mindistance=self.mindistance, rounds=self.rounds)  # fmt: skip
+        return AssemblerSettings(
+            coresize=self.coresize,
+            maxprocesses=self.processes,
+            maxcycles=self.cycles,
+            maxlength=self.maxlength,
+            mindistance=self.mindistance,
+            rounds=self.rounds,
+        )
 
 
 def resolve_opponent_files(entries: Sequence[str]) -> list[Path]:
@@ -200,15 +214,31 @@ def descriptor_axes() -> list[AxisSpec]:
     The domain offers them and the plugin registers them (``dei plugins`` lists them).
     """
     return [
-        AxisSpec(name="tsp", axis=ThresholdAxis("tsp", TSP_THRESHOLDS), domain="coreware",
-                 description="total spawned processes (successful SPLs), mean over rounds"),
-        AxisSpec(name="mc", axis=ThresholdAxis("mc", MC_THRESHOLDS), domain="coreware",
-                 description="memory coverage (distinct addresses executed), mean over rounds"),
-        AxisSpec(name="opcodes", axis=ThresholdAxis("opcodes", OPCODE_THRESHOLDS),
-                 domain="coreware", description="distinct opcodes in the load image"),
-        AxisSpec(name="length", axis=ThresholdAxis("length", LENGTH_THRESHOLDS),
-                 domain="coreware", description="instructions in the load image"),
-    ]  # fmt: skip
+        AxisSpec(
+            name="tsp",
+            axis=ThresholdAxis("tsp", TSP_THRESHOLDS),
+            domain="coreware",
+            description="total spawned processes (successful SPLs), mean over rounds",
+        ),
+        AxisSpec(
+            name="mc",
+            axis=ThresholdAxis("mc", MC_THRESHOLDS),
+            domain="coreware",
+            description="memory coverage (distinct addresses executed), mean over rounds",
+        ),
+        AxisSpec(
+            name="opcodes",
+            axis=ThresholdAxis("opcodes", OPCODE_THRESHOLDS),
+            domain="coreware",
+            description="distinct opcodes in the load image",
+        ),
+        AxisSpec(
+            name="length",
+            axis=ThresholdAxis("length", LENGTH_THRESHOLDS),
+            domain="coreware",
+            description="instructions in the load image",
+        ),
+    ]
 
 
 class CorewarDomain(Domain):
@@ -315,8 +345,14 @@ class CorewarDomain(Domain):
         warriors = [candidate, *others]
         n = len(warriors)
         rounds = self.settings.rounds
-        result = run_battle(warriors, self._mars, seed=placement_seed(seed, self._mars.mindistance),
-                            rounds=rounds, workers=1, observe=True)  # fmt: skip
+        result = run_battle(
+            warriors,
+            self._mars,
+            seed=placement_seed(seed, self._mars.mindistance),
+            rounds=rounds,
+            workers=1,
+            observe=True,
+        )
         cycles = self._mars.cycles
         share = sum(r.share_sum[0] for r in result.rounds) / rounds
         fitness = n * share / cycles
@@ -348,9 +384,12 @@ class CorewarDomain(Domain):
         if self._humans is None:
             folder = self.settings.human_set or str(BUNDLED_GENERALITY)
             loaded = load_warrior_set(folder, self._assembler)
-            self._humans = attrs.evolve(loaded, warriors=tuple(
-                (name, w) for name, w in loaded.warriors if name not in self._dropped
-            ))  # fmt: skip
+            self._humans = attrs.evolve(
+                loaded,
+                warriors=tuple(
+                    (name, w) for name, w in loaded.warriors if name not in self._dropped
+                ),
+            )
         return self._humans
 
     def _check_generality_overlap(self) -> frozenset[str]:
@@ -359,12 +398,15 @@ class CorewarDomain(Domain):
         Raises:
             ReferenceOverlap: there are some and ``generality_overlap`` is ``refuse``.
         """
-        opponents = {canonical(self.parse(text).data): file.name
-                     for text, file in zip(self.initial_opponents(), self._opponent_files,
-                                           strict=True)}  # fmt: skip
-        shared = {name: opponents[canonical(warrior)]
-                  for name, warrior in self.warrior_set().warriors
-                  if canonical(warrior) in opponents}  # fmt: skip
+        opponents = {
+            canonical(self.parse(text).data): file.name
+            for text, file in zip(self.initial_opponents(), self._opponent_files, strict=True)
+        }
+        shared = {
+            name: opponents[canonical(warrior)]
+            for name, warrior in self.warrior_set().warriors
+            if canonical(warrior) in opponents
+        }
         self._humans = None
         if not shared:
             return frozenset()
@@ -379,8 +421,11 @@ class CorewarDomain(Domain):
             )
         logger.warning(
             "coreware: left %d warrior(s) out of the generality set %s because the initial "
-            "opponents include them: %s", len(shared), folder, pairs,
-        )  # fmt: skip
+            "opponents include them: %s",
+            len(shared),
+            folder,
+            pairs,
+        )
         return frozenset(shared)
 
     def generality_reference(self) -> list[str]:
@@ -397,9 +442,13 @@ class CorewarDomain(Domain):
         """Generality with its details (opponents used and skipped, scores per pairing)."""
         humans = self.warrior_set()
         settings = attrs.evolve(self._mars, rounds=self.settings.generality_rounds)
-        return generality(self._warrior(program), humans.warriors, settings,
-                          rounds=self.settings.generality_rounds,
-                          skipped=len(humans.skipped))  # fmt: skip
+        return generality(
+            self._warrior(program),
+            humans.warriors,
+            settings,
+            rounds=self.settings.generality_rounds,
+            skipped=len(humans.skipped),
+        )
 
     def generality(self, program: Program) -> float | None:
         """Share of the generality set the program beats or ties one-on-one."""
@@ -412,8 +461,9 @@ class CorewarDomain(Domain):
         """Per generality warrior (file name), whether the program beats or ties it."""
         if not self.warrior_set().warriors:
             return None
-        return {name: mine >= theirs
-                for name, mine, theirs in self.generality_report(program).outcomes}  # fmt: skip
+        return {
+            name: mine >= theirs for name, mine, theirs in self.generality_report(program).outcomes
+        }
 
     def reference_matches(self, program: Program) -> list[str]:
         """Generality warriors (file names) with the program's load image."""
@@ -435,8 +485,9 @@ class CorewarDomain(Domain):
         feedback: str | None = None,
     ) -> list[Message]:
         """Chat messages for LLM operators (see :mod:`.prompts`)."""
-        return build_messages(kind, parent=parent, others=others, feedback=feedback,
-                              options=self.settings)  # fmt: skip
+        return build_messages(
+            kind, parent=parent, others=others, feedback=feedback, options=self.settings
+        )
 
     def options(self) -> dict[str, Any]:
         """The resolved options, as recorded in the run's config."""

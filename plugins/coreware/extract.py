@@ -25,8 +25,23 @@ _CODE_WORDS = frozenset(
 #: A fence line: three or more backticks (or tildes), optionally followed by a language tag.
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*$", re.MULTILINE)
 #: Language tags that announce Redcode (or plain code) rather than another language.
-_REDCODE_TAGS = frozenset({"", "redcode", "red", "asm", "assembly", "nasm", "text", "txt",
-                           "corewar", "plaintext", "rc", "redcode94", "redcode-94"})  # fmt: skip
+_REDCODE_TAGS = frozenset(
+    {
+        "",
+        "redcode",
+        "red",
+        "asm",
+        "assembly",
+        "nasm",
+        "text",
+        "txt",
+        "corewar",
+        "plaintext",
+        "rc",
+        "redcode94",
+        "redcode-94",
+    }
+)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Most characters of the offending line quoted in an error message.
 _QUOTE = 60
@@ -153,8 +168,10 @@ def extract(reply: str, *, settings: AssemblerSettings | None = None) -> Extract
     blocks = _blocks(text)
     # Redcode-tagged (or untagged) blocks first; a ```python or ```bash block only if no
     # Redcode block assembles.
-    groups = [[body for tag, body in blocks if tag in _REDCODE_TAGS],
-              [body for tag, body in blocks if tag not in _REDCODE_TAGS]]  # fmt: skip
+    groups = [
+        [body for tag, body in blocks if tag in _REDCODE_TAGS],
+        [body for tag, body in blocks if tag not in _REDCODE_TAGS],
+    ]
     if not blocks:
         groups = [[text]]
     failure: tuple[int, InvalidProgram] | None = None
@@ -169,8 +186,10 @@ def extract(reply: str, *, settings: AssemblerSettings | None = None) -> Extract
                 if failure is None or codeness > failure[0]:
                     failure = (codeness, _locate(exc, source))
                 continue
-            if not any(is_code_line(line) and not line.strip().startswith(";")
-                       for line in source.split("\n")):  # fmt: skip
+            if not any(
+                is_code_line(line) and not line.strip().startswith(";")
+                for line in source.split("\n")
+            ):
                 # pMARS reads "foo bar" as two labels; a block without one code-like line is
                 # prose or a shell command that happened to assemble.
                 continue

@@ -124,8 +124,9 @@ def near_duplicates(first: Warrior, second: Warrior) -> bool:
     """Two warriors that are the same program (same load image) or almost the same code
     (:func:`shape_similarity` at least :data:`NEAR_DUPLICATE`, e.g. one strategy with other
     constants or one instruction more)."""
-    return (canonical(first) == canonical(second)
-            or shape_similarity(first, second) >= NEAR_DUPLICATE)  # fmt: skip
+    return (
+        canonical(first) == canonical(second) or shape_similarity(first, second) >= NEAR_DUPLICATE
+    )
 
 
 def pairing_seed(name: str, mindistance: int, salt: int = 0) -> int:
@@ -159,12 +160,22 @@ def generality(
     outcomes = []
     beaten = 0
     for name, warrior in opponents:
-        result = run_battle([champion, warrior], settings, rounds=rounds, workers=1,
-                            seed=pairing_seed(name, settings.mindistance, salt),
-                            observe=False)  # fmt: skip
+        result = run_battle(
+            [champion, warrior],
+            settings,
+            rounds=rounds,
+            workers=1,
+            seed=pairing_seed(name, settings.mindistance, salt),
+            observe=False,
+        )
         mine, theirs = result.scores
         beaten += mine >= theirs
         outcomes.append((name, mine, theirs))
     used = len(outcomes)
-    return GeneralityResult(share=beaten / used if used else 0.0, beaten_or_tied=beaten,
-                            used=used, skipped=skipped, outcomes=tuple(outcomes))  # fmt: skip
+    return GeneralityResult(
+        share=beaten / used if used else 0.0,
+        beaten_or_tied=beaten,
+        used=used,
+        skipped=skipped,
+        outcomes=tuple(outcomes),
+    )

@@ -37,16 +37,16 @@ def _assembler_settings(domain: Domain):
 def _gp(settings: OperatorSettings, domain: Domain) -> Operator:
     from dei_coreware.operators.gp import GPOperator
 
-    return GPOperator(_assembler_settings(domain), label=settings.spec,
-                      strength=_strength(settings, "gp"))  # fmt: skip
+    return GPOperator(
+        _assembler_settings(domain), label=settings.spec, strength=_strength(settings, "gp")
+    )
 
 
 def _strength(settings: OperatorSettings, name: str) -> float:
     """The ``strength`` option (mutation strength, 1.0 by default) of an offline operator."""
     strength = settings.options.get("strength", 1.0)
     if isinstance(strength, bool) or not isinstance(strength, int | float) or strength <= 0:
-        raise ConfigError(f"operator {name}: strength must be a positive number, "
-                          f"got {strength!r}")  # fmt: skip
+        raise ConfigError(f"operator {name}: strength must be a positive number, got {strength!r}")
     return float(strength)
 
 
@@ -60,8 +60,12 @@ def _family(name: str):
     def build(settings: OperatorSettings, domain: Domain) -> Operator:
         from dei_coreware.operators.families import FAMILIES, FamilyOperator
 
-        return FamilyOperator(FAMILIES[name], _assembler_settings(domain), label=settings.spec,
-                              strength=_strength(settings, name))  # fmt: skip
+        return FamilyOperator(
+            FAMILIES[name],
+            _assembler_settings(domain),
+            label=settings.spec,
+            strength=_strength(settings, name),
+        )
 
     return build
 
@@ -78,9 +82,12 @@ _FAMILIES = {
 @hookimpl
 def dei_domains() -> list[DomainSpec]:
     return [
-        DomainSpec(name="coreware", factory=_domain,
-                   description="Core War: Redcode warriors in a pMARS-exact MARS (DRQ/DEI)"),
-    ]  # fmt: skip
+        DomainSpec(
+            name="coreware",
+            factory=_domain,
+            description="Core War: Redcode warriors in a pMARS-exact MARS (DRQ/DEI)",
+        )
+    ]
 
 
 @hookimpl
@@ -93,17 +100,37 @@ def dei_descriptor_axes() -> list[AxisSpec]:
 @hookimpl
 def dei_operators() -> list[OperatorSpec]:
     return [
-        OperatorSpec(name="gp", factory=_gp, offline=True, domains=("coreware",),
-                     description="Core War genetic programming: instruction edits, crossover "
-                                 "(option strength: edits per mutation x strength)",
-                     ladder_option="strength", ladder_range=(0.5, 2.0)),
-        OperatorSpec(name="templates", factory=_templates, offline=True, domains=("coreware",),
-                     description="Core War strategy archetypes with random constants"),
-        *(OperatorSpec(name=name, factory=_family(name), offline=True, domains=("coreware",),
-                       description=description, default=False, ladder_option="strength",
-                       ladder_range=(0.5, 2.0))
-          for name, description in _FAMILIES.items()),
-    ]  # fmt: skip
+        OperatorSpec(
+            name="gp",
+            factory=_gp,
+            offline=True,
+            domains=("coreware",),
+            description="Core War genetic programming: instruction edits, crossover "
+            "(option strength: edits per mutation x strength)",
+            ladder_option="strength",
+            ladder_range=(0.5, 2.0),
+        ),
+        OperatorSpec(
+            name="templates",
+            factory=_templates,
+            offline=True,
+            domains=("coreware",),
+            description="Core War strategy archetypes with random constants",
+        ),
+        *(
+            OperatorSpec(
+                name=name,
+                factory=_family(name),
+                offline=True,
+                domains=("coreware",),
+                description=description,
+                default=False,
+                ladder_option="strength",
+                ladder_range=(0.5, 2.0),
+            )
+            for name, description in _FAMILIES.items()
+        ),
+    ]
 
 
 @hookimpl
@@ -111,13 +138,14 @@ def dei_run_options() -> list[RunOption]:
     return [
         RunOption(
             option=click.Option(
-                ["--human-set"], type=click.Path(file_okay=False),
+                ["--human-set"],
+                type=click.Path(file_okay=False),
                 help="Folder of reference programs for generality (Core War: human warriors).",
             ),
             target="domain_options",
             convert=lambda folder: str(Path(folder).resolve()),
-        ),
-    ]  # fmt: skip
+        )
+    ]
 
 
 @hookimpl

@@ -82,9 +82,13 @@ _FITNESS = (
 
 def system_prompt(options: CorewarOptions) -> str:
     """The reference every request starts with (values follow the domain's MARS settings)."""
-    return SYSTEM.format(coresize=options.coresize, cycles=options.cycles,
-                         processes=options.processes, maxlength=options.maxlength,
-                         mindistance=options.mindistance)  # fmt: skip
+    return SYSTEM.format(
+        coresize=options.coresize,
+        cycles=options.cycles,
+        processes=options.processes,
+        maxlength=options.maxlength,
+        mindistance=options.mindistance,
+    )
 
 
 def describe_behaviour(descriptor: dict | None) -> str:
@@ -129,10 +133,7 @@ def mutate_prompt(
     parent: Candidate, others: Sequence[Candidate] = (), feedback: str | None = None
 ) -> str:
     """The request to improve ``parent``, with other elites and the lineage's last error."""
-    sections = [
-        _elite_block("Here is a warrior to improve", parent),
-        _FITNESS,
-    ]
+    sections = [_elite_block("Here is a warrior to improve", parent), _FITNESS]
     if feedback:
         sections.append(
             "A previous variation of this warrior did not assemble. The assembler said:\n"
@@ -161,5 +162,7 @@ def build_messages(
         user = mutate_prompt(parent, others, feedback)
     else:
         user = new_prompt()
-    return [{"role": "system", "content": system_prompt(options)},
-            {"role": "user", "content": user}]  # fmt: skip
+    return [
+        {"role": "system", "content": system_prompt(options)},
+        {"role": "user", "content": user},
+    ]

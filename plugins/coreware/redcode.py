@@ -12,9 +12,26 @@ import attrs
 
 #: Opcodes in the order the simulator numbers them (index = numeric code).
 OPCODES: tuple[str, ...] = (
-    "DAT", "MOV", "ADD", "SUB", "MUL", "DIV", "MOD", "JMP", "JMZ", "JMN",
-    "DJN", "SPL", "SLT", "CMP", "SEQ", "SNE", "NOP", "LDP", "STP",
-)  # fmt: skip
+    "DAT",
+    "MOV",
+    "ADD",
+    "SUB",
+    "MUL",
+    "DIV",
+    "MOD",
+    "JMP",
+    "JMZ",
+    "JMN",
+    "DJN",
+    "SPL",
+    "SLT",
+    "CMP",
+    "SEQ",
+    "SNE",
+    "NOP",
+    "LDP",
+    "STP",
+)
 #: Modifiers in simulator order.
 MODIFIERS: tuple[str, ...] = ("A", "B", "AB", "BA", "F", "X", "I")
 #: Addressing modes in simulator order.

@@ -217,8 +217,9 @@ class LLMOptions:
         if prices is not None:
             if not isinstance(prices, Mapping):
                 raise ConfigError("option prices must be a table of model = [IN, OUT]")
-            values["prices"] = {str(model): _price(f"price of {model}", value)
-                                for model, value in prices.items()}  # fmt: skip
+            values["prices"] = {
+                str(model): _price(f"price of {model}", value) for model, value in prices.items()
+            }
         return cls(**values)
 
 
@@ -308,8 +309,12 @@ class LLMOperator(Operator):
         # contends for them, and tests (or a library user) may drive us from several loops.
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
-        cause = preflight(model, api_base=self.options.api_base, api_key=self.options.api_key,
-                          api_key_env=self.options.api_key_env)  # fmt: skip
+        cause = preflight(
+            model,
+            api_base=self.options.api_base,
+            api_key=self.options.api_key,
+            api_key_env=self.options.api_key_env,
+        )
         if cause is not None:
             # Every call would fail: the first one says so at once, and litellm (seconds to
             # import) is never loaded. Nothing will be called, so there is nothing to price.
@@ -386,14 +391,21 @@ class LLMOperator(Operator):
                 return
             failed = self._streak.count
             if failed > max(self._noticed, 0):
-                print(f"{who}retrying after {self._streak.last_cause()} ({failed}): no reply "
-                      f"yet from {self._where()}", file=sys.stderr, flush=True)  # fmt: skip
+                print(
+                    f"{who}retrying after {self._streak.last_cause()} ({failed}): no reply "
+                    f"yet from {self._where()}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 self._noticed = failed
             elif self._noticed < 0:
-                print(f"{who}waiting for the first reply of {self._where()} "
-                      f"({time.monotonic() - started:.0f} s so far; timeout "
-                      f"{self.options.timeout:g} s per attempt)", file=sys.stderr,
-                      flush=True)  # fmt: skip
+                print(
+                    f"{who}waiting for the first reply of {self._where()} "
+                    f"({time.monotonic() - started:.0f} s so far; timeout "
+                    f"{self.options.timeout:g} s per attempt)",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 self._noticed = 0
             self._first_reply_notice = loop.call_later(FIRST_REPLY_NOTICE, notice)
 
@@ -411,8 +423,7 @@ class LLMOperator(Operator):
         attempts = 0
         billed = _Billed()
         prompt_bound = _prompt_token_bound(messages)
-        worst = (None if self.price is None
-                 else self.price.cost(prompt_bound, options.max_tokens))  # fmt: skip
+        worst = None if self.price is None else self.price.cost(prompt_bound, options.max_tokens)
 
         def on_retry(state: tenacity.RetryCallState) -> None:
             self._stats.retries += 1
@@ -460,9 +471,11 @@ class LLMOperator(Operator):
                         # Every attempt is settled, failed and cancelled ones too: a provider
                         # that reports usage on a failure has billed it.
                         cost = billed.add(usage, self.price)
-                        meter.settle_attempt(prompt_tokens=usage and usage[0],
-                                             completion_tokens=usage and usage[1],
-                                             cost_usd=cost)  # fmt: skip
+                        meter.settle_attempt(
+                            prompt_tokens=usage and usage[0],
+                            completion_tokens=usage and usage[1],
+                            cost_usd=cost,
+                        )
         except BudgetExhausted as exc:
             # A cap refused the next attempt: the call ends here, what it used is settled.
             raise BudgetExhausted(str(exc)) from None
@@ -484,8 +497,12 @@ class LLMOperator(Operator):
                 attempts=attempts,
             ) from exc
         self._stats.calls += 1
-        return attrs.evolve(reply, prompt_tokens=billed.prompt, completion_tokens=billed.completion,
-                            cost_usd=billed.cost)  # fmt: skip
+        return attrs.evolve(
+            reply,
+            prompt_tokens=billed.prompt,
+            completion_tokens=billed.completion,
+            cost_usd=billed.cost,
+        )
 
     def _count_failure(self, exc: BaseException, sent: float) -> None:
         """Adds a failed attempt to the streak; past a bound, the provider is fatal.
@@ -601,16 +618,21 @@ class LLMOperator(Operator):
             return price
         try:
             info = self._litellm.get_model_info(self.model)
-            price = Price(input=float(info["input_cost_per_token"]) * 1e6,
-                          output=float(info["output_cost_per_token"]) * 1e6)  # fmt: skip
+            price = Price(
+                input=float(info["input_cost_per_token"]) * 1e6,
+                output=float(info["output_cost_per_token"]) * 1e6,
+            )
         except Exception:  # not in the table (local servers, custom providers, new models)
             price = None
         if price is None or not (math.isfinite(price.input) and math.isfinite(price.output)):
             if self.model not in _UNPRICED_WARNED:
                 _UNPRICED_WARNED.add(self.model)
-                print(f"warning: {self.model} has no known price: its cost is recorded as unknown "
-                      f"(null); give one with --price {self.model}=IN,OUT (USD per million "
-                      "tokens)", file=sys.stderr)  # fmt: skip
+                print(
+                    f"warning: {self.model} has no known price: its cost is recorded as unknown "
+                    f"(null); give one with --price {self.model}=IN,OUT (USD per million "
+                    "tokens)",
+                    file=sys.stderr,
+                )
             return None
         return price
 
@@ -711,11 +733,18 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         if 400 <= status < 500:
             return "fatal", "request rejected"
     if name in ("AuthenticationError", "PermissionDeniedError", "NotFoundError"):
-        return "fatal", {"AuthenticationError": "authentication failed",
-                         "PermissionDeniedError": "permission denied",
-                         "NotFoundError": "model not found"}[name]  # fmt: skip
-    if name in ("BadRequestError", "UnprocessableEntityError", "UnsupportedParamsError",
-                "LiteLLMUnknownProvider", "BudgetExceededError"):  # fmt: skip
+        return "fatal", {
+            "AuthenticationError": "authentication failed",
+            "PermissionDeniedError": "permission denied",
+            "NotFoundError": "model not found",
+        }[name]
+    if name in (
+        "BadRequestError",
+        "UnprocessableEntityError",
+        "UnsupportedParamsError",
+        "LiteLLMUnknownProvider",
+        "BudgetExceededError",
+    ):
         return "fatal", "request rejected"
     module = type(exc).__module__ or ""
     if module.startswith(("litellm", "openai", "httpx", "httpcore", "aiohttp")) or isinstance(
@@ -775,10 +804,29 @@ def _causes(exc: BaseException) -> list[BaseException]:
 
 
 #: Exceptions that mean a programming error when raised by code outside these libraries.
-_BUG_TYPES = (TypeError, ValueError, KeyError, AttributeError, NameError, IndexError,
-              AssertionError, NotImplementedError)  # fmt: skip
-_LIBRARY_MODULES = ("litellm", "openai", "httpx", "httpcore", "anyio", "asyncio", "aiohttp",
-                    "pydantic", "json", "tenacity", "dei_llm")  # fmt: skip
+_BUG_TYPES = (
+    TypeError,
+    ValueError,
+    KeyError,
+    AttributeError,
+    NameError,
+    IndexError,
+    AssertionError,
+    NotImplementedError,
+)
+_LIBRARY_MODULES = (
+    "litellm",
+    "openai",
+    "httpx",
+    "httpcore",
+    "anyio",
+    "asyncio",
+    "aiohttp",
+    "pydantic",
+    "json",
+    "tenacity",
+    "dei_llm",
+)
 
 
 def _plugin_bug(exc: BaseException) -> BaseException | None:

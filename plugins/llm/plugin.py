@@ -166,8 +166,10 @@ def parse_price_flags(pairs: Iterable[str]) -> dict[str, str]:
     for pair in pairs:
         model, sep, value = str(pair).rpartition("=")
         if not sep or not model.strip() or "," not in value:
-            raise ConfigError(f"--price takes MODEL=IN,OUT (USD per million input and output "
-                              f"tokens), got {pair!r}")  # fmt: skip
+            raise ConfigError(
+                f"--price takes MODEL=IN,OUT (USD per million input and output "
+                f"tokens), got {pair!r}"
+            )
         prices[model.strip()] = value.strip()
     return prices
 
@@ -177,14 +179,16 @@ def dei_run_options() -> list[RunOption]:
     return [
         RunOption(
             option=click.Option(
-                ["--price", "prices"], multiple=True, metavar="MODEL=IN,OUT",
+                ["--price", "prices"],
+                multiple=True,
+                metavar="MODEL=IN,OUT",
                 help="Price of a model in USD per million input and output tokens, "
-                     "repeatable (for models litellm has no price for).",
+                "repeatable (for models litellm has no price for).",
             ),
             target="operator_options",
             convert=parse_price_flags,
-        ),
-    ]  # fmt: skip
+        )
+    ]
 
 
 @hookimpl

@@ -132,8 +132,10 @@ def _unreachable(url: str) -> str | None:
             return None  # unreachable network, timeout: maybe transient, let the call decide
     if refused is None:
         return None
-    return (f"connection refused (is the server running? check --api-base): "
-            f"{host}:{port}: {refused.strerror or refused}")  # fmt: skip
+    return (
+        f"connection refused (is the server running? check --api-base): "
+        f"{host}:{port}: {refused.strerror or refused}"
+    )
 
 
 def _check_model_list(base: str, model: str, key: str | None, key_env: str | None) -> str | None:
@@ -156,8 +158,10 @@ def _check_model_list(base: str, model: str, key: str | None, key_env: str | Non
             if exc.code == 403:
                 return f"permission denied: HTTP 403 from {base}{path}"
             if exc.code == 404 and path != "/models":
-                return (f"model not found (check the model string and --api-base): HTTP 404 "
-                        f"from {base}{path}")  # fmt: skip
+                return (
+                    f"model not found (check the model string and --api-base): HTTP 404 "
+                    f"from {base}{path}"
+                )
             return None  # a server without /models, or a hiccup: the real call decides
         except (OSError, ValueError):
             return None  # unreachable, timed out, not HTTP: the real call decides

@@ -36,8 +36,13 @@ from dei_framework.contract.errors import ConfigError, InvalidProgram
 from dei_framework.contract.records import Candidate, Message
 
 #: Every domain option and its default (``[domain_options]`` or ``--domain-option KEY=VALUE``).
-DEFAULT_OPTIONS: Mapping[str, Any] = {"dim": 20, "function": "sphere", "low": -5.12, "high": 5.12,
-                                      "bins": 100}  # fmt: skip
+DEFAULT_OPTIONS: Mapping[str, Any] = {
+    "dim": 20,
+    "function": "sphere",
+    "low": -5.12,
+    "high": 5.12,
+    "bins": 100,
+}
 #: The objectives on offer.
 FUNCTIONS = ("sphere", "rastrigin")
 #: The optimum sits at this fraction of ``high`` on every coordinate (pyribs' shift).
@@ -135,8 +140,9 @@ class NumericDomain(Domain):
         options = dict(options or {})
         unknown = sorted(set(options) - set(DEFAULT_OPTIONS))
         if unknown:
-            raise ConfigError(f"numeric domain: unknown options {unknown} "
-                              f"(known: {', '.join(DEFAULT_OPTIONS)})")  # fmt: skip
+            raise ConfigError(
+                f"numeric domain: unknown options {unknown} (known: {', '.join(DEFAULT_OPTIONS)})"
+            )
         merged = {**DEFAULT_OPTIONS, **options}
         try:
             self.dim = int(merged["dim"])
@@ -147,22 +153,36 @@ class NumericDomain(Domain):
         self.function = str(merged["function"])
         if self.dim < 2:
             raise ConfigError(f"numeric domain: dim must be at least 2, got {self.dim}")
-        if not (math.isfinite(self.low) and math.isfinite(self.high) and 0 < self.high
-                and self.low == -self.high):  # fmt: skip
-            raise ConfigError("numeric domain: bounds must be symmetric and finite (low = -high "
-                              f"< 0), got low={self.low}, high={self.high}")  # fmt: skip
+        if not (
+            math.isfinite(self.low)
+            and math.isfinite(self.high)
+            and 0 < self.high
+            and self.low == -self.high
+        ):
+            raise ConfigError(
+                "numeric domain: bounds must be symmetric and finite (low = -high "
+                f"< 0), got low={self.low}, high={self.high}"
+            )
         if self.function not in FUNCTIONS:
-            raise ConfigError(f"numeric domain: function must be one of {FUNCTIONS}, "
-                              f"got {self.function!r}")  # fmt: skip
+            raise ConfigError(
+                f"numeric domain: function must be one of {FUNCTIONS}, got {self.function!r}"
+            )
         if self.bins < 1:
             raise ConfigError(f"numeric domain: bins must be at least 1, got {self.bins}")
-        self._options = {"dim": self.dim, "function": self.function, "low": self.low,
-                         "high": self.high, "bins": self.bins}  # fmt: skip
+        self._options = {
+            "dim": self.dim,
+            "function": self.function,
+            "low": self.low,
+            "high": self.high,
+            "bins": self.bins,
+        }
         self.shift = SHIFT_FRACTION * self.high
         # The system prompt (the same for every request: written once).
-        self._task = (f"Propose a vector of {self.dim} real numbers in [{self.low}, {self.high}] "
-                      f"that maximises a {self.function} benchmark objective. Answer with the "
-                      "numbers only, separated by spaces.")  # fmt: skip
+        self._task = (
+            f"Propose a vector of {self.dim} real numbers in [{self.low}, {self.high}] "
+            f"that maximises a {self.function} benchmark objective. Answer with the "
+            "numbers only, separated by spaces."
+        )
         # The worst value of the raw objective over the bounds: 0 on the normalised scale.
         displacement = (self.low - self.shift) ** 2
         per_coordinate = displacement if self.function == "sphere" else displacement + 20.0
@@ -170,10 +190,14 @@ class NumericDomain(Domain):
         self.half = self.dim // 2
         limit = self.half * self.high
         self._axes = tuple(
-            AxisSpec(name=name, axis=UniformAxis(name, -limit, limit, self.bins), domain="numeric",
-                     description=f"sum of the {which} half of the clipped genome")
+            AxisSpec(
+                name=name,
+                axis=UniformAxis(name, -limit, limit, self.bins),
+                domain="numeric",
+                description=f"sum of the {which} half of the clipped genome",
+            )
             for name, which in zip(AXIS_NAMES, ("first", "second"), strict=True)
-        )  # fmt: skip
+        )
 
     # --- programs -------------------------------------------------------------------------------
 
@@ -216,16 +240,18 @@ class NumericDomain(Domain):
         if self.function == "sphere":
             raw = np.sum(shifted * shifted, axis=1)
         else:
-            raw = 10.0 * self.dim + np.sum(shifted * shifted - 10.0 * np.cos(2 * np.pi * shifted),
-                                           axis=1)  # fmt: skip
+            raw = 10.0 * self.dim + np.sum(
+                shifted * shifted - 10.0 * np.cos(2 * np.pi * shifted), axis=1
+            )
         return (self.worst - raw) / self.worst * 100.0
 
     def descriptors(self, genomes: np.ndarray) -> np.ndarray:
         """The linear projection of each row: sums of the halves of the clipped genome."""
         outside = (genomes < self.low) | (genomes > self.high)
         clipped = np.where(outside, self.high / np.where(outside, genomes, 1.0), genomes)
-        return np.stack([clipped[:, : self.half].sum(axis=1),
-                         clipped[:, self.half :].sum(axis=1)], axis=1)  # fmt: skip
+        return np.stack(
+            [clipped[:, : self.half].sum(axis=1), clipped[:, self.half :].sum(axis=1)], axis=1
+        )
 
     def evaluate_batch(
         self, programs: Sequence[Program], opponents: Sequence[Program], *, seeds: Sequence[int]
@@ -237,8 +263,10 @@ class NumericDomain(Domain):
         fitness = self.objective(genomes).tolist()
         measures = self.descriptors(genomes).tolist()
         first, second = AXIS_NAMES
-        return [Evaluation(fitness=value, descriptor={first: m[0], second: m[1]})
-                for value, m in zip(fitness, measures, strict=True)]  # fmt: skip
+        return [
+            Evaluation(fitness=value, descriptor={first: m[0], second: m[1]})
+            for value, m in zip(fitness, measures, strict=True)
+        ]
 
     def evaluate_genomes(self, genomes: np.ndarray, *, seeds: Sequence[int]) -> GenomeEvaluations:
         """:meth:`evaluate_batch` on the rows themselves (the array path): what a genome's

@@ -101,8 +101,10 @@ class _NumericOperator(Operator):
         return self.domain.genome(candidate.text)
 
     async def propose_batch(self, requests: Sequence[OperatorRequest]) -> list[OperatorReply]:
-        return [OperatorReply(text=written_genome(row)) for row in
-                self.propose_genomes(requests).tolist()]  # fmt: skip
+        return [
+            OperatorReply(text=written_genome(row))
+            for row in self.propose_genomes(requests).tolist()
+        ]
 
     async def propose(self, request: OperatorRequest) -> OperatorReply:
         """One request's reply. Calls made in the same turn of the event loop (``dei-run``
@@ -136,8 +138,9 @@ class _NumericOperator(Operator):
         starts = np.zeros((len(requests), self.domain.dim))
         mutates = np.array([request.parent is not None for request in requests], dtype=bool)
         if mutates.any():
-            starts[mutates] = [self._genome(request.parent) for request in requests
-                               if request.parent is not None]  # fmt: skip
+            starts[mutates] = [
+                self._genome(request.parent) for request in requests if request.parent is not None
+            ]
         return starts, mutates
 
 
@@ -233,18 +236,22 @@ def _domain(settings: OperatorSettings, domain: Any, operator: str) -> NumericDo
 
 def create_gaussian(settings: OperatorSettings, domain: Any) -> GaussianOperator:
     """The ``gaussian`` factory: options ``sigma`` (default 0.5) and ``concurrency`` (8)."""
-    return GaussianOperator(_domain(settings, domain, "gaussian"),
-                            sigma=_positive(settings, "sigma", 0.5),
-                            max_in_flight=_concurrency(settings))  # fmt: skip
+    return GaussianOperator(
+        _domain(settings, domain, "gaussian"),
+        sigma=_positive(settings, "sigma", 0.5),
+        max_in_flight=_concurrency(settings),
+    )
 
 
 def create_iso_line(settings: OperatorSettings, domain: Any) -> IsoLineOperator:
     """The ``iso-line`` factory: options ``iso_sigma`` (0.01), ``line_sigma`` (0.2) and
     ``concurrency`` (8)."""
-    return IsoLineOperator(_domain(settings, domain, "iso-line"),
-                           iso_sigma=_positive(settings, "iso_sigma", 0.01),
-                           line_sigma=_positive(settings, "line_sigma", 0.2),
-                           max_in_flight=_concurrency(settings))  # fmt: skip
+    return IsoLineOperator(
+        _domain(settings, domain, "iso-line"),
+        iso_sigma=_positive(settings, "iso_sigma", 0.01),
+        line_sigma=_positive(settings, "line_sigma", 0.2),
+        max_in_flight=_concurrency(settings),
+    )
 
 
 #: Operator name -> factory.

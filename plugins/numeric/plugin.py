@@ -13,18 +13,32 @@ from dei_framework.plugin.hookspecs import hookimpl
 
 @hookimpl
 def dei_domains() -> list[DomainSpec]:
-    return [DomainSpec(name="numeric", factory=NumericDomain,
-                       description="static benchmark: shifted sphere/Rastrigin, linear projection "
-                                   "(pyribs' tutorial problem)")]  # fmt: skip
+    return [
+        DomainSpec(
+            name="numeric",
+            factory=NumericDomain,
+            description="static benchmark: shifted sphere/Rastrigin, linear projection "
+            "(pyribs' tutorial problem)",
+        )
+    ]
 
 
 @hookimpl
 def dei_operators() -> list[OperatorSpec]:
     return [
-        OperatorSpec(name="gaussian", factory=create_gaussian, domains=("numeric",),
-                     description="isotropic Gaussian mutation (option sigma)",
-                     # homo-temp: sigma 0.25 ... 1.0 (four nodes: 0.25, 0.5 the default, ...)
-                     ladder_option="sigma", ladder_range=(0.25, 1.0)),
-        OperatorSpec(name="iso-line", factory=create_iso_line, domains=("numeric",),
-                     description="Iso+LineDD mutation (options iso_sigma, line_sigma)"),
-    ]  # fmt: skip
+        OperatorSpec(
+            name="gaussian",
+            factory=create_gaussian,
+            domains=("numeric",),
+            description="isotropic Gaussian mutation (option sigma)",
+            # homo-temp: sigma 0.25 ... 1.0 (four nodes: 0.25, 0.5 the default, ...)
+            ladder_option="sigma",
+            ladder_range=(0.25, 1.0),
+        ),
+        OperatorSpec(
+            name="iso-line",
+            factory=create_iso_line,
+            domains=("numeric",),
+            description="Iso+LineDD mutation (options iso_sigma, line_sigma)",
+        ),
+    ]

@@ -74,8 +74,9 @@ def split(text: str) -> Scaffold:
         extra = (starts[1:] or ends[1:] or starts or ends)[0]
         if not starts or not ends:
             missing = END if starts else START
-            raise InvalidProgram(f"line {extra + 1}: {missing} is missing (one evolve block, "
-                                 "between both markers)")  # fmt: skip
+            raise InvalidProgram(
+                f"line {extra + 1}: {missing} is missing (one evolve block, between both markers)"
+            )
         raise InvalidProgram(f"line {extra + 1}: more than one evolve block (DEI evolves one)")
     start, end = starts[0], ends[0]
     if end < start:
@@ -116,8 +117,9 @@ def reply_block(reply: str, scaffold: Scaffold) -> str:
         InvalidProgram: The reply is too long, its markers are broken, or its block is empty.
     """
     if len(reply) > MAX_CHARS:
-        raise InvalidProgram(f"line 1: the reply has {len(reply)} characters; at most "
-                             f"{MAX_CHARS} are read")  # fmt: skip
+        raise InvalidProgram(
+            f"line 1: the reply has {len(reply)} characters; at most {MAX_CHARS} are read"
+        )
     code = reply_code(reply)
     if START not in code and START in reply:  # a whole program whose text has a fence in it
         code = reply
@@ -148,5 +150,6 @@ def check_syntax(text: str, scaffold: Scaffold) -> None:
             where += f" (line {block_line} of the evolve block)"
         raise InvalidProgram(f"{where}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
-        raise InvalidProgram(f"line 1: not a Python program ({type(exc).__name__}: "
-                             f"{exc})") from None  # fmt: skip
+        raise InvalidProgram(
+            f"line 1: not a Python program ({type(exc).__name__}: {exc})"
+        ) from None

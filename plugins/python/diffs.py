@@ -43,15 +43,20 @@ def apply_edits(reply: str, scaffold: Scaffold) -> str:
             docstring); the message names the edit and its SEARCH text's first line.
     """
     if len(reply) > MAX_CHARS:
-        raise InvalidProgram(f"line 1: the reply has {len(reply)} characters; at most "
-                             f"{MAX_CHARS} are read")  # fmt: skip
+        raise InvalidProgram(
+            f"line 1: the reply has {len(reply)} characters; at most {MAX_CHARS} are read"
+        )
     edits = _EDIT.findall(reply)
     if not edits:
-        raise InvalidProgram("the reply opens a SEARCH/REPLACE edit but none is complete "
-                             "(<<<<<<< SEARCH, =======, >>>>>>> REPLACE, each on its own line)")
+        raise InvalidProgram(
+            "the reply opens a SEARCH/REPLACE edit but none is complete "
+            "(<<<<<<< SEARCH, =======, >>>>>>> REPLACE, each on its own line)"
+        )
     if len(edits) != len(_MARKER.findall(reply)):
-        raise InvalidProgram(f"the reply opens {len(_MARKER.findall(reply))} SEARCH/REPLACE "
-                             f"edits but completes {len(edits)}")  # fmt: skip
+        raise InvalidProgram(
+            f"the reply opens {len(_MARKER.findall(reply))} SEARCH/REPLACE "
+            f"edits but completes {len(edits)}"
+        )
     block = scaffold.block
     for number, (search, replace) in enumerate(edits, 1):
         first = next((line.strip() for line in search.splitlines() if line.strip()), "")
@@ -63,11 +68,16 @@ def apply_edits(reply: str, scaffold: Scaffold) -> str:
             continue
         where = f"edit {number} (SEARCH starting {first!r})"
         if count > 1:
-            raise InvalidProgram(f"{where}: the text occurs {count} times in the parent's "
-                                 "evolve block; give enough lines to make it unique")  # fmt: skip
+            raise InvalidProgram(
+                f"{where}: the text occurs {count} times in the parent's "
+                "evolve block; give enough lines to make it unique"
+            )
         if search in scaffold.head or search in scaffold.tail:
-            raise InvalidProgram(f"{where}: the text is outside the evolve block; only the "
-                                 "block may change")  # fmt: skip
-        raise InvalidProgram(f"{where}: the text does not occur in the parent's evolve block "
-                             "(copy its lines exactly, indentation included)")  # fmt: skip
+            raise InvalidProgram(
+                f"{where}: the text is outside the evolve block; only the block may change"
+            )
+        raise InvalidProgram(
+            f"{where}: the text does not occur in the parent's evolve block "
+            "(copy its lines exactly, indentation included)"
+        )
     return block

@@ -51,8 +51,10 @@ COMPLEXITY = "complexity"
 #: Bounds of a feature config.yaml names (OpenEvolve learns them; DEI's grid is fixed).
 FEATURE_BOUNDS = (0.0, 1.0)
 #: The system message when config.yaml gives none.
-DEFAULT_SYSTEM = ("You are an expert Python programmer improving one function of a program "
-                  "scored by an automatic evaluator.")  # fmt: skip
+DEFAULT_SYSTEM = (
+    "You are an expert Python programmer improving one function of a program "
+    "scored by an automatic evaluator."
+)
 #: Characters of the end of standard error a failed evaluation's reason carries.
 FEEDBACK_STDERR = 600
 
@@ -83,8 +85,9 @@ def parse_axes(text: str) -> tuple[Feature, ...]:
         except (IndexError, ValueError):
             raise ConfigError(f"python: axes entry {entry!r}: write NAME:LOW:HIGH:BINS") from None
         if not low < high or bins < 1:
-            raise ConfigError(f"python: axes entry {entry!r}: LOW must be below HIGH and BINS "
-                              "at least 1")  # fmt: skip
+            raise ConfigError(
+                f"python: axes entry {entry!r}: LOW must be below HIGH and BINS at least 1"
+            )
         features.append(Feature(name=name, low=low, high=high, bins=bins))
     if len({feature.name for feature in features}) != len(features):
         raise ConfigError(f"python: axes {text!r} names a feature twice")
@@ -110,12 +113,15 @@ class PythonDomain(Domain):
         options = dict(options or {})
         unknown = sorted(set(options) - set(DEFAULT_OPTIONS))
         if unknown:
-            raise ConfigError(f"python: unknown option(s) {', '.join(unknown)}; known: "
-                              f"{', '.join(sorted(DEFAULT_OPTIONS))}")  # fmt: skip
+            raise ConfigError(
+                f"python: unknown option(s) {', '.join(unknown)}; known: "
+                f"{', '.join(sorted(DEFAULT_OPTIONS))}"
+            )
         self._options = {**DEFAULT_OPTIONS, **options}
         folder = str(self._options["task"] or DEFAULT_TASK)
-        self.task: Task = load_task(folder, program=str(self._options["program"]),
-                                    evaluator=str(self._options["evaluator"]))  # fmt: skip
+        self.task: Task = load_task(
+            folder, program=str(self._options["program"]), evaluator=str(self._options["evaluator"])
+        )
         warn_ignored(self.task)
         _check_evaluator(self.task)
         try:
@@ -146,14 +152,18 @@ class PythonDomain(Domain):
         config = self.task.config
         if config.features:
             block = max(len(self.scaffold.block), 1)
-            return tuple(Feature(name=name, low=0.0, high=4.0 * block, bins=config.bins[name])
-                         if name == COMPLEXITY else
-                         Feature(name=name, low=FEATURE_BOUNDS[0], high=FEATURE_BOUNDS[1],
-                                 bins=config.bins[name])
-                         for name in config.features)  # fmt: skip
+            return tuple(
+                Feature(name=name, low=0.0, high=4.0 * block, bins=config.bins[name])
+                if name == COMPLEXITY
+                else Feature(
+                    name=name, low=FEATURE_BOUNDS[0], high=FEATURE_BOUNDS[1], bins=config.bins[name]
+                )
+                for name in config.features
+            )
         # A task naming no feature gets a 1-D grid over the block's length.
-        return (Feature(name=COMPLEXITY, low=0.0, high=4.0 * max(len(self.scaffold.block), 1),
-                        bins=10),)  # fmt: skip
+        return (
+            Feature(name=COMPLEXITY, low=0.0, high=4.0 * max(len(self.scaffold.block), 1), bins=10),
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -200,8 +210,9 @@ class PythonDomain(Domain):
         try:
             scaffold = split(base)
         except InvalidProgram:  # not one of this task's programs: there is nothing to edit
-            raise InvalidProgram("the parent has no single evolve block to apply edits "
-                                 "to") from None
+            raise InvalidProgram(
+                "the parent has no single evolve block to apply edits to"
+            ) from None
         return self.scaffold.join(apply_edits(reply, scaffold))
 
     def seed_programs(self) -> Sequence[str]:
@@ -224,8 +235,12 @@ class PythonDomain(Domain):
                 try:
                     if cwd is not None:  # what the evaluator writes lands in the scratch
                         os.chdir(folder)
-                    result = harness.run(module, path, cascade=self.task.config.cascade,
-                                         thresholds=self.task.config.thresholds)  # fmt: skip
+                    result = harness.run(
+                        module,
+                        path,
+                        cascade=self.task.config.cascade,
+                        thresholds=self.task.config.thresholds,
+                    )
                 except InvalidProgram as exc:
                     error = str(exc)
                 except MemoryError:  # the sandbox reports it as the memory limit's doing
@@ -251,13 +266,15 @@ class PythonDomain(Domain):
             where += f" (line {block_line} of the evolve block)"
         return f"{where}: {what}"
 
-    def _evaluation(self, program: Program, result: harness.Result,
-                    streams: harness.Streams) -> Evaluation:  # fmt: skip
+    def _evaluation(
+        self, program: Program, result: harness.Result, streams: harness.Streams
+    ) -> Evaluation:
         metrics = result.metrics
         score = harness.score_of(metrics)
         if not math.isfinite(score):
-            raise InvalidProgram(f"the evaluator's combined_score is {score!r}, not a finite "
-                                 "number")  # fmt: skip
+            raise InvalidProgram(
+                f"the evaluator's combined_score is {score!r}, not a finite number"
+            )
         descriptor: dict[str, float] = {}
         for feature in self.features:
             if feature.name in metrics:
@@ -265,13 +282,18 @@ class PythonDomain(Domain):
             elif feature.name == COMPLEXITY:
                 value = float(len(split(program.text).block))
             else:
-                raise InvalidProgram(f"the evaluator returned no feature {feature.name!r} (it "
-                                     f"returned {', '.join(sorted(metrics)) or 'none'})")
+                raise InvalidProgram(
+                    f"the evaluator returned no feature {feature.name!r} (it "
+                    f"returned {', '.join(sorted(metrics)) or 'none'})"
+                )
             if not math.isfinite(value):
                 raise InvalidProgram(f"the evaluator's feature {feature.name!r} is {value!r}")
             descriptor[feature.name] = value
-        info: dict[str, Any] = {"metrics": {key: value if math.isfinite(value) else None
-                                            for key, value in metrics.items()}}  # fmt: skip
+        info: dict[str, Any] = {
+            "metrics": {
+                key: value if math.isfinite(value) else None for key, value in metrics.items()
+            }
+        }
         if result.artifacts:
             info["artifacts"] = dict(result.artifacts)
         if result.stage:
@@ -288,8 +310,10 @@ class PythonDomain(Domain):
         return self._module
 
     def descriptor_axes(self) -> Sequence[AxisSpec]:
-        return [AxisSpec(name=f.name, axis=UniformAxis(f.name, f.low, f.high, f.bins))
-                for f in self.features]  # fmt: skip
+        return [
+            AxisSpec(name=f.name, axis=UniformAxis(f.name, f.low, f.high, f.bins))
+            for f in self.features
+        ]
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -308,23 +332,42 @@ class PythonDomain(Domain):
             heading = f"The current program ({_scores(parent)}):"
         else:
             heading = "The task's program; write a new, different version of its evolve block:"
-        parts = [f"Only the code between the lines `{START}` and `{END}` changes; the rest of "
-                 "the program is fixed.", "", heading, f"```python\n{shown}```"]  # fmt: skip
+        parts = [
+            f"Only the code between the lines `{START}` and `{END}` changes; the rest of "
+            "the program is fixed.",
+            "",
+            heading,
+            f"```python\n{shown}```",
+        ]
         for number, other in enumerate(others, 1):
-            parts += ["", f"Another program in the archive ({_scores(other)}), its evolve "
-                      f"block {number}:", f"```python\n{_block_of(other.text)}```"]  # fmt: skip
+            parts += [
+                "",
+                f"Another program in the archive ({_scores(other)}), its evolve block {number}:",
+                f"```python\n{_block_of(other.text)}```",
+            ]
         if feedback:
             parts += ["", f"The last attempt from this program was invalid: {feedback}"]
         if self.task.config.diffs:
-            parts += ["", "Answer with edits of the evolve block, each in this form (SEARCH "
-                      "holds lines copied exactly from the block):", "<<<<<<< SEARCH",
-                      "(lines of the current block)", "=======", "(their replacement)",
-                      ">>>>>>> REPLACE"]  # fmt: skip
+            parts += [
+                "",
+                "Answer with edits of the evolve block, each in this form (SEARCH "
+                "holds lines copied exactly from the block):",
+                "<<<<<<< SEARCH",
+                "(lines of the current block)",
+                "=======",
+                "(their replacement)",
+                ">>>>>>> REPLACE",
+            ]
         else:
-            parts += ["", "Answer with the new code of the evolve block only (without the "
-                      "marker lines), in one ```python fenced block."]  # fmt: skip
-        return [{"role": "system", "content": system},
-                {"role": "user", "content": "\n".join(parts)}]  # fmt: skip
+            parts += [
+                "",
+                "Answer with the new code of the evolve block only (without the "
+                "marker lines), in one ```python fenced block.",
+            ]
+        return [
+            {"role": "system", "content": system},
+            {"role": "user", "content": "\n".join(parts)},
+        ]
 
 
 def _scores(candidate: Candidate) -> str:
@@ -345,14 +388,26 @@ def _check_evaluator(task: Task) -> None:
     try:
         tree = ast.parse(task.evaluator_path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
-        raise ConfigError(f"python: cannot read the evaluator {task.evaluator_path}: "
-                          f"{exc}") from None  # fmt: skip
-    names = {node.name for node in tree.body
-             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}  # fmt: skip
-    names |= {target.id for node in tree.body if isinstance(node, ast.Assign)
-              for target in node.targets if isinstance(target, ast.Name)}  # fmt: skip
-    names |= {alias.asname or alias.name for node in tree.body
-              if isinstance(node, ast.ImportFrom) for alias in node.names}  # fmt: skip
+        raise ConfigError(
+            f"python: cannot read the evaluator {task.evaluator_path}: {exc}"
+        ) from None
+    names = {
+        node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    names |= {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    names |= {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
     if "evaluate" not in names and "evaluate_stage1" not in names:
-        raise ConfigError(f"python: the evaluator {task.evaluator_path} defines no "
-                          "evaluate(program_path)")  # fmt: skip
+        raise ConfigError(
+            f"python: the evaluator {task.evaluator_path} defines no evaluate(program_path)"
+        )

@@ -67,8 +67,9 @@ def load_evaluator(path: Path) -> ModuleType:
     return module
 
 
-def run(module: ModuleType, program_path: str, *, cascade: bool,
-        thresholds: Sequence[float]) -> Result:  # fmt: skip
+def run(
+    module: ModuleType, program_path: str, *, cascade: bool, thresholds: Sequence[float]
+) -> Result:
     """Runs the evaluator on the program file (the cascade where it has one).
 
     Stage 1 runs first; a result whose score is below the first threshold stops there, and
@@ -89,8 +90,7 @@ def run(module: ModuleType, program_path: str, *, cascade: bool,
     if len(plan) == 1:
         plan.append((2, None))  # the final stage: evaluate
     for position, (number, stage) in enumerate(plan):
-        raw = stage(program_path) if stage is not None else _call(module, "evaluate",
-                                                                   program_path)  # fmt: skip
+        raw = stage(program_path) if stage is not None else _call(module, "evaluate", program_path)
         result = _result(raw, number)
         metrics.update(result.metrics)
         artifacts.update(result.artifacts)
@@ -99,8 +99,10 @@ def run(module: ModuleType, program_path: str, *, cascade: bool,
         threshold = thresholds[min(position, len(thresholds) - 1)] if thresholds else None
         score = score_of(result.metrics)
         if threshold is not None and score < threshold:
-            raise InvalidProgram(f"stopped at cascade stage {number}: score {score:.6g} "
-                                 f"is below the threshold {threshold:.6g}")  # fmt: skip
+            raise InvalidProgram(
+                f"stopped at cascade stage {number}: score {score:.6g} "
+                f"is below the threshold {threshold:.6g}"
+            )
     return Result(metrics=metrics, artifacts=artifacts, stage=plan[-1][0])
 
 

@@ -38,20 +38,36 @@ from dei_framework.contract.operators import (
 
 #: Swaps per comparison operator.
 COMPARE_SWAPS: dict[type, tuple[type, ...]] = {
-    ast.Lt: (ast.LtE, ast.Gt), ast.LtE: (ast.Lt, ast.GtE), ast.Gt: (ast.GtE, ast.Lt),
-    ast.GtE: (ast.Gt, ast.LtE), ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq,),
-}  # fmt: skip
+    ast.Lt: (ast.LtE, ast.Gt),
+    ast.LtE: (ast.Lt, ast.GtE),
+    ast.Gt: (ast.GtE, ast.Lt),
+    ast.GtE: (ast.Gt, ast.LtE),
+    ast.Eq: (ast.NotEq,),
+    ast.NotEq: (ast.Eq,),
+}
 #: Swaps per arithmetic operator.
 ARITH_SWAPS: dict[type, tuple[type, ...]] = {
-    ast.Add: (ast.Sub, ast.Mult), ast.Sub: (ast.Add,), ast.Mult: (ast.Div, ast.Add),
-    ast.Div: (ast.Mult, ast.FloorDiv), ast.FloorDiv: (ast.Div,), ast.Pow: (ast.Mult,),
+    ast.Add: (ast.Sub, ast.Mult),
+    ast.Sub: (ast.Add,),
+    ast.Mult: (ast.Div, ast.Add),
+    ast.Div: (ast.Mult, ast.FloorDiv),
+    ast.FloorDiv: (ast.Div,),
+    ast.Pow: (ast.Mult,),
     ast.Mod: (ast.FloorDiv,),
-}  # fmt: skip
+}
 #: The edits, in the order their sites are listed (the draw depends on this order).
 EDITS = ("constant", "compare", "arith", "drop", "duplicate")
 #: Statements never dropped or repeated.
-_KEPT = (ast.Return, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
-         ast.ImportFrom, ast.Global, ast.Nonlocal)  # fmt: skip
+_KEPT = (
+    ast.Return,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Import,
+    ast.ImportFrom,
+    ast.Global,
+    ast.Nonlocal,
+)
 
 
 def _bindings(tree: ast.AST) -> dict[str, int]:
@@ -66,8 +82,11 @@ def _bindings(tree: ast.AST) -> dict[str, int]:
 def _droppable(statement: ast.stmt, bindings: dict[str, int]) -> bool:
     """Whether dropping ``statement`` leaves every name it binds bound elsewhere (a child
     that reads a name never bound is a child wasted)."""
-    names = [node.id for node in ast.walk(statement)
-             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)]  # fmt: skip
+    names = [
+        node.id
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    ]
     return all(bindings.get(name, 0) > names.count(name) for name in names)
 
 
@@ -76,12 +95,16 @@ def _sites(tree: ast.AST) -> dict[str, list[Any]]:
     sites: dict[str, list[Any]] = {edit: [] for edit in EDITS}
     bindings = _bindings(tree)
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Constant) and isinstance(node.value, int | float)
-                and not isinstance(node.value, bool)):  # fmt: skip
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int | float)
+            and not isinstance(node.value, bool)
+        ):
             sites["constant"].append(node)
         elif isinstance(node, ast.Compare):
-            sites["compare"] += [(node, i) for i, op in enumerate(node.ops)
-                                 if type(op) in COMPARE_SWAPS]  # fmt: skip
+            sites["compare"] += [
+                (node, i) for i, op in enumerate(node.ops) if type(op) in COMPARE_SWAPS
+            ]
         elif isinstance(node, ast.BinOp | ast.AugAssign) and type(node.op) in ARITH_SWAPS:
             sites["arith"].append(node)
         for field in ("body", "orelse", "finalbody"):
@@ -182,7 +205,8 @@ def create(settings: OperatorSettings, domain: Domain) -> Operator:
     operator = PythonAst(initial)
     concurrency = settings.options.get("concurrency", operator.max_in_flight)
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(f"python-ast: concurrency must be a whole number >= 1, got "
-                          f"{concurrency!r}")  # fmt: skip
+        raise ConfigError(
+            f"python-ast: concurrency must be a whole number >= 1, got {concurrency!r}"
+        )
     operator.max_in_flight = concurrency
     return operator

@@ -30,26 +30,42 @@ def _operator(settings: OperatorSettings, domain: Domain) -> Operator:
 
 @hookimpl
 def dei_domains() -> list[DomainSpec]:
-    return [DomainSpec(name="python", factory=_domain,
-                       description="Python programs: an OpenEvolve task folder (--task DIR; "
-                                   "default: bundled FunSearch bin packing)")]  # fmt: skip
+    return [
+        DomainSpec(
+            name="python",
+            factory=_domain,
+            description="Python programs: an OpenEvolve task folder (--task DIR; "
+            "default: bundled FunSearch bin packing)",
+        )
+    ]
 
 
 @hookimpl
 def dei_operators() -> list[OperatorSpec]:
-    return [OperatorSpec(name="python-ast", factory=_operator, domains=("python",),
-                         description="seeded AST mutations of the evolve block (offline)")]
+    return [
+        OperatorSpec(
+            name="python-ast",
+            factory=_operator,
+            domains=("python",),
+            description="seeded AST mutations of the evolve block (offline)",
+        )
+    ]
 
 
 @hookimpl
 def dei_run_options() -> list[RunOption]:
-    return [RunOption(
-        option=click.Option(["--task"], type=click.Path(file_okay=False, exists=True),
-                            help="python domain: an OpenEvolve task folder (initial_program.py, "
-                                 "evaluator.py, optional config.yaml)."),
-        target="domain_options",
-        convert=lambda folder: str(Path(folder).resolve()),
-    )]  # fmt: skip
+    return [
+        RunOption(
+            option=click.Option(
+                ["--task"],
+                type=click.Path(file_okay=False, exists=True),
+                help="python domain: an OpenEvolve task folder (initial_program.py, "
+                "evaluator.py, optional config.yaml).",
+            ),
+            target="domain_options",
+            convert=lambda folder: str(Path(folder).resolve()),
+        )
+    ]
 
 
 @hookimpl

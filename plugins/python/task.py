@@ -106,8 +106,13 @@ class Task:
     config: TaskConfig
 
 
-def load_task(folder: str | Path = DEFAULT_TASK, *, program: str = "initial_program.py",
-              evaluator: str = "evaluator.py", config: str = "config.yaml") -> Task:  # fmt: skip
+def load_task(
+    folder: str | Path = DEFAULT_TASK,
+    *,
+    program: str = "initial_program.py",
+    evaluator: str = "evaluator.py",
+    config: str = "config.yaml",
+) -> Task:
     """Reads a task folder (``program`` and ``evaluator`` may also be paths elsewhere).
 
     Raises:
@@ -128,8 +133,13 @@ def load_task(folder: str | Path = DEFAULT_TASK, *, program: str = "initial_prog
         raise ConfigError(f"python: cannot read {str(program_path)!r}: {exc}") from None
     config_path = root / config
     task_config = read_config(config_path) if config_path.is_file() else TaskConfig()
-    return Task(folder=root, program_path=program_path, evaluator_path=evaluator_path,
-                initial_program=text, config=task_config)  # fmt: skip
+    return Task(
+        folder=root,
+        program_path=program_path,
+        evaluator_path=evaluator_path,
+        initial_program=text,
+        config=task_config,
+    )
 
 
 def read_config(path: Path) -> TaskConfig:
@@ -149,8 +159,11 @@ def read_config(path: Path) -> TaskConfig:
     ignored: list[tuple[str, str]] = []
     for key, value in data.items():
         if key in _READ and isinstance(value, Mapping):
-            ignored += [(f"{key}.{sub}", _HINTS.get(f"{key}.{sub}", ""))
-                        for sub in value if sub not in _READ[key]]  # fmt: skip
+            ignored += [
+                (f"{key}.{sub}", _HINTS.get(f"{key}.{sub}", ""))
+                for sub in value
+                if sub not in _READ[key]
+            ]
         elif key not in _READ and key != "diff_based_evolution":
             ignored.append((str(key), _HINTS.get(str(key), "")))
     prompt = _section(data, "prompt", path)
@@ -160,13 +173,17 @@ def read_config(path: Path) -> TaskConfig:
     if not isinstance(system, str):
         raise ConfigError(f"python: {path}: prompt.system_message must be text")
     features = database.get("feature_dimensions") or ()
-    if isinstance(features, str) or not isinstance(features, Sequence) or not all(
-            isinstance(name, str) for name in features):  # fmt: skip
+    if (
+        isinstance(features, str)
+        or not isinstance(features, Sequence)
+        or not all(isinstance(name, str) for name in features)
+    ):
         raise ConfigError(f"python: {path}: database.feature_dimensions must be a list of names")
     bins = _bins(database.get("feature_bins"), tuple(features), path)
     timeout = evaluator.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
-                                or timeout <= 0):  # fmt: skip
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
         raise ConfigError(f"python: {path}: evaluator.timeout must be a number of seconds > 0")
     thresholds = evaluator.get("cascade_thresholds", DEFAULT_THRESHOLDS)
     if not isinstance(thresholds, Sequence):
@@ -174,12 +191,16 @@ def read_config(path: Path) -> TaskConfig:
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in thresholds)
     if not isinstance(thresholds, Sequence) or not numbers:
         raise ConfigError(f"python: {path}: evaluator.cascade_thresholds must be numbers")
-    return TaskConfig(system_message=system, features=tuple(features), bins=bins,
-                      timeout=None if timeout is None else float(timeout),
-                      cascade=bool(evaluator.get("cascade_evaluation", True)),
-                      thresholds=tuple(float(v) for v in thresholds),
-                      diffs=bool(data.get("diff_based_evolution", False)),
-                      ignored=tuple(ignored))  # fmt: skip
+    return TaskConfig(
+        system_message=system,
+        features=tuple(features),
+        bins=bins,
+        timeout=None if timeout is None else float(timeout),
+        cascade=bool(evaluator.get("cascade_evaluation", True)),
+        thresholds=tuple(float(v) for v in thresholds),
+        diffs=bool(data.get("diff_based_evolution", False)),
+        ignored=tuple(ignored),
+    )
 
 
 def _section(data: Mapping[str, Any], name: str, path: Path) -> Mapping[str, Any]:
@@ -194,11 +215,13 @@ def _bins(value: Any, features: tuple[str, ...], path: Path) -> dict[str, int]:
         return dict.fromkeys(features, DEFAULT_BINS)
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return dict.fromkeys(features, value)
-    if isinstance(value, Mapping) and all(isinstance(v, int) and not isinstance(v, bool)
-                                          and v > 0 for v in value.values()):  # fmt: skip
+    if isinstance(value, Mapping) and all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()
+    ):
         return {name: int(value.get(name, DEFAULT_BINS)) for name in features}
-    raise ConfigError(f"python: {path}: database.feature_bins must be a positive whole number "
-                      "or one per feature")  # fmt: skip
+    raise ConfigError(
+        f"python: {path}: database.feature_bins must be a positive whole number or one per feature"
+    )
 
 
 def warn_ignored(task: Task) -> None:
@@ -207,5 +230,8 @@ def warn_ignored(task: Task) -> None:
         if (str(task.folder), key) in _WARNED:
             continue
         _WARNED.add((str(task.folder), key))
-        print(f"dei-python: warning: {task.folder.name}/config.yaml: {key} is ignored"
-              + (f" ({hint})" if hint else ""), file=sys.stderr)  # fmt: skip
+        print(
+            f"dei-python: warning: {task.folder.name}/config.yaml: {key} is ignored"
+            + (f" ({hint})" if hint else ""),
+            file=sys.stderr,
+        )

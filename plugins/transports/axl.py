@@ -272,10 +272,7 @@ class AxlLink(Link):
             response = await self._client.post(
                 "/send",
                 content=data,
-                headers={
-                    "X-Destination-Peer-Id": peer,
-                    "Content-Type": "application/octet-stream",
-                },
+                headers={"X-Destination-Peer-Id": peer, "Content-Type": "application/octet-stream"},
                 timeout=self.send_attempt_timeout,
             )
         except httpx.TimeoutException:
@@ -337,9 +334,8 @@ class AxlLink(Link):
                 if primary and not self._failing:
                     self._failing = True
                     log.warning(
-                        "AXL node at %s stopped answering (%s); retrying",
-                        self.api, _describe(exc),
-                    )  # fmt: skip
+                        "AXL node at %s stopped answering (%s); retrying", self.api, _describe(exc)
+                    )
                 await asyncio.sleep(min(1.0, self.poll_interval * 2**failures))
                 continue
             if failures and primary and self._failing:

@@ -120,8 +120,9 @@ def loopback_config(
                 f"AXL peer {peer!r} is not a loopback tls://127.0.0.1:PORT address; local nodes "
                 "never peer with public addresses"
             )
-    return node_config(key_path=key_path, listen=f"tls://127.0.0.1:{listen_port}",
-                       api_port=api_port, peers=peers)  # fmt: skip
+    return node_config(
+        key_path=key_path, listen=f"tls://127.0.0.1:{listen_port}", api_port=api_port, peers=peers
+    )
 
 
 def node_config(
@@ -251,9 +252,10 @@ class AxlNodeProcess:
             # AXL nodes itself after its node processes (they still need them to publish);
             # the terminal's SIGINT killed them first, and the launcher restarted them.
             start_new_session=True,
-            preexec_fn=None if self.parent_death_signal is None
+            preexec_fn=None
+            if self.parent_death_signal is None
             else parent_death_signal(self.parent_death_signal),
-        )  # fmt: skip
+        )
 
     def alive(self) -> bool:
         """Whether the process is running."""
@@ -335,8 +337,9 @@ def build_binary() -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise TransportError(f"cannot build the AXL node with {script}: {exc}") from None
     if proc.returncode != 0:
-        raise TransportError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip()
-                             else f"{script} failed")  # fmt: skip
+        raise TransportError(
+            proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"{script} failed"
+        )
     return proc.stdout.strip().splitlines()[-1]
 
 
@@ -358,8 +361,7 @@ class AxlLocalNetwork(LocalNetwork):
 
     names: list[str]
     home: Path = attrs.field(converter=Path)
-    peering: str = attrs.field(default="full",
-                               validator=attrs.validators.in_(("full", "chain")))
+    peering: str = attrs.field(default="full", validator=attrs.validators.in_(("full", "chain")))
     nodes: dict[str, AxlNodeProcess] = attrs.field(factory=dict, init=False)
     restarts: dict[str, int] = attrs.field(factory=dict, init=False)
 
@@ -375,13 +377,21 @@ class AxlLocalNetwork(LocalNetwork):
         listen = [f"tls://127.0.0.1:{port}" for port, _ in ports]
         try:
             for index, name in enumerate(self.names):
-                earlier = listen[:index] if self.peering == "full" else \
-                    [listen[0], listen[max(0, index - 1)]]  # fmt: skip
+                earlier = (
+                    listen[:index]
+                    if self.peering == "full"
+                    else [listen[0], listen[max(0, index - 1)]]
+                )
                 peers = sorted(set(earlier) - {listen[index]})
-                node = AxlNodeProcess(binary, home=self.home / name / "axl", peers=peers,
-                                      key_path=keys.get(name), listen_port=ports[index][0],
-                                      api_port=ports[index][1],
-                                      parent_death_signal=signal.SIGTERM)  # fmt: skip
+                node = AxlNodeProcess(
+                    binary,
+                    home=self.home / name / "axl",
+                    peers=peers,
+                    key_path=keys.get(name),
+                    listen_port=ports[index][0],
+                    api_port=ports[index][1],
+                    parent_death_signal=signal.SIGTERM,
+                )
                 node.start()
                 self.nodes[name] = node
             for node in self.nodes.values():
@@ -401,19 +411,24 @@ class AxlLocalNetwork(LocalNetwork):
             self.restarts[name] = self.restarts.get(name, 0) + 1
             old = node.process.pid if node.process is not None else None
             node.start()
-            lines.append(f"{name}: its AXL node (pid {old}) exited with status {code}; restarted "
-                         f"it as pid {node.process.pid if node.process else '?'} on {node.api} "
-                         f"({self.restarts[name]}/{MAX_RESTARTS})")  # fmt: skip
+            lines.append(
+                f"{name}: its AXL node (pid {old}) exited with status {code}; restarted "
+                f"it as pid {node.process.pid if node.process else '?'} on {node.api} "
+                f"({self.restarts[name]}/{MAX_RESTARTS})"
+            )
         return lines
 
     def describe(self) -> dict[str, dict[str, Any]]:
         """Per DEI node: its AXL node's pid, API address, public key and restarts."""
         return {
-            name: {"axl_pid": node.process.pid if node.process is not None else None,
-                   "axl_api": node.api, "axl_key": node.public_key,
-                   "axl_restarts": self.restarts.get(name, 0)}
+            name: {
+                "axl_pid": node.process.pid if node.process is not None else None,
+                "axl_api": node.api,
+                "axl_key": node.public_key,
+                "axl_restarts": self.restarts.get(name, 0),
+            }
             for name, node in self.nodes.items()
-        }  # fmt: skip
+        }
 
     def stop(self) -> None:
         """Stops every AXL node (SIGTERM, then SIGKILL)."""

@@ -251,8 +251,9 @@ class GossipSubRouter(Transport):
         sends = [task for tasks in self._inflight.values() for task in tasks]
         for task in [*self._sender_tasks.values(), *sends]:
             task.cancel()
-        await asyncio.gather(*self._tasks, *self._sender_tasks.values(), *sends,
-                             return_exceptions=True)  # fmt: skip
+        await asyncio.gather(
+            *self._tasks, *self._sender_tasks.values(), *sends, return_exceptions=True
+        )
         await self.link.close()
 
     def stats(self) -> dict[str, Any]:

@@ -89,9 +89,7 @@ def _windows(value: Any, option: str) -> list[tuple[str, float, float]]:
         try:
             windows.append((what.strip(), float(start), float(end)))
         except ValueError:
-            raise ConfigError(
-                f"{option} takes WHAT@START-END in seconds, got {item!r}"
-            ) from None
+            raise ConfigError(f"{option} takes WHAT@START-END in seconds, got {item!r}") from None
     return windows
 
 
@@ -128,8 +126,9 @@ def make_axl(node_names: Sequence[str], options: Mapping[str, Any]) -> list[Tran
     return [GossipSubRouter(link, _params(options), seed=options.get("seed"), members=members)]
 
 
-def axl_local_network(node_names: Sequence[str], options: Mapping[str, Any],
-                      home: Path) -> LocalNetwork | None:
+def axl_local_network(
+    node_names: Sequence[str], options: Mapping[str, Any], home: Path
+) -> LocalNetwork | None:
     """The one-machine AXL network of a run, unless an ``axl_api`` is given (the user's node)."""
     if options.get("axl_api"):
         return None
@@ -175,5 +174,5 @@ def dei_run_options() -> list[RunOption]:
                 "(without it, dei-run starts a loopback AXL node for every node).",
             ),
             target="transport_options",
-        ),
+        )
     ]

@@ -28,10 +28,15 @@ TIMING_KEYS = frozenset({"timings", "call_seconds", "wall_seconds", "waits", "pi
 
 
 def _config(operators: Sequence[str], **overrides) -> RunConfig:
-    values = dict(domain="toy", budget=180, rounds=4, seed=5, eval_workers=0,
-                  allocation="bandit",
-                  nodes=[NodeConfig(name=f"node-{i}", operator=op)
-                         for i, op in enumerate(operators)])  # fmt: skip
+    values = dict(
+        domain="toy",
+        budget=180,
+        rounds=4,
+        seed=5,
+        eval_workers=0,
+        allocation="bandit",
+        nodes=[NodeConfig(name=f"node-{i}", operator=op) for i, op in enumerate(operators)],
+    )
     values.update(overrides)
     return RunConfig(**values)
 
@@ -45,8 +50,7 @@ def _without_timings(value):
 
 
 def _allocations(path: Path) -> list[dict]:
-    return sorted((e for e in events(path) if e["event"] == "allocation"),
-                  key=lambda e: e["round"])  # fmt: skip
+    return sorted((e for e in events(path) if e["event"] == "allocation"), key=lambda e: e["round"])
 
 
 # --- the arithmetic -----------------------------------------------------------------------------
@@ -64,9 +68,13 @@ def test_apportion_spends_the_budget_exactly_with_the_floor_and_ties_to_the_firs
 
 def test_a_node_that_adds_nothing_gets_the_floor_and_the_others_share_the_rest() -> None:
     bandit = BanditAllocator()
-    history = [{"a": RoundCredit(spent=20, new_cells=6.0, landed=0),
-                "b": RoundCredit(spent=20, new_cells=5.0, landed=1),
-                "c": RoundCredit(spent=20, new_cells=0.0, landed=0)}]  # fmt: skip
+    history = [
+        {
+            "a": RoundCredit(spent=20, new_cells=6.0, landed=0),
+            "b": RoundCredit(spent=20, new_cells=5.0, landed=1),
+            "c": RoundCredit(spent=20, new_cells=0.0, landed=0),
+        }
+    ]
     decision = bandit.decide(1, 60, history, ["a", "b", "c"])
     floor = int(bandit.floor * 60 / 3)
     assert decision.quotas["c"] == floor == decision.inputs["floor_calls"]
@@ -99,9 +107,14 @@ def test_a_seeded_bandit_run_is_reproducible_and_spends_exactly_the_budget(
     first = run(config, tmp_path / "a", registry=registry)
     second = run(config, tmp_path / "b", registry=registry)
     # Byte for byte: the decisions as logged, every round archive, the summary's results.
-    lines = {name: sorted(line for line in (tmp_path / name / "events.jsonl").read_text()
-                          .splitlines() if json.loads(line)["event"] == "allocation")
-             for name in ("a", "b")}  # fmt: skip
+    lines = {
+        name: sorted(
+            line
+            for line in (tmp_path / name / "events.jsonl").read_text().splitlines()
+            if json.loads(line)["event"] == "allocation"
+        )
+        for name in ("a", "b")
+    }
     assert len(lines["a"]) == 3 and lines["a"] == lines["b"]
     for path in sorted((tmp_path / "a" / "nodes").glob("*/round-*.json")):
         twin = tmp_path / "b" / path.relative_to(tmp_path / "a")
@@ -124,8 +137,11 @@ def test_a_seeded_bandit_run_is_reproducible_and_spends_exactly_the_budget(
     # Total compute is exactly the budget, whatever the shares.
     assert first["budget"]["calls"] == first["budget"]["limit"] == 180
     assert sum(node["calls"] for node in first["nodes"].values()) == 180
-    calls = [e for e in events(tmp_path / "a") if e["event"] == "evaluated"
-             and e["kind"] in ("new", "mutate")]  # fmt: skip
+    calls = [
+        e
+        for e in events(tmp_path / "a")
+        if e["event"] == "evaluated" and e["kind"] in ("new", "mutate")
+    ]
     assert len(calls) == 180
     # Each decision spends its round's budget; the last round gets all that was left.
     for decision in _allocations(tmp_path / "a"):
@@ -142,8 +158,7 @@ def test_a_node_that_can_never_fill_a_new_cell_falls_to_the_floor_within_three_r
     registry = load_plugins()
     for seed in (1, 2, 3):
         out = tmp_path / f"seed-{seed}"
-        run(_config(["toy-random", "toy-random", "toy-stuck"], seed=seed), out,
-            registry=registry)  # fmt: skip
+        run(_config(["toy-random", "toy-random", "toy-stuck"], seed=seed), out, registry=registry)
         decisions = _allocations(out)[:3]
         equal = [decision["budget"] / 3 for decision in decisions]
         assert all(d["credits"]["node-2"]["new_cells"] == 0 for d in decisions[1:])
@@ -186,8 +201,9 @@ def test_bandit_is_refused_where_it_cannot_hold_with_one_line(toy_env, tmp_path)
     # dei-run over AXL: refused before any AXL node or node process starts
     from dei_framework.runtime.launcher import local_network
 
-    axl = _config(["toy-random", "toy-random"], transport="axl", compute_axis="tokens",
-                  iterations=4)  # fmt: skip
+    axl = _config(
+        ["toy-random", "toy-random"], transport="axl", compute_axis="tokens", iterations=4
+    )
     with pytest.raises(ConfigError, match="compute-axis tokens"):
         local_network(axl, registry, tmp_path / "axl")
     assert not (tmp_path / "axl").exists()
@@ -202,11 +218,17 @@ class _FirstTakesAll:
     name = "first"
     dynamic = True
 
-    def decide(self, round_index: int, budget: int,
-               history: Sequence[Mapping[str, RoundCredit]],
-               nodes: Sequence[str]) -> AllocationDecision:  # fmt: skip
-        return AllocationDecision(quotas={n: budget if i == 0 else 0 for i, n in enumerate(nodes)},
-                                  inputs={"why": "first"})  # fmt: skip
+    def decide(
+        self,
+        round_index: int,
+        budget: int,
+        history: Sequence[Mapping[str, RoundCredit]],
+        nodes: Sequence[str],
+    ) -> AllocationDecision:
+        return AllocationDecision(
+            quotas={n: budget if i == 0 else 0 for i, n in enumerate(nodes)},
+            inputs={"why": "first"},
+        )
 
 
 class _AllocatorPlugin:
@@ -218,8 +240,11 @@ class _AllocatorPlugin:
 def test_a_plugin_allocator_is_found_through_the_hook_and_used(toy_env, tmp_path) -> None:
     registry = load_plugins(extra=[_AllocatorPlugin()])
     assert registry.allocators["first"].plugin != registry.allocators["bandit"].plugin
-    summary = run(_config(["toy-random", "toy-random"], allocation="first", budget=40, rounds=2),
-                  tmp_path / "run", registry=registry)  # fmt: skip
+    summary = run(
+        _config(["toy-random", "toy-random"], allocation="first", budget=40, rounds=2),
+        tmp_path / "run",
+        registry=registry,
+    )
     # round 0 is the equal split of 40 / 2 rounds; round 1 (the other 20) all to node-0
     assert {n: node["calls"] for n, node in summary["nodes"].items()} == {
         "node-0": 30,
@@ -286,13 +311,18 @@ def test_a_node_that_stops_early_leaves_its_budget_to_the_others(toy_env, tmp_pa
     from test_determinism import _GivesUpPlugin  # an operator that fails for good after N calls
 
     config = _config(["toy-random", "gives-up", "toy-random"], budget=120, rounds=4, seed=2)
-    config = attrs.evolve(config, nodes=[
-        attrs.evolve(node, options={"calls": calls}) if node.operator == "gives-up" else node
-        for node in config.nodes])  # fmt: skip
+    config = attrs.evolve(
+        config,
+        nodes=[
+            attrs.evolve(node, options={"calls": calls}) if node.operator == "gives-up" else node
+            for node in config.nodes
+        ],
+    )
     registry = load_plugins([toy_domain, _GivesUpPlugin()])
     # No hang: the barrier must not wait for a node that stopped (a time limit, not a timing).
-    summary = asyncio.run(asyncio.wait_for(asyncio.to_thread(
-        run, config, tmp_path / "run", registry=registry), 120))  # fmt: skip
+    summary = asyncio.run(
+        asyncio.wait_for(asyncio.to_thread(run, config, tmp_path / "run", registry=registry), 120)
+    )
     assert summary["nodes"]["node-1"]["stopped"]
     assert [summary["nodes"][n]["rounds_completed"] for n in ("node-0", "node-2")] == [4, 4]
     # What the stopped node did not spend went to the others: the run spent its whole budget.

@@ -70,13 +70,24 @@ def _space() -> DescriptorSpace:
 
 def _archive(name: str, round_index: int, cells: range) -> dict:
     """A node's archive at a round's end: one elite of its own calls per cell."""
-    return {"elites": [Candidate(text=f"{name}{x}", id=f"{name}-r{round_index}-s{x}",
-                                 descriptor={"x": float(x)}, node=name, operator="op",
-                                 round=round_index).to_json() for x in cells]}  # fmt: skip
+    return {
+        "elites": [
+            Candidate(
+                text=f"{name}{x}",
+                id=f"{name}-r{round_index}-s{x}",
+                descriptor={"x": float(x)},
+                node=name,
+                operator="op",
+                round=round_index,
+            ).to_json()
+            for x in cells
+        ]
+    }
 
 
-async def _run(network: Network, *, stop_after: dict[str, int] | None = None,
-               wait: float = 30.0) -> dict[str, dict[int, dict]]:  # fmt: skip
+async def _run(
+    network: Network, *, stop_after: dict[str, int] | None = None, wait: float = 30.0
+) -> dict[str, dict[int, dict]]:
     """Every node runs its rounds against its own coordinator; returns each one's log."""
     logs: dict[str, dict[int, dict]] = {name: {} for name in NAMES}
     spent: dict[str, int] = dict.fromkeys(NAMES, 0)
@@ -86,15 +97,24 @@ async def _run(network: Network, *, stop_after: dict[str, int] | None = None,
             for event in events:
                 if event["event"] == "allocation":
                     logs[name][event["round"]] = event
+
         return log
 
     for name in NAMES:
         network.coordinators[name] = AllocationCoordinator(
-            BanditAllocator(), nodes=NAMES, rounds=ROUNDS, limit=BUDGET,
-            spent=lambda node: spent[node], space=_space(), apply=lambda *_: None,
-            record=record(name), local=[name], publish=network.publish,
-            poll=lambda name=name: network.poll(name), wait_seconds=wait,
-        )  # fmt: skip
+            BanditAllocator(),
+            nodes=NAMES,
+            rounds=ROUNDS,
+            limit=BUDGET,
+            spent=lambda node: spent[node],
+            space=_space(),
+            apply=lambda *_: None,
+            record=record(name),
+            local=[name],
+            publish=network.publish,
+            poll=lambda name=name: network.poll(name),
+            wait_seconds=wait,
+        )
         network.coordinators[name].first_round()
 
     async def node(name: str, offset: int) -> None:
@@ -106,9 +126,12 @@ async def _run(network: Network, *, stop_after: dict[str, int] | None = None,
                 # a fills 3 new cells a round, b 1, c none after round 0
                 width = {"a": 3, "b": 1, "c": 0}[name] if round_index else 5
                 start = offset + 10 * round_index
-                coordinator.round_ended(name, round_index,
-                                        _archive(name, round_index, range(start, start + width)),
-                                        quota)  # fmt: skip
+                coordinator.round_ended(
+                    name,
+                    round_index,
+                    _archive(name, round_index, range(start, start + width)),
+                    quota,
+                )
                 if stop_after and stop_after.get(name) == round_index:
                     return
                 await asyncio.sleep(0)
@@ -125,8 +148,9 @@ def test_every_process_makes_the_same_decisions_in_whatever_order_reports_come()
     logs = asyncio.run(_run(network))
     for round_index in range(1, ROUNDS):
         made = [logs[name][round_index] for name in NAMES]
-        assert all(d["quotas"] == made[0]["quotas"] and d["credits"] == made[0]["credits"]
-                   for d in made), made  # fmt: skip
+        assert all(
+            d["quotas"] == made[0]["quotas"] and d["credits"] == made[0]["credits"] for d in made
+        ), made
         assert sum(made[0]["quotas"].values()) == made[0]["budget"]
     quotas = [logs["a"][r]["quotas"] for r in range(1, ROUNDS)]
     assert sum(q["a"] for q in quotas) > sum(q["c"] for q in quotas)  # the bandit moved calls
@@ -154,8 +178,10 @@ def test_a_node_that_hears_from_no_peer_in_time_keeps_its_last_quota() -> None:
     assert sorted(first["missing"]) == ["b", "c"]
 
 
-@pytest.mark.parametrize("field, value", [("calls", -1), ("found", "3,4"), ("done", 1),
-                                          ("landed", {"a": "x"}), ("node", "")])
+@pytest.mark.parametrize(
+    "field, value",
+    [("calls", -1), ("found", "3,4"), ("done", 1), ("landed", {"a": "x"}), ("node", "")],
+)
 def test_a_malformed_report_is_refused(field, value) -> None:
     report = RoundReport(node="a", round=0, calls=1, total=1, found=("1",)).to_json()
     assert RoundReport.from_json(report) == RoundReport.from_json(dict(report))

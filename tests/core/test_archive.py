@@ -18,8 +18,12 @@ from dei_framework import (
     UniformAxis,
 )
 
-SPACE = DescriptorSpace([ThresholdAxis("tsp", (1, 10, 100, 1000, 10000)),
-                         ThresholdAxis("mc", (10, 100, 500, 1000, 4000))])  # fmt: skip
+SPACE = DescriptorSpace(
+    [
+        ThresholdAxis("tsp", (1, 10, 100, 1000, 10000)),
+        ThresholdAxis("mc", (10, 100, 500, 1000, 4000)),
+    ]
+)
 
 
 def elite(name: str, fitness: float, tsp: float, mc: float) -> Candidate:
@@ -29,7 +33,16 @@ def elite(name: str, fitness: float, tsp: float, mc: float) -> Candidate:
 def test_threshold_bins_match_drq() -> None:
     axis = SPACE.axes[0]
     assert [axis.index(v) for v in (0, 0.99, 1, 9.9, 10, 999, 1000, 10000, 1e9)] == [
-        0, 0, 1, 1, 2, 3, 4, 5, 5]  # fmt: skip
+        0,
+        0,
+        1,
+        1,
+        2,
+        3,
+        4,
+        5,
+        5,
+    ]
     assert SPACE.cells == 36 and SPACE.shape == (6, 6)
 
 
@@ -119,11 +132,22 @@ def test_merge_keeps_the_best_elite_per_cell() -> None:
 
 
 def test_json_round_trip_is_lossless() -> None:
-    archive = GridArchive(space=DescriptorSpace([*SPACE.axes, LogAxis("len", 1, 100, 3)]),
-                          qd_offset=0.25)  # fmt: skip
-    archive.add(Candidate(id="p", text="MOV 0, 1\n", fitness=0.1 + 0.2,
-                      descriptor={"tsp": 1 / 3, "mc": 1e-17, "len": 7}, cell=(), node="n",
-                      operator="gp", round=2, parent="q"))  # fmt: skip
+    archive = GridArchive(
+        space=DescriptorSpace([*SPACE.axes, LogAxis("len", 1, 100, 3)]), qd_offset=0.25
+    )
+    archive.add(
+        Candidate(
+            id="p",
+            text="MOV 0, 1\n",
+            fitness=0.1 + 0.2,
+            descriptor={"tsp": 1 / 3, "mc": 1e-17, "len": 7},
+            cell=(),
+            node="n",
+            operator="gp",
+            round=2,
+            parent="q",
+        )
+    )
     data = json.loads(json.dumps(archive.to_json()))
     restored = GridArchive.from_json(data)
     assert restored.to_json() == archive.to_json()

@@ -47,8 +47,17 @@ def outcome(item) -> tuple[str, float | None, list[float], str | None]:
 
 
 def scheduler(**settings) -> Scheduler:
-    return Scheduler(name="n", space=SPACE, initial_opponents=[], calls=300, rounds=2, seed=4,
-                     lag=16, lifecycle="continual", **settings)  # fmt: skip
+    return Scheduler(
+        name="n",
+        space=SPACE,
+        initial_opponents=[],
+        calls=300,
+        rounds=2,
+        seed=4,
+        lag=16,
+        lifecycle="continual",
+        **settings,
+    )
 
 
 def run_with_tell(**settings) -> Scheduler:
@@ -59,8 +68,16 @@ def run_with_tell(**settings) -> Scheduler:
         for item in reversed(items):  # out of order: the reorder buffer puts them back
             text, fitness, values, error = outcome(item)
             descriptor = None if fitness is None else dict(zip(SPACE.names, values, strict=True))
-            results.append(Result(item=item, text=text or None, fitness=fitness,
-                                  descriptor=descriptor, error=error, operator="op"))  # fmt: skip
+            results.append(
+                Result(
+                    item=item,
+                    text=text or None,
+                    fitness=fitness,
+                    descriptor=descriptor,
+                    error=error,
+                    operator="op",
+                )
+            )
         node.tell(results)
     return node
 
@@ -73,9 +90,14 @@ def run_with_tell_batch(**settings) -> tuple[Scheduler, list[int]]:
         for part in (items[len(items) // 2 :], items[: len(items) // 2]):
             rows = [outcome(item) for item in part]
             texts = CountingTexts([text for text, *_ in rows], reads)
-            node.tell_batch(part, texts=texts, fitness=[f for _, f, _, _ in rows],
-                            descriptors=np.array([v for _, _, v, _ in rows]).reshape(-1, 2),
-                            errors=[e for *_, e in rows], operator="op")  # fmt: skip
+            node.tell_batch(
+                part,
+                texts=texts,
+                fitness=[f for _, f, _, _ in rows],
+                descriptors=np.array([v for _, _, v, _ in rows]).reshape(-1, 2),
+                errors=[e for *_, e in rows],
+                operator="op",
+            )
     return node, reads
 
 
@@ -120,11 +142,17 @@ def test_tell_batch_reports_statuses_in_slot_order_and_refuses_bad_calls() -> No
     items = node.ask(4)
     with pytest.raises(ValueError, match="one entry per item"):
         node.tell_batch(items, texts=["a"], fitness=[1.0] * 4, descriptors=np.zeros((4, 2)))
-    report = node.tell_batch(items[2:], texts=["c", "d"], fitness=[1.0, 2.0],
-                             descriptors=[[0.1, 0.2], [0.1, 0.2]])  # fmt: skip
+    report = node.tell_batch(
+        items[2:], texts=["c", "d"], fitness=[1.0, 2.0], descriptors=[[0.1, 0.2], [0.1, 0.2]]
+    )
     assert report.statuses == ()  # slots 0 and 1 are not in yet
-    report = node.tell_batch(items[:2], texts=["a", "b"], fitness=[1.0, None],
-                             descriptors=[[0.5, 0.9], [0.0, 0.0]], errors=[None, "no"])  # fmt: skip
+    report = node.tell_batch(
+        items[:2],
+        texts=["a", "b"],
+        fitness=[1.0, None],
+        descriptors=[[0.5, 0.9], [0.0, 0.0]],
+        errors=[None, "no"],
+    )
     assert [(item.order, status) for item, status in report.statuses] == [
         (0, AddStatus.NEW),
         (1, None),
@@ -143,14 +171,31 @@ def test_tell_batch_refuses_warm_and_peer_items() -> None:
         node.tell_batch([warm], texts=["w"], fitness=[1.0], descriptors=[[0.0, 0.0]])
 
 
-@pytest.mark.parametrize("archive", [
-    lambda: GridArchive(space=DescriptorSpace([UniformAxis("x", -1, 1, 7),
-                                               ThresholdAxis("y", (0.0, 0.5)),
-                                               LogAxis("z", 0.01, 100.0, 5)])),
-    lambda: CVTArchive(space=DescriptorSpace([UniformAxis("x", -1, 1, 7),
-                                              ThresholdAxis("y", (0.0, 0.5)),
-                                              LogAxis("z", 0.01, 100.0, 5)]), cells=20, seed=1),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "archive",
+    [
+        lambda: GridArchive(
+            space=DescriptorSpace(
+                [
+                    UniformAxis("x", -1, 1, 7),
+                    ThresholdAxis("y", (0.0, 0.5)),
+                    LogAxis("z", 0.01, 100.0, 5),
+                ]
+            )
+        ),
+        lambda: CVTArchive(
+            space=DescriptorSpace(
+                [
+                    UniformAxis("x", -1, 1, 7),
+                    ThresholdAxis("y", (0.0, 0.5)),
+                    LogAxis("z", 0.01, 100.0, 5),
+                ]
+            ),
+            cells=20,
+            seed=1,
+        ),
+    ],
+)
 def test_place_gives_each_rows_cell_of(archive) -> None:
     archive = archive()
     specials = [math.inf, -math.inf, math.nan, 0.0, -1.0, 1.0, 1e300, -1e300, 0.5, 100.0]
@@ -170,13 +215,19 @@ def test_add_at_and_status_at_agree_with_add() -> None:
     elite = Candidate(text="a", fitness=2.0, descriptor={"x": 0.3, "y": 0.7})
     ([cell], [index]) = archive.place(np.array([[0.3, 0.7]]))
     assert archive.status_at(index, 2.0) == AddStatus.NEW
-    assert archive.add_at(Candidate(text="a", fitness=2.0, descriptor=elite.descriptor,
-                                    cell=cell), index) == AddStatus.NEW  # fmt: skip
+    assert (
+        archive.add_at(
+            Candidate(text="a", fitness=2.0, descriptor=elite.descriptor, cell=cell), index
+        )
+        == AddStatus.NEW
+    )
     assert archive.status_at(index, 1.0) == AddStatus.NOT_ADDED
     assert archive.status_at(index, math.nan) == AddStatus.NOT_ADDED
     assert archive.status_at(index, 3.0) == AddStatus.IMPROVE_EXISTING
-    assert archive.add(Candidate(text="b", fitness=1.0, descriptor=elite.descriptor)) \
-        == AddStatus.NOT_ADDED  # fmt: skip
+    assert (
+        archive.add(Candidate(text="b", fitness=1.0, descriptor=elite.descriptor))
+        == AddStatus.NOT_ADDED
+    )
     assert archive.elite_at(cell).text == "a"
 
 
@@ -213,8 +264,9 @@ def test_messages_are_written_on_first_read_only() -> None:
     assert request.messages == [{"role": "user", "content": "new"}]
     assert list(request.messages) == [{"role": "user", "content": "new"}] and len(messages) == 1
     assert messages[0]["content"] == "new" and calls == ["new"]
-    assert request == OperatorRequest(key="k", kind="new",
-                                      messages=[{"role": "user", "content": "new"}])  # fmt: skip
+    assert request == OperatorRequest(
+        key="k", kind="new", messages=[{"role": "user", "content": "new"}]
+    )
 
 
 def test_propose_batch_defaults_to_propose_per_request_in_order() -> None:

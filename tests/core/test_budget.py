@@ -35,8 +35,10 @@ def test_cap_holds_under_32_concurrent_calls() -> None:
                 failures_left -= 1
                 ledger.release("n", attempts=2)
             else:
-                ledger.commit("n", OperatorReply(text="x", prompt_tokens=3, completion_tokens=4,
-                                                 cost_usd=0.001))  # fmt: skip
+                ledger.commit(
+                    "n",
+                    OperatorReply(text="x", prompt_tokens=3, completion_tokens=4, cost_usd=0.001),
+                )
                 return
 
     async def main() -> None:
@@ -130,8 +132,9 @@ def test_money_cap_waits_for_reservations_and_refuses_what_could_break_it() -> N
 
 def test_unknown_cost_is_null_and_survives_persistence() -> None:
     ledger = BudgetLedger(quotas={"a": 2, "b": 2}, models={"a": "x/unpriced", "b": "gp"})
-    ledger.reserve("a").commit(OperatorReply(text="", prompt_tokens=5, completion_tokens=3,
-                                             cost_usd=None))  # fmt: skip
+    ledger.reserve("a").commit(
+        OperatorReply(text="", prompt_tokens=5, completion_tokens=3, cost_usd=None)
+    )
     ledger.reserve("b").commit(OperatorReply(text=""))
     data = ledger.to_json()
     assert data["cost_usd"] is None and data["nodes"]["a"]["cost_usd"] is None

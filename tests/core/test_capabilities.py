@@ -14,13 +14,17 @@ from dei_framework import Domain, ImprovementSelector, Operator, ParentSelector,
 
 def test_a_declared_capability_needs_its_methods() -> None:
     with pytest.raises(TypeError, match="declares 'array' but does not implement propose_genomes"):
+
         class NoGenomes(Operator):
             capabilities = frozenset({"array"})
 
             async def propose(self, request):
                 raise NotImplementedError
-    with pytest.raises(TypeError, match="declares 'array' but does not implement "
-                                        "evaluate_genomes, genome_texts"):  # fmt: skip
+
+    with pytest.raises(
+        TypeError, match="declares 'array' but does not implement evaluate_genomes, genome_texts"
+    ):
+
         class HalfArray(NumericDomain):
             capabilities = frozenset({"array"})
             evaluate_genomes = Domain.evaluate_genomes
@@ -28,6 +32,7 @@ def test_a_declared_capability_needs_its_methods() -> None:
 
 def test_an_unknown_capability_is_refused_naming_the_known_ones() -> None:
     with pytest.raises(TypeError, match=r"unknown vector \(known: array, batch\)"):
+
         class Typo(Operator):
             capabilities = frozenset({"vector"})
 
@@ -37,12 +42,14 @@ def test_an_unknown_capability_is_refused_naming_the_known_ones() -> None:
 
 def test_an_undeclared_override_is_inferred_with_a_warning() -> None:
     with pytest.warns(DeprecationWarning, match=r"capabilities = frozenset\(\{'batch'\}\)"):
+
         class Legacy(Operator):
             async def propose(self, request):
                 raise NotImplementedError
 
             async def propose_batch(self, requests):
                 return []
+
     assert Legacy.capabilities == {"batch"}
 
 
@@ -57,6 +64,7 @@ def test_a_subclass_inherits_the_declaration_without_a_warning() -> None:
         class Curious(ImprovementSelector):
             def tell(self, parent, child, status):
                 super().tell(parent, child, status)
+
     assert Tuned.capabilities == {"batch", "array"} and Curious.capabilities == {"learns"}
 
 
@@ -68,8 +76,7 @@ def test_the_reference_classes_declare_what_they_implement() -> None:
     assert Operator.capabilities == Domain.capabilities == frozenset()
 
 
-@pytest.mark.parametrize(("declared", "batched"), [({"array"}, False),
-                                                   ({"batch", "array"}, True)])
+@pytest.mark.parametrize(("declared", "batched"), [({"array"}, False), ({"batch", "array"}, True)])
 def test_the_driver_batches_an_operators_calls_only_when_it_declares_batch(
     tmp_path, monkeypatch, declared, batched
 ) -> None:
@@ -92,9 +99,18 @@ def test_the_driver_batches_an_operators_calls_only_when_it_declares_batch(
             return await super().propose_batch(requests)
 
     monkeypatch.setattr(operators, "GaussianOperator", Watched)
-    run(RunConfig(domain="numeric", budget=40, rounds=1, seed=1, eval_workers=0,
-                  array_path=False, nodes=[NodeConfig(name="a", operator="gaussian")]),
-        tmp_path / "run")  # fmt: skip
+    run(
+        RunConfig(
+            domain="numeric",
+            budget=40,
+            rounds=1,
+            seed=1,
+            eval_workers=0,
+            array_path=False,
+            nodes=[NodeConfig(name="a", operator="gaussian")],
+        ),
+        tmp_path / "run",
+    )
     if batched:  # a turn's calls in one propose_batch (which answers through propose_genomes)
         assert sum(batches) == 40 and singles == []
     else:

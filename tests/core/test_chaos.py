@@ -49,9 +49,13 @@ def test_every_entry_point_is_stalled_and_still_answers(monkeypatch: pytest.Monk
     chaos.install(evaluator, {"n": operator})  # type: ignore[arg-type]
 
     async def use() -> list[str]:
-        return [await evaluator.evaluate(), await evaluator.evaluate_many(),
-                await evaluator.evaluate_genomes(), await operator.propose(),
-                await operator.propose_batch()]  # fmt: skip
+        return [
+            await evaluator.evaluate(),
+            await evaluator.evaluate_many(),
+            await evaluator.evaluate_genomes(),
+            await operator.propose(),
+            await operator.propose_batch(),
+        ]
 
     assert asyncio.run(use()) == ["one", "many", "rows", "reply", "replies"]
     assert evaluator.calls == ["evaluate", "evaluate_many", "evaluate_genomes"]

@@ -42,7 +42,7 @@ def test_plugins_lists_the_core_war_axes_and_says_how_the_llm_operator_is_used(c
     assert {"tsp", "mc", "opcodes", "length"} <= set(axes)
     assert all(axes[name]["domain"] == "coreware" for name in ("tsp", "mc", "opcodes", "length"))
     text = cli("dei", "plugins").stdout
-    section = text[text.index("axes:"):]
+    section = text[text.index("axes:") :]
     for name in ("tsp", "mc", "opcodes", "length"):
         assert re.search(rf"^  {name}\s", section, re.MULTILINE), section
     # `llm` is no operator name to pass as is: its line says how to name a model instead.
@@ -51,14 +51,22 @@ def test_plugins_lists_the_core_war_axes_and_says_how_the_llm_operator_is_used(c
 
 
 def test_a_run_that_fails_to_start_leaves_no_directory(toy_env, tmp_path) -> None:
-    args = ["dei-run", "--domain", "toy", "--operator", "toy-random", "--axes", "length,nope",
-            "--progress", "quiet"]  # fmt: skip
+    args = [
+        "dei-run",
+        "--domain",
+        "toy",
+        "--operator",
+        "toy-random",
+        "--axes",
+        "length,nope",
+        "--progress",
+        "quiet",
+    ]
     result = subprocess.run(args, cwd=tmp_path, env=toy_env, capture_output=True, text=True)
     assert result.returncode == 1 and "no descriptor axis nope" in result.stderr
     assert list((tmp_path / "runs").glob("*")) == []
     out = tmp_path / "named"
-    result = subprocess.run([*args, "--out", str(out)], env=toy_env, capture_output=True,
-                            text=True)  # fmt: skip
+    result = subprocess.run([*args, "--out", str(out)], env=toy_env, capture_output=True, text=True)
     assert result.returncode == 1 and not out.exists()
     kept = tmp_path / "mine"
     kept.mkdir()
@@ -74,12 +82,24 @@ def test_progress_after_resume_counts_from_the_resumed_totals(toy_env, cli, tmp_
         "checkpoint_seconds = 0.05\neval_workers = 0\n[operator_options]\ndelay = 0.02\n"
     )
     out = tmp_path / "run"
-    kill_midway(["--config", str(config), "--operator", "toy-random", "--out", str(out),
-                 "--progress", "quiet", "--no-report"], out, toy_env, min_events=70)  # fmt: skip
-    result = cli("dei-run", "--resume", str(out), "--progress", "lines", "--no-report",
-                 env=toy_env)  # fmt: skip
-    lines = re.findall(r"\[(node-\d)\] round (\d) of 4 done: .*calls (\d+)/100",
-                       result.stderr)  # fmt: skip
+    kill_midway(
+        [
+            "--config",
+            str(config),
+            "--operator",
+            "toy-random",
+            "--out",
+            str(out),
+            "--progress",
+            "quiet",
+            "--no-report",
+        ],
+        out,
+        toy_env,
+        min_events=70,
+    )
+    result = cli("dei-run", "--resume", str(out), "--progress", "lines", "--no-report", env=toy_env)
+    lines = re.findall(r"\[(node-\d)\] round (\d) of 4 done: .*calls (\d+)/100", result.stderr)
     assert lines, result.stderr
     assert any(int(r) > 0 for _, r, _ in lines), "nothing was left to resume"
     for _, round_index, calls in lines:
@@ -96,8 +116,20 @@ def test_a_descriptor_given_as_a_tuple_is_a_clear_error() -> None:
 def test_the_config_files_out_key_is_the_run_directory(toy_env, tmp_path) -> None:
     config = tmp_path / "run.toml"
     config.write_text('domain = "toy"\noperators = ["toy-random"]\nout = "from-config"\n')
-    args = ["dei-run", "--config", str(config), "--budget", "4", "--rounds", "1",
-            "--eval-workers", "0", "--progress", "quiet", "--no-report"]  # fmt: skip
+    args = [
+        "dei-run",
+        "--config",
+        str(config),
+        "--budget",
+        "4",
+        "--rounds",
+        "1",
+        "--eval-workers",
+        "0",
+        "--progress",
+        "quiet",
+        "--no-report",
+    ]
     result = subprocess.run(args, cwd=tmp_path, env=toy_env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "from-config" / "summary.json").is_file()
@@ -127,8 +159,9 @@ def test_experiment_help_is_in_its_own_words_and_omits_what_it_refuses(tmp_path)
     run = runner.invoke(dei_run, ["--help"], terminal_width=200).output
     assert "--replay" in run and "a new folder under ./runs/" in run  # dei-run's are untouched
     # Still parsed, so that the refusal can say what to do instead.
-    refused = runner.invoke(dei, ["experiment", "--domain", "coreware", "--operator", "gp",
-                                  "--replay", str(tmp_path)])  # fmt: skip
+    refused = runner.invoke(
+        dei, ["experiment", "--domain", "coreware", "--operator", "gp", "--replay", str(tmp_path)]
+    )
     assert refused.exit_code == 1
     assert "dei experiment does not replay; replay single runs with dei-run --replay" in (
         refused.output + (refused.stderr or "")
@@ -147,8 +180,9 @@ def test_the_default_output_folders_are_ignored_by_git() -> None:
     run = default_out("coreware")  # what the commands pick without --out
     experiment = Path("experiments") / run.name
     paths = [str(run / "config.json"), str(experiment / "experiment.json")]
-    checked = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=repo,
-                             capture_output=True, text=True)  # fmt: skip
+    checked = subprocess.run(
+        ["git", "check-ignore", "--no-index", *paths], cwd=repo, capture_output=True, text=True
+    )
     assert checked.stdout.split() == paths, checked
 
 
@@ -170,10 +204,17 @@ def test_dei_plugins_help_and_cli_md_name_every_kind_the_listing_has() -> None:
 
     kinds = list(load_plugins().listing())
     text = " ".join(CliRunner().invoke(dei, ["plugins", "--help"]).output.split())
-    words = {"domains": "domains", "operators": "operators", "transports": "transports",
-             "sharing": "sharing policies", "axes": "descriptor axes", "emitters": "emitters",
-             "archives": "archives", "evaluators": "evaluators",
-             "allocators": "budget allocators"}  # fmt: skip
+    words = {
+        "domains": "domains",
+        "operators": "operators",
+        "transports": "transports",
+        "sharing": "sharing policies",
+        "axes": "descriptor axes",
+        "emitters": "emitters",
+        "archives": "archives",
+        "evaluators": "evaluators",
+        "allocators": "budget allocators",
+    }
     assert set(kinds) == set(words), kinds  # a new kind needs its words here and in the help
     missing = [kind for kind in kinds if words[kind] not in text]
     assert not missing, text

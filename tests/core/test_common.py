@@ -34,8 +34,9 @@ SPACE = DescriptorSpace([ThresholdAxis("x", (1, 2, 3))])
 
 
 def elite(text: str, fitness: float, x: float, node: str) -> Candidate:
-    return Candidate(id=f"{node}-{text}", text=text, fitness=fitness, descriptor={"x": x}, cell=(),
-                 node=node)  # fmt: skip
+    return Candidate(
+        id=f"{node}-{text}", text=text, fitness=fitness, descriptor={"x": x}, cell=(), node=node
+    )
 
 
 def archive(*elites: Candidate) -> GridArchive:
@@ -55,13 +56,23 @@ def test_the_merge_keeps_the_best_common_fitness_in_the_common_cell() -> None:
     # failed its common-ground evaluation and is left out.
     a = archive(elite("big", 9.0, 0.5, "node-0"), elite("moved", 1.0, 1.5, "node-0"))
     b = archive(elite("small", 2.0, 0.5, "node-1"), elite("broken", 5.0, 2.5, "node-1"))
-    outcomes = {"big": outcome(0.4, 0.5), "small": outcome(0.9, 0.7), "moved": outcome(0.3, 3.5),
-                "broken": Outcome(error="evaluation failed")}  # fmt: skip
+    outcomes = {
+        "big": outcome(0.4, 0.5),
+        "small": outcome(0.9, 0.7),
+        "moved": outcome(0.3, 3.5),
+        "broken": Outcome(error="evaluation failed"),
+    }
     merged, entries = merge_common([a, b], outcomes, SPACE, qd_offset=0.0)
     by_text = {e["text"]: e for e in entries}
     assert set(by_text) == {"small", "moved"}
-    assert by_text["small"] == {**by_text["small"], "cell": [0], "fitness": 2.0,
-                                "common_fitness": 0.9, "node": "node-1", "raw_cell": [0]}
+    assert by_text["small"] == {
+        **by_text["small"],
+        "cell": [0],
+        "fitness": 2.0,
+        "common_fitness": 0.9,
+        "node": "node-1",
+        "raw_cell": [0],
+    }
     assert by_text["moved"]["cell"] == [3] and by_text["moved"]["raw_cell"] == [1]
     stats = merged.stats()
     assert stats.num_elites == 2 and stats.qd_score == pytest.approx(1.2)
@@ -187,14 +198,23 @@ def test_a_seed_that_is_easy_for_everyone_does_not_move_every_elite_together() -
         scores = asyncio.run(score_texts(evaluator, texts, reference))
     finally:
         evaluator.close()
-    truth = {text: clean.evaluate(clean.parse(text), reference.programs, seed=0).fitness
-             for text in texts}  # fmt: skip
+    truth = {
+        text: clean.evaluate(clean.parse(text), reference.programs, seed=0).fitness
+        for text in texts
+    }
     errors = [scores[text].mean - truth[text] for text in texts]
     # Independent errors of a mean of 5 unit-variance draws: sd 1/sqrt(5) ~ 0.45 over programs
     # (shared seeds: sd 0).
     assert 0.3 < statistics.stdev(errors) < 0.6
-    entries = [{"common_fitness": scores[t].mean, "common_fitness_std": scores[t].std,
-                "common_fitness_n": 5, "selection_fitness": 0.0} for t in texts]  # fmt: skip
+    entries = [
+        {
+            "common_fitness": scores[t].mean,
+            "common_fitness_std": scores[t].std,
+            "common_fitness_n": 5,
+            "selection_fitness": 0.0,
+        }
+        for t in texts
+    ]
     sem = scoring_spread(entries)["qd_score_sem"]
     assert sem == pytest.approx(math.sqrt(60 / 5), rel=0.25)
     assert abs(sum(errors)) <= 3 * sem
@@ -215,9 +235,16 @@ def test_fresh_seeds_agree_with_the_reported_common_qd(tmp_path) -> None:
 
     registry = load_plugins([toy_domain])
     nodes = [NodeConfig(name=f"node-{i}", operator="toy-random") for i in range(8)]
-    config = RunConfig(domain="toy", nodes=nodes, budget=320, rounds=1, eval_workers=0, seed=11,
-                       domain_options={"noise": 0.35, "seed_effect": 0.35},
-                       common_ground=True)  # fmt: skip
+    config = RunConfig(
+        domain="toy",
+        nodes=nodes,
+        budget=320,
+        rounds=1,
+        eval_workers=0,
+        seed=11,
+        domain_options={"noise": 0.35, "seed_effect": 0.35},
+        common_ground=True,
+    )
     summary = run(config, tmp_path / "run", registry=registry)
     block = summary["merged"]["common"]
     assert block["common_seeds"] == 5 and len(block["scoring_seeds"]) == 5
@@ -234,8 +261,10 @@ def test_fresh_seeds_agree_with_the_reported_common_qd(tmp_path) -> None:
     for item in elites:
         program = domain.parse(item["text"])
         own = (reference.selection_seed(item["text"]), *reference.seeds_for(item["text"]))
-        values = [domain.evaluate(program, reference.programs, seed=s).fitness
-                  for s in text_seeds(fresh_bases, item["text"], exclude=own)]  # fmt: skip
+        values = [
+            domain.evaluate(program, reference.programs, seed=s).fitness
+            for s in text_seeds(fresh_bases, item["text"], exclude=own)
+        ]
         fresh.append(values)
     fresh_qd = sum(sum(values) / len(values) for values in fresh)
     fresh_sem = math.sqrt(sum(statistics.variance(v) / len(v) for v in fresh))
@@ -288,8 +317,15 @@ def _measured(deterministic: bool) -> tuple[CountingToy, dict, list[dict], list[
         for text in programs:
             program = domain.parse(text)
             found = domain.evaluate(program, [], seed=0)
-            node_archive.add(Candidate(id=f"{node}-{text}", text=text, fitness=found.fitness,
-                                       descriptor=found.descriptor, node=node))  # fmt: skip
+            node_archive.add(
+                Candidate(
+                    id=f"{node}-{text}",
+                    text=text,
+                    fitness=found.fitness,
+                    descriptor=found.descriptor,
+                    node=node,
+                )
+            )
         merge.add_round(node, 0, node_archive)
     domain.calls.clear()  # only what common ground evaluates from here on
     merge.reference = build_reference(domain, scoring=4)
@@ -313,7 +349,8 @@ def test_a_deterministic_domain_is_scored_once_per_program_with_the_multi_seed_r
     assert len(seeded.calls) == len(texts) + 4 * len(scored)
     # The objective ignores the seed, so the one evaluation gives the multi-seed figures.
     assert [(e["text"], e["cell"], e["common_fitness"]) for e in entries] == [
-        (e["text"], e["cell"], e["common_fitness"]) for e in entries_k]
+        (e["text"], e["cell"], e["common_fitness"]) for e in entries_k
+    ]
     assert all(e["common_fitness_n"] == 1 for e in entries)
     assert all(e["common_fitness_n"] == 4 for e in entries_k)
     for key in ("coverage", "qd_score", "num_elites"):

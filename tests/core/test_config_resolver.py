@@ -31,9 +31,13 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 def _flags_of(params) -> dict[str, click.Option]:
     """Every long flag spelling of ``params``, to its option."""
-    return {opt: param for param in params if isinstance(param, click.Option)
-            for opt in (*param.opts, *param.secondary_opts)
-            if opt.startswith("--") and opt != "--help"}  # fmt: skip
+    return {
+        opt: param
+        for param in params
+        if isinstance(param, click.Option)
+        for opt in (*param.opts, *param.secondary_opts)
+        if opt.startswith("--") and opt != "--help"
+    }
 
 
 def _setting_flags() -> dict[str, str]:
@@ -51,14 +55,45 @@ def test_the_config_keys_are_the_settings_and_the_tables() -> None:
     assert CONFIG_KEYS == derived
     # The set as it was typed by hand before it was derived: no key was lost or added.
     assert CONFIG_KEYS == CONFIG_TABLES | {
-        "domain", "transport", "nodes", "operator", "operators", "api_base", "budget",
-        "iterations", "rounds", "sharing", "axes", "seed", "eval_workers", "new_fraction", "lag",
-        "max_champions", "max_peer_champions", "checkpoint_seconds", "out", "emitter", "archive",
-        "compute_axis", "max_cost_usd", "max_attempts_per_node", "max_attempts_per_call",
-        "common_ground", "common_seeds", "preset", "members", "delivery", "lifecycle",
-        "evaluator", "evaluator_address", "array_path", "sandbox", "eval_timeout", "eval_memory",
+        "domain",
+        "transport",
+        "nodes",
+        "operator",
+        "operators",
+        "api_base",
+        "budget",
+        "iterations",
+        "rounds",
+        "sharing",
+        "axes",
+        "seed",
+        "eval_workers",
+        "new_fraction",
+        "lag",
+        "max_champions",
+        "max_peer_champions",
+        "checkpoint_seconds",
+        "out",
+        "emitter",
+        "archive",
+        "compute_axis",
+        "max_cost_usd",
+        "max_attempts_per_node",
+        "max_attempts_per_call",
+        "common_ground",
+        "common_seeds",
+        "preset",
+        "members",
+        "delivery",
+        "lifecycle",
+        "evaluator",
+        "evaluator_address",
+        "array_path",
+        "sandbox",
+        "eval_timeout",
+        "eval_memory",
         "allocation",
-    }  # fmt: skip
+    }
     fields = {item.key for item in of_fields(RunConfig)}
     tables = {name for name in fields | set(RunConfig.__annotations__) if name in CONFIG_TABLES}
     assert set(RunConfig.__annotations__) - fields - tables == set(), "a field is no setting"
@@ -96,7 +131,7 @@ def test_dei_experiment_takes_every_setting_and_hides_only_what_it_refuses(plugi
 def _section(text: str, heading: str) -> str:
     match = re.search(rf"^(#+) {re.escape(heading)}\s*$", text, re.MULTILINE)
     assert match, f"no heading {heading!r}"
-    rest = text[match.end():]
+    rest = text[match.end() :]
     end = re.search(rf"^#{{1,{len(match.group(1))}}} ", rest, re.MULTILINE)
     return rest[: end.start()] if end else rest
 
@@ -124,17 +159,20 @@ def _groups(section: str) -> dict[str, str]:
 def test_cli_md_lists_every_dei_run_flag_in_its_settings_group(plugins) -> None:
     documented = _groups(_section((DOCS / "cli.md").read_text(), "`dei-run`"))
     expected = {flag: SETTINGS[key].section for flag, key in _setting_flags().items()}
-    misplaced = {flag: (documented.get(flag), group) for flag, group in expected.items()
-                 if documented.get(flag) != group}  # fmt: skip
-    assert not misplaced, f"docs/cli.md, dei-run: flag -> (its group there, its setting's) "\
-                          f"{misplaced}"  # fmt: skip
+    misplaced = {
+        flag: (documented.get(flag), group)
+        for flag, group in expected.items()
+        if documented.get(flag) != group
+    }
+    assert not misplaced, (
+        f"docs/cli.md, dei-run: flag -> (its group there, its setting's) {misplaced}"
+    )
     assert set(documented.values()) <= set(SECTIONS)
     plugin_flags = set(_flags_of(entry.spec.option for entry in plugins.run_options.values()))
     unknown = sorted(set(documented) - set(expected) - set(FLAG_ONLY) - plugin_flags)
     missing = sorted(set(FLAG_ONLY) - set(documented))
     assert (unknown, missing) == ([], []), (
-        f"docs/cli.md, dei-run: rows for no flag {unknown}; flag-only flags without a row "
-        f"{missing}"
+        f"docs/cli.md, dei-run: rows for no flag {unknown}; flag-only flags without a row {missing}"
     )
 
 
@@ -199,7 +237,8 @@ def test_flags_win_over_the_file_which_wins_over_the_preset_and_the_defaults(tmp
     assert sources.mine("nodes") is None  # neither the flags nor the file
     assert "conditions" not in sources.protocol
     assert Sources.read({"preset": "dei-paper"}, experiment=True).pick("conditions") == (
-        "solo,homo,diverse")
+        "solo,homo,diverse"
+    )
 
 
 def test_an_unknown_key_is_refused_only_where_keys_are_known(tmp_path) -> None:
@@ -247,42 +286,77 @@ def test_a_file_setting_every_kind_of_key_resolves_as_it_always_did(tmp_path, pl
     # The values resolve_config gave this file before the resolver was derived from RunConfig.
     path = tmp_path / "run.toml"
     path.write_text(FULL)
-    config = resolve_config({"config_file": str(path), "seed": 6,
-                             "domain_option": ("dims=3",)}, plugins)  # fmt: skip
+    config = resolve_config(
+        {"config_file": str(path), "seed": 6, "domain_option": ("dims=3",)}, plugins
+    )
     data = config.to_json()
     assert [(n["name"], n["operator"], n["options"]) for n in data.pop("nodes")] == [
-        ("node-0", "gaussian", {"concurrency": 2}), ("node-1", "iso-line", {"concurrency": 2}),
+        ("node-0", "gaussian", {"concurrency": 2}),
+        ("node-1", "iso-line", {"concurrency": 2}),
         ("node-2", "gaussian", {"concurrency": 2}),
-    ]  # fmt: skip
+    ]
     assert data == {
-        "domain": "numeric", "transport": "inmemory", "rounds": 2, "budget": 30,
-        "iterations": None, "seed": 6, "sharing": "top-k", "sharing_options": {"k": 2},
-        "axes": (), "emitter": "tournament", "emitter_options": {"size": 2}, "archive": "grid",
-        "archive_options": {}, "new_fraction": 0.2, "lifecycle": "continual", "lag": 2,
-        "max_champions": 7, "max_peer_champions": 9, "eval_workers": 0, "evaluator": "local",
-        "evaluator_address": None, "evaluator_options": {}, "sandbox": "none",
-        "eval_timeout": None, "eval_memory": None, "domain_options": {"dims": 3},
-        "transport_options": {}, "delivery": "virtual", "checkpoint_seconds": 0.5,
-        "array_path": False, "common_ground": True, "common_seeds": 3, "members": (),
-        "compute_axis": "calls", "max_cost_usd": None, "max_attempts_per_node": 50,
+        "domain": "numeric",
+        "transport": "inmemory",
+        "rounds": 2,
+        "budget": 30,
+        "iterations": None,
+        "seed": 6,
+        "sharing": "top-k",
+        "sharing_options": {"k": 2},
+        "axes": (),
+        "emitter": "tournament",
+        "emitter_options": {"size": 2},
+        "archive": "grid",
+        "archive_options": {},
+        "new_fraction": 0.2,
+        "lifecycle": "continual",
+        "lag": 2,
+        "max_champions": 7,
+        "max_peer_champions": 9,
+        "eval_workers": 0,
+        "evaluator": "local",
+        "evaluator_address": None,
+        "evaluator_options": {},
+        "sandbox": "none",
+        "eval_timeout": None,
+        "eval_memory": None,
+        "domain_options": {"dims": 3},
+        "transport_options": {},
+        "delivery": "virtual",
+        "checkpoint_seconds": 0.5,
+        "array_path": False,
+        "common_ground": True,
+        "common_seeds": 3,
+        "members": (),
+        "compute_axis": "calls",
+        "max_cost_usd": None,
+        "max_attempts_per_node": 50,
         "max_attempts_per_call": 2,
-    }  # fmt: skip
+    }
 
 
 def test_dei_experiment_takes_the_node_count_from_the_file_too(tmp_path, plugins) -> None:
     path = tmp_path / "run.toml"
-    path.write_text('domain = "numeric"\nnodes = 2\nbudget = 48\n'
-                    'operators = ["gaussian", "iso-line"]\n')  # fmt: skip
+    path.write_text(
+        'domain = "numeric"\nnodes = 2\nbudget = 48\noperators = ["gaussian", "iso-line"]\n'
+    )
     plan = plan_from_flags({"config_file": str(path)}, plugins)
     assert {c.name: c.nodes for c in plan.conditions} == {
-        "solo": 1, "homo:gaussian": 2, "homo:iso-line": 2, "diverse": 2}
+        "solo": 1,
+        "homo:gaussian": 2,
+        "homo:iso-line": 2,
+        "diverse": 2,
+    }
     flagged = plan_from_flags({"config_file": str(path), "nodes": 4}, plugins)
     assert {c.name: c.nodes for c in flagged.conditions}["diverse"] == 4  # the flag wins
 
 
 def test_dei_node_puts_its_flags_over_the_configuration(plugins) -> None:
-    config = resolve_config({"domain": "numeric", "transport_option": ("loss=0.1",),
-                             "domain_option": ("dims=2",)}, plugins)  # fmt: skip
+    config = resolve_config(
+        {"domain": "numeric", "transport_option": ("loss=0.1",), "domain_option": ("dims=2",)},
+        plugins,
+    )
     over = with_node_flags(config, {"transport_option": ("loss=0.5", "latency=2")}, plugins)
     assert over.transport_options == {"loss": 0.5, "latency": 2}
     assert over.domain_options == {"dims": 2}

@@ -34,8 +34,7 @@ from dei_framework.runtime.run_lock import LOCK_NAME
 #: The seed every damage is drawn from: the cases are the same on every run of the suite.
 SEED = 37
 
-TOY = ["--domain", "toy", "--operator", "toy-random", "--eval-workers", "0", "--progress",
-       "quiet"]  # fmt: skip
+TOY = ["--domain", "toy", "--operator", "toy-random", "--eval-workers", "0", "--progress", "quiet"]
 
 NODE_CONFIG = """\
 domain = "toy"
@@ -55,8 +54,10 @@ operator = "toy-random"
 @pytest.fixture(scope="module")
 def env(toy_site: Path) -> dict[str, str]:
     """Subprocess environment that sees the toy plugin (module-scoped, as the runs are)."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(toy_site), os.environ.get("PYTHONPATH")]))}  # fmt: skip
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(toy_site), os.environ.get("PYTHONPATH")])),
+    }
 
 
 def _ok(args: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
@@ -70,22 +71,56 @@ def pristine(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> d
     ``interrupted`` (the experiment with its homo repeat stopped before its summary)."""
     root = tmp_path_factory.mktemp("pristine")
     run = root / "run"
-    _ok(["dei-run", *TOY, "--nodes", "2", "--budget", "24", "--rounds", "2", "--out", str(run)],
-        env)  # fmt: skip
+    _ok(
+        ["dei-run", *TOY, "--nodes", "2", "--budget", "24", "--rounds", "2", "--out", str(run)], env
+    )
     nodes = root / "nodes"
     (root / "nodes.toml").write_text(NODE_CONFIG)
     for name in ("node-0", "node-1"):
-        _ok(["dei", "node", "--config", str(root / "nodes.toml"), "--name", name, "--out",
-             str(nodes), "--progress", "quiet"], env)  # fmt: skip
+        _ok(
+            [
+                "dei",
+                "node",
+                "--config",
+                str(root / "nodes.toml"),
+                "--name",
+                name,
+                "--out",
+                str(nodes),
+                "--progress",
+                "quiet",
+            ],
+            env,
+        )
     _ok(["dei", "merge", str(nodes)], env)
     experiment = root / "experiment"
-    _ok(["dei", "experiment", *TOY, "--conditions", "solo,homo", "--nodes", "2", "--budget", "8",
-         "--rounds", "2", "--out", str(experiment)], env)  # fmt: skip
+    _ok(
+        [
+            "dei",
+            "experiment",
+            *TOY,
+            "--conditions",
+            "solo,homo",
+            "--nodes",
+            "2",
+            "--budget",
+            "8",
+            "--rounds",
+            "2",
+            "--out",
+            str(experiment),
+        ],
+        env,
+    )
     interrupted = root / "interrupted"
     shutil.copytree(experiment, interrupted)
     # As a kill after the repeat's last checkpoint and before its results leaves it.
-    for name in ("homo/repeat-0/summary.json", "homo/repeat-0/merged_archive.json",
-                 "summary.json", "report.md"):  # fmt: skip
+    for name in (
+        "homo/repeat-0/summary.json",
+        "homo/repeat-0/merged_archive.json",
+        "summary.json",
+        "report.md",
+    ):
         (interrupted / name).unlink()
     shutil.rmtree(interrupted / "plots", ignore_errors=True)
     return {"run": run, "nodes": nodes, "experiment": experiment, "interrupted": interrupted}
@@ -334,15 +369,21 @@ TARGETS: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
 #:   node process without one from its last checkpoint (marked stopped), and ``dei report``
 #:   recomputes a missing experiment summary.
 RECOVERED = {
-    ("torn tail", "resume"), ("torn tail", "node-resume"), ("torn tail", "experiment-resume"),
+    ("torn tail", "resume"),
+    ("torn tail", "node-resume"),
+    ("torn tail", "experiment-resume"),
     ("torn tail", "replay"),
-    ("checkpoint deleted", "resume"), ("checkpoint deleted", "node-resume"),
-    ("checkpoint deleted", "experiment-resume"), ("checkpoint null", "resume"),
-    ("checkpoint null", "node-resume"), ("checkpoint null", "experiment-resume"),
-    ("summary deleted", "experiment-resume"), ("summary deleted", "export"),
+    ("checkpoint deleted", "resume"),
+    ("checkpoint deleted", "node-resume"),
+    ("checkpoint deleted", "experiment-resume"),
+    ("checkpoint null", "resume"),
+    ("checkpoint null", "node-resume"),
+    ("checkpoint null", "experiment-resume"),
+    ("summary deleted", "experiment-resume"),
+    ("summary deleted", "export"),
     ("summary deleted", "merge"),
     ("experiment-summary deleted", "report"),
-}  # fmt: skip
+}
 
 
 @attrs.frozen
@@ -357,8 +398,10 @@ class Case:
 
     @property
     def recovered(self) -> bool:
-        return ((self.damage, self.command) in RECOVERED
-                or (f"{self.kind} {self.damage}", self.command) in RECOVERED)  # fmt: skip
+        return (self.damage, self.command) in RECOVERED or (
+            f"{self.kind} {self.damage}",
+            self.command,
+        ) in RECOVERED
 
     def __str__(self) -> str:
         return f"{self.directory}:{self.target}:{self.damage}:{self.command}"
@@ -373,8 +416,7 @@ def _cases() -> list[Case]:
         for target, kind, commands in targets:
             turn = turns[kind] = turns.get(kind, -1) + 1
             for index, damage in enumerate(_chosen(kind, turn)):
-                cases.append(Case(directory, target, kind, damage,
-                                  commands[index % len(commands)]))  # fmt: skip
+                cases.append(Case(directory, target, kind, damage, commands[index % len(commands)]))
     return cases
 
 
@@ -382,9 +424,11 @@ CASES = _cases()
 
 
 def _hashes(directory: Path) -> dict[str, str]:
-    return {str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(directory.rglob("*"))
-            if path.is_file() and path.name != LOCK_NAME}  # fmt: skip
+    return {
+        str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file() and path.name != LOCK_NAME
+    }
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -137,13 +137,21 @@ def _outcome(path: Path) -> dict:
         "champions": {n: node["champion"] for n, node in summary["nodes"].items()},
         "calls": summary["budget"]["calls"],
         "archives": archives,
-        "evaluated": sorted((e["id"], e["fitness"], e["status"], e["cell"]) for e in log
-                            if e["event"] == "evaluated"),  # fmt: skip
+        "evaluated": sorted(
+            (e["id"], e["fitness"], e["status"], e["cell"])
+            for e in log
+            if e["event"] == "evaluated"
+        ),
         # per node and round, in the order taken (nodes log concurrently, so the interleaving
         # of different nodes' lines in the file follows the wall clock)
-        "received": sorted(((e["node"], e["round"], e["from"], e["from_round"], e["program"])
-                            for e in log if e["event"] == "received"),
-                           key=lambda r: (r[0], r[1])),  # fmt: skip
+        "received": sorted(
+            (
+                (e["node"], e["round"], e["from"], e["from_round"], e["program"])
+                for e in log
+                if e["event"] == "received"
+            ),
+            key=lambda r: (r[0], r[1]),
+        ),
     }
 
 
@@ -151,8 +159,19 @@ def _outcome(path: Path) -> dict:
 def test_a_seeded_coreware_ensemble_is_identical_whatever_the_stalls(cli, tmp_path) -> None:
     # The issue's command at a quarter of its budget and half its rounds (test time); the full
     # command (--budget 1600 --rounds 10) was checked by hand, see docs/architecture.md.
-    args = ["--domain", "coreware", "--seed", "0", "--budget", "400", "--rounds", "5",
-            "--progress", "quiet", "--no-report"]  # fmt: skip
+    args = [
+        "--domain",
+        "coreware",
+        "--seed",
+        "0",
+        "--budget",
+        "400",
+        "--rounds",
+        "5",
+        "--progress",
+        "quiet",
+        "--no-report",
+    ]
     outcomes = []
     for index, stall in enumerate(("0.002", "0.03")):
         out = tmp_path / f"run{index}"
@@ -166,16 +185,24 @@ def test_a_seeded_coreware_ensemble_is_identical_whatever_the_stalls(cli, tmp_pa
 
 
 @pytest.mark.parametrize("lifecycle", ["reset", "continual"])
-def test_a_killed_and_resumed_ensemble_ends_as_an_uninterrupted_one(toy_env, cli, tmp_path,
-                                                                     lifecycle):  # fmt: skip
+def test_a_killed_and_resumed_ensemble_ends_as_an_uninterrupted_one(
+    toy_env, cli, tmp_path, lifecycle
+):
     config = tmp_path / "run.toml"
     config.write_text(
         'domain = "toy"\nnodes = 3\nbudget = 180\nrounds = 5\nseed = 4\n'
         f'checkpoint_seconds = 0.05\neval_workers = 0\nlifecycle = "{lifecycle}"\n'
-        '[operator_options]\ndelay = 0.01\n'
+        "[operator_options]\ndelay = 0.01\n"
     )
-    common = ["--config", str(config), "--operator", "toy-random", "--progress", "quiet",
-              "--no-report"]  # fmt: skip
+    common = [
+        "--config",
+        str(config),
+        "--operator",
+        "toy-random",
+        "--progress",
+        "quiet",
+        "--no-report",
+    ]
     env = {**toy_env, "DEI_CHAOS_STALL": "0.03"}
     clean = tmp_path / "clean"
     cli("dei-run", *common, "--out", str(clean), env=env)
@@ -197,8 +224,10 @@ def _sharing(run_dir: Path) -> dict[str, dict]:
     """Each node's sharing counters (a timeline's round-start waits depend on timing: left
     out)."""
     summary = json.loads((run_dir / "summary.json").read_text())
-    return {name: {**node["sharing"], "transport": node["sharing"]["transport"].get("posted")}
-            for name, node in summary["nodes"].items()}  # fmt: skip
+    return {
+        name: {**node["sharing"], "transport": node["sharing"]["transport"].get("posted")}
+        for name, node in summary["nodes"].items()
+    }
 
 
 class _GivesUp(Operator):
@@ -219,8 +248,12 @@ class _GivesUp(Operator):
 class _GivesUpPlugin:
     @hookimpl
     def dei_operators(self):
-        return [OperatorSpec(name="gives-up", factory=lambda settings, domain: _GivesUp(
-            int(settings.options.get("calls", 5))))]  # fmt: skip
+        return [
+            OperatorSpec(
+                name="gives-up",
+                factory=lambda settings, domain: _GivesUp(int(settings.options.get("calls", 5))),
+            )
+        ]
 
 
 @pytest.mark.parametrize("calls", [0, 25])
@@ -228,14 +261,21 @@ def test_a_node_that_stops_early_releases_its_peers(toy_env, tmp_path, calls) ->
     import toy_domain
 
     config = RunConfig(
-        domain="toy", budget=120, rounds=4, seed=2, eval_workers=0,
-        nodes=[NodeConfig(name="steady", operator="toy-random"),
-               NodeConfig(name="quitter", operator="gives-up", options={"calls": calls}),
-               NodeConfig(name="other", operator="toy-random")],
-    )  # fmt: skip
+        domain="toy",
+        budget=120,
+        rounds=4,
+        seed=2,
+        eval_workers=0,
+        nodes=[
+            NodeConfig(name="steady", operator="toy-random"),
+            NodeConfig(name="quitter", operator="gives-up", options={"calls": calls}),
+            NodeConfig(name="other", operator="toy-random"),
+        ],
+    )
     registry = load_plugins([toy_domain, _GivesUpPlugin()])
-    summary = asyncio.run(asyncio.wait_for(asyncio.to_thread(
-        run, config, tmp_path / "run", registry=registry), 120))  # fmt: skip
+    summary = asyncio.run(
+        asyncio.wait_for(asyncio.to_thread(run, config, tmp_path / "run", registry=registry), 120)
+    )
     assert summary["nodes"]["quitter"]["stopped"]
     assert summary["nodes"]["steady"]["rounds_completed"] == 4
     assert summary["nodes"]["other"]["rounds_completed"] == 4
@@ -248,17 +288,40 @@ def test_a_wallclock_run_is_replayed_from_its_arrival_record(toy_env, cli, tmp_p
     # `received` events record it, and --replay must take exactly those at each round start.
     out = tmp_path / "live"
     env = {**toy_env, "DEI_CHAOS_STALL": "0.02"}
-    cli("dei-run", *TOY_ARGS, "--nodes", "3", "--budget", "120", "--rounds", "4", "--seed", "8",
-        "--delivery", "wallclock", "--out", str(out), env=env)  # fmt: skip
+    cli(
+        "dei-run",
+        *TOY_ARGS,
+        "--nodes",
+        "3",
+        "--budget",
+        "120",
+        "--rounds",
+        "4",
+        "--seed",
+        "8",
+        "--delivery",
+        "wallclock",
+        "--out",
+        str(out),
+        env=env,
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert "delivery" not in summary["nodes"]["node-0"]["sharing"]["transport"]  # the hub ran
     replay = tmp_path / "replay"
-    cli("dei-run", "--replay", str(out), "--out", str(replay), "--progress", "quiet",
-        "--no-report", env=env)  # fmt: skip
+    cli(
+        "dei-run",
+        "--replay",
+        str(out),
+        "--out",
+        str(replay),
+        "--progress",
+        "quiet",
+        "--no-report",
+        env=env,
+    )
     original, again = _outcome(out), _outcome(replay)
     assert original["received"], "nothing arrived: the test would prove little"
     assert again == original
-
 
 
 def test_a_champion_arriving_after_the_last_round_began_is_logged_late(toy_env, tmp_path) -> None:
@@ -268,10 +331,13 @@ def test_a_champion_arriving_after_the_last_round_began_is_logged_late(toy_env, 
     import toy_domain
 
     registry = load_plugins(extra=[toy_domain])
-    nodes = [NodeConfig(name="fast", operator="toy-random"),
-             NodeConfig(name="slow", operator="toy-random", options={"delay": 0.2})]  # fmt: skip
-    config = RunConfig(domain="toy", nodes=nodes, budget=32, rounds=1, seed=3, eval_workers=0,
-                       delivery="wallclock")  # fmt: skip
+    nodes = [
+        NodeConfig(name="fast", operator="toy-random"),
+        NodeConfig(name="slow", operator="toy-random", options={"delay": 0.2}),
+    ]
+    config = RunConfig(
+        domain="toy", nodes=nodes, budget=32, rounds=1, seed=3, eval_workers=0, delivery="wallclock"
+    )
     summary = run(config, tmp_path / "run", registry=registry)
     log = events(tmp_path / "run")
     assert not [e for e in log if e["event"] == "received"]  # no round started after round 0
@@ -283,6 +349,7 @@ def test_a_champion_arriving_after_the_last_round_began_is_logged_late(toy_env, 
     assert (sharing["slow"]["late"], sharing["slow"]["accepted"]) == (1, 0)
     assert (sharing["fast"]["late"], sharing["fast"]["accepted"]) == (0, 0)
 
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -291,8 +358,21 @@ def test_a_champion_arriving_after_the_last_round_began_is_logged_late(toy_env, 
     ],
 )
 def test_delivery_misuse_gives_one_clear_line(toy_env, cli, tmp_path, args, message) -> None:
-    result = cli("dei-run", "--domain", "toy", "--operator", "toy-random", "--nodes", "2", *args,
-                 "--out", str(tmp_path / "x"), "--progress", "quiet", env=toy_env,
-                 check=False)  # fmt: skip
+    result = cli(
+        "dei-run",
+        "--domain",
+        "toy",
+        "--operator",
+        "toy-random",
+        "--nodes",
+        "2",
+        *args,
+        "--out",
+        str(tmp_path / "x"),
+        "--progress",
+        "quiet",
+        env=toy_env,
+        check=False,
+    )
     assert result.returncode == 1
     assert message in result.stderr and "Traceback" not in result.stderr

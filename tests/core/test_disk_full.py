@@ -21,8 +21,19 @@ from dei_framework.contract.errors import WriteError
 from dei_framework.runtime.run_dir import RunDir, write_json_atomic
 
 #: A seeded Core War run that writes about 350 KB (its logs hold every call's reply).
-RUN_FLAGS = ("--domain", "coreware", "--rounds", "2", "--iterations", "4", "--seed", "3",
-             "--progress", "quiet", "--no-report")  # fmt: skip
+RUN_FLAGS = (
+    "--domain",
+    "coreware",
+    "--rounds",
+    "2",
+    "--iterations",
+    "4",
+    "--seed",
+    "3",
+    "--progress",
+    "quiet",
+    "--no-report",
+)
 #: This venv's ``dei-run``.
 DEI_RUN = shutil.which("dei-run", path=str(Path(sys.executable).parent)) or "dei-run"
 
@@ -32,8 +43,11 @@ def small_disk(tmp_path: Path):
     """A folder on a tmpfs of 64 KiB (resized by the test with :func:`resize`)."""
     folder = tmp_path / "disk"
     folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
-                             capture_output=True, text=True)  # fmt: skip
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
     try:
@@ -99,8 +113,9 @@ def test_an_append_on_a_full_disk_stops_every_later_write_of_the_run_dir(small_d
 
 def test_a_run_on_a_full_disk_is_one_line_and_resumes_exactly(small_disk, tmp_path) -> None:
     out = small_disk / "run"
-    full = subprocess.run([DEI_RUN, *RUN_FLAGS, "--out", str(out)], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    full = subprocess.run(
+        [DEI_RUN, *RUN_FLAGS, "--out", str(out)], capture_output=True, text=True, timeout=300
+    )
     assert full.returncode == 1, full.stderr
     assert "Traceback" not in full.stderr
     (line,) = full.stderr.splitlines()
@@ -110,11 +125,16 @@ def test_a_run_on_a_full_disk_is_one_line_and_resumes_exactly(small_disk, tmp_pa
     assert not (out / "summary.json").exists()
 
     resize(small_disk, "16m")
-    subprocess.run([DEI_RUN, "--resume", str(out), "--progress", "quiet", "--no-report"],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [DEI_RUN, "--resume", str(out), "--progress", "quiet", "--no-report"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     reference = tmp_path / "reference"
-    subprocess.run([DEI_RUN, *RUN_FLAGS, "--out", str(reference)], check=True,
-                   capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [DEI_RUN, *RUN_FLAGS, "--out", str(reference)], check=True, capture_output=True, timeout=300
+    )
     rounds = sorted(reference.glob("nodes/*/round-*.json"))
     files = ["merged_archive.json", *(str(path.relative_to(reference)) for path in rounds)]
     assert len(files) == 1 + 4 * 2

@@ -40,8 +40,9 @@ def test_jobs_carry_an_opponent_set_id_and_workers_evaluate_as_in_process(toy, m
         assert large.size > 20 * small.size
         outcomes = []
         for opponents in (small, large, large, small):
-            outcomes.append(await evaluator.evaluate("50 60 70", opponents, seed=1,
-                                                     axes=("length", "peak")))  # fmt: skip
+            outcomes.append(
+                await evaluator.evaluate("50 60 70", opponents, seed=1, axes=("length", "peak"))
+            )
         return small, large, outcomes
 
     try:
@@ -70,8 +71,10 @@ def test_generality_never_holds_up_candidate_evaluations(toy, tmp_path):
                 break
             await asyncio.sleep(0.01)
         opponents = evaluator.install([domain.parse("1 1")])
-        outcomes = [await evaluator.evaluate(f"{i} 40", opponents, seed=0, axes=("length", "peak"))
-                    for i in range(5)]  # fmt: skip
+        outcomes = [
+            await evaluator.evaluate(f"{i} 40", opponents, seed=0, axes=("length", "peak"))
+            for i in range(5)
+        ]
         assert not slow.done()  # every candidate finished while generality was still running
         lane = evaluator.backend._pools["generality"]
         niceness = [os.getpriority(os.PRIO_PROCESS, pid) for pid in lane._processes]

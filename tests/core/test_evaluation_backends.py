@@ -41,15 +41,27 @@ class CountingPlugin:
 
     @hookimpl
     def dei_evaluation_backends(self):
-        return [EvaluatorSpec(name="counting", factory=self.make,
-                              description="the local pool, counted (tests)")]  # fmt: skip
+        return [
+            EvaluatorSpec(
+                name="counting", factory=self.make, description="the local pool, counted (tests)"
+            )
+        ]
 
 
 def config(**placement) -> RunConfig:
-    return RunConfig(domain="numeric", budget=200, rounds=2, seed=7, eval_workers=0,
-                     domain_options={"dim": 4},
-                     nodes=[NodeConfig(name="a", operator="gaussian"),
-                            NodeConfig(name="b", operator="iso-line")], **placement)  # fmt: skip
+    return RunConfig(
+        domain="numeric",
+        budget=200,
+        rounds=2,
+        seed=7,
+        eval_workers=0,
+        domain_options={"dim": 4},
+        nodes=[
+            NodeConfig(name="a", operator="gaussian"),
+            NodeConfig(name="b", operator="iso-line"),
+        ],
+        **placement,
+    )
 
 
 def test_a_plugin_backend_runs_every_job_and_gives_the_local_results(tmp_path) -> None:
@@ -62,15 +74,17 @@ def test_a_plugin_backend_runs_every_job_and_gives_the_local_results(tmp_path) -
         tmp_path / "counting",
         registry=registry,
     )
-    assert plugin.made == [EvaluatorOptions(workers=0, address="somewhere",
-                                                     options={"knob": 1})]  # fmt: skip
+    assert plugin.made == [EvaluatorOptions(workers=0, address="somewhere", options={"knob": 1})]
     assert plugin.jobs.count("_parse_and_evaluate_batch") >= 2
-    merged = [json.loads((tmp_path / name / "merged_archive.json").read_text())
-              for name in ("local", "counting")]  # fmt: skip
+    merged = [
+        json.loads((tmp_path / name / "merged_archive.json").read_text())
+        for name in ("local", "counting")
+    ]
     assert len(merged[0]) > 5 and merged[0] == merged[1]
 
 
 def test_an_unknown_backend_is_one_clear_error(tmp_path) -> None:
-    with pytest.raises(ConfigError, match="unknown evaluation backend 'nowhere'; registered: "
-                                          "dask, local"):  # fmt: skip
+    with pytest.raises(
+        ConfigError, match="unknown evaluation backend 'nowhere'; registered: dask, local"
+    ):
         run(config(evaluator="nowhere"), tmp_path / "x", registry=load_plugins())

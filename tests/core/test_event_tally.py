@@ -12,10 +12,14 @@ SPACE = DescriptorSpace([UniformAxis("x", 0.0, 1.0, 4), UniformAxis("y", 0.0, 1.
 
 def _evaluated(node: str, kind: str, x: float | None, y: float | None, cell=None) -> dict:
     valid = x is not None
-    return {"event": "evaluated", "node": node, "kind": kind,
-            "status": "new" if valid else "invalid",
-            "descriptor": {"x": x, "y": y} if valid else None,
-            "cell": cell if cell is not None else ([0, 0] if valid else None)}  # fmt: skip
+    return {
+        "event": "evaluated",
+        "node": node,
+        "kind": kind,
+        "status": "new" if valid else "invalid",
+        "descriptor": {"x": x, "y": y} if valid else None,
+        "cell": cell if cell is not None else ([0, 0] if valid else None),
+    }
 
 
 EVENTS = [
@@ -36,8 +40,11 @@ def _expected_histograms(events: list[dict]) -> dict[str, np.ndarray]:
     then counted per node."""
     histograms: dict[str, np.ndarray] = {}
     for event in events:
-        if (event.get("event") != "evaluated" or event.get("cell") is None
-                or event.get("kind") not in ("new", "mutate")):  # fmt: skip
+        if (
+            event.get("event") != "evaluated"
+            or event.get("cell") is None
+            or event.get("kind") not in ("new", "mutate")
+        ):
             continue
         counts = histograms.setdefault(event["node"], np.zeros(int(np.prod(SPACE.shape))))
         counts[np.ravel_multi_index(SPACE.cell(event["descriptor"]), SPACE.shape)] += 1
@@ -61,8 +68,10 @@ def test_the_tally_counts_what_reading_the_log_back_counted() -> None:
 def test_a_placed_nodes_cells_are_taken_as_logged_and_others_are_placed_again() -> None:
     # Node "a" logs cells of the run's grid; node "b" logs cells of its own archive (wrong
     # here on purpose): only b's are placed again from the descriptor.
-    events = [_evaluated("a", "new", 0.1, 0.1, cell=[3, 4]), _evaluated("b", "new", 0.1, 0.1,
-                                                                        cell=[3, 4])]  # fmt: skip
+    events = [
+        _evaluated("a", "new", 0.1, 0.1, cell=[3, 4]),
+        _evaluated("b", "new", 0.1, 0.1, cell=[3, 4]),
+    ]
     histograms = EventTally(SPACE, events, placed=["a"]).histograms()
     flat = SPACE.shape[1]
     assert histograms["a"][3 * flat + 4] == 1

@@ -42,13 +42,24 @@ class Recorder:
 
     @hookimpl
     def dei_domains(self):
-        return [DomainSpec(name="toy-ctx", description="toy, recording its context",
-                           factory=lambda c: toy_domain.ToyDomain(self._keep("domain", c)))]
+        return [
+            DomainSpec(
+                name="toy-ctx",
+                description="toy, recording its context",
+                factory=lambda c: toy_domain.ToyDomain(self._keep("domain", c)),
+            )
+        ]
 
     @hookimpl
     def dei_operators(self):
-        return [OperatorSpec(name="toy-ctx-random", domains=("toy-ctx",), offline=True,
-                             factory=lambda settings, domain: toy_domain.ToyOperator("ctx"))]
+        return [
+            OperatorSpec(
+                name="toy-ctx-random",
+                domains=("toy-ctx",),
+                offline=True,
+                factory=lambda settings, domain: toy_domain.ToyOperator("ctx"),
+            )
+        ]
 
     @hookimpl
     def dei_transports(self):
@@ -84,11 +95,20 @@ def test_every_factory_gets_the_runs_plugins_seed_and_its_options(tmp_path) -> N
     recorder = Recorder()
     registry = load_plugins(extra=[toy_domain, recorder])
     config = RunConfig(
-        domain="toy-ctx", transport="inmemory-ctx", delivery="wallclock", sharing="top-k-ctx",
-        emitter="uniform-ctx", archive="grid-ctx", seed=41, budget=16, rounds=2,
-        eval_workers=0, nodes=[NodeConfig(name=f"n{i}", operator="toy-ctx-random") for i in (0, 1)],
-        domain_options={"improve": "Refine"}, sharing_options={"k": 1},
-    )  # fmt: skip
+        domain="toy-ctx",
+        transport="inmemory-ctx",
+        delivery="wallclock",
+        sharing="top-k-ctx",
+        emitter="uniform-ctx",
+        archive="grid-ctx",
+        seed=41,
+        budget=16,
+        rounds=2,
+        eval_workers=0,
+        nodes=[NodeConfig(name=f"n{i}", operator="toy-ctx-random") for i in (0, 1)],
+        domain_options={"improve": "Refine"},
+        sharing_options={"k": 1},
+    )
     summary = run(config, tmp_path / "run", registry=registry)
     assert summary["budget"]["calls"] == 16
     assert set(recorder.seen) == {"domain", "transport", "sharing", "emitter", "archive"}

@@ -38,4 +38,5 @@ def test_a_value_that_rounds_to_zero_has_no_sign() -> None:
 def test_an_empty_reference_set_is_named_as_such() -> None:
     assert reference_text({"count": 0, "sha256": "e3b0c44298fc1c14"}) == "none"
     assert reference_text({"count": 4, "sha256": "1a2b3c4d5e6f7a8b"}) == (
-        "4 programs, sha256 `1a2b3c4d5e6f`")
+        "4 programs, sha256 `1a2b3c4d5e6f`"
+    )

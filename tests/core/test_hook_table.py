@@ -60,6 +60,7 @@ def test_a_changed_docstring_makes_the_check_fail(script, tmp_path, monkeypatch)
 
 
 def test_markup_becomes_markdown_and_pipes_are_escaped(script) -> None:
-    text = (":class:`~dei_framework.contract.domain.DomainSpec` or ``None`` | "
-            ":func:`dei_framework.run`")
+    text = (
+        ":class:`~dei_framework.contract.domain.DomainSpec` or ``None`` | :func:`dei_framework.run`"
+    )
     assert script.markdown(text) == "`DomainSpec` or `None` \\| `dei_framework.run`"

@@ -15,8 +15,15 @@ from dei_framework import NodeConfig, RunConfig, hookimpl, load_plugins, run  # 
 
 
 def _config() -> RunConfig:
-    return RunConfig(domain="toy", nodes=[NodeConfig(name="solo", operator="toy-random")],
-                     budget=24, rounds=2, seed=5, eval_workers=0, sharing="none")  # fmt: skip
+    return RunConfig(
+        domain="toy",
+        nodes=[NodeConfig(name="solo", operator="toy-random")],
+        budget=24,
+        rounds=2,
+        seed=5,
+        eval_workers=0,
+        sharing="none",
+    )
 
 
 class Recorder:
@@ -72,10 +79,15 @@ def test_observers_run_in_pluggy_order_inside_their_wrappers(tmp_path) -> None:
     # pluggy: wrappers outermost (the last registered outside), then tryfirst, the plain ones
     # from the last registered to the first, then trylast.
     assert calls == [
-        "hookwrapper:before", f"wrapper:before:{summary['evaluated']}",
-        "tryfirst", "plain-2", "plain-1", "trylast",
-        "wrapper:after", "hookwrapper:after",
-    ]  # fmt: skip
+        "hookwrapper:before",
+        f"wrapper:before:{summary['evaluated']}",
+        "tryfirst",
+        "plain-2",
+        "plain-1",
+        "trylast",
+        "wrapper:after",
+        "hookwrapper:after",
+    ]
 
 
 def test_a_wrapper_on_a_registration_hook_leaves_registration_intact() -> None:
@@ -125,8 +137,9 @@ def test_a_failing_observer_is_reported_once_and_the_run_finishes(tmp_path, caps
 
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["budget"]["calls"] == 24
     assert summary["evaluated"] > 1
-    failing_name = registry.plugin_name(next(p for p in registry.manager.get_plugins()
-                                             if isinstance(p, Failing)))  # fmt: skip
+    failing_name = registry.plugin_name(
+        next(p for p in registry.manager.get_plugins() if isinstance(p, Failing))
+    )
     problems = [p for p in registry.problems if "dei_candidate_evaluated" in p]
     assert len(problems) == 1 and repr(failing_name) in problems[0] and "KeyError" in problems[0]
     assert capsys.readouterr().err.count("failed in dei_candidate_evaluated") == 1
@@ -148,8 +161,9 @@ def test_a_failing_wrapper_is_blamed_not_the_observer_it_wraps(capsys) -> None:
             raise RuntimeError("teardown bug")
 
     registry = load_plugins([Plain(), BadWrapper()], entry_points=False)
-    wrapper_name = registry.plugin_name(next(p for p in registry.manager.get_plugins()
-                                             if isinstance(p, BadWrapper)))  # fmt: skip
+    wrapper_name = registry.plugin_name(
+        next(p for p in registry.manager.get_plugins() if isinstance(p, BadWrapper))
+    )
     for round_index in range(3):
         registry.notify("dei_round_ended", node="n", round=round_index, stats={})
     assert len(registry.problems) == 1 and repr(wrapper_name) in registry.problems[0]

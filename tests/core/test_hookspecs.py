@@ -33,8 +33,13 @@ from dei_framework.plugin._contract import hook_docs  # noqa: E402
 PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
 #: The core's specifications and every reference plugin's own (``plugins/<name>/hookspecs.py``,
 #: installed as ``dei_<name>``).
-SPEC_MODULES = (core_hookspecs, *(importlib.import_module(f"dei_{path.parent.name}.hookspecs")
-                                  for path in sorted(PLUGINS.glob("*/hookspecs.py"))))  # fmt: skip
+SPEC_MODULES = (
+    core_hookspecs,
+    *(
+        importlib.import_module(f"dei_{path.parent.name}.hookspecs")
+        for path in sorted(PLUGINS.glob("*/hookspecs.py"))
+    ),
+)
 HOOKS = [(module, doc) for module in SPEC_MODULES for doc in hook_docs(module)]
 
 
@@ -58,8 +63,11 @@ def _any_in(hint: Any, where: str, seen: set[int]) -> list[str]:
     seen.add(id(hint))
     if typing.is_typeddict(hint):
         hints = typing.get_type_hints(hint, globalns=vars(sys.modules[hint.__module__]))
-        return [found for field, value in hints.items()
-                for found in _any_in(value, f"{where}.{field}", seen)]  # fmt: skip
+        return [
+            found
+            for field, value in hints.items()
+            for found in _any_in(value, f"{where}.{field}", seen)
+        ]
     return [found for argument in get_args(hint) for found in _any_in(argument, where, seen)]
 
 
@@ -197,13 +205,19 @@ def _conforms(value: Any, hint: Any, where: str) -> list[str]:
     if origin is list:
         if not isinstance(value, list):
             return [f"{where}: {value!r} is not a list"]
-        return [p for i, item in enumerate(value)
-                for p in _conforms(item, get_args(hint)[0], f"{where}[{i}]")]  # fmt: skip
+        return [
+            p
+            for i, item in enumerate(value)
+            for p in _conforms(item, get_args(hint)[0], f"{where}[{i}]")
+        ]
     if origin is dict:
         if not isinstance(value, dict):
             return [f"{where}: {value!r} is not a dict"]
-        return [p for key, item in value.items()
-                for p in _conforms(item, get_args(hint)[1], f"{where}.{key}")]  # fmt: skip
+        return [
+            p
+            for key, item in value.items()
+            for p in _conforms(item, get_args(hint)[1], f"{where}.{key}")
+        ]
     if hint is type(None):
         return [] if value is None else [f"{where}: {value!r} is not None"]
     allowed = (int, float) if hint is float else hint
@@ -218,10 +232,12 @@ class PayloadChecker:
     def __init__(self) -> None:
         self.problems: list[str] = []
         self.calls: dict[str, int] = {}
-        self.hints = {name: typing.get_type_hints(getattr(core_hookspecs, name),
-                                                  globalns=_type_checking_names(core_hookspecs))
-                      for name in ("dei_candidate_evaluated", "dei_round_ended",
-                                   "dei_run_finished")}  # fmt: skip
+        self.hints = {
+            name: typing.get_type_hints(
+                getattr(core_hookspecs, name), globalns=_type_checking_names(core_hookspecs)
+            )
+            for name in ("dei_candidate_evaluated", "dei_round_ended", "dei_run_finished")
+        }
 
     def _check(self, hook: str, **arguments: Any) -> None:
         self.calls[hook] = self.calls.get(hook, 0) + 1
@@ -239,8 +255,12 @@ class PayloadChecker:
     @hookimpl
     def dei_champion_received(self, node, envelope, accepted, reason):
         self.calls["dei_champion_received"] = self.calls.get("dei_champion_received", 0) + 1
-        if not (isinstance(envelope, ChampionEnvelope | None) and isinstance(accepted, bool)
-                and reason in ("ok", "dropped") and isinstance(node, str)):  # fmt: skip
+        if not (
+            isinstance(envelope, ChampionEnvelope | None)
+            and isinstance(accepted, bool)
+            and reason in ("ok", "dropped")
+            and isinstance(node, str)
+        ):
             self.problems.append(f"dei_champion_received{(node, envelope, accepted, reason)}")
 
     @hookimpl
@@ -252,9 +272,17 @@ def test_a_real_runs_payloads_fit_their_records(tmp_path) -> None:
     checker = PayloadChecker()
     registry = load_plugins([toy_domain, checker])  # the inmemory transport is a plugin
     assert registry.problems == []
-    config = RunConfig(domain="toy", budget=24, rounds=2, seed=5, eval_workers=0,
-                       nodes=[NodeConfig(name="a", operator="toy-random"),
-                              NodeConfig(name="b", operator="toy-random")])  # fmt: skip
+    config = RunConfig(
+        domain="toy",
+        budget=24,
+        rounds=2,
+        seed=5,
+        eval_workers=0,
+        nodes=[
+            NodeConfig(name="a", operator="toy-random"),
+            NodeConfig(name="b", operator="toy-random"),
+        ],
+    )
     summary = run(config, tmp_path / "run", registry=registry)
     assert checker.problems == []
     assert checker.calls["dei_candidate_evaluated"] == summary["evaluated"]

@@ -21,8 +21,8 @@ from midway import ctrl_c, events, kill_9, sigterm, stop_midway, wait_gone
 CONFIG = (
     'domain = "toy"\nnodes = 2\nbudget = 240\nrounds = 3\nseed = 5\n'
     "checkpoint_seconds = 0.2\neval_workers = 2\n"
-    '[operator_options]\ndelay = 0.04\n'
-)  # fmt: skip
+    "[operator_options]\ndelay = 0.04\n"
+)
 
 
 def _stalled(env: dict) -> dict:
@@ -33,8 +33,17 @@ def _stalled(env: dict) -> dict:
 
 
 def _args(config: Path, out: Path) -> list[str]:
-    return ["--config", str(config), "--operator", "toy-random", "--out", str(out),
-            "--progress", "lines", "--no-report"]  # fmt: skip
+    return [
+        "--config",
+        str(config),
+        "--operator",
+        "toy-random",
+        "--out",
+        str(out),
+        "--progress",
+        "lines",
+        "--no-report",
+    ]
 
 
 def _assert_exact_ledger(out: Path) -> None:
@@ -52,8 +61,9 @@ def _assert_exact_ledger(out: Path) -> None:
 
 
 def _resume(cli, out: Path, env: dict) -> None:
-    result = cli("dei-run", "--resume", str(out), "--progress", "quiet", "--no-report",
-                 env=env, timeout=300)  # fmt: skip
+    result = cli(
+        "dei-run", "--resume", str(out), "--progress", "quiet", "--no-report", env=env, timeout=300
+    )
     assert result.returncode == 0
 
 
@@ -68,9 +78,14 @@ def test_ctrl_c_or_sigterm_at_random_moments_stops_cleanly_and_resumes_exactly(
     for trial in range(10):
         out = tmp_path / f"run-{trial}"
         send = sigterm if trial % 4 == 3 else ctrl_c
-        stopped = stop_midway(_args(config, out), out, _stalled(toy_env),
-                              min_events=draw.randrange(2, 150), send=send,
-                              after=draw.uniform(0.0, 0.3))  # fmt: skip
+        stopped = stop_midway(
+            _args(config, out),
+            out,
+            _stalled(toy_env),
+            min_events=draw.randrange(2, 150),
+            send=send,
+            after=draw.uniform(0.0, 0.3),
+        )
         timings.append(stopped.seconds)
         where = f"trial {trial} ({send.__name__})"
         assert stopped.returncode == 130, f"{where}: exit {stopped.returncode}\n{stopped.stderr}"
@@ -120,8 +135,9 @@ def test_workers_end_themselves_when_the_main_process_is_killed(toy_env, tmp_pat
         seen.extend(pid for pid in session_processes(process.pid) if pid != process.pid)
         kill_9(process)
 
-    stopped = stop_midway(_args(config, out), out, _stalled(toy_env), min_events=40, send=kill_main,
-                          grace=0.0)  # fmt: skip
+    stopped = stop_midway(
+        _args(config, out), out, _stalled(toy_env), min_events=40, send=kill_main, grace=0.0
+    )
     assert stopped.returncode == -signal.SIGKILL
     assert len(seen) >= 2, f"expected the run's worker processes, found {seen}"
     survivors, waited = wait_gone(_session(seen), 10.0)
@@ -151,19 +167,30 @@ def _loaded(pid: int, library: str) -> bool:
         return False
 
 
-def test_ctrl_c_while_the_command_line_is_still_loading_ends_in_one_line(
-    toy_env, tmp_path
-) -> None:
+def test_ctrl_c_while_the_command_line_is_still_loading_ends_in_one_line(toy_env, tmp_path) -> None:
     # numpy's core library is mapped early in the second or so `dei-run` spends importing its
     # command line and plugins: a SIGINT sent as soon as it appears lands in those imports.
     for trial in range(3):
         process = subprocess.Popen(
-            ["dei-run", "--domain", "toy", "--budget", "40", "--out", str(tmp_path / f"r{trial}"),
-             "--progress", "lines", "--no-report"],
-            env=toy_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            [
+                "dei-run",
+                "--domain",
+                "toy",
+                "--budget",
+                "40",
+                "--out",
+                str(tmp_path / f"r{trial}"),
+                "--progress",
+                "lines",
+                "--no-report",
+            ],
+            env=toy_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
             start_new_session=True,
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + 30
         while not _loaded(process.pid, "_multiarray_umath") and time.monotonic() < deadline:
             time.sleep(0.002)

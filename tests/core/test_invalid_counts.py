@@ -36,8 +36,9 @@ def _one_line_refusal(args: list[str], env: dict, cwd) -> str:
         ([], 'seed = "x"', "--seed must be a whole number, got 'x'"),
     ],
 )
-def test_an_invalid_count_is_refused_naming_the_option(toy_env, tmp_path, flags, toml,
-                                                        message) -> None:  # fmt: skip
+def test_an_invalid_count_is_refused_naming_the_option(
+    toy_env, tmp_path, flags, toml, message
+) -> None:
     args = ["dei-run", *TOY, *flags, "--out", str(tmp_path / "run")]
     if toml:
         (tmp_path / "run.toml").write_text(toml + "\n")
@@ -62,8 +63,7 @@ def test_an_experiment_refuses_invalid_counts_too(toy_env, tmp_path, flags, mess
 
 
 def test_a_configuration_changed_in_code_is_checked_as_well() -> None:
-    config = RunConfig(domain="toy", nodes=[NodeConfig(name="a", operator="toy-random")],
-                       budget=10)  # fmt: skip
+    config = RunConfig(domain="toy", nodes=[NodeConfig(name="a", operator="toy-random")], budget=10)
     # What --resume --eval-workers -3 does to the recorded configuration.
     with pytest.raises(ConfigError, match="--eval-workers must be at least 0"):
         attrs.evolve(config, eval_workers=-3)

@@ -21,8 +21,18 @@ NAME = "dei_framework"
 
 #: The layers, bottom first: a package may import its own modules and those of the packages
 #: before it, never one after it (docs/architecture.md, "Layout", says what each holds).
-LAYERS = ("contract", "search", "evaluation", "net", "plugin", "analysis", "runtime",
-          "experiment", "report", "app")  # fmt: skip
+LAYERS = (
+    "contract",
+    "search",
+    "evaluation",
+    "net",
+    "plugin",
+    "analysis",
+    "runtime",
+    "experiment",
+    "report",
+    "app",
+)
 #: Top-level modules every layer may import: they import nothing of the framework.
 BASE = ("dei_framework._moved", "dei_framework._lazy")
 
@@ -40,13 +50,15 @@ def module_graph() -> dict[str, set[str]]:
         edges: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.Import):
-                edges.update(alias.name for alias in node.names
-                             if alias.name.split(".")[0] == NAME)  # fmt: skip
+                edges.update(alias.name for alias in node.names if alias.name.split(".")[0] == NAME)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 if node.module.split(".")[0] != NAME:
                     continue
-                submodules = [f"{node.module}.{alias.name}" for alias in node.names
-                              if f"{node.module}.{alias.name}" in paths]  # fmt: skip
+                submodules = [
+                    f"{node.module}.{alias.name}"
+                    for alias in node.names
+                    if f"{node.module}.{alias.name}" in paths
+                ]
                 edges.update(submodules)
                 if len(submodules) < len(node.names):
                     edges.add(node.module)
@@ -72,8 +84,9 @@ def upward(graph: dict[str, set[str]]) -> list[str]:
             continue
         for other in sorted(edges):
             theirs = layer(other)
-            allowed = (other in BASE if theirs is None
-                       else LAYERS.index(theirs) <= LAYERS.index(mine))  # fmt: skip
+            allowed = (
+                other in BASE if theirs is None else LAYERS.index(theirs) <= LAYERS.index(mine)
+            )
             if not allowed:
                 found.append(f"{module} -> {other}")
     return found
@@ -120,13 +133,22 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     assert "dei_framework.contract.errors" in graph[registry]  # module level
     assert "dei_framework.runtime.ensemble" in graph["dei_framework.app.cli"]  # in a function
     assert registry in graph[context]  # under TYPE_CHECKING
-    assert "dei_framework.evaluation.dask_worker" in graph[  # from a package, a submodule
-        "dei_framework.evaluation.dask_backend"]
+    assert (
+        "dei_framework.evaluation.dask_worker"
+        in graph[  # from a package, a submodule
+            "dei_framework.evaluation.dask_backend"
+        ]
+    )
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert upward({"dei_framework.search.x": {"dei_framework.runtime.y"},
-                   "dei_framework.runtime.y": {"dei_framework.search.x", "dei_framework"}}) == [
-        "dei_framework.runtime.y -> dei_framework", "dei_framework.search.x -> "
-        "dei_framework.runtime.y"]  # fmt: skip
+    assert upward(
+        {
+            "dei_framework.search.x": {"dei_framework.runtime.y"},
+            "dei_framework.runtime.y": {"dei_framework.search.x", "dei_framework"},
+        }
+    ) == [
+        "dei_framework.runtime.y -> dei_framework",
+        "dei_framework.search.x -> dei_framework.runtime.y",
+    ]
 
 
 def test_every_package_is_a_layer() -> None:
@@ -137,7 +159,8 @@ def test_every_package_is_a_layer() -> None:
 def test_each_package_imports_only_the_layers_below_it() -> None:
     found = upward(module_graph())
     assert not found, "imports against the layers (docs/architecture.md, 'Layout'):\n" + (
-        "\n".join(found))
+        "\n".join(found)
+    )
 
 
 def test_no_import_cycles_inside_dei_framework() -> None:

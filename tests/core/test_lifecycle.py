@@ -50,8 +50,10 @@ class Static(Sums):
         )
 
     def descriptor_axes(self):
-        return [AxisSpec(name="length", axis=ThresholdAxis("length", (2, 4, 6, 8))),
-                AxisSpec(name="peak", axis=UniformAxis("peak", 0, 50, 5))]  # fmt: skip
+        return [
+            AxisSpec(name="length", axis=ThresholdAxis("length", (2, 4, 6, 8))),
+            AxisSpec(name="peak", axis=UniformAxis("peak", 0, 50, 5)),
+        ]
 
     initial_opponents = Domain.initial_opponents  # the contract's default: no opponents
 
@@ -60,14 +62,16 @@ STATIC = Static()
 
 
 def static_scheduler(**settings) -> Scheduler:
-    return Scheduler.for_domain(STATIC, name="n", **{"calls": 90, "rounds": 3, "seed": 4,
-                                                     "lag": 6, **settings})  # fmt: skip
+    return Scheduler.for_domain(
+        STATIC, name="n", **{"calls": 90, "rounds": 3, "seed": 4, "lag": 6, **settings}
+    )
 
 
 def static_work(scheduler: Scheduler, item):
     text = propose(item) if item.needs_call else item.program.text
-    return evaluate(STATIC, text, [], seed=item.eval_seed,
-                    axes=scheduler.space.names).result(item, operator="op")  # fmt: skip
+    return evaluate(STATIC, text, [], seed=item.eval_seed, axes=scheduler.space.names).result(
+        item, operator="op"
+    )
 
 
 def drive_static(s: Scheduler, rng: random.Random | None, concurrency: int = 4) -> list[dict]:
@@ -187,15 +191,22 @@ def test_migrants_option_of_the_builtin_policies() -> None:
 
 
 def test_node_tables_set_their_own_emitter_and_archive_options() -> None:
-    nodes = build_nodes(count=2, operators=["gp"], common_options={}, node_tables=[
-        {"emitter": "improvement", "emitter_options": {"prior": 0.5}},
-        {"archive": "cvt", "archive_options": {"cells": 16}}])  # fmt: skip
+    nodes = build_nodes(
+        count=2,
+        operators=["gp"],
+        common_options={},
+        node_tables=[
+            {"emitter": "improvement", "emitter_options": {"prior": 0.5}},
+            {"archive": "cvt", "archive_options": {"cells": 16}},
+        ],
+    )
     assert nodes[0].emitter_options == {"prior": 0.5} and nodes[0].archive_options is None
     assert nodes[1].archive_options == {"cells": 16} and nodes[1].emitter_options is None
     assert "prior" not in nodes[0].options  # search options are not operator options
     with pytest.raises(ConfigError, match="emitter_options must be a table"):
-        build_nodes(count=1, operators=["gp"], common_options={},
-                    node_tables=[{"emitter_options": 3}])  # fmt: skip
+        build_nodes(
+            count=1, operators=["gp"], common_options={}, node_tables=[{"emitter_options": 3}]
+        )
 
 
 def test_run_config_checks_and_records_the_lifecycle() -> None:
@@ -214,10 +225,14 @@ def test_run_config_checks_and_records_the_lifecycle() -> None:
 
 def _symreg(rounds: int, out: Path, **settings) -> dict:
     config = RunConfig(
-        domain="symreg", nodes=[NodeConfig(name=f"node-{i}", operator="symreg-gp")
-                                for i in range(4)],
-        budget=240, rounds=rounds, seed=2, eval_workers=0, **settings,
-    )  # fmt: skip
+        domain="symreg",
+        nodes=[NodeConfig(name=f"node-{i}", operator="symreg-gp") for i in range(4)],
+        budget=240,
+        rounds=rounds,
+        seed=2,
+        eval_workers=0,
+        **settings,
+    )
     return run(config, out)
 
 
@@ -257,16 +272,22 @@ def test_nodes_with_different_emitter_options_run_in_one_ensemble(tmp_path) -> N
     from dei_framework.runtime.run_dir import RunDir
 
     config = RunConfig(
-        domain="symreg", budget=40, rounds=2, eval_workers=0, emitter="improvement",
+        domain="symreg",
+        budget=40,
+        rounds=2,
+        eval_workers=0,
+        emitter="improvement",
         emitter_options={"prior": 2.0},
-        nodes=[NodeConfig(name="node-0", operator="symreg-gp"),
-               NodeConfig(name="node-1", operator="symreg-gp", emitter_options={"prior": 0.25}),
-               # the run's options would be refused by the uniform emitter: it takes none
-               NodeConfig(name="node-2", operator="symreg-gp", emitter="uniform",
-                          emitter_options={}),
-               NodeConfig(name="node-3", operator="symreg-gp", archive="cvt",
-                          archive_options={"cells": 12})],
-    )  # fmt: skip
+        nodes=[
+            NodeConfig(name="node-0", operator="symreg-gp"),
+            NodeConfig(name="node-1", operator="symreg-gp", emitter_options={"prior": 0.25}),
+            # the run's options would be refused by the uniform emitter: it takes none
+            NodeConfig(name="node-2", operator="symreg-gp", emitter="uniform", emitter_options={}),
+            NodeConfig(
+                name="node-3", operator="symreg-gp", archive="cvt", archive_options={"cells": 12}
+            ),
+        ],
+    )
     ensemble = Ensemble(config, RunDir(tmp_path / "run"))
     summary = ensemble.run()
     emitters = {name: driver.scheduler.emitter for name, driver in ensemble.drivers.items()}
@@ -282,12 +303,20 @@ def test_a_seeded_ensemble_with_the_tournament_emitter_is_reproducible(tmp_path)
 
     def once(name: str) -> tuple[Ensemble, list]:
         config = RunConfig(
-            domain="symreg", budget=40, rounds=2, eval_workers=0, seed=11,
-            emitter="tournament", emitter_options={"size": 4},
-            nodes=[NodeConfig(name="node-0", operator="symreg-gp"),
-                   NodeConfig(name="node-1", operator="symreg-gp", emitter="uniform",
-                              emitter_options={})],
-        )  # fmt: skip
+            domain="symreg",
+            budget=40,
+            rounds=2,
+            eval_workers=0,
+            seed=11,
+            emitter="tournament",
+            emitter_options={"size": 4},
+            nodes=[
+                NodeConfig(name="node-0", operator="symreg-gp"),
+                NodeConfig(
+                    name="node-1", operator="symreg-gp", emitter="uniform", emitter_options={}
+                ),
+            ],
+        )
         ensemble = Ensemble(config, RunDir(tmp_path / name))
         ensemble.run()
         merged = json.loads((tmp_path / name / "merged_archive.json").read_text())

@@ -58,8 +58,13 @@ def test_niche_novelty_is_measured_against_the_previous_rounds_cells() -> None:
     assert only_previous and never
     stale = text_in(only_previous[0], s, pool)
     novel = text_in(never[0], s, pool)
-    events = run_round(s, [Candidate(text=stale, node="p", round=0, operator="op"),
-                           Candidate(text=novel, node="p", round=0, operator="op")])  # fmt: skip
+    events = run_round(
+        s,
+        [
+            Candidate(text=stale, node="p", round=0, operator="op"),
+            Candidate(text=novel, node="p", round=0, operator="op"),
+        ],
+    )
     # Both cells were empty in the archive they arrived in, so both are seeded ...
     assert events["p0"]["status"] == events["p1"]["status"] == "new"
     # ... but only one was empty in round 0: eta = 1/2, not 2/2.
@@ -75,11 +80,18 @@ def test_a_received_champion_fills_only_an_empty_cell() -> None:
     opponents = [DOMAIN.parse(o.text) for o in s.pool.opponents()]
     strong, weak = "29 29", "20 20"
     assert cell(s, strong) == cell(s, weak)
-    assert (DOMAIN.evaluate(DOMAIN.parse(strong), opponents, seed=0).fitness
-            > DOMAIN.evaluate(DOMAIN.parse(weak), opponents, seed=0).fitness)  # fmt: skip
+    assert (
+        DOMAIN.evaluate(DOMAIN.parse(strong), opponents, seed=0).fitness
+        > DOMAIN.evaluate(DOMAIN.parse(weak), opponents, seed=0).fitness
+    )
     empty = sorted(CELLS - {cell(s, o.text) for o in s.pool.opponents()})[0]
     newcomer = text_in(empty, s, set())
-    events = run_round(s, [Candidate(text=strong, node="p", round=0, operator="op"),
-                           Candidate(text=newcomer, node="p", round=0, operator="op")])
+    events = run_round(
+        s,
+        [
+            Candidate(text=strong, node="p", round=0, operator="op"),
+            Candidate(text=newcomer, node="p", round=0, operator="op"),
+        ],
+    )
     assert events["p0"]["status"] == "not_added"
     assert events["p1"]["status"] == "new"

@@ -26,6 +26,7 @@ def _pools(cap: float, *, lost: set[str] = frozenset()) -> dict[str, MoneyPool]:
                 for name in NAMES:
                     if name != sender:
                         inbox[name].append(data)
+
         return send
 
     def poll(name: str):
@@ -33,13 +34,20 @@ def _pools(cap: float, *, lost: set[str] = frozenset()) -> dict[str, MoneyPool]:
             waiting, inbox[name] = inbox[name], []
             for data in waiting:
                 pools[name].received(data)
+
         return fetch
 
     for name in NAMES:
         ledger = BudgetLedger(quotas={name: None}, caps={name: NodeCaps(cost_usd=cap / 3)})
-        pools[name] = MoneyPool(ledger=ledger, node=name, nodes=NAMES, limit=cap,
-                                publish=publish(name), record=lambda events: None,
-                                poll=poll(name))  # fmt: skip
+        pools[name] = MoneyPool(
+            ledger=ledger,
+            node=name,
+            nodes=NAMES,
+            limit=cap,
+            publish=publish(name),
+            record=lambda events: None,
+            poll=poll(name),
+        )
     return pools
 
 
@@ -72,8 +80,9 @@ def test_a_finished_node_s_money_goes_to_starved_peers_and_the_total_holds() -> 
 
     async def main() -> list[float]:
         # a makes 2 cheap calls and finishes with $0.8 left; b and c would spend $3 each
-        return await asyncio.gather(_spend(pools["a"], 0.1, 2), _spend(pools["b"], 0.25, 12),
-                                    _spend(pools["c"], 0.25, 12))  # fmt: skip
+        return await asyncio.gather(
+            _spend(pools["a"], 0.1, 2), _spend(pools["b"], 0.25, 12), _spend(pools["c"], 0.25, 12)
+        )
 
     spent = asyncio.run(main())
     assert sum(spent) <= 3.0 + 1e-9
@@ -99,8 +108,9 @@ def test_a_lost_word_ends_in_the_starved_wait_s_time_limit(monkeypatch) -> None:
     pools = _pools(3.0, lost={"a"})  # a's messages never arrive: the others think it runs
 
     async def main() -> list[float]:
-        return await asyncio.gather(_spend(pools["a"], 0.1, 1), _spend(pools["b"], 0.3, 100),
-                                    _spend(pools["c"], 0.3, 100))  # fmt: skip
+        return await asyncio.gather(
+            _spend(pools["a"], 0.1, 1), _spend(pools["b"], 0.3, 100), _spend(pools["c"], 0.3, 100)
+        )
 
     spent = asyncio.run(asyncio.wait_for(main(), timeout=30))
     assert spent[1] <= 1.0 + 1e-9 and spent[2] <= 1.0 + 1e-9
@@ -110,10 +120,15 @@ def test_a_lost_word_ends_in_the_starved_wait_s_time_limit(monkeypatch) -> None:
 def test_a_forged_or_replayed_hand_over_adds_nothing() -> None:
     pools = _pools(3.0)
     b = pools["b"]
-    b.received({"kind": "money", "node": "a", "seq": 1, "state": "finished",
-                "part_usd": 0.5, "to": ["b"]})  # fmt: skip
+    b.received(
+        {"kind": "money", "node": "a", "seq": 1, "state": "finished", "part_usd": 0.5, "to": ["b"]}
+    )
     assert b.ledger.caps["b"].cost_usd == pytest.approx(1.5)
-    for bad in ({"part_usd": 0.5, "seq": 2}, {"part_usd": 99.0, "seq": 3, "node": "c"},
-                {"part_usd": float("nan"), "seq": 4, "node": "c"}, {"node": "x", "seq": 5}):
+    for bad in (
+        {"part_usd": 0.5, "seq": 2},
+        {"part_usd": 99.0, "seq": 3, "node": "c"},
+        {"part_usd": float("nan"), "seq": 4, "node": "c"},
+        {"node": "x", "seq": 5},
+    ):
         b.received({"kind": "money", "node": "a", "state": "finished", "to": ["b"], **bad})
     assert b.ledger.caps["b"].cost_usd == pytest.approx(1.5)

@@ -35,17 +35,22 @@ def test_every_old_path_is_the_module_at_its_new_one(old: str) -> None:
         "warnings.simplefilter('ignore')\n"
         f"print(importlib.import_module('dei_framework.{old}') is new)\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True).stdout.splitlines()  # fmt: skip
-    assert out == [f"dei_framework.{old} moved to {new}; the old path goes in the next release",
-                   "True"]  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == [
+        f"dei_framework.{old} moved to {new}; the old path goes in the next release",
+        "True",
+    ]
 
 
 def test_the_emitters_paths_lead_to_the_parent_selectors() -> None:
     assert _moved.new_path("dei_framework.emitters") == "dei_framework.search.selectors"
-    assert (_moved.new_path("dei_framework.emitters._uniform_emitter")
-            == _moved.new_path("dei_framework.search.emitters._uniform_emitter")
-            == "dei_framework.search.selectors._uniform_selector")  # fmt: skip
+    assert (
+        _moved.new_path("dei_framework.emitters._uniform_emitter")
+        == _moved.new_path("dei_framework.search.emitters._uniform_emitter")
+        == "dei_framework.search.selectors._uniform_selector"
+    )
     assert _moved.new_path("dei_framework.search.selectors") is None
     assert _moved.new_path("dei_framework.search.scheduler") is None
 
@@ -77,9 +82,11 @@ def test_the_old_driver_names_resolve_from_the_search_package_with_a_warning() -
 
 
 def test_a_new_path_never_warns() -> None:
-    probe = ("import warnings; warnings.simplefilter('error'); import dei_framework; "
-             "from dei_framework.runtime.ensemble import Ensemble; "
-             "from dei_framework.evaluation import Evaluator; dei_framework.run")  # fmt: skip
+    probe = (
+        "import warnings; warnings.simplefilter('error'); import dei_framework; "
+        "from dei_framework.runtime.ensemble import Ensemble; "
+        "from dei_framework.evaluation import Evaluator; dei_framework.run"
+    )
     subprocess.run([sys.executable, "-c", probe], check=True)
 
 
@@ -90,23 +97,31 @@ OLD_SELECTOR_NAMES = [
     ("dei_framework", "UniformEmitter", "UniformSelector"),
     ("dei_framework", "ImprovementEmitter", "ImprovementSelector"),
     ("dei_framework", "TournamentEmitter", "TournamentSelector"),
-    *(("dei_framework.search.selectors", old, new)
-      for old, new in selectors.OLD_NAMES.items()),
+    *(("dei_framework.search.selectors", old, new) for old, new in selectors.OLD_NAMES.items()),
     ("dei_framework.search.selectors._parent_selector", "EmitterBase", "ParentSelector"),
     ("dei_framework.search.selectors._selector_spec", "EmitterSpec", "SelectorSpec"),
     ("dei_framework.search.selectors._uniform_selector", "UniformEmitter", "UniformSelector"),
-    ("dei_framework.search.selectors._improvement_selector", "ImprovementEmitter",
-     "ImprovementSelector"),
-    ("dei_framework.search.selectors._tournament_selector", "TournamentEmitter",
-     "TournamentSelector"),
-]  # fmt: skip
+    (
+        "dei_framework.search.selectors._improvement_selector",
+        "ImprovementEmitter",
+        "ImprovementSelector",
+    ),
+    (
+        "dei_framework.search.selectors._tournament_selector",
+        "TournamentEmitter",
+        "TournamentSelector",
+    ),
+]
 
 
 @pytest.mark.parametrize(("module", "old", "new"), OLD_SELECTOR_NAMES)
 def test_an_old_selector_name_is_the_new_object_with_a_warning(module, old, new) -> None:
     home = importlib.import_module(module)
-    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is deprecated; use "
-                                                rf"{module}\.{new}"):  # fmt: skip
+    with pytest.warns(
+        DeprecationWarning,
+        match=rf"{module}\.{old} is deprecated; use "
+        rf"{module}\.{new}",
+    ):
         value = getattr(home, old)
     assert value is getattr(home, new) is getattr(selectors, new)
     assert old not in getattr(home, "__all__", ()) and old not in dir(dei_framework)

@@ -82,8 +82,19 @@ def test_dei_plugins_reports_and_dei_run_refuses_a_misspelled_hook(tmp_path, cli
     assert "Traceback" not in listing.stderr
     assert "'typo-plugin:typo'" in listing.stderr
     assert "did you mean 'dei_round_ended'?" in listing.stderr
-    run = cli("dei-run", "--domain", "coreware", "--budget", "8", "--rounds", "1",
-              "--out", str(tmp_path / "run"), env=_env(site), check=False)  # fmt: skip
+    run = cli(
+        "dei-run",
+        "--domain",
+        "coreware",
+        "--budget",
+        "8",
+        "--rounds",
+        "1",
+        "--out",
+        str(tmp_path / "run"),
+        env=_env(site),
+        check=False,
+    )
     assert run.returncode != 0 and "Traceback" not in run.stderr
     refusal = [line for line in run.stderr.splitlines() if line.startswith("error:")]
     assert len(refusal) == 1

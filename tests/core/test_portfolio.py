@@ -27,9 +27,13 @@ class _SecondToy:
 
     @hookimpl
     def dei_operators(self):
-        return [OperatorSpec(name="toy-b", domains=("toy",),
-                             factory=lambda settings, domain: toy_domain.ToyOperator(
-                                 "toy-b", strength=3.0))]  # other mutations: other cells
+        return [
+            OperatorSpec(
+                name="toy-b",
+                domains=("toy",),
+                factory=lambda settings, domain: toy_domain.ToyOperator("toy-b", strength=3.0),
+            )
+        ]  # other mutations: other cells
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +42,26 @@ def plugins():
 
 
 def _base() -> RunConfig:
-    return RunConfig(domain="toy", nodes=[NodeConfig(name="node-0", operator="toy-random")],
-                     budget=60, rounds=2, seed=4, eval_workers=0)  # fmt: skip
+    return RunConfig(
+        domain="toy",
+        nodes=[NodeConfig(name="node-0", operator="toy-random")],
+        budget=60,
+        rounds=2,
+        seed=4,
+        eval_workers=0,
+    )
 
 
 def _pilot(name: str, cells: set, champions: tuple = (), cost: float | None = None) -> Pilot:
-    return Pilot(operator=name, run_dir=Path(name), cells=frozenset(cells),
-                 champion_cells=tuple(champions), calls=10, cost_usd=cost, grid=10)  # fmt: skip
+    return Pilot(
+        operator=name,
+        run_dir=Path(name),
+        cells=frozenset(cells),
+        champion_cells=tuple(champions),
+        calls=10,
+        cost_usd=cost,
+        grid=10,
+    )
 
 
 def test_pairs_count_champions_in_the_others_empty_cells_and_the_union() -> None:
@@ -71,8 +88,14 @@ def test_the_pick_is_the_best_union_per_unit_of_cost_ties_to_the_first() -> None
 def test_plan_runs_pilots_within_the_budget_and_leaves_out_the_one_that_adds_nothing(
     plugins, tmp_path
 ) -> None:
-    record = plan(_base(), ["toy-random", "toy-stuck", "toy-b"], pick=2,
-                  pilot_budget=60, out=tmp_path / "plan", registry=plugins)  # fmt: skip
+    record = plan(
+        _base(),
+        ["toy-random", "toy-stuck", "toy-b"],
+        pick=2,
+        pilot_budget=60,
+        out=tmp_path / "plan",
+        registry=plugins,
+    )
     assert record["pilot_spent"] == 60 == record["pilot_budget"]
     assert [p["calls"] for p in record["pilots"]] == [20, 20, 20]
     assert "toy-stuck" not in record["chosen"]["operators"]
@@ -84,23 +107,57 @@ def test_plan_runs_pilots_within_the_budget_and_leaves_out_the_one_that_adds_not
 
 def test_plan_refuses_what_it_cannot_split_or_pick(plugins, tmp_path) -> None:
     with pytest.raises(ConfigError, match="use a multiple of 4"):
-        plan(_base(), ["toy-random", "toy-stuck"], pick=1, pilot_budget=42, out=tmp_path,
-             registry=plugins)  # fmt: skip
+        plan(
+            _base(),
+            ["toy-random", "toy-stuck"],
+            pick=1,
+            pilot_budget=42,
+            out=tmp_path,
+            registry=plugins,
+        )
     with pytest.raises(ConfigError, match="two different candidates"):
-        plan(_base(), ["toy-random", "toy-random"], pick=1, pilot_budget=40, out=tmp_path,
-             registry=plugins)  # fmt: skip
+        plan(
+            _base(),
+            ["toy-random", "toy-random"],
+            pick=1,
+            pilot_budget=40,
+            out=tmp_path,
+            registry=plugins,
+        )
     with pytest.raises(ConfigError, match="--pick 3"):
-        plan(_base(), ["toy-random", "toy-stuck"], pick=3, pilot_budget=40, out=tmp_path,
-             registry=plugins)  # fmt: skip
+        plan(
+            _base(),
+            ["toy-random", "toy-stuck"],
+            pick=3,
+            pilot_budget=40,
+            out=tmp_path,
+            registry=plugins,
+        )
     assert not (tmp_path / "pilots").exists()  # refused before any pilot ran
 
 
-def test_dei_plan_prints_the_table_the_pick_and_the_commands(plugins, tmp_path,
-                                                              monkeypatch) -> None:  # fmt: skip
+def test_dei_plan_prints_the_table_the_pick_and_the_commands(
+    plugins, tmp_path, monkeypatch
+) -> None:
     monkeypatch.setattr(cli, "registry", lambda: plugins)
     out = tmp_path / "plan"
-    args = ["plan", "--domain", "toy", "--operator", "toy-random", "--operator", "toy-stuck",
-            "--pick", "1", "--pilot-budget", "40", "--eval-workers", "0", "--out", str(out)]
+    args = [
+        "plan",
+        "--domain",
+        "toy",
+        "--operator",
+        "toy-random",
+        "--operator",
+        "toy-stuck",
+        "--pick",
+        "1",
+        "--pilot-budget",
+        "40",
+        "--eval-workers",
+        "0",
+        "--out",
+        str(out),
+    ]
     result = CliRunner().invoke(cli.dei, args)
     assert result.exit_code == 0, result.output
     assert "pilots: 40 of 40 calls" in result.output

@@ -8,15 +8,18 @@ from rich.console import Console
 from dei_framework.runtime.config import NodeConfig, RunConfig
 from dei_framework.runtime.progress import Progress
 
-OPERATORS = ("openai/gpt-4.1-mini", "anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash",
-             "ollama/qwen2.5-coder")  # fmt: skip
+OPERATORS = (
+    "openai/gpt-4.1-mini",
+    "anthropic/claude-haiku-4-5",
+    "gemini/gemini-2.5-flash",
+    "ollama/qwen2.5-coder",
+)
 
 
 def _progress() -> Progress:
     # Names as one process per node makes them (a suffix per run), the README's four models.
     nodes = [NodeConfig(name=f"node-{i}-3fa9c1", operator=op) for i, op in enumerate(OPERATORS)]
-    progress = Progress("live", RunConfig(domain="coreware", nodes=nodes, budget=1000,
-                                          rounds=20))  # fmt: skip
+    progress = Progress("live", RunConfig(domain="coreware", nodes=nodes, budget=1000, rounds=20))
     progress.rows["node-0-3fa9c1"]["problem"] = "RateLimitError (429): You exceeded your quota"
     progress.rows["node-1-3fa9c1"].update(best=0.8123, calls=17, errors=3, retries=2)
     return progress

@@ -25,11 +25,17 @@ import dei_framework
 
 def _type_checking_imports() -> dict[str, str]:
     tree = ast.parse(Path(dei_framework.__file__).read_text())
-    block = next(node for node in tree.body
-                 if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
-    return {alias.name: node.module.removeprefix("dei_framework.")
-            for node in block.body if isinstance(node, ast.ImportFrom)
-            for alias in node.names}  # fmt: skip
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
+    return {
+        alias.name: node.module.removeprefix("dei_framework.")
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
 
 
 def test_the_three_lists_of_public_names_agree() -> None:
@@ -54,14 +60,18 @@ def test_an_unknown_name_is_an_attribute_error_naming_it() -> None:
 
 def test_importing_the_package_loads_no_heavy_module() -> None:
     heavy = "{'numpy', 'click', 'pluggy', 'dei_framework.app.cli'}"
-    probe = ("import sys, dei_framework, dei_framework.app.console; "
-             f"print(sorted({heavy} & set(sys.modules)))")  # fmt: skip
-    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                            check=True).stdout.strip()  # fmt: skip
+    probe = (
+        "import sys, dei_framework, dei_framework.app.console; "
+        f"print(sorted({heavy} & set(sys.modules)))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert loaded == "[]"
     probe = "import sys, dei_framework; dei_framework.Scheduler; print('numpy' in sys.modules)"
-    used = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=True).stdout.strip()  # fmt: skip
+    used = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert used == "True"  # and the first use loads what the name needs
 
 
@@ -102,8 +112,11 @@ def test_every_module_is_public_api_private_or_marked_internal() -> None:
     layers = {path.parent.name for path in root.glob("*/__init__.py")}
     unmarked = []
     for module in _modules():
-        if (module in public or module in layers
-                or any(part.startswith("_") for part in module.split("."))):
+        if (
+            module in public
+            or module in layers
+            or any(part.startswith("_") for part in module.split("."))
+        ):
             continue
         docstring = importlib.import_module(f"dei_framework.{module}").__doc__ or ""
         if not any(line.startswith(INTERNAL_MARK) for line in docstring.splitlines()):
@@ -120,26 +133,42 @@ def test_a_public_modules_all_holds_the_names_the_package_takes_from_it() -> Non
 
 def test_the_public_surface_names_the_types_its_contracts_use() -> None:
     # what a plugin author meets in hook signatures and spec fields is importable from the package
-    for name in ("ChampionEnvelope", "EvaluatedEvent", "EvaluationBackend", "EvaluatorSpec",
-                 "ExportedProgram", "LocalNetwork", "PluginRegistry", "RoundEvent", "RunOption",
-                 "RunSummary"):  # fmt: skip
+    for name in (
+        "ChampionEnvelope",
+        "EvaluatedEvent",
+        "EvaluationBackend",
+        "EvaluatorSpec",
+        "ExportedProgram",
+        "LocalNetwork",
+        "PluginRegistry",
+        "RoundEvent",
+        "RunOption",
+        "RunSummary",
+    ):
         assert name in dei_framework.__all__
 
 
-DEPRECATED_PATHS = [("dei_framework", "Elite"), ("dei_framework", "Parent"),
-                    ("dei_framework", "Opponent"), ("dei_framework.contract.records", "Elite"),
-                    ("dei_framework.contract.records", "Parent"),
-                    ("dei_framework.contract.records", "Opponent"),
-                    ("dei_framework.contract.operators", "Parent"),
-                    ("dei_framework.search.opponents", "Opponent"),
-                    ("dei_framework.search.archive", "Elite")]  # fmt: skip
+DEPRECATED_PATHS = [
+    ("dei_framework", "Elite"),
+    ("dei_framework", "Parent"),
+    ("dei_framework", "Opponent"),
+    ("dei_framework.contract.records", "Elite"),
+    ("dei_framework.contract.records", "Parent"),
+    ("dei_framework.contract.records", "Opponent"),
+    ("dei_framework.contract.operators", "Parent"),
+    ("dei_framework.search.opponents", "Opponent"),
+    ("dei_framework.search.archive", "Elite"),
+]
 
 
 @pytest.mark.parametrize(("module", "alias"), DEPRECATED_PATHS)
 def test_the_aliases_of_candidate_warn_and_still_work(module: str, alias: str) -> None:
     home = importlib.import_module(module)
-    with pytest.warns(DeprecationWarning, match=rf"{module}\.{alias} is deprecated; use "
-                                                r"dei_framework\.Candidate"):  # fmt: skip
+    with pytest.warns(
+        DeprecationWarning,
+        match=rf"{module}\.{alias} is deprecated; use "
+        r"dei_framework\.Candidate",
+    ):
         value = getattr(home, alias)
     assert value is dei_framework.Candidate
     assert alias not in getattr(home, "__all__", ())

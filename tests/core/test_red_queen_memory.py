@@ -6,8 +6,21 @@ from __future__ import annotations
 
 from midway import events
 
-TOY_ARGS = ["--domain", "toy", "--operator", "toy-random", "--eval-workers", "0",
-            "--progress", "quiet", "--no-report", "--rounds", "10", "--seed", "5"]  # fmt: skip
+TOY_ARGS = [
+    "--domain",
+    "toy",
+    "--operator",
+    "toy-random",
+    "--eval-workers",
+    "0",
+    "--progress",
+    "quiet",
+    "--no-report",
+    "--rounds",
+    "10",
+    "--seed",
+    "5",
+]
 
 
 def rounds_by_node(out) -> dict[str, list[dict]]:
@@ -44,10 +57,8 @@ def own_memory_rule_holds(rounds: list[dict]) -> list[list[int]]:
 
 def test_homo_nodes_keep_the_same_own_champion_memory_as_solo(toy_env, cli, tmp_path) -> None:
     solo, homo = tmp_path / "solo", tmp_path / "homo"
-    cli("dei-run", *TOY_ARGS, "--nodes", "1", "--budget", "200", "--out", str(solo),
-        env=toy_env)  # fmt: skip
-    cli("dei-run", *TOY_ARGS, "--nodes", "4", "--budget", "200", "--out", str(homo),
-        env=toy_env)  # fmt: skip
+    cli("dei-run", *TOY_ARGS, "--nodes", "1", "--budget", "200", "--out", str(solo), env=toy_env)
+    cli("dei-run", *TOY_ARGS, "--nodes", "4", "--budget", "200", "--out", str(homo), env=toy_env)
     (solo_rounds,) = rounds_by_node(solo).values()
     assert len(solo_rounds) == 10
     solo_memory = own_memory_rule_holds(solo_rounds)

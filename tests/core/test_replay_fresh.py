@@ -7,16 +7,33 @@ from pathlib import Path
 
 from dei_framework.runtime.run_lock import LOCK_NAME
 
-TOY = ["--domain", "toy", "--operator", "toy-random", "--nodes", "2", "--budget", "24",
-       "--rounds", "2", "--eval-workers", "0", "--progress", "quiet", "--no-report"]  # fmt: skip
+TOY = [
+    "--domain",
+    "toy",
+    "--operator",
+    "toy-random",
+    "--nodes",
+    "2",
+    "--budget",
+    "24",
+    "--rounds",
+    "2",
+    "--eval-workers",
+    "0",
+    "--progress",
+    "quiet",
+    "--no-report",
+]
 
 
 def _files(directory: Path) -> dict[str, bytes]:
     """Every file below ``directory`` with its bytes (the lock file aside: it holds the pid of
     the last process that locked the directory, and is no result of the run)."""
-    return {str(path.relative_to(directory)): path.read_bytes()
-            for path in sorted(directory.rglob("*"))
-            if path.is_file() and path.name != LOCK_NAME}  # fmt: skip
+    return {
+        str(path.relative_to(directory)): path.read_bytes()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file() and path.name != LOCK_NAME
+    }
 
 
 def _refused(args: list[str], env: dict) -> str:
@@ -38,8 +55,10 @@ def test_replay_into_an_existing_run_is_refused_and_leaves_it_byte_identical(
     fresh_refusal = _refused(["dei-run", *TOY, "--out", str(second)], toy_env)
     assert "already holds a run" in fresh_refusal
     # The same refusal as a fresh run's, onto another run and onto the recorded run itself.
-    assert _refused(["dei-run", "--replay", str(first), "--out", str(second)],
-                    toy_env) == fresh_refusal  # fmt: skip
+    assert (
+        _refused(["dei-run", "--replay", str(first), "--out", str(second)], toy_env)
+        == fresh_refusal
+    )
     assert "already holds a run" in _refused(
         ["dei-run", "--replay", str(first), "--out", str(first)], toy_env
     )

@@ -33,8 +33,7 @@ def _resume(path: Path) -> dict:
     replies: dict = defaultdict(dict)
     ledger = BudgetLedger(quotas={"a": 10})
     resume_from_checkpoint(RunDir(path), ledger, replies).cut_logs()
-    return {key: (call.record["reply"]["text"], call.logged)
-            for key, call in replies["a"].items()}  # fmt: skip
+    return {key: (call.record["reply"]["text"], call.logged) for key, call in replies["a"].items()}
 
 
 def _write(path: Path, events: bytes, calls: bytes, checkpoint: object = None) -> None:
@@ -51,11 +50,18 @@ def _checkpoint(events: int, calls: int) -> dict:
 
 def test_torn_last_lines_are_cut_and_every_paid_reply_is_served(tmp_path) -> None:
     events, calls = _lines([_event(0), _event(1)]), _lines([_call(0), _call(1)])
-    _write(tmp_path, events + b'{"event": "evalu', calls + _lines([_call(2)]) + b'{"key": "a/',
-           _checkpoint(len(events), len(_lines([_call(0)]))))  # fmt: skip
+    _write(
+        tmp_path,
+        events + b'{"event": "evalu',
+        calls + _lines([_call(2)]) + b'{"key": "a/',
+        _checkpoint(len(events), len(_lines([_call(0)]))),
+    )
     replies = _resume(tmp_path)
-    assert replies == {"a/r0/s0": ("reply 0", True), "a/r0/s1": ("reply 1", False),
-                       "a/r0/s2": ("reply 2", False)}  # fmt: skip
+    assert replies == {
+        "a/r0/s0": ("reply 0", True),
+        "a/r0/s1": ("reply 1", False),
+        "a/r0/s2": ("reply 2", False),
+    }
     assert (tmp_path / "events.jsonl").read_bytes() == events  # the torn line is gone
     assert (tmp_path / "calls.jsonl").read_bytes() == _lines([_call(0)])
     # The replies cut from calls.jsonl are on disk until served again: a second crash now
@@ -129,19 +135,45 @@ def test_dei_run_resume_of_a_damaged_run_is_one_line_and_changes_nothing(
     toy_env, cli, tmp_path
 ) -> None:
     out = tmp_path / "run"
-    cli("dei-run", "--domain", "toy", "--operator", "toy-random", "--nodes", "2", "--budget",
-        "24", "--rounds", "2", "--eval-workers", "0", "--progress", "quiet", "--no-report",
-        "--out", str(out), env=toy_env)  # fmt: skip
+    cli(
+        "dei-run",
+        "--domain",
+        "toy",
+        "--operator",
+        "toy-random",
+        "--nodes",
+        "2",
+        "--budget",
+        "24",
+        "--rounds",
+        "2",
+        "--eval-workers",
+        "0",
+        "--progress",
+        "quiet",
+        "--no-report",
+        "--out",
+        str(out),
+        env=toy_env,
+    )
     events = out / "events.jsonl"
     events.write_bytes(events.read_bytes()[: events.stat().st_size // 2])  # cut in half
 
     def files() -> dict[str, bytes]:
-        return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
-                if p.is_file() and p.name != LOCK_NAME}  # fmt: skip
+        return {
+            str(p.relative_to(out)): p.read_bytes()
+            for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != LOCK_NAME
+        }
 
     before = files()
-    result = subprocess.run(["dei-run", "--resume", str(out), "--progress", "quiet"],
-                            env=toy_env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    result = subprocess.run(
+        ["dei-run", "--resume", str(out), "--progress", "quiet"],
+        env=toy_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr

@@ -11,13 +11,18 @@ from dei_framework.runtime.config import NodeConfig, RunConfig
 from dei_framework.runtime.launcher import Launcher
 from dei_framework.runtime.progress import Progress
 
-CONFIG = RunConfig(domain="toy", nodes=[NodeConfig(name="node-0", operator="toy-random")],
-                   budget=30, rounds=3)  # fmt: skip
+CONFIG = RunConfig(
+    domain="toy", nodes=[NodeConfig(name="node-0", operator="toy-random")], budget=30, rounds=3
+)
 
 
 def _round_event(index: int) -> dict:
-    return {"node": "node-0", "round": index, "stats": {"num_elites": 4, "coverage": 0.25},
-            "champion": {"fitness": 1.5}}  # fmt: skip
+    return {
+        "node": "node-0",
+        "round": index,
+        "stats": {"num_elites": 4, "coverage": 0.25},
+        "champion": {"fitness": 1.5},
+    }
 
 
 def test_progress_lines_name_the_round_index_of_the_rounds(capsys) -> None:
@@ -35,8 +40,9 @@ def test_progress_lines_name_the_round_index_of_the_rounds(capsys) -> None:
 
 def test_the_axl_launchers_log_names_the_same_round_as_the_events(tmp_path) -> None:
     lines: list[str] = []
-    launcher = Launcher(config=CONFIG, run_dir=tmp_path, network=None, registry=None,
-                        echo=lines.append)  # fmt: skip
+    launcher = Launcher(
+        config=CONFIG, run_dir=tmp_path, network=None, registry=None, echo=lines.append
+    )
     launcher.pids.update({"node-0": 71, "node-1": 72})
     launcher._report("node-0", _round_event(0) | {"event": "round"})
     launcher._report("node-0", {"event": "received", "from": "node-1", "from_round": 0})

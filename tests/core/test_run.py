@@ -11,14 +11,36 @@ from midway import events, kill_midway
 
 from dei_framework import NodeConfig, RunConfig, load_plugins, run
 
-TOY_ARGS = ["--domain", "toy", "--operator", "toy-random", "--eval-workers", "0",
-            "--progress", "quiet", "--no-report"]  # fmt: skip
+TOY_ARGS = [
+    "--domain",
+    "toy",
+    "--operator",
+    "toy-random",
+    "--eval-workers",
+    "0",
+    "--progress",
+    "quiet",
+    "--no-report",
+]
 
 
 def test_toy_ensemble_end_to_end(toy_env, cli, tmp_path) -> None:
     out = tmp_path / "run"
-    result = cli("dei-run", *TOY_ARGS, "--nodes", "3", "--budget", "90", "--rounds", "3",
-                 "--seed", "7", "--out", str(out), env=toy_env)  # fmt: skip
+    result = cli(
+        "dei-run",
+        *TOY_ARGS,
+        "--nodes",
+        "3",
+        "--budget",
+        "90",
+        "--rounds",
+        "3",
+        "--seed",
+        "7",
+        "--out",
+        str(out),
+        env=toy_env,
+    )
     assert f"summary: {out / 'summary.json'}" in result.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["budget"]["calls"] == 90 and summary["budget"]["limit"] == 90
@@ -29,8 +51,22 @@ def test_toy_ensemble_end_to_end(toy_env, cli, tmp_path) -> None:
     log = events(out)
     evaluated = [e for e in log if e["event"] == "evaluated" and e["kind"] in ("new", "mutate")]
     assert len(evaluated) == 90
-    assert all(set(e) >= {"id", "node", "round", "operator", "parent", "fitness", "descriptor",
-                          "cell", "status", "timings"} for e in evaluated)  # fmt: skip
+    assert all(
+        set(e)
+        >= {
+            "id",
+            "node",
+            "round",
+            "operator",
+            "parent",
+            "fitness",
+            "descriptor",
+            "cell",
+            "status",
+            "timings",
+        }
+        for e in evaluated
+    )
     assert Counter(e["status"] for e in evaluated)["invalid"] > 0  # toy operator writes junk
     assert all(e["error"].startswith("line 1:") for e in evaluated if e["status"] == "invalid")
     rounds = [e for e in log if e["event"] == "round"]
@@ -46,8 +82,15 @@ def test_toy_ensemble_end_to_end(toy_env, cli, tmp_path) -> None:
 
 
 def _config(**overrides) -> RunConfig:
-    values = dict(domain="toy", nodes=[NodeConfig(name="solo", operator="toy-random")],
-                  budget=40, rounds=2, seed=3, eval_workers=0, sharing="none")  # fmt: skip
+    values = dict(
+        domain="toy",
+        nodes=[NodeConfig(name="solo", operator="toy-random")],
+        budget=40,
+        rounds=2,
+        seed=3,
+        eval_workers=0,
+        sharing="none",
+    )
     values.update(overrides)
     return RunConfig(**values)
 
@@ -59,8 +102,11 @@ def test_same_seed_same_run_different_seed_different_run(toy_env, tmp_path) -> N
     c = run(_config(seed=4), tmp_path / "c", registry=registry)
 
     def candidates(path: Path) -> list:
-        return [(e["id"], e.get("fitness"), e.get("cell")) for e in events(path)
-                if e["event"] == "evaluated"]  # fmt: skip
+        return [
+            (e["id"], e.get("fitness"), e.get("cell"))
+            for e in events(path)
+            if e["event"] == "evaluated"
+        ]
 
     assert candidates(tmp_path / "a") == candidates(tmp_path / "b")
     assert candidates(tmp_path / "a") != candidates(tmp_path / "c")
@@ -94,15 +140,20 @@ def test_a_bad_lag_is_refused(lag) -> None:
         _config(lag=lag)
 
 
-def test_a_seeded_run_twice_gives_identical_final_archives_whatever_the_timing(toy_env,
-                                                                               tmp_path) -> None:
+def test_a_seeded_run_twice_gives_identical_final_archives_whatever_the_timing(
+    toy_env, tmp_path
+) -> None:
     """Replies finish in a random order (unseeded latency), evaluation runs in a worker process
     with each round's opponents installed once, and the next round's calls start while a
     round drains: the archives, events and summaries are still identical."""
     registry = load_plugins()
-    config = _config(nodes=[NodeConfig(name="solo", operator="toy-random",
-                                       options={"jitter": 0.02})],
-                     budget=150, rounds=3, eval_workers=1, new_fraction=0.3)  # fmt: skip
+    config = _config(
+        nodes=[NodeConfig(name="solo", operator="toy-random", options={"jitter": 0.02})],
+        budget=150,
+        rounds=3,
+        eval_workers=1,
+        new_fraction=0.3,
+    )
     summaries = [run(config, tmp_path / name, registry=registry) for name in "ab"]
 
     def archives(path: Path) -> list:
@@ -125,11 +176,31 @@ def test_a_seeded_run_twice_gives_identical_final_archives_whatever_the_timing(t
 
 def test_replay_reproduces_a_multi_node_run_exactly(toy_env, cli, tmp_path) -> None:
     out = tmp_path / "orig"
-    cli("dei-run", *TOY_ARGS, "--nodes", "2", "--budget", "40", "--rounds", "3",
-        "--out", str(out), env=toy_env)  # fmt: skip
+    cli(
+        "dei-run",
+        *TOY_ARGS,
+        "--nodes",
+        "2",
+        "--budget",
+        "40",
+        "--rounds",
+        "3",
+        "--out",
+        str(out),
+        env=toy_env,
+    )
     replay = tmp_path / "replay"
-    cli("dei-run", "--replay", str(out), "--out", str(replay), "--progress", "quiet",
-        "--no-report", env=toy_env)  # fmt: skip
+    cli(
+        "dei-run",
+        "--replay",
+        str(out),
+        "--out",
+        str(replay),
+        "--progress",
+        "quiet",
+        "--no-report",
+        env=toy_env,
+    )
     original, again = (json.loads((p / "summary.json").read_text()) for p in (out, replay))
     assert again["merged"] == original["merged"]
     for name in original["nodes"]:
@@ -137,8 +208,11 @@ def test_replay_reproduces_a_multi_node_run_exactly(toy_env, cli, tmp_path) -> N
         assert again["nodes"][name]["calls"] == original["nodes"][name]["calls"]
 
     def key(path: Path) -> list:
-        return sorted((e["id"], e.get("fitness"), e.get("status")) for e in events(path)
-                      if e["event"] == "evaluated")  # fmt: skip
+        return sorted(
+            (e["id"], e.get("fitness"), e.get("status"))
+            for e in events(path)
+            if e["event"] == "evaluated"
+        )
 
     assert key(replay) == key(out)
 
@@ -148,11 +222,25 @@ def test_resume_after_kill_9_finishes_the_budget_without_repeating_work(toy_env,
     config.write_text(
         'domain = "toy"\nnodes = 2\nbudget = 200\nrounds = 4\nseed = 11\n'
         "checkpoint_seconds = 0.05\neval_workers = 0\n"
-        '[operator_options]\ndelay = 0.02\n'
+        "[operator_options]\ndelay = 0.02\n"
     )
     out = tmp_path / "run"
-    kill_midway(["--config", str(config), "--operator", "toy-random", "--out", str(out),
-                 "--progress", "quiet", "--no-report"], out, toy_env, min_events=60)  # fmt: skip
+    kill_midway(
+        [
+            "--config",
+            str(config),
+            "--operator",
+            "toy-random",
+            "--out",
+            str(out),
+            "--progress",
+            "quiet",
+            "--no-report",
+        ],
+        out,
+        toy_env,
+        min_events=60,
+    )
     # The checkpoint carries the wall time so far; pretend the first session ran 1000 s longer
     # so that a ledger whose clock restarted from zero could not pass.
     checkpoint = json.loads((out / "checkpoint.json").read_text())
@@ -178,20 +266,36 @@ def test_resume_after_kill_9_finishes_the_budget_without_repeating_work(toy_env,
     [
         (["--domain", "nosuch"], "unknown domain 'nosuch'"),
         (["--domain", "toy", "--operator", "nosuch"], "unknown operator 'nosuch'"),
-        (["--domain", "toy", "--operator", "toy-random", "--nodes", "3", "--budget", "100"],
-         "does not split equally"),
+        (
+            ["--domain", "toy", "--operator", "toy-random", "--nodes", "3", "--budget", "100"],
+            "does not split equally",
+        ),
         (["--domain", "toy", "--operator", "toy-random", "--rounds", "0"], "at least 1"),
-        (["--domain", "toy", "--operator", "toy-random", "--config", "/nonexistent.toml"],
-         "not found"),
-        (["--domain", "toy", "--operator", "toy-random", "--sharing", "gossip-all"],
-         "unknown sharing policy"),
-        (["--domain", "toy", "--operator", "toy-random", "--axes", "length,nope"],
-         "no descriptor axis nope"),
+        (
+            ["--domain", "toy", "--operator", "toy-random", "--config", "/nonexistent.toml"],
+            "not found",
+        ),
+        (
+            ["--domain", "toy", "--operator", "toy-random", "--sharing", "gossip-all"],
+            "unknown sharing policy",
+        ),
+        (
+            ["--domain", "toy", "--operator", "toy-random", "--axes", "length,nope"],
+            "no descriptor axis nope",
+        ),
     ],
 )
 def test_bad_options_give_one_clear_line(toy_env, cli, tmp_path, args, message) -> None:
-    result = cli("dei-run", *args, "--out", str(tmp_path / "x"), "--progress", "quiet",
-                 env=toy_env, check=False)  # fmt: skip
+    result = cli(
+        "dei-run",
+        *args,
+        "--out",
+        str(tmp_path / "x"),
+        "--progress",
+        "quiet",
+        env=toy_env,
+        check=False,
+    )
     assert result.returncode == 1
     assert message in result.stderr
     assert "Traceback" not in result.stderr
@@ -206,8 +310,19 @@ def test_config_file_sets_options_and_flags_override(toy_env, cli, tmp_path) -> 
         '[[node]]\noperator = "toy-random"\nname = "beta"\n'
     )
     out = tmp_path / "run"
-    cli("dei-run", "--config", str(config), "--rounds", "1", "--out", str(out), "--progress",
-        "quiet", "--no-report", env=toy_env)  # fmt: skip
+    cli(
+        "dei-run",
+        "--config",
+        str(config),
+        "--rounds",
+        "1",
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--no-report",
+        env=toy_env,
+    )
     resolved = json.loads((out / "config.json").read_text())
     assert [n["name"] for n in resolved["nodes"]] == ["alpha", "beta"]
     assert resolved["rounds"] == 1 and resolved["seed"] == 5 and resolved["budget"] == 20
@@ -218,10 +333,17 @@ def test_a_resumed_run_ends_exactly_as_an_uninterrupted_one(toy_env, cli, tmp_pa
     config.write_text(
         'domain = "toy"\nbudget = 120\nrounds = 4\nseed = 21\nsharing = "none"\n'
         "checkpoint_seconds = 0.05\neval_workers = 0\n"
-        '[operator_options]\ndelay = 0.03\n'
+        "[operator_options]\ndelay = 0.03\n"
     )
-    common = ["--config", str(config), "--operator", "toy-random", "--progress", "quiet",
-              "--no-report"]  # fmt: skip
+    common = [
+        "--config",
+        str(config),
+        "--operator",
+        "toy-random",
+        "--progress",
+        "quiet",
+        "--no-report",
+    ]
     clean = tmp_path / "clean"
     cli("dei-run", *common, "--out", str(clean), env=toy_env)
     killed = tmp_path / "killed"
@@ -230,10 +352,13 @@ def test_a_resumed_run_ends_exactly_as_an_uninterrupted_one(toy_env, cli, tmp_pa
 
     def outcome(path: Path) -> tuple:
         summary = json.loads((path / "summary.json").read_text())
-        made = sorted((e["id"], e["fitness"], e["status"]) for e in events(path)
-                      if e["event"] == "evaluated")  # fmt: skip
-        rounds = [json.loads((path / "nodes" / "node-0" / f"round-{r:03d}.json").read_text())
-                  ["archive"] for r in range(4)]  # fmt: skip
+        made = sorted(
+            (e["id"], e["fitness"], e["status"]) for e in events(path) if e["event"] == "evaluated"
+        )
+        rounds = [
+            json.loads((path / "nodes" / "node-0" / f"round-{r:03d}.json").read_text())["archive"]
+            for r in range(4)
+        ]
         # The event figures too: a resumed run counts the events its checkpoint kept.
         figures = (summary["evaluated"], summary["invalid"], summary["operator_divergence"])
         return summary["merged"], summary["budget"]["calls"], made, rounds, figures

@@ -14,16 +14,31 @@ from dei_framework.runtime.run_dir import dumps, write_json_atomic
 
 
 def test_a_log_line_reads_back_as_the_record_it_was() -> None:
-    record = {"event": "evaluated", "id": "nœud-r0-s1", "fitness": 1e-05, "big": 1e16,
-              "cell": (3, 4), "parent": None, "ok": True, "descriptor": {"a": -0.0}}  # fmt: skip
+    record = {
+        "event": "evaluated",
+        "id": "nœud-r0-s1",
+        "fitness": 1e-05,
+        "big": 1e16,
+        "cell": (3, 4),
+        "parent": None,
+        "ok": True,
+        "descriptor": {"a": -0.0},
+    }
     line = dumps(record)
     assert "\n" not in line and " " not in line
     assert json.loads(line) == {**record, "cell": [3, 4]}
 
 
 def test_numbers_that_are_not_finite_are_null_and_numpy_values_are_numbers() -> None:
-    line = dumps({"nan": math.nan, "inf": -math.inf, "np": np.float64(2.5), "i": np.int64(7),
-                  "row": np.array([1.0, 2.0])})  # fmt: skip
+    line = dumps(
+        {
+            "nan": math.nan,
+            "inf": -math.inf,
+            "np": np.float64(2.5),
+            "i": np.int64(7),
+            "row": np.array([1.0, 2.0]),
+        }
+    )
     assert json.loads(line) == {"nan": None, "inf": None, "np": 2.5, "i": 7, "row": [1.0, 2.0]}
 
 
@@ -39,10 +54,17 @@ def test_a_value_nothing_can_write_is_a_type_error() -> None:
 
 @pytest.mark.parametrize("layout", ["indent", "compact", "records"])
 def test_every_layout_reads_back_the_same(tmp_path, layout) -> None:
-    data = {"type": "grid", "space": [{"name": "a", "count": 3}], "qd_offset": 0.0,
-            "elites": [{"text": "x y", "fitness": 1.5, "cell": [0, 1]},
-                       {"text": "z", "fitness": -2.0, "cell": [2, 2]}],
-            "empty": [], "n": {}}  # fmt: skip
+    data = {
+        "type": "grid",
+        "space": [{"name": "a", "count": 3}],
+        "qd_offset": 0.0,
+        "elites": [
+            {"text": "x y", "fitness": 1.5, "cell": [0, 1]},
+            {"text": "z", "fitness": -2.0, "cell": [2, 2]},
+        ],
+        "empty": [],
+        "n": {},
+    }
     path = tmp_path / "archive.json"
     write_json_atomic(path, data, layout=layout)
     assert json.loads(path.read_text()) == data
@@ -62,8 +84,12 @@ def test_opponent_set_directories_of_dead_processes_are_removed(tmp_path) -> Non
 
     from dei_framework.evaluation.local import SETS_PREFIX, remove_orphaned_set_dirs
 
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     dead = tmp_path / f"{SETS_PREFIX}{gone.stdout.strip()}-abc"
     live = tmp_path / f"{SETS_PREFIX}{os.getpid()}-def"
     unnamed = tmp_path / f"{SETS_PREFIX}xyz"  # an older name without a process id

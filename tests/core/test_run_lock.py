@@ -29,15 +29,34 @@ def _wait_for(condition, what: str, seconds: float = 120.0) -> None:
 
 
 def _gated_run(out: Path, gate: Path, env: dict) -> list[str]:
-    return ["dei-run", "--domain", "toy", "--operator", "toy-random", "--nodes", "2",
-            "--budget", "40", "--rounds", "2", "--eval-workers", "1", "--out", str(out),
-            "--domain-option", f"generality_gate={gate}", "--progress", "quiet",
-            "--no-report"]  # fmt: skip
+    return [
+        "dei-run",
+        "--domain",
+        "toy",
+        "--operator",
+        "toy-random",
+        "--nodes",
+        "2",
+        "--budget",
+        "40",
+        "--rounds",
+        "2",
+        "--eval-workers",
+        "1",
+        "--out",
+        str(out),
+        "--domain-option",
+        f"generality_gate={gate}",
+        "--progress",
+        "quiet",
+        "--no-report",
+    ]
 
 
 def _start(args: list[str], env: dict) -> subprocess.Popen:
-    return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    return subprocess.Popen(
+        args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _assert_one_clean_log(out: Path, *, nodes: int, rounds: int) -> None:
@@ -71,8 +90,7 @@ def test_a_second_writer_of_a_live_run_is_refused_naming_the_pid(toy_env, tmp_pa
             "merge": ["dei", "merge", str(out), "--no-report"],
         }
         for what, args in attempts.items():
-            result = subprocess.run(args, env=toy_env, capture_output=True, text=True,
-                                    timeout=300)  # fmt: skip
+            result = subprocess.run(args, env=toy_env, capture_output=True, text=True, timeout=300)
             line = _refusal(result, first.pid)
             assert str(out) in line, (what, line)
         # Nothing the refused commands did reached the live run's log.
@@ -111,14 +129,23 @@ def test_two_node_processes_of_one_node_give_one_refusal(toy_env, tmp_path) -> N
         '[[node]]\nname = "a"\noperator = "toy-random"\n'
     )
     out = tmp_path / "run"
-    args = ["dei", "node", "--config", str(config), "--name", "a", "--out", str(out),
-            "--progress", "quiet"]  # fmt: skip
+    args = [
+        "dei",
+        "node",
+        "--config",
+        str(config),
+        "--name",
+        "a",
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+    ]
     first = _start(args, toy_env)
     try:
         _wait_for(lambda: Path(f"{gate}.started").exists(), "the node's first generality job")
         for again in (args, ["dei", "node", "--resume", str(out), "--name", "a"]):
-            result = subprocess.run(again, env=toy_env, capture_output=True, text=True,
-                                    timeout=300)  # fmt: skip
+            result = subprocess.run(again, env=toy_env, capture_output=True, text=True, timeout=300)
             assert str(out / "processes" / "a") in _refusal(result, first.pid)
     finally:
         gate.touch()
@@ -137,8 +164,12 @@ sys.stdin.readline()
 
 def test_the_lock_is_the_kernels_and_names_its_holder(tmp_path) -> None:
     run_dir = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(run_dir)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(run_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(RunDirInUse, match=rf"\(pid {holder.pid}\)"):

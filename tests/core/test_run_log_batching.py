@@ -73,11 +73,16 @@ def test_read_jsonl_skips_a_torn_last_line_and_refuses_any_other_damage(tmp_path
     assert list(read_jsonl(path)) == records
     assert list(read_jsonl(path, limit=len(json.dumps(records[0])) + 3)) == records[:1]
     # A whole line that is not an object (blank, a list, not JSON) is no torn line: damage.
-    for damaged, offset in (('{"a": 1}\n\n{"b": 2}\n', 9), ('{"a": 1}\n[1, 2]\n', 9),
-                            ('{"a": 1}\n{"b": 2}\n[1\n', 18)):  # fmt: skip
+    for damaged, offset in (
+        ('{"a": 1}\n\n{"b": 2}\n', 9),
+        ('{"a": 1}\n[1, 2]\n', 9),
+        ('{"a": 1}\n{"b": 2}\n[1\n', 18),
+    ):
         path.write_text(damaged, encoding="utf-8")
-        with pytest.raises(ConfigError, match=f"events.jsonl is damaged at byte {offset}: "
-                                              "the line is not a JSON object"):  # fmt: skip
+        with pytest.raises(
+            ConfigError,
+            match=f"events.jsonl is damaged at byte {offset}: the line is not a JSON object",
+        ):
             list(read_jsonl(path))
 
 

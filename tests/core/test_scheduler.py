@@ -54,14 +54,21 @@ class Sums(Domain):
     def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
         total = sum(program.data)
         beaten = sum(total > sum(o.data) for o in opponents) / max(len(opponents), 1)
-        return Evaluation(fitness=beaten + 1 - min(abs(total - 100), 100) / 100,
-                          descriptor={"length": len(program.data), "peak": max(program.data),
-                                      "first": program.data[0]})  # fmt: skip
+        return Evaluation(
+            fitness=beaten + 1 - min(abs(total - 100), 100) / 100,
+            descriptor={
+                "length": len(program.data),
+                "peak": max(program.data),
+                "first": program.data[0],
+            },
+        )
 
     def descriptor_axes(self):
-        return [AxisSpec(name="length", axis=ThresholdAxis("length", (2, 4, 6, 8))),
-                AxisSpec(name="peak", axis=UniformAxis("peak", 0, 50, 5)),
-                AxisSpec(name="first", axis=UniformAxis("first", 0, 50, 5))]  # fmt: skip
+        return [
+            AxisSpec(name="length", axis=ThresholdAxis("length", (2, 4, 6, 8))),
+            AxisSpec(name="peak", axis=UniformAxis("peak", 0, 50, 5)),
+            AxisSpec(name="first", axis=UniformAxis("first", 0, 50, 5)),
+        ]
 
     def initial_opponents(self) -> list[str]:
         return ["1 1", "20 20"]
@@ -90,13 +97,15 @@ def propose(item) -> str:
 def work(scheduler: Scheduler, item):
     opponents = [DOMAIN.parse(o.text) for o in scheduler.opponents]
     text = propose(item) if item.needs_call else item.program.text
-    return evaluate(DOMAIN, text, opponents, seed=item.eval_seed,
-                    axes=scheduler.space.names).result(item, operator="sums-op")  # fmt: skip
+    return evaluate(
+        DOMAIN, text, opponents, seed=item.eval_seed, axes=scheduler.space.names
+    ).result(item, operator="sums-op")
 
 
 def scheduler(**settings) -> Scheduler:
-    return Scheduler.for_domain(DOMAIN, name="n", **{"calls": 90, "rounds": 3, "seed": 4,
-                                                     "lag": 6, **settings})  # fmt: skip
+    return Scheduler.for_domain(
+        DOMAIN, name="n", **{"calls": 90, "rounds": 3, "seed": 4, "lag": 6, **settings}
+    )
 
 
 def drive(s: Scheduler, rng: random.Random | None, *, concurrency: int = 4) -> list[dict]:
@@ -177,7 +186,13 @@ def test_red_queen_memory_keeps_separate_windows() -> None:
         pool.add_champion(Candidate(text=f"{r} 8", source="peer", node="b", round=r))
     assert not pool.add_champion(Candidate(text="1 1", source="peer", node="b", round=9))
     assert [(o["source"], o["round"]) for o in pool.describe()] == [
-        ("initial", -1), ("own", 2), ("own", 3), ("peer", 2), ("peer", 3), ("peer", 4)]
+        ("initial", -1),
+        ("own", 2),
+        ("own", 3),
+        ("peer", 2),
+        ("peer", 3),
+        ("peer", 4),
+    ]
     # A flood of received champions never evicts the node's own memory.
     assert OpponentPool.from_json(pool.to_json()).describe() == pool.describe()
 
@@ -186,15 +201,24 @@ def test_round_events_list_the_pool_fought_and_received_champions_enter_by_polic
     solo, flooded = scheduler(own_window=20), scheduler(own_window=20, peer_window=1)
     drive(solo, None)
     while not flooded.finished:
-        flooded.start_round([Candidate(text=f"{flooded.round} 4 {k}", node="peer-x",
-                                       round=flooded.round, operator="op") for k in range(3)])
+        flooded.start_round(
+            [
+                Candidate(
+                    text=f"{flooded.round} 4 {k}", node="peer-x", round=flooded.round, operator="op"
+                )
+                for k in range(3)
+            ]
+        )
         drive_round(flooded)
     own = [[o for o in e["opponents"] if o["source"] == "own"] for e in flooded.history]
     assert own == [[o for o in e["opponents"] if o["source"] == "own"] for e in solo.history]
-    assert own[2] == [{"source": "own", "round": 0, "node": "n"},
-                      {"source": "own", "round": 1, "node": "n"}]  # fmt: skip
+    assert own[2] == [
+        {"source": "own", "round": 0, "node": "n"},
+        {"source": "own", "round": 1, "node": "n"},
+    ]
     assert [o for o in flooded.history[2]["opponents"] if o["source"] == "peer"] == [
-        {"source": "peer", "round": 2, "node": "peer-x"}]
+        {"source": "peer", "round": 2, "node": "peer-x"}
+    ]
     assert flooded.history[0]["received"] == 3
 
 
@@ -209,8 +233,11 @@ def test_builtin_sharing_policies() -> None:
     policies = {spec.name: spec.factory({}) for spec in BUILTIN_POLICIES}
     champion = Candidate(text="1 2", node="p", round=0)
     assert {name: p.on_receive(champion) for name, p in policies.items()} == {
-        "champion": Admit.OPPONENTS | Admit.CELLS, "top-k": Admit.OPPONENTS | Admit.CELLS,
-        "opponents-only": Admit.OPPONENTS, "none": Admit.NOTHING}  # fmt: skip
+        "champion": Admit.OPPONENTS | Admit.CELLS,
+        "top-k": Admit.OPPONENTS | Admit.CELLS,
+        "opponents-only": Admit.OPPONENTS,
+        "none": Admit.NOTHING,
+    }
     s = scheduler()
     drive_round(s)
     archive = s.history[0]
@@ -249,8 +276,13 @@ def test_cvt_archive_has_seeded_cells_over_three_axes() -> None:
     first = Candidate(text="x", fitness=1.0, descriptor={"length": 3, "peak": 10, "first": 40})
     assert a.add(first) == AddStatus.NEW and str(AddStatus.NEW) == "NEW"
     assert a.add(first.__class__(**{**first.to_json(), "fitness": 0.5})) == AddStatus.NOT_ADDED
-    s = Scheduler(name="n", space=space, initial_opponents=DOMAIN.initial_opponents(), calls=60,
-                  archive=lambda **kw: CVTArchive(cells=30, **kw))
+    s = Scheduler(
+        name="n",
+        space=space,
+        initial_opponents=DOMAIN.initial_opponents(),
+        calls=60,
+        archive=lambda **kw: CVTArchive(cells=30, **kw),
+    )
     drive(s, random.Random(2))
     assert all(e["archive_kind"] == "cvt" and e["stats"]["cells"] == 30 for e in s.history)
 
@@ -265,16 +297,21 @@ class JunkAwareOperator(Operator):
 
 
 def test_the_driver_validates_received_champions_before_they_enter_the_pool() -> None:
-    received = [Candidate(text="not a program", node="evil", round=0, operator="x"),
-                Candidate(text="49 49 49", node="friend", round=0, operator="y")]  # fmt: skip
+    received = [
+        Candidate(text="not a program", node="evil", round=0, operator="x"),
+        Candidate(text="49 49 49", node="friend", round=0, operator="y"),
+    ]
     s = scheduler(calls=12, rounds=2)
     events: list[dict] = []
     driver = SearchDriver(
-        scheduler=s, domain=DOMAIN, operator=JunkAwareOperator(),
-        evaluator=Evaluator(DOMAIN, workers=0), ledger=BudgetLedger(quotas={"n": 12}),
+        scheduler=s,
+        domain=DOMAIN,
+        operator=JunkAwareOperator(),
+        evaluator=Evaluator(DOMAIN, workers=0),
+        ledger=BudgetLedger(quotas={"n": 12}),
         receive=lambda r: received if r == 1 else [],
         record=lambda evs, calls: events.extend(evs),
-    )  # fmt: skip
+    )
     asyncio.run(driver.run())
     rounds = [e for e in events if e["event"] == "round"]
     assert [o["node"] for o in rounds[1]["opponents"] if o["source"] == "peer"] == ["friend"]
@@ -334,19 +371,26 @@ def test_the_driver_makes_next_round_calls_while_a_round_drains_and_stays_reprod
         log: list = []
         operator = TimedOperator(log)
         driver = SearchDriver(
-            scheduler=scheduler(new_fraction=0.3), domain=DOMAIN, operator=operator,
-            evaluator=Evaluator(DOMAIN, workers=0), ledger=BudgetLedger(quotas={"n": 90}),
+            scheduler=scheduler(new_fraction=0.3),
+            domain=DOMAIN,
+            operator=operator,
+            evaluator=Evaluator(DOMAIN, workers=0),
+            ledger=BudgetLedger(quotas={"n": 90}),
             record=lambda evs, calls, log=log: log.extend(("event", e) for e in evs),
-        )  # fmt: skip
+        )
         asyncio.run(driver.run())
         assert operator.most <= operator.max_in_flight
-        order = [entry[1] if entry[0] == "call" else ("round", entry[1]["round"]) for entry in log
-                 if entry[0] == "call" or entry[1]["event"] == "round"]  # fmt: skip
+        order = [
+            entry[1] if entry[0] == "call" else ("round", entry[1]["round"])
+            for entry in log
+            if entry[0] == "call" or entry[1]["event"] == "round"
+        ]
         first_round_end = order.index(("round", 0))
         assert any(key.startswith("n/r1/") for key in order[:first_round_end])  # made early
         assert sum(1 for key in order if isinstance(key, str)) == 90  # and not made twice
-        timeless = [{k: v for k, v in e.items() if k != "timings"}
-                    for kind, e in log if kind == "event"]  # fmt: skip
+        timeless = [
+            {k: v for k, v in e.items() if k != "timings"} for kind, e in log if kind == "event"
+        ]
         runs.append((timeless, driver.history))
     assert runs[0] == runs[1]
 
@@ -370,8 +414,10 @@ def test_tournament_emitter_picks_fitter_parents_than_uniform_on_a_fixed_archive
         parents = [emitter.select(archive, SlotGenerator(*state), 3)[0] for state in states]
         return sum(p.fitness for p in parents) / len(parents)
 
-    uniform, tournament = mean_parent_fitness(UniformSelector()), mean_parent_fitness(
-        TournamentSelector())
+    uniform, tournament = (
+        mean_parent_fitness(UniformSelector()),
+        mean_parent_fitness(TournamentSelector()),
+    )
     # Expected ranks: uniform (n-1)/2n ~ 0.49, the best of three uniform draws ~ 0.74; the
     # standard error over 500 draws is about 0.013, so 0.15 apart is no accident of the seed.
     assert uniform < 0.55 and tournament > uniform + 0.15
@@ -421,8 +467,13 @@ def _warm_items(s: Scheduler) -> list[dict]:
         warm = [(i.id, i.program.text, i.program.operator) for i in items if i.kind == "warm"]
         report = s.tell([work(s, item) for item in items])
         statuses = {a.result.item.id: str(a.status) for a in report.admitted}
-        rounds.append({"warm": warm, "opponents": [o.text for o in s.opponents],
-                       "status": [statuses.get(item_id) for item_id, *_ in warm]})  # fmt: skip
+        rounds.append(
+            {
+                "warm": warm,
+                "opponents": [o.text for o in s.opponents],
+                "status": [statuses.get(item_id) for item_id, *_ in warm],
+            }
+        )
         while s.round == round_index and not s.finished:
             s.tell([work(s, item) for item in s.ask(4)])
     return rounds
@@ -434,8 +485,11 @@ def test_seed_programs_start_a_static_domains_archive_without_becoming_opponents
     s = Scheduler.for_domain(domain, name="n", calls=30, rounds=3, seed=4, lag=6)
     rounds = _warm_items(s)
     # Round 0 warms the archive with the seeds; the continual archive keeps them after.
-    assert rounds[0]["warm"] == [("n-r0-w0", "30 30 30", "seed"), ("n-r0-w1", "49 49 49 3", "seed"),
-                                 ("n-r0-w2", "20 20", "seed")]  # fmt: skip
+    assert rounds[0]["warm"] == [
+        ("n-r0-w0", "30 30 30", "seed"),
+        ("n-r0-w1", "49 49 49 3", "seed"),
+        ("n-r0-w2", "20 20", "seed"),
+    ]
     assert [r["warm"] for r in rounds[1:]] == [[], []]
     assert all(r["opponents"] == [] for r in rounds)  # they never fight anyone
     assert all(e["opponents"] == [] for e in s.history)
@@ -470,11 +524,15 @@ def test_a_seed_that_became_the_champion_is_warmed_once_as_an_opponent() -> None
     # With seed 6 the seed "30 30 30" wins round 0 (no child beat it): it joins the pool as
     # this node's champion, so round 1 warms it once, as that opponent, and marks round 0's
     # champion as no work of the search.
-    s = Scheduler.for_domain(SeededSums(opponents=True), name="n", calls=30, rounds=2, seed=6,
-                             lag=6)  # fmt: skip
+    s = Scheduler.for_domain(
+        SeededSums(opponents=True), name="n", calls=30, rounds=2, seed=6, lag=6
+    )
     rounds = _warm_items(s)
     assert s.history[0]["champion"]["text"] == "30 30 30" and s.history[0]["champion_initial"]
     assert [(text, operator) for _, text, operator in rounds[1]["warm"]] == [
-        ("1 1", "initial"), ("20 20", "initial"), ("30 30 30", "own:n"),
-        ("49 49 49 3", "seed")]  # fmt: skip
+        ("1 1", "initial"),
+        ("20 20", "initial"),
+        ("30 30 30", "own:n"),
+        ("49 49 49 3", "seed"),
+    ]
     assert "30 30 30" in rounds[1]["opponents"]  # as a champion, not as a seed

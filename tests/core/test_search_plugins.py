@@ -7,8 +7,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-TOY = ["--domain", "toy", "--operator", "toy-random", "--eval-workers", "0", "--progress",
-       "quiet", "--no-report"]  # fmt: skip
+TOY = [
+    "--domain",
+    "toy",
+    "--operator",
+    "toy-random",
+    "--eval-workers",
+    "0",
+    "--progress",
+    "quiet",
+    "--no-report",
+]
 
 
 def events(run: Path) -> list[dict]:
@@ -17,8 +26,10 @@ def events(run: Path) -> list[dict]:
 
 def test_dei_plugins_lists_builtin_and_third_party_search_components(searchplug_env, cli):
     listing = json.loads(cli("dei", "plugins", "--json", env=searchplug_env).stdout)
-    plugin_of = {kind: {row["name"]: row["plugin"] for row in listing[kind]}
-                 for kind in ("emitters", "archives", "sharing")}  # fmt: skip
+    plugin_of = {
+        kind: {row["name"]: row["plugin"] for row in listing[kind]}
+        for kind in ("emitters", "archives", "sharing")
+    }
     assert plugin_of["emitters"]["uniform"] == plugin_of["archives"]["grid"] == "dei_framework"
     assert {"improvement"} <= set(plugin_of["emitters"]) and "cvt" in plugin_of["archives"]
     assert plugin_of["emitters"]["best-first"].startswith("dei-searchplug")
@@ -28,19 +39,35 @@ def test_dei_plugins_lists_builtin_and_third_party_search_components(searchplug_
 
 def test_dei_run_selects_third_party_components_by_flag(searchplug_env, cli, tmp_path):
     out = tmp_path / "run"
-    cli("dei-run", *TOY, "--nodes", "2", "--budget", "60", "--rounds", "3", "--emitter",
-        "best-first", "--archive", "coarse", "--sharing", "peers-as-opponents", "--out",
-        str(out), env=searchplug_env)  # fmt: skip
+    cli(
+        "dei-run",
+        *TOY,
+        "--nodes",
+        "2",
+        "--budget",
+        "60",
+        "--rounds",
+        "3",
+        "--emitter",
+        "best-first",
+        "--archive",
+        "coarse",
+        "--sharing",
+        "peers-as-opponents",
+        "--out",
+        str(out),
+        env=searchplug_env,
+    )
     log = events(out)
     rounds = [e for e in log if e["event"] == "round"]
     assert len(rounds) == 6
     assert {(e["emitter"], e["archive_kind"], e["stats"]["cells"]) for e in rounds} == {
-        ("best-first", "coarse", 5)}  # the toy's length axis alone: 5 bins
+        ("best-first", "coarse", 5)
+    }  # the toy's length axis alone: 5 bins
     # best-first: every mutation's parent was the best elite of the archive at planning time,
     # so parents are few; peers-as-opponents: received champions fight but never fill cells.
     peers = [e for e in log if e["event"] == "evaluated" and e["kind"] == "peer"]
-    assert peers and all(e["status"] == "invalid" and "sharing policy" in e["error"]
-                         for e in peers)  # fmt: skip
+    assert peers and all(e["status"] == "invalid" and "sharing policy" in e["error"] for e in peers)
     assert any(o["source"] == "peer" for e in rounds for o in e["opponents"])
     published = json.loads((out / "summary.json").read_text())["nodes"]["node-0"]["sharing"]
     assert published["published"] == 2 * 3  # two per round
@@ -56,10 +83,20 @@ def test_config_file_selects_components_per_node(searchplug_env, cli, tmp_path):
         "[archive_options]\n"
     )
     out = tmp_path / "run"
-    cli("dei-run", "--config", str(config), "--progress", "quiet", "--no-report", "--out",
-        str(out), env=searchplug_env)  # fmt: skip
-    kinds = {(e["node"], e["emitter"], e["archive_kind"]) for e in events(out)
-             if e["event"] == "round"}  # fmt: skip
+    cli(
+        "dei-run",
+        "--config",
+        str(config),
+        "--progress",
+        "quiet",
+        "--no-report",
+        "--out",
+        str(out),
+        env=searchplug_env,
+    )
+    kinds = {
+        (e["node"], e["emitter"], e["archive_kind"]) for e in events(out) if e["event"] == "round"
+    }
     assert kinds == {("node-0", "uniform", "grid"), ("node-1", "improvement", "cvt")}
     summary = json.loads((out / "summary.json").read_text())
     # node-1 searched the peak axis alone; the merge maps its elites into the run's grid.
@@ -71,8 +108,18 @@ def test_config_file_selects_components_per_node(searchplug_env, cli, tmp_path):
 
 def test_unknown_component_names_give_one_clear_line(searchplug_env, cli, tmp_path):
     for flag, kind in (("--emitter", "emitter"), ("--archive", "archive")):
-        result = cli("dei-run", *TOY, "--budget", "8", flag, "nosuch", "--out",
-                     str(tmp_path / flag), env=searchplug_env, check=False)  # fmt: skip
+        result = cli(
+            "dei-run",
+            *TOY,
+            "--budget",
+            "8",
+            flag,
+            "nosuch",
+            "--out",
+            str(tmp_path / flag),
+            env=searchplug_env,
+            check=False,
+        )
         assert result.returncode == 1
         assert f"unknown {kind} 'nosuch'" in result.stderr and "Traceback" not in result.stderr
 
@@ -81,8 +128,19 @@ def test_a_domain_omitting_a_descriptor_key_gives_invalid_candidates_and_the_run
     toy_env, cli, tmp_path
 ):
     out = tmp_path / "run"
-    cli("dei-run", *TOY, "--budget", "20", "--rounds", "2", "--domain-option",
-        "omit_axis=peak", "--out", str(out), env=toy_env)  # fmt: skip
+    cli(
+        "dei-run",
+        *TOY,
+        "--budget",
+        "20",
+        "--rounds",
+        "2",
+        "--domain-option",
+        "omit_axis=peak",
+        "--out",
+        str(out),
+        env=toy_env,
+    )
     evaluated = [e for e in events(out) if e["event"] == "evaluated"]
     assert evaluated and all(e["status"] == "invalid" for e in evaluated)
     errors = {e["error"] for e in evaluated if not e["error"].startswith("line 1:")}

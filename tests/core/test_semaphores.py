@@ -43,8 +43,9 @@ HALF_RELEASED = textwrap.dedent("""
 @pytest.mark.parametrize("exit_kind", ["plain", "settled"])
 def test_an_exit_waits_for_a_half_released_semaphore(exit_kind) -> None:
     # The tracker holds our stderr until it ends, so this returns after its last word.
-    done = subprocess.run([sys.executable, "-c", HALF_RELEASED, exit_kind], capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", HALF_RELEASED, exit_kind], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 3, done.stderr
     leaked = "leaked semaphore" in done.stderr
     # A plain os._exit is the bug being guarded against: it must show, or this test proves nothing.

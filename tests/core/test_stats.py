@@ -62,9 +62,11 @@ def test_the_shift_interval_covers_the_true_shift_at_small_n(distribution: str, 
     # by a known amount. A 95 % interval must contain that shift at least ~95 % of the time;
     # the percentile bootstrap it replaced covered ~88 % at n = 5.
     rng = np.random.default_rng(22 + n)
-    draw = {"normal": lambda size: rng.normal(0.0, 1.0, size),
-            "lognormal": lambda size: rng.lognormal(0.0, 1.0, size),
-            "exponential": lambda size: rng.exponential(2.0, size)}[distribution]  # fmt: skip
+    draw = {
+        "normal": lambda size: rng.normal(0.0, 1.0, size),
+        "lognormal": lambda size: rng.lognormal(0.0, 1.0, size),
+        "exponential": lambda size: rng.exponential(2.0, size),
+    }[distribution]
     true_shift = 1.5
     a = draw((REPLICATIONS, n)) + true_shift
     b = draw((REPLICATIONS, n))
@@ -111,8 +113,12 @@ def test_a12_counts_wins_and_half_ties() -> None:
 
 def test_holm_steps_down_within_a_family() -> None:
     # Sorted 0.01, 0.03, 0.04 x 3, 2, 1 -> 0.03, 0.06, 0.04 -> monotone: 0.03, 0.06, 0.06.
-    assert holm([0.01, 0.04, None, 0.03]) == [pytest.approx(0.03), pytest.approx(0.06), None,
-                                              pytest.approx(0.06)]  # fmt: skip
+    assert holm([0.01, 0.04, None, 0.03]) == [
+        pytest.approx(0.03),
+        pytest.approx(0.06),
+        None,
+        pytest.approx(0.06),
+    ]
     assert holm([0.5, 0.9]) == [pytest.approx(1.0), pytest.approx(1.0)]
     assert holm([]) == []
 
@@ -150,8 +156,15 @@ def test_t95_is_students_quantile_and_never_the_normal_one_for_small_samples() -
     from dei_framework.analysis.stats import t95
 
     # Published two-sided 95 % quantiles (df 1, 4, 15, 29 tabulated; 40, 60, 120 expanded).
-    for df, quantile in ((1, 12.706), (4, 2.776), (15, 2.131), (29, 2.045), (40, 2.021),
-                         (60, 2.000), (120, 1.980)):  # fmt: skip
+    for df, quantile in (
+        (1, 12.706),
+        (4, 2.776),
+        (15, 2.131),
+        (29, 2.045),
+        (40, 2.021),
+        (60, 2.000),
+        (120, 1.980),
+    ):
         assert abs(t95(df) - quantile) < 1e-3, df
     values = [t95(df) for df in range(1, 500)]
     assert all(a > b for a, b in zip(values, values[1:], strict=False))  # narrows with n

@@ -29,8 +29,9 @@ def _public_functions():
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.ClassDef) and not child.name.startswith("_"):
                     stack.append((child, f"{prefix}{child.name}."))
-                elif (isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
-                      and not child.name.startswith("_")):
+                elif isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef)
+                ) and not child.name.startswith("_"):
                     yield f"{relative}:{child.lineno} {prefix}{child.name}", child
 
 
@@ -39,11 +40,17 @@ def test_no_public_signature_hands_over_an_untyped_event_or_summary() -> None:
     for where, function in _public_functions():
         arguments = function.args.args + function.args.kwonlyargs
         for argument in arguments:
-            if (argument.arg in CARRIERS and argument.annotation is not None
-                    and UNTYPED.search(ast.unparse(argument.annotation))):
+            if (
+                argument.arg in CARRIERS
+                and argument.annotation is not None
+                and UNTYPED.search(ast.unparse(argument.annotation))
+            ):
                 untyped.append(f"{where}({argument.arg}: {ast.unparse(argument.annotation)})")
-        if (GIVERS.match(function.name) and function.returns is not None
-                and UNTYPED.search(ast.unparse(function.returns))):
+        if (
+            GIVERS.match(function.name)
+            and function.returns is not None
+            and UNTYPED.search(ast.unparse(function.returns))
+        ):
             untyped.append(f"{where} -> {ast.unparse(function.returns)}")
     assert untyped == [], "untyped events or summaries:\n" + "\n".join(untyped)
 

@@ -123,12 +123,7 @@ def test_labels() -> None:
           jmp alone, b
     bottom dat 0, 0
     """
-    assert rows(source) == [
-        "MOV.I $0, $3",
-        "DAT.F $7999, $0",
-        "JMP.B $0, $7999",
-        "DAT.F $0, $0",
-    ]
+    assert rows(source) == ["MOV.I $0, $3", "DAT.F $7999, $0", "JMP.B $0, $7999", "DAT.F $0, $0"]
 
 
 def test_labels_are_case_sensitive_and_opcodes_are_not() -> None:
@@ -166,12 +161,7 @@ def test_for_rof_counters_and_concatenation() -> None:
           rof
           jmp x02
     """
-    assert rows(source) == [
-        "DAT.F $1, $0",
-        "DAT.F $2, $0",
-        "DAT.F $3, $0",
-        "JMP.B $7998, $0",
-    ]
+    assert rows(source) == ["DAT.F $1, $0", "DAT.F $2, $0", "DAT.F $3, $0", "JMP.B $7998, $0"]
 
 
 def test_nested_for_and_zero_count() -> None:
@@ -211,9 +201,15 @@ def test_predefined_constants() -> None:
     source = "dat CORESIZE, MAXPROCESSES\ndat MAXCYCLES, MAXLENGTH\ndat MINDISTANCE, WARRIORS\n"
     source += "dat ROUNDS, VERSION\ndat PSPACESIZE, 0"
     custom = AssemblerSettings(
-        coresize=100, maxprocesses=7, maxcycles=1234, maxlength=50, mindistance=5,
-        warriors=3, rounds=9, pspacesize=0,
-    )  # fmt: skip
+        coresize=100,
+        maxprocesses=7,
+        maxcycles=1234,
+        maxlength=50,
+        mindistance=5,
+        warriors=3,
+        rounds=9,
+        pspacesize=0,
+    )
     assert rows(source, settings=custom) == [
         "DAT.F $0, $7",
         "DAT.F $34, $50",
@@ -306,7 +302,6 @@ def test_cr_lf_and_continuation_lines() -> None:
     assert rows("dat 1,\\\r\n 2\r\nmov 0, 1\r\n") == ["DAT.F $1, $2", "MOV.I $0, $1"]
 
 
-
 # -- expressions ------------------------------------------------------------------------------
 
 _LEVELS = [("||",), ("&&",), ("==", "!=", "<", ">", "<=", ">="), ("+", "-"), ("*", "/", "%")]
@@ -330,11 +325,18 @@ class _Ast:
                 raise ZeroDivisionError
             return c_div(x, y) if op == "/" else c_mod(x, y)
         return {
-            "+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
-            "==": lambda: int(x == y), "!=": lambda: int(x != y), "<": lambda: int(x < y),
-            ">": lambda: int(x > y), "<=": lambda: int(x <= y), ">=": lambda: int(x >= y),
-            "&&": lambda: int(bool(x) and bool(y)), "||": lambda: int(bool(x) or bool(y)),
-        }[op]()  # fmt: skip
+            "+": lambda: x + y,
+            "-": lambda: x - y,
+            "*": lambda: x * y,
+            "==": lambda: int(x == y),
+            "!=": lambda: int(x != y),
+            "<": lambda: int(x < y),
+            ">": lambda: int(x > y),
+            "<=": lambda: int(x <= y),
+            ">=": lambda: int(x >= y),
+            "&&": lambda: int(bool(x) and bool(y)),
+            "||": lambda: int(bool(x) or bool(y)),
+        }[op]()
 
     @staticmethod
     def render(tree) -> str:
@@ -350,8 +352,7 @@ _OPS = [op for level in _LEVELS for op in level]
 _trees = st.recursive(
     st.integers(min_value=0, max_value=10_000),
     lambda sub: st.one_of(
-        st.tuples(st.sampled_from(["neg", "not"]), sub),
-        st.tuples(st.sampled_from(_OPS), sub, sub),
+        st.tuples(st.sampled_from(["neg", "not"]), sub), st.tuples(st.sampled_from(_OPS), sub, sub)
     ),
     max_leaves=12,
 )

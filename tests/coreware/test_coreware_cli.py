@@ -115,6 +115,7 @@ def test_assemble_takes_the_core_settings(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     image = json.loads(result.output)[str(source)]
     assert image["instructions"] == [["MOV", "I", "$", 0, "$", 799], ["DAT", "F", "#", 20, "#", 30]]
-    default = json.loads(CliRunner().invoke(coreware_group, ["assemble", "--json", str(source)])
-                         .output)[str(source)]  # fmt: skip
+    default = json.loads(
+        CliRunner().invoke(coreware_group, ["assemble", "--json", str(source)]).output
+    )[str(source)]
     assert default["instructions"][0][5] == 7999

@@ -44,7 +44,11 @@ def test_champions_and_elites_become_red_files_naming_their_origin(coreware_run,
     elites = [r for r in records if r["kind"] == "elite"]
     # Every round's champion of each node; the elites of each node's last round.
     assert sorted((r["node"], r["round"]) for r in champions) == [
-        ("node-0", 0), ("node-0", 1), ("node-1", 0), ("node-1", 1)]  # fmt: skip
+        ("node-0", 0),
+        ("node-0", 1),
+        ("node-1", 0),
+        ("node-1", 1),
+    ]
     assert elites and {r["round"] for r in elites} == {1}
     summary = json.loads((coreware_run / "summary.json").read_text())
     for node, data in summary["nodes"].items():
@@ -57,9 +61,11 @@ def test_champions_and_elites_become_red_files_naming_their_origin(coreware_run,
         assert warrior.name.startswith(f"run {record['node']} round {record['round']}")
         assert record["operator"] in warrior.author
         text = path.read_text()
-        assert (f";strategy exported by dei export: run run, node {record['node']}, operator "
-                f"{record['operator']}, round {record['round']}, fitness "
-                f"{record['fitness']:.6g}, cell {record['cell']}") in text  # fmt: skip
+        assert (
+            f";strategy exported by dei export: run run, node {record['node']}, operator "
+            f"{record['operator']}, round {record['round']}, fitness "
+            f"{record['fitness']:.6g}, cell {record['cell']}"
+        ) in text
         # The code is the run's: the same load image as the recorded text.
         assert assemble(text).instructions == assemble(record["text"]).instructions
 
@@ -109,8 +115,17 @@ def test_the_header_changes_nothing_pmars_loads(corewar_dir):
     folder = corewar_dir / "warriors" / "koenigstuhl-94nop"
     for name in sorted(reference)[:40]:
         text = (folder / name).read_text(errors="replace")
-        program = ExportedProgram(text=text, run="r", node="node-0", operator="gp", round=0,
-                                  fitness=1.0, cell=(1, 2), id="x", kind="champion")  # fmt: skip
+        program = ExportedProgram(
+            text=text,
+            run="r",
+            node="node-0",
+            operator="gp",
+            round=0,
+            fitness=1.0,
+            cell=(1, 2),
+            id="x",
+            kind="champion",
+        )
         warrior = assemble(export_text(program))
         got = {"start": warrior.start, "instructions": [i.as_list() for i in warrior.instructions]}
         expected = reference[name]

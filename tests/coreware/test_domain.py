@@ -55,14 +55,23 @@ def test_opponents_option_takes_bundled_names_files_and_folders(tmp_path) -> Non
 
 def test_bundled_warriors_assemble_with_the_required_header() -> None:
     files = sorted(BUNDLED.glob("*/*.red"))
-    assert {f.stem for f in files} >= {"imp", "dwarf", "stone", "paper", "scanner", "spiral",
-                                       "clear", "vampire", "imp-pair", "silk"}  # fmt: skip
+    assert {f.stem for f in files} >= {
+        "imp",
+        "dwarf",
+        "stone",
+        "paper",
+        "scanner",
+        "spiral",
+        "clear",
+        "vampire",
+        "imp-pair",
+        "silk",
+    }
     for file in files:
         text = file.read_text()
         assert ";name " in text and ";author DEI " in text and ";strategy " in text
     for folder in ("opponents", "generality"):
-        loaded = load_warrior_set(BUNDLED / folder,
-                                  CorewarDomain().settings.assembler_settings())  # fmt: skip
+        loaded = load_warrior_set(BUNDLED / folder, CorewarDomain().settings.assembler_settings())
         assert len(loaded.warriors) == len(list((BUNDLED / folder).glob("*.red")))
         assert not loaded.skipped
 
@@ -87,8 +96,9 @@ def test_alone_the_fitness_is_the_survival_share(domain) -> None:
 def test_fitness_stays_within_zero_and_n(domain) -> None:
     opponents = [domain.parse(t) for t in domain.initial_opponents()]
     for name in ("imp", "dwarf", "paper", "clear", "vampire"):
-        evaluation = domain.evaluate(domain.parse(bundled_warrior(name).read_text()),
-                                     opponents, seed=11)  # fmt: skip
+        evaluation = domain.evaluate(
+            domain.parse(bundled_warrior(name).read_text()), opponents, seed=11
+        )
         assert 0.0 <= evaluation.fitness <= len(opponents) + 1
 
 
@@ -166,8 +176,9 @@ def test_generality_counts_beaten_or_tied_and_skips_broken_files(tmp_path) -> No
     (tmp_path / "dwarf.red").write_text(DWARF)
     (tmp_path / "broken.red").write_text("dat #0 #0\n")
     # (The bundled dwarf is a default opponent: fight others, or the set would be refused.)
-    small = CorewarDomain({"human_set": str(tmp_path), "generality_rounds": 6,
-                           "opponents": "stone,paper"})  # fmt: skip
+    small = CorewarDomain(
+        {"human_set": str(tmp_path), "generality_rounds": 6, "opponents": "stone,paper"}
+    )
     report = small.generality_report(small.parse(DAT))
     # A lone DAT dies at once: it loses to the imp and the dwarf, and against another DAT
     # whoever moves first dies, so with the first mover alternating they tie on score.
@@ -186,8 +197,9 @@ def test_generality_defaults_to_the_bundled_warriors() -> None:
 
 
 def test_generality_on_the_human_set(corewar_dir) -> None:
-    human = CorewarDomain({"human_set": str(corewar_dir / "warriors" / "human"),
-                           "generality_rounds": 2})  # fmt: skip
+    human = CorewarDomain(
+        {"human_set": str(corewar_dir / "warriors" / "human"), "generality_rounds": 2}
+    )
     loaded = human.warrior_set()
     assert len(loaded.warriors) == 316 and [name for name, _ in loaded.skipped] == ["stone.red"]
     share = human.generality(human.parse(DWARF))
@@ -221,17 +233,35 @@ def test_prompts_carry_the_reference_the_parent_and_the_feedback(domain) -> None
     new = domain.messages("new")
     assert [m["role"] for m in new] == ["system", "user"]
     system = new[0]["content"]
-    for needle in ("8000", "ORG", "END", "SPL", "SNE", "{", "}", "<", ">", "*", "@", "#", "$",
-                   ".AB", "```redcode", "p-space"):  # fmt: skip
+    for needle in (
+        "8000",
+        "ORG",
+        "END",
+        "SPL",
+        "SNE",
+        "{",
+        "}",
+        "<",
+        ">",
+        "*",
+        "@",
+        "#",
+        "$",
+        ".AB",
+        "```redcode",
+        "p-space",
+    ):
         assert needle in system, needle
     # The example in the reference is a valid warrior.
     example = SYSTEM.split("```redcode\n", 1)[1].split("```", 1)[0]
     assert len(domain.parse(example).data) == 4
-    parent = Candidate(id="n-r0-s1", text=DWARF, fitness=1.25,
-                    descriptor={"tsp": 0.0, "mc": 3.0, "length": 4.0})  # fmt: skip
+    parent = Candidate(
+        id="n-r0-s1", text=DWARF, fitness=1.25, descriptor={"tsp": 0.0, "mc": 3.0, "length": 4.0}
+    )
     other = Candidate(id="n-r0-s2", text=IMP, fitness=0.5, descriptor={"tsp": 12.0, "mc": 900.0})
-    user = domain.messages("mutate", parent=parent, others=[other],
-                           feedback="line 3: MOV needs two operands")[1]["content"]  # fmt: skip
+    user = domain.messages(
+        "mutate", parent=parent, others=[other], feedback="line 3: MOV needs two operands"
+    )[1]["content"]
     assert DWARF.strip() in user and IMP.strip() in user
     assert "1.250" in user and "never starts extra processes" in user
     assert "about 900 distinct core cells" in user

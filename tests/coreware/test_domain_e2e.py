@@ -15,9 +15,15 @@ DEI_RUN = [sys.executable, "-c", "from dei_framework.app.cli import dei_run_main
 
 
 def _one_node_run(out: Path) -> dict:
-    config = RunConfig(domain="coreware", nodes=[NodeConfig(name="solo", operator="gp")],
-                       budget=24, rounds=2, seed=5, eval_workers=0,
-                       domain_options={"rounds": 4, "generality_rounds": 2})  # fmt: skip
+    config = RunConfig(
+        domain="coreware",
+        nodes=[NodeConfig(name="solo", operator="gp")],
+        budget=24,
+        rounds=2,
+        seed=5,
+        eval_workers=0,
+        domain_options={"rounds": 4, "generality_rounds": 2},
+    )
     return run(config, out)
 
 
@@ -25,14 +31,19 @@ def test_the_same_one_node_run_twice_gives_the_same_results(tmp_path) -> None:
     first = _one_node_run(tmp_path / "a")
     second = _one_node_run(tmp_path / "b")
     assert first["merged"] == second["merged"]
-    assert first["nodes"]["solo"]["generality_per_round"] == \
-        second["nodes"]["solo"]["generality_per_round"]  # fmt: skip
+    assert (
+        first["nodes"]["solo"]["generality_per_round"]
+        == second["nodes"]["solo"]["generality_per_round"]
+    )
 
     def evaluated(path: Path) -> list:
         lines = (path / "events.jsonl").read_text().splitlines()
         events = [json.loads(line) for line in lines]
-        return [(e["id"], e["status"], e["fitness"], e["cell"]) for e in events
-                if e.get("event") == "evaluated"]  # fmt: skip
+        return [
+            (e["id"], e["status"], e["fitness"], e["cell"])
+            for e in events
+            if e.get("event") == "evaluated"
+        ]
 
     assert evaluated(tmp_path / "a") == evaluated(tmp_path / "b")
     assert first["nodes"]["solo"]["calls"] == 24
@@ -42,10 +53,31 @@ def test_the_same_one_node_run_twice_gives_the_same_results(tmp_path) -> None:
 def test_offline_ensemble_of_the_issue(tmp_path, corewar_dir) -> None:
     """4 nodes (gp, templates, gp, templates), 3 rounds, 240 calls, generality on 316 humans."""
     out = tmp_path / "run"
-    command = [*DEI_RUN, "--domain", "coreware", "--transport", "inmemory", "--nodes", "4",
-               "--operator", "gp", "--operator", "templates", "--rounds", "3", "--budget", "240",
-               "--seed", "3", "--human-set", str(corewar_dir / "warriors" / "human"),
-               "--out", str(out), "--progress", "quiet"]  # fmt: skip
+    command = [
+        *DEI_RUN,
+        "--domain",
+        "coreware",
+        "--transport",
+        "inmemory",
+        "--nodes",
+        "4",
+        "--operator",
+        "gp",
+        "--operator",
+        "templates",
+        "--rounds",
+        "3",
+        "--budget",
+        "240",
+        "--seed",
+        "3",
+        "--human-set",
+        str(corewar_dir / "warriors" / "human"),
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())

@@ -34,8 +34,16 @@ def requests(count: int) -> list[OperatorRequest]:
         else:
             parent = PARENTS[seed % len(PARENTS)]
             others = [PARENTS[(seed + 3) % len(PARENTS)]]
-            out.append(OperatorRequest(key=f"k{seed}", kind="mutate", messages=[],
-                                       parent=parent, others=others, seed=seed))  # fmt: skip
+            out.append(
+                OperatorRequest(
+                    key=f"k{seed}",
+                    kind="mutate",
+                    messages=[],
+                    parent=parent,
+                    others=others,
+                    seed=seed,
+                )
+            )
     return out
 
 
@@ -71,16 +79,18 @@ def test_gp_mutations_stay_close_to_the_parent(domain) -> None:
     parent = PARENTS[[p.id for p in PARENTS].index("p-dwarf")]
     sizes = []
     for seed in range(50):
-        text = gp.write(OperatorRequest(key="k", kind="mutate", messages=[], parent=parent,
-                                        seed=seed))  # fmt: skip
+        text = gp.write(
+            OperatorRequest(key="k", kind="mutate", messages=[], parent=parent, seed=seed)
+        )
         sizes.append(len(domain.parse(text).data))
     assert min(sizes) >= 1 and max(sizes) <= 4 + 3 and sum(sizes) / len(sizes) < 6
 
 
 def test_gp_survives_a_parent_that_does_not_assemble(domain) -> None:
     broken = Candidate(id="x", text="mov 1 2 3", fitness=0.0)
-    text = GPOperator().write(OperatorRequest(key="k", kind="mutate", messages=[], parent=broken,
-                                              seed=1))  # fmt: skip
+    text = GPOperator().write(
+        OperatorRequest(key="k", kind="mutate", messages=[], parent=broken, seed=1)
+    )
     domain.parse(text)
 
 
@@ -103,13 +113,15 @@ def test_templates_reparameterise_their_own_warriors() -> None:
     parent = Candidate(id="p", text=parent_text, fitness=1.0)
     kinds = []
     for seed in range(60):
-        child = templates.write(OperatorRequest(key="k", kind="mutate", messages=[],
-                                                parent=parent, seed=seed))  # fmt: skip
+        child = templates.write(
+            OperatorRequest(key="k", kind="mutate", messages=[], parent=parent, seed=seed)
+        )
         name, params = read_tag(child)
         kinds.append(name)
         if name == "dwarf":
-            changed = sum(params[k] != v for k, v in {"step": 4, "bomb": 0, "decoys": 0,
-                                                       "spl": 0}.items())  # fmt: skip
+            changed = sum(
+                params[k] != v for k, v in {"step": 4, "bomb": 0, "decoys": 0, "spl": 0}.items()
+            )
             assert changed <= 2
     assert 0.6 < kinds.count("dwarf") / len(kinds) < 1.0  # mostly re-draws, sometimes a switch
 
@@ -176,13 +188,17 @@ def test_a_family_mutation_is_deterministic_and_stays_close_to_its_parent() -> N
     from dei_coreware.operators.families import FamilyOperator
 
     operator = FamilyOperator(("dwarf",), label="bombers")
-    parent = Candidate(id="p", text=operator.write(OperatorRequest(key="k", kind="new",
-                                                                messages=[], seed=1)),
-                    fitness=1.0)  # fmt: skip
+    parent = Candidate(
+        id="p",
+        text=operator.write(OperatorRequest(key="k", kind="new", messages=[], seed=1)),
+        fitness=1.0,
+    )
     request = OperatorRequest(key="k", kind="mutate", messages=[], parent=parent, seed=5)
     assert operator.write(request) == operator.write(request)
-    children = [operator.write(OperatorRequest(key="k", kind="mutate", messages=[],
-                                               parent=parent, seed=s)) for s in range(20)]
+    children = [
+        operator.write(OperatorRequest(key="k", kind="mutate", messages=[], parent=parent, seed=s))
+        for s in range(20)
+    ]
     # A re-drawn constant can come out the same (a bomb kind has two values): mostly new.
     assert sum(child != parent.text for child in children) >= 15
     assert len(set(children)) > 10
@@ -208,13 +224,16 @@ def test_family_strength_re_rolls_more_and_one_is_the_family_as_it_was() -> None
     from dei_coreware.operators.families import FAMILIES, FamilyOperator
 
     for name in FAMILIES:
-        plain, strong = (FamilyOperator(FAMILIES[name], label=name, strength=s)
-                         for s in (1.0, 3.0))  # fmt: skip
-        parent = Candidate(id="p", text=plain.write(OperatorRequest(key="k", kind="new",
-                                                                    messages=[], seed=2)),
-                           fitness=1.0)  # fmt: skip
-        batch = [OperatorRequest(key="k", kind="mutate", messages=[], parent=parent, seed=s)
-                 for s in range(30)]  # fmt: skip
+        plain, strong = (FamilyOperator(FAMILIES[name], label=name, strength=s) for s in (1.0, 3.0))
+        parent = Candidate(
+            id="p",
+            text=plain.write(OperatorRequest(key="k", kind="new", messages=[], seed=2)),
+            fitness=1.0,
+        )
+        batch = [
+            OperatorRequest(key="k", kind="mutate", messages=[], parent=parent, seed=s)
+            for s in range(30)
+        ]
         as_before = FamilyOperator(FAMILIES[name], label=name)
         assert [plain.write(r) for r in batch] == [as_before.write(r) for r in batch]
         assert [strong.write(r) for r in batch] != [plain.write(r) for r in batch], name

@@ -11,12 +11,40 @@ from dei_coreware.generality import BUNDLED_GENERALITY
 @pytest.mark.slow  # 4 conditions x 2 repeats of Core War runs, through the CLI
 def test_two_operator_experiment_has_common_ground_and_comparisons(cli, tmp_path) -> None:
     out = tmp_path / "exp"
-    cli("dei", "experiment", "--domain", "coreware", "--operator", "bombers",
-        "--operator", "scanners", "--conditions", "solo,homo,diverse", "--repeats", "2",
-        "--nodes", "2", "--budget", "16", "--rounds", "2", "--seed", "3",
-        "--domain-option", "rounds=2", "--domain-option", "cycles=2000",
-        "--domain-option", "generality_rounds=2", "--eval-workers", "1",
-        "--progress", "quiet", "--out", str(out))  # fmt: skip
+    cli(
+        "dei",
+        "experiment",
+        "--domain",
+        "coreware",
+        "--operator",
+        "bombers",
+        "--operator",
+        "scanners",
+        "--conditions",
+        "solo,homo,diverse",
+        "--repeats",
+        "2",
+        "--nodes",
+        "2",
+        "--budget",
+        "16",
+        "--rounds",
+        "2",
+        "--seed",
+        "3",
+        "--domain-option",
+        "rounds=2",
+        "--domain-option",
+        "cycles=2000",
+        "--domain-option",
+        "generality_rounds=2",
+        "--eval-workers",
+        "1",
+        "--progress",
+        "quiet",
+        "--out",
+        str(out),
+    )
     summary = json.loads((out / "summary.json").read_text())
     conditions = summary["conditions"]
     assert list(conditions) == ["solo", "homo:bombers", "homo:scanners", "diverse"]

@@ -74,9 +74,15 @@ def test_a_node_that_meets_a_generality_warrior_leaves_it_out(tmp_path) -> None:
     # The summary's exclusions are exactly the generality warriors found again, by load image,
     # in what the run recorded the node fighting or writing; every round's share has the
     # remaining warriors as its denominator.
-    config = RunConfig(domain="coreware", nodes=[NodeConfig(name="solo", operator="templates")],
-                       budget=24, rounds=2, seed=5, eval_workers=0,
-                       domain_options={"rounds": 2, "generality_rounds": 2})  # fmt: skip
+    config = RunConfig(
+        domain="coreware",
+        nodes=[NodeConfig(name="solo", operator="templates")],
+        budget=24,
+        rounds=2,
+        seed=5,
+        eval_workers=0,
+        domain_options={"rounds": 2, "generality_rounds": 2},
+    )
     summary = run(config, tmp_path / "run")
     domain = CorewarDomain()
     met = _met(tmp_path / "run", domain)
@@ -101,9 +107,12 @@ def test_a_node_that_meets_a_generality_warrior_leaves_it_out(tmp_path) -> None:
 def test_the_main_job_spreads_generality_and_excludes_what_nodes_met(tmp_path) -> None:
     """`dei-run --domain coreware` with its defaults: the issue's done-when."""
     out = tmp_path / "main"
-    done = subprocess.run([*DEI_RUN, "--domain", "coreware", "--out", str(out),
-                           "--progress", "quiet", "--no-report"],
-                          capture_output=True, text=True, timeout=1200)  # fmt: skip
+    done = subprocess.run(
+        [*DEI_RUN, "--domain", "coreware", "--out", str(out), "--progress", "quiet", "--no-report"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
     nodes = summary["nodes"]
@@ -130,13 +139,20 @@ def test_the_main_job_spreads_generality_and_excludes_what_nodes_met(tmp_path) -
 def test_an_initial_opponent_as_champion_is_marked_and_not_measured(tmp_path) -> None:
     # Twelve gp calls do not beat the warm start's stone: the round's champion is an initial
     # opponent, and its generality is that of the best elite gp wrote.
-    config = RunConfig(domain="coreware", nodes=[NodeConfig(name="solo", operator="gp")],
-                       budget=12, rounds=1, seed=2, eval_workers=0,
-                       domain_options={"rounds": 2, "generality_rounds": 2})  # fmt: skip
+    config = RunConfig(
+        domain="coreware",
+        nodes=[NodeConfig(name="solo", operator="gp")],
+        budget=12,
+        rounds=1,
+        seed=2,
+        eval_workers=0,
+        domain_options={"rounds": 2, "generality_rounds": 2},
+    )
     summary = run(config, tmp_path / "run")
     domain = CorewarDomain({"generality_rounds": 2})
-    (event,) = [e for e in read_jsonl(tmp_path / "run" / "events.jsonl")
-                if e.get("event") == "round"]  # fmt: skip
+    (event,) = [
+        e for e in read_jsonl(tmp_path / "run" / "events.jsonl") if e.get("event") == "round"
+    ]
     assert event["champion_initial"] is True
     assert event["champion"]["text"] in domain.initial_opponents()
     other = event["generality_champion"]
@@ -144,7 +160,6 @@ def test_an_initial_opponent_as_champion_is_marked_and_not_measured(tmp_path) ->
     node = summary["nodes"]["solo"]
     assert node["champion_initial_per_round"] == [True]
     expected = domain.generality_outcomes(domain.parse(other["text"]))
-    kept = [beaten for name, beaten in expected.items()
-            if name not in node["generality_excluded"]]  # fmt: skip
+    kept = [beaten for name, beaten in expected.items() if name not in node["generality_excluded"]]
     assert node["generality_per_round"] == [sum(kept) / len(kept)]
     assert node["generality"] != domain.generality(domain.parse(event["champion"]["text"]))

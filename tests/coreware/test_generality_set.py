@@ -35,12 +35,14 @@ def test_the_bundled_folders_split_opponents_from_the_generality_set() -> None:
     assert not opponents & general
     assert {p.stem for p in BUNDLED_OPPONENTS.glob("*.red")} == set(DEFAULT_OPPONENTS)
     assert not {p.stem for p in BUNDLED_OPPONENTS.glob("*.red")} & {
-        p.stem for p in BUNDLED_GENERALITY.glob("*.red")}
+        p.stem for p in BUNDLED_GENERALITY.glob("*.red")
+    }
 
 
 #: pMARS's '94 hill settings, the ones the reference load images were made with.
-HILL = AssemblerSettings(coresize=8000, maxprocesses=8000, maxcycles=80000, maxlength=100,
-                         mindistance=100)  # fmt: skip
+HILL = AssemblerSettings(
+    coresize=8000, maxprocesses=8000, maxcycles=80000, maxlength=100, mindistance=100
+)
 GENERALITY_FILES = sorted(BUNDLED_GENERALITY.glob("*.red"))
 OPPONENT_FILES = sorted(BUNDLED_OPPONENTS.glob("*.red"))
 #: An old bundled generality warrior: a dwarf with a SPL bomb (one line more, other step).
@@ -90,20 +92,25 @@ def test_every_generality_warrior_loads_in_pmars_form_and_in_the_mars() -> None:
 
 
 def test_no_two_bundled_warriors_share_a_load_image_or_are_near_duplicates() -> None:
-    warriors = {f"{f.parent.name}/{f.name}": assemble_file(f, settings=HILL)
-                for f in GENERALITY_FILES + OPPONENT_FILES}  # fmt: skip
+    warriors = {
+        f"{f.parent.name}/{f.name}": assemble_file(f, settings=HILL)
+        for f in GENERALITY_FILES + OPPONENT_FILES
+    }
     images = {canonical(w) for w in warriors.values()}
     assert len(images) == len(warriors)
-    close = [(a, b, round(shape_similarity(warriors[a], warriors[b]), 2))
-             for a, b in itertools.combinations(sorted(warriors), 2)
-             if a.startswith("generality/") and near_duplicates(warriors[a], warriors[b])]
+    close = [
+        (a, b, round(shape_similarity(warriors[a], warriors[b]), 2))
+        for a, b in itertools.combinations(sorted(warriors), 2)
+        if a.startswith("generality/") and near_duplicates(warriors[a], warriors[b])
+    ]
     assert close == []
 
 
 def test_the_near_duplicate_check_catches_the_same_code_with_other_constants() -> None:
     dwarf = assemble_file(bundled_warrior("dwarf"), settings=HILL)
-    other_step = assemble(bundled_warrior("dwarf").read_text().replace("equ     4", "equ  2666"),
-                          settings=HILL)  # fmt: skip
+    other_step = assemble(
+        bundled_warrior("dwarf").read_text().replace("equ     4", "equ  2666"), settings=HILL
+    )
     assert canonical(other_step) != canonical(dwarf)
     assert shape_similarity(other_step, dwarf) == 1.0 and near_duplicates(other_step, dwarf)
     stunner = assemble(STUNNER, settings=HILL)
@@ -146,8 +153,7 @@ def test_drop_leaves_the_shared_warriors_out_with_a_warning(tmp_path, caplog) ->
     # Workers get a pickled domain and rebuild the set: the drop must survive that.
     import pickle
 
-    assert [n for n, _ in pickle.loads(pickle.dumps(domain)).warrior_set().warriors] == [
-        "imp.red"]
+    assert [n for n, _ in pickle.loads(pickle.dumps(domain)).warrior_set().warriors] == ["imp.red"]
     assert reference_record(domain.generality_reference())["count"] == 1
 
 
@@ -157,16 +163,53 @@ def test_a_bad_overlap_policy_is_an_option_error() -> None:
 
 
 def test_cli_refuses_with_exit_status_2_and_records_the_reference(cli, tmp_path) -> None:
-    result = cli("dei-run", "--domain", "coreware", "--operator", "gp", "--budget", "2",
-                 "--rounds", "1", "--domain-option", "opponents=dwarf,imp",
-                 "--domain-option", "rounds=1", "--domain-option", "cycles=200",
-                 "--out", str(tmp_path / "refused"), "--progress", "quiet", check=False)
+    result = cli(
+        "dei-run",
+        "--domain",
+        "coreware",
+        "--operator",
+        "gp",
+        "--budget",
+        "2",
+        "--rounds",
+        "1",
+        "--domain-option",
+        "opponents=dwarf,imp",
+        "--domain-option",
+        "rounds=1",
+        "--domain-option",
+        "cycles=200",
+        "--out",
+        str(tmp_path / "refused"),
+        "--progress",
+        "quiet",
+        check=False,
+    )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1 and "imp.red (= opponent imp.red)" in result.stderr
-    cli("dei-run", "--domain", "coreware", "--operator", "gp", "--budget", "2", "--rounds", "1",
-        "--domain-option", "rounds=1", "--domain-option", "cycles=200", "--eval-workers", "0",
-        "--out", str(tmp_path / "ok"), "--progress", "quiet", "--no-report")
+    cli(
+        "dei-run",
+        "--domain",
+        "coreware",
+        "--operator",
+        "gp",
+        "--budget",
+        "2",
+        "--rounds",
+        "1",
+        "--domain-option",
+        "rounds=1",
+        "--domain-option",
+        "cycles=200",
+        "--eval-workers",
+        "0",
+        "--out",
+        str(tmp_path / "ok"),
+        "--progress",
+        "quiet",
+        "--no-report",
+    )
     summary = json.loads((tmp_path / "ok" / "summary.json").read_text())
     expected = reference_record(CorewarDomain().generality_reference())
     assert summary["generality"]["reference"] == expected

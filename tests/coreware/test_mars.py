@@ -11,13 +11,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from dei_coreware.mars import (
-    MarsError,
-    MarsSettings,
-    pmars_rng,
-    round_placements,
-    run_battle,
-)
+from dei_coreware.mars import MarsError, MarsSettings, pmars_rng, round_placements, run_battle
 from dei_coreware.redcode import MODES, MODIFIERS, OPCODES, Instruction, Warrior
 
 
@@ -69,9 +63,7 @@ def test_reference_battle_matches_pmars(reference: tuple[list[dict], dict], inde
     assert result.results == battle["results"]
 
 
-def test_reference_battles_with_observation_and_threads(
-    reference: tuple[list[dict], dict],
-) -> None:
+def test_reference_battles_with_observation_and_threads(reference: tuple[list[dict], dict]) -> None:
     battles, images = reference
     for battle in battles[::9]:
         settings = MarsSettings.from_flags(battle["settings"])
@@ -214,10 +206,7 @@ def test_observe_false_skips_coverage_only() -> None:
 
 def test_div_by_zero_kills_only_the_failing_process() -> None:
     # DIV.F #2, $1 divides both fields of the next cell; with #2, #0 the B half divides by 0.
-    warrior = _w(
-        ("DIV", "F", "#", 2, "$", 1),
-        ("DAT", "F", "$", 8, "$", 8),
-    )
+    warrior = _w(("DIV", "F", "#", 2, "$", 1), ("DAT", "F", "$", 8, "$", 8))
     (r,) = run_battle([warrior], MarsSettings(cycles=10), seed=SEED).rounds
     # divides 8/2 and 8/1 then falls into the DAT: dies on its second instruction
     assert r.death_cycle == (1,) and r.instructions_executed == (2,)

@@ -13,8 +13,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from dask_cluster import ADDRESS_VARIABLE, RUN_FLAGS, run_console, start_cluster  # noqa: E402
 
-pytest.importorskip("distributed", reason="the dask backend tests need Dask distributed "
-                    '(pip install "dei-framework[dask]")')  # fmt: skip
+pytest.importorskip(
+    "distributed",
+    reason='the dask backend tests need Dask distributed (pip install "dei-framework[dask]")',
+)
 
 
 @pytest.fixture(scope="session")

@@ -17,8 +17,19 @@ import attrs
 
 #: The seeded Core War run the backend tests compare (small: two rounds, four calls per node a
 #: round, four nodes).
-RUN_FLAGS = ("--domain", "coreware", "--rounds", "2", "--iterations", "4", "--seed", "3",
-             "--progress", "quiet", "--no-report")  # fmt: skip
+RUN_FLAGS = (
+    "--domain",
+    "coreware",
+    "--rounds",
+    "2",
+    "--iterations",
+    "4",
+    "--seed",
+    "3",
+    "--progress",
+    "quiet",
+    "--no-report",
+)
 
 #: Set by `.ci/run`: the address of a scheduler with two workers, started for the test session.
 ADDRESS_VARIABLE = "DEI_DASK_ADDRESS"
@@ -47,20 +58,39 @@ class Cluster:
     workers: list[subprocess.Popen] = attrs.Factory(list)
     tls: dict[str, str] | None = None
 
-    def add_worker(self, env: dict[str, str] | None = None, *, nanny: bool = False,
-                   installation: Installation | None = None) -> subprocess.Popen:  # fmt: skip
+    def add_worker(
+        self,
+        env: dict[str, str] | None = None,
+        *,
+        nanny: bool = False,
+        installation: Installation | None = None,
+    ) -> subprocess.Popen:
         """Starts one more worker (one process, one thread) for this scheduler: without a
         nanny unless ``nanny``, from this test's installation unless another is given."""
         cli, cwd = (installation.cli, installation.cwd) if installation else (_dask_cli(), None)
         if installation:
             env = installation.env
         worker = subprocess.Popen(
-            [*cli, "worker", self.address, "--nworkers", "1", "--nthreads", "1",
-             *([] if nanny else ["--no-nanny"]), "--no-dashboard", "--host", "127.0.0.1",
-             *_tls_flags(self.tls)],
-            env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                *cli,
+                "worker",
+                self.address,
+                "--nworkers",
+                "1",
+                "--nthreads",
+                "1",
+                *([] if nanny else ["--no-nanny"]),
+                "--no-dashboard",
+                "--host",
+                "127.0.0.1",
+                *_tls_flags(self.tls),
+            ],
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             start_new_session=True,
-        )  # fmt: skip
+        )
         self.workers.append(worker)
         return worker
 
@@ -71,11 +101,14 @@ class Cluster:
         security = None
         if self.tls:
             security = distributed.Security(
-                tls_ca_file=self.tls["tls_ca_file"], tls_client_cert=self.tls["tls_cert"],
-                tls_client_key=self.tls["tls_key"], require_encryption=True,
-            )  # fmt: skip
-        with distributed.Client(self.address, timeout=timeout, set_as_default=False,
-                                security=security) as client:  # fmt: skip
+                tls_ca_file=self.tls["tls_ca_file"],
+                tls_client_cert=self.tls["tls_cert"],
+                tls_client_key=self.tls["tls_key"],
+                require_encryption=True,
+            )
+        with distributed.Client(
+            self.address, timeout=timeout, set_as_default=False, security=security
+        ) as client:
             client.wait_for_workers(count, timeout=timeout)
 
     def kill_worker(self, worker: subprocess.Popen) -> None:
@@ -132,20 +165,30 @@ def tls_files(folder: Path) -> dict[str, str]:
     ca = certificate("dei test CA", ca_key, "dei test CA", ca_key, ca=True)
     leaf = certificate("127.0.0.1", key, "dei test CA", ca_key, ca=False)
     pem = serialization.Encoding.PEM
-    files = {"tls_ca_file": folder / "ca.pem", "tls_cert": folder / "cert.pem",
-             "tls_key": folder / "key.pem"}  # fmt: skip
+    files = {
+        "tls_ca_file": folder / "ca.pem",
+        "tls_cert": folder / "cert.pem",
+        "tls_key": folder / "key.pem",
+    }
     files["tls_ca_file"].write_bytes(ca.public_bytes(pem))
     files["tls_cert"].write_bytes(leaf.public_bytes(pem))
-    files["tls_key"].write_bytes(key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                                   serialization.NoEncryption()))  # fmt: skip
+    files["tls_key"].write_bytes(
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return {name: str(path) for name, path in files.items()}
 
 
 def _tls_flags(tls: dict[str, str] | None) -> list[str]:
     if not tls:
         return []
-    return ["--tls-ca-file", tls["tls_ca_file"], "--tls-cert", tls["tls_cert"],
-            "--tls-key", tls["tls_key"]]  # fmt: skip
+    return [
+        "--tls-ca-file",
+        tls["tls_ca_file"],
+        "--tls-cert",
+        tls["tls_cert"],
+        "--tls-key",
+        tls["tls_key"],
+    ]
 
 
 def start_cluster(workers: int = 2, tls: dict[str, str] | None = None) -> Cluster:
@@ -153,10 +196,21 @@ def start_cluster(workers: int = 2, tls: dict[str, str] | None = None) -> Cluste
     the :func:`tls_files` ``tls``)."""
     port = free_port()
     scheduler = subprocess.Popen(
-        [*_dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-         "--no-dashboard", *(["--protocol", "tls"] if tls else []), *_tls_flags(tls)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [
+            *_dask_cli(),
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-dashboard",
+            *(["--protocol", "tls"] if tls else []),
+            *_tls_flags(tls),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     protocol = "tls" if tls else "tcp"
     cluster = Cluster(address=f"{protocol}://127.0.0.1:{port}", scheduler=scheduler, tls=tls)
     try:
@@ -216,8 +270,7 @@ def without_project(folder: Path) -> Installation:
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     env["PYTHONPATH"] = str(folder)
     # -P: not the working folder first on the path (it might hold the project's sources).
-    return Installation(cli=[sys.executable, "-S", "-P", "-m", "dask"], env=env,
-                        cwd=str(folder))  # fmt: skip
+    return Installation(cli=[sys.executable, "-S", "-P", "-m", "dask"], env=env, cwd=str(folder))
 
 
 def run_console(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:

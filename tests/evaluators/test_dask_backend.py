@@ -24,8 +24,9 @@ def archives(run_dir: Path) -> dict[str, bytes]:
 
 def budget(run_dir: Path) -> dict:
     summary = json.loads((run_dir / "summary.json").read_text())
-    return {name: (node["calls"], node["attempts"])
-            for name, node in summary["budget"]["nodes"].items()}  # fmt: skip
+    return {
+        name: (node["calls"], node["attempts"]) for name, node in summary["budget"]["nodes"].items()
+    }
 
 
 def evaluations_under_way(run_dir: Path, count: int) -> bool:
@@ -204,8 +205,9 @@ def test_opponents_reach_each_worker_once_and_jobs_carry_a_reference(dask_addres
     evaluator = Evaluator(domain, backend=backend)
 
     async def batch(installed, offset):
-        return await asyncio.gather(*(evaluator.evaluate(text, installed, seed=offset + i)
-                                      for i, text in enumerate(texts)))  # fmt: skip
+        return await asyncio.gather(
+            *(evaluator.evaluate(text, installed, seed=offset + i) for i, text in enumerate(texts))
+        )
 
     async def scenario():
         installed = evaluator.install(opponents)
@@ -231,8 +233,10 @@ def test_opponents_reach_each_worker_once_and_jobs_carry_a_reference(dask_addres
         assert sum(1 for name in counts if name.startswith("dei-domain-")) >= 1
         assert all(count == 1 for count in counts.values())
     seeds = range(2 * len(texts))
-    expected = [evaluate(domain, text, opponents, seed=seed)
-                for seed, text in zip(seeds, texts * 2, strict=True)]  # fmt: skip
+    expected = [
+        evaluate(domain, text, opponents, seed=seed)
+        for seed, text in zip(seeds, texts * 2, strict=True)
+    ]
     assert [o.evaluation for o in outcomes] == [e.evaluation for e in expected]
     assert all(o.evaluation is not None for o in outcomes)
 
@@ -240,8 +244,9 @@ def test_opponents_reach_each_worker_once_and_jobs_carry_a_reference(dask_addres
 @pytest.mark.slow
 def test_without_an_address_a_local_cluster_serves_the_run(local_run, tmp_path) -> None:
     out = tmp_path / "own-cluster"
-    result = run_console("dei-run", *RUN_FLAGS, "--evaluator", "dask", "--eval-workers", "2",
-                         "--out", str(out))  # fmt: skip
+    result = run_console(
+        "dei-run", *RUN_FLAGS, "--evaluator", "dask", "--eval-workers", "2", "--out", str(out)
+    )
     assert archives(out) == archives(local_run)
     assert result.stderr == ""  # the cluster started and stopped without a word
 
@@ -302,8 +307,9 @@ def test_an_old_set_leaves_the_workers_unless_a_job_under_way_carries_it(
     backend = DaskBackend(domain, address=dask_address)
 
     def held() -> set[str]:
-        return {name for names in backend._client.run(dask_worker.resident).values()
-                for name in names}  # fmt: skip
+        return {
+            name for names in backend._client.run(dask_worker.resident).values() for name in names
+        }
 
     async def scenario():
         await backend.start()
@@ -319,13 +325,15 @@ def test_an_old_set_leaves_the_workers_unless_a_job_under_way_carries_it(
 
     try:
         first, second, third, kept = asyncio.run(scenario())
-        wait_for(lambda: first.name not in held() and second.name not in held(), 30,
-                 "the old sets to leave the workers")  # fmt: skip
+        wait_for(
+            lambda: first.name not in held() and second.name not in held(),
+            30,
+            "the old sets to leave the workers",
+        )
         assert third.name in held()
     finally:
         backend.close()
     assert {first.name, second.name} <= kept
-
 
 
 def _domain_bug(domain, message: str) -> None:
@@ -425,15 +433,20 @@ def test_a_worker_killed_during_an_actor_call_has_its_job_redone() -> None:
             actors = set(backend._actors)
             client = backend._client
             pids = await asyncio.to_thread(client.run, os.getpid)
-            batch = asyncio.gather(*(evaluator.evaluate(text, opponents, seed=i)
-                                     for i, text in enumerate(texts)))  # fmt: skip
+            batch = asyncio.gather(
+                *(evaluator.evaluate(text, opponents, seed=i) for i, text in enumerate(texts))
+            )
             running: list[str] = []
             while not running:  # a worker that has begun its job and not answered yet
                 await asyncio.sleep(0.05)
                 ran = await asyncio.to_thread(client.run, dask_worker.ran, backend._domain)
-                running = [address for address, counts in ran.items()
-                           if counts.get("actor") and address in backend._actors
-                           and backend._actors[address].outstanding]  # fmt: skip
+                running = [
+                    address
+                    for address, counts in ran.items()
+                    if counts.get("actor")
+                    and address in backend._actors
+                    and backend._actors[address].outstanding
+                ]
             os.kill(pids[running[0]], signal.SIGKILL)
             outcomes = await asyncio.wait_for(batch, 300)
             ran = await asyncio.to_thread(client.run, dask_worker.ran, backend._domain)
@@ -473,15 +486,22 @@ def test_a_joining_worker_gets_an_actor_and_a_leaving_one_loses_it() -> None:
             joined = cluster.add_worker()
             await asyncio.to_thread(cluster.wait_for_workers, 2)
             await backend.ship("round-1", programs)  # once a round: the workers are counted
-            await asyncio.to_thread(wait_for, lambda: len(backend._actors) == 2, 30,
-                                    "an actor on the worker that joined")  # fmt: skip
+            await asyncio.to_thread(
+                wait_for,
+                lambda: len(backend._actors) == 2,
+                30,
+                "an actor on the worker that joined",
+            )
             both = set(backend._actors)
             parsed = await asyncio.gather(*(backend.run(_parse, text) for text in texts))
-            ran = await asyncio.to_thread(backend._client.run, dask_worker.ran,
-                                          backend._domain)  # fmt: skip
+            ran = await asyncio.to_thread(backend._client.run, dask_worker.ran, backend._domain)
             cluster.kill_worker(joined)
-            await asyncio.to_thread(wait_for, lambda: len(backend._client.nthreads()) == 1, 30,
-                                    "the scheduler to drop the killed worker")  # fmt: skip
+            await asyncio.to_thread(
+                wait_for,
+                lambda: len(backend._client.nthreads()) == 1,
+                30,
+                "the scheduler to drop the killed worker",
+            )
             await backend.ship("round-2", programs)
             return first, both, parsed, ran, set(backend._actors)
 
@@ -499,9 +519,7 @@ def test_a_joining_worker_gets_an_actor_and_a_leaving_one_loses_it() -> None:
     assert after == first  # the worker that left has no actor any more
 
 
-def test_a_one_thread_worker_runs_one_direct_job_at_a_time_in_its_task_thread(
-    dask_address,
-) -> None:
+def test_a_one_thread_worker_runs_one_direct_job_at_a_time_in_its_task_thread(dask_address) -> None:
     import asyncio
     import sys
 
@@ -556,8 +574,9 @@ def test_the_worker_that_frees_up_first_takes_the_waiting_jobs() -> None:
                 # One long job, then six short ones, asked for at once on two one-thread
                 # workers: jobs handed out at once would be split 4 / 3 and the long
                 # worker's share would wait behind it.
-                return await asyncio.gather(backend.run(_timed_nap, 3.0),
-                                            *(backend.run(_timed_nap, 0.05) for _ in range(6)))
+                return await asyncio.gather(
+                    backend.run(_timed_nap, 3.0), *(backend.run(_timed_nap, 0.05) for _ in range(6))
+                )
             finally:
                 cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
@@ -593,8 +612,11 @@ def test_direct_jobs_of_two_event_loops_each_go_over_that_loops_own_connections(
             await backend.start()
             parsed = await asyncio.gather(*(backend.run(_parse, text) for text in texts))
             loop = asyncio.get_running_loop()
-            kept = {address: len(comms) for (owner, address), comms
-                    in list(backend._connections.items()) if owner is loop}  # fmt: skip
+            kept = {
+                address: len(comms)
+                for (owner, address), comms in list(backend._connections.items())
+                if owner is loop
+            }
             return [program.text for program in parsed], kept
 
         answers[name] = asyncio.run(scenario())
@@ -624,8 +646,10 @@ def test_direct_jobs_of_two_event_loops_each_go_over_that_loops_own_connections(
 def _loop_settings(dask_worker=None, dask_scheduler=None) -> dict[str, float | None]:
     """A Dask process's profiler and event-loop check intervals, in ms (``None``: off)."""
     server = dask_worker or dask_scheduler
-    return {name: getattr(server.periodic_callbacks.get(name), "callback_time", None)
-            for name in ("profile", "tick")}  # fmt: skip
+    return {
+        name: getattr(server.periodic_callbacks.get(name), "callback_time", None)
+        for name in ("profile", "tick")
+    }
 
 
 def test_a_local_cluster_of_the_run_runs_without_the_profiler_and_checks_its_loop_slowly() -> None:

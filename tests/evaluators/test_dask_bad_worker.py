@@ -37,8 +37,9 @@ def archives(run_dir: Path) -> dict[str, bytes]:
 def budget(run_dir: Path) -> dict[str, tuple[int, int]]:
     """Every node's calls and attempts, from a run's summary."""
     summary = json.loads((run_dir / "summary.json").read_text())
-    return {name: (node["calls"], node["attempts"])
-            for name, node in summary["budget"]["nodes"].items()}  # fmt: skip
+    return {
+        name: (node["calls"], node["attempts"]) for name, node in summary["budget"]["nodes"].items()
+    }
 
 
 def rounds_done(run_dir: Path) -> int:
@@ -60,10 +61,21 @@ def start_run(out: Path, address: str, stderr: Path, *flags: str) -> subprocess.
     its stderr in the file ``stderr`` (read while it runs)."""
     with stderr.open("w") as sink:
         return subprocess.Popen(
-            [DEI_RUN, *RUN_FLAGS, *flags, "--evaluator", "dask", "--evaluator-address",
-             address, "--out", str(out)],
-            stdout=subprocess.DEVNULL, stderr=sink, text=True,
-        )  # fmt: skip
+            [
+                DEI_RUN,
+                *RUN_FLAGS,
+                *flags,
+                "--evaluator",
+                "dask",
+                "--evaluator-address",
+                address,
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            text=True,
+        )
 
 
 def after_its_first_round(run: subprocess.Popen, out: Path, stderr: Path) -> None:
@@ -135,8 +147,11 @@ def test_sigterm_ends_a_run_with_a_refused_worker_within_10_s_with_the_resume_hi
         run = start_run(out, cluster.address, stderr, "--rounds", "400")  # far from its end
         after_its_first_round(run, out, stderr)
         cluster.add_worker(nanny=True, installation=without_project(tmp_path / "bare"))
-        wait_for(lambda: refusals(stderr.read_text()) or run.poll() is not None, 120,
-                 "the refusal of the worker without the project")  # fmt: skip
+        wait_for(
+            lambda: refusals(stderr.read_text()) or run.poll() is not None,
+            120,
+            "the refusal of the worker without the project",
+        )
         assert run.poll() is None, stderr.read_text()
         # Then five more rounds of every node, or none for STALL_SECONDS: a run stalled by the
         # refused worker (the defect: within a few rounds, at the next plugin install) ends
@@ -173,10 +188,20 @@ def test_a_worker_without_the_project_at_the_start_is_one_error_line(tmp_path) -
         cluster.wait_for_workers(2)
         (bare,) = worker_addresses(cluster.address) - present
         result = subprocess.run(
-            [DEI_RUN, *RUN_FLAGS, "--evaluator", "dask", "--evaluator-address",
-             cluster.address, "--out", str(tmp_path / "refused")],
-            capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
+            [
+                DEI_RUN,
+                *RUN_FLAGS,
+                "--evaluator",
+                "dask",
+                "--evaluator-address",
+                cluster.address,
+                "--out",
+                str(tmp_path / "refused"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     finally:
         cluster.stop()
     assert result.returncode == 1  # an error (docs/cli.md, "Exit statuses")

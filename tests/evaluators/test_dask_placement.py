@@ -44,8 +44,15 @@ def test_dei_node_evaluates_on_the_dask_cluster_it_is_given(dask_address, cli, t
     config.write_text(NODE_CONFIG)
     common = ("dei", "node", "--config", str(config), "--name", "a", "--progress", "quiet")
     cli(*common, "--out", str(tmp_path / "local"), "--evaluator", "local", "--eval-workers", "1")
-    cli(*common, "--out", str(tmp_path / "dask"), "--evaluator", "dask",
-        "--evaluator-address", dask_address)  # fmt: skip
+    cli(
+        *common,
+        "--out",
+        str(tmp_path / "dask"),
+        "--evaluator",
+        "dask",
+        "--evaluator-address",
+        dask_address,
+    )
     assert node_files(tmp_path / "dask") == node_files(tmp_path / "local")
     recorded = json.loads((tmp_path / "dask" / "processes" / "a" / "config.json").read_text())
     assert (recorded["evaluator"], recorded["evaluator_address"]) == ("dask", dask_address)
@@ -55,9 +62,24 @@ def test_dei_node_refuses_an_unreachable_scheduler(cli, tmp_path) -> None:
     config = tmp_path / "run.toml"
     config.write_text(NODE_CONFIG)
     address = f"tcp://127.0.0.1:{free_port()}"
-    result = cli("dei", "node", "--config", str(config), "--name", "a", "--out",
-                 str(tmp_path / "never"), "--progress", "quiet", "--evaluator", "dask",
-                 "--evaluator-address", address, check=False, timeout=120)  # fmt: skip
+    result = cli(
+        "dei",
+        "node",
+        "--config",
+        str(config),
+        "--name",
+        "a",
+        "--out",
+        str(tmp_path / "never"),
+        "--progress",
+        "quiet",
+        "--evaluator",
+        "dask",
+        "--evaluator-address",
+        address,
+        check=False,
+        timeout=120,
+    )
     assert result.returncode == 1
     assert result.stderr.startswith(f"error: cannot reach the Dask scheduler at {address}")
     assert "Traceback" not in result.stderr
@@ -66,8 +88,19 @@ def test_dei_node_refuses_an_unreachable_scheduler(cli, tmp_path) -> None:
 def test_dei_node_refuses_an_unknown_evaluator(cli, tmp_path) -> None:
     config = tmp_path / "run.toml"
     config.write_text(NODE_CONFIG)
-    result = cli("dei", "node", "--config", str(config), "--name", "a", "--out",
-                 str(tmp_path / "never"), "--evaluator", "nowhere", check=False)  # fmt: skip
+    result = cli(
+        "dei",
+        "node",
+        "--config",
+        str(config),
+        "--name",
+        "a",
+        "--out",
+        str(tmp_path / "never"),
+        "--evaluator",
+        "nowhere",
+        check=False,
+    )
     assert result.returncode == 1
     (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert "nowhere" in error and "Traceback" not in result.stderr
@@ -75,8 +108,17 @@ def test_dei_node_refuses_an_unknown_evaluator(cli, tmp_path) -> None:
 
 def test_a_tls_address_without_certificates_is_one_clear_error(cli, tmp_path) -> None:
     address = f"tls://127.0.0.1:{free_port()}"
-    result = cli("dei-run", *RUN_FLAGS, "--evaluator", "dask", "--evaluator-address", address,
-                 "--out", str(tmp_path / "never"), check=False)  # fmt: skip
+    result = cli(
+        "dei-run",
+        *RUN_FLAGS,
+        "--evaluator",
+        "dask",
+        "--evaluator-address",
+        address,
+        "--out",
+        str(tmp_path / "never"),
+        check=False,
+    )
     assert result.returncode == 1
     (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert f"the Dask scheduler at {address} speaks TLS: give tls_ca_file, tls_cert, " in error
@@ -87,13 +129,19 @@ def test_a_tls_address_without_certificates_is_one_clear_error(cli, tmp_path) ->
 @pytest.mark.parametrize(
     ("address", "options", "message"),
     [
-        ("tcp://127.0.0.1:8786", {"tls_ca_file": "ca.pem", "tls_cert": "c.pem", "tls_key": "k"},
-         "names TLS files but the Dask scheduler address tcp://127.0.0.1:8786 is not tls://"),
-        ("tls://127.0.0.1:8786", {"tls_ca_file": "missing.pem", "tls_cert": "c", "tls_key": "k"},
-         "tls_ca_file = 'missing.pem': no such file"),
+        (
+            "tcp://127.0.0.1:8786",
+            {"tls_ca_file": "ca.pem", "tls_cert": "c.pem", "tls_key": "k"},
+            "names TLS files but the Dask scheduler address tcp://127.0.0.1:8786 is not tls://",
+        ),
+        (
+            "tls://127.0.0.1:8786",
+            {"tls_ca_file": "missing.pem", "tls_cert": "c", "tls_key": "k"},
+            "tls_ca_file = 'missing.pem': no such file",
+        ),
         ("tcp://127.0.0.1:8786", {"knob": 1}, "takes no [evaluator_options] key 'knob'"),
     ],
-)  # fmt: skip
+)
 def test_bad_tls_options_are_refused_by_name(address, options, message) -> None:
     with pytest.raises(ConfigError, match=None) as caught:
         DaskBackend(object(), address=address, tls=options)
@@ -111,8 +159,7 @@ def test_a_tls_cluster_evaluates_as_the_local_pool(tmp_path) -> None:
     texts = [domain.parse(text).text for text in domain.reference_opponents()]
     try:
         assert cluster.address.startswith("tls://")
-        evaluator = Evaluator(domain, backend=DaskBackend(domain, address=cluster.address,
-                                                          tls=tls))  # fmt: skip
+        evaluator = Evaluator(domain, backend=DaskBackend(domain, address=cluster.address, tls=tls))
 
         async def evaluations():
             return await asyncio.gather(
@@ -124,8 +171,9 @@ def test_a_tls_cluster_evaluates_as_the_local_pool(tmp_path) -> None:
         finally:
             evaluator.close()
         # Without the certificates the scheduler is not reachable at all.
-        plain = Evaluator(domain, backend=DaskBackend(domain, address=cluster.address.replace(
-            "tls://", "tcp://")))  # fmt: skip
+        plain = Evaluator(
+            domain, backend=DaskBackend(domain, address=cluster.address.replace("tls://", "tcp://"))
+        )
         with pytest.raises(Exception, match="Dask scheduler at tcp://"):
             asyncio.run(plain.start())
         plain.close()
@@ -138,10 +186,23 @@ def test_a_tls_cluster_evaluates_as_the_local_pool(tmp_path) -> None:
 def test_the_tls_flags_reach_the_backend(cli, tmp_path) -> None:
     ca = tmp_path / "ca.pem"
     ca.write_text("")
-    result = cli("dei-run", *RUN_FLAGS, "--evaluator", "dask", "--evaluator-address",
-                 "tcp://127.0.0.1:8786", "--evaluator-tls-ca", str(ca), "--evaluator-tls-cert",
-                 str(ca), "--evaluator-tls-key", str(ca), "--out", str(tmp_path / "never"),
-                 check=False)  # fmt: skip
+    result = cli(
+        "dei-run",
+        *RUN_FLAGS,
+        "--evaluator",
+        "dask",
+        "--evaluator-address",
+        "tcp://127.0.0.1:8786",
+        "--evaluator-tls-ca",
+        str(ca),
+        "--evaluator-tls-cert",
+        str(ca),
+        "--evaluator-tls-key",
+        str(ca),
+        "--out",
+        str(tmp_path / "never"),
+        check=False,
+    )
     assert result.returncode == 1
     (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert "names TLS files but the Dask scheduler address tcp://127.0.0.1:8786 is not" in error
@@ -156,10 +217,21 @@ def test_dei_node_evaluates_over_tls_with_the_flags(cli, tmp_path) -> None:
     cli(*common, "--out", str(tmp_path / "local"), "--evaluator", "local", "--eval-workers", "1")
     cluster = start_cluster(1, tls=tls)
     try:
-        cli(*common, "--out", str(tmp_path / "tls-run"), "--evaluator", "dask",
-            "--evaluator-address", cluster.address, "--evaluator-tls-ca", tls["tls_ca_file"],
-            "--evaluator-tls-cert", tls["tls_cert"], "--evaluator-tls-key",
-            tls["tls_key"])  # fmt: skip
+        cli(
+            *common,
+            "--out",
+            str(tmp_path / "tls-run"),
+            "--evaluator",
+            "dask",
+            "--evaluator-address",
+            cluster.address,
+            "--evaluator-tls-ca",
+            tls["tls_ca_file"],
+            "--evaluator-tls-cert",
+            tls["tls_cert"],
+            "--evaluator-tls-key",
+            tls["tls_key"],
+        )
     finally:
         cluster.stop()
     assert node_files(tmp_path / "tls-run") == node_files(tmp_path / "local")

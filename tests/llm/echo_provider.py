@@ -28,11 +28,19 @@ def make_handler() -> Any:
             text = f"echo from {model}\n```redcode\nMOV 0, 1\n```\n"
             return litellm.ModelResponse(
                 model=model,
-                choices=[{"index": 0, "finish_reason": "stop",
-                          "message": {"role": "assistant", "content": text}}],
-                usage={"prompt_tokens": len(last.split()), "completion_tokens": 5,
-                       "total_tokens": len(last.split()) + 5},
-            )  # fmt: skip
+                choices=[
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text},
+                    }
+                ],
+                usage={
+                    "prompt_tokens": len(last.split()),
+                    "completion_tokens": 5,
+                    "total_tokens": len(last.split()) + 5,
+                },
+            )
 
         def completion(self, *args: Any, **kwargs: Any):
             raise NotImplementedError("the DEI operator only calls acompletion")

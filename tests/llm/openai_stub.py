@@ -240,8 +240,7 @@ class OpenAIStub:
         self.billed_attempts += 1
         self.billed_prompt_tokens += prompt_tokens
         self.billed_completion_tokens += completion_tokens
-        self.billed_usd += (prompt_tokens * self.price[0]
-                            + completion_tokens * self.price[1]) / 1e6  # fmt: skip
+        self.billed_usd += (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1e6
 
     def _done(self) -> None:
         with self._lock:
@@ -318,15 +317,26 @@ class _Handler(BaseHTTPRequestHandler):
             if behaviour.completion_tokens is not None
             else len(behaviour.text.split())
         )
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                 "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
         if behaviour.kind in ("billed_status", "empty_choices"):
             if behaviour.kind == "billed_status":
                 code, payload = behaviour.code, {**_error_body(behaviour.code), "usage": usage}
             else:
-                code, payload = 200, {"id": f"chatcmpl-empty-{stub.requests}",
-                                      "object": "chat.completion", "created": 1764400000,
-                                      "model": model, "choices": [], "usage": usage}  # fmt: skip
+                code, payload = (
+                    200,
+                    {
+                        "id": f"chatcmpl-empty-{stub.requests}",
+                        "object": "chat.completion",
+                        "created": 1764400000,
+                        "model": model,
+                        "choices": [],
+                        "usage": usage,
+                    },
+                )
             if self._send_json(code, payload):
                 with stub._lock:
                     stub._bill(prompt_tokens, completion_tokens)
@@ -414,4 +424,3 @@ def stub():
         yield server
     finally:
         server.stop()
-

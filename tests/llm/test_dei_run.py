@@ -40,7 +40,6 @@ def domain(request, registered_domains, stub) -> str:
     return name
 
 
-
 def _write_config(path: Path, text: str) -> str:
     path.write_text(text)
     return str(path)
@@ -51,12 +50,35 @@ FAST_RETRIES = "[operator_options]\nretry_base = 0.01\nretry_max = 0.5\n"
 
 def _dei_run(cli, env, domain: str, stub, out: Path, *extra: str, check: bool = True):
     return cli(
-        "dei-run", "--domain", domain, "--transport", "inmemory", "--nodes", "2",
-        "--operator", MODEL, "--api-base", stub.base_url, "--budget", "8", "--rounds", "2",
-        "--seed", "1", "--out", str(out), "--progress", "quiet", "--no-report",
-        "--eval-workers", "0", *extra,
-        env=env, check=check, timeout=300,
-    )  # fmt: skip
+        "dei-run",
+        "--domain",
+        domain,
+        "--transport",
+        "inmemory",
+        "--nodes",
+        "2",
+        "--operator",
+        MODEL,
+        "--api-base",
+        stub.base_url,
+        "--budget",
+        "8",
+        "--rounds",
+        "2",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--no-report",
+        "--eval-workers",
+        "0",
+        *extra,
+        env=env,
+        check=check,
+        timeout=300,
+    )
 
 
 def _summary(out: Path) -> dict:
@@ -116,8 +138,18 @@ def test_replay_reproduces_without_network(cli, env, domain, stub, tmp_path):
     stub.stop()  # nothing listens any more: a replay that called out would fail
     env.pop("OPENAI_API_KEY")
     replay = tmp_path / "replay"
-    cli("dei-run", "--replay", str(out), "--out", str(replay), "--progress", "quiet",
-        "--no-report", env=env, timeout=300)  # fmt: skip
+    cli(
+        "dei-run",
+        "--replay",
+        str(out),
+        "--out",
+        str(replay),
+        "--progress",
+        "quiet",
+        "--no-report",
+        env=env,
+        timeout=300,
+    )
     assert stub.requests == served
     original, again = _summary(out), _summary(replay)
     for field in ("calls", "attempts", "prompt_tokens", "completion_tokens", "cost_usd", "limit"):

@@ -74,12 +74,30 @@ def test_per_node_servers_each_get_only_their_own_nodes_requests(cli, env, tmp_p
     try:
         # Two providers (OpenAI's API and vLLM's), each at its own server: no global URL.
         result = cli(
-            "dei-run", "--domain", "toy", "--nodes", "2", "--budget", "8", "--rounds", "2",
-            "--operator", f"openai/model-a@{first.base_url}",
-            "--operator", f"hosted_vllm/model-b@{second.base_url}",
-            "--out", str(tmp_path / "run"), "--progress", "quiet", "--no-report",
-            "--eval-workers", "0", env=env, check=False, timeout=300,
-        )  # fmt: skip
+            "dei-run",
+            "--domain",
+            "toy",
+            "--nodes",
+            "2",
+            "--budget",
+            "8",
+            "--rounds",
+            "2",
+            "--operator",
+            f"openai/model-a@{first.base_url}",
+            "--operator",
+            f"hosted_vllm/model-b@{second.base_url}",
+            "--out",
+            str(tmp_path / "run"),
+            "--progress",
+            "quiet",
+            "--no-report",
+            "--eval-workers",
+            "0",
+            env=env,
+            check=False,
+            timeout=300,
+        )
     finally:
         first.stop()
         second.stop()
@@ -102,20 +120,27 @@ def test_a_global_api_base_beside_per_node_endpoints_reaches_the_others_only() -
 
 @pytest.mark.parametrize(
     ("tables", "operators"),
-    [([], ["openai/a", "anthropic/b"]),
-     ([{"operator": "openai/a"}, {"operator": "ollama/c"}], [])],
-)  # fmt: skip
+    [([], ["openai/a", "anthropic/b"]), ([{"operator": "openai/a"}, {"operator": "ollama/c"}], [])],
+)
 def test_a_global_api_base_shared_by_two_providers_is_refused(tables, operators) -> None:
     with pytest.raises(ConfigError, match=r"@http://127\.0\.0\.1:8080/v1 \(or api_base"):
-        build_nodes(count=None, operators=operators, node_tables=tables,
-                    common_options={"api_base": "http://127.0.0.1:8080/v1"})  # fmt: skip
+        build_nodes(
+            count=None,
+            operators=operators,
+            node_tables=tables,
+            common_options={"api_base": "http://127.0.0.1:8080/v1"},
+        )
 
 
 def test_an_at_sign_of_the_model_string_is_not_an_endpoint() -> None:
     assert split_endpoint("vertex_ai/claude-3-5-sonnet@20240620") == (
-        "vertex_ai/claude-3-5-sonnet@20240620", None)  # fmt: skip
+        "vertex_ai/claude-3-5-sonnet@20240620",
+        None,
+    )
     assert split_endpoint("ollama/qwen2.5-coder:32b@http://127.0.0.1:11434") == (
-        "ollama/qwen2.5-coder:32b", "http://127.0.0.1:11434")  # fmt: skip
+        "ollama/qwen2.5-coder:32b",
+        "http://127.0.0.1:11434",
+    )
 
 
 def test_an_experiment_carries_each_operators_endpoint_into_its_conditions() -> None:
@@ -123,11 +148,19 @@ def test_an_experiment_carries_each_operators_endpoint_into_its_conditions() -> 
     from dei_framework.app.cli_experiment import plan_from_flags
 
     first, second = "http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"
-    flags = {"domain": "coreware", "budget": 16, "rounds": 1, "conditions": "homo,diverse",
-             "operators": (f"openai/a@{first}", f"hosted_vllm/b@{second}")}  # fmt: skip
+    flags = {
+        "domain": "coreware",
+        "budget": 16,
+        "rounds": 1,
+        "conditions": "homo,diverse",
+        "operators": (f"openai/a@{first}", f"hosted_vllm/b@{second}"),
+    }
     plan = plan_from_flags(flags, load_plugins())
     assert [(n.operator, n.options["api_base"]) for n in plan.base.nodes] == [
-        ("openai/a", first), ("hosted_vllm/b", second)]  # fmt: skip
+        ("openai/a", first),
+        ("hosted_vllm/b", second),
+    ]
     with pytest.raises(ConfigError, match=rf"--operator openai/a@{first} and name the operator"):
-        plan_from_flags({**flags, "conditions": "", "condition": (f"mine=openai/a@{first}",)},
-                        load_plugins())  # fmt: skip
+        plan_from_flags(
+            {**flags, "conditions": "", "condition": (f"mine=openai/a@{first}",)}, load_plugins()
+        )

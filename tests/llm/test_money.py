@@ -29,21 +29,34 @@ FAST_RETRIES = "[operator_options]\nretry_base = 0.01\nretry_max = 0.2\nmax_toke
 def failing_three_of_four(stub) -> None:
     """3 of every 4 requests fail retryably; two of those three are billed, like the success."""
     stub.price = PRICE
-    stub.cycle(status(503), billed_status(500, completion_tokens=11), empty_choices(),
-               ok(TOY_REPLY, completion_tokens=9))  # fmt: skip
+    stub.cycle(
+        status(503),
+        billed_status(500, completion_tokens=11),
+        empty_choices(),
+        ok(TOY_REPLY, completion_tokens=9),
+    )
 
 
 def _request(key: str, meter=None) -> OperatorRequest:
-    return OperatorRequest(key=key, kind="new", meter=meter,
-                           messages=[{"role": "system", "content": "Toy."},
-                                     {"role": "user", "content": "Write"}])  # fmt: skip
+    return OperatorRequest(
+        key=key,
+        kind="new",
+        meter=meter,
+        messages=[{"role": "system", "content": "Toy."}, {"role": "user", "content": "Write"}],
+    )
 
 
 def _operator(stub, **options) -> LLMOperator:
     # A generous per-attempt timeout: on a loaded machine a 5 s one expired before the request
     # left, and the ledger then held an attempt the server never saw (these tests count them).
-    defaults = {"api_base": stub.base_url, "retry_base": 0.01, "retry_max": 0.1, "timeout": 60,
-                "max_tokens": 40, "price": list(PRICE)}  # fmt: skip
+    defaults = {
+        "api_base": stub.base_url,
+        "retry_base": 0.01,
+        "retry_max": 0.1,
+        "timeout": 60,
+        "max_tokens": 40,
+        "price": list(PRICE),
+    }
     return LLMOperator(MODEL, LLMOptions.from_mapping({**defaults, **options}), node="node-0")
 
 
@@ -160,8 +173,9 @@ def test_price_options_are_checked():
 
 def test_attempt_caps_per_call_and_per_node(stub):
     stub.cycle(status(503))
-    ledger = BudgetLedger(quotas={"node-0": None}, caps={"node-0": NodeCaps(attempts=5)},
-                          attempts_per_call=2)  # fmt: skip
+    ledger = BudgetLedger(
+        quotas={"node-0": None}, caps={"node-0": NodeCaps(attempts=5)}, attempts_per_call=2
+    )
     op = _operator(stub, max_retries=6)
 
     async def main():
@@ -188,14 +202,35 @@ def test_attempt_caps_per_call_and_per_node(stub):
 # --- dei-run end to end -----------------------------------------------------------------------
 
 
-
 def _dei_run(cli, env, stub, out: Path, *extra: str, nodes: int = 2, check: bool = True):
     return cli(
-        "dei-run", "--domain", "toy", "--transport", "inmemory", "--nodes", str(nodes),
-        "--operator", MODEL, "--api-base", stub.base_url, "--rounds", "2", "--seed", "1",
-        "--out", str(out), "--progress", "quiet", "--no-report", "--eval-workers", "0", *extra,
-        env=env, check=check, timeout=300,
-    )  # fmt: skip
+        "dei-run",
+        "--domain",
+        "toy",
+        "--transport",
+        "inmemory",
+        "--nodes",
+        str(nodes),
+        "--operator",
+        MODEL,
+        "--api-base",
+        stub.base_url,
+        "--rounds",
+        "2",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--no-report",
+        "--eval-workers",
+        "0",
+        *extra,
+        env=env,
+        check=check,
+        timeout=300,
+    )
 
 
 def _config(tmp_path: Path, text: str = FAST_RETRIES) -> str:
@@ -208,8 +243,20 @@ def test_max_cost_holds_by_the_servers_count(cli, env, stub, tmp_path):
     failing_three_of_four(stub)
     out = tmp_path / "run"
     cap = 4.0
-    result = _dei_run(cli, env, stub, out, "--budget", "200", "--max-cost-usd", str(cap),
-                      "--price", f"{MODEL}={PRICE[0]},{PRICE[1]}", "--config", _config(tmp_path))
+    result = _dei_run(
+        cli,
+        env,
+        stub,
+        out,
+        "--budget",
+        "200",
+        "--max-cost-usd",
+        str(cap),
+        "--price",
+        f"{MODEL}={PRICE[0]},{PRICE[1]}",
+        "--config",
+        _config(tmp_path),
+    )
     summary = json.loads((out / "summary.json").read_text())
     budget = summary["budget"]
     assert stub.billed_usd <= cap  # the server's own count
@@ -232,8 +279,9 @@ def test_max_cost_holds_by_the_servers_count(cli, env, stub, tmp_path):
 
 
 def test_money_cap_with_an_unpriced_model_is_refused_up_front(cli, env, stub, tmp_path):
-    result = _dei_run(cli, env, stub, tmp_path / "run", "--budget", "8", "--max-cost-usd", "1",
-                      check=False)  # fmt: skip
+    result = _dei_run(
+        cli, env, stub, tmp_path / "run", "--budget", "8", "--max-cost-usd", "1", check=False
+    )
     assert result.returncode == 1
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith("error: --max-cost-usd:")
@@ -245,8 +293,20 @@ def test_money_cap_with_an_unpriced_model_is_refused_up_front(cli, env, stub, tm
 def test_compute_axis_tokens_splits_tokens_equally(cli, env, stub, tmp_path):
     stub.default = ok(TOY_REPLY, completion_tokens=9)
     out = tmp_path / "run"
-    _dei_run(cli, env, stub, out, "--compute-axis", "tokens", "--budget", "2000",
-             "--iterations", "50", "--config", _config(tmp_path))  # fmt: skip
+    _dei_run(
+        cli,
+        env,
+        stub,
+        out,
+        "--compute-axis",
+        "tokens",
+        "--budget",
+        "2000",
+        "--iterations",
+        "50",
+        "--config",
+        _config(tmp_path),
+    )
     summary = json.loads((out / "summary.json").read_text())
     budget = summary["budget"]
     assert summary["compute_axis"] == budget["axis"] == "tokens"
@@ -264,11 +324,33 @@ def test_compute_axis_tokens_splits_tokens_equally(cli, env, stub, tmp_path):
 
 def _experiment(cli, env, stub, out: Path, *extra: str, check: bool = True):
     return cli(
-        "dei", "experiment", "--domain", "toy", "--operator", MODEL, "--api-base", stub.base_url,
-        "--conditions", "solo,homo", "--nodes", "2", "--rounds", "2", "--seed", "1",
-        "--out", str(out), "--progress", "quiet", "--eval-workers", "0", *extra,
-        env=env, check=check, timeout=600,
-    )  # fmt: skip
+        "dei",
+        "experiment",
+        "--domain",
+        "toy",
+        "--operator",
+        MODEL,
+        "--api-base",
+        stub.base_url,
+        "--conditions",
+        "solo,homo",
+        "--nodes",
+        "2",
+        "--rounds",
+        "2",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--eval-workers",
+        "0",
+        *extra,
+        env=env,
+        check=check,
+        timeout=600,
+    )
 
 
 def test_an_experiment_on_the_tokens_axis_gives_every_condition_the_same_tokens(
@@ -276,8 +358,20 @@ def test_an_experiment_on_the_tokens_axis_gives_every_condition_the_same_tokens(
 ):
     stub.default = ok(TOY_REPLY, completion_tokens=9)
     out = tmp_path / "experiment"
-    _experiment(cli, env, stub, out, "--compute-axis", "tokens", "--budget", "2000",
-                "--iterations", "60", "--config", _config(tmp_path))  # fmt: skip
+    _experiment(
+        cli,
+        env,
+        stub,
+        out,
+        "--compute-axis",
+        "tokens",
+        "--budget",
+        "2000",
+        "--iterations",
+        "60",
+        "--config",
+        _config(tmp_path),
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["compute_axis"] == "tokens" and summary["budget"] == 2000
     assert summary["equal_compute"] is True
@@ -305,8 +399,20 @@ def test_a_call_bound_that_ends_nodes_before_their_tokens_is_reported_as_unequal
 ):
     stub.default = ok(TOY_REPLY, completion_tokens=9)  # 13 or 14 tokens a call
     out = tmp_path / "experiment"
-    _experiment(cli, env, stub, out, "--compute-axis", "tokens", "--budget", "2000",
-                "--iterations", "20", "--config", _config(tmp_path))  # fmt: skip
+    _experiment(
+        cli,
+        env,
+        stub,
+        out,
+        "--compute-axis",
+        "tokens",
+        "--budget",
+        "2000",
+        "--iterations",
+        "20",
+        "--config",
+        _config(tmp_path),
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["equal_compute"] is False
     for name in ("solo", "homo"):
@@ -319,17 +425,24 @@ def test_a_call_bound_that_ends_nodes_before_their_tokens_is_reported_as_unequal
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (("--compute-axis", "tokens", "--budget", "2000"),
-         "--compute-axis tokens needs --iterations"),
-        (("--compute-axis", "tokens", "--iterations", "20"),
-         "--compute-axis tokens needs --budget"),
-        (("--compute-axis", "tokens", "--budget", "2001", "--iterations", "20"),
-         "--budget 2001 tokens does not split equally across the 2 nodes of condition 'homo'"),
+        (
+            ("--compute-axis", "tokens", "--budget", "2000"),
+            "--compute-axis tokens needs --iterations",
+        ),
+        (
+            ("--compute-axis", "tokens", "--iterations", "20"),
+            "--compute-axis tokens needs --budget",
+        ),
+        (
+            ("--compute-axis", "tokens", "--budget", "2001", "--iterations", "20"),
+            "--budget 2001 tokens does not split equally across the 2 nodes of condition 'homo'",
+        ),
         (("--budget", "40", "--iterations", "20"), "not --iterations (the call bound of"),
     ],
-)  # fmt: skip
-def test_a_tokens_experiment_without_a_whole_split_is_refused(cli, env, stub, tmp_path, extra,
-                                                              message):
+)
+def test_a_tokens_experiment_without_a_whole_split_is_refused(
+    cli, env, stub, tmp_path, extra, message
+):
     result = _experiment(cli, env, stub, tmp_path / "experiment", *extra, check=False)
     assert result.returncode == 1
     assert message in result.stderr.strip().splitlines()[-1], result.stderr
@@ -356,15 +469,28 @@ def _change_mutation_prompts(out: Path) -> None:
 def test_replay_of_changed_prompts_stops_at_the_first_mismatch(cli, env, stub, tmp_path):
     stub.default = ok(TOY_REPLY)
     out = tmp_path / "run"
-    _dei_run(cli, env, stub, out, "--budget", "12", "--config", _config(tmp_path, HALF_NEW),
-             nodes=1)
+    _dei_run(
+        cli, env, stub, out, "--budget", "12", "--config", _config(tmp_path, HALF_NEW), nodes=1
+    )
     calls = _recorded_calls(out)
-    first = min((c for c in calls if c["kind"] == "mutate"),
-                key=lambda c: (c["round"], int(c["key"].rsplit("s", 1)[1])))  # fmt: skip
+    first = min(
+        (c for c in calls if c["kind"] == "mutate"),
+        key=lambda c: (c["round"], int(c["key"].rsplit("s", 1)[1])),
+    )
     _change_mutation_prompts(out)
     served = stub.requests
-    result = cli("dei-run", "--replay", str(out), "--out", str(tmp_path / "replay"),
-                 "--progress", "quiet", "--no-report", env=env, check=False)  # fmt: skip
+    result = cli(
+        "dei-run",
+        "--replay",
+        str(out),
+        "--out",
+        str(tmp_path / "replay"),
+        "--progress",
+        "quiet",
+        "--no-report",
+        env=env,
+        check=False,
+    )
     assert result.returncode == 1
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith(f"error: replay: call {first['key']} has different messages"), line
@@ -375,13 +501,24 @@ def test_replay_of_changed_prompts_stops_at_the_first_mismatch(cli, env, stub, t
 def test_reask_mismatched_asks_only_the_changed_calls(cli, env, stub, tmp_path):
     stub.default = ok(TOY_REPLY)
     out = tmp_path / "run"
-    _dei_run(cli, env, stub, out, "--budget", "12", "--config", _config(tmp_path, HALF_NEW),
-             nodes=1)
+    _dei_run(
+        cli, env, stub, out, "--budget", "12", "--config", _config(tmp_path, HALF_NEW), nodes=1
+    )
     _change_mutation_prompts(out)
     served = stub.requests
     again = tmp_path / "replay"
-    cli("dei-run", "--replay", str(out), "--out", str(again), "--progress", "quiet",
-        "--no-report", "--reask-mismatched", env=env)  # fmt: skip
+    cli(
+        "dei-run",
+        "--replay",
+        str(out),
+        "--out",
+        str(again),
+        "--progress",
+        "quiet",
+        "--no-report",
+        "--reask-mismatched",
+        env=env,
+    )
     replayed = _recorded_calls(again)
     from_record = [c for c in replayed if c.get("replayed")]
     asked = [c for c in replayed if not c.get("replayed")]
@@ -394,9 +531,13 @@ def test_experiment_checks_equal_compute_on_the_chosen_axis():
     from dei_framework.experiment.summary import equal_on_axis
 
     def run(calls, limit, caps):
-        return {"budget": {"calls": calls, "limit": limit,
-                           "nodes": {f"node-{i}": {"exhausted_cap": cap}
-                                     for i, cap in enumerate(caps)}}}  # fmt: skip
+        return {
+            "budget": {
+                "calls": calls,
+                "limit": limit,
+                "nodes": {f"node-{i}": {"exhausted_cap": cap} for i, cap in enumerate(caps)},
+            }
+        }
 
     assert equal_on_axis("calls", [run(8, 8, [None]), run(8, 8, [None, None])], 8)
     assert not equal_on_axis("calls", [run(8, 8, [None]), run(6, 8, [None])], 8)

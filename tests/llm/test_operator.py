@@ -107,9 +107,13 @@ def test_retries_used_up_is_a_transient_failure(stub):
     assert stub.requests == 3  # neither litellm nor the OpenAI SDK retried on their own
     assert MODEL in str(info.value)
     assert op.status() | {"last_error": ""} == {
-        "calls": 0, "errors": 3, "retries": 2, "transient_failures": 1, "in_flight": 0,
+        "calls": 0,
+        "errors": 3,
+        "retries": 2,
+        "transient_failures": 1,
+        "in_flight": 0,
         "last_error": "",
-    }  # fmt: skip
+    }
 
 
 def test_slow_reply_beyond_timeout_is_retried(stub):
@@ -223,9 +227,13 @@ def test_replies_are_deterministic_to_serialise(stub):
     second = attrs.asdict(_run(op.propose(_request())))
     assert first == second
     assert first == {
-        "text": "MOV 0, 1", "prompt_tokens": 7, "completion_tokens": 3, "cost_usd": None,
-        "attempts": 1, "model": "stub-model",
-    }  # fmt: skip
+        "text": "MOV 0, 1",
+        "prompt_tokens": 7,
+        "completion_tokens": 3,
+        "cost_usd": None,
+        "attempts": 1,
+        "model": "stub-model",
+    }
 
 
 def test_known_price_gives_a_cost(stub):
@@ -254,9 +262,10 @@ def test_bad_options(options, pattern):
 
 def test_options_from_settings_ignore_other_keys():
     settings = OperatorSettings(
-        spec=MODEL, node="node-1",
+        spec=MODEL,
+        node="node-1",
         options={"temperature": 0.5, "concurrency": "2", "budget": 8, "operator": MODEL},
-    )  # fmt: skip
+    )
     op = LLMOperator.from_settings(MODEL, settings)
     assert op.options.temperature == 0.5 and op.max_in_flight == 2 and op.node == "node-1"
 
@@ -292,7 +301,6 @@ def test_fatal_error_is_sticky(stub):
     assert stub.requests == 1
 
 
-
 def test_a_call_waiting_to_retry_stops_once_another_finds_the_provider_unusable(stub):
     """One call's 500 is worth a retry; by the time it would retry, the call beside it has
     found a wrong key: no further request, the same one-line error for both."""
@@ -301,8 +309,9 @@ def test_a_call_waiting_to_retry_stops_once_another_finds_the_provider_unusable(
     op = _operator(stub, concurrency=2, retry_base=0.5, retry_max=0.5)
 
     async def main():
-        return await asyncio.gather(*(op.propose(_request(f"n/0/{i}")) for i in range(2)),
-                                    return_exceptions=True)  # fmt: skip
+        return await asyncio.gather(
+            *(op.propose(_request(f"n/0/{i}")) for i in range(2)), return_exceptions=True
+        )
 
     results = _run(main())
     assert all(isinstance(r, OperatorError) for r in results), results
@@ -388,6 +397,7 @@ def test_a_cancellation_a_library_turns_into_an_error_is_not_retried(stub):
     _cancel_once_started(op, fake)
     assert fake.calls == 1 and op.status()["retries"] == 0
 
+
 def test_missing_key_is_fatal_without_reaching_the_server(stub, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     op = LLMOperator(
@@ -413,8 +423,10 @@ def test_a_pending_first_call_is_announced(stub, monkeypatch, capsys):
     op = _operator(stub)
     _run(op.propose(_request()))
     waiting = [line for line in capsys.readouterr().err.splitlines() if "waiting" in line]
-    assert waiting == [f"[node-0] waiting for the first reply of {MODEL} at {stub.base_url} "
-                       "(0 s so far; timeout 5 s per attempt)"]  # fmt: skip
+    assert waiting == [
+        f"[node-0] waiting for the first reply of {MODEL} at {stub.base_url} "
+        "(0 s so far; timeout 5 s per attempt)"
+    ]
     _run(op.propose(_request("node-0/0/1")))  # a later call is not the first: no line
     assert "waiting" not in capsys.readouterr().err
 
@@ -426,8 +438,9 @@ def test_error_lines_carry_no_object_reprs(stub):
         "[Connect call failed ('127.0.0.1', 9)]"
     )
     described = op._describe(exc)
-    assert described == ("ConnectionError: Cannot connect to host 127.0.0.1:9 [Connect call "
-                         "failed ('127.0.0.1', 9)]")  # fmt: skip
+    assert described == (
+        "ConnectionError: Cannot connect to host 127.0.0.1:9 [Connect call failed ('127.0.0.1', 9)]"
+    )
 
 
 def test_a_server_that_only_fails_ends_the_node_naming_status_url_and_count(stub):
@@ -458,14 +471,21 @@ def test_a_reply_ends_the_streak_of_failures(stub):
 
 def test_failing_without_a_reply_for_too_long_ends_the_node(stub):
     stub.default = status(502)
-    op = _operator(stub, max_retries=100, max_consecutive_failures=0,
-                   max_seconds_without_reply=0.3, retry_base=0.05, retry_max=0.05)  # fmt: skip
+    op = _operator(
+        stub,
+        max_retries=100,
+        max_consecutive_failures=0,
+        max_seconds_without_reply=0.3,
+        retry_base=0.05,
+        retry_max=0.05,
+    )
     with pytest.raises(OperatorError) as info:
         _run(op.propose(_request()))
     message = str(info.value)
     assert message.startswith("node-0: no completed call in ")
-    assert message.endswith(f" s: HTTP 502 × {stub.requests} from {stub.base_url}"
-                            f"/chat/completions ({MODEL})")  # fmt: skip
+    assert message.endswith(
+        f" s: HTTP 502 × {stub.requests} from {stub.base_url}/chat/completions ({MODEL})"
+    )
 
 
 def test_progress_says_which_failure_is_retried_instead_of_waiting(stub, monkeypatch, capsys):
@@ -473,8 +493,7 @@ def test_progress_says_which_failure_is_retried_instead_of_waiting(stub, monkeyp
 
     monkeypatch.setattr(operator_module, "FIRST_REPLY_NOTICE", 0.1)
     stub.default = status(500)
-    op = _operator(stub, max_retries=30, max_consecutive_failures=12, retry_base=0.2,
-                   retry_max=0.2)  # fmt: skip
+    op = _operator(stub, max_retries=30, max_consecutive_failures=12, retry_base=0.2, retry_max=0.2)
     with pytest.raises(OperatorError):
         _run(op.propose(_request()))
     lines = capsys.readouterr().err.splitlines()
@@ -493,15 +512,12 @@ def test_rate_limits_count_towards_the_time_bound_only(stub):
     op = _operator(stub, max_consecutive_failures=3)
     assert _run(op.propose(_request())).attempts == 6
     stub.default = status(429, retry_after=0.01)
-    op = _operator(stub, max_retries=100, max_consecutive_failures=3,
-                   max_seconds_without_reply=0.2)  # fmt: skip
+    op = _operator(stub, max_retries=100, max_consecutive_failures=3, max_seconds_without_reply=0.2)
     with pytest.raises(OperatorError, match=r"no completed call in \d+ s: HTTP 429 × \d+ from"):
         _run(op.propose(_request("node-0/0/1")))
 
 
-def test_litellms_placeholder_request_url_is_never_reported_as_where_a_request_went(
-    monkeypatch,
-):
+def test_litellms_placeholder_request_url_is_never_reported_as_where_a_request_went(monkeypatch):
     import dei_llm.operator as operator_module
     import httpx
 
@@ -514,8 +530,11 @@ def test_litellms_placeholder_request_url_is_never_reported_as_where_a_request_w
             self.response = httpx.Response(500, request=httpx.Request("POST", url))
 
     op = LLMOperator(MODEL, LLMOptions.from_mapping({}), node="node-0")
-    for placeholder in ("https://litellm.ai", "https://api.openai.com/v1",
-                        "https://cloud.google.com/vertex-ai/"):  # fmt: skip
+    for placeholder in (
+        "https://litellm.ai",
+        "https://api.openai.com/v1",
+        "https://cloud.google.com/vertex-ai/",
+    ):
         assert op._request_url(Failure(placeholder)) is None
     real = "https://api.openai.com/v1/chat/completions"
     assert op._request_url(Failure(real)) == real

@@ -76,17 +76,21 @@ def test_bad_model_string_is_a_config_error():
 
 def test_factory_forms(stub):
     op = llm_plugin.create_operator(
-        OperatorSettings(spec="llm:openai/stub-model", node="n1",
-                         options={"api_base": stub.base_url, "concurrency": 2}),
+        OperatorSettings(
+            spec="llm:openai/stub-model",
+            node="n1",
+            options={"api_base": stub.base_url, "concurrency": 2},
+        ),
         None,
-    )  # fmt: skip
+    )
     assert op.label == "openai/stub-model" and op.max_in_flight == 2
     assert asyncio.run(op.propose(_request())).attempts == 1
     op = llm_plugin.create_operator(
-        OperatorSettings(spec="llm", node="n1",
-                         options={"model": "openai/stub-model", "api_base": stub.base_url}),
+        OperatorSettings(
+            spec="llm", node="n1", options={"model": "openai/stub-model", "api_base": stub.base_url}
+        ),
         None,
-    )  # fmt: skip
+    )
     assert op.label == "openai/stub-model"
 
 
@@ -112,10 +116,11 @@ def test_custom_provider_from_an_in_process_plugin():
     registry = plugins.load_plugins([echo_provider])
     echo_provider.CALLS.clear()
     op = llm_plugin.create_operator(
-        OperatorSettings(spec="echoprov/anything", node="node-0", options={"timeout": 5},
-                         registry=registry),
+        OperatorSettings(
+            spec="echoprov/anything", node="node-0", options={"timeout": 5}, registry=registry
+        ),
         None,
-    )  # fmt: skip
+    )
     reply = asyncio.run(op.propose(_request()))
     assert reply.text.startswith("echo from anything")
     assert (reply.prompt_tokens, reply.completion_tokens, reply.attempts) == (3, 5, 1)

@@ -43,9 +43,11 @@ def test_a_host_that_does_not_resolve_is_a_dns_failure() -> None:
 
 @pytest.mark.parametrize(
     ("setup", "expected"),
-    [({"api_keys": {"sk-other"}}, "authentication failed (check OPENAI_API_KEY): HTTP 401"),
-     ({"models_status": 403}, "permission denied: HTTP 403")],
-)  # fmt: skip
+    [
+        ({"api_keys": {"sk-other"}}, "authentication failed (check OPENAI_API_KEY): HTTP 401"),
+        ({"models_status": 403}, "permission denied: HTTP 403"),
+    ],
+)
 def test_a_server_refusing_the_key_is_found_by_its_model_list(stub, setup, expected) -> None:
     for name, value in setup.items():
         setattr(stub, name, value)
@@ -70,6 +72,8 @@ def test_an_unknown_model_is_found_where_the_lookup_is_exact(stub, monkeypatch) 
     monkeypatch.setattr(preflight_module, "MODEL_LOOKUP_BASES", frozenset({stub.base_url}))
     stub.known_models = {"stub-model"}
     cause = _check("openai/other-model", api_base=stub.base_url, api_key="sk-test")
-    assert cause == ("model not found (check the model string and --api-base): HTTP 404 from "
-                     f"{stub.base_url}/models/other-model")  # fmt: skip
+    assert cause == (
+        "model not found (check the model string and --api-base): HTTP 404 from "
+        f"{stub.base_url}/models/other-model"
+    )
     assert _check("openai/stub-model", api_base=stub.base_url, api_key="sk-test") is None

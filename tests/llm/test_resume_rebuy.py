@@ -23,10 +23,32 @@ CONFIG = "checkpoint_seconds = {}\n[operator_options]\nmax_tokens = 40\nconcurre
 
 
 def _args(stub, out: Path, config: Path) -> list[str]:
-    return ["dei-run", "--domain", "toy", "--nodes", "2", "--operator", MODEL, "--api-base",
-            stub.base_url, "--budget", str(BUDGET), "--rounds", "2", "--seed", "3",
-            "--config", str(config), "--out", str(out), "--progress", "quiet", "--no-report",
-            "--eval-workers", "0"]  # fmt: skip
+    return [
+        "dei-run",
+        "--domain",
+        "toy",
+        "--nodes",
+        "2",
+        "--operator",
+        MODEL,
+        "--api-base",
+        stub.base_url,
+        "--budget",
+        str(BUDGET),
+        "--rounds",
+        "2",
+        "--seed",
+        "3",
+        "--config",
+        str(config),
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--no-report",
+        "--eval-workers",
+        "0",
+    ]
 
 
 def _lines(path: Path) -> int:
@@ -49,8 +71,13 @@ def test_resume_without_a_checkpoint_serves_the_recorded_replies(
 
     stub.default = ok(TOY_REPLY, delay=0.15)  # slow enough to be killed midway
     out = tmp_path / "killed"
-    run = subprocess.Popen(_args(stub, out, config), env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    run = subprocess.Popen(
+        _args(stub, out, config),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     wanted = checkpoint != "never written"  # a checkpoint on disk too, before the kill
     while _lines(out / "calls.jsonl") < 8 or (out / "checkpoint.json").exists() < wanted:
@@ -70,8 +97,7 @@ def test_resume_without_a_checkpoint_serves_the_recorded_replies(
         (out / "checkpoint.json").write_text("null")
 
     stub.default = ok(TOY_REPLY)
-    cli("dei-run", "--resume", str(out), "--progress", "quiet", "--no-report", env=env,
-        timeout=300)  # fmt: skip
+    cli("dei-run", "--resume", str(out), "--progress", "quiet", "--no-report", env=env, timeout=300)
     # The server's own count: what the first session paid plus what the resume bought.
     assert stub.billed_attempts == BUDGET, (paid, recorded, stub.billed_attempts)
     calls = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]

@@ -43,8 +43,9 @@ class NaiveBinPacking(Domain):
             tree = ast.parse(text)
         except SyntaxError as exc:
             raise InvalidProgram(f"line {exc.lineno}: {exc.msg}") from None
-        if not any(isinstance(node, ast.FunctionDef) and node.name == "priority"
-                   for node in tree.body):  # fmt: skip
+        if not any(
+            isinstance(node, ast.FunctionDef) and node.name == "priority" for node in tree.body
+        ):
             raise InvalidProgram("line 1: no function priority(item, bins)")
         return Program(text=text)
 
@@ -68,41 +69,52 @@ class NaiveBinPacking(Domain):
                 bins[best] -= item
             used += len(bins)
         lower = sum(sum(items) for items in _instances(seed)) / CAPACITY
-        return Evaluation(fitness=lower / used - 1.0,
-                          descriptor={"lines": float(program.text.count("\n") + 1),
-                                      "first_fit_share": first_fit / max(total, 1)})
+        return Evaluation(
+            fitness=lower / used - 1.0,
+            descriptor={
+                "lines": float(program.text.count("\n") + 1),
+                "first_fit_share": first_fit / max(total, 1),
+            },
+        )
 
     def descriptor_axes(self):
-        return [AxisSpec(name="lines", axis=ThresholdAxis("lines", (2, 4, 8, 16))),
-                AxisSpec(name="first_fit_share", axis=UniformAxis("first_fit_share", 0, 1, 5))]
+        return [
+            AxisSpec(name="lines", axis=ThresholdAxis("lines", (2, 4, 8, 16))),
+            AxisSpec(name="first_fit_share", axis=UniformAxis("first_fit_share", 0, 1, 5)),
+        ]
 
     def initial_opponents(self) -> list[str]:
         return []
 
     def messages(self, kind, *, parent=None, others=(), feedback=None):
         task = ("Write" if kind == "new" else f"Improve:\n{parent.text}\n") + (
-            " a Python function priority(item, bins) returning one score per bin.")
-        return [{"role": "system", "content": "Bin packing."},
-                {"role": "user", "content": task}]
+            " a Python function priority(item, bins) returning one score per bin."
+        )
+        return [{"role": "system", "content": "Bin packing."}, {"role": "user", "content": task}]
 
 
 @hookimpl
 def dei_domains():
-    return [DomainSpec(name="naive", factory=NaiveBinPacking,
-                       description="online bin packing, priority() exec'd in-process")]
+    return [
+        DomainSpec(
+            name="naive",
+            factory=NaiveBinPacking,
+            description="online bin packing, priority() exec'd in-process",
+        )
+    ]
 
 
 #: Replies a model may give that harm a naive run (each is invalid under a sandbox).
 HOSTILE = {
     "loop": "def priority(item, bins):\n    while True:\n        pass\n",
     "bomb": "def priority(item, bins):\n    hoard = []\n    while True:\n"
-            "        hoard.append(bytes(10**8))\n",
+    "        hoard.append(bytes(10**8))\n",
     "suicide": "import os, signal\ndef priority(item, bins):\n"
-               "    os.kill(os.getpid(), signal.SIGKILL)\n",
+    "    os.kill(os.getpid(), signal.SIGKILL)\n",
     "parricide": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
-                 "def priority(item, bins):\n    return [0.0] * len(bins)\n",
+    "def priority(item, bins):\n    return [0.0] * len(bins)\n",
     "system": "import os\nos.system('rm -f {canary}; echo pwned > {canary}.outside')\n"
-              "raise SystemExit(0)\ndef priority(item, bins):\n    return [0.0] * len(bins)\n",
+    "raise SystemExit(0)\ndef priority(item, bins):\n    return [0.0] * len(bins)\n",
     "import": "import nosuchmodule\ndef priority(item, bins):\n    return [0.0] * len(bins)\n",
 }
 SYNTAX_ERROR = "def priority(item, bins)\n    return [0.0] * len(bins)\n"
@@ -141,9 +153,15 @@ class NaiveOperator(Operator):
 @hookimpl
 def dei_operators():
     return [
-        OperatorSpec(name=name, domains=("naive",), description="scripted replies (tests)",
-                     factory=lambda settings, domain, name=name: NaiveOperator(
-                         name, hostile=name == "naive-hostile",
-                         canary=str(settings.options.get("canary", ""))))
+        OperatorSpec(
+            name=name,
+            domains=("naive",),
+            description="scripted replies (tests)",
+            factory=lambda settings, domain, name=name: NaiveOperator(
+                name,
+                hostile=name == "naive-hostile",
+                canary=str(settings.options.get("canary", "")),
+            ),
+        )
         for name in ("naive-hostile", "naive-syntax")
-    ]  # fmt: skip
+    ]

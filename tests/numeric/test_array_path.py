@@ -17,10 +17,18 @@ from dei_framework import BudgetExhausted, BudgetLedger, NodeConfig, RunConfig, 
 
 
 def _config(**changes) -> RunConfig:
-    settings = {"domain": "numeric", "budget": 600, "rounds": 3, "seed": 11, "eval_workers": 0,
-                "domain_options": {"dim": 6},
-                "nodes": [NodeConfig(name="a", operator="gaussian"),
-                          NodeConfig(name="b", operator="iso-line")]}  # fmt: skip
+    settings = {
+        "domain": "numeric",
+        "budget": 600,
+        "rounds": 3,
+        "seed": 11,
+        "eval_workers": 0,
+        "domain_options": {"dim": 6},
+        "nodes": [
+            NodeConfig(name="a", operator="gaussian"),
+            NodeConfig(name="b", operator="iso-line"),
+        ],
+    }
     return RunConfig(**{**settings, **changes})
 
 
@@ -30,13 +38,18 @@ def _events(directory: Path) -> list[dict]:
 
 def _evaluated(directory: Path) -> dict[str, dict]:
     """Evaluated events by candidate id, without their timings (wall-clock figures)."""
-    return {event["id"]: {k: v for k, v in event.items() if k != "timings"}
-            for event in _events(directory) if event["event"] == "evaluated"}  # fmt: skip
+    return {
+        event["id"]: {k: v for k, v in event.items() if k != "timings"}
+        for event in _events(directory)
+        if event["event"] == "evaluated"
+    }
 
 
 def _files(directory: Path, pattern: str) -> dict[str, str]:
-    return {str(path.relative_to(directory)): path.read_text()
-            for path in sorted(directory.glob(pattern))}  # fmt: skip
+    return {
+        str(path.relative_to(directory)): path.read_text()
+        for path in sorted(directory.glob(pattern))
+    }
 
 
 def test_the_array_path_makes_the_text_paths_run_without_texts_or_call_records(
@@ -46,9 +59,11 @@ def test_the_array_path_makes_the_text_paths_run_without_texts_or_call_records(
     batch_calls: list[int] = []
     propose_genomes = {cls: cls.propose_genomes for cls in _NumericOperator.__subclasses__()}
     for cls, method in propose_genomes.items():
+
         def counted(self, requests, method=method):
             genome_calls.append(len(requests))
             return method(self, requests)
+
         monkeypatch.setattr(cls, "propose_genomes", counted)
     batch = _NumericOperator.propose_batch
 
@@ -81,11 +96,14 @@ def test_the_array_path_makes_the_text_paths_run_without_texts_or_call_records(
     # No call records on the array path; the text path logs every call.
     assert not (arrays / "calls.jsonl").exists()
     assert len((texts / "calls.jsonl").read_text().splitlines()) == 600
+
     # Champions crossed between the nodes on both paths alike (the nodes' lines interleave
     # in the log as they ran).
     def received(directory: Path) -> list[dict]:
-        return sorted((e for e in _events(directory) if e["event"] == "received"),
-                      key=lambda e: (e["node"], e["round"]))  # fmt: skip
+        return sorted(
+            (e for e in _events(directory) if e["event"] == "received"),
+            key=lambda e: (e["node"], e["round"]),
+        )
 
     assert len(received(arrays)) == 4 and received(arrays) == received(texts)
 
@@ -126,7 +144,8 @@ def test_a_domain_whose_array_evaluation_raises_makes_its_batch_invalid(
     summary = run(_config(rounds=1), tmp_path / "run")
     made = [e for e in _events(tmp_path / "run") if e["event"] == "evaluated"]
     assert len(made) == 600 and {e["error"] for e in made} == {
-        "domain's evaluate_genomes failed: RuntimeError: no vectorised objective today"}
+        "domain's evaluate_genomes failed: RuntimeError: no vectorised objective today"
+    }
     assert summary["merged"]["coverage"] == 0.0
 
 
@@ -135,9 +154,16 @@ def test_an_operator_that_raises_stops_its_node_with_the_cause(tmp_path, monkeyp
         raise ZeroDivisionError("sigma is zero")
 
     monkeypatch.setattr(_NumericOperator.__subclasses__()[0], "propose_genomes", broken)
-    run(_config(rounds=1, nodes=[NodeConfig(name="a", operator="gaussian"),
-                                 NodeConfig(name="b", operator="iso-line")]),
-        tmp_path / "run")  # fmt: skip
+    run(
+        _config(
+            rounds=1,
+            nodes=[
+                NodeConfig(name="a", operator="gaussian"),
+                NodeConfig(name="b", operator="iso-line"),
+            ],
+        ),
+        tmp_path / "run",
+    )
     stopped = [e for e in _events(tmp_path / "run") if e["event"] == "node_stopped"]
     assert [e["node"] for e in stopped] == ["a"]
     assert "operator 'gaussian' failed: ZeroDivisionError: sigma is zero" in stopped[0]["reason"]
@@ -156,11 +182,22 @@ def test_free_calls_are_counted_in_one_step_within_the_quota() -> None:
     assert ledger.usage["a"].calls == 4
 
 
-def test_the_command_line_flag_chooses_the_path_and_the_summary_says_which(
-    cli, tmp_path
-) -> None:
-    common = ["--domain", "numeric", "--nodes", "1", "--budget", "40", "--rounds", "1",
-              "--eval-workers", "0", "--progress", "quiet", "--no-report"]  # fmt: skip
+def test_the_command_line_flag_chooses_the_path_and_the_summary_says_which(cli, tmp_path) -> None:
+    common = [
+        "--domain",
+        "numeric",
+        "--nodes",
+        "1",
+        "--budget",
+        "40",
+        "--rounds",
+        "1",
+        "--eval-workers",
+        "0",
+        "--progress",
+        "quiet",
+        "--no-report",
+    ]
     cli("dei-run", *common, "--out", str(tmp_path / "arrays"))
     cli("dei-run", *common, "--no-array-path", "--out", str(tmp_path / "texts"))
     for name, on in (("arrays", True), ("texts", False)):
@@ -171,7 +208,8 @@ def test_the_command_line_flag_chooses_the_path_and_the_summary_says_which(
     assert not (tmp_path / "arrays" / "calls.jsonl").exists()
     assert len((tmp_path / "texts" / "calls.jsonl").read_text().splitlines()) == 40
     assert (tmp_path / "arrays" / "merged_archive.json").read_text() == (
-        tmp_path / "texts" / "merged_archive.json").read_text()
+        tmp_path / "texts" / "merged_archive.json"
+    ).read_text()
 
 
 def test_array_evaluations_leave_the_event_loop_only_when_dear() -> None:
@@ -215,8 +253,9 @@ def test_a_replay_of_an_array_path_run_makes_its_calls_again(tmp_path) -> None:
     first, replay = tmp_path / "first", tmp_path / "replay"
     run(_config(), first)
     summary = run(_config(), replay, replay_from=first)
-    assert (replay / "merged_archive.json").read_text() == (first / "merged_archive.json"
-                                                            ).read_text()  # fmt: skip
+    assert (replay / "merged_archive.json").read_text() == (
+        first / "merged_archive.json"
+    ).read_text()
     assert _files(replay, "nodes/*/round-*.json") == _files(first, "nodes/*/round-*.json")
     assert [node["array_path"] for node in summary["nodes"].values()] == [True, True]
 
@@ -236,12 +275,17 @@ def test_every_checkpoint_has_the_round_files_it_names(tmp_path, monkeypatch, ar
     def checked(run_dir, drivers, nodes, ledger, timeline):
         for name, driver in drivers.items():
             finished = driver.scheduler.round
-            gaps.extend(f"{name} round {index}" for index in range(finished)
-                        if not run_dir.round_path(name, index).exists())  # fmt: skip
+            gaps.extend(
+                f"{name} round {index}"
+                for index in range(finished)
+                if not run_dir.round_path(name, index).exists()
+            )
         taken.append(1)
         write_checkpoint(run_dir, drivers, nodes, ledger, timeline)
 
     monkeypatch.setattr(ensemble, "write_checkpoint", checked)
-    run(_config(array_path=array_path, checkpoint_seconds=0.0, budget=1200, rounds=6),
-        tmp_path / "run")
+    run(
+        _config(array_path=array_path, checkpoint_seconds=0.0, budget=1200, rounds=6),
+        tmp_path / "run",
+    )
     assert len(taken) > 10 and gaps == []

@@ -96,10 +96,18 @@ def test_a_run_with_and_without_a_vectorised_batch_gives_identical_archives(
     for label in ("vectorised", "one-by-one"):
         if label == "one-by-one":
             monkeypatch.setattr(NumericDomain, "evaluate_batch", one_by_one)
-        config = RunConfig(domain="numeric", budget=600, rounds=2, seed=4, eval_workers=0,
-                           domain_options={"dim": 6},
-                           nodes=[NodeConfig(name="a", operator="gaussian"),
-                                  NodeConfig(name="b", operator="iso-line")])  # fmt: skip
+        config = RunConfig(
+            domain="numeric",
+            budget=600,
+            rounds=2,
+            seed=4,
+            eval_workers=0,
+            domain_options={"dim": 6},
+            nodes=[
+                NodeConfig(name="a", operator="gaussian"),
+                NodeConfig(name="b", operator="iso-line"),
+            ],
+        )
         run(config, tmp_path / label)
         archives.append(json.loads((tmp_path / label / "merged_archive.json").read_text()))
     assert len(archives[0]) > 20

@@ -17,10 +17,19 @@ from dei_framework.contract.errors import ReplayMismatch
 
 def _config() -> RunConfig:
     # The text path (the array path, which skips texts and call records, has its own tests).
-    return RunConfig(domain="numeric", budget=400, rounds=2, seed=5, eval_workers=0,
-                     domain_options={"dim": 6}, array_path=False,
-                     nodes=[NodeConfig(name="a", operator="gaussian"),
-                            NodeConfig(name="b", operator="iso-line")])  # fmt: skip
+    return RunConfig(
+        domain="numeric",
+        budget=400,
+        rounds=2,
+        seed=5,
+        eval_workers=0,
+        domain_options={"dim": 6},
+        array_path=False,
+        nodes=[
+            NodeConfig(name="a", operator="gaussian"),
+            NodeConfig(name="b", operator="iso-line"),
+        ],
+    )
 
 
 def _calls(directory: Path) -> list[dict]:
@@ -33,8 +42,10 @@ def _without(record: dict, *keys: str) -> dict:
 
 
 def _rounds(directory: Path) -> dict[str, str]:
-    return {str(path.relative_to(directory)): path.read_text()
-            for path in sorted(directory.glob("nodes/*/round-*.json"))}  # fmt: skip
+    return {
+        str(path.relative_to(directory)): path.read_text()
+        for path in sorted(directory.glob("nodes/*/round-*.json"))
+    }
 
 
 def test_a_turns_calls_are_one_batch_and_the_run_equals_the_per_call_one(
@@ -91,8 +102,10 @@ def test_a_batched_run_replays_exactly_and_a_changed_prompt_is_caught(
     messages = NumericDomain.messages
 
     def reworded(self, kind, **kwargs):
-        return [{**message, "content": message["content"] + " Please."}
-                for message in messages(self, kind, **kwargs)]  # fmt: skip
+        return [
+            {**message, "content": message["content"] + " Please."}
+            for message in messages(self, kind, **kwargs)
+        ]
 
     monkeypatch.setattr(NumericDomain, "messages", reworded)
     with pytest.raises(ReplayMismatch, match="has different messages"):
@@ -106,9 +119,11 @@ def test_a_batched_numeric_run_stopped_midway_resumes_to_the_uninterrupted_run(
     from midway import ctrl_c, events, stop_midway
 
     config = tmp_path / "run.toml"
-    config.write_text('domain = "numeric"\nnodes = 2\nbudget = 8000\nrounds = 2\nseed = 2\n'
-                      "checkpoint_seconds = 0.1\neval_workers = 0\n"
-                      f"array_path = {str(array_path).lower()}\n")  # fmt: skip
+    config.write_text(
+        'domain = "numeric"\nnodes = 2\nbudget = 8000\nrounds = 2\nseed = 2\n'
+        "checkpoint_seconds = 0.1\neval_workers = 0\n"
+        f"array_path = {str(array_path).lower()}\n"
+    )
     stopped, whole = tmp_path / "stopped", tmp_path / "whole"
     common = ["--progress", "quiet", "--no-report"]
     run_args = ["--config", str(config), *common]
@@ -116,21 +131,25 @@ def test_a_batched_numeric_run_stopped_midway_resumes_to_the_uninterrupted_run(
     # 100 ms): unstalled, an array-path run of 8000 evaluations can end before a loaded machine
     # gets round to stopping it, and its result must not depend on timing anyway.
     stalled = {**toy_env, "DEI_CHAOS_STALL": "0.1"}
-    halted = stop_midway([*run_args, "--out", str(stopped)], stopped, stalled,
-                         min_events=1500, send=ctrl_c)  # fmt: skip
+    halted = stop_midway(
+        [*run_args, "--out", str(stopped)], stopped, stalled, min_events=1500, send=ctrl_c
+    )
     assert halted.returncode == 130, halted.stderr
-    assert cli("dei-run", "--resume", str(stopped), *common, env=toy_env,
-               timeout=300).returncode == 0  # fmt: skip
-    assert cli("dei-run", *run_args, "--out", str(whole), env=toy_env,
-               timeout=300).returncode == 0  # fmt: skip
+    assert (
+        cli("dei-run", "--resume", str(stopped), *common, env=toy_env, timeout=300).returncode == 0
+    )
+    assert cli("dei-run", *run_args, "--out", str(whole), env=toy_env, timeout=300).returncode == 0
     assert (stopped / "merged_archive.json").read_text() == (
         whole / "merged_archive.json"
     ).read_text()
     assert _rounds(stopped) == _rounds(whole) and len(_rounds(whole)) == 4
     if array_path:  # no call records: every call's candidate is evaluated once
         assert not (stopped / "calls.jsonl").exists()
-        ids = [e["id"] for e in events(stopped) if e["event"] == "evaluated"
-               and e["kind"] in ("new", "mutate")]  # fmt: skip
+        ids = [
+            e["id"]
+            for e in events(stopped)
+            if e["event"] == "evaluated" and e["kind"] in ("new", "mutate")
+        ]
         assert len(ids) == 8000 and len(set(ids)) == 8000
         return
     keys = [call["key"] for call in _calls(stopped)]

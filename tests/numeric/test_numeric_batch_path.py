@@ -45,9 +45,10 @@ def test_a_request_gets_the_same_child_alone_in_a_batch_or_as_an_array(factory) 
     other = Candidate(text=format_genome([0.0] * 6))
     requests = [
         OperatorRequest(key=f"k{seed}", kind=kind, messages=(), parent=p, others=o, seed=seed)
-        for seed, (kind, p, o) in enumerate([("new", None, ()), ("mutate", parent, ()),
-                                             ("mutate", parent, (other,))] * 3)
-    ]  # fmt: skip
+        for seed, (kind, p, o) in enumerate(
+            [("new", None, ()), ("mutate", parent, ()), ("mutate", parent, (other,))] * 3
+        )
+    ]
     alone = [asyncio.run(operator.propose(request)).text for request in requests]
     batch = [reply.text for reply in asyncio.run(operator.propose_batch(requests))]
     genomes = operator.propose_genomes(requests)
@@ -62,8 +63,10 @@ def test_a_parents_cached_genome_and_its_text_give_the_same_child() -> None:
     genome = np.array([0.1, 0.2, -0.3, 4.0])
     with_data = Candidate(text=format_genome(genome.tolist()), data=genome)
     text_only = Candidate(text=format_genome(genome.tolist()))
-    requests = [OperatorRequest(key="k", kind="mutate", messages=(), parent=parent, seed=9)
-                for parent in (with_data, text_only)]  # fmt: skip
+    requests = [
+        OperatorRequest(key="k", kind="mutate", messages=(), parent=parent, seed=9)
+        for parent in (with_data, text_only)
+    ]
     first, second = operator.propose_genomes(requests).tolist()
     assert first == second
 
@@ -73,10 +76,14 @@ def _array_loop(domain: NumericDomain, operator, **settings) -> Scheduler:
     while not scheduler.finished:
         items = scheduler.ask(32)
         genomes = operator.propose_genomes(items)
-        scheduler.tell_batch(items, texts=domain.genome_texts(genomes),
-                             fitness=domain.objective(genomes),
-                             descriptors=domain.descriptors(genomes), data=genomes,
-                             operator=operator.label)  # fmt: skip
+        scheduler.tell_batch(
+            items,
+            texts=domain.genome_texts(genomes),
+            fitness=domain.objective(genomes),
+            descriptors=domain.descriptors(genomes),
+            data=genomes,
+            operator=operator.label,
+        )
     return scheduler
 
 
@@ -86,8 +93,9 @@ def _text_loop(domain: NumericDomain, operator, **settings) -> Scheduler:
         results = []
         for item in scheduler.ask(5):
             reply = asyncio.run(operator.propose(item.request(domain)))
-            outcome = evaluate_text(domain, reply.text, (), seed=item.eval_seed,
-                                    axes=scheduler.space.names)  # fmt: skip
+            outcome = evaluate_text(
+                domain, reply.text, (), seed=item.eval_seed, axes=scheduler.space.names
+            )
             results.append(outcome.result(item, operator=operator.label))
         scheduler.tell(results)
     return scheduler
@@ -114,9 +122,16 @@ def test_concurrent_proposals_are_drawn_in_one_pass_with_the_same_replies() -> N
     domain = NumericDomain({"dim": 5})
     operator = create_gaussian(_settings(), domain)
     parent = Candidate(text=format_genome([0.5] * 5))
-    requests = [OperatorRequest(key=f"k{seed}", kind="mutate" if seed % 2 else "new",
-                                messages=(), parent=parent if seed % 2 else None, seed=seed)
-                for seed in range(8)]  # fmt: skip
+    requests = [
+        OperatorRequest(
+            key=f"k{seed}",
+            kind="mutate" if seed % 2 else "new",
+            messages=(),
+            parent=parent if seed % 2 else None,
+            seed=seed,
+        )
+        for seed in range(8)
+    ]
     alone = [asyncio.run(operator.propose(request)).text for request in requests]
     passes = []
     draw = operator.propose_genomes
@@ -135,12 +150,15 @@ def test_a_failing_pass_raises_in_every_caller() -> None:
     domain = NumericDomain({"dim": 3})
     operator = create_gaussian(_settings(), domain)
     bad = Candidate(text="not numbers")
-    requests = [OperatorRequest(key=f"k{i}", kind="mutate", messages=(), parent=bad, seed=i)
-                for i in range(3)]  # fmt: skip
+    requests = [
+        OperatorRequest(key=f"k{i}", kind="mutate", messages=(), parent=bad, seed=i)
+        for i in range(3)
+    ]
 
     async def together() -> list:
-        return await asyncio.gather(*(operator.propose(r) for r in requests),
-                                    return_exceptions=True)  # fmt: skip
+        return await asyncio.gather(
+            *(operator.propose(r) for r in requests), return_exceptions=True
+        )
 
     outcomes = asyncio.run(together())
     assert len(outcomes) == 3 and all("expected 3 numbers" in str(o) for o in outcomes)

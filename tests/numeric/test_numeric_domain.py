@@ -83,12 +83,13 @@ def test_operators_are_seeded_and_move_as_documented() -> None:
     other = Candidate(text=format_genome([3.0] * 6))
     gaussian = create_gaussian(_settings(sigma=0.1), domain)
     child = domain.genome(_propose(gaussian, kind="mutate", parent=parent, seed=4))
-    assert child.tolist() == domain.genome(_propose(gaussian, kind="mutate", parent=parent,
-                                                   seed=4)).tolist()  # fmt: skip
+    assert (
+        child.tolist()
+        == domain.genome(_propose(gaussian, kind="mutate", parent=parent, seed=4)).tolist()
+    )
     assert 0 < np.abs(child - 1.0).max() < 1.0
     iso_line = create_iso_line(_settings(iso_sigma=1e-9, line_sigma=1.0), domain)
-    moved = domain.genome(_propose(iso_line, kind="mutate", parent=parent, others=(other,),
-                                   seed=2))  # fmt: skip
+    moved = domain.genome(_propose(iso_line, kind="mutate", parent=parent, others=(other,), seed=2))
     # Tiny isotropic noise: the child lies on the line through parent and other.
     steps = (moved - 1.0) / 2.0
     assert np.ptp(steps) < 1e-6 and abs(steps[0]) > 1e-3
@@ -107,8 +108,9 @@ def test_an_ask_tell_search_fills_the_grid() -> None:
         results = []
         for item in items:
             text = _propose(operator, kind=item.kind, parent=item.parent, seed=item.seed)
-            outcome = evaluate_text(domain, text, (), seed=item.eval_seed,
-                                    axes=scheduler.space.names)  # fmt: skip
+            outcome = evaluate_text(
+                domain, text, (), seed=item.eval_seed, axes=scheduler.space.names
+            )
             results.append(outcome.result(item, operator=operator.label))
         scheduler.tell(results)
     stats = scheduler.history[-1]["stats"]

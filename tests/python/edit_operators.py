@@ -18,8 +18,11 @@ def as_edit(parent: str, child: str) -> str:
     """One SEARCH/REPLACE edit turning ``parent`` into ``child``: the changed lines, widened by
     context until the SEARCH text occurs once in ``parent``."""
     old, new = parent.splitlines(keepends=True), child.splitlines(keepends=True)
-    changes = [op for op in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
-               if op[0] != "equal"] or [("replace", 0, len(old), 0, len(new))]  # fmt: skip
+    changes = [
+        op
+        for op in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+        if op[0] != "equal"
+    ] or [("replace", 0, len(old), 0, len(new))]
     i1, i2, j1, j2 = changes[0][1], changes[-1][2], changes[0][3], changes[-1][4]
     while not ("".join(old[i1:i2]).strip() and parent.count("".join(old[i1:i2])) == 1):
         if i1 == 0 and i2 == len(old):
@@ -28,8 +31,10 @@ def as_edit(parent: str, child: str) -> str:
             i1, j1 = i1 - 1, j1 - 1
         if i2 < len(old):
             i2, j2 = i2 + 1, j2 + 1
-    return (f"Edit:\n<<<<<<< SEARCH\n{''.join(old[i1:i2])}=======\n{''.join(new[j1:j2])}"
-            ">>>>>>> REPLACE\n")
+    return (
+        f"Edit:\n<<<<<<< SEARCH\n{''.join(old[i1:i2])}=======\n{''.join(new[j1:j2])}"
+        ">>>>>>> REPLACE\n"
+    )
 
 
 class Scripted(Operator):
@@ -47,13 +52,20 @@ class Scripted(Operator):
             return OperatorReply(text=f"```python\n{child}```")
         if self.label == "edits":
             return OperatorReply(text=as_edit(parent, child))
-        return OperatorReply(text="<<<<<<< SEARCH\n    return nothing_like_this\n=======\n"
-                                  "    return 0\n>>>>>>> REPLACE\n")  # fmt: skip
+        return OperatorReply(
+            text="<<<<<<< SEARCH\n    return nothing_like_this\n=======\n"
+            "    return 0\n>>>>>>> REPLACE\n"
+        )
 
 
 @hookimpl
 def dei_operators() -> list[OperatorSpec]:
-    return [OperatorSpec(name=name, domains=("python",), description="diff tests",
-                         factory=lambda settings, domain, name=name: Scripted(
-                             name, domain.initial_text))
-            for name in ("full-blocks", "edits", "stale-edits")]  # fmt: skip
+    return [
+        OperatorSpec(
+            name=name,
+            domains=("python",),
+            description="diff tests",
+            factory=lambda settings, domain, name=name: Scripted(name, domain.initial_text),
+        )
+        for name in ("full-blocks", "edits", "stale-edits")
+    ]

@@ -19,7 +19,7 @@ if __name__ == "__main__":
     print(guess())
 '''
 
-EVALUATOR = '''import importlib.util
+EVALUATOR = """import importlib.util
 import sys
 
 
@@ -36,7 +36,7 @@ def evaluate(program_path):
     print("a warning on stderr", file=sys.stderr)
     return {"combined_score": -(x - 3.0) ** 2, "distance": min(abs(x - 3.0), 10.0) / 10.0,
             "magnitude": min(abs(x), 10.0) / 10.0, "note": "scored on f(x) = -(x - 3)^2"}
-'''
+"""
 
 CONFIG = """max_iterations: 100
 checkpoint_interval: 10
@@ -57,8 +57,9 @@ evaluator:
 """
 
 
-def write_task(folder: Path, *, initial: str = INITIAL, evaluator: str = EVALUATOR,
-               config: str | None = CONFIG) -> Path:
+def write_task(
+    folder: Path, *, initial: str = INITIAL, evaluator: str = EVALUATOR, config: str | None = CONFIG
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "initial_program.py").write_text(initial)
     (folder / "evaluator.py").write_text(evaluator)

@@ -56,11 +56,14 @@ def test_a_syntax_error_names_the_program_line_and_the_block_line() -> None:
         check_syntax(scaffold.join(block), split(scaffold.join(block)))
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    (f"{START}\nx = 1\n", "EVOLVE-BLOCK-END is missing"),
-    (f"{END}\nx = 1\n{START}\n", "comes before"),
-    (f"{START}\n{END}\n{START}\n{END}\n", "more than one evolve block"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (f"{START}\nx = 1\n", "EVOLVE-BLOCK-END is missing"),
+        (f"{END}\nx = 1\n{START}\n", "comes before"),
+        (f"{START}\n{END}\n{START}\n{END}\n", "more than one evolve block"),
+    ],
+)
 def test_broken_markers_are_refused_with_a_line(text: str, message: str) -> None:
     with pytest.raises(InvalidProgram, match=rf"^line \d+: .*{message}"):
         split(text)

@@ -26,34 +26,46 @@ def domain() -> PythonDomain:
 
 def test_edits_apply_in_order_to_the_parents_block(domain: PythonDomain) -> None:
     parent = Candidate(text=domain.initial_text.replace("-1.0 * room_after", "-2.0 * room_after"))
-    reply = ("Two changes:\n```\n"
-             + EDIT.format("    score = -2.0 * room_after\n", "    score = -3.0 * room_after\n")
-             + EDIT.format("    return score\n", "    return score * 2\n") + "```\n")
+    reply = (
+        "Two changes:\n```\n"
+        + EDIT.format("    score = -2.0 * room_after\n", "    score = -3.0 * room_after\n")
+        + EDIT.format("    return score\n", "    return score * 2\n")
+        + "```\n"
+    )
     text = domain.parse(domain.resolve_reply(reply, parent=parent)).text
     block = split(text).block
     assert "score = -3.0 * room_after" in block and "return score * 2" in block
     assert split(text).head == domain.scaffold.head and split(text).tail == domain.scaffold.tail
-    fresh = domain.resolve_reply(EDIT.format("    return score\n", "    return -score\n"),
-                                 parent=None)  # a new program: edits of the initial block
+    fresh = domain.resolve_reply(
+        EDIT.format("    return score\n", "    return -score\n"), parent=None
+    )  # a new program: edits of the initial block
     assert "return -score" in split(domain.parse(fresh).text).block
 
 
-@pytest.mark.parametrize(("search", "reason"), [
-    ("    return nothing\n", r"edit 1 \(SEARCH starting 'return nothing'\): the text does not "
-                           r"occur in the parent's evolve block"),
-    ("import numpy as np\n", "outside the evolve block"),
-    ("\n\n", "the SEARCH text is empty"),
-])  # fmt: skip
-def test_an_edit_that_does_not_apply_is_invalid_with_why(domain: PythonDomain, search: str,
-                                                        reason: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("search", "reason"),
+    [
+        (
+            "    return nothing\n",
+            r"edit 1 \(SEARCH starting 'return nothing'\): the text does not "
+            r"occur in the parent's evolve block",
+        ),
+        ("import numpy as np\n", "outside the evolve block"),
+        ("\n\n", "the SEARCH text is empty"),
+    ],
+)
+def test_an_edit_that_does_not_apply_is_invalid_with_why(
+    domain: PythonDomain, search: str, reason: str
+) -> None:
     with pytest.raises(InvalidProgram, match=reason):
         domain.resolve_reply(EDIT.format(search, "x = 1\n"), parent=None)
 
 
 def test_an_ambiguous_edit_is_invalid(domain: PythonDomain) -> None:
     twice = "    score = score + 0\n"
-    parent = Candidate(text=domain.initial_text.replace("    return score\n",
-                                                        f"{twice}{twice}    return score\n"))
+    parent = Candidate(
+        text=domain.initial_text.replace("    return score\n", f"{twice}{twice}    return score\n")
+    )
     with pytest.raises(InvalidProgram, match="occurs 2 times .* make it unique"):
         domain.resolve_reply(EDIT.format(twice, "    score = score + 1\n"), parent=parent)
 
@@ -72,16 +84,24 @@ def test_a_reply_without_edits_is_left_to_parse(domain: PythonDomain) -> None:
 
 
 def _run(out: Path, operator: str, *, budget: int = 32, nodes: int = 2) -> Path:
-    config = RunConfig(domain="python", budget=budget, rounds=2, seed=11, eval_workers=0,
-                       nodes=[NodeConfig(name=f"node-{i}", operator=operator)
-                              for i in range(nodes)])  # fmt: skip
+    config = RunConfig(
+        domain="python",
+        budget=budget,
+        rounds=2,
+        seed=11,
+        eval_workers=0,
+        nodes=[NodeConfig(name=f"node-{i}", operator=operator) for i in range(nodes)],
+    )
     run(config, out, registry=load_plugins(extra=[edit_operators]))
     return out
 
 
 def _evaluated(out: Path) -> list[dict]:
-    return [e for e in map(json.loads, (out / "events.jsonl").read_text().splitlines())
-            if e["event"] == "evaluated"]  # fmt: skip
+    return [
+        e
+        for e in map(json.loads, (out / "events.jsonl").read_text().splitlines())
+        if e["event"] == "evaluated"
+    ]
 
 
 @pytest.mark.timeout(600)
@@ -112,5 +132,6 @@ def test_edits_that_never_apply_are_invalid_with_their_reason(tmp_path: Path) ->
     assert len(made) == 6
     for event in made:
         assert event["status"] == "invalid"
-        assert event["error"].startswith("edit 1 (SEARCH starting 'return nothing_like_this'): "
-                                         "the text does not occur")  # fmt: skip
+        assert event["error"].startswith(
+            "edit 1 (SEARCH starting 'return nothing_like_this'): the text does not occur"
+        )

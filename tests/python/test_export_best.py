@@ -16,10 +16,17 @@ from dei_framework.report.export import best_program, export_best
 
 
 def _run(out: Path, task: Path, *, common: bool) -> Path:
-    config = RunConfig(domain="python", domain_options={"task": str(task)}, budget=16, rounds=2,
-                       seed=5, eval_workers=0, common_ground=common, common_seeds=2,
-                       nodes=[NodeConfig(name=f"node-{i}", operator="python-ast")
-                              for i in range(2)])  # fmt: skip
+    config = RunConfig(
+        domain="python",
+        domain_options={"task": str(task)},
+        budget=16,
+        rounds=2,
+        seed=5,
+        eval_workers=0,
+        common_ground=common,
+        common_seeds=2,
+        nodes=[NodeConfig(name=f"node-{i}", operator="python-ast") for i in range(2)],
+    )
     run(config, out, registry=load_plugins())
     return out
 
@@ -30,8 +37,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     root = tmp_path_factory.mktemp("best")
     task = write_task(root / "guess_task")
-    return {"common": _run(root / "common", task, common=True),
-            "raw": _run(root / "raw", task, common=False)}  # fmt: skip
+    return {
+        "common": _run(root / "common", task, common=True),
+        "raw": _run(root / "raw", task, common=False),
+    }
 
 
 def _entries(run_dir: Path) -> list[dict]:
@@ -61,8 +70,7 @@ def test_the_best_of_a_common_ground_run_is_written_as_its_py_file(runs, tmp_pat
 
 
 @pytest.mark.timeout(600)
-def test_without_common_ground_raw_fitness_ranks_and_the_line_says_so(runs, tmp_path,
-                                                                       cli) -> None:
+def test_without_common_ground_raw_fitness_ranks_and_the_line_says_so(runs, tmp_path, cli) -> None:
     entries = _entries(runs["raw"])
     best = best_program(runs["raw"])
     assert best.basis == "raw" and best.samples == 1
@@ -72,8 +80,17 @@ def test_without_common_ground_raw_fitness_ranks_and_the_line_says_so(runs, tmp_
     folder.mkdir()
     path, again = export_best(runs["raw"], folder, load_plugins())
     assert path.parent == folder and path.suffix == ".py" and again == best
-    refused = cli("dei", "export", "--best", "--what", "elites", str(runs["raw"]), "--out",
-                  str(tmp_path / "x.py"), check=False)
+    refused = cli(
+        "dei",
+        "export",
+        "--best",
+        "--what",
+        "elites",
+        str(runs["raw"]),
+        "--out",
+        str(tmp_path / "x.py"),
+        check=False,
+    )
     assert refused.returncode != 0 and "takes no --what" in refused.stderr
 
 

@@ -24,8 +24,13 @@ BLOCK = """def priority(item, bins):
 
 
 def _request(seed: int, parent: str | None) -> OperatorRequest:
-    return OperatorRequest(key=f"n/0/{seed}", kind="mutate" if parent else "new", messages=(),
-                           parent=Candidate(text=parent) if parent else None, seed=seed)
+    return OperatorRequest(
+        key=f"n/0/{seed}",
+        kind="mutate" if parent else "new",
+        messages=(),
+        parent=Candidate(text=parent) if parent else None,
+        seed=seed,
+    )
 
 
 def test_children_are_valid_python_and_differ_from_the_parent() -> None:
@@ -59,18 +64,22 @@ def test_each_kind_of_edit_happens() -> None:
 def test_no_drop_leaves_a_name_unbound() -> None:
     for seed in range(300):
         tree = ast.parse(mutate_block(BLOCK, random.Random(seed)))
-        bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-                 and isinstance(n.ctx, ast.Store)} | {"item", "bins"}  # fmt: skip
-        read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-                and isinstance(n.ctx, ast.Load)}  # fmt: skip
+        bound = {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        } | {"item", "bins"}
+        read = {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
         assert read <= bound, seed
 
 
 def test_the_operator_is_deterministic_in_the_seed_and_keeps_the_scaffold() -> None:
     domain = PythonDomain({})
     operator = PythonAst(domain.initial_text)
-    replies = [asyncio.run(operator.propose(_request(seed, domain.initial_text))).text
-               for seed in (1, 2, 1)]  # fmt: skip
+    replies = [
+        asyncio.run(operator.propose(_request(seed, domain.initial_text))).text
+        for seed in (1, 2, 1)
+    ]
     assert replies[0] == replies[2] != replies[1]
     for reply in replies:
         program = domain.parse(reply)

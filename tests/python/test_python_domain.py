@@ -33,8 +33,14 @@ def test_config_yaml_gives_axes_bins_timeout_and_system_message(task: Path, caps
     assert domain.eval_timeout == 12.0
     assert domain.messages("new")[0]["content"] == "You are finding the maximum of a function."
     warned = capsys.readouterr().err.splitlines()
-    ignored = ["max_iterations", "checkpoint_interval", "llm.models", "llm.temperature",
-               "prompt.num_top_programs", "database.num_islands"]  # fmt: skip
+    ignored = [
+        "max_iterations",
+        "checkpoint_interval",
+        "llm.models",
+        "llm.temperature",
+        "prompt.num_top_programs",
+        "database.num_islands",
+    ]
     assert len(warned) == len(ignored)  # one line per ignored key, nothing else
     for line, key in zip(warned, ignored, strict=True):
         assert f"config.yaml: {key} is ignored" in line
@@ -46,14 +52,17 @@ def test_the_axes_option_overrides_config_yaml(task: Path) -> None:
     domain = _domain(task, axes="magnitude:0:1:4,complexity:0:200:8")
     assert domain.default_axes == ("magnitude", "complexity")
     evaluation = domain.evaluate(domain.parse(domain.initial_text), [], seed=0)
-    assert evaluation.descriptor == {"magnitude": 0.1,
-                                     "complexity": float(len(domain.scaffold.block))}
+    assert evaluation.descriptor == {
+        "magnitude": 0.1,
+        "complexity": float(len(domain.scaffold.block)),
+    }
     with pytest.raises(ConfigError, match="NAME:LOW:HIGH:BINS"):
         _domain(task, axes="magnitude:0:1")
 
 
 def test_without_config_yaml_the_grid_is_the_blocks_length_and_the_timeout_default(
-        tmp_path: Path) -> None:  # fmt: skip
+    tmp_path: Path,
+) -> None:
     domain = _domain(write_task(tmp_path / "bare", config=None))
     assert domain.default_axes == ("complexity",)
     assert domain.eval_timeout == DEFAULT_TIMEOUT
@@ -83,8 +92,10 @@ def test_an_exception_in_the_block_is_invalid_with_its_line(task: Path) -> None:
 
 
 def test_a_missing_feature_and_a_nan_score_are_invalid(tmp_path: Path) -> None:
-    evaluator = ("def evaluate(program_path):\n"
-                 "    return {'combined_score': float('nan'), 'distance': 0.5}\n")
+    evaluator = (
+        "def evaluate(program_path):\n"
+        "    return {'combined_score': float('nan'), 'distance': 0.5}\n"
+    )
     domain = _domain(write_task(tmp_path / "nan", evaluator=evaluator))
     with pytest.raises(InvalidProgram, match="combined_score is nan"):
         domain.evaluate(domain.parse(domain.initial_text), [], seed=0)
@@ -95,7 +106,7 @@ def test_a_missing_feature_and_a_nan_score_are_invalid(tmp_path: Path) -> None:
 
 
 def test_the_cascade_stops_below_its_threshold_and_runs_evaluate_above(tmp_path: Path) -> None:
-    evaluator = '''
+    evaluator = """
 import importlib.util
 
 def _guess(path):
@@ -109,9 +120,11 @@ def evaluate_stage1(program_path):
 
 def evaluate(program_path):
     return {"combined_score": 7.0, "distance": 0.5, "magnitude": 0.5}
-'''
-    config = ("evaluator:\n  cascade_thresholds: [0.5]\n"
-              "database:\n  feature_dimensions: [distance, magnitude]\n")
+"""
+    config = (
+        "evaluator:\n  cascade_thresholds: [0.5]\n"
+        "database:\n  feature_dimensions: [distance, magnitude]\n"
+    )
     domain = _domain(write_task(tmp_path / "cascade", evaluator=evaluator, config=config))
     passed = domain.evaluate(domain.parse(domain.initial_text), [], seed=0)
     assert (passed.fitness, passed.info["stage"]) == (7.0, 2)
@@ -120,7 +133,7 @@ def evaluate(program_path):
 
 
 def test_an_evaluation_result_shape_is_read(tmp_path: Path) -> None:
-    evaluator = '''
+    evaluator = """
 class EvaluationResult:
     def __init__(self, metrics, artifacts):
         self.metrics, self.artifacts = metrics, artifacts
@@ -128,7 +141,7 @@ class EvaluationResult:
 def evaluate(program_path):
     return EvaluationResult({"combined_score": 0.5, "distance": 0.1, "magnitude": 0.2},
                             {"log": "ran 3 cases"})
-'''
+"""
     domain = _domain(write_task(tmp_path / "result", evaluator=evaluator))
     evaluation = domain.evaluate(domain.parse(domain.initial_text), [], seed=0)
     assert evaluation.fitness == 0.5
@@ -148,12 +161,19 @@ def test_bad_task_folders_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="defines no evaluate"):
         _domain(write_task(tmp_path / "noeval", evaluator="def score(path):\n    return {}\n"))
     with pytest.raises(ConfigError, match="EVOLVE-BLOCK-END is missing"):
-        _domain(write_task(tmp_path / "nomarker",
-                           initial="# EVOLVE-BLOCK-START\ndef guess():\n    return 1\n"))
-    with pytest.raises(ConfigError, match=r"initial_program.py: line 5 \(line 1 of the evolve "
-                                          r"block\): "):
-        _domain(write_task(tmp_path / "broken", initial=INITIAL.replace("def guess():",
-                                                                         "def guess(:")))
+        _domain(
+            write_task(
+                tmp_path / "nomarker", initial="# EVOLVE-BLOCK-START\ndef guess():\n    return 1\n"
+            )
+        )
+    with pytest.raises(
+        ConfigError,
+        match=r"initial_program.py: line 5 \(line 1 of the evolve "
+        r"block\): ",
+    ):
+        _domain(
+            write_task(tmp_path / "broken", initial=INITIAL.replace("def guess():", "def guess(:"))
+        )
     with pytest.raises(ConfigError, match="unknown option"):
         _domain(tmp_path, typo=1)
 
@@ -165,8 +185,9 @@ def test_the_domain_pickles_without_its_module(task: Path) -> None:
     assert clone.evaluate(clone.parse(clone.initial_text), [], seed=0).fitness == -4.0
 
 
-def test_openevolves_exploitation_keys_point_to_the_tournament_emitter(tmp_path: Path,
-                                                                       capsys) -> None:
+def test_openevolves_exploitation_keys_point_to_the_tournament_emitter(
+    tmp_path: Path, capsys
+) -> None:
     config = "database:\n  exploitation_ratio: 0.7\n  elite_selection_ratio: 0.1\n"
     _domain(write_task(tmp_path / "exploit", config=config))
     warned = capsys.readouterr().err.splitlines()

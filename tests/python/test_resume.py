@@ -14,9 +14,27 @@ from midway import stop_midway  # noqa: E402
 
 
 def _args(out: Path) -> list[str]:
-    return ["--domain", "python", "--operator", "python-ast", "--nodes", "2", "--budget", "64",
-            "--rounds", "4", "--seed", "21", "--eval-workers", "1", "--out", str(out),
-            "--progress", "quiet", "--no-report"]  # fmt: skip
+    return [
+        "--domain",
+        "python",
+        "--operator",
+        "python-ast",
+        "--nodes",
+        "2",
+        "--budget",
+        "64",
+        "--rounds",
+        "4",
+        "--seed",
+        "21",
+        "--eval-workers",
+        "1",
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--no-report",
+    ]
 
 
 @pytest.mark.timeout(900)

@@ -22,9 +22,14 @@ def _events(out: Path) -> list[dict]:
 
 
 def _run(out: Path, workers: int) -> dict:
-    config = RunConfig(domain="python", budget=BUDGET, rounds=2, seed=7, eval_workers=workers,
-                       nodes=[NodeConfig(name=f"node-{i}", operator="python-ast")
-                              for i in range(4)])  # fmt: skip
+    config = RunConfig(
+        domain="python",
+        budget=BUDGET,
+        rounds=2,
+        seed=7,
+        eval_workers=workers,
+        nodes=[NodeConfig(name=f"node-{i}", operator="python-ast") for i in range(4)],
+    )
     return run(config, out, registry=load_plugins())
 
 
@@ -77,9 +82,29 @@ def test_the_run_does_not_depend_on_where_evaluations_run(runs) -> None:
 @pytest.mark.timeout(600)
 def test_dei_run_takes_an_openevolve_task_folder(cli, task: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    result = cli("dei-run", "--domain", "python", "--task", str(task), "--operator", "python-ast",
-                 "--nodes", "2", "--budget", "16", "--rounds", "2", "--eval-workers", "2",
-                 "--out", str(out), "--progress", "quiet", "--no-report", timeout=600)  # fmt: skip
+    result = cli(
+        "dei-run",
+        "--domain",
+        "python",
+        "--task",
+        str(task),
+        "--operator",
+        "python-ast",
+        "--nodes",
+        "2",
+        "--budget",
+        "16",
+        "--rounds",
+        "2",
+        "--eval-workers",
+        "2",
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--no-report",
+        timeout=600,
+    )
     assert "config.yaml: llm.models is ignored" in result.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["space"]["axes"] == ["distance", "magnitude"]

@@ -21,10 +21,20 @@ INITIAL = (DEFAULT_TASK / "initial_program.py").read_text()
 
 def test_the_current_program_is_found_after_its_heading_not_among_the_others() -> None:
     other = INITIAL.replace("-1.0 * room_after", "-2.0 * room_after")
-    openevolve = [{"role": "user", "content": f"## Top Performing Programs\n```python\n{other}```"
-                   f"\n# Current Program\n```python\n{INITIAL}```\n"}]  # fmt: skip
-    dei = [{"role": "user", "content": f"The current program (score -0.05):\n```python\n"
-            f"{INITIAL}```\nAnother program in the archive:\n```python\n{other}```"}]  # fmt: skip
+    openevolve = [
+        {
+            "role": "user",
+            "content": f"## Top Performing Programs\n```python\n{other}```"
+            f"\n# Current Program\n```python\n{INITIAL}```\n",
+        }
+    ]
+    dei = [
+        {
+            "role": "user",
+            "content": f"The current program (score -0.05):\n```python\n"
+            f"{INITIAL}```\nAnother program in the archive:\n```python\n{other}```",
+        }
+    ]
     assert current_program(openevolve) == INITIAL
     assert current_program(dei) == INITIAL
     assert current_program([{"role": "user", "content": "no code here"}]) is None

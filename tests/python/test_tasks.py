@@ -46,25 +46,35 @@ def test_circle_packing_scores_the_initial_packing_and_refuses_overlaps() -> Non
     initial = _score(domain, domain.initial_text)
     assert 0 < initial.fitness < 26 * 0.5
     assert set(initial.descriptor) == {"radius_spread", "edge_share"}
-    overlapping = ("def construct_packing():\n    centres = np.full((26, 2), 0.5)\n"
-                   "    return centres, np.full(26, 0.1)\n")  # fmt: skip
+    overlapping = (
+        "def construct_packing():\n    centres = np.full((26, 2), 0.5)\n"
+        "    return centres, np.full(26, 0.1)\n"
+    )
     with pytest.raises(InvalidProgram, match="circles 0 and 1 overlap"):
         _score(domain, overlapping)
-    outside = ("def construct_packing():\n    centres = np.random.default_rng(0).random((26, 2))\n"
-               "    return centres, np.full(26, 0.6)\n")  # fmt: skip
+    outside = (
+        "def construct_packing():\n    centres = np.random.default_rng(0).random((26, 2))\n"
+        "    return centres, np.full(26, 0.6)\n"
+    )
     with pytest.raises(InvalidProgram, match="leaves the unit square"):
         _score(domain, outside)
 
 
 @pytest.mark.timeout(600)
 def test_circle_packing_runs_on_the_offline_operator(tmp_path: Path) -> None:
-    config = RunConfig(domain="python", budget=16, rounds=2, seed=4, eval_workers=1,
-                       domain_options={"task": str(CIRCLE_PACKING)},
-                       nodes=[NodeConfig(name=f"node-{i}", operator="python-ast")
-                              for i in range(2)])  # fmt: skip
+    config = RunConfig(
+        domain="python",
+        budget=16,
+        rounds=2,
+        seed=4,
+        eval_workers=1,
+        domain_options={"task": str(CIRCLE_PACKING)},
+        nodes=[NodeConfig(name=f"node-{i}", operator="python-ast") for i in range(2)],
+    )
     summary = run(config, tmp_path / "run", registry=load_plugins())
     assert summary["space"]["axes"] == ["radius_spread", "edge_share"]
-    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text()
-              .splitlines()]  # fmt: skip
+    events = [
+        json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()
+    ]
     seeds = [e for e in events if e["event"] == "evaluated" and e["operator"] == "seed"]
     assert len(seeds) == 2 and all(e["status"] != "invalid" for e in seeds)

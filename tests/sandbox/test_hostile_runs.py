@@ -29,25 +29,46 @@ def _hostile(canary: Path) -> list[tuple[str, str]]:
     # CI's loaded machine and was (rightly) stopped as a timeout instead.
     fence = "```python\n{}```"
     return [
-        (fence.format("def priority(item, bins):\n    while True:\n        pass\n"),
-         f"timeout after {TIMEOUT:.1f} s"),
-        (fence.format("def priority(item, bins):\n    hoard = []\n    while True:\n"
-                      "        hoard.append(bytes(10**8))\n"),
-         f"memory limit {MEMORY} MB exceeded"),
-        (fence.format("import os, signal\ndef priority(item, bins):\n"
-                      "    os.kill(os.getpid(), signal.SIGKILL)\n"), "killed by signal 9"),
-        (fence.format(f"import os\nos.system('rm -f {canary}; echo pwned > {canary}.outside')\n"
-                      "def priority(item, bins):\n    return [0.0] * len(bins)\n"), ""),
-        (fence.format("import nosuchmodule\ndef priority(item, bins):\n"
-                      "    return [0.0] * len(bins)\n"),
-         "evaluation failed: ModuleNotFoundError"),
+        (
+            fence.format("def priority(item, bins):\n    while True:\n        pass\n"),
+            f"timeout after {TIMEOUT:.1f} s",
+        ),
+        (
+            fence.format(
+                "def priority(item, bins):\n    hoard = []\n    while True:\n"
+                "        hoard.append(bytes(10**8))\n"
+            ),
+            f"memory limit {MEMORY} MB exceeded",
+        ),
+        (
+            fence.format(
+                "import os, signal\ndef priority(item, bins):\n"
+                "    os.kill(os.getpid(), signal.SIGKILL)\n"
+            ),
+            "killed by signal 9",
+        ),
+        (
+            fence.format(
+                f"import os\nos.system('rm -f {canary}; echo pwned > {canary}.outside')\n"
+                "def priority(item, bins):\n    return [0.0] * len(bins)\n"
+            ),
+            "",
+        ),
+        (
+            fence.format(
+                "import nosuchmodule\ndef priority(item, bins):\n    return [0.0] * len(bins)\n"
+            ),
+            "evaluation failed: ModuleNotFoundError",
+        ),
         (fence.format("def priority(item, bins)\n    return [1.0] * len(bins)\n"), "line 1:"),
         ("I would pack the largest items first, then fill the gaps.", "line 1:"),
-    ]  # fmt: skip
+    ]
 
 
-ORDINARY = [f"```python\ndef priority(item, bins):\n    return [-(free - item) * {k} "
-            f"for free in bins]\n```" for k in range(1, 6)]  # fmt: skip
+ORDINARY = [
+    f"```python\ndef priority(item, bins):\n    return [-(free - item) * {k} for free in bins]\n```"
+    for k in range(1, 6)
+]
 
 
 def _evaluated(out: Path) -> list[dict]:
@@ -55,8 +76,7 @@ def _evaluated(out: Path) -> list[dict]:
     return [event for event in map(json.loads, lines) if event["event"] == "evaluated"]
 
 
-def _hostile_run(cli, stub, env, tmp_path: Path, *placement: str, level: str
-                 ) -> tuple[Path, Path]:  # fmt: skip
+def _hostile_run(cli, stub, env, tmp_path: Path, *placement: str, level: str) -> tuple[Path, Path]:
     canary = tmp_path / "canary.txt"
     canary.write_text("keep me")
     hostile = _hostile(canary)
@@ -64,12 +84,38 @@ def _hostile_run(cli, stub, env, tmp_path: Path, *placement: str, level: str
     stub.cycle(*(ok(reply) for reply in ORDINARY))
     out = tmp_path / "run"
     cli(
-        "dei-run", "--domain", "naive", "--transport", "inmemory", "--nodes", "2",
-        "--operator", MODEL, "--api-base", stub.base_url, "--budget", str(BUDGET),
-        "--rounds", "2", "--seed", "1", "--out", str(out), "--progress", "quiet",
-        "--no-report", "--sandbox", level, "--eval-timeout", str(TIMEOUT),
-        "--eval-memory", str(MEMORY), *placement, env=env, timeout=600,
-    )  # fmt: skip
+        "dei-run",
+        "--domain",
+        "naive",
+        "--transport",
+        "inmemory",
+        "--nodes",
+        "2",
+        "--operator",
+        MODEL,
+        "--api-base",
+        stub.base_url,
+        "--budget",
+        str(BUDGET),
+        "--rounds",
+        "2",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--no-report",
+        "--sandbox",
+        level,
+        "--eval-timeout",
+        str(TIMEOUT),
+        "--eval-memory",
+        str(MEMORY),
+        *placement,
+        env=env,
+        timeout=600,
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert stub.completed == BUDGET == summary["budget"]["calls"]  # exactly the budget
     events = _evaluated(out)
@@ -92,23 +138,27 @@ def _hostile_run(cli, stub, env, tmp_path: Path, *placement: str, level: str
     assert shown == Counter(timeout=1, memory=1, killed=1)
     cli("dei", "report", str(out), env=env)
     report = (out / "report.md").read_text()
-    assert ("(of which 1 over the time limit, 1 over the memory limit, 1 killed by a signal)"
-            in report)  # fmt: skip
+    assert (
+        "(of which 1 over the time limit, 1 over the memory limit, 1 killed by a signal)" in report
+    )
     return out, canary
 
 
 @pytest.mark.timeout(600)
 def test_isolated_run_survives_hostile_replies_and_keeps_files_outside(
-        cli, stub, naive_env, tmp_path, bubblewrap) -> None:  # fmt: skip
-    _, canary = _hostile_run(cli, stub, naive_env, tmp_path, "--eval-workers", "2",
-                             level="isolated")  # fmt: skip
+    cli, stub, naive_env, tmp_path, bubblewrap
+) -> None:
+    _, canary = _hostile_run(
+        cli, stub, naive_env, tmp_path, "--eval-workers", "2", level="isolated"
+    )
     assert canary.read_text() == "keep me"
     assert not Path(f"{canary}.outside").exists()
 
 
 @pytest.mark.timeout(600)
-def test_process_run_in_this_process_survives_hostile_replies(cli, stub, naive_env,
-                                                              tmp_path) -> None:  # fmt: skip
+def test_process_run_in_this_process_survives_hostile_replies(
+    cli, stub, naive_env, tmp_path
+) -> None:
     # --eval-workers 0: without the sandbox a self-SIGKILL would end dei-run itself.
     _hostile_run(cli, stub, naive_env, tmp_path, "--eval-workers", "0", level="process")
 
@@ -125,8 +175,17 @@ def test_process_run_on_dask_survives_hostile_replies(cli, stub, naive_env, tmp_
         for _ in range(2):
             cluster.add_worker(env=worker_env)
         cluster.wait_for_workers(2)
-        _hostile_run(cli, stub, naive_env, tmp_path, "--evaluator", "dask", "--evaluator-address",
-                     cluster.address, level="process")  # fmt: skip
+        _hostile_run(
+            cli,
+            stub,
+            naive_env,
+            tmp_path,
+            "--evaluator",
+            "dask",
+            "--evaluator-address",
+            cluster.address,
+            level="process",
+        )
     finally:
         cluster.stop()
 
@@ -136,24 +195,56 @@ def _offline_run(cli, env, tmp_path: Path, operator: str) -> Path:
     config = tmp_path / "naive.toml"
     config.write_text(f'[operator_options]\ncanary = "{tmp_path / "canary.txt"}"\n')
     cli(
-        "dei-run", "--config", str(config), "--domain", "naive", "--operator", operator,
-        "--nodes", "2", "--budget", "60", "--rounds", "3", "--seed", "3", "--sandbox",
-        "process", "--eval-timeout", "1", "--eval-memory", "256", "--eval-workers", "2",
-        "--out", str(out), "--progress", "quiet", "--no-report", env=env, timeout=600,
-    )  # fmt: skip
+        "dei-run",
+        "--config",
+        str(config),
+        "--domain",
+        "naive",
+        "--operator",
+        operator,
+        "--nodes",
+        "2",
+        "--budget",
+        "60",
+        "--rounds",
+        "3",
+        "--seed",
+        "3",
+        "--sandbox",
+        "process",
+        "--eval-timeout",
+        "1",
+        "--eval-memory",
+        "256",
+        "--eval-workers",
+        "2",
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--no-report",
+        env=env,
+        timeout=600,
+    )
     return out
 
 
 @pytest.mark.timeout(600)
 def test_hostile_replies_give_the_archive_that_syntax_errors_in_their_place_give(
-        cli, naive_env, tmp_path) -> None:  # fmt: skip
+    cli, naive_env, tmp_path
+) -> None:
     hostile = _offline_run(cli, naive_env, tmp_path, "naive-hostile")
     syntax = _offline_run(cli, naive_env, tmp_path, "naive-syntax")
     reasons = {e.get("error") for e in _evaluated(hostile) if e["status"] == "invalid"}
     # The seeded run met every kind of hostile program (else it would prove less).
-    for start in ("timeout after 1.0 s", "memory limit 256 MB exceeded", "killed by signal 9",
-                  "evaluation failed: the sandbox process died",
-                  "evaluation failed: SystemExit", "evaluation failed: ModuleNotFoundError"):
+    for start in (
+        "timeout after 1.0 s",
+        "memory limit 256 MB exceeded",
+        "killed by signal 9",
+        "evaluation failed: the sandbox process died",
+        "evaluation failed: SystemExit",
+        "evaluation failed: ModuleNotFoundError",
+    ):
         assert any(reason.startswith(start) for reason in reasons), (start, reasons)
 
     def archive(out: Path) -> list[dict]:
@@ -162,6 +253,7 @@ def test_hostile_replies_give_the_archive_that_syntax_errors_in_their_place_give
 
     assert archive(hostile) == archive(syntax)
     assert len(archive(hostile)) > 3
-    invalid = [json.loads((out / "summary.json").read_text())["invalid"]
-               for out in (hostile, syntax)]  # fmt: skip
+    invalid = [
+        json.loads((out / "summary.json").read_text())["invalid"] for out in (hostile, syntax)
+    ]
     assert invalid[0] == invalid[1] > 0

@@ -26,8 +26,14 @@ def _naive():
     return NaiveBinPacking()
 
 
-def _evaluate(texts: list[str], *, level: str = "process", workers: int = 0,
-              timeout: float | None = 5.0, memory: int | None = None) -> list:  # fmt: skip
+def _evaluate(
+    texts: list[str],
+    *,
+    level: str = "process",
+    workers: int = 0,
+    timeout: float | None = 5.0,
+    memory: int | None = None,
+) -> list:
     """Evaluates ``texts`` one after the other on one evaluator (so on one warm process)."""
     domain = _naive()
     policy = choose_policy(domain, level=level, timeout=timeout, memory_mb=memory)
@@ -43,12 +49,14 @@ def _evaluate(texts: list[str], *, level: str = "process", workers: int = 0,
 
 
 def test_a_program_that_changes_its_process_changes_no_other_candidate(naive_env) -> None:
-    meddler = ("import os, random, builtins, naive_domain\n"
-               "random.Random.randint = lambda self, a, b: a\n"  # the instances
-               "naive_domain.CAPACITY = 7\n"
-               "builtins.priority = None\n"
-               "os.chdir('/')\n"
-               "def priority(item, bins):\n    return [0.0] * len(bins)\n")  # fmt: skip
+    meddler = (
+        "import os, random, builtins, naive_domain\n"
+        "random.Random.randint = lambda self, a, b: a\n"  # the instances
+        "naive_domain.CAPACITY = 7\n"
+        "builtins.priority = None\n"
+        "os.chdir('/')\n"
+        "def priority(item, bins):\n    return [0.0] * len(bins)\n"
+    )
     alone = _evaluate([GOOD])[0]
     after = _evaluate([meddler, GOOD, GOOD])
     assert alone.evaluation is not None
@@ -60,15 +68,18 @@ def test_a_program_that_changes_its_process_changes_no_other_candidate(naive_env
 
 
 @pytest.mark.parametrize("level", ["process", "isolated"])
-def test_the_time_limit_stops_a_loop_in_c_with_every_signal_blocked(naive_env, level,
-                                                                   request) -> None:  # fmt: skip
+def test_the_time_limit_stops_a_loop_in_c_with_every_signal_blocked(
+    naive_env, level, request
+) -> None:
     if level == "isolated":
         request.getfixturevalue("bubblewrap")
-    blocked = ("import re, signal\n"
-               "signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals))\n"
-               "def priority(item, bins):\n"
-               "    re.match(r'(a*)*b', 'a' * 64)\n"  # backtracks in C, never returns
-               "    return [0.0] * len(bins)\n")  # fmt: skip
+    blocked = (
+        "import re, signal\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals))\n"
+        "def priority(item, bins):\n"
+        "    re.match(r'(a*)*b', 'a' * 64)\n"  # backtracks in C, never returns
+        "    return [0.0] * len(bins)\n"
+    )
     outcomes = _evaluate([blocked, GOOD], level=level, timeout=1.0)
     assert outcomes[0].error == "timeout after 1.0 s"
     assert outcomes[0].program is not None  # it parsed: the log keeps its text
@@ -77,9 +88,11 @@ def test_the_time_limit_stops_a_loop_in_c_with_every_signal_blocked(naive_env, l
 
 
 def test_a_process_left_behind_holding_the_pipe_does_not_hold_the_evaluation(naive_env) -> None:
-    lingering = ("import subprocess\n"
-                 "subprocess.Popen(['sleep', '600'])\n"  # inherits the reply pipe
-                 "def priority(item, bins):\n    return [0.0] * len(bins)\n")  # fmt: skip
+    lingering = (
+        "import subprocess\n"
+        "subprocess.Popen(['sleep', '600'])\n"  # inherits the reply pipe
+        "def priority(item, bins):\n    return [0.0] * len(bins)\n"
+    )
     outcome = _evaluate([lingering], timeout=30.0)[0]
     assert outcome.error is None and outcome.evaluation is not None  # not a timeout
 
@@ -99,7 +112,7 @@ def test_a_forged_reply_runs_no_code_outside_the_sandbox(naive_env, tmp_path) ->
         "        pass\n"
         "os._exit(0)\n"
         "def priority(item, bins):\n    return [0.0] * len(bins)\n"
-    )  # fmt: skip
+    )
     outcomes = _evaluate([forger, GOOD])
     assert not mark.exists()
     assert outcomes[0].evaluation is None
@@ -108,16 +121,19 @@ def test_a_forged_reply_runs_no_code_outside_the_sandbox(naive_env, tmp_path) ->
 
 
 def test_a_program_that_kills_its_warm_process_is_the_only_one_invalid(naive_env) -> None:
-    parricide = ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
-                 "def priority(item, bins):\n    return [0.0] * len(bins)\n")  # fmt: skip
+    parricide = (
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+        "def priority(item, bins):\n    return [0.0] * len(bins)\n"
+    )
     outcomes = _evaluate([GOOD, parricide, GOOD])
     assert outcomes[1].error.startswith("evaluation failed: the sandbox process died")
     assert outcomes[0].evaluation == outcomes[2].evaluation is not None
 
 
 def test_without_a_sandbox_a_dead_worker_costs_only_its_culprit(naive_env) -> None:
-    suicide = ("import os, signal\ndef priority(item, bins):\n"
-               "    os.kill(os.getpid(), signal.SIGKILL)\n")  # fmt: skip
+    suicide = (
+        "import os, signal\ndef priority(item, bins):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
     texts = [GOOD.replace("free - item", f"free - item * {k}") for k in range(1, 6)]
     domain = _naive()
     evaluator = Evaluator(domain, workers=1, descriptor_keys=AXES, sandbox=SandboxPolicy())
@@ -153,7 +169,8 @@ def test_the_level_follows_the_domain_and_the_limits(naive_env, toy_env) -> None
 
 
 def test_a_script_kept_in_tmp_itself_runs_isolated_with_its_domain_module(
-        naive_env, bubblewrap) -> None:  # fmt: skip
+    naive_env, bubblewrap
+) -> None:
     # A user's script and its domain module directly in /tmp: /tmp is on the import path, and
     # binding it over the jail's private /tmp left the warm process with no writable
     # temporary directory. The domain class lives in the /tmp module, so the jail must see it.
@@ -164,8 +181,10 @@ def test_a_script_kept_in_tmp_itself_runs_isolated_with_its_domain_module(
     tag = uuid.uuid4().hex[:12]
     module = Path("/tmp") / f"dei_tmp_domain_{tag}.py"
     script = Path("/tmp") / f"dei_tmp_script_{tag}.py"
-    module.write_text("from naive_domain import NaiveBinPacking\n\n\n"
-                      "class TmpDomain(NaiveBinPacking):\n    pass\n")  # fmt: skip
+    module.write_text(
+        "from naive_domain import NaiveBinPacking\n\n\n"
+        "class TmpDomain(NaiveBinPacking):\n    pass\n"
+    )
     script.write_text(f"""import asyncio
 
 from dei_framework.evaluation.local import Evaluator
@@ -189,8 +208,14 @@ if __name__ == "__main__":
     main()
 """)
     try:
-        result = subprocess.run([sys.executable, str(script)], env=naive_env, cwd="/",
-                                capture_output=True, text=True, timeout=120)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, str(script)],
+            env=naive_env,
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         module.unlink()
         script.unlink()
@@ -209,16 +234,19 @@ def test_isolated_without_bubblewrap_names_the_package(monkeypatch, naive_env) -
         bubblewrap.find_bubblewrap.cache_clear()
 
 
-@pytest.mark.parametrize(("flags", "message"), [
-    (["--sandbox", "none", "--eval-timeout", "3"], "--eval-timeout needs a sandbox"),
-    (["--eval-memory", "4"], "--eval-memory 4: give whole megabytes, at least 16"),
-    (["--eval-timeout", "0"], "--eval-timeout 0.0: give a number of seconds above 0"),
-])  # fmt: skip
-def test_impossible_sandbox_options_end_with_one_line(cli, toy_env, tmp_path, flags,
-                                                      message) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--sandbox", "none", "--eval-timeout", "3"], "--eval-timeout needs a sandbox"),
+        (["--eval-memory", "4"], "--eval-memory 4: give whole megabytes, at least 16"),
+        (["--eval-timeout", "0"], "--eval-timeout 0.0: give a number of seconds above 0"),
+    ],
+)
+def test_impossible_sandbox_options_end_with_one_line(
+    cli, toy_env, tmp_path, flags, message
+) -> None:
     out = tmp_path / "run"
-    result = cli("dei-run", "--domain", "toy", "--out", str(out), *flags, env=toy_env,
-                 check=False)  # fmt: skip
+    result = cli("dei-run", "--domain", "toy", "--out", str(out), *flags, env=toy_env, check=False)
     lines = result.stderr.strip().splitlines()
     assert result.returncode != 0
     assert len(lines) == 1 and lines[0].startswith(f"error: {message}"), lines

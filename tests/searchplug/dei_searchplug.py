@@ -52,17 +52,32 @@ class PeersAsOpponents:
 
 @hookimpl
 def dei_emitters():
-    return [SelectorSpec(name="best-first", factory=lambda options: BestFirst(),
-                        description="mutate the best elite (tests)")]
+    return [
+        SelectorSpec(
+            name="best-first",
+            factory=lambda options: BestFirst(),
+            description="mutate the best elite (tests)",
+        )
+    ]
 
 
 @hookimpl
 def dei_archives():
-    return [ArchiveSpec(name="coarse", factory=lambda options: CoarseArchive,
-                        description="one cell per bin of the first axis (tests)")]
+    return [
+        ArchiveSpec(
+            name="coarse",
+            factory=lambda options: CoarseArchive,
+            description="one cell per bin of the first axis (tests)",
+        )
+    ]
 
 
 @hookimpl
 def dei_sharing_policies():
-    return [SharingSpec(name="peers-as-opponents", factory=lambda options: PeersAsOpponents(),
-                        description="publish two, admit as opponents only (tests)")]
+    return [
+        SharingSpec(
+            name="peers-as-opponents",
+            factory=lambda options: PeersAsOpponents(),
+            description="publish two, admit as opponents only (tests)",
+        )
+    ]

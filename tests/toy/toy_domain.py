@@ -61,8 +61,9 @@ class ToyDomain(Domain):
         seed_effect = float(self._options.get("seed_effect", 0.0))
         if seed_effect:
             noise += seed_effect * random.Random(f"seed:{seed}").gauss(0.0, 1.0)
-        return Evaluation(fitness=beaten / max(len(opponents), 1) + closeness + noise,
-                          descriptor=descriptor)
+        return Evaluation(
+            fitness=beaten / max(len(opponents), 1) + closeness + noise, descriptor=descriptor
+        )
 
     def descriptor_axes(self):
         return [
@@ -154,14 +155,23 @@ def dei_domains():
 @hookimpl
 def dei_operators():
     return [
-        OperatorSpec(name="toy-random",
-                     factory=lambda settings, domain: ToyOperator(
-                         delay=float(settings.options.get("delay", 0.0)),
-                         jitter=float(settings.options.get("jitter", 0.0)),
-                         down_until=str(settings.options.get("down_until", "")),
-                         strength=float(settings.options.get("strength", 1.0))),
-                     domains=("toy",), description="random integers (tests)",
-                     ladder_option="strength", ladder_range=(0.5, 2.0)),
-        OperatorSpec(name="toy-stuck", factory=lambda settings, domain: StuckOperator(),
-                     domains=("toy",), description="the same program every call (tests)"),
-    ]  # fmt: skip
+        OperatorSpec(
+            name="toy-random",
+            factory=lambda settings, domain: ToyOperator(
+                delay=float(settings.options.get("delay", 0.0)),
+                jitter=float(settings.options.get("jitter", 0.0)),
+                down_until=str(settings.options.get("down_until", "")),
+                strength=float(settings.options.get("strength", 1.0)),
+            ),
+            domains=("toy",),
+            description="random integers (tests)",
+            ladder_option="strength",
+            ladder_range=(0.5, 2.0),
+        ),
+        OperatorSpec(
+            name="toy-stuck",
+            factory=lambda settings, domain: StuckOperator(),
+            domains=("toy",),
+            description="the same program every call (tests)",
+        ),
+    ]

@@ -33,8 +33,12 @@ MAX_BACKOFF = "?maxbackoff=30s"
 
 def hosted_config(host: Host, key_path: Path, peers: Sequence[str]) -> dict[str, Any]:
     """The ``node-config.json`` of an AXL node on ``host`` (see ``docs/multi-machine.md``)."""
-    return node_config(key_path=key_path, listen=f"tls://{host.address}:{PEERING_PORT}",
-                       api_port=API_PORT, peers=peers)  # fmt: skip
+    return node_config(
+        key_path=key_path,
+        listen=f"tls://{host.address}:{PEERING_PORT}",
+        api_port=API_PORT,
+        peers=peers,
+    )
 
 
 @attrs.define(eq=False)
@@ -60,10 +64,13 @@ class HostedAxlNode(AxlNodeProcess):
         path.write_text(json.dumps(hosted_config(self.host, self.key_path, self.peers), indent=1))
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            self.host.command(self.binary, "-config", str(path)), cwd=self.home,
-            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            self.host.command(self.binary, "-config", str(path)),
+            cwd=self.home,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             preexec_fn=parent_death_signal(signal.SIGTERM),
-        )  # fmt: skip
+        )
 
     def topology(self) -> dict[str, Any] | None:
         """``GET /topology`` of the node, asked from inside its host."""
@@ -85,13 +92,20 @@ class HostedAxlNode(AxlNodeProcess):
             if up_peers(self.topology()) >= peers_up:
                 return
             time.sleep(0.2)
-        raise TransportError(f"AXL node on {self.host} not ready ({peers_up} peers up) within "
-                             f"{timeout:.0f} s; log tail:\n{self.log_tail()}")  # fmt: skip
+        raise TransportError(
+            f"AXL node on {self.host} not ready ({peers_up} peers up) within "
+            f"{timeout:.0f} s; log tail:\n{self.log_tail()}"
+        )
 
 
-def start_hosted_nodes(binary: str, hosts: Sequence[Host], keys: Mapping[str, Path],
-                       home: Path, *, peer_options: str = MAX_BACKOFF
-                       ) -> dict[str, HostedAxlNode]:  # fmt: skip
+def start_hosted_nodes(
+    binary: str,
+    hosts: Sequence[Host],
+    keys: Mapping[str, Path],
+    home: Path,
+    *,
+    peer_options: str = MAX_BACKOFF,
+) -> dict[str, HostedAxlNode]:
     """One AXL node per host, node ``i`` peering with every node before it; waits until each
     has a peer up. ``keys`` maps node names (in host order) to their key files;
     ``peer_options`` is appended to every peer address (``""``: Yggdrasil's defaults).
@@ -102,9 +116,15 @@ def start_hosted_nodes(binary: str, hosts: Sequence[Host], keys: Mapping[str, Pa
     nodes: dict[str, HostedAxlNode] = {}
     addresses: list[str] = []
     for host, (name, key) in zip(hosts, keys.items(), strict=True):
-        node = HostedAxlNode(binary, home=home / name, key_path=key,
-                             peers=[address + peer_options for address in addresses],
-                             listen_port=PEERING_PORT, api_port=API_PORT, host=host)  # fmt: skip
+        node = HostedAxlNode(
+            binary,
+            home=home / name,
+            key_path=key,
+            peers=[address + peer_options for address in addresses],
+            listen_port=PEERING_PORT,
+            api_port=API_PORT,
+            host=host,
+        )
         node.start()
         nodes[name] = node
         addresses.append(node.listen_address)

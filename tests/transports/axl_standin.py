@@ -162,10 +162,7 @@ class StandIn:
                         self._reply(
                             200,
                             item[1],
-                            {
-                                "X-From-Peer-Id": item[0],
-                                "Content-Type": "application/octet-stream",
-                            },
+                            {"X-From-Peer-Id": item[0], "Content-Type": "application/octet-stream"},
                         )
                 elif self.path == "/topology":
                     data = json.dumps(node.topology()).encode()

@@ -218,14 +218,29 @@ def lan(count: int, *, prefix: str = "dei") -> Iterator[Lan]:
         _ip("-n", bridge, "link", "set", "br0", "up")
         hosts = []
         for index in range(count):
-            host = Host(index=index, namespace=f"{tag}-h{index}",
-                        address=f"{SUBNET}.{index + 1}", port=f"p{index}")  # fmt: skip
+            host = Host(
+                index=index,
+                namespace=f"{tag}-h{index}",
+                address=f"{SUBNET}.{index + 1}",
+                port=f"p{index}",
+            )
             _ip("netns", "add", host.namespace)
             created.append(host.namespace)
             ns = ("-n", host.namespace)
             _ip(*ns, "link", "set", "lo", "up")
-            _ip(*ns, "link", "add", "eth0", "type", "veth", "peer", "name", host.port,
-                "netns", bridge)  # fmt: skip
+            _ip(
+                *ns,
+                "link",
+                "add",
+                "eth0",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                host.port,
+                "netns",
+                bridge,
+            )
             _ip("-n", bridge, "link", "set", host.port, "master", "br0")
             _ip("-n", bridge, "link", "set", host.port, "up")
             _ip(*ns, "addr", "add", f"{host.address}/24", "dev", "eth0")

@@ -61,14 +61,18 @@ def test_bandit_over_axl_processes_agrees_everywhere_and_spends_the_budget(
         assert sum(made[0]["quotas"].values()) == made[0]["budget"]
     # Each node made the calls its process was given, round by round.
     for name in NAMES:
-        rounds = {e["round"]: e["calls"] for e in events(out / "processes" / name)
-                  if e.get("event") == "round"}  # fmt: skip
+        rounds = {
+            e["round"]: e["calls"]
+            for e in events(out / "processes" / name)
+            if e.get("event") == "round"
+        }
         for round_index in range(1, ROUNDS):
             assert rounds[round_index] == per_process[name][round_index]["quotas"][name]
     # The node that never fills a new cell is held at its floor while the others rise.
     decisions = [per_process["a"][r] for r in range(1, ROUNDS)]
-    assert any(d["quotas"]["c"] == d["floor_calls"] < d["quotas"]["a"] for d in decisions), \
-        [d["quotas"] for d in decisions]
+    assert any(d["quotas"]["c"] == d["floor_calls"] < d["quotas"]["a"] for d in decisions), [
+        d["quotas"] for d in decisions
+    ]
     # The merged run's log has each decision once, with what the processes agreed on.
     merged = [e for e in events(out) if e.get("event") == "allocation"]
     assert sorted(e["round"] for e in merged) == list(range(1, ROUNDS))
@@ -77,7 +81,8 @@ def test_bandit_over_axl_processes_agrees_everywhere_and_spends_the_budget(
 
     shown = WatchedRun(out).state(seconds=None)["allocation"]
     assert [(d["round"], d["quotas"]) for d in shown] == [
-        (r, per_process["a"][r]["quotas"]) for r in range(1, ROUNDS)]
+        (r, per_process["a"][r]["quotas"]) for r in range(1, ROUNDS)
+    ]
 
 
 def test_a_bandit_node_process_killed_with_sigkill_is_resumed_and_the_run_spends_the_budget(
@@ -96,8 +101,9 @@ def test_a_bandit_node_process_killed_with_sigkill_is_resumed_and_the_run_spends
     assert summary["budget"]["calls"] == BUDGET
     per_process = {name: _decisions(out / "processes" / name) for name in NAMES}
     for round_index in range(1, ROUNDS):
-        made = [per_process[name][round_index] for name in NAMES
-                if round_index in per_process[name]]  # fmt: skip
+        made = [
+            per_process[name][round_index] for name in NAMES if round_index in per_process[name]
+        ]
         # b's log keeps the decisions made before its checkpoint; the others, all of them
         assert len(made) >= 2 and not any(d.get("kept") for d in made), made
         assert all(d["quotas"] == made[0]["quotas"] for d in made), made

@@ -22,14 +22,27 @@ def test_three_dei_processes_share_champions_over_real_axl(axl_nodes, toy_env, t
             'domain = "toy"\ntransport = "axl"\nbudget = 72\nrounds = 6\nseed = 1\n'
             f'eval_workers = 0\naxl_api = "{api}"\n'
             f'[[node]]\nname = "{name}"\noperator = "toy-random"\n'
-            '[operator_options]\ndelay = 0.3\n'
-            '[transport_options]\nheartbeat = 0.2\n'
+            "[operator_options]\ndelay = 0.3\n"
+            "[transport_options]\nheartbeat = 0.2\n"
         )
-        processes.append(subprocess.Popen(
-            ["dei-run", "--config", str(config), "--out", str(tmp_path / name),
-             "--progress", "quiet", "--no-report"],
-            env=toy_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))  # fmt: skip
+        processes.append(
+            subprocess.Popen(
+                [
+                    "dei-run",
+                    "--config",
+                    str(config),
+                    "--out",
+                    str(tmp_path / name),
+                    "--progress",
+                    "quiet",
+                    "--no-report",
+                ],
+                env=toy_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     for process in processes:
         _, stderr = process.communicate(timeout=240)
         assert process.returncode == 0, stderr[-2000:]

@@ -30,9 +30,17 @@ def _toy_config(tmp_path, api: str) -> str:
 
 def test_absent_node_is_one_line(cli, toy_env, tmp_path):
     api = f"http://127.0.0.1:{free_port()}"
-    result = cli("dei-run", "--config", _toy_config(tmp_path, api), "--out",
-                 str(tmp_path / "run"), "--progress", "quiet", env=toy_env,
-                 check=False)  # fmt: skip
+    result = cli(
+        "dei-run",
+        "--config",
+        _toy_config(tmp_path, api),
+        "--out",
+        str(tmp_path / "run"),
+        "--progress",
+        "quiet",
+        env=toy_env,
+        check=False,
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -55,9 +63,17 @@ def test_another_server_on_the_port_is_named(cli, toy_env, tmp_path):
     thread.start()
     try:
         api = f"http://127.0.0.1:{server.server_address[1]}"
-        result = cli("dei-run", "--config", _toy_config(tmp_path, api), "--out",
-                     str(tmp_path / "run"), "--progress", "quiet", env=toy_env,
-                     check=False)  # fmt: skip
+        result = cli(
+            "dei-run",
+            "--config",
+            _toy_config(tmp_path, api),
+            "--out",
+            str(tmp_path / "run"),
+            "--progress",
+            "quiet",
+            env=toy_env,
+            check=False,
+        )
     finally:
         server.shutdown()
     assert result.returncode == 1
@@ -68,10 +84,15 @@ def test_another_server_on_the_port_is_named(cli, toy_env, tmp_path):
 
 def test_public_peers_are_refused_in_generated_configs(tmp_path):
     with pytest.raises(TransportError, match="not a loopback"):
-        loopback_config(key_path=tmp_path / "k.pem", listen_port=1, api_port=2,
-                        peers=["tls://203.0.113.10:9001"])  # fmt: skip
-    config = loopback_config(key_path=tmp_path / "k.pem", listen_port=1, api_port=2,
-                             peers=["tls://127.0.0.1:9001"])  # fmt: skip
+        loopback_config(
+            key_path=tmp_path / "k.pem",
+            listen_port=1,
+            api_port=2,
+            peers=["tls://203.0.113.10:9001"],
+        )
+    config = loopback_config(
+        key_path=tmp_path / "k.pem", listen_port=1, api_port=2, peers=["tls://127.0.0.1:9001"]
+    )
     assert config["Listen"] == ["tls://127.0.0.1:1"] and config["bridge_addr"] == "127.0.0.1"
 
 
@@ -152,8 +173,12 @@ def test_building_the_axl_node_is_announced_first_and_only_when_it_is_built(
 
     built = tmp_path / "cache" / "bin" / "node"
     script = tmp_path / "axl-node"
-    lines = [f"mkdir -p {built.parent}", f"echo '#!/bin/sh' > {built}", f"chmod +x {built}",
-             f"echo {built}"]  # fmt: skip
+    lines = [
+        f"mkdir -p {built.parent}",
+        f"echo '#!/bin/sh' > {built}",
+        f"chmod +x {built}",
+        f"echo {built}",
+    ]
     script.write_text("\n".join(lines) + "\n")
     monkeypatch.delenv("DEI_AXL_BIN", raising=False)
     monkeypatch.setenv("DEI_AXL_CACHE", str(tmp_path / "cache"))

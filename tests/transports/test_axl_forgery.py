@@ -38,9 +38,18 @@ HONEST = ("node-1", "node-2")
 
 def _raw(identity: NodeIdentity, **fields) -> bytes:
     """A body validly signed by ``identity``, built by hand past the sender-side bounds."""
-    body = {"dei": 1, "domain": "toy", "node": "node-0", "key": identity.public_key_hex,
-            "round": 1, "operator": "toy-random", "program": "1 2", "fitness": 1.0,
-            "descriptor": {}, "time": 1764400000.0}  # fmt: skip
+    body = {
+        "dei": 1,
+        "domain": "toy",
+        "node": "node-0",
+        "key": identity.public_key_hex,
+        "round": 1,
+        "operator": "toy-random",
+        "program": "1 2",
+        "fitness": 1.0,
+        "descriptor": {},
+        "time": 1764400000.0,
+    }
     body.update(fields)
     body["sig"] = identity.sign(canonical_bytes(body)).hex()
     return json.dumps(body).encode()
@@ -139,15 +148,29 @@ def test_a_compromised_members_forgeries_are_dropped_on_real_axl(axl_cluster, to
             "[operator_options]\ndelay = 0.5\n"
             f'[transport_options]\nheartbeat = 0.2\naxl_api = "{nodes[name].api}"\n'
         )
-        processes.append(subprocess.Popen(
-            ["dei-run", "--config", str(config), "--out", str(out), "--progress", "quiet",
-             "--no-report"],
-            env=toy_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))  # fmt: skip
+        processes.append(
+            subprocess.Popen(
+                [
+                    "dei-run",
+                    "--config",
+                    str(config),
+                    "--out",
+                    str(out),
+                    "--progress",
+                    "quiet",
+                    "--no-report",
+                ],
+                env=toy_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     attacker = _Attacker(identities["node-0"], keys)
     try:
-        asyncio.run(asyncio.wait_for(
-            _attack(nodes["node-0"].api, attacker, members, processes), 300))  # fmt: skip
+        asyncio.run(
+            asyncio.wait_for(_attack(nodes["node-0"].api, attacker, members, processes), 300)
+        )
     finally:
         for process in processes:
             if process.poll() is None:

@@ -40,8 +40,12 @@ INTERRUPTS = 8
 
 
 def _evaluated(out: Path) -> int:
-    return sum(1 for name in NAMES for e in events(out / "processes" / name)
-               if e.get("event") == "evaluated")  # fmt: skip
+    return sum(
+        1
+        for name in NAMES
+        for e in events(out / "processes" / name)
+        if e.get("event") == "evaluated"
+    )
 
 
 def _shape(out: Path) -> dict:
@@ -50,14 +54,22 @@ def _shape(out: Path) -> dict:
     return {
         "calls": summary["budget"]["calls"],
         # Candidates born of a call (the warm start and peers' champions vary with timing).
-        "call_candidates": {name: sum(1 for e in events(out / "processes" / name)
-                                      if e.get("event") == "evaluated"
-                                      and e.get("kind") in ("mutate", "new"))
-                            for name in summary["nodes"]},  # fmt: skip
-        "nodes": {name: (node["calls"], node["rounds_completed"], bool(node.get("stopped")))
-                  for name, node in summary["nodes"].items()},  # fmt: skip
-        "round_files": {name: sorted(p.name for p in (out / "nodes" / name).glob("round-*.json"))
-                        for name in summary["nodes"]},  # fmt: skip
+        "call_candidates": {
+            name: sum(
+                1
+                for e in events(out / "processes" / name)
+                if e.get("event") == "evaluated" and e.get("kind") in ("mutate", "new")
+            )
+            for name in summary["nodes"]
+        },
+        "nodes": {
+            name: (node["calls"], node["rounds_completed"], bool(node.get("stopped")))
+            for name, node in summary["nodes"].items()
+        },
+        "round_files": {
+            name: sorted(p.name for p in (out / "nodes" / name).glob("round-*.json"))
+            for name in summary["nodes"]
+        },
     }
 
 
@@ -69,11 +81,17 @@ def test_eight_random_ctrl_c_each_resume_to_the_uninterrupted_run(axl_env, tmp_p
     expected = _shape(whole)
     total = sum(expected["call_candidates"].values())
     assert total == expected["calls"] and expected["round_files"] == {
-        name: [f"round-{r:03d}.json" for r in range(ROUNDS)] for name in NAMES}
+        name: [f"round-{r:03d}.json" for r in range(ROUNDS)] for name in NAMES
+    }
     assert_exact_ledger(whole, json.loads((whole / "summary.json").read_text()), rounds=ROUNDS)
     # Resuming a finished run starts no node and reports none of its old rounds again.
-    again = subprocess.run(["dei-run", "--resume", str(whole), "--no-report"], env=axl_env,
-                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    again = subprocess.run(
+        ["dei-run", "--resume", str(whole), "--no-report"],
+        env=axl_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stderr.count("already finished") == len(NAMES), again.stderr[-3000:]
     assert "(pid None)" not in again.stderr and " done, coverage" not in again.stderr
@@ -83,19 +101,31 @@ def test_eight_random_ctrl_c_each_resume_to_the_uninterrupted_run(axl_env, tmp_p
     for index, point in enumerate(points):
         out = tmp_path / f"interrupted-{index}"
         launcher = launch(config, out, axl_env)
-        wait_for(lambda: _evaluated(out) >= point or launcher.poll() is not None,  # noqa: B023
-                 timeout=300, what=f"{point} evaluations")  # fmt: skip
+        wait_for(
+            lambda: _evaluated(out) >= point or launcher.poll() is not None,  # noqa: B023
+            timeout=300,
+            what=f"{point} evaluations",
+        )
         children = processes(out)
         launcher.send_signal(signal.SIGINT)
         code, _, stderr = finish(launcher, timeout=120)
         # A run that finished before the signal reached it exits 0; none here should.
         assert code == 130, (point, stderr[-3000:])
         assert "Traceback" not in stderr and "(pid None)" not in stderr, stderr[-3000:]
-        pids = [pid for entry in children.values()
-                for pid in (entry.get("pid"), entry.get("axl_pid")) if pid]  # fmt: skip
+        pids = [
+            pid
+            for entry in children.values()
+            for pid in (entry.get("pid"), entry.get("axl_pid"))
+            if pid
+        ]
         assert not [pid for pid in pids if alive(pid)], (point, pids)
-        resumed = subprocess.run(["dei-run", "--resume", str(out), "--no-report"], env=axl_env,
-                                 capture_output=True, text=True, timeout=300)  # fmt: skip
+        resumed = subprocess.run(
+            ["dei-run", "--resume", str(out), "--no-report"],
+            env=axl_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert resumed.returncode == 0, (point, resumed.stderr[-3000:])
         assert "Traceback" not in resumed.stderr and "(pid None)" not in resumed.stderr
         assert _shape(out) == expected, point

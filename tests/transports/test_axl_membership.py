@@ -26,9 +26,15 @@ def _keys(tmp_path: Path, names: list[str]) -> dict[str, Path]:
 
 def _champion(node: str, round_: int, identity: NodeIdentity) -> bytes:
     return ChampionEnvelope(
-        domain="coreware", node=node, key="", round=round_, operator="gp",
-        program=f"MOV {round_}, {node}", fitness=1.0, descriptor={"tsp": 1.0},
-    ).encode(identity)  # fmt: skip
+        domain="coreware",
+        node=node,
+        key="",
+        round=round_,
+        operator="gp",
+        program=f"MOV {round_}, {node}",
+        fitness=1.0,
+        descriptor={"tsp": 1.0},
+    ).encode(identity)
 
 
 async def _exchange(apis: dict[str, str], identities: dict[str, NodeIdentity]) -> None:
@@ -103,14 +109,27 @@ def test_run_membership_lands_in_summary(axl_cluster, toy_env, tmp_path):
             'domain = "toy"\ntransport = "axl"\nbudget = 72\nrounds = 6\nseed = 1\n'
             f"eval_workers = 0\n{membership}"
             f'[[node]]\nname = "{name}"\noperator = "toy-random"\n'
-            '[operator_options]\ndelay = 0.5\n'
+            "[operator_options]\ndelay = 0.5\n"
             f'[transport_options]\nheartbeat = 0.2\naxl_api = "{node.api}"\n'
         )
-        processes.append(subprocess.Popen(
-            ["dei-run", "--config", str(config), "--out", str(out), "--progress", "quiet",
-             "--no-report"],
-            env=toy_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))  # fmt: skip
+        processes.append(
+            subprocess.Popen(
+                [
+                    "dei-run",
+                    "--config",
+                    str(config),
+                    "--out",
+                    str(out),
+                    "--progress",
+                    "quiet",
+                    "--no-report",
+                ],
+                env=toy_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     for process in processes:
         _, stderr = process.communicate(timeout=240)
         assert process.returncode == 0, stderr[-2000:]

@@ -34,10 +34,10 @@ def _config(path: Path, api_base: str, cheap_base: str) -> Path:
     # One call at a time, each success 5 s: the three spend their money over ~30 s, while the
     # cheap node's 40 calls end after ~10 s (its gossip mesh has formed by then: a node that
     # ends within a few seconds of its start may have no peer to tell).
-    nodes = "".join(f'[[node]]\nname = "{name}"\noperator = "{MODEL}"\napi_base = "{base}"\n'
-                    "concurrency = 1\n"
-                    for name, base in (("d", cheap_base), ("a", api_base), ("b", api_base),
-                                       ("c", api_base)))  # fmt: skip
+    nodes = "".join(
+        f'[[node]]\nname = "{name}"\noperator = "{MODEL}"\napi_base = "{base}"\nconcurrency = 1\n'
+        for name, base in (("d", cheap_base), ("a", api_base), ("b", api_base), ("c", api_base))
+    )
     path.write_text(
         f'domain = "toy"\ntransport = "axl"\nbudget = 160\nrounds = 2\nseed = 1\n'
         f"eval_workers = 0\nmax_cost_usd = {CAP}\n{nodes}"
@@ -53,8 +53,12 @@ def test_four_node_processes_stay_within_the_money_cap_under_a_failure_storm(
 ) -> None:
     stub.price = PRICE
     # 3 of every 4 requests fail; the 500 and the empty 200 are billed, like the success.
-    stub.cycle(status(503), billed_status(500, completion_tokens=11), empty_choices(),
-               ok(REPLY, completion_tokens=9, delay=5.0))  # fmt: skip
+    stub.cycle(
+        status(503),
+        billed_status(500, completion_tokens=11),
+        empty_choices(),
+        ok(REPLY, completion_tokens=9, delay=5.0),
+    )
     env = dict(axl_env, OPENAI_API_KEY="sk-test", LITELLM_LOCAL_MODEL_COST_MAP="True")
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
         env.pop(name, None)
@@ -64,8 +68,9 @@ def test_four_node_processes_stay_within_the_money_cap_under_a_failure_storm(
     cheap.start()
     out = tmp_path / "run"
     try:
-        code, _, stderr = finish(launch(_config(tmp_path / "run.toml", stub.base_url,
-                                                cheap.base_url), out, env))  # fmt: skip
+        code, _, stderr = finish(
+            launch(_config(tmp_path / "run.toml", stub.base_url, cheap.base_url), out, env)
+        )
     finally:
         cheap.stop()
     assert code == 0, stderr[-3000:]
@@ -87,8 +92,12 @@ def test_four_node_processes_stay_within_the_money_cap_under_a_failure_storm(
         for e in events(out / "processes" / name):
             if e.get("event") == "money_received":
                 received[name] = received.get(name, 0.0) + e["usd"]
-    assert {e["from"] for name in "abc" for e in events(out / "processes" / name)
-            if e.get("event") == "money_received"} >= {"d"}  # fmt: skip
+    assert {
+        e["from"]
+        for name in "abc"
+        for e in events(out / "processes" / name)
+        if e.get("event") == "money_received"
+    } >= {"d"}
     # ... and money, not calls, ended the three: a node's cap is its X / 4 plus what it was
     # handed, and some spent beyond X / 4 (an attempt's worst case here is under $0.40).
     for name in "abc":

@@ -87,12 +87,17 @@ def rounds_done(out: Path, name: str) -> int:
     return sum(1 for e in events(out / "processes" / name) if e.get("event") == "round")
 
 
-def received(log: list[dict], *, node: str | None = None, sender: str | None = None,
-             late: bool = False) -> list[dict]:  # fmt: skip
+def received(
+    log: list[dict], *, node: str | None = None, sender: str | None = None, late: bool = False
+) -> list[dict]:
     kinds = ("received", "received_late") if late else ("received",)
-    return [e for e in log if e.get("event") in kinds
-            and (node is None or e["node"] == node)
-            and (sender is None or e["from"] == sender)]  # fmt: skip
+    return [
+        e
+        for e in log
+        if e.get("event") in kinds
+        and (node is None or e["node"] == node)
+        and (sender is None or e["from"] == sender)
+    ]
 
 
 def check_running(processes: dict[str, subprocess.Popen], what: str) -> None:
@@ -101,8 +106,12 @@ def check_running(processes: dict[str, subprocess.Popen], what: str) -> None:
             raise AssertionError(f"node {name} ended early ({process.returncode}) {what}")
 
 
-def wait_for(condition: Callable[[], object], processes: dict[str, subprocess.Popen],
-             timeout: float, what: str) -> None:  # fmt: skip
+def wait_for(
+    condition: Callable[[], object],
+    processes: dict[str, subprocess.Popen],
+    timeout: float,
+    what: str,
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         check_running(processes, f"while waiting for {what}")
@@ -112,8 +121,9 @@ def wait_for(condition: Callable[[], object], processes: dict[str, subprocess.Po
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def test_partitioned_host_searches_alone_and_rejoins(hosts: Lan, axl_binary: str,
-                                                     tmp_path: Path, cli) -> None:  # fmt: skip
+def test_partitioned_host_searches_alone_and_rejoins(
+    hosts: Lan, axl_binary: str, tmp_path: Path, cli
+) -> None:
     out = tmp_path / "run"
     # The recipe: each node's key made before its first start, its public key in `members`.
     keys = {}
@@ -133,17 +143,39 @@ def test_partitioned_host_searches_alone_and_rejoins(hosts: Lan, axl_binary: str
         for name in NAMES:
             log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed with the test
             processes[name] = subprocess.Popen(
-                host_of[name].command(*node_command(
-                    "node", "--config", str(config), "--name", name, "--out", str(out),
-                    "--axl-api", f"http://127.0.0.1:{API_PORT}", "--progress", "quiet")),
-                env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                host_of[name].command(
+                    *node_command(
+                        "node",
+                        "--config",
+                        str(config),
+                        "--name",
+                        name,
+                        "--out",
+                        str(out),
+                        "--axl-api",
+                        f"http://127.0.0.1:{API_PORT}",
+                        "--progress",
+                        "quiet",
+                    )
+                ),
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 preexec_fn=parent_death_signal(signal.SIGINT),
-            )  # fmt: skip
+            )
         # Before the cut: champions cross both ways between the cut node and the others.
-        wait_for(lambda: received(events(out / "processes" / CUT), node=CUT)
-                 and any(received(events(out / "processes" / n), sender=CUT)
-                         for n in NAMES if n != CUT), processes, 150,
-                 "champions to and from the node to cut")  # fmt: skip
+        wait_for(
+            lambda: (
+                received(events(out / "processes" / CUT), node=CUT)
+                and any(
+                    received(events(out / "processes" / n), sender=CUT) for n in NAMES if n != CUT
+                )
+            ),
+            processes,
+            150,
+            "champions to and from the node to cut",
+        )
         before = {name: rounds_done(out, name) for name in NAMES}
         evaluated_before = len(events(out / "processes" / CUT))
         hosts.partition(host_of[CUT])
@@ -158,8 +190,12 @@ def test_partitioned_host_searches_alone_and_rejoins(hosts: Lan, axl_binary: str
         evaluated_during = len(events(out / "processes" / CUT))
         hosts.heal(host_of[CUT])
         healed_at = time.monotonic()
-        wait_for(lambda: up_peers(axl[CUT].topology()) >= 1, processes, 90,
-                 "the cut node's AXL node to peer again")  # fmt: skip
+        wait_for(
+            lambda: up_peers(axl[CUT].topology()) >= 1,
+            processes,
+            90,
+            "the cut node's AXL node to peer again",
+        )
         repeered_after = time.monotonic() - healed_at
         repeered = {name: rounds_done(out, name) for name in NAMES}
         for name, process in processes.items():
@@ -201,27 +237,50 @@ def test_partitioned_host_searches_alone_and_rejoins(hosts: Lan, axl_binary: str
     # Nothing crossed the cut: rounds started entirely within it took in nothing across it.
     # (Round r's intake is what arrived while round r - 1 ran.)
     def across(receiver: str, sender: str) -> list[dict]:
-        return [e for e in received(log, node=receiver, sender=sender)
-                if before[receiver] + 2 <= e["round"] <= during[receiver]]  # fmt: skip
+        return [
+            e
+            for e in received(log, node=receiver, sender=sender)
+            if before[receiver] + 2 <= e["round"] <= during[receiver]
+        ]
 
     others = [name for name in NAMES if name != CUT]
     crossed = [e for q in others for e in across(CUT, q) + across(q, CUT)]
     assert not crossed, ("champions crossed the cut", crossed, timing)
     # ... while the others went on sharing among themselves.
-    assert any(e["round"] > before[e["node"]] for q in others
-               for e in received(log, node=q) if e["from"] != CUT), timing  # fmt: skip
+    assert any(
+        e["round"] > before[e["node"]]
+        for q in others
+        for e in received(log, node=q)
+        if e["from"] != CUT
+    ), timing
 
     # Once the overlay is back, champions flow both ways within two rounds of the receiver.
-    inbound = [e for e in received(log, node=CUT)
-               if repeered[CUT] < e["round"] <= repeered[CUT] + 2]  # fmt: skip
-    outbound = [e for q in others for e in received(log, node=q, sender=CUT)
-                if repeered[q] < e["round"] <= repeered[q] + 2]  # fmt: skip
-    history = {q: [(e["event"], e.get("round", e.get("after_round")), e["from"], e["from_round"])
-                   for e in received(log, node=q, late=True)] for q in NAMES}  # fmt: skip
-    assert inbound, ("the cut node received nothing within two rounds of re-peering", timing,
-                     history[CUT])  # fmt: skip
-    assert outbound, ("nobody received the cut node's champions within two rounds of re-peering",
-                      timing, {q: history[q] for q in others})  # fmt: skip
+    inbound = [
+        e for e in received(log, node=CUT) if repeered[CUT] < e["round"] <= repeered[CUT] + 2
+    ]
+    outbound = [
+        e
+        for q in others
+        for e in received(log, node=q, sender=CUT)
+        if repeered[q] < e["round"] <= repeered[q] + 2
+    ]
+    history = {
+        q: [
+            (e["event"], e.get("round", e.get("after_round")), e["from"], e["from_round"])
+            for e in received(log, node=q, late=True)
+        ]
+        for q in NAMES
+    }
+    assert inbound, (
+        "the cut node received nothing within two rounds of re-peering",
+        timing,
+        history[CUT],
+    )
+    assert outbound, (
+        "nobody received the cut node's champions within two rounds of re-peering",
+        timing,
+        {q: history[q] for q in others},
+    )
     # What the cut node found alone reached the others after the heal.
     alone = set(range(before[CUT], during[CUT]))  # rounds that ended during the cut
     assert {e["from_round"] for e in received(log, sender=CUT, late=True)} & alone, history
@@ -230,8 +289,11 @@ def test_partitioned_host_searches_alone_and_rejoins(hosts: Lan, axl_binary: str
     # and each taken-in champion is evaluated exactly once.
     intake = Counter((e["node"], e["from"], e["from_round"]) for e in received(log, late=True))
     assert max(intake.values()) == 1, [key for key, n in intake.items() if n > 1]
-    fought = Counter((e["node"], e["round"], e["operator"]) for e in log
-                     if e.get("event") == "evaluated" and e.get("kind") == "peer")  # fmt: skip
+    fought = Counter(
+        (e["node"], e["round"], e["operator"])
+        for e in log
+        if e.get("event") == "evaluated" and e.get("kind") == "peer"
+    )
     taken = Counter((e["node"], e["round"], f"peer:{e['from']}") for e in received(log))
     assert fought == taken
     # ... although copies did arrive: the mesh forwards, and the heal replays the caches.

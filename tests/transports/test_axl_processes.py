@@ -48,11 +48,14 @@ def axl_env(toy_env: dict[str, str], axl_binary: str) -> dict[str, str]:
 def launch(config: Path, out: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         ["dei-run", "--config", str(config), "--out", str(out), "--no-report", *args],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         # Ctrl-C as in a terminal, even when pytest itself runs as a background job (which
         # inherits an ignored SIGINT, and dei-run respects that).
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
+    )
 
 
 def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
@@ -76,8 +79,7 @@ def wait_for(condition: Callable[[], object], timeout: float = 120, what: str = 
 
 
 def rounds_done(out: Path, name: str) -> int:
-    return sum(1 for e in events(out / "processes" / name)
-               if e.get("event") == "round")  # fmt: skip
+    return sum(1 for e in events(out / "processes" / name) if e.get("event") == "round")
 
 
 def processes(out: Path) -> dict:
@@ -116,9 +118,24 @@ def assert_exact_ledger(out: Path, summary: dict, names=NAMES, rounds: int = ROU
 def test_headline_run_one_process_per_node_over_axl(axl_binary, tmp_path, cli) -> None:
     """`dei-run --domain coreware --transport axl --nodes 3` with nothing else set up."""
     out = tmp_path / "run"
-    result = cli("dei-run", "--domain", "coreware", "--transport", "axl", "--nodes", "3",
-                 "--budget", "120", "--rounds", "2", "--out", str(out), "--common-ground",
-                 env={**os.environ, "DEI_AXL_BIN": axl_binary}, timeout=600)  # fmt: skip
+    result = cli(
+        "dei-run",
+        "--domain",
+        "coreware",
+        "--transport",
+        "axl",
+        "--nodes",
+        "3",
+        "--budget",
+        "120",
+        "--rounds",
+        "2",
+        "--out",
+        str(out),
+        "--common-ground",
+        env={**os.environ, "DEI_AXL_BIN": axl_binary},
+        timeout=600,
+    )
     summary = json.loads((out / "summary.json").read_text())
     nodes = summary["nodes"]
     pids = {name: node["pid"] for name, node in nodes.items()}
@@ -127,14 +144,28 @@ def test_headline_run_one_process_per_node_over_axl(axl_binary, tmp_path, cli) -
     assert len(axl_pids) == 3 and not axl_pids & set(pids.values())
     config = json.loads((out / "config.json").read_text())
     # The launcher closes the run to its keys, each bound to its node's name.
-    assert sorted(config["members"]) == sorted(f"{name}={n['transport_process']['axl_key']}"
-                                               for name, n in nodes.items())  # fmt: skip
+    assert sorted(config["members"]) == sorted(
+        f"{name}={n['transport_process']['axl_key']}" for name, n in nodes.items()
+    )
     assert summary["budget"]["calls"] == 120 and summary["evaluated"] > 0
     assert (out / "report.md").exists()
     # One merged run, like an in-memory one: its files and the same summary sections.
     memory = tmp_path / "memory"
-    cli("dei-run", "--domain", "coreware", "--nodes", "3", "--budget", "12", "--rounds", "1",
-        "--out", str(memory), "--no-report", "--common-ground")  # fmt: skip
+    cli(
+        "dei-run",
+        "--domain",
+        "coreware",
+        "--nodes",
+        "3",
+        "--budget",
+        "12",
+        "--rounds",
+        "1",
+        "--out",
+        str(memory),
+        "--no-report",
+        "--common-ground",
+    )
     reference = json.loads((memory / "summary.json").read_text())
     assert set(summary) == set(reference)
     assert set(next(iter(reference["nodes"].values()))) <= set(next(iter(nodes.values())))
@@ -183,11 +214,16 @@ def test_node_process_killed_with_sigkill_is_resumed_and_catches_up(axl_env, tmp
     assert_exact_ledger(out, summary)
     log = events(out)
     # After its resume, b received the others' champions, and they received b's.
-    late = [e for e in log if e["event"] == "received" and e["node"] == "b"
-            and e["round"] > killed_round]  # fmt: skip
+    late = [
+        e
+        for e in log
+        if e["event"] == "received" and e["node"] == "b" and e["round"] > killed_round
+    ]
     assert {e["from"] for e in late} == {"a", "c"}, late
-    assert any(e["event"] == "received" and e["from"] == "b" and e["from_round"] >= killed_round
-               for e in log)  # fmt: skip
+    assert any(
+        e["event"] == "received" and e["from"] == "b" and e["from_round"] >= killed_round
+        for e in log
+    )
 
 
 def test_axl_node_killed_mid_run_is_restarted_and_nothing_is_lost(axl_env, tmp_path) -> None:
@@ -204,8 +240,10 @@ def test_axl_node_killed_mid_run_is_restarted_and_nothing_is_lost(axl_env, tmp_p
     axl_pid = processes(out)["c"]["axl_pid"]
     dei_pid = processes(out)["c"]["pid"]
     os.kill(axl_pid, signal.SIGKILL)
-    wait_for(lambda: processes(out).get("c", {}).get("axl_pid") not in (None, axl_pid),
-             what="the launcher to restart c's AXL node")  # fmt: skip
+    wait_for(
+        lambda: processes(out).get("c", {}).get("axl_pid") not in (None, axl_pid),
+        what="the launcher to restart c's AXL node",
+    )
     # Rounds finished by now ended before this moment, so before or at the restart: only
     # champions of later rounds count as published after it.
     after = {name: rounds_done(out, name) for name in NAMES}
@@ -241,10 +279,25 @@ def test_late_joining_node_gets_and_gives_champions(axl_cluster, toy_env, tmp_pa
 
     def start(name: str) -> subprocess.Popen:
         return subprocess.Popen(
-            ["dei", "node", "--config", str(config), "--name", name, "--out", str(out),
-             "--axl-api", apis[name], "--progress", "quiet"],
-            env=toy_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                "dei",
+                "node",
+                "--config",
+                str(config),
+                "--name",
+                name,
+                "--out",
+                str(out),
+                "--axl-api",
+                apis[name],
+                "--progress",
+                "quiet",
+            ],
+            env=toy_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     early = [start("a"), start("b")]
 
@@ -273,8 +326,12 @@ def test_late_joining_node_gets_and_gives_champions(axl_cluster, toy_env, tmp_pa
 def test_a_failing_node_is_reported_and_the_others_finish(axl_env, tmp_path) -> None:
     out = tmp_path / "run"
     launcher = launch(write_config(tmp_path / "run.toml", rounds=3), out, axl_env)
-    wait_for(lambda: (out / "processes" / "a" / "checkpoint.json").exists()
-             and rounds_done(out, "a") >= 1, what="node a's checkpoint")  # fmt: skip
+    wait_for(
+        lambda: (
+            (out / "processes" / "a" / "checkpoint.json").exists() and rounds_done(out, "a") >= 1
+        ),
+        what="node a's checkpoint",
+    )
     pid = processes(out)["a"]["pid"]
     # A damaged checkpoint: the resumed process fails with an error, and is not retried.
     os.kill(pid, signal.SIGSTOP)
@@ -306,8 +363,13 @@ def test_ctrl_c_stops_every_child_and_resume_finishes_the_run(axl_env, tmp_path)
     assert "dei-run --resume" in stderr and "Traceback" not in stderr
     assert time.monotonic() - started < 45
     assert not [pid for pid in pids if alive(pid)]
-    resumed = subprocess.run(["dei-run", "--resume", str(out), "--no-report"], env=axl_env,
-                             capture_output=True, text=True, timeout=300)  # fmt: skip
+    resumed = subprocess.run(
+        ["dei-run", "--resume", str(out), "--no-report"],
+        env=axl_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert_exact_ledger(out, summary)
@@ -316,14 +378,18 @@ def test_ctrl_c_stops_every_child_and_resume_finishes_the_run(axl_env, tmp_path)
 def test_children_do_not_outlive_a_launcher_killed_with_sigkill(axl_env, tmp_path) -> None:
     out = tmp_path / "run"
     launcher = launch(write_config(tmp_path / "run.toml"), out, axl_env)
-    children = wait_for(lambda: len(processes(out)) == 3 and processes(out),
-                        what="three node processes")  # fmt: skip
+    children = wait_for(
+        lambda: len(processes(out)) == 3 and processes(out), what="three node processes"
+    )
     pids = [p for entry in children.values() for p in (entry["pid"], entry["axl_pid"])]
     assert all(alive(pid) for pid in pids)
     launcher.kill()
     launcher.communicate(timeout=30)
-    wait_for(lambda: not [pid for pid in pids if alive(pid)], timeout=45,
-             what="the children to stop with their launcher")  # fmt: skip
+    wait_for(
+        lambda: not [pid for pid in pids if alive(pid)],
+        timeout=45,
+        what="the children to stop with their launcher",
+    )
 
 
 @pytest.mark.slow
@@ -334,10 +400,13 @@ def test_a_terminal_ctrl_c_restarts_no_axl_node(axl_env, tmp_path) -> None:
     config = write_config(tmp_path / "run.toml", rounds=ROUNDS)
     launcher = subprocess.Popen(
         ["dei-run", "--config", str(config), "--out", str(out), "--no-report"],
-        env=axl_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=axl_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,  # its own group, the test's stand-in for the terminal's
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
+    )
     wait_for(lambda: all(rounds_done(out, n) >= 1 for n in NAMES), what="every first round")
     children = processes(out)
     pids = [p for entry in children.values() for p in (entry["pid"], entry["axl_pid"])]

@@ -111,8 +111,7 @@ def test_oversize(identity):
 
 
 @pytest.mark.parametrize(
-    "data",
-    [b"", b"\xff\xfe", b"[1,2]", b"{", b'{"dei": 1}', b'{"dei": 2}', b"[" * 100000],
+    "data", [b"", b"\xff\xfe", b"[1,2]", b"{", b'{"dei": 1}', b'{"dei": 2}', b"[" * 100000]
 )
 def test_malformed(data):
     with pytest.raises(EnvelopeError):
@@ -154,8 +153,9 @@ def test_inbox_filter_rate_limit(identity):
     now = [0.0]
     inbox = InboxFilter(rate_per_minute=20, clock=lambda: now[0])
     other = NodeIdentity.generate()
-    results = [inbox.accept(_envelope(round_=r, program=f"DAT {r}").encode(identity))
-               for r in range(30)]  # fmt: skip
+    results = [
+        inbox.accept(_envelope(round_=r, program=f"DAT {r}").encode(identity)) for r in range(30)
+    ]
     assert sum(r is not None for r in results) == 20
     assert inbox.dropped["rate_limited"] == 10
     # Another sender is not affected by the flooder.
@@ -205,10 +205,15 @@ def test_bad_membership_entries_are_config_errors():
     with pytest.raises(EnvelopeError, match="not a 64-hex"):
         InboxFilter(members=["abc"])
     with pytest.raises(ConfigError, match="members: membership entry 'zz'"):
-        RunConfig(domain="toy", nodes=[NodeConfig(name="a", operator="x")], budget=2,
-                  members=["zz"])  # fmt: skip
-    run = RunConfig(domain="toy", nodes=[NodeConfig(name="a", operator="x")], budget=2,
-                    members="B" * 64 + ", " + "a" * 64)  # fmt: skip
+        RunConfig(
+            domain="toy", nodes=[NodeConfig(name="a", operator="x")], budget=2, members=["zz"]
+        )
+    run = RunConfig(
+        domain="toy",
+        nodes=[NodeConfig(name="a", operator="x")],
+        budget=2,
+        members="B" * 64 + ", " + "a" * 64,
+    )
     assert run.members == ("a" * 64, "b" * 64)
     assert RunConfig.from_json(run.to_json()).members == run.members
 
@@ -220,8 +225,17 @@ def test_a_node_outside_the_membership_refuses_to_start(cli, toy_env, tmp_path):
         f'members = ["other={"a" * 64}"]\n'
         '[[node]]\nname = "solo"\noperator = "toy-random"\n'
     )
-    result = cli("dei-run", "--config", str(config), "--out", str(tmp_path / "run"),
-                 "--progress", "quiet", env=toy_env, check=False)  # fmt: skip
+    result = cli(
+        "dei-run",
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "run"),
+        "--progress",
+        "quiet",
+        env=toy_env,
+        check=False,
+    )
     assert result.returncode == 1
     assert "node solo's key" in result.stderr and "not in the run's members" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

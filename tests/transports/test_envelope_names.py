@@ -37,17 +37,34 @@ def _signed(
     signer: str, *, node: str, program: str = "MOV 0, 1", round_: int = 1, operator: str = "gp"
 ) -> bytes:
     """An envelope signed by ``signer``'s key, claiming to come from ``node``."""
-    envelope = ChampionEnvelope(domain="coreware", node=node, key="", round=round_,
-                                operator=operator, program=program, fitness=1.0,
-                                descriptor={"tsp": 1.0}, time=1764400000.0)  # fmt: skip
+    envelope = ChampionEnvelope(
+        domain="coreware",
+        node=node,
+        key="",
+        round=round_,
+        operator=operator,
+        program=program,
+        fitness=1.0,
+        descriptor={"tsp": 1.0},
+        time=1764400000.0,
+    )
     return envelope.encode(KEYS[signer])
 
 
 def _raw(signer: str, **fields) -> bytes:
     """A validly signed body built by hand, bypassing the sender-side bounds of ``encode``."""
-    body = {"dei": 1, "domain": "coreware", "node": "node-0", "key": _pub(signer), "round": 1,
-            "operator": "gp", "program": "MOV 0, 1", "fitness": 1.0, "descriptor": {},
-            "time": 1764400000.0}  # fmt: skip
+    body = {
+        "dei": 1,
+        "domain": "coreware",
+        "node": "node-0",
+        "key": _pub(signer),
+        "round": 1,
+        "operator": "gp",
+        "program": "MOV 0, 1",
+        "fitness": 1.0,
+        "descriptor": {},
+        "time": 1764400000.0,
+    }
     body.update(fields)
     body["sig"] = KEYS[signer].sign(canonical_bytes(body)).hex()
     return json.dumps(body).encode()
@@ -56,8 +73,14 @@ def _raw(signer: str, **fields) -> bytes:
 def _bound_inbox(**kw) -> InboxFilter:
     """node-1's filter in a run whose three nodes are bound by name, plus one key-only member."""
     members = [f"{n}={_pub(n)}" for n in ("node-0", "node-1", "node-2")] + [_pub("loose")]
-    return InboxFilter(domain="coreware", members=members, own_name="node-1",
-                       own_key=_pub("node-1"), rate_per_minute=1000, **kw)  # fmt: skip
+    return InboxFilter(
+        domain="coreware",
+        members=members,
+        own_name="node-1",
+        own_key=_pub("node-1"),
+        rate_per_minute=1000,
+        **kw,
+    )
 
 
 def test_membership_entries_parse_bind_and_normalise():
@@ -74,14 +97,17 @@ def test_membership_entries_parse_bind_and_normalise():
     assert parse_membership(None) is None and parse_membership([]) is None
 
 
-@pytest.mark.parametrize("entries, message", [
-    (["a=b=" + "a" * 64], "the name must be"),
-    (["=" + "a" * 64], "the name must be"),
-    ([f"{'n' * (MAX_NAME_CHARS + 1)}={'a' * 64}"], "the name must be"),
-    ([f"x={'a' * 64}", f"y={'a' * 64}"], "bound to two names"),
-    ([f"x={'a' * 64}", f"x={'b' * 64}"], "bound to two keys"),
-    (["x=abc"], "not a 64-hex"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "entries, message",
+    [
+        (["a=b=" + "a" * 64], "the name must be"),
+        (["=" + "a" * 64], "the name must be"),
+        ([f"{'n' * (MAX_NAME_CHARS + 1)}={'a' * 64}"], "the name must be"),
+        ([f"x={'a' * 64}", f"y={'a' * 64}"], "bound to two names"),
+        ([f"x={'a' * 64}", f"x={'b' * 64}"], "bound to two keys"),
+        (["x=abc"], "not a 64-hex"),
+    ],
+)
 def test_bad_membership_entries_are_refused(entries, message):
     from dei_framework.contract.errors import ConfigError
     from dei_framework.runtime.config import NodeConfig, RunConfig
@@ -89,15 +115,20 @@ def test_bad_membership_entries_are_refused(entries, message):
     with pytest.raises(EnvelopeError, match=message):
         parse_membership(entries)
     with pytest.raises(ConfigError, match=f"members: .*{message}"):
-        RunConfig(domain="toy", nodes=[NodeConfig(name="a", operator="x")], budget=2,
-                  members=entries)  # fmt: skip
+        RunConfig(
+            domain="toy", nodes=[NodeConfig(name="a", operator="x")], budget=2, members=entries
+        )
 
 
 def test_bound_members_survive_the_config_round_trip():
     from dei_framework.runtime.config import NodeConfig, RunConfig
 
-    run = RunConfig(domain="toy", nodes=[NodeConfig(name="a", operator="x")], budget=2,
-                    members=[f"a={'B' * 64}", "c" * 64])  # fmt: skip
+    run = RunConfig(
+        domain="toy",
+        nodes=[NodeConfig(name="a", operator="x")],
+        budget=2,
+        members=[f"a={'B' * 64}", "c" * 64],
+    )
     assert run.members == (f"a={'b' * 64}", "c" * 64)
     assert RunConfig.from_json(run.to_json()).members == run.members
 
@@ -129,8 +160,7 @@ def test_a_key_only_member_keeps_free_names_but_not_bound_or_own_ones():
 @pytest.mark.parametrize("members", [None, "keys"])
 def test_nobody_else_may_claim_the_receivers_own_name(members):
     keys = [_pub(n) for n in KEYS] if members else None
-    inbox = InboxFilter(domain="coreware", members=keys, own_name="node-1",
-                        own_key=_pub("node-1"))  # fmt: skip
+    inbox = InboxFilter(domain="coreware", members=keys, own_name="node-1", own_key=_pub("node-1"))
     assert inbox.accept(_signed("node-0", node="node-1", program="A")) is None
     assert inbox.dropped == {"impersonation": 1}
     # The receiver's own champion brought back by gossip passes (the node skips it) ...
@@ -171,34 +201,58 @@ def test_the_remembered_programs_are_bounded():
     assert inbox.dropped == {"duplicate": 1}
 
 
-@pytest.mark.parametrize("fields, reason", [
-    ({"node": "n" * (MAX_NAME_CHARS + 1)}, "oversize"),
-    ({"node": "n" * 200_000}, "oversize"),
-    ({"node": ""}, "malformed"),
-    ({"operator": "o" * (MAX_OPERATOR_CHARS + 1)}, "oversize"),
-    ({"round": MAX_ROUND + 1}, "oversize"),
-    ({"round": 10**30}, "oversize"),
-    ({"round": -1}, "malformed"),
-    ({"program": "p" * (MAX_PROGRAM_CHARS + 1)}, "oversize"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "fields, reason",
+    [
+        ({"node": "n" * (MAX_NAME_CHARS + 1)}, "oversize"),
+        ({"node": "n" * 200_000}, "oversize"),
+        ({"node": ""}, "malformed"),
+        ({"operator": "o" * (MAX_OPERATOR_CHARS + 1)}, "oversize"),
+        ({"round": MAX_ROUND + 1}, "oversize"),
+        ({"round": 10**30}, "oversize"),
+        ({"round": -1}, "malformed"),
+        ({"program": "p" * (MAX_PROGRAM_CHARS + 1)}, "oversize"),
+    ],
+)
 def test_oversized_fields_are_dropped_and_counted(fields, reason):
     inbox = InboxFilter(domain="coreware")
     assert inbox.accept(_raw("node-0", **fields)) is None
     assert inbox.dropped == {reason: 1}
     # At the bounds themselves the same envelope is fine.
-    edge = {"node": "n" * MAX_NAME_CHARS, "operator": "o" * MAX_OPERATOR_CHARS,
-            "round": MAX_ROUND, "program": "p" * MAX_PROGRAM_CHARS}  # fmt: skip
+    edge = {
+        "node": "n" * MAX_NAME_CHARS,
+        "operator": "o" * MAX_OPERATOR_CHARS,
+        "round": MAX_ROUND,
+        "program": "p" * MAX_PROGRAM_CHARS,
+    }
     assert inbox.accept(_raw("node-0", **edge)) is not None
 
 
-@pytest.mark.parametrize("fields", [
-    {"node": "n" * (MAX_NAME_CHARS + 1)}, {"operator": "o" * (MAX_OPERATOR_CHARS + 1)},
-    {"round": MAX_ROUND + 1}, {"node": ""},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"node": "n" * (MAX_NAME_CHARS + 1)},
+        {"operator": "o" * (MAX_OPERATOR_CHARS + 1)},
+        {"round": MAX_ROUND + 1},
+        {"node": ""},
+    ],
+)
 def test_a_sender_refuses_to_encode_what_receivers_drop(fields):
-    envelope = ChampionEnvelope(**{**dict(domain="coreware", node="node-0", key="", round=1,
-                                          operator="gp", program="MOV 0, 1", fitness=1.0,
-                                          descriptor={}), **fields})  # fmt: skip
+    envelope = ChampionEnvelope(
+        **{
+            **dict(
+                domain="coreware",
+                node="node-0",
+                key="",
+                round=1,
+                operator="gp",
+                program="MOV 0, 1",
+                fitness=1.0,
+                descriptor={},
+            ),
+            **fields,
+        }
+    )
     with pytest.raises(EnvelopeError):
         envelope.encode(KEYS["node-0"])
 
@@ -232,9 +286,14 @@ def test_a_node_admits_only_the_honest_champion_of_each_forgery():
         _raw("node-0", node="node-0", operator="o" * 100_000, program="X4"),
         _signed("node-1", node="node-1", program="MINE"),  # own, echoed by gossip
     ]
-    node = Node(name="node-1", transport=_Inbox([Delivery(d, "p") for d in forged]),
-                policy=TopKSharing(name="champion"), domain_name="coreware",
-                identity=KEYS["node-1"], members=members)  # fmt: skip
+    node = Node(
+        name="node-1",
+        transport=_Inbox([Delivery(d, "p") for d in forged]),
+        policy=TopKSharing(name="champion"),
+        domain_name="coreware",
+        identity=KEYS["node-1"],
+        members=members,
+    )
     received = node.receive(0)
     assert [(c.node, c.text) for c in received] == [("node-2", "REAL")]
     assert node.own_messages == 1
@@ -258,8 +317,17 @@ def test_a_node_whose_key_is_bound_to_another_name_refuses_to_start(cli, toy_env
         f'members = ["other={identity.public_key_hex}"]\n'
         '[[node]]\nname = "solo"\noperator = "toy-random"\n'
     )
-    result = cli("dei-run", "--config", str(config), "--out", str(out),
-                 "--progress", "quiet", env=toy_env, check=False)  # fmt: skip
+    result = cli(
+        "dei-run",
+        "--config",
+        str(config),
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        env=toy_env,
+        check=False,
+    )
     assert result.returncode == 1
     assert "bound to the name 'other'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -279,8 +347,17 @@ def test_a_bare_key_member_runs_with_one_deprecation_warning(cli, toy_env, tmp_p
         f'members = ["{entry}"]\n'
         '[[node]]\nname = "solo"\noperator = "toy-random"\n'
     )
-    result = cli("dei-run", "--config", str(config), "--out", str(out), "--progress", "quiet",
-                 "--no-report", env=toy_env)  # fmt: skip
+    result = cli(
+        "dei-run",
+        "--config",
+        str(config),
+        "--out",
+        str(out),
+        "--progress",
+        "quiet",
+        "--no-report",
+        env=toy_env,
+    )
     warnings = [line for line in result.stderr.splitlines() if "bare key" in line]
     if bound:
         assert warnings == []

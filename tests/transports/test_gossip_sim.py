@@ -32,8 +32,14 @@ def test_cli_prints_one_json_line(capsys):
     line = capsys.readouterr().out.strip()
     assert "\n" not in line
     figures = json.loads(line)
-    for key in ("delivery_ratio", "duplicates_per_delivery", "mean_hops", "max_hops",
-                "duplicates_per_node_per_publish", "control_frames_per_node_per_publish"):
+    for key in (
+        "delivery_ratio",
+        "duplicates_per_delivery",
+        "mean_hops",
+        "max_hops",
+        "duplicates_per_node_per_publish",
+        "control_frames_per_node_per_publish",
+    ):
         assert key in figures
     assert figures["messages_per_node"] > 0
 
@@ -49,16 +55,31 @@ def test_the_figure_regenerates_identically_under_any_hash_seed() -> None:
     rows = []
     for hash_seed in ("1", "2"):
         out = subprocess.run(
-            [sys.executable, "benchmarks/gossip_sim.py", "--nodes", "16", "--loss", "0.1",
-             "--messages", "100", "--seed", "1", "--json"],
-            cwd=root, env={**os.environ, "PYTHONHASHSEED": hash_seed},
-            capture_output=True, text=True, check=True,
-        ).stdout  # fmt: skip
+            [
+                sys.executable,
+                "benchmarks/gossip_sim.py",
+                "--nodes",
+                "16",
+                "--loss",
+                "0.1",
+                "--messages",
+                "100",
+                "--seed",
+                "1",
+                "--json",
+            ],
+            cwd=root,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         row = json.loads(out)
         row.pop("wall_seconds")
         rows.append(row)
     assert rows[0] == rows[1]
-    [recorded] = [dict(run) for run in figure["data"]["runs"]
-                  if run["nodes"] == 16 and run["flood_publish"]]  # fmt: skip
+    [recorded] = [
+        dict(run) for run in figure["data"]["runs"] if run["nodes"] == 16 and run["flood_publish"]
+    ]
     recorded.pop("wall_seconds")
     assert rows[0] == recorded

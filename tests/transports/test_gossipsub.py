@@ -270,8 +270,9 @@ async def _run_hung_send(params: GossipSubParams, hung: int) -> tuple[float | No
         loop = asyncio.get_running_loop()
         started = loop.time()
         await a.publish(b"after the peer came back")
-        got = await _until(lambda: any(d.payload == b"after the peer came back"
-                                       for d in b.drain()), timeout=5)  # fmt: skip
+        got = await _until(
+            lambda: any(d.payload == b"after the peer came back" for d in b.drain()), timeout=5
+        )
         return (loop.time() - started if got else None), dict(a.counters)
     finally:
         await a.close()

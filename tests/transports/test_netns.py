@@ -36,8 +36,9 @@ def test_hosts_talk_over_their_addresses_and_a_partition_cuts_one_off() -> None:
         assert len({h.address for h in net.hosts}) == 3
         server = subprocess.Popen(
             second.command(sys.executable, "-m", "http.server", "8080", "--bind", second.address),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             assert _eventually(lambda: connects(first, second.address, 8080))
             # Its address exists only on its host, not in the machine's own namespace.

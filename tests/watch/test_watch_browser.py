@@ -61,11 +61,23 @@ def dump(url: str) -> Page:
     """
     with tempfile.TemporaryDirectory(prefix="dei-chromium-") as profile:
         result = subprocess.run(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--no-proxy-server", f"--user-data-dir={profile}", "--window-size=1400,1200",
-             "--virtual-time-budget=4000", "--dump-dom", url],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--no-proxy-server",
+                f"--user-data-dir={profile}",
+                "--window-size=1400,1200",
+                "--virtual-time-budget=4000",
+                "--dump-dom",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert result.returncode == 0, result.stderr[-2000:]
     return Page(result.stdout)
 
@@ -86,13 +98,20 @@ def test_page_renders_node_panels_and_champion_flow_and_updates(toy_env, tmp_pat
     # drawn the page, which a loaded CI machine makes slow; the test stops it at the end.
     with watched_run(toy_env, tmp_path, delay=0.5, budget=960) as (url, _, _):
         # Coverage is drawn once the grid is known (from the first checkpoint or round file).
-        wait_for(lambda s: len(s["nodes"]) == 4 and all(n["calls"] for n in s["nodes"])
-                 and s["merged"]["curve"] and s["merged"]["curve"][-1][1] is not None,
-                 url + "api/state")  # fmt: skip
+        wait_for(
+            lambda s: (
+                len(s["nodes"]) == 4
+                and all(n["calls"] for n in s["nodes"])
+                and s["merged"]["curve"]
+                and s["merged"]["curve"][-1][1] is not None
+            ),
+            url + "api/state",
+        )
         first = dump_filled(url)
         # Later: a round has ended, champions have travelled, the run is still going.
-        state = wait_for(lambda s: s["transfers"] and s["run"]["status"] == "running",
-                         url + "api/state")  # fmt: skip
+        state = wait_for(
+            lambda s: s["transfers"] and s["run"]["status"] == "running", url + "api/state"
+        )
         second = dump_filled(url)
         assert get(url + "api/state")["run"]["status"] == "running", "run ended too soon"
     nodes = [n["name"] for n in state["nodes"]]
@@ -111,9 +130,13 @@ def test_page_renders_node_panels_and_champion_flow_and_updates(toy_env, tmp_pat
 
 
 def test_finished_experiment_page_offers_its_runs(finished_experiment, toy_env) -> None:
-    watch = subprocess.Popen(["dei", "watch", str(finished_experiment), "--port", "0"],
-                             env=toy_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                             text=True)  # fmt: skip
+    watch = subprocess.Popen(
+        ["dei", "watch", str(finished_experiment), "--port", "0"],
+        env=toy_env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         url = read_url(watch)
         page = dump(url + "#run=homo%2Frepeat-1")
@@ -125,7 +148,8 @@ def test_finished_experiment_page_offers_its_runs(finished_experiment, toy_env) 
     assert page.champions == len(expected["champions"]) == 4 * 2
     assert page.transfers == len(expected["transfers"])
     assert page.filled == len(expected["merged"]["cells"]) + sum(
-        len(n["cells"]) for n in expected["nodes"])  # 2-D grid: one drawn cell per elite
+        len(n["cells"]) for n in expected["nodes"]
+    )  # 2-D grid: one drawn cell per elite
     options = re.findall(r"<option[^>]*>([^<]*)</option>", page.html)
     assert options == ["solo", "homo", "repeat-0", "repeat-1"]
     assert re.search(r'<option value="homo/repeat-1" selected="">', page.html)

@@ -12,15 +12,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from watch_helpers import (
-    TOY,
-    get,
-    read_url,
-    slow_toy_config,
-    urlopen,
-    wait_for,
-    watched_run,
-)
+from watch_helpers import TOY, get, read_url, slow_toy_config, urlopen, wait_for, watched_run
 
 from dei_framework.app.watch.server import WatchServer
 
@@ -39,15 +31,20 @@ def test_api_state_advances_during_a_four_node_run(live_run) -> None:
     url, out, run = live_run
     assert url.startswith("http://127.0.0.1:")  # loopback unless --host says otherwise
     state_url = url + "api/state"
-    first = wait_for(lambda s: len(s["nodes"]) == 4 and all(n["calls"] for n in s["nodes"]),
-                     state_url)  # fmt: skip
+    first = wait_for(
+        lambda s: len(s["nodes"]) == 4 and all(n["calls"] for n in s["nodes"]), state_url
+    )
     assert first["run"]["status"] == "running"
 
     def advanced(state: dict) -> bool:  # every node made calls and the merged curve moved on
-        return (all(after["calls"] > before["calls"]
-                    for before, after in zip(first["nodes"], state["nodes"], strict=True))
-                and sum(map(admitted, state["nodes"])) > sum(map(admitted, first["nodes"]))
-                and state["merged"]["curve"][-1][0] > first["merged"]["curve"][-1][0])  # fmt: skip
+        return (
+            all(
+                after["calls"] > before["calls"]
+                for before, after in zip(first["nodes"], state["nodes"], strict=True)
+            )
+            and sum(map(admitted, state["nodes"])) > sum(map(admitted, first["nodes"]))
+            and state["merged"]["curve"][-1][0] > first["merged"]["curve"][-1][0]
+        )
 
     # Waits for progress rather than for a fixed time: on a loaded machine 1.5 s may see none.
     second = wait_for(advanced, state_url)
@@ -72,18 +69,26 @@ def test_api_state_advances_during_a_four_node_run(live_run) -> None:
 
 
 def test_since_returns_unchanged_when_nothing_happened(finished_run, toy_env) -> None:
-    watch = subprocess.Popen(["dei", "watch", str(finished_run), "--port", "0"], env=toy_env,
-                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    watch = subprocess.Popen(
+        ["dei", "watch", str(finished_run), "--port", "0"],
+        env=toy_env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         url = read_url(watch)
         state = get(url + "api/state")
         assert get(f"{url}api/state?since={state['version']}") == {
-            "version": state["version"], "unchanged": True}
+            "version": state["version"],
+            "unchanged": True,
+        }
         assert get(f"{url}api/state?since=0")["nodes"]
         assert get(url + "api/runs")["runs"] == [{"path": "", "condition": None, "repeat": None}]
         page = urlopen(url).read().decode()
-        assert '<script src="/static/watch.js">' in page and "http" not in page.split(
-            "<body>")[1].replace("http://www.w3.org", "")  # nothing fetched from elsewhere
+        assert '<script src="/static/watch.js">' in page and "http" not in page.split("<body>")[
+            1
+        ].replace("http://www.w3.org", "")  # nothing fetched from elsewhere
         for name in ("watch.js", "watch.css"):
             assert urlopen(f"{url}static/{name}").status == 200
         for bad in ("static/../run.py", "nope", "api/state?run=..", "api/elite?run=/etc"):
@@ -102,10 +107,28 @@ def test_since_returns_unchanged_when_nothing_happened(finished_run, toy_env) ->
 def test_dei_run_watch_serves_its_own_run_and_stays_up_until_ctrl_c(toy_env, tmp_path) -> None:
     out = tmp_path / "run"
     run = subprocess.Popen(
-        ["dei-run", *TOY, "--progress", "quiet", "--nodes", "4", "--budget", "80", "--rounds",
-         "2", "--config", str(slow_toy_config(tmp_path, 0.05)), "--out", str(out), "--watch"],
-        env=toy_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            "dei-run",
+            *TOY,
+            "--progress",
+            "quiet",
+            "--nodes",
+            "4",
+            "--budget",
+            "80",
+            "--rounds",
+            "2",
+            "--config",
+            str(slow_toy_config(tmp_path, 0.05)),
+            "--out",
+            str(out),
+            "--watch",
+        ],
+        env=toy_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = read_url(run)
         final = wait_for(lambda s: s["run"]["status"] == "finished", url + "api/state")
@@ -140,8 +163,12 @@ def test_requests_for_other_host_names_are_refused_on_loopback(finished_run) -> 
     server = WatchServer(finished_run, port=0).start()
     try:
         port = int(server.url.rsplit(":", 1)[1].strip("/"))
-        for host, status in ((f"127.0.0.1:{port}", 200), (f"localhost:{port}", 200),
-                             ("evil.example:80", 403), (f"attacker.test:{port}", 403)):
+        for host, status in (
+            (f"127.0.0.1:{port}", 200),
+            (f"localhost:{port}", 200),
+            ("evil.example:80", 403),
+            (f"attacker.test:{port}", 403),
+        ):
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             connection.putrequest("GET", "/api/runs", skip_host=True)
             connection.putheader("Host", host)
@@ -167,12 +194,32 @@ def test_only_exact_loopback_names_and_allowed_ones_are_served(finished_run) -> 
     server = WatchServer(finished_run, port=0, allowed_hosts=["devbox"]).start()
     try:
         port = int(server.url.rsplit(":", 1)[1].strip("/"))
-        served = ["127.0.0.1", f"127.0.0.1:{port}", "localhost", f"localhost:{port}",
-                  "LocalHost", "[::1]", f"[::1]:{port}", "devbox", f"devbox:{port}"]  # fmt: skip
-        refused = ["127.0.0.1.attacker.example", f"127.0.0.1.attacker.example:{port}",
-                   "127.evil.com", "localhost.evil.com", "[::1", "[::1]x", "", "127.0.0.2",
-                   "localhost:abc", "localhost:99999", "localhost:", "devbox.evil.com",
-                   "127.0.0.1:8765:1"]  # fmt: skip
+        served = [
+            "127.0.0.1",
+            f"127.0.0.1:{port}",
+            "localhost",
+            f"localhost:{port}",
+            "LocalHost",
+            "[::1]",
+            f"[::1]:{port}",
+            "devbox",
+            f"devbox:{port}",
+        ]
+        refused = [
+            "127.0.0.1.attacker.example",
+            f"127.0.0.1.attacker.example:{port}",
+            "127.evil.com",
+            "localhost.evil.com",
+            "[::1",
+            "[::1]x",
+            "",
+            "127.0.0.2",
+            "localhost:abc",
+            "localhost:99999",
+            "localhost:",
+            "devbox.evil.com",
+            "127.0.0.1:8765:1",
+        ]
         for host in served:
             assert _status(port, "/api/runs", host) == 200, host
         for host in refused:
@@ -212,11 +259,25 @@ def test_the_listen_backlog_holds_many_clients_at_once(finished_run) -> None:
 
 def test_infinite_values_in_a_log_still_give_parseable_json(tmp_path) -> None:
     events = [
-        {"event": "evaluated", "id": "a-r0-s0", "node": "a", "round": 0, "kind": "mutate",
-         "status": "new", "fitness": 1.0, "cell": [0, 0], "descriptor": {"x": float("inf")}},
-        {"event": "round", "node": "a", "round": 0, "stats": {},
-         "champion": {"id": "a-r0-s0", "fitness": float("nan"), "cell": [0, 0]}},
-    ]  # fmt: skip
+        {
+            "event": "evaluated",
+            "id": "a-r0-s0",
+            "node": "a",
+            "round": 0,
+            "kind": "mutate",
+            "status": "new",
+            "fitness": 1.0,
+            "cell": [0, 0],
+            "descriptor": {"x": float("inf")},
+        },
+        {
+            "event": "round",
+            "node": "a",
+            "round": 0,
+            "stats": {},
+            "champion": {"id": "a-r0-s0", "fitness": float("nan"), "cell": [0, 0]},
+        },
+    ]
     (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     server = WatchServer(tmp_path, port=0).start()
     try:

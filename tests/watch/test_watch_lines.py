@@ -22,18 +22,32 @@ def model_of(items) -> RunState:
 def picture(state: RunState) -> dict:
     """Everything the state serves, as plain data."""
     return {
-        "events": state.events, "calls": state.calls, "kinds": state.kinds,
-        "merged": state.merged.to_json(None, 0.0), "merged_curve": state.merged_curve.values(),
-        "transfers": [t.to_json() for t in state.transfers], "texts": state.texts,
-        "champions": state.champions, "extent": state.extent,
-        "nodes": {name: {**node.archive.to_json(None, 0.0), "statuses": node.statuses,
-                         "causes": node.causes, "examples": node.examples,
-                         "curve": node.curve.values(), "calls": node.calls,
-                         "round_calls": node.round_calls, "invalid": node.invalid,
-                         "operator": node.operator, "best_ever": node.best_ever,
-                         "round_stats": node.round_stats}
-                  for name, node in state.nodes.items()},
-    }  # fmt: skip
+        "events": state.events,
+        "calls": state.calls,
+        "kinds": state.kinds,
+        "merged": state.merged.to_json(None, 0.0),
+        "merged_curve": state.merged_curve.values(),
+        "transfers": [t.to_json() for t in state.transfers],
+        "texts": state.texts,
+        "champions": state.champions,
+        "extent": state.extent,
+        "nodes": {
+            name: {
+                **node.archive.to_json(None, 0.0),
+                "statuses": node.statuses,
+                "causes": node.causes,
+                "examples": node.examples,
+                "curve": node.curve.values(),
+                "calls": node.calls,
+                "round_calls": node.round_calls,
+                "invalid": node.invalid,
+                "operator": node.operator,
+                "best_ever": node.best_ever,
+                "round_stats": node.round_stats,
+            }
+            for name, node in state.nodes.items()
+        },
+    }
 
 
 def test_a_real_run_reads_the_same_by_pattern_and_by_json(finished_run) -> None:
@@ -46,16 +60,34 @@ def test_a_real_run_reads_the_same_by_pattern_and_by_json(finished_run) -> None:
 
 
 def test_lines_outside_the_layout_fall_back_to_json_with_the_same_fields() -> None:
-    base = {"event": "evaluated", "id": "n-r0-s1", "node": "n", "round": 0, "operator": "gp",
-            "kind": "mutate", "parent": None, "slot": 0, "status": "new", "fitness": 1.5,
-            "descriptor": {"x": 0.5}, "cell": [2, 3], "timings": {"eval_s": 0.1}}  # fmt: skip
+    base = {
+        "event": "evaluated",
+        "id": "n-r0-s1",
+        "node": "n",
+        "round": 0,
+        "operator": "gp",
+        "kind": "mutate",
+        "parent": None,
+        "slot": 0,
+        "status": "new",
+        "fitness": 1.5,
+        "descriptor": {"x": 0.5},
+        "cell": [2, 3],
+        "timings": {"eval_s": 0.1},
+    }
     variants = [
         base,
         {**base, "id": 'quote"d', "operator": "caf\u00e9"},  # escaped strings
         {**base, "fitness": 2.5e-05},  # an exponent
         {**base, "descriptor": {"x": {"nested": 1}}},
-        {**base, "status": "invalid", "error": "line 3: bad", "fitness": None, "cell": None,
-         "descriptor": None},  # fmt: skip
+        {
+            **base,
+            "status": "invalid",
+            "error": "line 3: bad",
+            "fitness": None,
+            "cell": None,
+            "descriptor": None,
+        },
         {k: base[k] for k in reversed(base)},  # another writer's field order
     ]
     compact = "".join(json.dumps(v, separators=(",", ":")) + "\n" for v in variants)
@@ -70,5 +102,4 @@ def test_lines_outside_the_layout_fall_back_to_json_with_the_same_fields() -> No
     (item,) = events(infinite)
     assert item == {**base, "fitness": float("inf")}  # "Infinity" is read by json
     first = next(events(compact))
-    assert first == Evaluated("n", 0, "mutate", "new", 1.5, (2, 3), "n-r0-s1", "gp",
-                              '{"x":0.5}')  # fmt: skip
+    assert first == Evaluated("n", 0, "mutate", "new", 1.5, (2, 3), "n-r0-s1", "gp", '{"x":0.5}')

@@ -26,15 +26,40 @@ def test_usage_is_live_during_the_run_and_matches_the_provider_at_the_end(toy_en
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
         env.pop(name, None)
     config = tmp_path / "run.toml"
-    config.write_text("checkpoint_seconds = 0.3\n[operator_options]\nretry_base = 0.01\n"
-                      "retry_max = 0.2\n")  # fmt: skip
+    config.write_text(
+        "checkpoint_seconds = 0.3\n[operator_options]\nretry_base = 0.01\nretry_max = 0.2\n"
+    )
     out = tmp_path / "run"
     run = subprocess.Popen(
-        ["dei-run", "--domain", "toy", "--operator", "openai/stub-model", "--nodes", "2",
-         "--budget", "24", "--rounds", "2", "--api-base", stub.base_url, "--eval-workers", "0",
-         "--progress", "quiet", "--no-report", "--config", str(config), "--out", str(out)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            "dei-run",
+            "--domain",
+            "toy",
+            "--operator",
+            "openai/stub-model",
+            "--nodes",
+            "2",
+            "--budget",
+            "24",
+            "--rounds",
+            "2",
+            "--api-base",
+            stub.base_url,
+            "--eval-workers",
+            "0",
+            "--progress",
+            "quiet",
+            "--no-report",
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         watched = WatchedRun(out)
         live = None

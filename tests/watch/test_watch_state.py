@@ -25,8 +25,11 @@ def events_of(run_dir: Path) -> list[dict]:
 
 def comparable(state: dict) -> dict:
     """The state without what depends on when it was read."""
-    run = {k: v for k, v in state["run"].items()
-           if k not in ("updated_s_ago", "elapsed_s", "status", "sources", "path")}  # fmt: skip
+    run = {
+        k: v
+        for k, v in state["run"].items()
+        if k not in ("updated_s_ago", "elapsed_s", "status", "sources", "path")
+    }
     return {**{k: v for k, v in state.items() if k not in ("version", "run")}, "run": run}
 
 
@@ -66,26 +69,36 @@ def test_finished_four_node_run_matches_its_summary(finished_run) -> None:
     assert transfers and all(t["status"] in ("filled", "taken", "invalid") for t in transfers)
     for name, node in summary["nodes"].items():
         for round_index, novelty in enumerate(node["niche_novelty_per_round"]):
-            valid = [t for t in transfers if t["to"] == name and t["round"] == round_index
-                     and t["status"] != "invalid"]  # fmt: skip
+            valid = [
+                t
+                for t in transfers
+                if t["to"] == name and t["round"] == round_index and t["status"] != "invalid"
+            ]
             if novelty is None:
                 assert not valid
             else:
                 assert sum(t["novel"] for t in valid) / len(valid) == pytest.approx(novelty)
     assert sum(e["sent"] for e in state["edges"]) == len(transfers)
     assert {(e["from"], e["to"]) for e in state["edges"]} <= {
-        (a, b) for a in summary["nodes"] for b in summary["nodes"] if a != b}
+        (a, b) for a in summary["nodes"] for b in summary["nodes"] if a != b
+    }
     # Invalid candidates are grouped by cause (the toy operator writes junk now and then).
     invalid = sum(n["invalid"] for n in state["nodes"])
-    assert invalid == sum(1 for e in events_of(finished_run)
-                          if e.get("status") == "invalid" and e["kind"] in ("new", "mutate"))
+    assert invalid == sum(
+        1
+        for e in events_of(finished_run)
+        if e.get("status") == "invalid" and e["kind"] in ("new", "mutate")
+    )
     causes = [e for n in state["nodes"] for e in n["errors"]]
     assert causes and all(c["cause"].startswith("line N: expected N-N integers") for c in causes)
     # Curves end where the archives are.
     for node in state["nodes"]:
         calls, coverage, qd = node["curve"][-1]
-        assert (calls, coverage, qd) == (node["calls"], pytest.approx(node["coverage"]),
-                                         pytest.approx(node["qd_score"]))
+        assert (calls, coverage, qd) == (
+            node["calls"],
+            pytest.approx(node["coverage"]),
+            pytest.approx(node["qd_score"]),
+        )
 
 
 def test_every_archive_elite_has_its_program_text(finished_run) -> None:
@@ -103,10 +116,16 @@ def test_every_archive_elite_has_its_program_text(finished_run) -> None:
         assert found["text"] == final_texts[cell["id"]]
         assert found["fitness"] == cell["fitness"] and found["text_source"] == "archive"
     # An elite of an earlier round (not a champion either): its reply is found in calls.jsonl.
-    champions = {e["champion"]["id"] for e in map(json.loads, (finished_run / "events.jsonl")
-                 .read_text().splitlines()) if e["event"] == "round" and e["champion"]}  # fmt: skip
-    call = next(c for c in map(json.loads, (finished_run / "calls.jsonl").read_text().splitlines())
-                if c["id"] not in final_texts and c["id"] not in champions)  # fmt: skip
+    champions = {
+        e["champion"]["id"]
+        for e in map(json.loads, (finished_run / "events.jsonl").read_text().splitlines())
+        if e["event"] == "round" and e["champion"]
+    }
+    call = next(
+        c
+        for c in map(json.loads, (finished_run / "calls.jsonl").read_text().splitlines())
+        if c["id"] not in final_texts and c["id"] not in champions
+    )
     assert watched.elite(call["id"])["text"] == call["reply"]["text"]
     assert watched.elite("no-such-elite")["text"] is None
 
@@ -123,7 +142,7 @@ def test_reading_torn_pieces_as_they_are_written_gives_the_same_state(finished_r
     with open(live / "events.jsonl", "wb") as handle:
         while position < len(data):
             step = rng.randint(1, 4000)  # cuts lines anywhere
-            handle.write(data[position:position + step])
+            handle.write(data[position : position + step])
             handle.flush()
             position += step
             state = watched.state(seconds=None)
@@ -145,8 +164,9 @@ def test_a_resumed_run_that_cut_its_log_back_is_read_again(finished_run, tmp_pat
     assert watched.state(seconds=None)["run"]["calls"] == 160
     lines = (run_dir / "events.jsonl").read_bytes().splitlines(keepends=True)
     (run_dir / "events.jsonl").write_bytes(b"".join(lines[: len(lines) // 2]))
-    expected = sum(1 for line in lines[: len(lines) // 2]
-                   if json.loads(line).get("kind") in ("new", "mutate"))  # fmt: skip
+    expected = sum(
+        1 for line in lines[: len(lines) // 2] if json.loads(line).get("kind") in ("new", "mutate")
+    )
     assert watched.state(seconds=None)["run"]["calls"] == expected < 160
 
 
@@ -161,7 +181,8 @@ def per_node_processes(run_dir: Path, out: Path) -> None:
         (node_dir / "nodes").mkdir(parents=True)
         (node_dir / "config.json").write_text(json.dumps({**config, "nodes": [node]}))
         (node_dir / "events.jsonl").write_text(
-            "".join(json.dumps(e) + "\n" for e in events if e.get("node") == name))
+            "".join(json.dumps(e) + "\n" for e in events if e.get("node") == name)
+        )
         shutil.copytree(run_dir / "nodes" / name, node_dir / "nodes" / name)
 
 
@@ -175,8 +196,9 @@ def test_one_process_per_node_directories_are_one_run(finished_run, tmp_path) ->
     assert all(n["quota"] is None or n["quota"] == 40 for n in state["nodes"])
     summary = json.loads((finished_run / "summary.json").read_text())
     assert state["merged"]["qd_score"] == pytest.approx(summary["merged"]["qd_score"])
-    assert len(state["transfers"]) == sum(1 for e in events_of(finished_run)
-                                          if e["event"] == "received")  # fmt: skip
+    assert len(state["transfers"]) == sum(
+        1 for e in events_of(finished_run) if e["event"] == "received"
+    )
     # The launcher then merges everything into the top directory: nothing counts twice.
     shutil.copy(finished_run / "events.jsonl", out / "events.jsonl")
     shutil.copy(finished_run / "summary.json", out / "summary.json")
@@ -206,7 +228,8 @@ def test_experiment_runs_are_listed_in_plan_order_and_each_matches_its_summary(
 ) -> None:
     runs = find_runs(finished_experiment)
     assert [r["path"] for r in runs] == [
-        f"{condition}/repeat-{k}" for condition in ("solo", "homo") for k in (0, 1)]
+        f"{condition}/repeat-{k}" for condition in ("solo", "homo") for k in (0, 1)
+    ]
     watch = Watch(finished_experiment)
     assert watch.runs()["kind"] == "experiment"
     for entry in runs:
@@ -226,23 +249,42 @@ def test_plain_run_is_one_entry(finished_run) -> None:
 # --- the model on hand-written events -------------------------------------------------------
 
 
-def ev(node: str, round_index: int, seq: str, status: str, fitness: float | None,
-       cell: list[int] | None, kind: str = "mutate", **extra) -> dict:
-    return {"event": "evaluated", "id": f"{node}-r{round_index}-{seq}", "node": node,
-            "round": round_index, "operator": extra.pop("operator", "op"), "kind": kind,
-            "status": status, "fitness": fitness, "cell": cell,
-            "descriptor": {"x": 0}, **extra}  # fmt: skip
+def ev(
+    node: str,
+    round_index: int,
+    seq: str,
+    status: str,
+    fitness: float | None,
+    cell: list[int] | None,
+    kind: str = "mutate",
+    **extra,
+) -> dict:
+    return {
+        "event": "evaluated",
+        "id": f"{node}-r{round_index}-{seq}",
+        "node": node,
+        "round": round_index,
+        "operator": extra.pop("operator", "op"),
+        "kind": kind,
+        "status": status,
+        "fitness": fitness,
+        "cell": cell,
+        "descriptor": {"x": 0},
+        **extra,
+    }
 
 
 def test_each_round_starts_a_fresh_archive_and_the_merge_follows() -> None:
     state = RunState()
-    state.apply_all([
-        ev("a", 0, "s0", "new", 1.0, [0, 0]),
-        ev("a", 0, "s1", "improve_existing", 2.0, [0, 0]),
-        ev("b", 0, "s0", "new", 5.0, [0, 0]),
-        ev("b", 0, "s1", "new", 1.5, [1, 0]),
-        ev("a", 0, "s2", "not_added", 0.5, [0, 0]),
-    ])  # fmt: skip
+    state.apply_all(
+        [
+            ev("a", 0, "s0", "new", 1.0, [0, 0]),
+            ev("a", 0, "s1", "improve_existing", 2.0, [0, 0]),
+            ev("b", 0, "s0", "new", 5.0, [0, 0]),
+            ev("b", 0, "s1", "new", 1.5, [1, 0]),
+            ev("a", 0, "s2", "not_added", 0.5, [0, 0]),
+        ]
+    )
     a, b = state.nodes["a"], state.nodes["b"]
     assert a.calls == 3 and b.calls == 2 and state.calls == 5
     assert state.merged.cells[(0, 0)].node == "b" and len(state.merged.cells) == 2
@@ -253,7 +295,6 @@ def test_each_round_starts_a_fresh_archive_and_the_merge_follows() -> None:
     # b's old cells left the merge; a's best in (0, 0) is back.
     assert {cell: e.node for cell, e in state.merged.cells.items()} == {(0, 0): "a", (2, 2): "b"}
     assert state.merged.cells[(0, 0)].fitness == 2.0
-
 
 
 def test_a_continual_archive_is_kept_across_rounds(tmp_path) -> None:
@@ -268,52 +309,93 @@ def test_a_continual_archive_is_kept_across_rounds(tmp_path) -> None:
     # A watched run reads the lifecycle from the run's config.json.
     (tmp_path / "config.json").write_text(json.dumps({"lifecycle": "continual", "nodes": []}))
     (tmp_path / "events.jsonl").write_text(
-        "".join(json.dumps(e) + "\n" for e in [ev("a", 0, "s0", "new", 1.0, [0, 0]),
-                                                ev("a", 1, "s0", "new", 1.0, [1, 0])]))
+        "".join(
+            json.dumps(e) + "\n"
+            for e in [ev("a", 0, "s0", "new", 1.0, [0, 0]), ev("a", 1, "s0", "new", 1.0, [1, 0])]
+        )
+    )
     watched = WatchedRun(tmp_path)
     watched.refresh()
     assert set(watched.model.nodes["a"].archive.cells) == {(0, 0), (1, 0)}
 
+
 def test_transfers_are_matched_to_their_reevaluation_by_sender() -> None:
     state = RunState()
-    state.apply_all([
-        ev("a", 0, "s0", "new", 1.0, [0, 0]),
-        {"event": "round", "node": "b", "round": 0, "stats": {"qd_offset": 0.5},
-         "champion": {"id": "b-r0-s0", "text": "PROGRAM", "fitness": 3.0, "cell": [1, 1]}},
-        {"event": "round", "node": "a", "round": 0, "stats": {}, "champion": None},
-        {"event": "received", "node": "a", "round": 1, "from": "c", "from_round": 0,
-         "program": "C", "operator": "oc"},
-        {"event": "received", "node": "a", "round": 1, "from": "b", "from_round": 0,
-         "program": "B", "operator": "ob"},
-        ev("a", 1, "p0", "not_added", 0.1, [0, 0], kind="peer", operator="peer:c"),
-        ev("a", 1, "p1", "new", 2.0, [3, 3], kind="peer", operator="peer:b"),
-    ])  # fmt: skip
+    state.apply_all(
+        [
+            ev("a", 0, "s0", "new", 1.0, [0, 0]),
+            {
+                "event": "round",
+                "node": "b",
+                "round": 0,
+                "stats": {"qd_offset": 0.5},
+                "champion": {"id": "b-r0-s0", "text": "PROGRAM", "fitness": 3.0, "cell": [1, 1]},
+            },
+            {"event": "round", "node": "a", "round": 0, "stats": {}, "champion": None},
+            {
+                "event": "received",
+                "node": "a",
+                "round": 1,
+                "from": "c",
+                "from_round": 0,
+                "program": "C",
+                "operator": "oc",
+            },
+            {
+                "event": "received",
+                "node": "a",
+                "round": 1,
+                "from": "b",
+                "from_round": 0,
+                "program": "B",
+                "operator": "ob",
+            },
+            ev("a", 1, "p0", "not_added", 0.1, [0, 0], kind="peer", operator="peer:c"),
+            ev("a", 1, "p1", "new", 2.0, [3, 3], kind="peer", operator="peer:b"),
+        ]
+    )
     c_transfer, b_transfer = state.transfers
     assert (c_transfer.status, c_transfer.novel) == ("taken", False)  # (0, 0) was a's before
     assert (b_transfer.status, b_transfer.novel, b_transfer.cell) == ("filled", True, (3, 3))
     assert state.texts["a-r1-p1"] == "B" and state.texts["b-r0-s0"] == "PROGRAM"
     assert state.qd_offset == 0.5
     assert list(state.champions) == [("b", 0)]
-    assert state.edges()[0] == {"from": "b", "to": "a", "sent": 1, "filled": 1, "taken": 0,
-                                "invalid": 0, "pending": 0, "novel": 1}  # fmt: skip
+    assert state.edges()[0] == {
+        "from": "b",
+        "to": "a",
+        "sent": 1,
+        "filled": 1,
+        "taken": 0,
+        "invalid": 0,
+        "pending": 0,
+        "novel": 1,
+    }
 
 
 def test_unknown_events_fields_and_garbage_are_tolerated() -> None:
     state = RunState()
-    state.apply_all([
-        {"event": "something_new", "node": "z", "whatever": [1, 2]},
-        {"event": "evaluated"},  # no node
-        {"no": "kind"},
-        {"event": ["weird"], "node": "z", "round": 0},
-        ev("z", 0, "s9", ["weird"], 1.0, [5, 5], kind={"odd": 1}),
-        ev("z", 0, "s0", "new", 1.0, [0, 0], cost_usd=0.01, opponents=["x"]),
-        ev("z", 0, "s1", "new", None, [1, 1]),  # no fitness: not admitted
-        ev("z", 0, "s2", "new", 1.0, ["a"]),  # a malformed cell
-        ev("z", 0, "s3", "invalid", None, None, error="line 3: bad 'MOV.Q' at 17"),
-        {"event": "round", "node": "z", "round": 0, "stats": "oops", "champion": "oops",
-         "opponents": ["x", "y"]},
-        {"event": "node_stopped", "node": "z", "round": 1, "reason": "provider refused"},
-    ])  # fmt: skip
+    state.apply_all(
+        [
+            {"event": "something_new", "node": "z", "whatever": [1, 2]},
+            {"event": "evaluated"},  # no node
+            {"no": "kind"},
+            {"event": ["weird"], "node": "z", "round": 0},
+            ev("z", 0, "s9", ["weird"], 1.0, [5, 5], kind={"odd": 1}),
+            ev("z", 0, "s0", "new", 1.0, [0, 0], cost_usd=0.01, opponents=["x"]),
+            ev("z", 0, "s1", "new", None, [1, 1]),  # no fitness: not admitted
+            ev("z", 0, "s2", "new", 1.0, ["a"]),  # a malformed cell
+            ev("z", 0, "s3", "invalid", None, None, error="line 3: bad 'MOV.Q' at 17"),
+            {
+                "event": "round",
+                "node": "z",
+                "round": 0,
+                "stats": "oops",
+                "champion": "oops",
+                "opponents": ["x", "y"],
+            },
+            {"event": "node_stopped", "node": "z", "round": 1, "reason": "provider refused"},
+        ]
+    )
     z = state.nodes["z"]
     assert z.calls == 5 and len(z.archive.cells) == 1 and z.invalid == 1
     assert z.causes == {"line N: bad '…' at N": 1}

@@ -24,7 +24,7 @@ def test_reads_only_what_was_appended_and_waits_for_a_partial_line(tmp_path) -> 
     assert tail.offset == len('{"a": 1}\n{"a": 2}\n')
     assert tail.behind == len('{"a": ')
     assert tail.read() == []  # still torn
-    append(path, '3}\n')
+    append(path, "3}\n")
     assert tail.read() == [{"a": 3}]
     assert tail.read() == []
     assert tail.behind == 0

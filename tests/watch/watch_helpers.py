@@ -58,23 +58,45 @@ def wait_for(predicate, url: str, timeout: float = 120) -> dict:
 
 
 @contextlib.contextmanager
-def watched_run(env: dict[str, str], tmp_path: Path, *, delay: float,
-                budget: int = 320) -> Iterator[tuple]:  # fmt: skip
+def watched_run(
+    env: dict[str, str], tmp_path: Path, *, delay: float, budget: int = 320
+) -> Iterator[tuple]:
     """`dei watch` on a new directory, then a 4-node toy run (``budget`` calls: 80 per node by
     default, 4 rounds, ``delay`` seconds per call) into it; yields ``(url, run directory, run
     process)``."""
     out = tmp_path / "run"
-    watch = subprocess.Popen(["dei", "watch", str(out), "--port", "0"], env=env,
-                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    watch = subprocess.Popen(
+        ["dei", "watch", str(out), "--port", "0"],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     run = None
     try:
         url = read_url(watch)
         run = subprocess.Popen(
-            ["dei-run", *TOY, "--progress", "quiet", "--nodes", "4", "--budget", str(budget),
-             "--rounds", "4", "--config", str(slow_toy_config(tmp_path, delay)),
-             "--out", str(out)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                "dei-run",
+                *TOY,
+                "--progress",
+                "quiet",
+                "--nodes",
+                "4",
+                "--budget",
+                str(budget),
+                "--rounds",
+                "4",
+                "--config",
+                str(slow_toy_config(tmp_path, delay)),
+                "--out",
+                str(out),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         yield url, out, run
     finally:
         for process in (run, watch):

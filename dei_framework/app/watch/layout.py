@@ -21,6 +21,8 @@ from dei_framework.runtime.run_dir import holds_experiment, holds_run
 
 #: How deep below an experiment directory runs are looked for.
 MAX_DEPTH = 3
+
+
 def is_experiment(root: Path) -> bool:
     """Whether ``root`` is an experiment directory (:func:`holds_experiment`, the one rule); a
     summary too damaged to tell counts as not one."""

@@ -66,14 +66,36 @@ def events(text: str) -> Iterator[Evaluated | dict[str, Any]]:
     """
     make = tuple.__new__  # builds an Evaluated without the Python-level constructor
     cells: dict[str, tuple[int, ...]] = {}  # a grid has few cells: each is converted once
-    for elite_id, node, round_, operator, kind, status, fitness, descriptor, cell, other in (
-        _LINE.findall(text)
-    ):
+    for (
+        elite_id,
+        node,
+        round_,
+        operator,
+        kind,
+        status,
+        fitness,
+        descriptor,
+        cell,
+        other,
+    ) in _LINE.findall(text):
         if status:
             cell_index = cells.get(cell)
             if cell_index is None:
                 cell_index = cells[cell] = tuple(map(int, cell.split(",")))
-            yield make(Evaluated, (node, int(round_), kind, status, float(fitness), cell_index,
-                                   elite_id, operator, descriptor, None))  # fmt: skip
+            yield make(
+                Evaluated,
+                (
+                    node,
+                    int(round_),
+                    kind,
+                    status,
+                    float(fitness),
+                    cell_index,
+                    elite_id,
+                    operator,
+                    descriptor,
+                    None,
+                ),
+            )
         elif other and not other.isspace():
             yield from parse_lines(other)

@@ -171,10 +171,11 @@ class WatchedRun:
         for directory in sorted(directories, key=lambda p: (len(p.parts), p)):
             if directory not in self._sources:
                 self._sources[directory] = _Source(
-                    dir=directory, tail=JsonlTail(directory / "events.jsonl"),
+                    dir=directory,
+                    tail=JsonlTail(directory / "events.jsonl"),
                     config=_SideFile(directory / "config.json"),
                     checkpoint=_SideFile(directory / "checkpoint.json"),
-                )  # fmt: skip
+                )
         return len(self._sources) > known
 
     def _apply(self, text: str) -> None:
@@ -230,38 +231,52 @@ class WatchedRun:
         operators = {node["name"]: node.get("operator") for node in config["nodes"]}
         names = list(dict.fromkeys([*operators, *model.nodes]))
         cost_cap = config.get("max_cost_usd")
-        node_cost_cap = cost_cap / len(names) if isinstance(cost_cap, (int, float)) and names \
-            else None  # fmt: skip
+        node_cost_cap = (
+            cost_cap / len(names) if isinstance(cost_cap, (int, float)) and names else None
+        )
         final_nodes = _mapping(summary.get("nodes"))
         nodes = [
             self._node_state(
-                model.nodes.get(name) or NodeState(name), operator=operators.get(name),
-                quota=quotas.get(name), rounds=rounds, usage=usage.get(name, {}),
-                cost_cap=node_cost_cap, final=_mapping(final_nodes.get(name)), cells=cells,
+                model.nodes.get(name) or NodeState(name),
+                operator=operators.get(name),
+                quota=quotas.get(name),
+                rounds=rounds,
+                usage=usage.get(name, {}),
+                cost_cap=node_cost_cap,
+                final=_mapping(final_nodes.get(name)),
+                cells=cells,
                 offset=offset,
             )
             for name in names
-        ]  # fmt: skip
+        ]
         colors = node_colors(names)  # the report's plots colour the nodes alike
         for node in nodes:
             node["color"] = colors[node["name"]]
         merged = {
             **model.merged.to_json(cells, offset),
             "curve": _curve(model.merged_curve.values(), cells, offset),
-            "final": {k: v for k, v in _mapping(summary.get("merged")).items()
-                      if k != "per_round"} or None,
-        }  # fmt: skip
+            "final": {k: v for k, v in _mapping(summary.get("merged")).items() if k != "per_round"}
+            or None,
+        }
         totals = _totals(usage)
-        limit = sum(quotas.values()) if quotas and all(
-            isinstance(q, int) for q in quotas.values()) else None  # fmt: skip
+        limit = (
+            sum(quotas.values())
+            if quotas and all(isinstance(q, int) for q in quotas.values())
+            else None
+        )
         newest = max((m for m in self._mtimes() if m is not None), default=None)
-        started = min((s.config.mtime for s in self._sources.values() if s.config.mtime),
-                      default=None)  # fmt: skip
+        started = min(
+            (s.config.mtime for s in self._sources.values() if s.config.mtime), default=None
+        )
         status = (
-            "finished" if summary else
-            "waiting" if not model.events else
-            "running" if newest is not None and time.time() - newest < IDLE_SECONDS else "idle"
-        )  # fmt: skip
+            "finished"
+            if summary
+            else "waiting"
+            if not model.events
+            else "running"
+            if newest is not None and time.time() - newest < IDLE_SECONDS
+            else "idle"
+        )
         return {
             "version": self.version,
             "run": {
@@ -319,8 +334,10 @@ class WatchedRun:
             "invalid": node.invalid,
             "limits": dict(node.limits),
             "statuses": dict(node.statuses),
-            "errors": [{"cause": cause, "count": count, "example": node.examples.get(cause, "")}
-                       for cause, count in causes],
+            "errors": [
+                {"cause": cause, "count": count, "example": node.examples.get(cause, "")}
+                for cause, count in causes
+            ],
             "stopped": node.stopped or final.get("stopped"),
             "usage": dict(usage),
             "cost_cap_usd": cost_cap,
@@ -329,7 +346,7 @@ class WatchedRun:
             "round_stats": node.round_stats,
             "curve": _curve(node.curve.values(), cells, offset),
             **node.archive.to_json(cells, offset),
-        }  # fmt: skip
+        }
         for key in ("pid", "transport"):  # written by one-process-per-node runs
             if key in final:
                 entry[key] = final[key]
@@ -338,8 +355,11 @@ class WatchedRun:
     def _flow(self) -> dict[str, Any]:
         """Champions and transfers of the last :data:`FLOW_ROUNDS` rounds, and all-time edges."""
         model = self.model
-        latest = max([c["round"] for c in model.champions.values()] +
-                     [t.round for t in model.transfers[-1:]], default=0)  # fmt: skip
+        latest = max(
+            [c["round"] for c in model.champions.values()]
+            + [t.round for t in model.transfers[-1:]],
+            default=0,
+        )
         first = max(0, latest - FLOW_ROUNDS + 1)
         champions = [c for c in model.champions.values() if c["round"] >= first]
         transfers = []
@@ -418,20 +438,34 @@ class WatchedRun:
             try:
                 space = DescriptorSpace.from_json(axes_json["space"])
                 return {
-                    "axes": list(space.names), "shape": list(space.shape), "cells": space.cells,
+                    "axes": list(space.names),
+                    "shape": list(space.shape),
+                    "cells": space.cells,
                     "labels": [axis.labels() for axis in space.axes],
-                    "qd_offset": axes_json.get("qd_offset", 0.0), "inferred": False,
-                }  # fmt: skip
+                    "qd_offset": axes_json.get("qd_offset", 0.0),
+                    "inferred": False,
+                }
             except Exception:  # an axis kind this version does not know: fall through
                 pass
         known = _mapping(summary.get("space"))
         if known.get("shape"):
-            return {"axes": known.get("axes", []), "shape": known["shape"],
-                    "cells": known.get("cells"), "labels": None, "qd_offset": 0.0,
-                    "inferred": False}  # fmt: skip
+            return {
+                "axes": known.get("axes", []),
+                "shape": known["shape"],
+                "cells": known.get("cells"),
+                "labels": None,
+                "qd_offset": 0.0,
+                "inferred": False,
+            }
         shape = list(self.model.extent)
-        return {"axes": [f"axis {i}" for i in range(len(shape))], "shape": shape, "cells": None,
-                "labels": None, "qd_offset": 0.0, "inferred": True}  # fmt: skip
+        return {
+            "axes": [f"axis {i}" for i in range(len(shape))],
+            "shape": shape,
+            "cells": None,
+            "labels": None,
+            "qd_offset": 0.0,
+            "inferred": True,
+        }
 
     def _axes_json(self) -> dict[str, Any] | None:
         if self._space_file is not None:
@@ -505,14 +539,16 @@ class WatchedRun:
         for source in self._sources.values():
             path = source.dir / "calls.jsonl"
             try:
-                with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0,
-                                                           access=mmap.ACCESS_READ) as data:
+                with (
+                    open(path, "rb") as handle,
+                    mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
+                ):
                     at = data.rfind(needle)
                     if at < 0:
                         continue
                     start = data.rfind(b"\n", 0, at) + 1
                     end = data.find(b"\n", at)
-                    line = data[start:end if end >= 0 else len(data)]
+                    line = data[start : end if end >= 0 else len(data)]
             except (OSError, ValueError):
                 continue
             try:
@@ -534,8 +570,14 @@ def _identity(event: Evaluated | Mapping[str, Any]) -> tuple[Any, ...] | None:
     if kind == "round":
         return ("round", event.get("node"), event.get("round"))
     if kind == "received":
-        return ("received", event.get("node"), event.get("round"), event.get("from"),
-                event.get("from_round"), hash(event.get("program")))  # fmt: skip
+        return (
+            "received",
+            event.get("node"),
+            event.get("round"),
+            event.get("from"),
+            event.get("from_round"),
+            hash(event.get("program")),
+        )
     if kind == "node_stopped":
         return ("node_stopped", event.get("node"), event.get("round"))
     return None

@@ -86,8 +86,7 @@ class Watch:
             if path not in self._runs:
                 if path not in {run["path"] for run in find_runs(self.root)}:
                     raise KeyError(path)
-                self._runs[path] = WatchedRun(self.root / path if path else self.root,
-                                              label=path)  # fmt: skip
+                self._runs[path] = WatchedRun(self.root / path if path else self.root, label=path)
             return self._runs[path]
 
 
@@ -120,8 +119,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(self.server.watch.runs())
             elif url.path == "/api/state":
                 run = self.server.watch.run(query.get("run", ""))
-                self._json(run.state(since=None if since is None else int(since),
-                                     seconds=READ_SECONDS))  # fmt: skip
+                self._json(
+                    run.state(since=None if since is None else int(since), seconds=READ_SECONDS)
+                )
             elif url.path == "/api/elite":
                 run = self.server.watch.run(query.get("run", ""))
                 self._json(run.elite(query.get("id", "")))
@@ -174,8 +174,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, address: tuple[str, int], watch: Watch,
-                 allowed_hosts: Iterable[str] = ()) -> None:  # fmt: skip
+    def __init__(
+        self, address: tuple[str, int], watch: Watch, allowed_hosts: Iterable[str] = ()
+    ) -> None:
         self.watch = watch
         bound = address[0]
         bound = f"[{bound}]" if ":" in bound else bound
@@ -191,8 +192,11 @@ class _Server(ThreadingHTTPServer):
         error = sys.exc_info()[1]
         if isinstance(error, ConnectionError | TimeoutError):
             return
-        print(f"watch: a request from {client_address[0]} failed: {error!r}", file=sys.stderr,
-              flush=True)  # fmt: skip
+        print(
+            f"watch: a request from {client_address[0]} failed: {error!r}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     @property
     def loopback(self) -> bool:
@@ -250,15 +254,22 @@ class WatchServer:
         >>> print(server.url)  # doctest: +SKIP
     """
 
-    def __init__(self, root: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                 allowed_hosts: Iterable[str] = ()) -> None:  # fmt: skip
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        allowed_hosts: Iterable[str] = (),
+    ) -> None:
         self.watch = Watch(root)
         try:
             self._server = _Server((host, port), self.watch, allowed_hosts)
         except OSError as exc:
             hint = "; choose another with --port (0 picks a free one)" if port else ""
-            raise ConfigError(f"cannot serve on {host}:{port}: {exc.strerror or exc}{hint}") \
-                from None  # fmt: skip
+            raise ConfigError(
+                f"cannot serve on {host}:{port}: {exc.strerror or exc}{hint}"
+            ) from None
         self._thread: threading.Thread | None = None
 
     @property
@@ -274,8 +285,9 @@ class WatchServer:
 
     def start(self) -> WatchServer:
         """Serves in a daemon thread (it stops with the process or :meth:`close`)."""
-        self._thread = threading.Thread(target=self._server.serve_forever, name="dei-watch",
-                                        daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="dei-watch", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -294,12 +306,21 @@ def _announce(server: WatchServer) -> None:
     """Prints the URL (and a warning when other machines can reach it) on stderr."""
     print(f"watch: {server.url}", file=sys.stderr, flush=True)
     if not server.loopback:
-        print("warning: the watch page is reachable from other machines on this network; "
-              "it shows the run's programs", file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            "warning: the watch page is reachable from other machines on this network; "
+            "it shows the run's programs",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
-def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-          allowed_hosts: Iterable[str] = ()) -> None:  # fmt: skip
+def serve(
+    root: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    allowed_hosts: Iterable[str] = (),
+) -> None:
     """``dei watch``: serves ``root`` in this thread, printing the URL, until Ctrl-C.
 
     Raises:

@@ -82,9 +82,16 @@ class Cell:
     def to_json(self, cell: tuple[int, ...]) -> dict[str, Any]:
         if isinstance(self.descriptor, str):
             self.descriptor = json.loads(self.descriptor)
-        return {"cell": list(cell), "fitness": self.fitness, "id": self.id, "node": self.node,
-                "round": self.round, "operator": self.operator, "kind": self.kind,
-                "descriptor": dict(self.descriptor)}  # fmt: skip
+        return {
+            "cell": list(cell),
+            "fitness": self.fitness,
+            "id": self.id,
+            "node": self.node,
+            "round": self.round,
+            "operator": self.operator,
+            "kind": self.kind,
+            "descriptor": dict(self.descriptor),
+        }
 
 
 class Archive:
@@ -101,8 +108,10 @@ class Archive:
         self.cells[cell] = elite
         best = self.cells.get(self.best) if self.best is not None else None
         # As GridArchive.best: highest fitness, ties to the lowest cell index.
-        if best is None or elite.fitness > best.fitness or (
-            elite.fitness == best.fitness and cell < self.best
+        if (
+            best is None
+            or elite.fitness > best.fitness
+            or (elite.fitness == best.fitness and cell < self.best)
         ):
             self.best = cell
 
@@ -147,11 +156,19 @@ class Transfer:
     program: str | None = attrs.field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"from": self.sender, "from_round": self.sender_round, "to": self.receiver,
-                "round": self.round, "operator": self.operator, "status": self.status,
-                "cell": list(self.cell) if self.cell is not None else None,
-                "fitness": self.fitness, "novel": self.novel, "id": self.id,
-                "error": self.error}  # fmt: skip
+        return {
+            "from": self.sender,
+            "from_round": self.sender_round,
+            "to": self.receiver,
+            "round": self.round,
+            "operator": self.operator,
+            "status": self.status,
+            "cell": list(self.cell) if self.cell is not None else None,
+            "fitness": self.fitness,
+            "novel": self.novel,
+            "id": self.id,
+            "error": self.error,
+        }
 
 
 class NodeState:
@@ -233,13 +250,22 @@ class RunState:
         if kind == "evaluated" and isinstance(name, str):
             get = event.get
             fitness = get("fitness")
-            self.evaluated(Evaluated(
-                name, get("round"), _text(get("kind")), _text(get("status")),
-                float(fitness) if isinstance(fitness, (int, float))
-                and not isinstance(fitness, bool) else None,
-                _cell(get("cell")), str(get("id") or ""), str(get("operator") or ""),
-                get("descriptor") or {}, get("error"),
-            ))  # fmt: skip
+            self.evaluated(
+                Evaluated(
+                    name,
+                    get("round"),
+                    _text(get("kind")),
+                    _text(get("status")),
+                    float(fitness)
+                    if isinstance(fitness, (int, float)) and not isinstance(fitness, bool)
+                    else None,
+                    _cell(get("cell")),
+                    str(get("id") or ""),
+                    str(get("operator") or ""),
+                    get("descriptor") or {},
+                    get("error"),
+                )
+            )
             return
         self.events += 1
         if type(kind) is not str:
@@ -271,11 +297,13 @@ class RunState:
             self.allocations[round_index]["quotas"].update(_mapping(event.get("quotas")))
             return
         self.allocations[round_index] = {
-            "round": round_index, "allocator": _text(event.get("allocator")),
-            "budget": event.get("budget"), "quotas": dict(_mapping(event.get("quotas"))),
+            "round": round_index,
+            "allocator": _text(event.get("allocator")),
+            "budget": event.get("budget"),
+            "quotas": dict(_mapping(event.get("quotas"))),
             "share": dict(_mapping(event.get("share"))),
             "reward": dict(_mapping(event.get("reward"))),
-        }  # fmt: skip
+        }
 
     def node(self, name: str) -> NodeState:
         """The node called ``name`` (created empty on first mention)."""
@@ -330,8 +358,7 @@ class RunState:
             node.examples.setdefault(cause, str(event.error or "")[:300])
         if kind == "peer":
             self._landed(node, event)
-        if status in ADMITTED and current and event.cell is not None \
-                and event.fitness is not None:  # fmt: skip
+        if status in ADMITTED and current and event.cell is not None and event.fitness is not None:
             self._admit(node, event)
         archive, merged = node.archive, self.merged
         node.curve.add(node.calls, len(archive.cells), archive.fitness_sum)
@@ -341,9 +368,14 @@ class RunState:
         cell = event.cell
         self._note_extent(cell)
         elite = Cell(
-            id=event.id, fitness=event.fitness, node=node.name, round=node.round,
-            operator=event.operator, kind=event.kind, descriptor=event.descriptor,
-        )  # fmt: skip
+            id=event.id,
+            fitness=event.fitness,
+            node=node.name,
+            round=node.round,
+            operator=event.operator,
+            kind=event.kind,
+            descriptor=event.descriptor,
+        )
         node.archive.put(cell, elite)
         if node.best_ever is None or elite.fitness > node.best_ever:
             node.best_ever = elite.fitness
@@ -355,10 +387,13 @@ class RunState:
 
     def _received(self, node: NodeState, event: Mapping[str, Any]) -> None:
         transfer = Transfer(
-            sender=str(event.get("from") or "?"), sender_round=_int(event.get("from_round")),
-            receiver=node.name, round=node.round, operator=str(event.get("operator") or ""),
+            sender=str(event.get("from") or "?"),
+            sender_round=_int(event.get("from_round")),
+            receiver=node.name,
+            round=node.round,
+            operator=str(event.get("operator") or ""),
             program=event.get("program") if isinstance(event.get("program"), str) else None,
-        )  # fmt: skip
+        )
         self.transfers.append(transfer)
         self._pending.setdefault((node.name, node.round), []).append(transfer)
 
@@ -390,21 +425,30 @@ class RunState:
         offset = stats.get("qd_offset")
         if isinstance(offset, (int, float)):
             self.qd_offset = float(offset)
-        node.round_stats.append({
-            "round": round_index, "coverage": stats.get("coverage"),
-            "qd_score": stats.get("qd_score"), "num_elites": stats.get("num_elites"),
-            "calls": event.get("calls"), "niche_novelty": event.get("niche_novelty"),
-        })  # fmt: skip
+        node.round_stats.append(
+            {
+                "round": round_index,
+                "coverage": stats.get("coverage"),
+                "qd_score": stats.get("qd_score"),
+                "num_elites": stats.get("num_elites"),
+                "calls": event.get("calls"),
+                "niche_novelty": event.get("niche_novelty"),
+            }
+        )
         champion = event.get("champion")
         if isinstance(champion, Mapping):
             text = champion.get("text")
             if isinstance(text, str) and champion.get("id"):
                 self.texts[str(champion["id"])] = text
             self.champions[(node.name, round_index)] = {
-                "node": node.name, "round": round_index, "id": champion.get("id"),
-                "fitness": champion.get("fitness"), "cell": champion.get("cell"),
-                "descriptor": champion.get("descriptor"), "operator": champion.get("operator"),
-            }  # fmt: skip
+                "node": node.name,
+                "round": round_index,
+                "id": champion.get("id"),
+                "fitness": champion.get("fitness"),
+                "cell": champion.get("cell"),
+                "descriptor": champion.get("descriptor"),
+                "operator": champion.get("operator"),
+            }
 
     def _note_extent(self, cell: tuple[int, ...]) -> None:
         if len(self.extent) < len(cell):
@@ -424,11 +468,18 @@ class RunState:
             counts[transfer.status] += 1
             counts["novel"] += bool(transfer.novel)
         return [
-            {"from": sender, "to": receiver, "sent": c["sent"], "filled": c["filled"],
-             "taken": c["taken"], "invalid": c["invalid"], "pending": c["pending"],
-             "novel": c["novel"]}
+            {
+                "from": sender,
+                "to": receiver,
+                "sent": c["sent"],
+                "filled": c["filled"],
+                "taken": c["taken"],
+                "invalid": c["invalid"],
+                "pending": c["pending"],
+                "novel": c["novel"],
+            }
             for (sender, receiver), c in sorted(totals.items())
-        ]  # fmt: skip
+        ]
 
 
 def error_cause(error: Any) -> str:

@@ -103,8 +103,9 @@ class JsonlTail:
             return ""  # only a partial line so far
         complete = data[: end + 1]
         self.offset += len(complete)
-        self._guard = complete[-_GUARD:] if len(complete) >= _GUARD else (
-            self._guard + complete)[-_GUARD:]  # fmt: skip
+        self._guard = (
+            complete[-_GUARD:] if len(complete) >= _GUARD else (self._guard + complete)[-_GUARD:]
+        )
         # Decoded once for all its lines (it ends at a line boundary, never inside a character).
         return complete.decode("utf-8", "replace")
 

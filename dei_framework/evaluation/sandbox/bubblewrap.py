@@ -23,8 +23,10 @@ from collections.abc import Sequence
 from dei_framework.contract.errors import ConfigError
 
 #: Where to get bubblewrap, for the error message.
-INSTALL_HINT = ("install the 'bubblewrap' package (Debian/Ubuntu: apt install bubblewrap; "
-                "Fedora: dnf install bubblewrap)")  # fmt: skip
+INSTALL_HINT = (
+    "install the 'bubblewrap' package (Debian/Ubuntu: apt install bubblewrap; "
+    "Fedora: dnf install bubblewrap)"
+)
 
 
 def bwrap_arguments(executable: str, visible: Sequence[str] = ()) -> list[str]:
@@ -45,17 +47,26 @@ def bwrap_arguments(executable: str, visible: Sequence[str] = ()) -> list[str]:
             keep += ["--ro-bind", path, path]
     return [
         executable,
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
         *keep,
-        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
         "--new-session",
         "--die-with-parent",
-        "--chdir", "/tmp",
+        "--chdir",
+        "/tmp",
         "--",
-    ]  # fmt: skip
+    ]
 
 
 @functools.cache
@@ -67,16 +78,21 @@ def find_bubblewrap() -> str:
             with what to do.
     """
     if not sys.platform.startswith("linux"):
-        raise ConfigError(f"--sandbox isolated needs Linux (bubblewrap); on {sys.platform} use "
-                          "--sandbox process")  # fmt: skip
-    executable = shutil.which("bwrap") or ("/usr/bin/bwrap" if os.path.exists("/usr/bin/bwrap")
-                                           else None)  # fmt: skip
+        raise ConfigError(
+            f"--sandbox isolated needs Linux (bubblewrap); on {sys.platform} use --sandbox process"
+        )
+    executable = shutil.which("bwrap") or (
+        "/usr/bin/bwrap" if os.path.exists("/usr/bin/bwrap") else None
+    )
     if executable is None:
-        raise ConfigError(f"--sandbox isolated needs bubblewrap, which is not installed: "
-                          f"{INSTALL_HINT}, or use --sandbox process")  # fmt: skip
+        raise ConfigError(
+            f"--sandbox isolated needs bubblewrap, which is not installed: "
+            f"{INSTALL_HINT}, or use --sandbox process"
+        )
     try:
-        probe = subprocess.run([*bwrap_arguments(executable), "true"], capture_output=True,
-                               text=True, timeout=30)  # fmt: skip
+        probe = subprocess.run(
+            [*bwrap_arguments(executable), "true"], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ConfigError(f"--sandbox isolated: {executable} does not start ({exc})") from None
     if probe.returncode != 0:

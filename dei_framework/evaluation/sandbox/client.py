@@ -43,8 +43,18 @@ START_SECONDS = 120.0
 GRACE_SECONDS = 5.0
 #: Variables a sandbox keeps from the worker's environment: what Python needs to start and
 #: decode text. Everything else (API keys, tokens, cloud credentials) stays outside.
-KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONHASHSEED", "PYTHONPATH",
-                  "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8", "TZ")  # fmt: skip
+KEPT_VARIABLES = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "PYTHONHASHSEED",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONUTF8",
+    "TZ",
+)
 
 
 class SandboxUnavailable(DEIError):
@@ -78,8 +88,11 @@ class SandboxReply:
 
 
 def _unreadable(seconds: float) -> SandboxReply:
-    return SandboxReply(status="stopped", error="evaluation failed: the sandbox sent back an "
-                        "unreadable result", seconds=seconds)  # fmt: skip
+    return SandboxReply(
+        status="stopped",
+        error="evaluation failed: the sandbox sent back an unreadable result",
+        seconds=seconds,
+    )
 
 
 def _plain_reply(frame: Any, memory_mb: int | None) -> SandboxReply:
@@ -89,8 +102,9 @@ def _plain_reply(frame: Any, memory_mb: int | None) -> SandboxReply:
     if frame[0] == "stopped" and len(frame) == 4:
         _, reason, seconds, parsed = frame
         if isinstance(reason, str) and isinstance(seconds, float):
-            return SandboxReply(status="stopped", parsed=parsed is True, error=reason[:500],
-                                seconds=seconds)  # fmt: skip
+            return SandboxReply(
+                status="stopped", parsed=parsed is True, error=reason[:500], seconds=seconds
+            )
         return _unreadable(0.0)
     if frame[0] != "done" or len(frame) != 3 or not isinstance(frame[1], bytes):
         return _unreadable(0.0)
@@ -100,25 +114,49 @@ def _plain_reply(frame: Any, memory_mb: int | None) -> SandboxReply:
     except wire.FrameError:
         return _unreadable(seconds)
     if reply == ("memory",):
-        return SandboxReply(status="stopped", parsed=True, error=memory_message(memory_mb),
-                            seconds=seconds)  # fmt: skip
-    if (isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "error"
-            and isinstance(reply[1], str)):  # fmt: skip
-        return SandboxReply(status="stopped", parsed=True, seconds=seconds,
-                            error=f"evaluation failed: {reply[1][:500]}")  # fmt: skip
+        return SandboxReply(
+            status="stopped", parsed=True, error=memory_message(memory_mb), seconds=seconds
+        )
+    if (
+        isinstance(reply, tuple)
+        and len(reply) == 2
+        and reply[0] == "error"
+        and isinstance(reply[1], str)
+    ):
+        return SandboxReply(
+            status="stopped",
+            parsed=True,
+            seconds=seconds,
+            error=f"evaluation failed: {reply[1][:500]}",
+        )
     if isinstance(reply, tuple) and len(reply) == 5 and reply[0] == "invalid":
         _, parsed, error, _, matches = reply
         if isinstance(error, str) and _names(matches):
-            return SandboxReply(status="invalid", parsed=parsed is True, error=error,
-                                seconds=seconds, matches=matches)  # fmt: skip
+            return SandboxReply(
+                status="invalid",
+                parsed=parsed is True,
+                error=error,
+                seconds=seconds,
+                matches=matches,
+            )
     if isinstance(reply, tuple) and len(reply) == 6 and reply[0] == "valid":
         _, fitness, descriptor, info, _, matches = reply
-        if (isinstance(fitness, float) and isinstance(descriptor, dict)
-                and all(isinstance(k, str) and isinstance(v, float) for k, v in descriptor.items())
-                and isinstance(info, dict) and _names(matches)):  # fmt: skip
-            return SandboxReply(status="valid", parsed=True, fitness=fitness,
-                                descriptor=descriptor, info=info, seconds=seconds,
-                                matches=matches)  # fmt: skip
+        if (
+            isinstance(fitness, float)
+            and isinstance(descriptor, dict)
+            and all(isinstance(k, str) and isinstance(v, float) for k, v in descriptor.items())
+            and isinstance(info, dict)
+            and _names(matches)
+        ):
+            return SandboxReply(
+                status="valid",
+                parsed=True,
+                fitness=fitness,
+                descriptor=descriptor,
+                info=info,
+                seconds=seconds,
+                matches=matches,
+            )
     return _unreadable(seconds)
 
 
@@ -180,15 +218,26 @@ class SandboxProcess:
         isolated = self.policy.level == "isolated"
         command = [sys.executable, "-m", "dei_framework.evaluation.sandbox.zygote"]
         if isolated:
-            command = [*bwrap_arguments(find_bubblewrap(), visible=[*sys.path, *_code_roots()]),
-                       *command]
+            command = [
+                *bwrap_arguments(find_bubblewrap(), visible=[*sys.path, *_code_roots()]),
+                *command,
+            ]
         errors = tempfile.TemporaryFile()
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=errors, env=_environment(isolated), close_fds=True,
-                                   start_new_session=True, cwd="/")  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            env=_environment(isolated),
+            close_fds=True,
+            start_new_session=True,
+            cwd="/",
+        )
         try:
-            wire.write_frame(process.stdin.fileno(), wire.dumps(
-                ("hello", self.domain_data, self.policy.limits.to_json())))
+            wire.write_frame(
+                process.stdin.fileno(),
+                wire.dumps(("hello", self.domain_data, self.policy.limits.to_json())),
+            )
             frame = self._read(process, time.monotonic() + START_SECONDS)
         except (OSError, EOFError, wire.FrameError, TimeoutError):
             frame = None
@@ -237,23 +286,32 @@ class SandboxProcess:
             reply = self._attempt(text, seed, set_id, set_data, required, known)
         return reply
 
-    def _attempt(self, text: str, seed: int, set_id: str, set_data: Callable[[], bytes],
-                 required: tuple[str, ...], known: frozenset[str] | None) -> SandboxReply:
+    def _attempt(
+        self,
+        text: str,
+        seed: int,
+        set_id: str,
+        set_data: Callable[[], bytes],
+        required: tuple[str, ...],
+        known: frozenset[str] | None,
+    ) -> SandboxReply:
         if self.process is None or self.process.poll() is not None:
             self.process = self._start()
         process = self.process
         limit = self.policy.limits.timeout
         started = time.monotonic()
         deadline = None if limit is None else started + limit + GRACE_SECONDS
-        job = wire.dumps(("job", text, seed, set_id, required,
-                          None if known is None else sorted(known)))  # fmt: skip
+        job = wire.dumps(
+            ("job", text, seed, set_id, required, None if known is None else sorted(known))
+        )
         try:
             wire.write_frame(process.stdin.fileno(), job)
             while True:
                 frame = self._read(process, deadline)
                 if isinstance(frame, tuple) and frame[:1] == ("need",):
-                    wire.write_frame(process.stdin.fileno(), wire.dumps(("set", set_id,
-                                                                         set_data())))  # fmt: skip
+                    wire.write_frame(
+                        process.stdin.fileno(), wire.dumps(("set", set_id, set_data()))
+                    )
                     wire.write_frame(process.stdin.fileno(), job)
                     continue
                 return _plain_reply(frame, self.policy.limits.memory_mb)
@@ -268,8 +326,11 @@ class SandboxProcess:
         _kill(process)
         code = process.returncode
         detail = f" (signal {-code})" if code is not None and code < 0 else ""
-        return SandboxReply(status="stopped", error=f"evaluation failed: the sandbox process "
-                            f"{reason}{detail}", seconds=time.monotonic() - started)  # fmt: skip
+        return SandboxReply(
+            status="stopped",
+            error=f"evaluation failed: the sandbox process {reason}{detail}",
+            seconds=time.monotonic() - started,
+        )
 
     def close(self) -> None:
         if self.process is not None:
@@ -296,7 +357,8 @@ _LOCAL = threading.local()
 def sandbox_for(domain: Any, policy: SandboxPolicy) -> SandboxProcess:
     """This thread's sandbox for ``domain`` under ``policy`` (started on first use)."""
     sandboxes: dict[tuple[int, SandboxPolicy], SandboxProcess] | None = getattr(
-        _LOCAL, "sandboxes", None)
+        _LOCAL, "sandboxes", None
+    )
     if sandboxes is None:
         sandboxes = _LOCAL.sandboxes = {}
         _ALL.append(sandboxes)
@@ -306,8 +368,9 @@ def sandbox_for(domain: Any, policy: SandboxPolicy) -> SandboxProcess:
         try:
             data = pickle.dumps(domain, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - any pickling failure has the same remedy
-            raise SandboxUnavailable(f"the sandbox needs a picklable domain; "
-                                     f"{type(domain).__name__} is not ({exc})") from None
+            raise SandboxUnavailable(
+                f"the sandbox needs a picklable domain; {type(domain).__name__} is not ({exc})"
+            ) from None
         sandbox = sandboxes[key] = SandboxProcess(data, policy)
     return sandbox
 
@@ -322,7 +385,6 @@ def close_all() -> None:
         for sandbox in list(sandboxes.values()):
             sandbox.close()
         sandboxes.clear()
-
 
 
 atexit.register(close_all)

@@ -48,25 +48,31 @@ def check_options(level: str, timeout: float | None, memory_mb: int | None) -> N
     """
     if level not in ("", *LEVELS):
         raise ConfigError(f"--sandbox {level!r}: choose one of {', '.join(LEVELS)}")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
-                                or not timeout > 0):  # fmt: skip
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+    ):
         raise ConfigError(f"--eval-timeout {timeout!r}: give a number of seconds above 0")
-    if memory_mb is not None and (isinstance(memory_mb, bool) or not isinstance(memory_mb, int)
-                                  or memory_mb < MIN_MEMORY_MB):  # fmt: skip
-        raise ConfigError(f"--eval-memory {memory_mb!r}: give whole megabytes, at least "
-                          f"{MIN_MEMORY_MB}")  # fmt: skip
+    if memory_mb is not None and (
+        isinstance(memory_mb, bool) or not isinstance(memory_mb, int) or memory_mb < MIN_MEMORY_MB
+    ):
+        raise ConfigError(
+            f"--eval-memory {memory_mb!r}: give whole megabytes, at least {MIN_MEMORY_MB}"
+        )
     if level == "none" and (timeout is not None or memory_mb is not None):
         flag = "--eval-timeout" if timeout is not None else "--eval-memory"
-        raise ConfigError(f"{flag} needs a sandbox to enforce it: use --sandbox process or "
-                          "isolated (or drop --sandbox none)")  # fmt: skip
+        raise ConfigError(
+            f"{flag} needs a sandbox to enforce it: use --sandbox process or "
+            "isolated (or drop --sandbox none)"
+        )
     if level == "isolated":
         from dei_framework.evaluation.sandbox.bubblewrap import find_bubblewrap
 
         find_bubblewrap()
 
 
-def choose_policy(domain: Any, *, level: str = "", timeout: float | None = None,
-                  memory_mb: int | None = None) -> SandboxPolicy:  # fmt: skip
+def choose_policy(
+    domain: Any, *, level: str = "", timeout: float | None = None, memory_mb: int | None = None
+) -> SandboxPolicy:
     """The policy of a run of ``domain``: the options where given, else the domain's defaults.
 
     A domain that declares ``executes_code = True`` runs at ``process`` unless told otherwise;

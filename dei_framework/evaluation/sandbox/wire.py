@@ -26,13 +26,20 @@ _LENGTH = struct.Struct(">I")
 #: The only globals an untrusted reply may name: harmless constructors of plain values (numpy
 #: arrays and scalars pickle through these; the numpy module moved from ``core`` to ``_core``).
 _ALLOWED = {
-    ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "complex"),
-    ("builtins", "bytearray"), ("builtins", "slice"), ("builtins", "range"),
+    ("builtins", "set"),
+    ("builtins", "frozenset"),
+    ("builtins", "complex"),
+    ("builtins", "bytearray"),
+    ("builtins", "slice"),
+    ("builtins", "range"),
     ("collections", "OrderedDict"),
-    ("numpy", "ndarray"), ("numpy", "dtype"),
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-}  # fmt: skip
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "scalar"),
+}
 
 
 class FrameError(Exception):

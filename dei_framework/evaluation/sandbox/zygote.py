@@ -93,8 +93,9 @@ class Zygote:
     neither.
     """
 
-    def __init__(self, domain: Any, limits: Limits, scratch_root: str,
-                 channel: tuple[int, ...] = ()) -> None:  # fmt: skip
+    def __init__(
+        self, domain: Any, limits: Limits, scratch_root: str, channel: tuple[int, ...] = ()
+    ) -> None:
         self.domain = domain
         #: The client's pipes, closed in every child: a program must not reach the client.
         self.channel = channel
@@ -113,8 +114,7 @@ class Zygote:
         while len(self.sets) > KEPT_SETS:
             self.sets.popitem(last=False)
 
-    def run(self, text: str, seed: int, set_id: str, required: Any, known: Any
-            ) -> tuple[Any, ...]:  # fmt: skip
+    def run(self, text: str, seed: int, set_id: str, required: Any, known: Any) -> tuple[Any, ...]:
         """One candidate, in a forked child; the frame that answers it."""
         self.sets.move_to_end(set_id)
         child, self.spare = self.spare, None
@@ -180,8 +180,15 @@ class Zygote:
         with contextlib.suppress(OSError):  # the child may have done it already
             os.setpgid(pid, pid)
         os.set_blocking(reply_read, False)
-        return _Child(pid=pid, job=job_write, reply=reply_read, exited=_exit_watch(pid),
-                      scratch=scratch, sets=frozenset(self.sets), parsed=parsed)  # fmt: skip
+        return _Child(
+            pid=pid,
+            job=job_write,
+            reply=reply_read,
+            exited=_exit_watch(pid),
+            scratch=scratch,
+            sets=frozenset(self.sets),
+            parsed=parsed,
+        )
 
     def _child(self, job_read: int, write_end: int, scratch: str, parsed: mmap.mmap) -> None:
         status = 0
@@ -216,8 +223,11 @@ class Zygote:
             else:
                 # The domain turns a program's exception into a message; under a memory limit a
                 # MemoryError is the limit's doing and says so.
-                memory = (self.limits.memory_mb is not None and outcome.error is not None
-                          and outcome.error.startswith("evaluation failed: MemoryError"))
+                memory = (
+                    self.limits.memory_mb is not None
+                    and outcome.error is not None
+                    and outcome.error.startswith("evaluation failed: MemoryError")
+                )
                 reply = ("memory",) if memory else _reply(outcome)
             payload = wire.dumps(reply)
             if len(payload) > MAX_REPLY:
@@ -249,8 +259,15 @@ class Zygote:
         with contextlib.suppress(Exception):
             self.domain.parse(self.rehearsal)
 
-    def _evaluate(self, text: str, seed: int, opponents: list[Any], required: Any, known: Any,
-                  parsed: mmap.mmap) -> Any:  # fmt: skip
+    def _evaluate(
+        self,
+        text: str,
+        seed: int,
+        opponents: list[Any],
+        required: Any,
+        known: Any,
+        parsed: mmap.mmap,
+    ) -> Any:
         """What :func:`~dei_framework.evaluation.local.evaluate` gives, marking ``parsed`` once the
         text has parsed: the zygote then knows there is a program even when the evaluation
         never ends."""
@@ -263,8 +280,9 @@ class Zygote:
         except InvalidProgram as exc:
             return Outcome(error=str(exc), seconds=time.perf_counter() - started)
         parsed[0] = 1
-        return evaluate_parsed(self.domain, program, opponents, seed, required, known,
-                                started=started)  # fmt: skip
+        return evaluate_parsed(
+            self.domain, program, opponents, seed, required, known, started=started
+        )
 
     def _wait(self, child: _Child, started: float) -> tuple[Any, ...]:
         """Reads the child's reply until it is complete, the child exits, its deadline passes
@@ -289,8 +307,11 @@ class Zygote:
                 if len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4:
                     return ("done", frame[4:], time.perf_counter() - started)
             if size > MAX_REPLY + 8:
-                return _stopped(f"evaluation failed: the program sent more than {MAX_REPLY} "
-                                "bytes", started, child)  # fmt: skip
+                return _stopped(
+                    f"evaluation failed: the program sent more than {MAX_REPLY} bytes",
+                    started,
+                    child,
+                )
             if child.exited in ready and _reaped(child.pid):
                 break
         _drain(child.reply, chunks)
@@ -303,8 +324,12 @@ class Zygote:
         if status is not None and status.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
             return ("stopped", signal_message(status.si_status), seconds, parsed)
         code = status.si_status if status is not None else -1
-        return ("stopped", f"evaluation failed: the program exited with status {code} before "
-                "answering", seconds, parsed)  # fmt: skip
+        return (
+            "stopped",
+            f"evaluation failed: the program exited with status {code} before answering",
+            seconds,
+            parsed,
+        )
 
 
 def _stopped(reason: str, started: float, child: _Child) -> tuple[Any, ...]:
@@ -355,11 +380,21 @@ def _reply(outcome: Any) -> tuple[Any, ...]:
     """A child's answer as plain data (the parent re-parses the text for the program)."""
     evaluation = outcome.evaluation
     if evaluation is None:
-        return ("invalid", outcome.program is not None, outcome.error, outcome.seconds,
-                outcome.matches)  # fmt: skip
-    return ("valid", float(evaluation.fitness),
-            {str(key): float(value) for key, value in evaluation.descriptor.items()},
-            dict(evaluation.info), outcome.seconds, outcome.matches)  # fmt: skip
+        return (
+            "invalid",
+            outcome.program is not None,
+            outcome.error,
+            outcome.seconds,
+            outcome.matches,
+        )
+    return (
+        "valid",
+        float(evaluation.fitness),
+        {str(key): float(value) for key, value in evaluation.descriptor.items()},
+        dict(evaluation.info),
+        outcome.seconds,
+        outcome.matches,
+    )
 
 
 def main() -> None:
@@ -401,8 +436,7 @@ def main() -> None:
             if set_id not in zygote.sets:
                 wire.write_frame(outbound, wire.dumps(("need", set_id)))
                 continue
-            wire.write_frame(outbound, wire.dumps(zygote.run(text, seed, set_id, required,
-                                                             known)))  # fmt: skip
+            wire.write_frame(outbound, wire.dumps(zygote.run(text, seed, set_id, required, known)))
             zygote.tidy()  # while the client reads the reply
     finally:
         zygote.kill_children()  # the client is gone: so is whatever a program left running

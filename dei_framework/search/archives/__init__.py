@@ -26,8 +26,9 @@ from dei_framework.search.archives._grid_archive import GridArchive
 def _cvt(options: Mapping[str, Any]) -> ArchiveFactory:
     unknown = set(options) - {"cells", "samples", "centroid_seed"}
     if unknown:
-        raise ConfigError(f"cvt archive: unknown options {sorted(unknown)} "
-                          "(known: cells, samples, centroid_seed)")
+        raise ConfigError(
+            f"cvt archive: unknown options {sorted(unknown)} (known: cells, samples, centroid_seed)"
+        )
     return partial(CVTArchive, **options)
 
 
@@ -39,11 +40,26 @@ def _grid(options: Mapping[str, Any]) -> ArchiveFactory:
 
 #: The archives the core registers through its built-in plugin.
 BUILTIN_ARCHIVES = (
-    ArchiveSpec(name="grid", factory=_grid,
-                description="the paper's MAP-Elites grid over the binned descriptor axes"),
-    ArchiveSpec(name="cvt", factory=_cvt,
-                description="Voronoi cells for 3+ axes (options cells, samples, centroid_seed)"),
-)  # fmt: skip
+    ArchiveSpec(
+        name="grid",
+        factory=_grid,
+        description="the paper's MAP-Elites grid over the binned descriptor axes",
+    ),
+    ArchiveSpec(
+        name="cvt",
+        factory=_cvt,
+        description="Voronoi cells for 3+ axes (options cells, samples, centroid_seed)",
+    ),
+)
 
-__all__ = ["BUILTIN_ARCHIVES", "AddStatus", "ArchiveBase", "ArchiveFactory", "ArchiveSpec",
-           "ArchiveStats", "CVTArchive", "GridArchive", "OccupiedElites"]  # fmt: skip
+__all__ = [
+    "BUILTIN_ARCHIVES",
+    "AddStatus",
+    "ArchiveBase",
+    "ArchiveFactory",
+    "ArchiveSpec",
+    "ArchiveStats",
+    "CVTArchive",
+    "GridArchive",
+    "OccupiedElites",
+]

@@ -125,8 +125,10 @@ class ArchiveBase(abc.ABC):
             archive computes them in one vectorised pass.
         """
         names = self.space.names
-        cells = [self.cell_of(dict(zip(names, row, strict=True))) for row in np.asarray(
-            values, dtype=float).tolist()]  # fmt: skip
+        cells = [
+            self.cell_of(dict(zip(names, row, strict=True)))
+            for row in np.asarray(values, dtype=float).tolist()
+        ]
         return cells, [self.flat_index(cell) for cell in cells]
 
     # --- queries --------------------------------------------------------------------------------
@@ -190,8 +192,7 @@ class ArchiveBase(abc.ABC):
         """
         if self._stats is None:
             n = len(self._order)
-            values = np.fromiter((elite.fitness for elite in self._occupied), dtype=float,
-                                 count=n)  # fmt: skip
+            values = np.fromiter((elite.fitness for elite in self._occupied), dtype=float, count=n)
             best = self.best()
             self._stats = ArchiveStats(
                 num_elites=n,

@@ -110,7 +110,10 @@ class GridArchive(ArchiveBase):
         """Rebuilds a grid from :meth:`to_json` output (another kind's is projected onto it)."""
         from dei_framework.contract.descriptors import DescriptorSpace
 
-        archive = cls(space=DescriptorSpace.from_json(data["space"]),
-                      qd_offset=data.get("qd_offset", 0.0), seed=seed)  # fmt: skip
+        archive = cls(
+            space=DescriptorSpace.from_json(data["space"]),
+            qd_offset=data.get("qd_offset", 0.0),
+            seed=seed,
+        )
         archive.fill_from_json(data)
         return archive

@@ -53,23 +53,41 @@ def _tournament(options: Mapping[str, Any]) -> TournamentSelector:
 #: The parent selectors the core registers through its built-in plugin (their names are what
 #: ``--emitter`` takes).
 BUILTIN_SELECTORS = (
-    SelectorSpec(name="uniform", factory=_uniform,
-                 description="the paper's choice: parents uniform over occupied cells"),
-    SelectorSpec(name="improvement", factory=_improvement,
-                 description="curiosity: parents whose children improved cells (option prior)"),
-    SelectorSpec(name="tournament", factory=_tournament,
-                 description="exploitation: each parent the fittest of size elites drawn "
-                             "uniformly (option size, default 3)"),
-)  # fmt: skip
+    SelectorSpec(
+        name="uniform",
+        factory=_uniform,
+        description="the paper's choice: parents uniform over occupied cells",
+    ),
+    SelectorSpec(
+        name="improvement",
+        factory=_improvement,
+        description="curiosity: parents whose children improved cells (option prior)",
+    ),
+    SelectorSpec(
+        name="tournament",
+        factory=_tournament,
+        description="exploitation: each parent the fittest of size elites drawn "
+        "uniformly (option size, default 3)",
+    ),
+)
 
 #: The names these had as emitters (old -> new), each still resolving here for one release.
 OLD_NAMES = {
-    "BUILTIN_EMITTERS": "BUILTIN_SELECTORS", "EmitterBase": "ParentSelector",
-    "EmitterSpec": "SelectorSpec", "ImprovementEmitter": "ImprovementSelector",
-    "TournamentEmitter": "TournamentSelector", "UniformEmitter": "UniformSelector",
-}  # fmt: skip
+    "BUILTIN_EMITTERS": "BUILTIN_SELECTORS",
+    "EmitterBase": "ParentSelector",
+    "EmitterSpec": "SelectorSpec",
+    "ImprovementEmitter": "ImprovementSelector",
+    "TournamentEmitter": "TournamentSelector",
+    "UniformEmitter": "UniformSelector",
+}
 
 __getattr__ = _moved.renamed_names(__name__, OLD_NAMES)
 
-__all__ = ["BUILTIN_SELECTORS", "ImprovementSelector", "ParentSelector", "SelectorSpec",
-           "TournamentSelector", "UniformSelector"]  # fmt: skip
+__all__ = [
+    "BUILTIN_SELECTORS",
+    "ImprovementSelector",
+    "ParentSelector",
+    "SelectorSpec",
+    "TournamentSelector",
+    "UniformSelector",
+]

@@ -43,8 +43,9 @@ class ImprovementSelector(ParentSelector):
 
     def select(self, archive: ArchiveBase, rng: np.random.Generator, count: int) -> list[Candidate]:
         occupied = archive.occupied  # indexed in place: the archive is not copied
-        weights = np.fromiter((self.weight(elite) for elite in occupied), dtype=float,
-                              count=len(occupied))  # fmt: skip
+        weights = np.fromiter(
+            (self.weight(elite) for elite in occupied), dtype=float, count=len(occupied)
+        )
         picks = rng.choice(len(occupied), size=count, p=weights / weights.sum())
         return [occupied[int(i)] for i in picks]
 

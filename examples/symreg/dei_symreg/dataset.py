@@ -95,8 +95,13 @@ def make_dataset(
     if noise:
         y = y + rng.normal(0.0, noise * float(np.std(y) or 1.0), size=y.shape)
     n_test = max(1, int(round(samples * test_fraction)))
-    return Dataset(variables=tuple(variables), x_train=x[n_test:], y_train=y[n_test:],
-                   x_test=x[:n_test], y_test=y[:n_test])  # fmt: skip
+    return Dataset(
+        variables=tuple(variables),
+        x_train=x[n_test:],
+        y_train=y[n_test:],
+        x_test=x[:n_test],
+        y_test=y[:n_test],
+    )
 
 
 def options_with_defaults(options: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict:

@@ -62,16 +62,31 @@ LIMIT_CEILING = 400
 
 #: Default binning of every descriptor the domain reports.
 AXES = (
-    AxisSpec(name="size", axis=ThresholdAxis("size", (3, 5, 8, 12, 17, 24, 33)),
-             domain="symreg", description="node count: <3, 3-4, 5-7, ..., >=33"),
-    AxisSpec(name="nonlinearity", axis=ThresholdAxis("nonlinearity", (1, 2, 3, 4, 6)),
-             domain="symreg",
-             description="function calls, divisions by variables, non-integer powers"),
-    AxisSpec(name="depth", axis=ThresholdAxis("depth", (2, 3, 4, 5, 6, 8, 10)),
-             domain="symreg", description="tree height"),
-    AxisSpec(name="constants", axis=ThresholdAxis("constants", (1, 2, 3, 4, 6)),
-             domain="symreg", description="numeric constants"),
-)  # fmt: skip
+    AxisSpec(
+        name="size",
+        axis=ThresholdAxis("size", (3, 5, 8, 12, 17, 24, 33)),
+        domain="symreg",
+        description="node count: <3, 3-4, 5-7, ..., >=33",
+    ),
+    AxisSpec(
+        name="nonlinearity",
+        axis=ThresholdAxis("nonlinearity", (1, 2, 3, 4, 6)),
+        domain="symreg",
+        description="function calls, divisions by variables, non-integer powers",
+    ),
+    AxisSpec(
+        name="depth",
+        axis=ThresholdAxis("depth", (2, 3, 4, 5, 6, 8, 10)),
+        domain="symreg",
+        description="tree height",
+    ),
+    AxisSpec(
+        name="constants",
+        axis=ThresholdAxis("constants", (1, 2, 3, 4, 6)),
+        domain="symreg",
+        description="numeric constants",
+    ),
+)
 
 
 class SymRegDomain(Domain):
@@ -99,8 +114,11 @@ class SymRegDomain(Domain):
             variables = [v.strip() for v in variables.split(",") if v.strip()]
         opts["variables"] = list(variables)
         try:
-            self.limits = Limits(max_chars=int(opts["max_chars"]), max_nodes=int(opts["max_nodes"]),
-                                 max_depth=int(opts["max_depth"]))  # fmt: skip
+            self.limits = Limits(
+                max_chars=int(opts["max_chars"]),
+                max_nodes=int(opts["max_nodes"]),
+                max_depth=int(opts["max_depth"]),
+            )
             samples, points = int(opts["samples"]), int(opts["prompt_points"])
             floats = {key: float(opts[key]) for key in ("test_fraction", "low", "high", "noise")}
         except (TypeError, ValueError) as exc:
@@ -110,9 +128,12 @@ class SymRegDomain(Domain):
             if not 1 <= value <= (10**6 if key == "max_chars" else LIMIT_CEILING):
                 raise ConfigError(f"symreg: {key} out of range: {value}")
         self.dataset: Dataset = make_dataset(
-            target=str(opts["target"]), variables=opts["variables"], samples=samples,
-            seed=int(opts["data_seed"]), **floats,
-        )  # fmt: skip
+            target=str(opts["target"]),
+            variables=opts["variables"],
+            samples=samples,
+            seed=int(opts["data_seed"]),
+            **floats,
+        )
         self.variables: tuple[str, ...] = self.dataset.variables
         self.prompt_points = points
         # Cached views: the worker processes evaluate thousands of candidates on them.
@@ -136,8 +157,11 @@ class SymRegDomain(Domain):
     def nmse(self, tree: Node, *, held_out: bool = False) -> float:
         """Normalised mean squared error on the training (or held-out) split; ``inf`` when the
         expression is not finite at some point."""
-        inputs, y, var = ((self._test, self.dataset.y_test, self._var_test) if held_out
-                          else (self._train, self.dataset.y_train, self._var_train))  # fmt: skip
+        inputs, y, var = (
+            (self._test, self.dataset.y_test, self._var_test)
+            if held_out
+            else (self._train, self.dataset.y_train, self._var_train)
+        )
         prediction = evaluate(tree, inputs)
         if not np.all(np.isfinite(prediction)):
             return float("inf")
@@ -152,8 +176,12 @@ class SymRegDomain(Domain):
 
     def describe(self, tree: Node) -> dict[str, float]:
         """Raw values of every descriptor axis the domain offers."""
-        return {"size": size(tree), "nonlinearity": nonlinearity(tree), "depth": depth(tree),
-                "constants": constants(tree)}  # fmt: skip
+        return {
+            "size": size(tree),
+            "nonlinearity": nonlinearity(tree),
+            "depth": depth(tree),
+            "constants": constants(tree),
+        }
 
     def evaluate(self, program: Program, opponents: Sequence[Program], *, seed: int) -> Evaluation:
         """Fits ``program`` to the training split; ``opponents`` and ``seed`` do not matter

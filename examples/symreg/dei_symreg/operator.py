@@ -108,14 +108,20 @@ class GPOperator(Operator):
             # Small integer powers: polynomial building blocks that rarely overflow.
             return Bin("^", self.random_tree(rng, max_depth - 1), Num(float(rng.choice((2, 3)))))
         op = rng.choice(("+", "-", "*", "*", "/"))
-        return Bin(op, self.random_tree(rng, max_depth - 1, full=full),
-                   self.random_tree(rng, max_depth - 1, full=full))  # fmt: skip
+        return Bin(
+            op,
+            self.random_tree(rng, max_depth - 1, full=full),
+            self.random_tree(rng, max_depth - 1, full=full),
+        )
 
     def fits(self, tree: Node) -> bool:
         """Whether ``tree`` respects the domain's limits."""
         limits = self.domain.limits
-        return (size(tree) <= limits.max_nodes and depth(tree) <= limits.max_depth
-                and len(_to_text(tree)) <= limits.max_chars)  # fmt: skip
+        return (
+            size(tree) <= limits.max_nodes
+            and depth(tree) <= limits.max_depth
+            and len(_to_text(tree)) <= limits.max_chars
+        )
 
     def _subtree_depth(self, rng: random.Random) -> int:
         return max(1, min(6, round(rng.randint(1, 3) * self.temperature)))

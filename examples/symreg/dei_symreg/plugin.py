@@ -50,8 +50,13 @@ def symreg_group() -> None:
 
 @symreg_group.command("score")
 @click.argument("expression")
-@click.option("--domain-option", "domain_options", multiple=True, metavar="KEY=VALUE",
-              help="A domain option, repeatable (as for dei-run).")  # fmt: skip
+@click.option(
+    "--domain-option",
+    "domain_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A domain option, repeatable (as for dei-run).",
+)
 def score_command(expression: str, domain_options: tuple[str, ...]) -> None:
     """Parse EXPRESSION and print its fitness and descriptors as JSON."""
     options = {}
@@ -67,11 +72,17 @@ def score_command(expression: str, domain_options: tuple[str, ...]) -> None:
         evaluation = domain.evaluate(program, (), seed=0)
     except DEIError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(json.dumps({
-        "expression": program.text, "fitness": evaluation.fitness,
-        "generality": domain.generality(program), **evaluation.info,
-        "descriptor": dict(evaluation.descriptor),
-    }))  # fmt: skip
+    click.echo(
+        json.dumps(
+            {
+                "expression": program.text,
+                "fitness": evaluation.fitness,
+                "generality": domain.generality(program),
+                **evaluation.info,
+                "descriptor": dict(evaluation.descriptor),
+            }
+        )
+    )
 
 
 @hookimpl

@@ -60,8 +60,12 @@ def messages(
 ) -> list[Message]:
     """The chat messages for one request (system prompt first)."""
     limits = domain.limits
-    system = SYSTEM.format(variables=", ".join(domain.variables), functions=", ".join(FUNCTIONS),
-                           max_nodes=limits.max_nodes, max_depth=limits.max_depth)  # fmt: skip
+    system = SYSTEM.format(
+        variables=", ".join(domain.variables),
+        functions=", ".join(FUNCTIONS),
+        max_nodes=limits.max_nodes,
+        max_depth=limits.max_depth,
+    )
     context = domain.options().get("description") or ""
     low, high = domain.options()["low"], domain.options()["high"]
     parts = [
@@ -71,11 +75,15 @@ def messages(
         _data_table(domain),
     ]
     if kind == "mutate" and parent is not None:
-        parts.append("Improve this expression (a better fit, or a different structure that "
-                     "fits as well):\n" + _describe(parent))  # fmt: skip
+        parts.append(
+            "Improve this expression (a better fit, or a different structure that "
+            "fits as well):\n" + _describe(parent)
+        )
         if others:
-            parts.append("Other good expressions, for inspiration or to combine:\n"
-                         + "\n".join(_describe(o) for o in others))  # fmt: skip
+            parts.append(
+                "Other good expressions, for inspiration or to combine:\n"
+                + "\n".join(_describe(o) for o in others)
+            )
     else:
         parts.append("Write a new expression that fits these data.")
     if feedback:

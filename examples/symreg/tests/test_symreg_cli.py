@@ -47,10 +47,24 @@ def test_dei_symreg_score():
 def test_dei_run_end_to_end(tmp_path):
     out = tmp_path / "run"
     result = run(
-        console_script("dei-run"), "--domain", "symreg", "--transport", "inmemory",
-        "--nodes", "2", "--budget", "60", "--rounds", "2", "--eval-workers", "2",
-        "--progress", "quiet", "--out", str(out),
-    )  # fmt: skip
+        console_script("dei-run"),
+        "--domain",
+        "symreg",
+        "--transport",
+        "inmemory",
+        "--nodes",
+        "2",
+        "--budget",
+        "60",
+        "--rounds",
+        "2",
+        "--eval-workers",
+        "2",
+        "--progress",
+        "quiet",
+        "--out",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["domain"] == "symreg"

@@ -52,8 +52,9 @@ def test_fitness_is_one_over_one_plus_nmse(domain):
     assert domain.generality(domain.parse("x0^2 * sin(x1) + 0.5*x0")) == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("text", ["1/(x0 - x0)", "log(x0)", "sqrt(x1)", "exp(exp(exp(x0)))",
-                                  "x0^1e300", "0/0"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text", ["1/(x0 - x0)", "log(x0)", "sqrt(x1)", "exp(exp(exp(x0)))", "x0^1e300", "0/0"]
+)
 def test_numeric_errors_get_the_floor_quietly(domain, text):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -64,8 +65,12 @@ def test_numeric_errors_get_the_floor_quietly(domain, text):
 
 def test_descriptors_of_every_axis(domain):
     evaluation = score(domain, "x0^2 * sin(x1) + 0.5*x0")
-    assert dict(evaluation.descriptor) == {"size": 10, "nonlinearity": 1, "depth": 4,
-                                           "constants": 2}  # fmt: skip
+    assert dict(evaluation.descriptor) == {
+        "size": 10,
+        "nonlinearity": 1,
+        "depth": 4,
+        "constants": 2,
+    }
     from dei_framework import DescriptorSpace
 
     space = DescriptorSpace([a.axis for a in domain.descriptor_axes()][:2])

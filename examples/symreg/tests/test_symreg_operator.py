@@ -33,9 +33,13 @@ def test_every_proposal_parses_within_the_limits(small_domain):
     elites = [parent(small_domain, t) for t in ("x0 * sin(x1) + 1", "exp(x0) - x1^2", "x1")]
     for seed in range(400):
         kind = "new" if seed % 4 == 0 else "mutate"
-        text = propose(gp, kind=kind, seed=seed,
-                       parent=elites[seed % 3] if kind == "mutate" else None,
-                       others=elites)  # fmt: skip
+        text = propose(
+            gp,
+            kind=kind,
+            seed=seed,
+            parent=elites[seed % 3] if kind == "mutate" else None,
+            others=elites,
+        )
         tree = small_domain.parse(text).data  # raises if invalid
         assert size(tree) <= 15
 
@@ -58,13 +62,16 @@ def test_crossover_brings_in_material_from_others():
 
 
 def test_factory_reads_options_and_checks_the_domain(small_domain):
-    settings = OperatorSettings(spec="symreg-gp", node="node-0",
-                                options={"temperature": 2.0, "concurrency": 3,
-                                         "api_base": "ignored"})  # fmt: skip
+    settings = OperatorSettings(
+        spec="symreg-gp",
+        node="node-0",
+        options={"temperature": 2.0, "concurrency": 3, "api_base": "ignored"},
+    )
     gp = create(settings, small_domain)
     assert (gp.temperature, gp.max_in_flight, gp.label, gp.offline) == (2.0, 3, "symreg-gp", True)
     with pytest.raises(ConfigError, match="temperature"):
-        create(OperatorSettings(spec="symreg-gp", node="n", options={"temperature": 0}),
-               small_domain)  # fmt: skip
+        create(
+            OperatorSettings(spec="symreg-gp", node="n", options={"temperature": 0}), small_domain
+        )
     with pytest.raises(ConfigError, match="only with --domain symreg"):
         create(settings, object())

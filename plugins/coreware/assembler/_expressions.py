@@ -16,12 +16,20 @@ from ._lexer import SPACE
 
 #: Binary operators and their precedence (higher binds tighter).
 _PRECEDENCE = {
-    "*": 5, "/": 5, "%": 5,
-    "+": 4, "-": 4,
-    "<": 3, ">": 3, "==": 3, "!=": 3, "<=": 3, ">=": 3,
+    "*": 5,
+    "/": 5,
+    "%": 5,
+    "+": 4,
+    "-": 4,
+    "<": 3,
+    ">": 3,
+    "==": 3,
+    "!=": 3,
+    "<=": 3,
+    ">=": 3,
     "&&": 2,
     "||": 1,
-}  # fmt: skip
+}
 
 _LONG_MAX = (1 << 63) - 1
 _LONG_MIN = -(1 << 63)

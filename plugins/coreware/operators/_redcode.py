@@ -12,14 +12,55 @@ from dei_framework.contract.errors import InvalidProgram
 #: Opcodes the operators write (no p-space), with weights of a "sensible" random instruction:
 #: what human warriors use most.
 OPCODE_WEIGHTS = {
-    "MOV": 20, "ADD": 10, "SUB": 4, "JMP": 9, "JMZ": 5, "JMN": 5, "DJN": 7, "SPL": 10,
-    "DAT": 8, "SEQ": 4, "SNE": 4, "SLT": 2, "MUL": 1, "DIV": 1, "MOD": 1, "NOP": 1,
-}  # fmt: skip
+    "MOV": 20,
+    "ADD": 10,
+    "SUB": 4,
+    "JMP": 9,
+    "JMZ": 5,
+    "JMN": 5,
+    "DJN": 7,
+    "SPL": 10,
+    "DAT": 8,
+    "SEQ": 4,
+    "SNE": 4,
+    "SLT": 2,
+    "MUL": 1,
+    "DIV": 1,
+    "MOD": 1,
+    "NOP": 1,
+}
 MODIFIERS = ("A", "B", "AB", "BA", "F", "X", "I")
 MODE_WEIGHTS = {"$": 30, "#": 20, "@": 12, "*": 6, "<": 6, ">": 10, "{": 4, "}": 8}
 #: Step sizes warriors use (bomb and scan distances), besides small offsets.
-STEPS = (4, 5, 8, 10, 14, 19, 95, 98, 101, 157, 173, 197, 233, 379, 653, 1001, 1471, 1873,
-         2365, 2667, 3039, 3044, 3045, 3359, 3364, 3607, 3709)  # fmt: skip
+STEPS = (
+    4,
+    5,
+    8,
+    10,
+    14,
+    19,
+    95,
+    98,
+    101,
+    157,
+    173,
+    197,
+    233,
+    379,
+    653,
+    1001,
+    1471,
+    1873,
+    2365,
+    2667,
+    3039,
+    3044,
+    3045,
+    3359,
+    3364,
+    3607,
+    3709,
+)
 
 assert set(MODE_WEIGHTS) == set(MODES)
 
@@ -47,15 +88,22 @@ def signed(value: int, coresize: int) -> int:
 
 
 def to_lines(warrior: Warrior, coresize: int) -> list[Line]:
-    return [Line(i.opcode, i.modifier, i.a_mode, signed(i.a, coresize), i.b_mode,
-                 signed(i.b, coresize)) for i in warrior.instructions]  # fmt: skip
+    return [
+        Line(i.opcode, i.modifier, i.a_mode, signed(i.a, coresize), i.b_mode, signed(i.b, coresize))
+        for i in warrior.instructions
+    ]
 
 
 def render(lines: list[Line], start: int, *, name: str, strategy: str) -> str:
     """Redcode source of numeric lines, with a header and ``ORG``/``END``."""
     start = min(max(start, 0), max(len(lines) - 1, 0))
-    body = [";redcode-94", f";name {name}", ";author DEI gp/templates operators",
-            f";strategy {strategy}", f"        ORG     {start}"]  # fmt: skip
+    body = [
+        ";redcode-94",
+        f";name {name}",
+        ";author DEI gp/templates operators",
+        f";strategy {strategy}",
+        f"        ORG     {start}",
+    ]
     body += [line.render() for line in lines]
     body.append("        END")
     return "\n".join(body) + "\n"

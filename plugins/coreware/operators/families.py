@@ -62,8 +62,13 @@ class FamilyOperator(Operator):
     offline = True
     max_in_flight = 4
 
-    def __init__(self, archetypes: Sequence[str], settings: AssemblerSettings | None = None,
-                 label: str = "family", strength: float = 1.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        archetypes: Sequence[str],
+        settings: AssemblerSettings | None = None,
+        label: str = "family",
+        strength: float = 1.0,
+    ) -> None:
         self.strength = strength
         unknown = sorted(set(archetypes) - set(ARCHETYPES))
         if unknown or not archetypes:
@@ -90,8 +95,11 @@ class FamilyOperator(Operator):
             params = {key: params.get(key, value) for key, value in fresh.items()}
             redraws = max(1, round(self.strength))
             # One redraw takes the very draw it always took (strength 1.0 is unchanged).
-            keys = ([rng.choice(sorted(fresh))] if redraws == 1
-                    else rng.sample(sorted(fresh), min(redraws, len(fresh))))  # fmt: skip
+            keys = (
+                [rng.choice(sorted(fresh))]
+                if redraws == 1
+                else rng.sample(sorted(fresh), min(redraws, len(fresh)))
+            )
             for key in keys:
                 params[key] = fresh[key]
             return write_archetype(name, params, coresize)
@@ -102,11 +110,16 @@ class FamilyOperator(Operator):
                 edits = rng.choice((1, 1, 2))
                 for _ in range(max(1, round(edits * self.strength))):
                     lines, start = self._gp.edit(rng, lines, start)
-                return render(lines, start, name=f"{self.label} variant",
-                              strategy=f"edit of {request.parent.id}")  # fmt: skip
+                return render(
+                    lines,
+                    start,
+                    name=f"{self.label} variant",
+                    strategy=f"edit of {request.parent.id}",
+                )
         return self._fresh(rng)
 
     def _fresh(self, rng: random.Random) -> str:
         name = rng.choice(self.archetypes)
-        return write_archetype(name, ARCHETYPES[name].draw(rng, self.settings.coresize),
-                               self.settings.coresize)  # fmt: skip
+        return write_archetype(
+            name, ARCHETYPES[name].draw(rng, self.settings.coresize), self.settings.coresize
+        )

@@ -46,8 +46,9 @@ class GPOperator(Operator):
     offline = True
     max_in_flight = 4
 
-    def __init__(self, settings: AssemblerSettings | None = None, label: str = "gp",
-                 strength: float = 1.0) -> None:  # fmt: skip
+    def __init__(
+        self, settings: AssemblerSettings | None = None, label: str = "gp", strength: float = 1.0
+    ) -> None:
         self.settings = settings or AssemblerSettings()
         self.label = label
         self.strength = strength
@@ -67,8 +68,14 @@ class GPOperator(Operator):
     def random_line(self, rng: random.Random, length: int) -> Line:
         opcode = _choice(rng, OPCODE_WEIGHTS)
         modifier = rng.choice(MODIFIERS) if rng.random() < 0.5 else _default_mod(opcode)
-        return Line(opcode, modifier, _choice(rng, MODE_WEIGHTS), self._field(rng, length),
-                    _choice(rng, MODE_WEIGHTS), self._field(rng, length))  # fmt: skip
+        return Line(
+            opcode,
+            modifier,
+            _choice(rng, MODE_WEIGHTS),
+            self._field(rng, length),
+            _choice(rng, MODE_WEIGHTS),
+            self._field(rng, length),
+        )
 
     def random_warrior(self, rng: random.Random) -> tuple[list[Line], int]:
         """A short random body, usually closed into a loop (so it lives long enough to matter)."""
@@ -89,17 +96,20 @@ class GPOperator(Operator):
         old = lines[i]
         move = rng.random()
         if move < 0.16:
-            lines[i] = Line(_choice(rng, OPCODE_WEIGHTS), old.modifier, old.a_mode, old.a,
-                            old.b_mode, old.b)  # fmt: skip
+            lines[i] = Line(
+                _choice(rng, OPCODE_WEIGHTS), old.modifier, old.a_mode, old.a, old.b_mode, old.b
+            )
         elif move < 0.26:
             lines[i] = Line(old.opcode, rng.choice(MODIFIERS), old.a_mode, old.a, old.b_mode, old.b)
         elif move < 0.38:
             if rng.random() < 0.5:
-                lines[i] = Line(old.opcode, old.modifier, _choice(rng, MODE_WEIGHTS), old.a,
-                                old.b_mode, old.b)  # fmt: skip
+                lines[i] = Line(
+                    old.opcode, old.modifier, _choice(rng, MODE_WEIGHTS), old.a, old.b_mode, old.b
+                )
             else:
-                lines[i] = Line(old.opcode, old.modifier, old.a_mode, old.a,
-                                _choice(rng, MODE_WEIGHTS), old.b)  # fmt: skip
+                lines[i] = Line(
+                    old.opcode, old.modifier, old.a_mode, old.a, _choice(rng, MODE_WEIGHTS), old.b
+                )
         elif move < 0.6:
             # Field tweaks: small nudges keep a working loop working; big jumps move a step.
             delta = rng.choice((-2, -1, 1, 2)) if rng.random() < 0.6 else None

@@ -43,8 +43,13 @@ def _decoys(count: int) -> str:
 class Archetype:
     """One strategy: how to draw its constants and how to write it."""
 
-    def __init__(self, name: str, draw: Callable[[random.Random, int], Params],
-                 write: Callable[[Params, int], str], strategy: str) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        draw: Callable[[random.Random, int], Params],
+        write: Callable[[Params, int], str],
+        strategy: str,
+    ) -> None:
         self.name = name
         self.draw = draw
         self.write = write
@@ -260,8 +265,7 @@ class TemplateOperator(Operator):
     offline = True
     max_in_flight = 4
 
-    def __init__(self, settings: AssemblerSettings | None = None,
-                 label: str = "templates") -> None:  # fmt: skip
+    def __init__(self, settings: AssemblerSettings | None = None, label: str = "templates") -> None:
         self.settings = settings or AssemblerSettings()
         self.label = label
 

@@ -18,8 +18,7 @@ def test_the_divergence_matches_a_hand_computation() -> None:
     assert (kl_p + kl_q) / 2 == pytest.approx(0.311278, abs=1e-6)
 
 
-def test_the_divergence_runs_from_zero_for_the_same_proportions_to_one_for_no_shared_cell(
-        ) -> None:  # fmt: skip
+def test_the_divergence_runs_from_zero_for_the_same_proportions_to_one_for_no_shared_cell() -> None:
     assert js_divergence(np.array([1, 2, 3]), np.array([10, 20, 30])) == pytest.approx(0.0)
     assert js_divergence(np.array([4, 0, 0]), np.array([0, 1, 5])) == pytest.approx(1.0)
 
@@ -34,14 +33,24 @@ def test_the_divergence_of_an_empty_histogram_is_undefined() -> None:
 
 
 def test_operator_divergence_names_each_pair_once_and_averages_the_defined_ones() -> None:
-    divergence = operator_divergence({
-        "node-b": np.array([0, 2]), "node-a": np.array([2, 0]), "node-c": np.array([1, 1]),
-        "node-d": np.array([0, 0]),  # nothing placed: its pairs are undefined
-    })  # fmt: skip
+    divergence = operator_divergence(
+        {
+            "node-b": np.array([0, 2]),
+            "node-a": np.array([2, 0]),
+            "node-c": np.array([1, 1]),
+            "node-d": np.array([0, 0]),  # nothing placed: its pairs are undefined
+        }
+    )
 
     pairs = divergence["pairs"]
-    assert list(pairs) == ["node-a|node-b", "node-a|node-c", "node-a|node-d", "node-b|node-c",
-                           "node-b|node-d", "node-c|node-d"]  # fmt: skip
+    assert list(pairs) == [
+        "node-a|node-b",
+        "node-a|node-c",
+        "node-a|node-d",
+        "node-b|node-c",
+        "node-b|node-d",
+        "node-c|node-d",
+    ]
     assert pairs["node-a|node-b"] == pytest.approx(1.0)
     half = js_divergence(np.array([2, 0]), np.array([1, 1]))
     assert pairs["node-a|node-c"] == pytest.approx(half)

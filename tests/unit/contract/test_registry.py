@@ -30,8 +30,11 @@ class Domains:
 
     @hookimpl
     def dei_operators(self):
-        return [_operator("remote", accepts=lambda spec: spec.startswith("remote/")),
-                _operator("remote/exact"), _operator("local", offline=True)]  # fmt: skip
+        return [
+            _operator("remote", accepts=lambda spec: spec.startswith("remote/")),
+            _operator("remote/exact"),
+            _operator("local", offline=True),
+        ]
 
 
 class Again:
@@ -74,8 +77,9 @@ LOOKUPS = {
 
 
 @pytest.mark.parametrize("lookup", LOOKUPS)
-def test_an_unknown_name_is_one_config_error_listing_what_is_registered(registry,
-                                                                        lookup: str) -> None:
+def test_an_unknown_name_is_one_config_error_listing_what_is_registered(
+    registry, lookup: str
+) -> None:
     kind, table = LOOKUPS[lookup]
     known = ", ".join(sorted(getattr(registry, table))) or "none"
 
@@ -98,9 +102,11 @@ def test_an_unknown_name_mentions_the_plugins_that_failed() -> None:
         registry.domain("gamma")
     message = str(refused.value)
     assert "\n" not in message
-    assert message.startswith("unknown domain 'gamma'; registered: alpha, beta (plugin "
-                              f"problems: plugin '{__name__}.NotAList' failed in dei_domains: "
-                              "TypeError('expected a list, got dict')")  # fmt: skip
+    assert message.startswith(
+        "unknown domain 'gamma'; registered: alpha, beta (plugin "
+        f"problems: plugin '{__name__}.NotAList' failed in dei_domains: "
+        "TypeError('expected a list, got dict')"
+    )
 
 
 def test_an_operator_is_found_by_name_first_then_by_the_family_claiming_it(registry) -> None:
@@ -130,16 +136,20 @@ def test_two_plugins_of_one_class_get_names_that_tell_them_apart() -> None:
     registry = load_plugins([Again(), Again()], entry_points=False)
     name = f"{__name__}.Again"
     assert registry.domains["alpha"].plugin == f"{name}#2"
-    assert (f"plugin {name!r} registers domain 'alpha', already registered by '{name}#2'; "
-            f"keeping '{name}#2''s (pluggy asks the plugin registered last first)"
-            ) in registry.problems
+    assert (
+        f"plugin {name!r} registers domain 'alpha', already registered by '{name}#2'; "
+        f"keeping '{name}#2''s (pluggy asks the plugin registered last first)"
+    ) in registry.problems
 
 
 def test_the_listing_attributes_each_entry_to_its_plugin_in_name_order(registry) -> None:
     listing = registry.listing()
     assert [row["name"] for row in listing["domains"]] == ["alpha", "beta"]
-    assert listing["domains"][0] == {"name": "alpha", "plugin": f"{__name__}.Domains",
-                                     "description": "the first"}  # fmt: skip
+    assert listing["domains"][0] == {
+        "name": "alpha",
+        "plugin": f"{__name__}.Domains",
+        "description": "the first",
+    }
     assert {row["name"]: row["offline"] for row in listing["operators"]}["local"] is True
 
 
@@ -174,8 +184,10 @@ def test_a_failing_observer_is_reported_once_and_muted_and_the_others_go_on(caps
 
     assert [event["index"] for event in counting.seen] == [0, 1, 2]
     assert failing.calls == 1
-    message = (f"plugin '{__name__}.Failing' failed in dei_candidate_evaluated: "
-               "RuntimeError('observer bug'); its dei_candidate_evaluated is disabled")
+    message = (
+        f"plugin '{__name__}.Failing' failed in dei_candidate_evaluated: "
+        "RuntimeError('observer bug'); its dei_candidate_evaluated is disabled"
+    )
     assert registry.problems == [message]
     assert capsys.readouterr().err == f"warning: {message}\n"
 

@@ -41,8 +41,11 @@ class ContinualToyPlugin:
 
     @hookimpl
     def dei_operators(self):
-        return [OperatorSpec(name="toy-any",
-                             factory=lambda settings, domain: toy_domain.ToyOperator("toy-any"))]
+        return [
+            OperatorSpec(
+                name="toy-any", factory=lambda settings, domain: toy_domain.ToyOperator("toy-any")
+            )
+        ]
 
 
 class Reactions:
@@ -72,11 +75,18 @@ def small_config(nodes: int = 2, **settings: Any) -> RunConfig:
     """A small toy run (``settings`` change it): ``nodes`` nodes of ``toy-random``
     (``toy-any`` on ``toy-continual``), 20 calls each over 2 rounds, evaluated in this process.
     """
-    settings = {"domain": "toy", "budget": 20 * nodes, "rounds": 2, "eval_workers": 0,
-                "seed": 3, **settings}  # fmt: skip
+    settings = {
+        "domain": "toy",
+        "budget": 20 * nodes,
+        "rounds": 2,
+        "eval_workers": 0,
+        "seed": 3,
+        **settings,
+    }
     operator = "toy-random" if settings["domain"] == "toy" else "toy-any"
-    return RunConfig(nodes=[NodeConfig(name=f"node-{i}", operator=operator) for i in range(nodes)],
-                     **settings)
+    return RunConfig(
+        nodes=[NodeConfig(name=f"node-{i}", operator=operator) for i in range(nodes)], **settings
+    )
 
 
 @pytest.fixture

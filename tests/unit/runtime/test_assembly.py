@@ -16,8 +16,9 @@ from dei_framework.runtime.replay import RecordedOperator
 from dei_framework.runtime.run_dir import RunDir
 
 
-def test_one_driver_per_node_with_the_lifecycle_the_domain_declares(build, toy_config,
-                                                                     tmp_path) -> None:  # fmt: skip
+def test_one_driver_per_node_with_the_lifecycle_the_domain_declares(
+    build, toy_config, tmp_path
+) -> None:
     config = toy_config(nodes=3, domain="toy-continual")
     assert config.lifecycle == ""  # unset: the domain decides
 
@@ -38,15 +39,17 @@ def test_one_driver_per_node_with_the_lifecycle_the_domain_declares(build, toy_c
     assert parts.ledger.quotas == {"node-0": 20, "node-1": 20, "node-2": 20}
 
 
-def test_a_lifecycle_the_configuration_sets_wins_over_the_domains(build, toy_config,
-                                                                  tmp_path) -> None:  # fmt: skip
+def test_a_lifecycle_the_configuration_sets_wins_over_the_domains(
+    build, toy_config, tmp_path
+) -> None:
     parts = build(toy_config(domain="toy-continual", lifecycle="reset"), tmp_path)
     assert parts.config.lifecycle == "reset"
     assert {d.scheduler.lifecycle for d in parts.drivers.values()} == {"reset"}
 
 
 def test_a_node_process_builds_its_own_node_and_leaves_common_ground_to_the_merge(
-        build, toy_config, tmp_path) -> None:  # fmt: skip
+    build, toy_config, tmp_path
+) -> None:
     config = toy_config(nodes=3, common_ground=True)
 
     whole = build(config, tmp_path / "whole")
@@ -58,8 +61,7 @@ def test_a_node_process_builds_its_own_node_and_leaves_common_ground_to_the_merg
     assert one.ledger.quotas == {"node-1": whole.ledger.quotas["node-1"]}
 
 
-def test_nodes_sharing_in_one_process_get_a_virtual_timeline(build, toy_config,
-                                                             tmp_path) -> None:  # fmt: skip
+def test_nodes_sharing_in_one_process_get_a_virtual_timeline(build, toy_config, tmp_path) -> None:
     sharing = build(toy_config(sharing="champion"), tmp_path / "sharing")
     alone = build(toy_config(sharing="none"), tmp_path / "alone")
 
@@ -69,7 +71,8 @@ def test_nodes_sharing_in_one_process_get_a_virtual_timeline(build, toy_config,
 
 
 def test_a_dynamic_allocator_sets_the_first_rounds_quotas_and_a_static_one_nothing(
-        build, toy_config, tmp_path) -> None:  # fmt: skip
+    build, toy_config, tmp_path
+) -> None:
     static = build(toy_config(rounds=4, allocation="static"), tmp_path / "static")
     bandit = build(toy_config(rounds=4, allocation="bandit"), tmp_path / "bandit")
 
@@ -84,20 +87,30 @@ def test_a_dynamic_allocator_sets_the_first_rounds_quotas_and_a_static_one_nothi
 
 
 def test_an_operator_for_other_domains_is_refused_naming_it(build, toy_config, tmp_path) -> None:
-    config = attrs.evolve(toy_config(domain="toy-continual"),
-                          nodes=[NodeConfig(name="node-0", operator="toy-random")])  # fmt: skip
+    config = attrs.evolve(
+        toy_config(domain="toy-continual"), nodes=[NodeConfig(name="node-0", operator="toy-random")]
+    )
     with pytest.raises(ConfigError) as refused:
         build(config, tmp_path)
-    assert str(refused.value) == ("operator 'toy-random' works with domains toy, "
-                                  "not 'toy-continual'")  # fmt: skip
+    assert str(refused.value) == (
+        "operator 'toy-random' works with domains toy, not 'toy-continual'"
+    )
 
 
 def _recorded_run(build, config, path, *, lag: int):
     """A run directory as a replay reads it: node-0 recorded one call, every node's lag."""
     parts = build(config, path)
     run_dir = RunDir(path)
-    run_dir.log_calls([{"node": "node-0", "key": "node-0/r0/s0", "messages": [],
-                        "reply": {"text": "PROGRAM: 1 2"}}])  # fmt: skip
+    run_dir.log_calls(
+        [
+            {
+                "node": "node-0",
+                "key": "node-0/r0/s0",
+                "messages": [],
+                "reply": {"text": "PROGRAM: 1 2"},
+            }
+        ]
+    )
     for driver in parts.drivers.values():
         driver.scheduler.lag = lag
     write_checkpoint(run_dir, parts.drivers, parts.nodes, parts.ledger, parts.timeline)
@@ -115,8 +128,10 @@ def test_a_replay_serves_the_record_and_uses_its_lags(build, toy_config, tmp_pat
     assert isinstance(parts.operators["node-0"], RecordedOperator)
     assert parts.operators["node-0"].label == "toy-random"
     assert not isinstance(parts.operators["node-1"], RecordedOperator)
-    assert {name: d.scheduler.lag for name, d in parts.drivers.items()} == {"node-0": 5,
-                                                                           "node-1": 5}
+    assert {name: d.scheduler.lag for name, d in parts.drivers.items()} == {
+        "node-0": 5,
+        "node-1": 5,
+    }
     # Receptions come from the record too: nothing is delivered live.
     assert parts.timeline is None
     assert parts.drivers["node-0"].replies is not None
@@ -130,8 +145,9 @@ def test_reasking_mismatched_calls_keeps_the_real_operator(build, toy_config, tm
     assert not any(isinstance(op, RecordedOperator) for op in parts.operators.values())
 
 
-def test_a_resume_refuses_a_checkpoint_of_other_nodes_in_one_line(build, toy_config,
-                                                                  tmp_path) -> None:  # fmt: skip
+def test_a_resume_refuses_a_checkpoint_of_other_nodes_in_one_line(
+    build, toy_config, tmp_path
+) -> None:
     config = toy_config()
     parts = build(config, tmp_path)
     write_checkpoint(RunDir(tmp_path), parts.drivers, parts.nodes, parts.ledger, parts.timeline)
@@ -141,7 +157,11 @@ def test_a_resume_refuses_a_checkpoint_of_other_nodes_in_one_line(build, toy_con
 
     message = str(refused.value)
     assert "\n" not in message
-    assert message == (f"{tmp_path / 'checkpoint.json'} is damaged: it holds nodes node-0, "
-                       "node-1 but the run has node-0; refusing to resume")  # fmt: skip
+    assert message == (
+        f"{tmp_path / 'checkpoint.json'} is damaged: it holds nodes node-0, "
+        "node-1 but the run has node-0; refusing to resume"
+    )
     assert set(json.loads((tmp_path / "checkpoint.json").read_text())["nodes"]) == {
-        "node-0", "node-1"}  # fmt: skip
+        "node-0",
+        "node-1",
+    }

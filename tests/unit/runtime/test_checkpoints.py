@@ -35,8 +35,14 @@ def _checkpointed_logs(path: Path) -> RunDir:
     run_dir = RunDir(path)
     run_dir.log_calls([_call("node-0/r0/s0"), _call("node-0/r0/s1")])
     run_dir.log_events([{"event": "evaluated", "node": "node-0"}])
-    run_dir.write_checkpoint({"nodes": {}, "offsets": run_dir.offsets(),
-                              "digests": run_dir.digests(), "wall_seconds": 12.5})  # fmt: skip
+    run_dir.write_checkpoint(
+        {
+            "nodes": {},
+            "offsets": run_dir.offsets(),
+            "digests": run_dir.digests(),
+            "wall_seconds": 12.5,
+        }
+    )
     run_dir.log_calls([_call("node-0/r0/s2"), _call("node-1/r0/s0", node="node-1")])
     run_dir.log_events([{"event": "evaluated", "node": "node-1"}])
     run_dir.close()
@@ -80,16 +86,19 @@ def test_a_resume_restores_every_nodes_scheduler_and_usage(build, toy_config, tm
     assert resumed.ledger.usage["node-1"].calls == 0
 
 
-def test_calls_before_the_checkpoint_are_served_as_logged_and_later_ones_anew(
-        tmp_path) -> None:  # fmt: skip
+def test_calls_before_the_checkpoint_are_served_as_logged_and_later_ones_anew(tmp_path) -> None:
     run_dir = _checkpointed_logs(tmp_path)
     before = {name: (tmp_path / name).read_bytes() for name in ("calls.jsonl", "events.jsonl")}
 
     resumed, replies, ledger = _resume(run_dir)
 
     logged = {key: call.logged for node in replies.values() for key, call in node.items()}
-    assert logged == {"node-0/r0/s0": True, "node-0/r0/s1": True, "node-0/r0/s2": False,
-                      "node-1/r0/s0": False}  # fmt: skip
+    assert logged == {
+        "node-0/r0/s0": True,
+        "node-0/r0/s1": True,
+        "node-0/r0/s2": False,
+        "node-1/r0/s0": False,
+    }
     assert [call["key"] for call in resumed.unlogged] == ["node-0/r0/s2", "node-1/r0/s0"]
     assert ledger.wall_seconds >= 12.5  # the earlier session's wall time counts on
     # Reading changes nothing: the logs are cut once the run is rebuilt.
@@ -103,8 +112,7 @@ def test_cutting_the_logs_keeps_the_paid_replies_it_takes_out(tmp_path) -> None:
 
     assert [c["key"] for c in _lines(tmp_path / "calls.jsonl")] == ["node-0/r0/s0", "node-0/r0/s1"]
     assert _lines(tmp_path / "events.jsonl") == [{"event": "evaluated", "node": "node-0"}]
-    assert [c["key"] for c in _lines(tmp_path / UNLOGGED_CALLS)] == ["node-0/r0/s2",
-                                                                     "node-1/r0/s0"]
+    assert [c["key"] for c in _lines(tmp_path / UNLOGGED_CALLS)] == ["node-0/r0/s2", "node-1/r0/s0"]
     # A second crash before they are served again: the next resume still has them.
     _, replies, _ = _resume(RunDir(tmp_path))
     assert replies["node-0"]["node-0/r0/s2"].logged is False
@@ -160,24 +168,35 @@ def _junk_after_the_checkpoint(path: Path) -> None:
 
 
 DAMAGES = {
-    "checkpoint not JSON": (lambda path: (path / "checkpoint.json").write_text("{"),
-                            "checkpoint.json", "is damaged: not JSON"),
-    "offset not a number": (lambda path: _rewrite_checkpoint(
-                                path, offsets={"events.jsonl": "12", "calls.jsonl": 0}),
-                            "checkpoint.json", "is damaged: offset of events.jsonl is '12'"),
-    "wall time not a number": (lambda path: _rewrite_checkpoint(path, wall_seconds="long"),
-                               "checkpoint.json", "is damaged: wall_seconds is 'long'"),
-    "log changed before the offset": (_flip_first_byte, "calls.jsonl",
-                                      "their SHA-256 differs"),
+    "checkpoint not JSON": (
+        lambda path: (path / "checkpoint.json").write_text("{"),
+        "checkpoint.json",
+        "is damaged: not JSON",
+    ),
+    "offset not a number": (
+        lambda path: _rewrite_checkpoint(path, offsets={"events.jsonl": "12", "calls.jsonl": 0}),
+        "checkpoint.json",
+        "is damaged: offset of events.jsonl is '12'",
+    ),
+    "wall time not a number": (
+        lambda path: _rewrite_checkpoint(path, wall_seconds="long"),
+        "checkpoint.json",
+        "is damaged: wall_seconds is 'long'",
+    ),
+    "log changed before the offset": (_flip_first_byte, "calls.jsonl", "their SHA-256 differs"),
     "log cut before the offset": (_cut_calls, "calls.jsonl", "holds 10 bytes but"),
-    "a line that is not a record": (_junk_after_the_checkpoint, "calls.jsonl",
-                                    "is damaged at byte"),
-}  # fmt: skip
+    "a line that is not a record": (
+        _junk_after_the_checkpoint,
+        "calls.jsonl",
+        "is damaged at byte",
+    ),
+}
 
 
 @pytest.mark.parametrize("damage", DAMAGES, ids=list(DAMAGES))
 def test_a_damaged_checkpoint_or_log_is_refused_in_one_line_naming_the_file(
-        damage: str, tmp_path) -> None:  # fmt: skip
+    damage: str, tmp_path
+) -> None:
     damaging, file, problem = DAMAGES[damage]
     run_dir = _checkpointed_logs(tmp_path)
     damaging(tmp_path)
@@ -198,13 +217,13 @@ def test_a_finished_nodes_log_must_end_at_its_last_checkpoint(tmp_path) -> None:
     checkpoint = run_dir.read_checkpoint()
 
     assert check_logs(tmp_path, checkpoint, action="merge") == checkpoint["offsets"]
-    with pytest.raises(ConfigError, match="was changed after the node finished; refusing to "
-                                          "merge"):  # fmt: skip
+    with pytest.raises(ConfigError, match="was changed after the node finished; refusing to merge"):
         check_logs(tmp_path, checkpoint, action="merge", complete=True)
 
 
 def test_a_node_state_that_cannot_be_restored_is_refused_and_the_logs_kept(
-        build, toy_config, tmp_path) -> None:  # fmt: skip
+    build, toy_config, tmp_path
+) -> None:
     config = toy_config()
     parts = build(config, tmp_path)
     run_dir = RunDir(tmp_path)
@@ -219,9 +238,11 @@ def test_a_node_state_that_cannot_be_restored_is_refused_and_the_logs_kept(
     with pytest.raises(ConfigError) as refused:
         build(config, tmp_path, resume=True)
 
-    assert str(refused.value) == (f"{tmp_path / 'checkpoint.json'} is damaged: node node-1's "
-                                  "state cannot be restored from it (KeyError: 'lag'); "
-                                  "refusing to resume")  # fmt: skip
+    assert str(refused.value) == (
+        f"{tmp_path / 'checkpoint.json'} is damaged: node node-1's "
+        "state cannot be restored from it (KeyError: 'lag'); "
+        "refusing to resume"
+    )
     assert (tmp_path / "calls.jsonl").read_bytes() == calls
 
 
@@ -236,6 +257,8 @@ def test_a_finished_round_without_its_file_is_refused(build, toy_config, tmp_pat
     with pytest.raises(ConfigError) as refused:
         build(config, tmp_path, resume=True)
 
-    assert str(refused.value) == (f"{tmp_path / 'nodes' / 'node-0' / 'round-000.json'} is "
-                                  "missing: the checkpoint says node node-0 finished round 0; "
-                                  "refusing to resume")  # fmt: skip
+    assert str(refused.value) == (
+        f"{tmp_path / 'nodes' / 'node-0' / 'round-000.json'} is "
+        "missing: the checkpoint says node node-0 finished round 0; "
+        "refusing to resume"
+    )

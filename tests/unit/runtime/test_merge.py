@@ -31,8 +31,13 @@ class Floor:
 
 
 def elite(text: str, fitness: float, x: float, node: str, **descriptor: float) -> Candidate:
-    return Candidate(id=f"{node}-{text}", text=text, fitness=fitness,
-                     descriptor={"x": x, **descriptor}, node=node)  # fmt: skip
+    return Candidate(
+        id=f"{node}-{text}",
+        text=text,
+        fitness=fitness,
+        descriptor={"x": x, **descriptor},
+        node=node,
+    )
 
 
 def archive(*elites: Candidate, space: DescriptorSpace = SPACE) -> GridArchive:
@@ -47,16 +52,26 @@ def archive(*elites: Candidate, space: DescriptorSpace = SPACE) -> GridArchive:
 
 def test_the_merge_keeps_the_best_elite_per_cell() -> None:
     merge = RunMerge(Floor(), SPACE, NODES)
-    merge.add_round("node-0", 0, archive(elite("a", 1.0, 0.5, "node-0"),
-                                         elite("b", 5.0, 1.5, "node-0")))
-    merge.add_round("node-1", 0, archive(elite("c", 3.0, 0.5, "node-1"),
-                                         elite("d", 2.0, 1.5, "node-1"),
-                                         elite("e", 0.5, 3.5, "node-1")))  # fmt: skip
+    merge.add_round(
+        "node-0", 0, archive(elite("a", 1.0, 0.5, "node-0"), elite("b", 5.0, 1.5, "node-0"))
+    )
+    merge.add_round(
+        "node-1",
+        0,
+        archive(
+            elite("c", 3.0, 0.5, "node-1"),
+            elite("d", 2.0, 1.5, "node-1"),
+            elite("e", 0.5, 3.5, "node-1"),
+        ),
+    )
 
     stats = merge.merged()
 
     assert [(e["text"], e["cell"], e["node"]) for e in merge.merged_entries] == [
-        ("c", [0], "node-1"), ("b", [1], "node-0"), ("e", [3], "node-1")]  # fmt: skip
+        ("c", [0], "node-1"),
+        ("b", [1], "node-0"),
+        ("e", [3], "node-1"),
+    ]
     assert stats["num_elites"] == 3 and stats["coverage"] == 3 / 4
     assert stats["qd_score"] == 3.0 + 5.0 + 0.5 and stats["obj_max"] == 5.0
     assert "common" not in stats  # no common ground measured
@@ -81,7 +96,9 @@ def test_the_final_merge_takes_each_nodes_last_round() -> None:
     assert [e["text"] for e in merge.merged_entries] == ["only", "new"]
     per_round = merge.per_round()
     assert [(r["round"], r["num_elites"], r["qd_score"]) for r in per_round] == [
-        (0, 2, 13.0), (1, 1, 1.0)]  # fmt: skip
+        (0, 2, 13.0),
+        (1, 1, 1.0),
+    ]
 
 
 def test_a_kept_archive_is_a_copy_in_the_runs_grid() -> None:
@@ -107,8 +124,12 @@ def test_a_merge_of_nothing_is_empty() -> None:
 
 # --- node processes ------------------------------------------------------------------------------
 
-CONFIG = RunConfig(domain="toy", nodes=[NodeConfig(name=name, operator="toy-random")
-                                        for name in NODES], budget=40, rounds=2)  # fmt: skip
+CONFIG = RunConfig(
+    domain="toy",
+    nodes=[NodeConfig(name=name, operator="toy-random") for name in NODES],
+    budget=40,
+    rounds=2,
+)
 
 
 def _write_jsonl(path: Path, records: list[dict]) -> None:
@@ -116,8 +137,14 @@ def _write_jsonl(path: Path, records: list[dict]) -> None:
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
 
 
-def _process(run: Path, name: str, *, events: list[dict], rounds: list[GridArchive],
-             usage: dict | None = None) -> Path:  # fmt: skip
+def _process(
+    run: Path,
+    name: str,
+    *,
+    events: list[dict],
+    rounds: list[GridArchive],
+    usage: dict | None = None,
+) -> Path:
     """A node process's directory as one that ended without finishing leaves it."""
     source = run / "processes" / name
     _write_jsonl(source / "events.jsonl", events)
@@ -125,12 +152,14 @@ def _process(run: Path, name: str, *, events: list[dict], rounds: list[GridArchi
     for index, round_archive in enumerate(rounds):
         path = source / "nodes" / name / f"round-{index:03d}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"round": index, "archive": round_archive.to_json(),
-                                    "champion": None}))  # fmt: skip
+        path.write_text(
+            json.dumps({"round": index, "archive": round_archive.to_json(), "champion": None})
+        )
     if usage is not None:
         offsets = {log: (source / log).stat().st_size for log in ("events.jsonl", "calls.jsonl")}
-        (source / "checkpoint.json").write_text(json.dumps(
-            {"nodes": {name: {"usage": usage}}, "offsets": offsets}))  # fmt: skip
+        (source / "checkpoint.json").write_text(
+            json.dumps({"nodes": {name: {"usage": usage}}, "offsets": offsets})
+        )
     return source
 
 
@@ -138,15 +167,25 @@ def _decision(round_index: int, quotas: dict, **fields) -> dict:
     return {"event": "allocation", "round": round_index, "quotas": quotas, **fields}
 
 
-def test_joining_processes_gathers_their_rounds_logs_and_one_decision_per_round(
-        tmp_path) -> None:  # fmt: skip
+def test_joining_processes_gathers_their_rounds_logs_and_one_decision_per_round(tmp_path) -> None:
     quotas = {"node-0": 20, "node-1": 20}
-    _process(tmp_path, "node-0", usage={"calls": 3, "attempts": 4},
-             rounds=[archive(elite("a", 1.0, 0.5, "node-0"))],
-             events=[{"event": "evaluated", "node": "node-0"}, _decision(1, quotas),
-                     {"event": "allocation_report", "node": "node-1", "round": 0}])
-    _process(tmp_path, "node-1", rounds=[archive(elite("b", 2.0, 0.5, "node-1"))],
-             events=[_decision(1, quotas), {"event": "evaluated", "node": "node-1"}])
+    _process(
+        tmp_path,
+        "node-0",
+        usage={"calls": 3, "attempts": 4},
+        rounds=[archive(elite("a", 1.0, 0.5, "node-0"))],
+        events=[
+            {"event": "evaluated", "node": "node-0"},
+            _decision(1, quotas),
+            {"event": "allocation_report", "node": "node-1", "round": 0},
+        ],
+    )
+    _process(
+        tmp_path,
+        "node-1",
+        rounds=[archive(elite("b", 2.0, 0.5, "node-1"))],
+        events=[_decision(1, quotas), {"event": "evaluated", "node": "node-1"}],
+    )
     merge = RunMerge(Floor(), SPACE, NODES)
 
     joined = join_processes(CONFIG, RunDir(tmp_path), merge, {"node-1": {"pid": 42}})
@@ -155,7 +194,9 @@ def test_joining_processes_gathers_their_rounds_logs_and_one_decision_per_round(
     assert joined.events[1]["agreed"] is True
     assert (tmp_path / "nodes" / "node-0" / "round-000.json").exists()
     assert {name: len(rounds) for name, rounds in merge.round_archives.items()} == {
-        "node-0": 1, "node-1": 1}  # fmt: skip
+        "node-0": 1,
+        "node-1": 1,
+    }
     # Neither finished: each entry comes from its last checkpoint (none: nothing counted).
     zero, one = joined.nodes["node-0"], joined.nodes["node-1"]
     assert (zero["calls"], zero["attempts"], zero["rounds_completed"]) == (3, 4, 1)
@@ -168,8 +209,12 @@ def test_joining_processes_gathers_their_rounds_logs_and_one_decision_per_round(
 def test_a_decision_a_process_kept_for_want_of_a_peer_is_not_agreed(tmp_path) -> None:
     full = _decision(1, {"node-0": 30, "node-1": 10})
     _process(tmp_path, "node-0", rounds=[], events=[full])
-    _process(tmp_path, "node-1", rounds=[],
-             events=[_decision(1, {"node-0": 20, "node-1": 20}, kept=True)])
+    _process(
+        tmp_path,
+        "node-1",
+        rounds=[],
+        events=[_decision(1, {"node-0": 20, "node-1": 20}, kept=True)],
+    )
 
     joined = join_processes(CONFIG, RunDir(tmp_path), RunMerge(Floor(), SPACE, NODES))
 
@@ -183,8 +228,12 @@ def test_a_damaged_node_log_is_refused_unless_its_process_failed(tmp_path) -> No
 
     with pytest.raises(ConfigError, match=r"events.jsonl is damaged at byte 3"):
         join_processes(CONFIG, RunDir(tmp_path), RunMerge(Floor(), SPACE, NODES))
-    joined = join_processes(CONFIG, RunDir(tmp_path), RunMerge(Floor(), SPACE, NODES),
-                            {"node-1": {"failed": "exit status 1"}})  # fmt: skip
+    joined = join_processes(
+        CONFIG,
+        RunDir(tmp_path),
+        RunMerge(Floor(), SPACE, NODES),
+        {"node-1": {"failed": "exit status 1"}},
+    )
 
     stopped = joined.nodes["node-1"]
     assert stopped["failed"] == "exit status 1" and stopped["calls"] == 0
@@ -193,22 +242,36 @@ def test_a_damaged_node_log_is_refused_unless_its_process_failed(tmp_path) -> No
 
 
 def test_a_finished_process_whose_log_misses_evaluations_is_refused(tmp_path) -> None:
-    source = _process(tmp_path, "node-0", rounds=[], usage={},
-                      events=[{"event": "evaluated", "node": "node-0"}])  # fmt: skip
+    source = _process(
+        tmp_path, "node-0", rounds=[], usage={}, events=[{"event": "evaluated", "node": "node-0"}]
+    )
     node = {"calls": 0, "rounds_completed": 0}
-    (source / "summary.json").write_text(json.dumps(
-        {"nodes": {"node-0": node}, "merged": {}, "evaluated": 2,
-         "budget": {"nodes": {"node-0": {"calls": 0}}, "calls": 0}}))  # fmt: skip
+    (source / "summary.json").write_text(
+        json.dumps(
+            {
+                "nodes": {"node-0": node},
+                "merged": {},
+                "evaluated": 2,
+                "budget": {"nodes": {"node-0": {"calls": 0}}, "calls": 0},
+            }
+        )
+    )
 
     with pytest.raises(ConfigError) as refused:
         read_node_process(source, "node-0")
 
-    assert str(refused.value) == (f"{source / 'events.jsonl'} holds 1 evaluations of node "
-                                  f"node-0 but {source / 'summary.json'} counts 2: the node's "
-                                  "log is incomplete; refusing to merge")  # fmt: skip
+    assert str(refused.value) == (
+        f"{source / 'events.jsonl'} holds 1 evaluations of node "
+        f"node-0 but {source / 'summary.json'} counts 2: the node's "
+        "log is incomplete; refusing to merge"
+    )
 
 
 def test_a_process_that_never_started_reads_as_empty(tmp_path) -> None:
     process = read_node_process(tmp_path / "processes" / "node-0", "node-0")
     assert (process.summary, process.checkpoint, process.rounds, process.events) == (
-        None, None, [], [])  # fmt: skip
+        None,
+        None,
+        [],
+        [],
+    )

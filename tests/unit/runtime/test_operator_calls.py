@@ -11,11 +11,7 @@ import pytest
 from dei_framework.contract.errors import BudgetExhausted, OperatorError, ReplayMismatch
 from dei_framework.contract.operators import Operator, OperatorReply, TransientOperatorFailure
 from dei_framework.runtime.budget import BudgetLedger
-from dei_framework.runtime.operator_calls import (
-    MAX_FAILURES_PER_SLOT,
-    OperatorCalls,
-    call_outcomes,
-)
+from dei_framework.runtime.operator_calls import MAX_FAILURES_PER_SLOT, OperatorCalls, call_outcomes
 from dei_framework.runtime.replay import RecordedCall, Recording, messages_digest
 from dei_framework.search.scheduler import WorkItem
 
@@ -33,8 +29,9 @@ class Prompts:
 class Scripted(Operator):
     """Answers each call with the next step of its script: a reply's text, or an exception."""
 
-    def __init__(self, *script: str | BaseException, label: str = "scripted",
-                 max_in_flight: int = 1) -> None:  # fmt: skip
+    def __init__(
+        self, *script: str | BaseException, label: str = "scripted", max_in_flight: int = 1
+    ) -> None:
         self.script = list(script)
         self.label = label
         self.max_in_flight = max_in_flight
@@ -62,21 +59,40 @@ class ShortBatch(Operator):
 
 
 def item(slot: int) -> WorkItem:
-    return WorkItem(id=f"n-r0-s{slot}", key=f"n/r0/s{slot}", node="n", round=0, order=slot,
-                    kind="new", seed=slot, eval_seed=0)  # fmt: skip
+    return WorkItem(
+        id=f"n-r0-s{slot}",
+        key=f"n/r0/s{slot}",
+        node="n",
+        round=0,
+        order=slot,
+        kind="new",
+        seed=slot,
+        eval_seed=0,
+    )
 
 
 class Node:
     """One node's :class:`OperatorCalls`, its ledger and what it logged."""
 
-    def __init__(self, operator: Operator, *, quota: int = 10, replies: Recording | None = None,
-                 batched: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        operator: Operator,
+        *,
+        quota: int = 10,
+        replies: Recording | None = None,
+        batched: bool = False,
+    ) -> None:
         self.ledger = BudgetLedger(quotas={"n": quota})
         self.lines: list[dict] = []
-        self.calls = OperatorCalls(name="n", domain=Prompts(), operator=operator,
-                                   ledger=self.ledger, replies=replies,
-                                   record=lambda events, calls: self.lines.extend(calls),
-                                   batched=batched)  # fmt: skip
+        self.calls = OperatorCalls(
+            name="n",
+            domain=Prompts(),
+            operator=operator,
+            ledger=self.ledger,
+            replies=replies,
+            record=lambda events, calls: self.lines.extend(calls),
+            batched=batched,
+        )
 
     @property
     def usage(self):
@@ -86,14 +102,18 @@ class Node:
         return asyncio.run(self.calls.call(item(slot)))
 
 
-def recorded(slot: int = 0, *, text: str = "PROGRAM: 7", task: str = "Write",
-             **fields) -> dict:  # fmt: skip
+def recorded(slot: int = 0, *, text: str = "PROGRAM: 7", task: str = "Write", **fields) -> dict:
     """A ``calls.jsonl`` line of the call of ``item(slot)``."""
-    return {"key": f"n/r0/s{slot}", "node": "n", "round": 0, "kind": "new",
-            "messages_sha256": messages_digest(Prompts(task).messages("new")),
-            "reply": {"text": text, "attempts": 2, "cost_usd": 0.25},
-            "usage": {"attempts": 2, "prompt_tokens": 10, "completion_tokens": 5,
-                      "cost_usd": 0.25}, **fields}  # fmt: skip
+    return {
+        "key": f"n/r0/s{slot}",
+        "node": "n",
+        "round": 0,
+        "kind": "new",
+        "messages_sha256": messages_digest(Prompts(task).messages("new")),
+        "reply": {"text": text, "attempts": 2, "cost_usd": 0.25},
+        "usage": {"attempts": 2, "prompt_tokens": 10, "completion_tokens": 5, "cost_usd": 0.25},
+        **fields,
+    }
 
 
 # --- made calls ----------------------------------------------------------------------------------
@@ -128,9 +148,15 @@ def test_a_transient_failure_releases_the_meter_and_counts_its_attempts() -> Non
 
 def test_consecutive_failures_are_counted_until_the_node_gives_up() -> None:
     limit = MAX_FAILURES_PER_SLOT * 2  # two slots of concurrency
-    node = Node(Scripted(*[TransientOperatorFailure("busy")] * (limit - 1), "PROGRAM: 3",
-                         *[TransientOperatorFailure("busy")] * limit, max_in_flight=2),
-                quota=3 * limit)  # fmt: skip
+    node = Node(
+        Scripted(
+            *[TransientOperatorFailure("busy")] * (limit - 1),
+            "PROGRAM: 3",
+            *[TransientOperatorFailure("busy")] * limit,
+            max_in_flight=2,
+        ),
+        quota=3 * limit,
+    )
 
     async def calls(count: int) -> None:
         for slot in range(count):
@@ -142,8 +168,9 @@ def test_consecutive_failures_are_counted_until_the_node_gives_up() -> None:
     assert node.calls.failures == 0
     asyncio.run(calls(limit))
     assert node.calls.gave_up
-    assert str(node.calls.gave_up_error()) == (f"n: operator 'scripted' failed {limit} calls in "
-                                               "a row; stopping this node")  # fmt: skip
+    assert str(node.calls.gave_up_error()) == (
+        f"n: operator 'scripted' failed {limit} calls in a row; stopping this node"
+    )
 
 
 def test_a_cap_reached_mid_call_fails_the_call_but_is_no_operator_failure() -> None:
@@ -183,8 +210,9 @@ def test_a_batch_answered_short_is_an_operator_bug() -> None:
     node = Node(ShortBatch(), batched=True)
     with pytest.raises(OperatorError) as stopped:
         asyncio.run(node.calls.call_batch([item(0), item(1)]))
-    assert str(stopped.value) == ("n: operator 'short-batch' failed: ValueError: 1 replies to 2 "
-                                  "requests")  # fmt: skip
+    assert str(stopped.value) == (
+        "n: operator 'short-batch' failed: ValueError: 1 replies to 2 requests"
+    )
     assert node.usage.in_flight == 0
 
 
@@ -216,8 +244,9 @@ def test_a_recorded_reply_is_served_and_charged_once_without_asking() -> None:
 
 def test_a_reply_already_in_the_budget_is_served_without_charging_it_again() -> None:
     operator = Scripted()
-    replies = Recording({"n/r0/s0": RecordedCall(record=recorded(), logged=True)},
-                        on_mismatch="ask")  # fmt: skip
+    replies = Recording(
+        {"n/r0/s0": RecordedCall(record=recorded(), logged=True)}, on_mismatch="ask"
+    )
     node = Node(operator, replies=replies)
 
     reply, _ = node.call()
@@ -250,8 +279,12 @@ def test_a_mismatched_record_stops_a_replay_and_is_asked_again_on_request() -> N
 
 
 def test_a_batch_puts_a_mismatch_in_the_place_of_its_item() -> None:
-    replies = Recording({"n/r0/s0": RecordedCall(record=recorded(0)),
-                         "n/r0/s1": RecordedCall(record=recorded(1, task="Improve"))})  # fmt: skip
+    replies = Recording(
+        {
+            "n/r0/s0": RecordedCall(record=recorded(0)),
+            "n/r0/s1": RecordedCall(record=recorded(1, task="Improve")),
+        }
+    )
     node = Node(Scripted(), replies=replies)
 
     first, second = asyncio.run(node.calls.call_batch([item(0), item(1)]))
@@ -271,8 +304,11 @@ def test_call_outcomes_come_in_slot_order_with_errors_in_place() -> None:
         async def stop():
             raise OperatorError("n: stopped")
 
-        late, bug, batch = (asyncio.create_task(reply("late")), asyncio.create_task(stop()),
-                            asyncio.create_task(replies("b0", "b1")))
+        late, bug, batch = (
+            asyncio.create_task(reply("late")),
+            asyncio.create_task(stop()),
+            asyncio.create_task(replies("b0", "b1")),
+        )
         tasks = {late: [item(3)], bug: [item(2)], batch: [item(0), item(1)]}
         await asyncio.wait(tasks)
         return call_outcomes([late, bug, batch], tasks), tasks
