@@ -264,13 +264,21 @@ def test_an_old_shape_still_builds_with_the_old_arguments(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(
-    "hook", ["dei_domains", "dei_sharing_policies", "dei_emitters", "dei_archives"]
+    "hook",
+    [
+        "dei_domains",
+        "dei_sharing_policies",
+        "dei_budget_allocators",
+        "dei_emitters",
+        "dei_archives",
+    ],
 )
 def test_a_one_argument_factory_was_always_this_shape_and_warns_nothing(hook) -> None:
     kind = Kind(hook)
     specs = {
         "dei_domains": DomainSpec(name="x", factory=lambda options: dict(options)),
         "dei_sharing_policies": SharingSpec(name="x", factory=lambda options: dict(options)),
+        "dei_budget_allocators": AllocatorSpec(name="x", factory=lambda options: dict(options)),
         "dei_emitters": SelectorSpec(name="x", factory=lambda options: dict(options)),
         "dei_archives": ArchiveSpec(name="x", factory=lambda options: dict(options)),
     }
