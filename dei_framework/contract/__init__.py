@@ -26,8 +26,8 @@ Modules:
     cli_options.py      RunOption: flags plugins add to dei-run / dei experiment
     price.py            Price: what a model charges (an operator prices its calls with it)
     processes.py        parent_death_signal: child processes that end with their parent
-    context.py          FactoryContext: what a plugin factory receives
+    context.py          FactoryContext: what every plugin factory receives, factory(ctx)
     capabilities.py     what a plugin class declares it implements ("batch", "array",
                         "learns"), checked when the class is defined
-    registry.py         PluginRegistry (what plugins registered), hook calls, observer guard
+    registry.py         PluginRegistry (typed lookups by Kind), hook calls, observer guard
 """
