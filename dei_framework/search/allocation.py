@@ -42,6 +42,7 @@ from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.kinds import EventKind
 from dei_framework.contract.records import Candidate
 from dei_framework.search._allocators import (
+    ALLOCATORS,
     BUILTIN_ALLOCATORS,
     AllocationDecision,
     AllocatorFactory,
@@ -61,6 +62,7 @@ from dei_framework.search._round_reports import (
 from dei_framework.search.archives import ArchiveBase
 
 __all__ = [
+    "ALLOCATORS",
     "BUILTIN_ALLOCATORS",
     "MAX_REPORT_CELLS",
     "RESEND_SECONDS",
