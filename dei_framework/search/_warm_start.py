@@ -7,10 +7,10 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from dei_framework.contract.kinds import CandidateSource, WorkKind
+from dei_framework.contract.kinds import CandidateSource
 from dei_framework.contract.records import Candidate
 from dei_framework.search._slots import NodeSlots
-from dei_framework.search._work import WorkItem
+from dei_framework.search._work import PEER, WARM, WorkItem
 from dei_framework.search.opponents import OpponentPool
 from dei_framework.search.sharing import Admit, SharingPolicy
 
@@ -42,9 +42,8 @@ def warm_start(
 
     Returns:
         The warm items (pool opponents, then seeds), then one ``"peer"`` item per received
-        champion admitted to cells or opponents (``source``
-        :attr:`~dei_framework.contract.kinds.CandidateSource.PEER_EXCLUDED` when the policy
-        keeps it out of cells); and the received champions the sharing policy admitted anywhere.
+        champion admitted to cells or opponents (``source`` ``CandidateSource.PEER_EXCLUDED``
+        when kept out of cells); and the received champions the sharing policy admitted anywhere.
     """
     # A persistent archive holds every earlier warm start already (the objective is fixed).
     own = [] if continual and round_index > 0 else pool.opponents()
@@ -77,14 +76,14 @@ def warm_start(
             slots.item(
                 round_index,
                 f"w{index}",
-                kind=WorkKind.WARM,
+                kind=WARM,
                 order=len(items),
                 program=attrs.evolve(opponent, operator=label),
             )
         )
     for index, seed in enumerate(seeds, start=len(own)):  # ids go on from the opponents'
         items.append(
-            slots.item(round_index, f"w{index}", kind=WorkKind.WARM, order=len(items), program=seed)
+            slots.item(round_index, f"w{index}", kind=WARM, order=len(items), program=seed)
         )
     for index, (champion, to_cells) in enumerate(peers):
         program = attrs.evolve(
@@ -93,8 +92,6 @@ def warm_start(
             source=CandidateSource.received(to_cells=to_cells),
         )
         items.append(
-            slots.item(
-                round_index, f"p{index}", kind=WorkKind.PEER, order=len(items), program=program
-            )
+            slots.item(round_index, f"p{index}", kind=PEER, order=len(items), program=program)
         )
     return items, accepted
