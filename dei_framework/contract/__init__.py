@@ -14,6 +14,8 @@ May import: nothing else of ``dei_framework`` (the bottom layer).
 
 Modules:
     errors.py           DEIError and its family: what a user can cause, one line and a status
+    kinds.py            the records' string enums: CandidateSource, WorkKind, EventKind,
+                        ProgressKind (members are the strings the files hold)
     records.py          Candidate (the one program record), ExportedProgram, chat messages,
                         hash_text
     payloads.py         a run's events and summary as typed records (EvaluatedEvent,

@@ -26,6 +26,7 @@ import attrs
 
 from dei_framework.contract.domain import Domain, Program
 from dei_framework.contract.errors import InvalidProgram, OperatorError, ReplayMismatch
+from dei_framework.contract.kinds import CALL_KINDS, EventKind
 from dei_framework.contract.operators import Operator, OperatorReply
 from dei_framework.contract.records import Candidate
 from dei_framework.evaluation.local import Evaluator, OpponentSet
@@ -288,7 +289,7 @@ class SearchDriver:
             self.record(
                 [
                     {
-                        "event": "node_stopped",
+                        "event": EventKind.NODE_STOPPED,
                         "node": self.name,
                         "round": self.scheduler.round,
                         "reason": self.scheduler.stopped,
@@ -325,7 +326,7 @@ class SearchDriver:
         self.record(
             [
                 {
-                    "event": "received",
+                    "event": EventKind.RECEIVED,
                     "node": self.name,
                     "round": self.scheduler.round,
                     "from": c.node,
@@ -357,7 +358,7 @@ class SearchDriver:
             self.generality_excluded.update(admission.result.info.get("generality_matches", ()))
         self.record(events, [])
         for event in events:
-            if event["kind"] in ("new", "mutate"):  # progress counts operator-made candidates
+            if event["kind"] in CALL_KINDS:  # progress counts operator-made candidates
                 self.on_event(event)
         if report.round_end is not None:
             self._round_end = report.round_end

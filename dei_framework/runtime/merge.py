@@ -37,6 +37,7 @@ from dei_framework.analysis.common_ground import (
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.kinds import EventKind
 from dei_framework.evaluation.local import Evaluator
 from dei_framework.runtime.budget import NodeCaps, NodeUsage
 from dei_framework.runtime.checkpoints import check_logs
@@ -458,13 +459,13 @@ def _check_counts(
         (
             "events.jsonl",
             "evaluations",
-            sum(e.get("event") == "evaluated" for e in events),
+            sum(e.get("event") == EventKind.EVALUATED for e in events),
             summary.get("evaluated"),
         ),
         (
             "events.jsonl",
             "round events",
-            sum(e.get("event") == "round" for e in events),
+            sum(e.get("event") == EventKind.ROUND for e in events),
             node["rounds_completed"],
         ),
     ]
@@ -487,16 +488,16 @@ def _one_decision_per_round(events: list[dict]) -> list[dict]:
     not hear from a peer in time kept its last quota instead."""
     decisions: dict[int, list[dict]] = defaultdict(list)
     for event in events:
-        if event.get("event") == "allocation":
+        if event.get("event") == EventKind.ALLOCATION:
             decisions[event["round"]].append(event)
     if not decisions:
         return events
     merged = []
     for event in events:
         kind = event.get("event")
-        if kind == "allocation_report":
+        if kind == EventKind.ALLOCATION_REPORT:
             continue
-        if kind == "allocation":
+        if kind == EventKind.ALLOCATION:
             made = decisions.pop(event["round"], None)
             if made is None:
                 continue

@@ -38,6 +38,7 @@ from typing import Any
 
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import LIFECYCLES, Domain
+from dei_framework.contract.kinds import CandidateSource
 from dei_framework.contract.operators import DeferredMessages, OperatorRequest, UsageMeter
 from dei_framework.contract.records import Candidate, DeferredText
 from dei_framework.search import _scheduler_state
@@ -45,7 +46,16 @@ from dei_framework.search._admission import Told, admit, batch_rows
 from dei_framework.search._scheduler_events import evaluated_event, round_event
 from dei_framework.search._slots import NodeSlots, derive_seed
 from dei_framework.search._warm_start import warm_start
-from dei_framework.search._work import Admission, Kind, Result, RoundEnd, TellReport, WorkItem
+from dei_framework.search._work import (
+    MUTATE,
+    NEW,
+    Admission,
+    Kind,
+    Result,
+    RoundEnd,
+    TellReport,
+    WorkItem,
+)
 from dei_framework.search.archives import AddStatus, ArchiveBase, ArchiveFactory, GridArchive
 from dei_framework.search.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
 from dei_framework.search.selectors import ParentSelector, UniformSelector
@@ -155,7 +165,7 @@ class Scheduler:
         # make it adversarial (initial opponents would: they join the pool).
         opponents = set(initial_opponents)
         self.seeds: tuple[Candidate, ...] = tuple(
-            Candidate(text=text, source="seed", operator="seed")
+            Candidate(text=text, source=CandidateSource.SEED, operator="seed")
             for text in dict.fromkeys(seeds)
             if text not in opponents
         )
@@ -271,7 +281,7 @@ class Scheduler:
         quota = self.round_quota(following)
         # The draw _plan_slot makes first.
         return [
-            self._slots.item(following, f"s{slot}", kind="new", order=-1)
+            self._slots.item(following, f"s{slot}", kind=NEW, order=-1)
             for slot in range(quota)
             if self._slots.generator(following, slot, quota).random() < self.new_fraction
         ]
@@ -325,11 +335,11 @@ class Scheduler:
 
     def _plan_slot(self, slot: int, quota: int) -> WorkItem:
         rng = self._slots.generator(self.round, slot, quota)
-        parent, others, feedback, kind = None, (), None, "new"
+        parent, others, feedback, kind = None, (), None, NEW
         if len(self.archive) and rng.random() >= self.new_fraction:
             parent, *drawn = self.emitter.select(self.archive, rng, 1 + self.others)
             others = tuple([o for o in drawn if o.id != parent.id])
-            feedback, kind = self.lineage_errors.get(parent.id), "mutate"
+            feedback, kind = self.lineage_errors.get(parent.id), MUTATE
         return self._slots.item(
             self.round,
             f"s{slot}",
@@ -439,7 +449,7 @@ class Scheduler:
             ):
                 raise ValueError(f"tell_batch: {item.key} was not asked or was already told")
             if not item.needs_call:
-                raise ValueError(f"tell_batch: {item.key} is a {item.kind!r} item; tell() it")
+                raise ValueError(f"tell_batch: {item.key} is a {str(item.kind)!r} item; tell() it")
             self._buffer[item.order] = told
         return self._admit_buffered()
 
@@ -512,7 +522,7 @@ class Scheduler:
             self.pool.add_champion(
                 Candidate(
                     text=champion.text,
-                    source="own",
+                    source=CandidateSource.OWN,
                     node=self.name,
                     round=self.round,
                     operator=champion.operator,
