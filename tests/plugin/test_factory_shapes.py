@@ -15,7 +15,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "toy"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
 
 import toy_domain  # noqa: E402
 
