@@ -8,13 +8,25 @@ Importable from :mod:`dei_framework.runtime.budget`, whose ledger hands meters o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dei_framework.contract.operators import OperatorReply
 from dei_framework.runtime._usage import NodeUsage
 
-if TYPE_CHECKING:
-    from dei_framework.runtime.budget import BudgetLedger
+
+class MeteringLedger(Protocol):
+    """What a meter uses of a :class:`~dei_framework.runtime.budget.BudgetLedger` (which
+    imports this module: it is not imported here)."""
+
+    usage: dict[str, NodeUsage]
+
+    async def _open_attempt(self, meter: CallMeter, tokens: int, usd: float | None) -> None: ...
+
+    def _settle_attempt(self, meter: CallMeter, tokens: int, usd: float) -> None: ...
+
+    def _reserved(self, node: str) -> NodeUsage: ...
+
+    def _changed(self) -> None: ...
 
 
 class CallMeter:
@@ -25,7 +37,7 @@ class CallMeter:
     settled too). Operators that never use the meter are accounted from their reply.
     """
 
-    def __init__(self, ledger: BudgetLedger, node: str) -> None:
+    def __init__(self, ledger: MeteringLedger, node: str) -> None:
         self.ledger = ledger
         self.node = node
         #: Attempts settled so far, and their usage.

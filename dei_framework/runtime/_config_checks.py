@@ -13,14 +13,12 @@ change in any release.
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from dei_framework.contract.domain import LIFECYCLES
 from dei_framework.contract.errors import ConfigError
 from dei_framework.runtime._usage import COMPUTE_AXES
-
-if TYPE_CHECKING:
-    from dei_framework.runtime.run_config import RunConfig
 
 #: Champion delivery modes (``RunConfig.delivery``, ``--delivery``).
 DELIVERIES = ("auto", "virtual", "wallclock")
@@ -78,7 +76,21 @@ def members(value: Any) -> tuple[str, ...]:
         raise ConfigError(f"members: {exc}") from None
 
 
-def check_config(config: RunConfig) -> None:
+class CheckedRun(Protocol):
+    """What the checks across fields read of a :class:`~dei_framework.runtime.run_config.RunConfig`
+    (which imports this module: it is not imported here)."""
+
+    nodes: Sequence[object]
+    budget: int | None
+    iterations: int | None
+    compute_axis: str
+    max_cost_usd: float | None
+    delivery: str
+    lifecycle: str
+    new_fraction: float
+
+
+def check_config(config: CheckedRun) -> None:
     """The checks across a configuration's fields, run as it is made.
 
     Raises:

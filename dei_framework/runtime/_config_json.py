@@ -10,18 +10,25 @@ change in any release.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
 from dei_framework.runtime._node_config import NodeConfig
 
-if TYPE_CHECKING:
-    from dei_framework.runtime.run_config import RunConfig
+#: The configuration class :func:`from_json` makes (``RunConfig``).
+Config = TypeVar("Config")
 
 
-def to_json(config: RunConfig) -> dict[str, Any]:
+class RecordedRun(Protocol):
+    """A :class:`~dei_framework.runtime.run_config.RunConfig` (an attrs class; ``run_config``
+    imports this module: it is not imported here)."""
+
+    nodes: Sequence[NodeConfig]
+
+
+def to_json(config: RecordedRun) -> dict[str, Any]:
     """``config`` as ``config.json`` holds it."""
     data = attrs.asdict(config, recurse=True)
     data["nodes"] = [attrs.asdict(node) for node in config.nodes]
@@ -31,7 +38,7 @@ def to_json(config: RunConfig) -> dict[str, Any]:
     return data
 
 
-def from_json(cls: type[RunConfig], data: Mapping[str, Any]) -> RunConfig:
+def from_json(cls: Callable[..., Config], data: Mapping[str, Any]) -> Config:
     """The configuration ``config.json`` holds (``cls``: the class to make)."""
     values = dict(data)
     values["nodes"] = tuple(NodeConfig(**node) for node in data["nodes"])

@@ -3,8 +3,8 @@ its signing identity, its virtual-time clock, its endpoint and its driver.
 
 :class:`NodeAssembly` is the per-node half of :func:`~dei_framework.runtime.assembly.assemble`
 (its run-wide parts are built first, by the assembly that inherits these steps).
-:data:`LAG_PER_SLOT` and :func:`note_opponents` are importable from
-:mod:`dei_framework.runtime.assembly`.
+:class:`RunReactions` (what the parts call while the run goes), :data:`LAG_PER_SLOT` and
+:func:`note_opponents` are importable from :mod:`dei_framework.runtime.assembly`.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
@@ -12,8 +12,8 @@ change in any release.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.domain import Domain
@@ -40,12 +40,12 @@ from dei_framework.runtime.restore import ReplayRecord, finished_round_file, pee
 from dei_framework.runtime.run_dir import RunDir
 from dei_framework.runtime.run_files import read_round
 from dei_framework.search.allocation import AllocationCoordinator
+from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.scheduler import Scheduler
 from dei_framework.search.sharing import SharingPolicy
 
 if TYPE_CHECKING:
     from dei_framework.contract.descriptors import DescriptorSpace
-    from dei_framework.runtime.assembly import RunReactions
     from dei_framework.runtime.builders import DomainParts
 
 #: Scheduler lag per slot of operator concurrency: a slot is planned once every slot more than
@@ -54,6 +54,22 @@ if TYPE_CHECKING:
 #: mean latency holds nothing back (5.3x in benchmarks/llm_pipeline.py); the price is parents
 #: drawn from an archive up to that many slots old (docs/architecture.md#determinism).
 LAG_PER_SLOT = 6
+
+
+class RunReactions(Protocol):
+    """What a run's parts call while it goes: its loop's side of the wiring."""
+
+    def record(self, events: list[dict], calls: list[dict]) -> None:
+        """Logs events and operator calls."""
+
+    def round_ended(self, name: str) -> Callable[[dict, ArchiveBase], None]:
+        """What node ``name``'s driver calls when one of its rounds ends."""
+
+    def checkpoint(self) -> None:
+        """Writes the run's checkpoint."""
+
+    def progress(self, kind: str, data: dict[str, Any]) -> None:
+        """Live display (``evaluated``, ``round``, ...)."""
 
 
 class NodeAssembly:

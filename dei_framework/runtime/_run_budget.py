@@ -10,15 +10,31 @@ change in any release.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from dei_framework.runtime._usage import NodeCaps, split_budget
 
-if TYPE_CHECKING:
-    from dei_framework.runtime.run_config import RunConfig
+
+class BudgetedRun(Protocol):
+    """What the arithmetic reads of a :class:`~dei_framework.runtime.run_config.RunConfig`
+    (which imports this module: it is not imported here)."""
+
+    nodes: Sequence[object]
+    rounds: int
+    budget: int | None
+    iterations: int | None
+    compute_axis: str
+    max_cost_usd: float | None
+    max_attempts_per_node: int | None
+
+    @property
+    def node_names(self) -> list[str]: ...
+
+    def node_quotas(self) -> dict[str, int]: ...
 
 
-def node_quotas(config: RunConfig) -> dict[str, int]:
+def node_quotas(config: BudgetedRun) -> dict[str, int]:
     """Calls per node: the budget split equally, or iterations x rounds (on a ``tokens``
     axis, where ``budget`` counts tokens, always the latter)."""
     if config.budget is not None and config.compute_axis != "tokens":
@@ -26,7 +42,7 @@ def node_quotas(config: RunConfig) -> dict[str, int]:
     return {name: config.iterations * config.rounds for name in config.node_names}
 
 
-def node_caps(config: RunConfig) -> dict[str, NodeCaps]:
+def node_caps(config: BudgetedRun) -> dict[str, NodeCaps]:
     """Each node's token, money and attempt caps: the run's token budget and money cap split
     equally, like calls."""
     count = len(config.nodes)
@@ -41,7 +57,7 @@ def node_caps(config: RunConfig) -> dict[str, NodeCaps]:
     }
 
 
-def compute_limit(config: RunConfig) -> float | None:
+def compute_limit(config: BudgetedRun) -> float | None:
     """The run's total budget on its compute axis."""
     if config.compute_axis == "cost":
         return config.max_cost_usd

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable
-from typing import Any, Protocol
 
 import attrs
 
@@ -32,6 +30,7 @@ from dei_framework.runtime import chaos
 from dei_framework.runtime._node_assembly import (  # the constant and helper were always here
     LAG_PER_SLOT,  # noqa: F401
     NodeAssembly,
+    RunReactions,
     note_opponents,  # noqa: F401
 )
 from dei_framework.runtime.budget import BudgetLedger
@@ -56,24 +55,8 @@ from dei_framework.runtime.run_dir import RunDir
 from dei_framework.runtime.run_files import damaged
 from dei_framework.runtime.summary import EventTally
 from dei_framework.search.allocation import AllocationCoordinator, check_allocation, split_options
-from dei_framework.search.archives import ArchiveBase, GridArchive
+from dei_framework.search.archives import GridArchive
 from dei_framework.search.sharing import SharingPolicy
-
-
-class RunReactions(Protocol):
-    """What a run's parts call while it goes: its loop's side of the wiring."""
-
-    def record(self, events: list[dict], calls: list[dict]) -> None:
-        """Logs events and operator calls."""
-
-    def round_ended(self, name: str) -> Callable[[dict, ArchiveBase], None]:
-        """What node ``name``'s driver calls when one of its rounds ends."""
-
-    def checkpoint(self) -> None:
-        """Writes the run's checkpoint."""
-
-    def progress(self, kind: str, data: dict[str, Any]) -> None:
-        """Live display (``evaluated``, ``round``, ...)."""
 
 
 @attrs.define(kw_only=True)
