@@ -118,7 +118,8 @@ class SearchDriver:
         self.checkpoint = checkpoint
         self.axes = tuple(axes if axes is not None else scheduler.space.names)
         self.generality = RoundGenerality(evaluator)
-        # The generality's own task dict and set (resume fills the set in).
+        # The same dict and set under the driver's names: a resume fills the set in, the
+        # summary reads it.
         self.generality_tasks = self.generality.tasks
         self.generality_excluded = self.generality.excluded
         # An offline operator with its own batch method answers a turn's calls in one call of
