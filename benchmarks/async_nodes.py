@@ -68,9 +68,8 @@ class SleepyPlugin:
         return [
             OperatorSpec(
                 name="toy-sleep",
-                factory=lambda settings, domain: SleepyOperator(
-                    f"toy-sleep-{settings.options['delay'] * 1000:g}ms",
-                    float(settings.options["delay"]),
+                factory=lambda ctx: SleepyOperator(
+                    f"toy-sleep-{ctx.options['delay'] * 1000:g}ms", float(ctx.options["delay"])
                 ),
                 domains=("toy",),
                 description="toy operator with a fixed delay per call (benchmarks)",

@@ -183,7 +183,7 @@ def main() -> None:
     class Plugin:
         @hookimpl
         def dei_operators(self):
-            return [OperatorSpec(name="heavy-tailed", factory=lambda s, d: HeavyTailed(args))]
+            return [OperatorSpec(name="heavy-tailed", factory=lambda ctx: HeavyTailed(args))]
 
     registry = load_plugins(extra=[toy_domain, Plugin()], entry_points=False)
     first, archives = measure(args, registry)

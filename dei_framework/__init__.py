@@ -22,7 +22,7 @@ The core is domain-agnostic. What it offers library users:
   :class:`GenomeEvaluations`, the array form's outcome), with
   :data:`hookimpl` and the hook specifications in :mod:`dei_framework.plugin.hookspecs`;
   :class:`OperatorSettings` — what an operator factory receives (build one to create an
-  operator yourself: ``registry.operator(spec).factory(settings, domain)``).
+  operator yourself: ``registry.operator(spec).factory(settings)``, ``settings.domain`` set).
 * :class:`FactoryContext` — what plugin factories receive (registry, options, seed), with
   :class:`PluginRegistry`; the types hooks and specs name: :class:`RunOption`,
   :class:`ExportedProgram`, :class:`EvaluatorSpec`, :class:`EvaluationBackend`,

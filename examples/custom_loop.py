@@ -35,8 +35,10 @@ if __name__ == "__main__":
     args = parser.parse_args()
     try:
         domain = (reg := load_plugins()).domain(args.domain).factory({})
-        settings = OperatorSettings(spec=args.operator, node="custom", registry=reg, seed=args.seed)
-        operator = reg.operator(args.operator).factory(settings, domain)
+        settings = OperatorSettings(
+            spec=args.operator, node="custom", registry=reg, seed=args.seed, domain=domain
+        )
+        operator = reg.operator(args.operator).factory(settings)
     except DEIError as exc:
         sys.exit(f"error: {exc}")
     for event in asyncio.run(search(domain, operator, args)):  # one JSON line per round

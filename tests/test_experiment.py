@@ -39,7 +39,7 @@ class SecondToyOperator:
                 name="toy-b",
                 domains=("toy",),
                 description="toy, second label",
-                factory=lambda settings, domain: toy_domain.ToyOperator("toy-b"),
+                factory=lambda ctx: toy_domain.ToyOperator("toy-b"),
             )
         ]
 

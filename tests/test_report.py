@@ -62,19 +62,19 @@ class ReportPlugins:
         return [
             OperatorSpec(
                 name="toy-junk",
-                factory=lambda settings, domain: JunkOperator(),
+                factory=lambda ctx: JunkOperator(),
                 domains=("toy", "toy-plain"),
                 description="junk",
             ),
             OperatorSpec(
                 name="toy-b",
-                factory=lambda settings, domain: toy_domain.ToyOperator("toy-b"),
+                factory=lambda ctx: toy_domain.ToyOperator("toy-b"),
                 domains=("toy", "toy-plain"),
                 description="toy, second label",
             ),
             OperatorSpec(
                 name="toy-any",
-                factory=lambda settings, domain: toy_domain.ToyOperator("toy-any"),
+                factory=lambda ctx: toy_domain.ToyOperator("toy-any"),
                 domains=("toy-plain",),
                 description="toy operator for toy-plain",
             ),

@@ -12,12 +12,14 @@ plugin offers another through ``dei_evaluation_backends``.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
+from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.errors import DEIError
+from dei_framework.contract.registry import Kind
 
 #: Lanes a backend runs jobs on: candidate evaluations and parses, and champion generality
 #: (which must never hold up a candidate: a backend runs it at a lower priority).
@@ -85,8 +87,9 @@ class EvaluationBackend(abc.ABC):
 
 
 @attrs.frozen(kw_only=True)
-class EvaluatorOptions:
-    """What a backend factory gets from the run.
+class EvaluatorOptions(FactoryContext):
+    """The context a backend factory receives: ``factory(ctx)`` with ``ctx.domain`` the run's
+    domain (see :class:`~dei_framework.contract.context.FactoryContext`).
 
     Attributes:
         workers: ``--eval-workers`` (``None``: the backend's default; for ``local`` one per
@@ -94,15 +97,15 @@ class EvaluatorOptions:
         address: ``--evaluator-address`` (``None``: the backend's own default, e.g. a cluster
             started for the run).
         options: The ``[evaluator_options]`` table, for a plugin's backend.
+        domain: The domain whose jobs the backend runs.
     """
 
     workers: int | None = None
     address: str | None = None
-    options: Mapping[str, Any] = attrs.field(factory=dict)
 
 
-#: ``factory(domain, options)`` builds the backend of one evaluator.
-BackendFactory = Callable[[Any, EvaluatorOptions], EvaluationBackend]
+#: ``factory(ctx)`` builds the backend of one evaluator (``ctx.domain``: its domain).
+BackendFactory = Callable[[EvaluatorOptions], EvaluationBackend]
 
 
 @attrs.frozen
@@ -111,7 +114,7 @@ class EvaluatorSpec:
 
     Attributes:
         name: What users type after ``--evaluator``.
-        factory: ``factory(domain, options)`` returns an :class:`EvaluationBackend`; it must not
+        factory: ``factory(ctx)`` returns an :class:`EvaluationBackend`; it must not
             connect yet (:meth:`EvaluationBackend.start` does), and raises
             :class:`~dei_framework.contract.errors.ConfigError` for options it cannot use.
         description: One line for ``dei plugins``.
@@ -120,3 +123,7 @@ class EvaluatorSpec:
     name: str
     factory: BackendFactory
     description: str = ""
+
+
+#: The evaluation backends: ``registry.lookup(EVALUATORS, name)`` is an :class:`EvaluatorSpec`.
+EVALUATORS: Kind[EvaluatorSpec] = Kind("dei_evaluation_backends")

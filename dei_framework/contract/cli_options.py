@@ -8,6 +8,8 @@ from typing import Any, Literal
 import attrs
 import click
 
+from dei_framework.contract.registry import Kind
+
 #: The options tables of a run a plugin option can feed (see docs/configuration.md).
 Target = Literal[
     "domain_options",
@@ -60,3 +62,7 @@ class RunOption:
         if value is None or value == ():
             return
         tables[self.target][self.name] = self.convert(value) if self.convert else value
+
+
+#: The run options plugins add: ``registry.lookup(RUN_OPTIONS, name)`` is a :class:`RunOption`.
+RUN_OPTIONS: Kind[RunOption] = Kind("dei_run_options")

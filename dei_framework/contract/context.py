@@ -1,4 +1,5 @@
-"""The context a plugin factory receives: the loaded plugins, its options and the run seed."""
+"""The context a plugin factory receives: the loaded plugins, its options, the run seed, and
+what its kind needs besides (the domain, the nodes)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:
+    from dei_framework.contract.domain import Domain
     from dei_framework.contract.registry import PluginRegistry
 
 
@@ -15,13 +17,20 @@ if TYPE_CHECKING:
 class FactoryContext(Mapping[str, Any]):
     """What the core hands a plugin's factory, so that it never has to rediscover plugins.
 
-    Every factory gets one: domain, transport, sharing, parent selector (emitter) and archive
-    factories as their options argument, operator factories as
-    :class:`~dei_framework.contract.operators.OperatorSettings`
-    (a subclass that adds the node and what the user typed). It is also the read-only mapping
-    of its ``options`` (``context["key"]``, ``dict(context)``, ``context.get(...)``), so a
-    factory written as ``factory(options)`` works unchanged and one that needs more reads
-    ``context.registry`` or ``context.seed``.
+    Every factory, of every kind, is called ``factory(ctx)`` with one: domain, transport,
+    sharing, parent selector (emitter), archive and allocator factories with a
+    :class:`FactoryContext`, operator factories with an
+    :class:`~dei_framework.contract.operators.OperatorSettings` and evaluation backend
+    factories with an :class:`~dei_framework.contract.backend.EvaluatorOptions` (subclasses
+    that add what those kinds need). It is also the read-only mapping of its ``options``
+    (``ctx["key"]``, ``dict(ctx)``, ``ctx.get(...)``), so a factory written as
+    ``factory(options)`` works unchanged and one that needs more reads ``ctx.registry`` or
+    ``ctx.seed``.
+
+    Factories of the shapes before 0.2 (``factory(settings, domain)`` for operators,
+    ``factory(node_names, options)`` for transports, ``factory(domain, options)`` for
+    evaluation backends) are adapted when their plugin is registered, with a
+    :class:`DeprecationWarning`, for one release.
 
     Attributes:
         registry: The plugins of the run: other plugins' registrations, and every hook
@@ -29,11 +38,17 @@ class FactoryContext(Mapping[str, Any]):
             when a library user builds a context by hand without loading plugins.
         options: The component's options, already merged from flags and the config file.
         seed: The run seed.
+        domain: The run's domain, for the kinds built for one (operators, evaluation
+            backends); ``None`` for the others, and for the domain itself.
+        node_names: The nodes to connect, for a transport (one endpoint each, in this order);
+            empty for the other kinds.
     """
 
     registry: PluginRegistry | None = attrs.field(default=None, eq=False, repr=False)
     options: Mapping[str, Any] = attrs.field(factory=dict)
     seed: int = 0
+    domain: Domain | None = attrs.field(default=None, eq=False, repr=False)
+    node_names: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     # --- the options as a read-only mapping ----------------------------------------------------
 

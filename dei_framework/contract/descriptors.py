@@ -11,6 +11,7 @@ import attrs
 import numpy as np
 
 from dei_framework.contract.errors import ConfigError, PluginError
+from dei_framework.contract.registry import Kind
 
 
 class Axis(abc.ABC):
@@ -280,3 +281,7 @@ def _fmt(value: float) -> str:
     if math.isinf(value):
         return "inf"
     return f"{value:g}"
+
+
+#: The descriptor axes: ``registry.lookup(AXES, name)`` is an :class:`AxisSpec`.
+AXES: Kind[AxisSpec] = Kind("dei_descriptor_axes")

@@ -25,6 +25,7 @@ import attrs
 from dei_framework.contract.capabilities import settle
 from dei_framework.contract.descriptors import AxisSpec
 from dei_framework.contract.records import Candidate, Message
+from dei_framework.contract.registry import Kind
 
 #: Archive lifecycles (``Domain.lifecycle``, ``--lifecycle``, config key ``lifecycle``):
 #: ``reset`` starts a fresh archive every round (Red Queen rounds: DRQ, DEI); ``continual`` keeps
@@ -324,3 +325,7 @@ class DomainSpec:
     name: str
     factory: DomainFactory
     description: str = ""
+
+
+#: The domains: ``registry.lookup(DOMAINS, name)`` is a :class:`DomainSpec`.
+DOMAINS: Kind[DomainSpec] = Kind("dei_domains")

@@ -15,8 +15,8 @@ import attrs
 
 from dei_framework.contract.capabilities import settle
 from dei_framework.contract.context import FactoryContext
-from dei_framework.contract.domain import Domain
 from dei_framework.contract.records import Candidate, Message, deprecated_alias
+from dei_framework.contract.registry import Kind
 
 
 class DeferredMessages(Sequence[Message]):
@@ -242,8 +242,9 @@ class OperatorSettings(FactoryContext):
     node: str
 
 
-#: ``factory(settings, domain)`` returns the node's operator or raises ``ConfigError``.
-OperatorFactory = Callable[[OperatorSettings, Domain], Operator]
+#: ``factory(ctx)`` returns the node's operator (``ctx.domain``: the run's domain) or raises
+#: ``ConfigError``.
+OperatorFactory = Callable[[OperatorSettings], Operator]
 
 
 @attrs.frozen(kw_only=True)
@@ -252,7 +253,8 @@ class OperatorSpec:
 
     Attributes:
         name: The name users type after ``--operator`` (e.g. ``"gp"``).
-        factory: Builds the operator for one node.
+        factory: ``factory(ctx)`` builds the operator for one node; ``ctx`` is the node's
+            :class:`OperatorSettings`, ``ctx.domain`` the run's domain.
         offline: ``False`` when it needs a network or a model server.
         accepts: Optional predicate claiming other ``--operator`` strings (the LLM plugin claims
             every ``provider/model`` string). Exact names always win over predicates.
@@ -281,3 +283,7 @@ class OperatorSpec:
 def __getattr__(name: str) -> type[Candidate]:
     """``Parent``, a deprecated alias of :class:`~dei_framework.contract.records.Candidate`."""
     return deprecated_alias(__name__, name)
+
+
+#: The operator families: ``registry.lookup(OPERATORS, spec)`` is an :class:`OperatorSpec`.
+OPERATORS: Kind[OperatorSpec] = Kind("dei_operators")

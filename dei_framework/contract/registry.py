@@ -18,15 +18,19 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import attrs
 import pluggy
 
 from dei_framework.contract.errors import ConfigError
 
-#: The public name (re-exported by ``dei_framework``); the rest serves ``plugin/manager.py``.
-__all__ = ["PluginRegistry"]
+if TYPE_CHECKING:
+    import click
+
+#: The public names (``PluginRegistry`` is re-exported by ``dei_framework``); the rest serves
+#: ``plugin/manager.py``.
+__all__ = ["Kind", "PluginRegistry", "PluginSpec", "Registered"]
 
 #: Registration hooks: the hook, the kind of thing it registers (for messages), its table.
 REGISTRATION_HOOKS: dict[str, tuple[str, str]] = {
@@ -50,12 +54,50 @@ OBSERVATION_HOOKS = (
 )
 
 
+class PluginSpec(Protocol):
+    """What every registered thing has: the name users select it by."""
+
+    @property
+    def name(self) -> str: ...
+
+
+#: The spec type of one kind of registration (``DomainSpec``, ``OperatorSpec``, ...).
+SpecT = TypeVar("SpecT")
+
+
 @attrs.frozen
-class Registered:
+class Registered(Generic[SpecT]):
     """One thing a plugin registered, with the plugin it came from."""
 
-    spec: Any
+    spec: SpecT
     plugin: str
+
+
+@attrs.frozen
+class Kind(Generic[SpecT]):
+    """One kind of registration, typed by its spec: the key of a typed lookup.
+
+    Each spec's module declares its kind next to it (``DOMAINS: Kind[DomainSpec]`` in
+    :mod:`~dei_framework.contract.domain`, ``SHARING_POLICIES`` in
+    :mod:`~dei_framework.search.sharing`, ...), so ``registry.lookup(DOMAINS, name)`` is a
+    ``DomainSpec`` to a type checker, while this module names no spec type (the specs' modules
+    sit above it: the context every factory receives refers to this registry).
+
+    Attributes:
+        hook: The registration hook, a key of :data:`REGISTRATION_HOOKS`.
+    """
+
+    hook: str
+
+    @property
+    def label(self) -> str:
+        """The kind's name in messages (``"sharing policy"``)."""
+        return REGISTRATION_HOOKS[self.hook][0]
+
+    @property
+    def table(self) -> str:
+        """The registry's attribute holding this kind (``"sharing"``)."""
+        return REGISTRATION_HOOKS[self.hook][1]
 
 
 @attrs.define
@@ -69,16 +111,16 @@ class PluginRegistry:
     """
 
     manager: pluggy.PluginManager
-    domains: dict[str, Registered] = attrs.Factory(dict)
-    operators: dict[str, Registered] = attrs.Factory(dict)
-    transports: dict[str, Registered] = attrs.Factory(dict)
-    sharing: dict[str, Registered] = attrs.Factory(dict)
-    allocators: dict[str, Registered] = attrs.Factory(dict)
-    axes: dict[str, Registered] = attrs.Factory(dict)
-    emitters: dict[str, Registered] = attrs.Factory(dict)
-    archives: dict[str, Registered] = attrs.Factory(dict)
-    evaluators: dict[str, Registered] = attrs.Factory(dict)
-    run_options: dict[str, Registered] = attrs.Factory(dict)
+    domains: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
+    operators: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
+    transports: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
+    sharing: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
+    allocators: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
+    axes: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
+    emitters: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
+    archives: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
+    evaluators: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
+    run_options: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
     problems: list[str] = attrs.Factory(list)
     #: Plugins left out of an observation hook after they raised in it, by hook name.
     _muted: dict[str, list[object]] = attrs.Factory(dict)
@@ -87,61 +129,78 @@ class PluginRegistry:
 
     # --- lookups ---------------------------------------------------------------------------------
 
-    def _lookup(self, table: dict[str, Registered], kind: str, name: str) -> Any:
+    def entries(self, kind: Kind[SpecT]) -> dict[str, Registered[SpecT]]:
+        """Everything of ``kind`` registered, by name, each with the plugin that registered it."""
+        table: dict[str, Registered[SpecT]] = getattr(self, kind.table)
+        return table
+
+    def lookup(self, kind: Kind[SpecT], name: str) -> SpecT:
+        """The spec of ``kind`` called ``name``, typed as the kind's spec.
+
+        An exact name wins; otherwise the first spec whose ``accepts`` predicate claims the name
+        (operator families claim model strings such as ``provider/model``).
+
+        Raises:
+            ConfigError: Nothing of ``kind`` is called ``name``; the message lists what is
+                registered, and the plugin problems, if any.
+        """
+        table = self.entries(kind)
         if name in table:
             return table[name].spec
+        for entry in table.values():
+            accepts = getattr(entry.spec, "accepts", None)
+            if accepts is not None and accepts(name):
+                return entry.spec
         known = ", ".join(sorted(table)) or "none"
         hint = f" (plugin problems: {'; '.join(self.problems)})" if self.problems else ""
-        raise ConfigError(f"unknown {kind} {name!r}; registered: {known}{hint}")
+        raise ConfigError(f"unknown {kind.label} {name!r}; registered: {known}{hint}")
 
-    def domain(self, name: str):
+    # The lookups by kind name, as before :meth:`lookup`; a type checker sees a
+    # :class:`PluginSpec` (this module cannot name the specs), ``lookup(KIND, name)`` the spec.
+
+    def domain(self, name: str) -> PluginSpec:
         """The :class:`~dei_framework.contract.domain.DomainSpec` called ``name``."""
-        return self._lookup(self.domains, "domain", name)
+        return self.lookup(Kind("dei_domains"), name)
 
-    def transport(self, name: str):
+    def transport(self, name: str) -> PluginSpec:
         """The :class:`~dei_framework.contract.transport.TransportSpec` called ``name``."""
-        return self._lookup(self.transports, "transport", name)
+        return self.lookup(Kind("dei_transports"), name)
 
-    def sharing_policy(self, name: str):
+    def sharing_policy(self, name: str) -> PluginSpec:
         """The :class:`~dei_framework.search.sharing.SharingSpec` called ``name``."""
-        return self._lookup(self.sharing, "sharing policy", name)
+        return self.lookup(Kind("dei_sharing_policies"), name)
 
-    def allocator(self, name: str):
+    def allocator(self, name: str) -> PluginSpec:
         """The :class:`~dei_framework.search.allocation.AllocatorSpec` called ``name``."""
-        return self._lookup(self.allocators, "budget allocator", name)
+        return self.lookup(Kind("dei_budget_allocators"), name)
 
-    def emitter(self, name: str):
+    def emitter(self, name: str) -> PluginSpec:
         """The :class:`~dei_framework.search.selectors.SelectorSpec` (a parent selector) called
         ``name``."""
-        return self._lookup(self.emitters, "emitter", name)
+        return self.lookup(Kind("dei_emitters"), name)
 
-    def archive(self, name: str):
+    def archive(self, name: str) -> PluginSpec:
         """The :class:`~dei_framework.search.archives.ArchiveSpec` called ``name``."""
-        return self._lookup(self.archives, "archive", name)
+        return self.lookup(Kind("dei_archives"), name)
 
-    def evaluator(self, name: str):
+    def evaluator(self, name: str) -> PluginSpec:
         """The :class:`~dei_framework.contract.backend.EvaluatorSpec` called ``name``."""
-        return self._lookup(self.evaluators, "evaluation backend", name)
+        return self.lookup(Kind("dei_evaluation_backends"), name)
 
-    def operator(self, spec: str):
+    def operator(self, spec: str) -> PluginSpec:
         """The :class:`~dei_framework.contract.operators.OperatorSpec` serving ``--operator spec``.
 
         An exact name wins; otherwise the first operator family whose ``accepts`` claims it.
         """
-        if spec in self.operators:
-            return self.operators[spec].spec
-        for entry in self.operators.values():
-            if entry.spec.accepts is not None and entry.spec.accepts(spec):
-                return entry.spec
-        return self._lookup(self.operators, "operator", spec)
+        return self.lookup(Kind("dei_operators"), spec)
 
-    def cli_commands(self) -> list[Any]:
+    def cli_commands(self) -> list[click.Command]:
         """Click commands contributed by plugins (broken contributions are skipped)."""
         return [spec for spec, _ in self.collect("dei_cli_commands")]
 
     # --- calling hooks ---------------------------------------------------------------------------
 
-    def collect(self, hook: str, **kwargs: Any) -> Iterator[tuple[Any, str]]:
+    def collect(self, hook: str, **kwargs: object) -> Iterator[tuple[object, str]]:
         """Calls a hook that returns lists, plugin by plugin; yields ``(item, plugin name)``.
 
         Each plugin is called through ``manager.subset_hook_caller`` (pluggy's way to call a
@@ -164,7 +223,7 @@ class PluginRegistry:
                 continue
             yield from ((item, name) for item in items)
 
-    def notify(self, hook: str, **kwargs: Any) -> None:
+    def notify(self, hook: str, **kwargs: object) -> None:
         """Calls an observation hook on every plugin; a failing observer never stops the caller.
 
         The call goes through ``manager.hook`` (pluggy's order and wrappers apply). A plugin
@@ -245,10 +304,10 @@ class PluginRegistry:
 
     # --- listing ---------------------------------------------------------------------------------
 
-    def listing(self) -> dict[str, list[dict[str, Any]]]:
+    def listing(self) -> dict[str, list[dict[str, object]]]:
         """What ``dei plugins --json`` prints."""
 
-        def rows(table: dict[str, Registered], extra=lambda spec: {}) -> list[dict[str, Any]]:
+        def rows(table: dict[str, Registered], extra=lambda spec: {}) -> list[dict[str, object]]:
             return [
                 {
                     "name": name,
@@ -272,7 +331,7 @@ class PluginRegistry:
         }
 
 
-def _as_list(result: Any) -> Iterable[Any]:
+def _as_list(result: object) -> Iterable[object]:
     if not isinstance(result, list | tuple):
         raise TypeError(f"expected a list, got {type(result).__name__}")
     return result

@@ -14,6 +14,9 @@ from typing import Any
 
 import attrs
 
+from dei_framework.contract.context import FactoryContext
+from dei_framework.contract.registry import Kind
+
 
 @attrs.frozen
 class Delivery:
@@ -61,8 +64,9 @@ class Transport(abc.ABC):
         return {}
 
 
-#: Builds one transport per node name this process runs, from the run's transport options.
-TransportFactory = Callable[[Sequence[str], Mapping[str, Any]], Sequence[Transport]]
+#: ``factory(ctx)`` builds one transport per node of ``ctx.node_names`` (the nodes this process
+#: runs), from the run's transport options.
+TransportFactory = Callable[[FactoryContext], Sequence[Transport]]
 
 
 class LocalNetwork(abc.ABC):
@@ -109,9 +113,10 @@ class TransportSpec:
 
     Attributes:
         name: What users type after ``--transport``.
-        factory: ``factory(node_names, options)`` returns one :class:`Transport` per node, in
-            order (``options``: a :class:`~dei_framework.contract.context.FactoryContext`, the
-            mapping of the transport options with the run's plugins and seed). In-process
+        factory: ``factory(ctx)`` returns one :class:`Transport` per node of
+            ``ctx.node_names``, in order (``ctx``: a
+            :class:`~dei_framework.contract.context.FactoryContext`, the mapping of the
+            transport options with the run's plugins and seed). In-process
             transports connect all of them; a networked transport may accept only one node per
             process and raise :class:`~dei_framework.contract.errors.ConfigError` otherwise.
         description: One line for ``dei plugins``.
@@ -129,3 +134,7 @@ class TransportSpec:
     description: str = ""
     in_process: bool = False
     local_network: LocalNetworkFactory | None = None
+
+
+#: The transports: ``registry.lookup(TRANSPORTS, name)`` is a :class:`TransportSpec`.
+TRANSPORTS: Kind[TransportSpec] = Kind("dei_transports")

@@ -136,6 +136,7 @@ def _worker_processes(pool: concurrent.futures.Executor) -> list:
     return [process for process in list(processes.values()) if process.is_alive()]
 
 
-def make_local_backend(domain: Domain, options: EvaluatorOptions) -> LocalBackend:
-    """The ``local`` backend's factory (registered by the core's own plugin)."""
-    return LocalBackend(domain, workers=options.workers)
+def make_local_backend(ctx: EvaluatorOptions) -> LocalBackend:
+    """The ``local`` backend's factory (registered by the core's own plugin): a pool for
+    ``ctx.domain``."""
+    return LocalBackend(ctx.domain, workers=ctx.workers)

@@ -431,8 +431,7 @@ def _quiet_cut_off_calls(loop: asyncio.AbstractEventLoop, context: dict[str, Any
     loop.default_exception_handler(context)
 
 
-def make_backend(domain: Any, options: EvaluatorOptions) -> DaskBackend:
-    """The ``dask`` backend's factory (registered by the core's own plugin)."""
-    return DaskBackend(
-        domain, address=options.address, workers=options.workers, tls=options.options
-    )
+def make_backend(ctx: EvaluatorOptions) -> DaskBackend:
+    """The ``dask`` backend's factory (registered by the core's own plugin): a backend for
+    ``ctx.domain``."""
+    return DaskBackend(ctx.domain, address=ctx.address, workers=ctx.workers, tls=ctx.options)

@@ -97,7 +97,7 @@ def dei_budget_allocators() -> list[AllocatorSpec]:
 
     Returns:
         A list of :class:`~dei_framework.search.allocation.AllocatorSpec`, each with a
-        ``factory(options)`` returning the run's allocator. Every plugin's list is collected
+        ``factory(ctx)`` returning the run's allocator. Every plugin's list is collected
         (not firstresult); the core registers ``static`` and ``bandit`` this way.
     """
 
@@ -113,7 +113,7 @@ def dei_emitters() -> list[SelectorSpec]:
 
     Returns:
         A list of :class:`~dei_framework.search.selectors.SelectorSpec`, each with a
-        ``factory(options)`` returning one node's
+        ``factory(ctx)`` returning one node's
         :class:`~dei_framework.search.selectors.ParentSelector`.
         Every plugin's list is collected (not firstresult).
     """
@@ -129,7 +129,7 @@ def dei_archives() -> list[ArchiveSpec]:
 
     Returns:
         A list of :class:`~dei_framework.search.archives.ArchiveSpec`, each with a
-        ``factory(options)`` returning a callable ``(space=, qd_offset=, seed=) -> ArchiveBase``
+        ``factory(ctx)`` returning a callable ``(space=, qd_offset=, seed=) -> ArchiveBase``
         that builds each round's fresh archive. Every plugin's list is collected (not
         firstresult).
     """
@@ -145,7 +145,7 @@ def dei_evaluation_backends() -> list[EvaluatorSpec]:
 
     Returns:
         A list of :class:`~dei_framework.contract.backend.EvaluatorSpec`, each with a
-        ``factory(domain, options)`` returning an
+        ``factory(ctx)`` (``ctx.domain``: the run's domain) returning an
         :class:`~dei_framework.contract.backend.EvaluationBackend`. Every plugin's list is
         collected (not firstresult); the core registers ``local`` (a process pool) and ``dask``
         this way.

@@ -22,7 +22,7 @@ from dei_framework.contract.registry import (
     PluginRegistry,
     Registered,
 )
-from dei_framework.plugin import _builtin, _contract, hookspecs
+from dei_framework.plugin import _builtin, _contract, _factory_shapes, hookspecs
 
 ENTRY_POINT_GROUP = "dei_framework"
 #: Entry points the command line leaves out, comma-separated (as pytest's ``-p no:name``).
@@ -81,7 +81,7 @@ def load_plugins(
     problems.extend(_contract.unknown_hook_problems(manager))
     registry = PluginRegistry(manager=manager, problems=problems)
     for hook, (kind, table_name) in REGISTRATION_HOOKS.items():
-        table: dict[str, Registered] = getattr(registry, table_name)
+        table: dict[str, Registered[object]] = getattr(registry, table_name)
         for spec, plugin in registry.collect(hook):
             name = getattr(spec, "name", None)
             if not isinstance(name, str) or not name:
@@ -93,6 +93,7 @@ def load_plugins(
                     f"{kept!r}; keeping {kept!r}'s (pluggy asks the plugin registered last first)"
                 )
             else:
+                spec = _factory_shapes.adapt(hook, kind, spec, plugin)
                 table[name] = Registered(spec=spec, plugin=plugin)
     manager.register(ObserverGuard(registry), name=GUARD_NAME)
     return registry

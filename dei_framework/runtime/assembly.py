@@ -335,8 +335,8 @@ class _Assembly(NodeAssembly):
                 options=node.options,
                 registry=registry,
                 seed=config.seed,
+                domain=self.domain,
             ),
-            self.domain,
         )
 
     def build_delivery(self) -> list:
@@ -360,8 +360,10 @@ class _Assembly(NodeAssembly):
                 registry.transports,
                 config.transport,
                 spec.factory,
-                [node.name for node in nodes],
-                self.context(transport_options(config)),
+                attrs.evolve(
+                    self.context(transport_options(config)),
+                    node_names=[node.name for node in nodes],
+                ),
             )
         )
         if len(transports) != len(nodes):

@@ -13,11 +13,11 @@ change in any release.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
-from dei_framework.contract.backend import EvaluatorOptions
+from dei_framework.contract.backend import EVALUATORS, EvaluatorOptions
 from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import LIFECYCLES, Domain
@@ -26,7 +26,7 @@ from dei_framework.contract.operators import Operator
 from dei_framework.contract.transport import TransportSpec
 from dei_framework.evaluation.local import Evaluator
 from dei_framework.evaluation.sandbox.policy import choose_policy
-from dei_framework.plugin.manager import PluginRegistry
+from dei_framework.plugin.manager import PluginRegistry, Registered
 from dei_framework.runtime.config import NodeConfig, RunConfig
 from dei_framework.runtime.merge import RunMerge
 from dei_framework.runtime.replay import RecordedOperator
@@ -115,10 +115,22 @@ def check_metering(config: RunConfig, operators: Mapping[str, Operator]) -> None
             )
 
 
-def build_plugin(table: dict, name: str, factory: Callable, *args: Any) -> Any:
-    """Calls a plugin's factory; a bug in it becomes one error naming the plugin."""
+#: The context a factory takes (a :class:`FactoryContext` or a subclass) and what it builds.
+ContextT = TypeVar("ContextT", bound=FactoryContext)
+ProductT = TypeVar("ProductT")
+SpecT = TypeVar("SpecT")
+
+
+def build_plugin(
+    table: Mapping[str, Registered[SpecT]],
+    name: str,
+    factory: Callable[[ContextT], ProductT],
+    ctx: ContextT,
+) -> ProductT:
+    """Calls a plugin's factory as every factory is called, ``factory(ctx)``; a bug in it
+    becomes one error naming the plugin (``table[name]``'s)."""
     try:
-        return factory(*args)
+        return factory(ctx)
     except DEIError:
         raise
     except Exception as exc:
@@ -175,12 +187,15 @@ def new_evaluator(config: RunConfig, domain: Domain, registry: PluginRegistry) -
     """An evaluator for the run's domain on the run's backend (``--evaluator``), accepting every
     axis on offer."""
     offered = {spec.name for spec in domain.descriptor_axes()} | set(registry.axes)
-    options = EvaluatorOptions(
+    ctx = EvaluatorOptions(
         workers=config.eval_workers,
         address=config.evaluator_address,
         options=dict(config.evaluator_options),
+        registry=registry,
+        seed=config.seed,
+        domain=domain,
     )
-    backend = registry.evaluator(config.evaluator).factory(domain, options)
+    backend = registry.lookup(EVALUATORS, config.evaluator).factory(ctx)
     sandbox = choose_policy(
         domain, level=config.sandbox, timeout=config.eval_timeout, memory_mb=config.eval_memory
     )

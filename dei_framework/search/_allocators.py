@@ -14,7 +14,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.registry import Kind
 
 
 @attrs.frozen(kw_only=True)
@@ -80,8 +82,8 @@ class BudgetAllocator(Protocol):
         """
 
 
-#: ``factory(options)`` builds the run's allocator from the ``[allocation_options]`` table.
-AllocatorFactory = Callable[[Mapping[str, Any]], BudgetAllocator]
+#: ``factory(ctx)`` builds the run's allocator; ``ctx`` holds the ``[allocation_options]`` table.
+AllocatorFactory = Callable[[FactoryContext], BudgetAllocator]
 
 
 @attrs.frozen(kw_only=True)
@@ -90,7 +92,7 @@ class AllocatorSpec:
 
     Attributes:
         name: What users type after ``--allocation``.
-        factory: ``factory(options)`` builds the run's allocator; ``options`` is a
+        factory: ``factory(ctx)`` builds the run's allocator; ``ctx`` is a
             :class:`~dei_framework.contract.context.FactoryContext`, the mapping of the
             ``[allocation_options]`` table with the run's plugins and seed.
         description: One line for ``dei plugins``.
@@ -99,6 +101,10 @@ class AllocatorSpec:
     name: str
     factory: AllocatorFactory
     description: str = ""
+
+
+#: The budget allocators: ``registry.lookup(ALLOCATORS, name)`` is an :class:`AllocatorSpec`.
+ALLOCATORS: Kind[AllocatorSpec] = Kind("dei_budget_allocators")
 
 
 @attrs.frozen

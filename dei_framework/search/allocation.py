@@ -41,6 +41,7 @@ from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.records import Candidate
 from dei_framework.search._allocators import (
+    ALLOCATORS,
     BUILTIN_ALLOCATORS,
     AllocationDecision,
     AllocatorFactory,
@@ -60,6 +61,7 @@ from dei_framework.search._round_reports import (
 from dei_framework.search.archives import ArchiveBase
 
 __all__ = [
+    "ALLOCATORS",
     "BUILTIN_ALLOCATORS",
     "MAX_REPORT_CELLS",
     "RESEND_SECONDS",

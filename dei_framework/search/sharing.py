@@ -18,8 +18,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.records import Candidate
+from dei_framework.contract.registry import Kind
 from dei_framework.search.archives import ArchiveBase
 
 
@@ -81,8 +83,8 @@ class TopKSharing:
         return self.admit
 
 
-#: ``factory(options)`` builds a policy; options come from the ``[sharing_options]`` table.
-SharingFactory = Callable[[Mapping[str, Any]], SharingPolicy]
+#: ``factory(ctx)`` builds a policy; ``ctx`` holds the ``[sharing_options]`` table.
+SharingFactory = Callable[[FactoryContext], SharingPolicy]
 
 
 @attrs.frozen(kw_only=True)
@@ -91,7 +93,7 @@ class SharingSpec:
 
     Attributes:
         name: What users type after ``--sharing``.
-        factory: ``factory(options)`` builds one node's policy; ``options`` is a
+        factory: ``factory(ctx)`` builds one node's policy; ``ctx`` is a
             :class:`~dei_framework.contract.context.FactoryContext`, the mapping of the
             ``[sharing_options]`` table with the run's plugins and seed.
         description: One line for ``dei plugins``.
@@ -100,6 +102,10 @@ class SharingSpec:
     name: str
     factory: SharingFactory
     description: str = ""
+
+
+#: The sharing policies: ``registry.lookup(SHARING_POLICIES, name)`` is a :class:`SharingSpec`.
+SHARING_POLICIES: Kind[SharingSpec] = Kind("dei_sharing_policies")
 
 
 def _count(policy: str, options: Mapping[str, Any], key: str, default: int) -> int:

@@ -4,7 +4,6 @@ operators, the ``--human-set`` run option and the ``dei coreware`` commands."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import click
 
 from dei_framework import hookimpl
 from dei_framework.contract.cli_options import RunOption
+from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.descriptors import AxisSpec
 from dei_framework.contract.domain import Domain, DomainSpec
 from dei_framework.contract.errors import ConfigError
@@ -19,13 +19,13 @@ from dei_framework.contract.operators import Operator, OperatorSettings, Operato
 from dei_framework.contract.records import ExportedProgram
 
 
-def _domain(options: Mapping[str, Any]) -> Domain:
+def _domain(ctx: FactoryContext) -> Domain:
     from dei_coreware.domain import CorewarDomain
 
-    return CorewarDomain(options)
+    return CorewarDomain(ctx)
 
 
-def _assembler_settings(domain: Domain):
+def _assembler_settings(domain: Domain | None):
     from dei_coreware.assembler import AssemblerSettings
     from dei_coreware.domain import CorewarDomain
 
@@ -34,11 +34,11 @@ def _assembler_settings(domain: Domain):
     return AssemblerSettings()
 
 
-def _gp(settings: OperatorSettings, domain: Domain) -> Operator:
+def _gp(ctx: OperatorSettings) -> Operator:
     from dei_coreware.operators.gp import GPOperator
 
     return GPOperator(
-        _assembler_settings(domain), label=settings.spec, strength=_strength(settings, "gp")
+        _assembler_settings(ctx.domain), label=ctx.spec, strength=_strength(ctx, "gp")
     )
 
 
@@ -50,21 +50,21 @@ def _strength(settings: OperatorSettings, name: str) -> float:
     return float(strength)
 
 
-def _templates(settings: OperatorSettings, domain: Domain) -> Operator:
+def _templates(ctx: OperatorSettings) -> Operator:
     from dei_coreware.operators.templates import TemplateOperator
 
-    return TemplateOperator(_assembler_settings(domain), label=settings.spec)
+    return TemplateOperator(_assembler_settings(ctx.domain), label=ctx.spec)
 
 
 def _family(name: str):
-    def build(settings: OperatorSettings, domain: Domain) -> Operator:
+    def build(ctx: OperatorSettings) -> Operator:
         from dei_coreware.operators.families import FAMILIES, FamilyOperator
 
         return FamilyOperator(
             FAMILIES[name],
-            _assembler_settings(domain),
-            label=settings.spec,
-            strength=_strength(settings, name),
+            _assembler_settings(ctx.domain),
+            label=ctx.spec,
+            strength=_strength(ctx, name),
         )
 
     return build

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     import pluggy
     from dei_llm.operator import LLMOperator
 
-    from dei_framework.contract.domain import Domain
     from dei_framework.contract.registry import PluginRegistry
 
 #: Prefix that forces the LLM family for a model string (``llm:provider/model``).
@@ -83,8 +82,9 @@ def model_from_settings(settings: OperatorSettings) -> str:
     return model
 
 
-def create_operator(settings: OperatorSettings, domain: Domain | None = None) -> LLMOperator:
-    """The ``llm`` factory: builds the node's operator (imports litellm on first use).
+def create_operator(settings: OperatorSettings) -> LLMOperator:
+    """The ``llm`` factory, ``factory(ctx)``: builds the node's operator (imports litellm on
+    first use).
 
     Raises:
         ConfigError: Missing or malformed model string, or invalid options.

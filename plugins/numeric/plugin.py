@@ -7,8 +7,16 @@ from dei_numeric.domain import NumericDomain
 from dei_numeric.operators import create_gaussian, create_iso_line
 
 from dei_framework.contract.domain import DomainSpec
-from dei_framework.contract.operators import OperatorSpec
+from dei_framework.contract.operators import Operator, OperatorSettings, OperatorSpec
 from dei_framework.plugin.hookspecs import hookimpl
+
+
+def _gaussian(ctx: OperatorSettings) -> Operator:
+    return create_gaussian(ctx, ctx.domain)
+
+
+def _iso_line(ctx: OperatorSettings) -> Operator:
+    return create_iso_line(ctx, ctx.domain)
 
 
 @hookimpl
@@ -28,7 +36,7 @@ def dei_operators() -> list[OperatorSpec]:
     return [
         OperatorSpec(
             name="gaussian",
-            factory=create_gaussian,
+            factory=_gaussian,
             domains=("numeric",),
             description="isotropic Gaussian mutation (option sigma)",
             # homo-temp: sigma 0.25 ... 1.0 (four nodes: 0.25, 0.5 the default, ...)
@@ -37,7 +45,7 @@ def dei_operators() -> list[OperatorSpec]:
         ),
         OperatorSpec(
             name="iso-line",
-            factory=create_iso_line,
+            factory=_iso_line,
             domains=("numeric",),
             description="Iso+LineDD mutation (options iso_sigma, line_sigma)",
         ),

@@ -3,29 +3,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import click
 
 from dei_framework.contract.cli_options import RunOption
+from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.domain import Domain, DomainSpec
 from dei_framework.contract.operators import Operator, OperatorSettings, OperatorSpec
 from dei_framework.contract.records import ExportedProgram
 from dei_framework.plugin.hookspecs import hookimpl
 
 
-def _domain(options: Mapping[str, Any]) -> Domain:
+def _domain(ctx: FactoryContext) -> Domain:
     from dei_python.domain import PythonDomain
 
-    return PythonDomain(options)
+    return PythonDomain(ctx)
 
 
-def _operator(settings: OperatorSettings, domain: Domain) -> Operator:
+def _operator(ctx: OperatorSettings) -> Operator:
     from dei_python.mutate import create
 
-    return create(settings, domain)
+    return create(ctx, ctx.domain)
 
 
 @hookimpl

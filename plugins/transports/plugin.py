@@ -23,6 +23,7 @@ from dei_transports.gossipsub import GossipSubParams, GossipSubRouter
 from dei_transports.inmemory import Hub
 
 from dei_framework.contract.cli_options import RunOption
+from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.transport import LocalNetwork, Transport, TransportSpec
 from dei_framework.plugin.hookspecs import hookimpl
@@ -143,20 +144,30 @@ def _flag(value: Any) -> bool:
     return bool(value)
 
 
+def _inmemory(ctx: FactoryContext) -> list[Transport]:
+    """The ``inmemory`` factory: :func:`make_inmemory` for the run's nodes."""
+    return make_inmemory(ctx.node_names, ctx)
+
+
+def _axl(ctx: FactoryContext) -> list[Transport]:
+    """The ``axl`` factory: :func:`make_axl` for the node of this process."""
+    return make_axl(ctx.node_names, ctx)
+
+
 @hookimpl
 def dei_transports() -> list[TransportSpec]:
     """The transports this plugin provides."""
     return [
         TransportSpec(
             name="inmemory",
-            factory=make_inmemory,
+            factory=_inmemory,
             description="in-process: by virtual time (deterministic); with --delivery wallclock, "
             "GossipSub over a hub (options: loss, latency, seed, d, ...)",
             in_process=True,
         ),
         TransportSpec(
             name="axl",
-            factory=make_axl,
+            factory=_axl,
             description="GossipSub over a local AXL node's HTTP API (option axl_api=URL)",
             local_network=axl_local_network,
         ),

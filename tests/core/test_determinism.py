@@ -250,8 +250,7 @@ class _GivesUpPlugin:
     def dei_operators(self):
         return [
             OperatorSpec(
-                name="gives-up",
-                factory=lambda settings, domain: _GivesUp(int(settings.options.get("calls", 5))),
+                name="gives-up", factory=lambda ctx: _GivesUp(int(ctx.options.get("calls", 5)))
             )
         ]
 

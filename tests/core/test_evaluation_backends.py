@@ -35,9 +35,9 @@ class CountingPlugin:
         self.made: list[EvaluatorOptions] = []
         self.jobs: list[str] = []
 
-    def make(self, domain, options: EvaluatorOptions) -> CountingBackend:
-        self.made.append(options)
-        return CountingBackend(domain, self.jobs)
+    def make(self, ctx: EvaluatorOptions) -> CountingBackend:
+        self.made.append(ctx)
+        return CountingBackend(ctx.domain, self.jobs)
 
     @hookimpl
     def dei_evaluation_backends(self):
@@ -74,7 +74,10 @@ def test_a_plugin_backend_runs_every_job_and_gives_the_local_results(tmp_path) -
         tmp_path / "counting",
         registry=registry,
     )
-    assert plugin.made == [EvaluatorOptions(workers=0, address="somewhere", options={"knob": 1})]
+    assert plugin.made == [
+        EvaluatorOptions(workers=0, address="somewhere", options={"knob": 1}, seed=7)
+    ]
+    assert plugin.made[0].domain.name == "numeric" and plugin.made[0].registry is registry
     assert plugin.jobs.count("_parse_and_evaluate_batch") >= 2
     merged = [
         json.loads((tmp_path / name / "merged_archive.json").read_text())

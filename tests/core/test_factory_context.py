@@ -57,15 +57,15 @@ class Recorder:
                 name="toy-ctx-random",
                 domains=("toy-ctx",),
                 offline=True,
-                factory=lambda settings, domain: toy_domain.ToyOperator("ctx"),
+                factory=lambda ctx: toy_domain.ToyOperator("ctx"),
             )
         ]
 
     @hookimpl
     def dei_transports(self):
-        def factory(names, context):
+        def factory(context):
             inmemory = context.registry.transport("inmemory")
-            return inmemory.factory(names, self._keep("transport", context))
+            return inmemory.factory(self._keep("transport", context))
 
         return [TransportSpec(name="inmemory-ctx", factory=factory, in_process=True)]
 

@@ -31,7 +31,7 @@ class _SecondToy:
             OperatorSpec(
                 name="toy-b",
                 domains=("toy",),
-                factory=lambda settings, domain: toy_domain.ToyOperator("toy-b", strength=3.0),
+                factory=lambda ctx: toy_domain.ToyOperator("toy-b", strength=3.0),
             )
         ]  # other mutations: other cells
 

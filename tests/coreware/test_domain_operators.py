@@ -217,7 +217,7 @@ def test_gp_strength_scales_the_edits_and_one_is_the_operator_as_it_was(domain) 
     spec = load_plugins().operator("gp")
     assert spec.ladder_option == "strength"
     with pytest.raises(ConfigError, match="strength must be a positive number"):
-        spec.factory(OperatorSettings(spec="gp", node="n", options={"strength": 0}), domain)
+        spec.factory(OperatorSettings(spec="gp", node="n", options={"strength": 0}, domain=domain))
 
 
 def test_family_strength_re_rolls_more_and_one_is_the_family_as_it_was() -> None:

@@ -66,12 +66,12 @@ def test_registry_routes_model_strings_to_llm():
 
 def test_bare_llm_is_a_config_error():
     with pytest.raises(ConfigError, match="needs a model string"):
-        llm_plugin.create_operator(OperatorSettings(spec="llm", node="node-0"), None)
+        llm_plugin.create_operator(OperatorSettings(spec="llm", node="node-0"))
 
 
 def test_bad_model_string_is_a_config_error():
     with pytest.raises(ConfigError, match="not a model string"):
-        llm_plugin.create_operator(OperatorSettings(spec="llm:gpt4", node="node-0"), None)
+        llm_plugin.create_operator(OperatorSettings(spec="llm:gpt4", node="node-0"))
 
 
 def test_factory_forms(stub):
@@ -80,16 +80,14 @@ def test_factory_forms(stub):
             spec="llm:openai/stub-model",
             node="n1",
             options={"api_base": stub.base_url, "concurrency": 2},
-        ),
-        None,
+        )
     )
     assert op.label == "openai/stub-model" and op.max_in_flight == 2
     assert asyncio.run(op.propose(_request())).attempts == 1
     op = llm_plugin.create_operator(
         OperatorSettings(
             spec="llm", node="n1", options={"model": "openai/stub-model", "api_base": stub.base_url}
-        ),
-        None,
+        )
     )
     assert op.label == "openai/stub-model"
 
@@ -97,7 +95,7 @@ def test_factory_forms(stub):
 def test_bad_option_is_a_config_error():
     with pytest.raises(ConfigError, match="timeout"):
         llm_plugin.create_operator(
-            OperatorSettings(spec="openai/x", node="n", options={"timeout": "soon"}), None
+            OperatorSettings(spec="openai/x", node="n", options={"timeout": "soon"})
         )
 
 
@@ -118,8 +116,7 @@ def test_custom_provider_from_an_in_process_plugin():
     op = llm_plugin.create_operator(
         OperatorSettings(
             spec="echoprov/anything", node="node-0", options={"timeout": 5}, registry=registry
-        ),
-        None,
+        )
     )
     reply = asyncio.run(op.propose(_request()))
     assert reply.text.startswith("echo from anything")

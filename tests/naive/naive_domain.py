@@ -157,10 +157,8 @@ def dei_operators():
             name=name,
             domains=("naive",),
             description="scripted replies (tests)",
-            factory=lambda settings, domain, name=name: NaiveOperator(
-                name,
-                hostile=name == "naive-hostile",
-                canary=str(settings.options.get("canary", "")),
+            factory=lambda ctx, name=name: NaiveOperator(
+                name, hostile=name == "naive-hostile", canary=str(ctx.options.get("canary", ""))
             ),
         )
         for name in ("naive-hostile", "naive-syntax")

@@ -65,7 +65,7 @@ def dei_operators() -> list[OperatorSpec]:
             name=name,
             domains=("python",),
             description="diff tests",
-            factory=lambda settings, domain, name=name: Scripted(name, domain.initial_text),
+            factory=lambda ctx, name=name: Scripted(name, ctx.domain.initial_text),
         )
         for name in ("full-blocks", "edits", "stale-edits")
     ]

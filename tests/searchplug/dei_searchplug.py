@@ -55,7 +55,7 @@ def dei_emitters():
     return [
         SelectorSpec(
             name="best-first",
-            factory=lambda options: BestFirst(),
+            factory=lambda ctx: BestFirst(),
             description="mutate the best elite (tests)",
         )
     ]
@@ -66,7 +66,7 @@ def dei_archives():
     return [
         ArchiveSpec(
             name="coarse",
-            factory=lambda options: CoarseArchive,
+            factory=lambda ctx: CoarseArchive,
             description="one cell per bin of the first axis (tests)",
         )
     ]
@@ -77,7 +77,7 @@ def dei_sharing_policies():
     return [
         SharingSpec(
             name="peers-as-opponents",
-            factory=lambda options: PeersAsOpponents(),
+            factory=lambda ctx: PeersAsOpponents(),
             description="publish two, admit as opponents only (tests)",
         )
     ]

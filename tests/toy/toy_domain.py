@@ -157,11 +157,11 @@ def dei_operators():
     return [
         OperatorSpec(
             name="toy-random",
-            factory=lambda settings, domain: ToyOperator(
-                delay=float(settings.options.get("delay", 0.0)),
-                jitter=float(settings.options.get("jitter", 0.0)),
-                down_until=str(settings.options.get("down_until", "")),
-                strength=float(settings.options.get("strength", 1.0)),
+            factory=lambda ctx: ToyOperator(
+                delay=float(ctx.options.get("delay", 0.0)),
+                jitter=float(ctx.options.get("jitter", 0.0)),
+                down_until=str(ctx.options.get("down_until", "")),
+                strength=float(ctx.options.get("strength", 1.0)),
             ),
             domains=("toy",),
             description="random integers (tests)",
@@ -170,7 +170,7 @@ def dei_operators():
         ),
         OperatorSpec(
             name="toy-stuck",
-            factory=lambda settings, domain: StuckOperator(),
+            factory=lambda ctx: StuckOperator(),
             domains=("toy",),
             description="the same program every call (tests)",
         ),

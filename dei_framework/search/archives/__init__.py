@@ -17,7 +17,7 @@ from typing import Any
 from dei_framework.contract.errors import ConfigError
 from dei_framework.search.archives._add_status import AddStatus
 from dei_framework.search.archives._archive_base import ArchiveBase, OccupiedElites
-from dei_framework.search.archives._archive_spec import ArchiveFactory, ArchiveSpec
+from dei_framework.search.archives._archive_spec import ARCHIVES, ArchiveFactory, ArchiveSpec
 from dei_framework.search.archives._archive_stats import ArchiveStats
 from dei_framework.search.archives._cvt_archive import CVTArchive
 from dei_framework.search.archives._grid_archive import GridArchive
@@ -53,6 +53,7 @@ BUILTIN_ARCHIVES = (
 )
 
 __all__ = [
+    "ARCHIVES",
     "BUILTIN_ARCHIVES",
     "AddStatus",
     "ArchiveBase",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 import attrs
 
+from dei_framework.contract.context import FactoryContext
+from dei_framework.contract.registry import Kind
 from dei_framework.search.archives._archive_base import ArchiveBase
 
 #: Builds an empty archive: ``factory(space=..., qd_offset=..., seed=...)``.
@@ -19,12 +20,16 @@ class ArchiveSpec:
 
     Attributes:
         name: What users type after ``--archive``.
-        factory: ``factory(options)`` returns an :data:`ArchiveFactory`; ``options`` is a
+        factory: ``factory(ctx)`` returns an :data:`ArchiveFactory`; ``ctx`` is a
             :class:`~dei_framework.contract.context.FactoryContext`, the mapping of the
             ``[archive_options]`` table with the run's plugins and seed.
         description: One line for ``dei plugins``.
     """
 
     name: str
-    factory: Callable[[Mapping[str, Any]], ArchiveFactory]
+    factory: Callable[[FactoryContext], ArchiveFactory]
     description: str = ""
+
+
+#: The archives: ``registry.lookup(ARCHIVES, name)`` is an :class:`ArchiveSpec`.
+ARCHIVES: Kind[ArchiveSpec] = Kind("dei_archives")

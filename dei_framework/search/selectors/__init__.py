@@ -24,7 +24,7 @@ from dei_framework import _moved
 from dei_framework.contract.errors import ConfigError
 from dei_framework.search.selectors._improvement_selector import ImprovementSelector
 from dei_framework.search.selectors._parent_selector import ParentSelector
-from dei_framework.search.selectors._selector_spec import SelectorSpec
+from dei_framework.search.selectors._selector_spec import SELECTORS, SelectorSpec
 from dei_framework.search.selectors._tournament_selector import TournamentSelector
 from dei_framework.search.selectors._uniform_selector import UniformSelector
 
@@ -85,6 +85,7 @@ __getattr__ = _moved.renamed_names(__name__, OLD_NAMES)
 
 __all__ = [
     "BUILTIN_SELECTORS",
+    "SELECTORS",
     "ImprovementSelector",
     "ParentSelector",
     "SelectorSpec",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 import attrs
 
 from dei_framework import _moved
+from dei_framework.contract.context import FactoryContext
+from dei_framework.contract.registry import Kind
 from dei_framework.search.selectors._parent_selector import ParentSelector
 
 
@@ -19,16 +20,19 @@ class SelectorSpec:
 
     Attributes:
         name: What users type after ``--emitter``.
-        factory: ``factory(options)`` builds one node's selector; ``options`` is a
+        factory: ``factory(ctx)`` builds one node's selector; ``ctx`` is a
             :class:`~dei_framework.contract.context.FactoryContext`, the mapping of the
             ``[emitter_options]`` table with the run's plugins and seed.
         description: One line for ``dei plugins``.
     """
 
     name: str
-    factory: Callable[[Mapping[str, Any]], ParentSelector]
+    factory: Callable[[FactoryContext], ParentSelector]
     description: str = ""
 
+
+#: The parent selectors: ``registry.lookup(SELECTORS, name)`` is a :class:`SelectorSpec`.
+SELECTORS: Kind[SelectorSpec] = Kind("dei_emitters")
 
 # ``EmitterSpec``, the old name, for one release.
 __getattr__ = _moved.renamed_names(__name__, {"EmitterSpec": "SelectorSpec"})

@@ -10,7 +10,6 @@ reproducible, and every reply respects the domain's size and depth limits.
 from __future__ import annotations
 
 import random
-from typing import Any
 
 from dei_framework.contract.errors import ConfigError, InvalidProgram
 from dei_framework.contract.operators import (
@@ -188,8 +187,9 @@ class GPOperator(Operator):
             return None
 
 
-def create(settings: OperatorSettings, domain: Any) -> GPOperator:
-    """The ``symreg-gp`` factory.
+def create(settings: OperatorSettings) -> GPOperator:
+    """The ``symreg-gp`` factory, ``factory(ctx)``: builds the node's operator for
+    ``settings.domain``.
 
     Reads the operator options ``temperature`` (mutation strength, default 1.0) and
     ``concurrency`` (calls in flight, default 8); other options (meant for LLM nodes sharing an
@@ -198,6 +198,7 @@ def create(settings: OperatorSettings, domain: Any) -> GPOperator:
     Raises:
         ConfigError: the domain is not ``symreg``, or an option is invalid.
     """
+    domain = settings.domain
     if not isinstance(domain, SymRegDomain):
         raise ConfigError(f"{settings.node}: symreg-gp works only with --domain symreg")
     options = settings.options

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import attrs
 import pytest
 from dei_symreg.domain import SymRegDomain
 from dei_symreg.expr import size
@@ -66,12 +67,15 @@ def test_factory_reads_options_and_checks_the_domain(small_domain):
         spec="symreg-gp",
         node="node-0",
         options={"temperature": 2.0, "concurrency": 3, "api_base": "ignored"},
+        domain=small_domain,
     )
-    gp = create(settings, small_domain)
+    gp = create(settings)
     assert (gp.temperature, gp.max_in_flight, gp.label, gp.offline) == (2.0, 3, "symreg-gp", True)
     with pytest.raises(ConfigError, match="temperature"):
         create(
-            OperatorSettings(spec="symreg-gp", node="n", options={"temperature": 0}), small_domain
+            OperatorSettings(
+                spec="symreg-gp", node="n", options={"temperature": 0}, domain=small_domain
+            )
         )
     with pytest.raises(ConfigError, match="only with --domain symreg"):
-        create(settings, object())
+        create(attrs.evolve(settings, domain=object()))

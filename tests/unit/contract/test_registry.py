@@ -18,7 +18,7 @@ def _domain(name: str, description: str = "") -> DomainSpec:
 
 
 def _operator(name: str, **fields) -> OperatorSpec:
-    return OperatorSpec(name=name, factory=lambda settings, domain: None, **fields)
+    return OperatorSpec(name=name, factory=lambda ctx: None, **fields)
 
 
 class Domains:

@@ -41,11 +41,7 @@ class ContinualToyPlugin:
 
     @hookimpl
     def dei_operators(self):
-        return [
-            OperatorSpec(
-                name="toy-any", factory=lambda settings, domain: toy_domain.ToyOperator("toy-any")
-            )
-        ]
+        return [OperatorSpec(name="toy-any", factory=lambda ctx: toy_domain.ToyOperator("toy-any"))]
 
 
 class Reactions:
