@@ -28,7 +28,10 @@ The core is domain-agnostic. What it offers library users:
   :class:`ExportedProgram`, :class:`EvaluatorSpec`, :class:`EvaluationBackend`,
   :class:`EvaluatorOptions`, :class:`LocalNetwork`, :class:`ChampionEnvelope`,
   :class:`NodeIdentity`, :class:`InboxFilter`, :class:`EnvelopeError`, :data:`Message`; the
-  observation payloads :class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`.
+  observation payloads :class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`,
+  and the string enums their fields hold: :class:`CandidateSource` (a candidate's ``source``),
+  :class:`WorkKind` (a work item's and an ``evaluated`` event's ``kind``), :class:`EventKind`
+  (a run-log line's ``event``) and :class:`ProgressKind` (a progress update's kind).
 * :class:`RunConfig`, :class:`NodeConfig` and :func:`run` — run an ensemble from Python;
   :class:`ExperimentPlan`, :class:`Condition` and :func:`run_experiment` — an experiment;
   :class:`WatchedRun` — read a run directory as it grows.
@@ -71,6 +74,7 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "contract.backend": ("EvaluationBackend", "EvaluatorOptions", "EvaluatorSpec"),
     "contract.cli_options": ("RunOption",),
     "contract.context": ("FactoryContext",),
+    "contract.kinds": ("CandidateSource", "EventKind", "ProgressKind", "WorkKind"),
     "contract.descriptors": (
         "AxisSpec",
         "DescriptorSpace",
@@ -176,6 +180,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         ReferenceOverlap,
         TransportError,
     )
+    from dei_framework.contract.kinds import CandidateSource, EventKind, ProgressKind, WorkKind
     from dei_framework.contract.operators import (
         Operator,
         OperatorReply,
@@ -327,6 +332,10 @@ __all__ = [
     "choose_policy",
     "Price",
     "parent_death_signal",
+    "CandidateSource",
+    "EventKind",
+    "ProgressKind",
+    "WorkKind",
 ]
 
 

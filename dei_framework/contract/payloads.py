@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
+from dei_framework.contract.kinds import CandidateSource, EventKind, WorkKind
+
 # --- payloads: what observation hooks receive --------------------------------------------------
 # TypedDicts rather than classes: the core builds these payloads as the dicts it writes to
 # events.jsonl and summary.json, and hands those very dicts to observers; a typed record names
@@ -39,8 +41,9 @@ class CandidateRecord(TypedDict):
     round: int
     #: Id of the elite it was mutated from, if any.
     parent: str | None
-    #: Where an opponent came from: ``"initial"``, ``"own"``, ``"peer"``; else empty.
-    source: str
+    #: Where it came from: an opponent ``"initial"``, ``"own"``, ``"peer"``, a seed program
+    #: ``"seed"``; else empty (:class:`~dei_framework.contract.kinds.CandidateSource`).
+    source: CandidateSource
 
 
 class ArchiveStatsRecord(TypedDict):
@@ -75,7 +78,7 @@ class EvaluatedEvent(TypedDict):
     """One candidate evaluated (or found invalid): an ``evaluated`` line of ``events.jsonl``."""
 
     #: Always ``"evaluated"``.
-    event: Literal["evaluated"]
+    event: Literal[EventKind.EVALUATED]
     #: The candidate's id, unique within the run (``node-r2-s17``).
     id: str
     #: The node that evaluated it.
@@ -87,8 +90,8 @@ class EvaluatedEvent(TypedDict):
     operator: str
     #: ``"new"`` or ``"mutate"`` (an operator wrote it this round), ``"warm"`` (a pool program
     #: re-evaluated at a round's start, or a seed program) or ``"peer"`` (a champion received
-    #: from another node).
-    kind: Literal["warm", "peer", "new", "mutate"]
+    #: from another node): a :class:`~dei_framework.contract.kinds.WorkKind`.
+    kind: WorkKind
     #: Id of the elite it was mutated from (``mutate`` only; else ``None``).
     parent: str | None
     #: Its slot in the round (results are admitted in slot order).
@@ -115,7 +118,7 @@ class OpponentRecord(TypedDict):
     """One program of the Red Queen pool a round's candidates fought."""
 
     #: ``"initial"``, ``"own"`` (a champion of this node) or ``"peer"`` (received).
-    source: str
+    source: Literal[CandidateSource.INITIAL, CandidateSource.OWN, CandidateSource.PEER]
     #: The round it was champion of (``-1`` for initial opponents).
     round: int
     #: The node that produced it (empty for initial opponents).
@@ -126,7 +129,7 @@ class RoundEvent(TypedDict):
     """A node's round, finished: a ``round`` line of ``events.jsonl``."""
 
     #: Always ``"round"``.
-    event: Literal["round"]
+    event: Literal[EventKind.ROUND]
     #: The node.
     node: str
     #: The round just finished (0-based).

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 import attrs
 
+from dei_framework.contract.kinds import CandidateSource
+
 __all__ = ["Candidate", "ExportedProgram", "Message"]
 
 #: One chat message (``{"role": ..., "content": ...}``).
@@ -84,7 +86,10 @@ class Candidate:
             ``"peer:<node>"``...).
         round: Round it was evaluated in, or champion of (``-1`` for initial opponents).
         parent: Id of the elite it was mutated from, if any.
-        source: Where an opponent came from: ``"initial"``, ``"own"`` or ``"peer"``.
+        source: Where it came from (:class:`~dei_framework.contract.kinds.CandidateSource`:
+            an opponent ``"initial"``, ``"own"`` or ``"peer"``, a seed program ``"seed"``; a
+            candidate of the node's own search has none, ``""``). Read back from JSON it is
+            the member's plain string, which compares equal to the member.
         data: The domain's parsed form of ``text`` when whoever built the record had it (a
             numeric genome, say), so an operator need not parse the text again; ``None``
             otherwise. Not compared, not shown, not serialised (the text is the record).
@@ -100,7 +105,7 @@ class Candidate:
     operator: str = ""
     round: int = -1
     parent: str | None = None
-    source: str = ""
+    source: CandidateSource = CandidateSource.NONE
     data: Any = attrs.field(default=None, eq=False, repr=False)
 
     def __repr__(self) -> str:  # attrs' form, with the field's public name

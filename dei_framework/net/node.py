@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from dei_framework.contract.kinds import CandidateSource
 from dei_framework.contract.records import Candidate
 from dei_framework.contract.registry import PluginRegistry
 from dei_framework.contract.transport import Delivery, Transport
@@ -118,7 +119,7 @@ class Node:
                     node=e["from"],
                     round=e["from_round"],
                     operator=e["operator"],
-                    source="peer",
+                    source=CandidateSource.PEER,
                 )
                 for e in self.recorded.get(round_index, ())
             ]
@@ -329,7 +330,7 @@ def envelope_candidate(envelope: ChampionEnvelope) -> Candidate:
         node=envelope.node,
         round=envelope.round,
         operator=envelope.operator,
-        source="peer",
+        source=CandidateSource.PEER,
     )
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.kinds import ProgressKind
 from dei_framework.contract.operators import Operator
 from dei_framework.evaluation.local import Evaluator
 from dei_framework.net.envelope import NodeIdentity, parse_membership
@@ -68,7 +69,7 @@ class RunReactions(Protocol):
     def checkpoint(self) -> None:
         """Writes the run's checkpoint."""
 
-    def progress(self, kind: str, data: dict[str, Any]) -> None:
+    def progress(self, kind: ProgressKind, data: dict[str, Any]) -> None:
         """Live display (``evaluated``, ``round``, ...)."""
 
 
@@ -250,7 +251,7 @@ class NodeAssembly:
             replies=Recording(self.replies.get(name, {}), on_mismatch=on_mismatch, source=source),
             on_round=reactions.round_ended(name),
             checkpoint=reactions.checkpoint,
-            on_event=lambda event: reactions.progress("evaluated", event),
+            on_event=lambda event: reactions.progress(ProgressKind.EVALUATED, event),
             axes=tuple(dict.fromkeys((*self.spaces[name].names, *self.base.space.names))),
             array_path=self.config.array_path,
         )

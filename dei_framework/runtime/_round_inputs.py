@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 
 from dei_framework.contract.domain import Program
+from dei_framework.contract.kinds import EventKind
 from dei_framework.contract.records import Candidate
 from dei_framework.evaluation.local import Evaluator, OpponentSet
 from dei_framework.search.scheduler import Scheduler
@@ -62,7 +63,7 @@ class RoundInputs:
         self.record(
             [
                 {
-                    "event": "received",
+                    "event": EventKind.RECEIVED,
                     "node": self.scheduler.name,
                     "round": self.scheduler.round,
                     "from": c.node,

@@ -23,6 +23,7 @@ from typing import Any
 
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import OperatorError, ReplayMismatch
+from dei_framework.contract.kinds import CALL_KINDS, EventKind
 from dei_framework.contract.operators import Operator
 from dei_framework.contract.records import Candidate
 from dei_framework.evaluation.local import Evaluator
@@ -285,7 +286,7 @@ class SearchDriver:
             self.record(
                 [
                     {
-                        "event": "node_stopped",
+                        "event": EventKind.NODE_STOPPED,
                         "node": self.name,
                         "round": self.scheduler.round,
                         "reason": self.scheduler.stopped,
@@ -309,7 +310,7 @@ class SearchDriver:
             self.generality_excluded.update(admission.result.info.get("generality_matches", ()))
         self.record(events, [])
         for event in events:
-            if event["kind"] in ("new", "mutate"):  # progress counts operator-made candidates
+            if event["kind"] in CALL_KINDS:  # progress counts operator-made candidates
                 self.on_event(event)
         if report.round_end is not None:
             self._round_end = report.round_end

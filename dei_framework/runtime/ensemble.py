@@ -24,6 +24,7 @@ from typing import Any
 
 from dei_framework.contract.backend import EvaluatorLost
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.kinds import EventKind, ProgressKind
 from dei_framework.contract.payloads import RunSummary
 from dei_framework.net.node import Node
 from dei_framework.plugin.manager import PluginRegistry, load_plugins
@@ -36,7 +37,9 @@ from dei_framework.search.archives import ArchiveBase
 
 __all__ = ["CLOSE_SECONDS", "LAG_PER_SLOT", "Ensemble", "Progress", "run"]
 
-Progress = Callable[[str, dict[str, Any]], None]
+#: A progress display: called with ``(kind, data)``, ``kind`` a
+#: :class:`~dei_framework.contract.kinds.ProgressKind`.
+Progress = Callable[[ProgressKind, dict[str, Any]], None]
 
 #: Seconds a transport or operator may take to close before the run goes on without it.
 CLOSE_SECONDS = 5.0
@@ -54,7 +57,8 @@ class Ensemble:
             (no operator is called, no transport is used).
         reask_mismatched: With ``replay_from``: ask the real operator for calls that do not
             match the record instead of stopping at the first.
-        progress: Called with ``(kind, data)`` for live display (``evaluated``, ``round``).
+        progress: Called with ``(kind, data)`` for live display (a
+            :class:`~dei_framework.contract.kinds.ProgressKind`: ``evaluated``, ``round``, ...).
         local: Run only this node of the configuration (one process per node, ``dei node``);
             ``None`` runs them all.
     """
@@ -124,10 +128,10 @@ class Ensemble:
         self.run_dir.log_events(events)
         self.parts.tally.add(events)
         for event in events:
-            if event.get("event") == "evaluated":
+            if event.get("event") == EventKind.EVALUATED:
                 self.registry.notify("dei_candidate_evaluated", event=event)
-            elif event.get("event") == "node_stopped":
-                self.progress("stopped", event)
+            elif event.get("event") == EventKind.NODE_STOPPED:
+                self.progress(ProgressKind.STOPPED, event)
 
     def round_ended(self, name: str) -> Callable[[dict, ArchiveBase], None]:
         """What node ``name``'s driver calls as a round ends: its archive to the merge (and the
@@ -140,7 +144,9 @@ class Ensemble:
                 parts.allocation.round_ended(name, entry["round"], archive, entry["calls"])
             note_opponents(parts.round_opponents, name, entry)
             self.run_dir.write_round(name, entry["round"], {"archive": archive.to_json(), **entry})
-            self.progress("round", {**entry, "operator_status": parts.operators[name].status()})
+            self.progress(
+                ProgressKind.ROUND, {**entry, "operator_status": parts.operators[name].status()}
+            )
             self.registry.notify("dei_round_ended", node=name, round=entry["round"], stats=entry)
 
         return ended
@@ -285,7 +291,7 @@ class Ensemble:
                 self.record(
                     [
                         {
-                            "event": "received_late",
+                            "event": EventKind.RECEIVED_LATE,
                             "node": node.name,
                             "after_round": len(driver.history) - 1,
                             "from": c.node,
@@ -323,7 +329,7 @@ class Ensemble:
             loop = parts.drivers[node.name]
             last = loop.history[-1] if loop.history else None
             self.progress(
-                "resumed",
+                ProgressKind.RESUMED,
                 {
                     "node": node.name,
                     "calls": parts.tally.made.get(node.name, 0),
@@ -343,7 +349,9 @@ class Ensemble:
             await asyncio.sleep(self.config.checkpoint_seconds)
             self.checkpoint()
             for name, operator in parts.operators.items():
-                self.progress("status", {"node": name, "operator_status": operator.status()})
+                self.progress(
+                    ProgressKind.STATUS, {"node": name, "operator_status": operator.status()}
+                )
 
     # --- results --------------------------------------------------------------------------------
 

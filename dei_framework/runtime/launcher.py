@@ -33,6 +33,7 @@ from typing import IO, Any
 import attrs
 
 from dei_framework.contract.context import FactoryContext
+from dei_framework.contract.kinds import EventKind
 from dei_framework.contract.payloads import RunSummary
 from dei_framework.contract.processes import parent_death_signal
 from dei_framework.contract.transport import LocalNetwork
@@ -48,6 +49,8 @@ MAX_RESUMES = 3
 POLL_SECONDS = 0.25
 #: Seconds node processes get to stop after SIGINT before they are killed.
 STOP_SECONDS = 30.0
+#: The events of a champion delivered to a node (taken in at a round start, or too late).
+_RECEIVED = (EventKind.RECEIVED, EventKind.RECEIVED_LATE)
 
 
 def local_network(
@@ -306,11 +309,11 @@ class Launcher:
 
     def _report(self, name: str, event: Mapping[str, Any]) -> None:
         who = _who(name, self.pids.get(name))
-        if event.get("event") in ("received", "received_late"):
+        if event.get("event") in _RECEIVED:
             sender = str(event.get("from"))
             late = (
                 " after its last round had started (delivered, not fought)"
-                if event["event"] == "received_late"
+                if event["event"] == EventKind.RECEIVED_LATE
                 else ""
             )
             self._say(
@@ -318,7 +321,7 @@ class Launcher:
                 f"{event.get('from_round')} champion of {_who(sender, self.pids.get(sender))}"
                 f"{late}"
             )
-        elif event.get("event") == "round":
+        elif event.get("event") == EventKind.ROUND:
             stats = event.get("stats") or {}
             self._say(
                 f"{who}: round {int(event.get('round', 0))} of "
@@ -343,9 +346,9 @@ class Launcher:
         summary = merge_node_processes(self.config, RunDir(self.run_dir), self.registry, extra)
         edges: dict[tuple[str, str], list[int]] = {}  # [taken in, after the last round began]
         for event in _events(self.run_dir / "events.jsonl"):
-            if event.get("event") in ("received", "received_late"):
+            if event.get("event") in _RECEIVED:
                 key = (str(event.get("from")), str(event.get("node")))
-                edges.setdefault(key, [0, 0])[event["event"] == "received_late"] += 1
+                edges.setdefault(key, [0, 0])[event["event"] == EventKind.RECEIVED_LATE] += 1
         pids = {name: node.get("pid") for name, node in summary["nodes"].items()}
         self._say(f"champions delivered between OS processes over {self.config.transport}:")
         for (sender, receiver), (taken, late) in sorted(edges.items()):

@@ -36,6 +36,7 @@ from dei_framework.analysis.common_ground import (
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.kinds import EventKind
 from dei_framework.evaluation.local import Evaluator
 from dei_framework.runtime.budget import NodeCaps, NodeUsage
 from dei_framework.runtime.config import NodeConfig, RunConfig
@@ -395,16 +396,16 @@ def _one_decision_per_round(events: list[dict]) -> list[dict]:
     not hear from a peer in time kept its last quota instead."""
     decisions: dict[int, list[dict]] = defaultdict(list)
     for event in events:
-        if event.get("event") == "allocation":
+        if event.get("event") == EventKind.ALLOCATION:
             decisions[event["round"]].append(event)
     if not decisions:
         return events
     merged = []
     for event in events:
         kind = event.get("event")
-        if kind == "allocation_report":
+        if kind == EventKind.ALLOCATION_REPORT:
             continue
-        if kind == "allocation":
+        if kind == EventKind.ALLOCATION:
             made = decisions.pop(event["round"], None)
             if made is None:
                 continue

@@ -34,6 +34,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from dei_framework.contract.kinds import EventKind
 from dei_framework.runtime.budget import BudgetLedger
 
 #: The ``kind`` of a money message in a report envelope's payload.
@@ -106,7 +107,7 @@ class MoneyPool:
             self.record(
                 [
                     {
-                        "event": "money_starved",
+                        "event": EventKind.MONEY_STARVED,
                         "node": node,
                         "cap_usd": self.ledger.caps[node].cost_usd,
                         "spent_usd": round(self.ledger.usage[node].cost_usd, 9),
@@ -139,7 +140,7 @@ class MoneyPool:
             self.record(
                 [
                     {
-                        "event": "money_handed",
+                        "event": EventKind.MONEY_HANDED,
                         "node": self.node,
                         "usd": round(left, 9),
                         "part_usd": part,
@@ -182,7 +183,7 @@ class MoneyPool:
             self.record(
                 [
                     {
-                        "event": "money_received",
+                        "event": EventKind.MONEY_RECEIVED,
                         "node": self.node,
                         "from": sender,
                         "usd": part,

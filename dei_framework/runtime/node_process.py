@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.kinds import EventKind
 from dei_framework.runtime.checkpoints import check_logs
 from dei_framework.runtime.run_dir import read_jsonl
 from dei_framework.runtime.run_files import damaged, read_checkpoint, read_round, read_run_summary
@@ -111,13 +112,13 @@ def _check_counts(
         (
             "events.jsonl",
             "evaluations",
-            sum(e.get("event") == "evaluated" for e in events),
+            sum(e.get("event") == EventKind.EVALUATED for e in events),
             summary.get("evaluated"),
         ),
         (
             "events.jsonl",
             "round events",
-            sum(e.get("event") == "round" for e in events),
+            sum(e.get("event") == EventKind.ROUND for e in events),
             node["rounds_completed"],
         ),
     ]

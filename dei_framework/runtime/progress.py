@@ -14,11 +14,13 @@ import json
 import sys
 from typing import Any
 
+from dei_framework.contract.kinds import CALL_KINDS, ProgressKind
 from dei_framework.runtime.config import RunConfig
 
 
 class Progress:
-    """Receives ``(kind, data)`` updates from the ensemble; a context manager around the run."""
+    """Receives ``(kind, data)`` updates from the ensemble (``kind`` a
+    :class:`~dei_framework.contract.kinds.ProgressKind`); a context manager around the run."""
 
     def __init__(self, mode: str, config: RunConfig) -> None:
         self.mode = mode
@@ -65,23 +67,23 @@ class Progress:
                 # (done: ..., an error) would start on its last line.
                 self._live.console.line()
 
-    def update(self, kind: str, data: dict[str, Any]) -> None:
+    def update(self, kind: ProgressKind, data: dict[str, Any]) -> None:
         row = self.rows.get(data.get("node", ""))
         if row is None:
             return
         status = data.get("operator_status") or {}
         row["errors"] = status.get("errors", row["errors"])
         row["retries"] = status.get("retries", row["retries"])
-        if kind == "resumed":
+        if kind == ProgressKind.RESUMED:
             # A resumed run counts on from the totals recorded before the interruption.
             for key in ("calls", "invalid", "rounds_done", "coverage", "best"):
                 row[key] = data[key]
-        elif kind == "evaluated" and data.get("kind") in ("new", "mutate"):
+        elif kind == ProgressKind.EVALUATED and data.get("kind") in CALL_KINDS:
             row["calls"] += 1
             row["invalid"] += data.get("status") == "invalid"
             if data.get("fitness") is not None:
                 row["best"] = max(row["best"] or 0.0, data["fitness"])
-        elif kind == "round":
+        elif kind == ProgressKind.ROUND:
             self._transient(data["node"], row, status)
             row["rounds_done"] = data["round"] + 1
             row["coverage"] = data["stats"]["coverage"]
@@ -97,16 +99,16 @@ class Progress:
                 )
             elif self.mode == "json":
                 print(json.dumps({k: v for k, v in data.items() if k != "champion"}), flush=True)
-        elif kind == "stopped":
+        elif kind == ProgressKind.STOPPED:
             row["problem"] = f"stopped: {data['reason']}"
             if self.mode == "lines":
                 self._line(f"[{data['node']}] stopped: {data['reason']}")
             elif self.mode == "json":
                 print(json.dumps(data), flush=True)
-        elif kind == "status":
+        elif kind == ProgressKind.STATUS:
             self._transient(data["node"], row, status)
             if self.mode == "json":
-                print(json.dumps({"event": "status", **data}), flush=True)
+                print(json.dumps({"event": ProgressKind.STATUS, **data}), flush=True)
 
     def _transient(self, node: str, row: dict[str, Any], status: dict[str, Any]) -> None:
         """Shows the cause of new failed attempts (retried, or given back to the budget)."""

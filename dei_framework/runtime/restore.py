@@ -17,6 +17,7 @@ from pathlib import Path
 import attrs
 
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.kinds import EventKind
 from dei_framework.runtime.checkpoints import Resumption, check_logs
 from dei_framework.runtime.replay import RecordedCall
 from dei_framework.runtime.run_dir import RunDir, read_jsonl
@@ -83,7 +84,7 @@ def read_replay_record(record: RunDir, replies: dict[str, dict[str, RecordedCall
         replies[call["node"]][call["key"]] = RecordedCall(record=call)
     received: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for position, event in enumerate(read_jsonl(record.events_path)):
-        if event.get("event") != "received":
+        if event.get("event") != EventKind.RECEIVED:
             continue
         if not (isinstance(event.get("node"), str) and isinstance(event.get("round"), int)):
             raise damaged(
@@ -108,9 +109,9 @@ def peer_reports(run_dir: RunDir, resumed: Resumption) -> list[RoundReport]:
         lines = handle.read(offset).splitlines()
     reports = []
     for line in lines:
-        if b'"allocation_report"' in line:
+        if b'"allocation_report"' in line:  # EventKind.ALLOCATION_REPORT, as written
             event = json.loads(line)
-            if event.get("event") == "allocation_report":
+            if event.get("event") == EventKind.ALLOCATION_REPORT:
                 with restoring(run_dir, "a peer's round report"):
                     reports.append(RoundReport.from_json(event))
     return reports

@@ -21,6 +21,7 @@ from dei_framework.analysis.metrics import mean_or_none, operator_divergence
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import DEIError
+from dei_framework.contract.kinds import CALL_KINDS, EventKind
 from dei_framework.contract.payloads import JSONValue, NodeSummary, RunSummary
 from dei_framework.evaluation.sandbox.limits import STOP_KINDS, stop_kind
 from dei_framework.evaluation.sandbox.policy import choose_policy
@@ -137,8 +138,9 @@ class EventTally:
 
     def add(self, events: Iterable[Mapping[str, Any]]) -> None:
         """Counts ``events`` (any kind; only ``evaluated`` ones count)."""
+        evaluated = EventKind.EVALUATED  # looked up once, not per event
         for event in events:
-            if event.get("event") != "evaluated":
+            if event.get("event") != evaluated:
                 self.invalid += event.get("status") == "invalid"
                 continue
             self.evaluated += 1
@@ -147,7 +149,7 @@ class EventTally:
             kind = stop_kind(event.get("error")) if invalid else None
             if kind is not None:
                 self.stopped[kind] += 1
-            if event.get("kind") not in ("new", "mutate"):
+            if event.get("kind") not in CALL_KINDS:
                 continue
             node, descriptor = event["node"], event.get("descriptor")
             self.made[node] = self.made.get(node, 0) + 1

@@ -15,8 +15,9 @@ from typing import Any, Protocol
 import attrs
 import numpy as np
 
+from dei_framework.contract.kinds import CandidateSource
 from dei_framework.contract.records import Candidate, DeferredText
-from dei_framework.search._work import CALL_KINDS, Result, WorkItem
+from dei_framework.search._work import CALL_KINDS, MUTATE, PEER, Result, WorkItem
 from dei_framework.search.archives import AddStatus, ArchiveBase
 from dei_framework.search.selectors import ParentSelector
 
@@ -238,13 +239,13 @@ def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddSt
     if told.fitness is None:
         if item.parent is not None and told.error:
             scheduler.lineage_errors[item.parent.id] = told.error
-        if item.kind == "mutate":
+        if item.kind == MUTATE:
             scheduler.emitter.tell(item.parent, None, AddStatus.NOT_ADDED)
         return None, None
     fitness, archive = float(told.fitness), scheduler.archive
     if told.index is None:  # told through tell: placed now
         told.cell = archive.cell_of(told.descriptor)
-        if item.kind == "peer":
+        if item.kind == PEER:
             return _admit_peer(scheduler, told, fitness)
         if type(archive).add is ArchiveBase.add:  # else it places the candidate itself
             told.index = archive.flat_index(told.cell)
@@ -256,13 +257,13 @@ def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddSt
         if (
             not status
             and told.result is None
-            and not (item.kind == "mutate" and "learns" in scheduler.emitter.capabilities)
+            and not (item.kind == MUTATE and "learns" in scheduler.emitter.capabilities)
         ):
             return None, status  # nothing would change: no record needed
         candidate = told.candidate(fitness, node=scheduler.name, round_index=scheduler.round)
         if status:  # what add does, without placing the descriptor a second time
             status = archive.add_at(candidate, told.index)
-    if item.kind == "mutate":
+    if item.kind == MUTATE:
         scheduler.emitter.tell(item.parent, candidate, status)
     return candidate, status
 
@@ -276,7 +277,9 @@ def _admit_peer(
     scheduler._valid_received += 1
     if candidate.cell not in scheduler.previous_cells:
         scheduler._novel += 1
-    if told.item.program.source == "peer-excluded":
+    # The sharing policy let it into the opponent pool only: evaluated (it counts for niche
+    # novelty above), never offered to the archive.
+    if told.item.program.source == CandidateSource.PEER_EXCLUDED:
         told.result = attrs.evolve(
             told.result, error="not admitted (sharing policy)", fitness=None, descriptor=None
         )  # what is reported

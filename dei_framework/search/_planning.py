@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from dei_framework.search._slots import NodeSlots
-from dei_framework.search._work import WorkItem
+from dei_framework.search._work import MUTATE, NEW, WorkItem
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.selectors import ParentSelector
 
@@ -60,11 +60,11 @@ def plan(scheduler: PlanningNode) -> None:
 
 def _plan_slot(scheduler: PlanningNode, slot: int, quota: int) -> WorkItem:
     rng = scheduler._slots.generator(scheduler.round, slot, quota)
-    parent, others, feedback, kind = None, (), None, "new"
+    parent, others, feedback, kind = None, (), None, NEW
     if len(scheduler.archive) and rng.random() >= scheduler.new_fraction:
         parent, *drawn = scheduler.emitter.select(scheduler.archive, rng, 1 + scheduler.others)
         others = tuple([o for o in drawn if o.id != parent.id])
-        feedback, kind = scheduler.lineage_errors.get(parent.id), "mutate"
+        feedback, kind = scheduler.lineage_errors.get(parent.id), MUTATE
     return scheduler._slots.item(
         scheduler.round,
         f"s{slot}",
@@ -87,7 +87,7 @@ def next_round_calls(scheduler: PlanningNode) -> list[WorkItem]:
     quota = scheduler.round_quota(following)
     # The draw _plan_slot makes first.
     return [
-        scheduler._slots.item(following, f"s{slot}", kind="new", order=-1)
+        scheduler._slots.item(following, f"s{slot}", kind=NEW, order=-1)
         for slot in range(quota)
         if scheduler._slots.generator(following, slot, quota).random() < scheduler.new_fraction
     ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from dei_framework.contract.kinds import CandidateSource
 from dei_framework.contract.records import Candidate
 from dei_framework.search._scheduler_events import round_event
 from dei_framework.search._work import RoundEnd
@@ -70,7 +71,7 @@ def end_round(scheduler: EndingNode) -> RoundEnd:
         scheduler.pool.add_champion(
             Candidate(
                 text=champion.text,
-                source="own",
+                source=CandidateSource.OWN,
                 node=scheduler.name,
                 round=scheduler.round,
                 operator=champion.operator,

@@ -6,8 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from dei_framework.contract.kinds import EventKind, WorkKind
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import AddStatus, ArchiveBase
+
+#: Bound once: an ``evaluated`` event is made per admitted item, and looking a member up on its
+#: enum costs a few times a plain name's in Python 3.11.
+_EVALUATED = EventKind.EVALUATED
 
 
 class EvaluatedItem(Protocol):
@@ -19,7 +24,7 @@ class EvaluatedItem(Protocol):
     node: str
     round: int
     order: int
-    kind: str
+    kind: WorkKind
     parent: Candidate | None
 
 
@@ -55,7 +60,7 @@ def evaluated_event(
         info: Extra fields (timings ...).
     """
     event: dict[str, Any] = {
-        "event": "evaluated",
+        "event": _EVALUATED,
         "id": item.id,
         "node": item.node,
         "round": item.round,
@@ -108,7 +113,7 @@ def round_event(
     """
     champion_initial = champion is not None and champion.text in initial
     event = {
-        "event": "round",
+        "event": EventKind.ROUND,
         "node": node,
         "round": round_index,
         "calls": calls,

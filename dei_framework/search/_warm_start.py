@@ -7,9 +7,10 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from dei_framework.contract.kinds import CandidateSource
 from dei_framework.contract.records import Candidate
 from dei_framework.search._slots import NodeSlots
-from dei_framework.search._work import WorkItem
+from dei_framework.search._work import PEER, WARM, WorkItem
 from dei_framework.search.opponents import OpponentPool
 from dei_framework.search.sharing import Admit, SharingPolicy
 
@@ -41,8 +42,8 @@ def warm_start(
 
     Returns:
         The warm items (pool opponents, then seeds), then one ``"peer"`` item per received
-        champion admitted to cells or opponents (``source`` ``"peer-excluded"`` when kept out
-        of cells); and the received champions the sharing policy admitted anywhere.
+        champion admitted to cells or opponents (``source`` ``CandidateSource.PEER_EXCLUDED``
+        when kept out of cells); and the received champions the sharing policy admitted anywhere.
     """
     # A persistent archive holds every earlier warm start already (the objective is fixed).
     own = [] if continual and round_index > 0 else pool.opponents()
@@ -64,33 +65,33 @@ def warm_start(
             continue
         accepted.append(champion)
         if Admit.OPPONENTS in admit:
-            pool.add_champion(attrs.evolve(champion, source="peer"))
+            pool.add_champion(attrs.evolve(champion, source=CandidateSource.PEER))
         peers.append((champion, Admit.CELLS in admit))
     items = []
     for index, opponent in enumerate(own):
         label = opponent.source
-        if opponent.source != "initial":
+        if opponent.source != CandidateSource.INITIAL:
             label = f"{opponent.source}:{opponent.node}"
         items.append(
             slots.item(
                 round_index,
                 f"w{index}",
-                kind="warm",
+                kind=WARM,
                 order=len(items),
                 program=attrs.evolve(opponent, operator=label),
             )
         )
     for index, seed in enumerate(seeds, start=len(own)):  # ids go on from the opponents'
         items.append(
-            slots.item(round_index, f"w{index}", kind="warm", order=len(items), program=seed)
+            slots.item(round_index, f"w{index}", kind=WARM, order=len(items), program=seed)
         )
     for index, (champion, to_cells) in enumerate(peers):
         program = attrs.evolve(
             champion,
             operator=f"peer:{champion.node}",
-            source="peer" if to_cells else "peer-excluded",
+            source=CandidateSource.received(to_cells=to_cells),
         )
         items.append(
-            slots.item(round_index, f"p{index}", kind="peer", order=len(items), program=program)
+            slots.item(round_index, f"p{index}", kind=PEER, order=len(items), program=program)
         )
     return items, accepted

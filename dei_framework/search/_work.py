@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 
 from dei_framework.contract.domain import Domain
+from dei_framework.contract.kinds import CALL_KINDS, WorkKind
 from dei_framework.contract.operators import DeferredMessages, OperatorRequest, UsageMeter
 from dei_framework.contract.payloads import EvaluatedEvent
 from dei_framework.contract.records import Candidate
 from dei_framework.search._scheduler_events import evaluated_event
 from dei_framework.search.archives import AddStatus, ArchiveBase
 
-Kind = Literal["warm", "peer", "new", "mutate"]
+#: What a work item asks (the former ``Literal`` alias, kept for its importers).
+Kind = WorkKind
 
-
-#: The kinds of item an operator writes the program of (:attr:`WorkItem.needs_call`).
-CALL_KINDS = ("new", "mutate")
+#: The work kinds bound to module names once, for the per-item paths (the scheduler's ask and
+#: admission): looking a member up on its enum costs a few times a plain name's in Python 3.11.
+NEW, MUTATE, WARM, PEER = WorkKind.NEW, WorkKind.MUTATE, WorkKind.WARM, WorkKind.PEER
 
 
 @attrs.frozen(kw_only=True)
@@ -37,7 +39,7 @@ class WorkItem:
         order: Admission position within the round (warm and peer items first).
         kind: ``"new"`` or ``"mutate"`` (call the operator, then evaluate its reply), ``"warm"``
             (re-evaluate a pool opponent, or evaluate a seed program) or ``"peer"`` (evaluate a
-            received champion).
+            received champion): a :class:`~dei_framework.contract.kinds.WorkKind`.
         seed: Seed for the operator call.
         eval_seed: Seed for the evaluation (one per node and round: equal conditions).
         parent: The elite to mutate (``"mutate"`` only).
@@ -98,6 +100,7 @@ class WorkItem:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WorkItem:
         values = dict(data)
+        values["kind"] = WorkKind(data["kind"])
         values["parent"] = Candidate.from_json(data["parent"]) if data["parent"] else None
         values["others"] = tuple(Candidate.from_json(o) for o in data["others"])
         values["program"] = Candidate.from_json(data["program"]) if data["program"] else None

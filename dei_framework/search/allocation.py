@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.kinds import EventKind
 from dei_framework.contract.records import Candidate
 from dei_framework.search._allocators import (
     ALLOCATORS,
@@ -343,7 +344,7 @@ class AllocationCoordinator:
             ]
             if self.remote:  # a resumed process makes later decisions from the same reports
                 logged += [
-                    {"event": "allocation_report", **report.to_json()}
+                    {"event": EventKind.ALLOCATION_REPORT, **report.to_json()}
                     for report in ended
                     if report.node not in self.local
                 ]
@@ -380,7 +381,7 @@ class AllocationCoordinator:
             [
                 *logged,
                 {
-                    "event": "allocation",
+                    "event": EventKind.ALLOCATION,
                     "round": round_index,
                     "allocator": self.allocator.name,
                     "budget": budget,
@@ -407,7 +408,7 @@ class AllocationCoordinator:
         self.record(
             [
                 {
-                    "event": "allocation",
+                    "event": EventKind.ALLOCATION,
                     "round": round_index,
                     "allocator": self.allocator.name,
                     "kept": True,

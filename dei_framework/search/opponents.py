@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from dei_framework.contract.kinds import CandidateSource
 from dei_framework.contract.records import Candidate, deprecated_alias
 
 #: Own champions remembered (DRQ's *k*).
@@ -36,11 +37,14 @@ class OpponentPool:
         own_window: int = OWN_WINDOW,
         peer_window: int = PEER_WINDOW,
     ) -> None:
-        self.windows = {"own": own_window, "peer": peer_window}
+        self.windows = {CandidateSource.OWN: own_window, CandidateSource.PEER: peer_window}
         self._initial: list[Candidate] = []
-        self._champions: dict[str, list[Candidate]] = {"own": [], "peer": []}
+        self._champions: dict[str, list[Candidate]] = {
+            CandidateSource.OWN: [],
+            CandidateSource.PEER: [],
+        }
         for text in initial:
-            self._add(self._initial, Candidate(text=text, source="initial"))
+            self._add(self._initial, Candidate(text=text, source=CandidateSource.INITIAL))
 
     def add_champion(self, opponent: Candidate) -> bool:
         """Adds a round champion (``source`` ``"own"`` or ``"peer"``); returns ``False`` if the
@@ -48,7 +52,9 @@ class OpponentPool:
         full.
         """
         if opponent.source not in self._champions:
-            raise ValueError(f"champion source must be 'own' or 'peer', got {opponent.source!r}")
+            raise ValueError(
+                f"champion source must be 'own' or 'peer', got {str(opponent.source)!r}"
+            )
         group = self._champions[opponent.source]
         if not self._add(group, opponent):
             return False
@@ -69,7 +75,7 @@ class OpponentPool:
     @property
     def champions(self) -> list[Candidate]:
         """Champions currently held: own ones, then received ones, oldest first."""
-        return [*self._champions["own"], *self._champions["peer"]]
+        return [*self._champions[CandidateSource.OWN], *self._champions[CandidateSource.PEER]]
 
     def opponents(self) -> list[Candidate]:
         """Everyone a candidate fights this round: initial opponents, then champions."""
@@ -83,12 +89,14 @@ class OpponentPool:
         return len(self.opponents())
 
     def to_json(self) -> dict[str, Any]:
+        # The champions' lists are keyed by their source's string ("own", "peer").
+        own, peer = CandidateSource.OWN, CandidateSource.PEER
         return {
-            "own_window": self.windows["own"],
-            "peer_window": self.windows["peer"],
+            "own_window": self.windows[own],
+            "peer_window": self.windows[peer],
             "initial": [o.to_json() for o in self._initial],
-            "own": [o.to_json() for o in self._champions["own"]],
-            "peer": [o.to_json() for o in self._champions["peer"]],
+            "own": [o.to_json() for o in self._champions[own]],
+            "peer": [o.to_json() for o in self._champions[peer]],
         }
 
     @classmethod
@@ -96,7 +104,8 @@ class OpponentPool:
         pool = cls(own_window=data["own_window"], peer_window=data["peer_window"])
         pool._initial = [Candidate.from_json(o) for o in data["initial"]]
         pool._champions = {
-            source: [Candidate.from_json(o) for o in data[source]] for source in ("own", "peer")
+            source: [Candidate.from_json(o) for o in data[source]]
+            for source in (CandidateSource.OWN, CandidateSource.PEER)
         }
         return pool
 

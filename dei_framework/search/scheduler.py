@@ -38,6 +38,7 @@ from typing import Any
 
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import LIFECYCLES, Domain
+from dei_framework.contract.kinds import CandidateSource
 from dei_framework.contract.operators import DeferredMessages, OperatorRequest, UsageMeter
 from dei_framework.contract.records import Candidate, DeferredText
 from dei_framework.search import _planning, _scheduler_state
@@ -156,7 +157,7 @@ class Scheduler:
         # make it adversarial (initial opponents would: they join the pool).
         opponents = set(initial_opponents)
         self.seeds: tuple[Candidate, ...] = tuple(
-            Candidate(text=text, source="seed", operator="seed")
+            Candidate(text=text, source=CandidateSource.SEED, operator="seed")
             for text in dict.fromkeys(seeds)
             if text not in opponents
         )
@@ -399,7 +400,7 @@ class Scheduler:
             ):
                 raise ValueError(f"tell_batch: {item.key} was not asked or was already told")
             if not item.needs_call:
-                raise ValueError(f"tell_batch: {item.key} is a {item.kind!r} item; tell() it")
+                raise ValueError(f"tell_batch: {item.key} is a {str(item.kind)!r} item; tell() it")
             self._buffer[item.order] = told
         return self._admit_buffered()
 

@@ -9,6 +9,7 @@ every other module marked internal; the aliases of ``Candidate`` deprecated.
 from __future__ import annotations
 
 import ast
+import enum
 import importlib
 import importlib.metadata
 import inspect
@@ -188,3 +189,34 @@ def test_candidate_itself_and_unknown_names_do_not_warn(recwarn) -> None:
     with pytest.raises(AttributeError, match="has no attribute 'Elit'"):
         records.Elit  # noqa: B018
     assert [w for w in recwarn if issubclass(w.category, DeprecationWarning)] == []
+
+
+#: The string enums of the records, with the strings the run's files and hooks hold.
+RECORD_ENUMS = {
+    "CandidateSource": {"", "initial", "seed", "own", "peer", "peer-excluded"},
+    "WorkKind": {"new", "mutate", "warm", "peer"},
+    "EventKind": {
+        "evaluated",
+        "round",
+        "received",
+        "received_late",
+        "node_stopped",
+        "allocation",
+        "allocation_report",
+        "money_starved",
+        "money_handed",
+        "money_received",
+    },
+    "ProgressKind": {"resumed", "evaluated", "round", "stopped", "status"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECORD_ENUMS))
+def test_the_records_string_enums_are_public_and_hold_the_documented_strings(name: str) -> None:
+    from dei_framework.contract import kinds
+
+    value = getattr(dei_framework, name)
+    assert name in dei_framework.__all__ and value is getattr(kinds, name)
+    assert issubclass(value, enum.StrEnum)
+    assert {member.value for member in value} == RECORD_ENUMS[name]
+    assert name in (dei_framework.__doc__ or "")
