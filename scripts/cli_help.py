@@ -7,7 +7,7 @@ battle``, ``dei symreg score``), as the installed CLI offers them.
 
 Usage: ``python scripts/cli_help.py`` rewrites the summaries (and adds the markers under a
 heading that has none); ``--check`` only tells (exit status 1) whether they are current.
-``tests/test_docs_cli.py`` runs the check, so the page cannot drift from ``--help``.
+``tests/docs/test_docs_cli.py`` runs the check, so the page cannot drift from ``--help``.
 """
 
 from __future__ import annotations

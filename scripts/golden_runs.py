@@ -13,7 +13,7 @@ in their results. Each is reduced to a canonical JSON: ``summary.json``,
 ``merged_archive.json``, every round archive, ``report.md`` and the plot names (an
 experiment's ``experiment.json`` too), without what depends on timing, process ids or the
 machine (seconds, pids, timeline waits, the output path).
-``tests/test_refactor_equivalence.py`` compares a fresh reduction with the recorded one,
+``tests/system/test_refactor_equivalence.py`` compares a fresh reduction with the recorded one,
 ``tests/data/golden_runs.json``. When behaviour changes on purpose (a new scoring seed, a new
 summary field), rewrite the record and review its diff::
 

@@ -2,7 +2,7 @@
 
 Usage: ``python scripts/hook_table.py`` rewrites the table between the markers
 ``<!-- hook-table:begin -->`` and ``<!-- hook-table:end -->``; ``--check`` only tells (exit
-status 1) whether the table is out of date. ``tests/core/test_hook_table.py`` runs the check,
+status 1) whether the table is out of date. ``tests/docs/test_hook_table.py`` runs the check,
 so the table cannot drift from ``dei_framework/plugin/hookspecs.py``.
 """
 

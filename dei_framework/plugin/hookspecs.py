@@ -11,7 +11,7 @@ Each hook's docstring says, as pytest's ``hookspec.py`` does, when and how often
 (**Fires:**), what its callers do with what it returns (**Returns:**) and, for every argument,
 what it holds (**Args:**); the event payloads are typed records re-exported here
 (:class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`), documented field by field.
-``tests/core/test_hookspecs.py`` fails when a hook lacks one of these.
+``tests/plugin/test_hookspecs.py`` fails when a hook lacks one of these.
 
 Every hook is called through pluggy, so ``@hookimpl(tryfirst=True)`` and ``trylast=True``
 behave as pluggy documents: implementations run ``tryfirst`` first, then the plain ones from

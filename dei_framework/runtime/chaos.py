@@ -4,7 +4,7 @@ Setting the environment variable ``DEI_CHAOS_STALL`` to a number of seconds make
 call and every evaluation of a ``dei-run`` first sleep a random time between 0 and that many
 seconds, drawn from the operating system's randomness (so two runs get different timings).
 Seeded runs with virtual-time delivery must give identical results with or without it
-(``tests/core/test_determinism.py``). It is meant for tests and experiments on reproducibility
+(``tests/system/test_determinism.py``). It is meant for tests and experiments on reproducibility
 only: it slows runs down and changes nothing else.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may

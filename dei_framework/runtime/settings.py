@@ -5,7 +5,7 @@ Each :class:`~dei_framework.runtime.config.RunConfig` field carries its :class:`
 metadata (:func:`setting`); the few keys that are not fields (``operators``, ``api_base``,
 ``out``, ``preset``) are :data:`NOT_FIELDS`. From these one list come the known config keys,
 the core ``dei-run`` options, the resolver's picks and the check of docs/cli.md and
-docs/configuration.md (``tests/core/test_config_resolver.py``). Flags that are no config key and
+docs/configuration.md (``tests/runtime/test_config_resolver.py``). Flags that are no config key and
 keys that are no flag are listed here, once, with the reason the docs give.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may

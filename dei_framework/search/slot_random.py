@@ -13,7 +13,7 @@ numpy's own algorithms (53-bit doubles; Lemire's 32-bit bounded integers with th
 generator's buffered half-word). Anything else a selector asks for (``choice``, ``normal``,
 ``dtype=``...) is served by a real ``numpy.random.Generator`` set to the same state, from then
 on for every draw of that slot. So the draws are bit-for-bit those of ``default_rng(seed)``;
-``tests/core/test_slot_random.py`` checks them against numpy.
+``tests/search/test_slot_random.py`` checks them against numpy.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = json.loads((out / "summary.json").read_text())
     data = extract_experiment(summary, COLUMNS)
     # Only the metrics whose per-run values the set keeps: a comparison must be checkable
-    # from them (tests/test_figure_consistency.py); Holm runs within a metric, so dropping the
+    # from them (tests/docs/test_figure_consistency.py); Holm runs within a metric, so dropping the
     # raw (not common-ground) ones leaves the kept p-values as they are.
     kept = {metric for _, metric, _ in COLUMNS} - {"merged.obj_max"}  # compared below
     data["comparisons"] = [entry for entry in data["comparisons"] if entry["metric"] in kept]
