@@ -130,9 +130,8 @@ def test_an_old_selector_name_is_the_new_object_with_a_warning(module, old, new)
 def test_the_old_emitter_imports_still_work() -> None:
     # What a plugin written against 0.2 imports: the old package path and the old names.
     with pytest.warns(DeprecationWarning) as caught:
-        from dei_framework.search.emitters._tournament_emitter import TournamentEmitter
-
         from dei_framework.search.emitters import BUILTIN_EMITTERS, EmitterBase, UniformEmitter
+        from dei_framework.search.emitters._tournament_emitter import TournamentEmitter
     assert caught[0].filename == __file__  # reported at the import, not inside the framework
     assert EmitterBase is selectors.ParentSelector and UniformEmitter is selectors.UniformSelector
     assert TournamentEmitter is selectors.TournamentSelector
