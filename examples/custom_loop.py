@@ -9,25 +9,19 @@ from dei_framework import DEIError, OperatorSettings, Scheduler, evaluate, load_
 
 
 async def search(domain, operator, args: argparse.Namespace) -> list[dict]:
-    scheduler = Scheduler.for_domain(
-        domain,
-        name="custom",
-        calls=args.rounds * args.iterations,
-        rounds=args.rounds,
-        seed=args.seed,
-    )
+    budget = {"calls": args.rounds * args.iterations, "rounds": args.rounds}
+    scheduler = Scheduler.for_domain(domain, name="custom", seed=args.seed, **budget)
     while not scheduler.finished:
         items = scheduler.ask(4)  # warm starts first, then operator calls; 4 slots at a time
         opponents = [domain.parse(o.text) for o in scheduler.opponents]
         calls = [operator.propose(i.request(domain)) for i in items if i.needs_call]
-        replies = iter(await asyncio.gather(*calls))
-        texts = [next(replies).text if i.needs_call else i.program.text for i in items]
-        results = [
-            evaluate(domain, text, opponents, seed=i.eval_seed, axes=scheduler.space.names).result(
-                i, operator=operator.label
+        replies, results = iter(await asyncio.gather(*calls)), []
+        for item in items:
+            text = next(replies).text if item.needs_call else item.program.text
+            scored = evaluate(
+                domain, text, opponents, seed=item.eval_seed, axes=scheduler.space.names
             )
-            for i, text in zip(items, texts, strict=True)
-        ]
+            results.append(scored.result(item, operator=operator.label))
         scheduler.tell(reversed(results))  # any order; a round's champion joins the opponents
     return scheduler.history
 

@@ -27,7 +27,8 @@ STAGE1_ITEMS = 100
 def weibull_instances(count: int, items: int, seed: int = SEED) -> list[np.ndarray]:
     """Integer item sizes from Weibull(shape 3, scale 45), clipped to [1, CAPACITY]."""
     rng = np.random.default_rng(seed)
-    return [np.clip(np.round(45.0 * rng.weibull(3.0, items)), 1, CAPACITY) for _ in range(count)]
+    return [np.clip(np.round(45.0 * rng.weibull(3.0, items)), 1, CAPACITY)
+            for _ in range(count)]
 
 
 def load_priority(program_path: str):
@@ -64,12 +65,10 @@ def score(program_path: str, instances: list[np.ndarray]) -> dict:
         bound = math.ceil(items.sum() / CAPACITY)
         excess.append(used / bound - 1.0)
         best_fit, first_fit, placed = best_fit + best, first_fit + first, placed + len(items)
-    return {
-        "combined_score": -float(np.mean(excess)),
-        "best_fit_agreement": best_fit / placed,
-        "first_fit_agreement": first_fit / placed,
-        "bins_over_bound": float(np.mean(excess)),
-    }
+    return {"combined_score": -float(np.mean(excess)),
+            "best_fit_agreement": best_fit / placed,
+            "first_fit_agreement": first_fit / placed,
+            "bins_over_bound": float(np.mean(excess))}
 
 
 def evaluate_stage1(program_path: str) -> dict:

@@ -19,8 +19,6 @@ def priority(item: float, bins: np.ndarray) -> np.ndarray:
     # An exact fit is best of all (best fit ranks it first already: room for variations).
     score[room_after < 0.5] += 1.0
     return score
-
-
 # EVOLVE-BLOCK-END
 
 

@@ -27,10 +27,8 @@ def _load(program_path: str):
 
 def check(centres: np.ndarray, radii: np.ndarray) -> None:
     if centres.shape != (N_CIRCLES, 2) or radii.shape != (N_CIRCLES,):
-        raise ValueError(
-            f"expected centres of shape ({N_CIRCLES}, 2) and radii of shape "
-            f"({N_CIRCLES},), got {centres.shape} and {radii.shape}"
-        )
+        raise ValueError(f"expected centres of shape ({N_CIRCLES}, 2) and radii of shape "
+                         f"({N_CIRCLES},), got {centres.shape} and {radii.shape}")
     if not (np.all(np.isfinite(centres)) and np.all(np.isfinite(radii))):
         raise ValueError("a centre or a radius is not a finite number")
     if np.any(radii < 0):
@@ -41,7 +39,7 @@ def check(centres: np.ndarray, radii: np.ndarray) -> None:
     if len(outside):
         raise ValueError(f"circle {int(outside[0])} leaves the unit square")
     for i in range(N_CIRCLES):
-        gaps = np.linalg.norm(centres[i + 1 :] - centres[i], axis=1) - radii[i + 1 :] - radii[i]
+        gaps = np.linalg.norm(centres[i + 1:] - centres[i], axis=1) - radii[i + 1:] - radii[i]
         if len(gaps) and gaps.min() < -TOLERANCE:
             raise ValueError(f"circles {i} and {i + 1 + int(np.argmin(gaps))} overlap")
 
@@ -52,8 +50,6 @@ def evaluate(program_path: str) -> dict:
     radii = np.asarray(radii, dtype=float)
     check(centres, radii)
     edge = np.min(np.concatenate([centres, 1.0 - centres], axis=1), axis=1) - radii
-    return {
-        "combined_score": float(radii.sum()),
-        "radius_spread": float(min((radii.max() - radii.min()) / 0.5, 1.0)),
-        "edge_share": float(np.mean(edge < 1e-6)),
-    }
+    return {"combined_score": float(radii.sum()),
+            "radius_spread": float(min((radii.max() - radii.min()) / 0.5, 1.0)),
+            "edge_share": float(np.mean(edge < 1e-6))}

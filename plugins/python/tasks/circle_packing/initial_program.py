@@ -21,8 +21,6 @@ def construct_packing():
     centres.append([offset + spacing * 0.5, offset + spacing * 0.5])
     centres = np.array(centres)
     return centres, compute_max_radii(centres)
-
-
 # EVOLVE-BLOCK-END
 
 
