@@ -5,6 +5,9 @@ a path into a run or experiment directory takes the name from here (or a :class:
 property), so a file is renamed in one line; ``tests/core/test_run_layout.py`` fails on a name
 spelt out anywhere else in the core. This module imports nothing: the readers
 (``run_files``), the writer (``run_dir``) and the layers above them can all use it.
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations
