@@ -44,6 +44,7 @@ from dei_framework.runtime.config import (
     resolve_config,
     with_node_flags,
 )
+from dei_framework.runtime.run_layout import CONFIG_FILE, EXPERIMENT_FILE, SUMMARY_FILE
 from dei_framework.runtime.run_lock import RunLock, lock_run_dir
 
 #: Exit status: the run finished (every node spent its quota).
@@ -447,7 +448,7 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
     if resume_dir:
         out = Path(resume_dir)
         lock = lock_run_dir(out)  # before anything is read or written: one writer at a time
-        with _given_up_unless_written(lock, out / "config.json"):
+        with _given_up_unless_written(lock, out / CONFIG_FILE):
             config = placed(RunDir(resume_dir).read_config(), flags, plugins)
     elif replay_dir:
         config = placed(RunDir(replay_dir).read_config(), flags, plugins)
@@ -457,7 +458,7 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         config = resolve_config(flags, plugins)
         out = chosen_out(flags) or default_out(config.domain)
         lock = _lock_fresh(out)
-    with _given_up_unless_written(lock, out / "config.json"):
+    with _given_up_unless_written(lock, out / CONFIG_FILE):
         _run_locked(
             config, out, plugins, flags, interrupts, resume_dir=resume_dir, replay_dir=replay_dir
         )
@@ -470,7 +471,7 @@ def _lock_fresh(out: Path) -> RunLock:
     one directory the second is refused whichever looked first.
     """
     lock = lock_run_dir(out)
-    if (out / "config.json").exists():
+    if (out / CONFIG_FILE).exists():
         raise ConfigError(f"{out} already holds a run; use --resume {out} or another --out")
     return lock
 
@@ -479,7 +480,7 @@ def _fresh_replay_dir(recorded: Path) -> Path:
     """Where a replay of ``recorded`` goes without ``--out``: ``replay/``, or ``replay-N/``
     with the first N that holds no run (a replay never appends to an earlier one)."""
     candidate, number = recorded / "replay", 1
-    while (candidate / "config.json").exists():
+    while (candidate / CONFIG_FILE).exists():
         number += 1
         candidate = recorded / f"replay-{number}"
     return candidate
@@ -647,7 +648,7 @@ def _say_done(summary: dict[str, Any], out: Path, report: Path | None) -> None:
         f"merged coverage {summary['merged'].get('coverage', 0):.1%}, "
         f"QD-score {summary['merged'].get('qd_score', 0):.2f}"
     )
-    click.echo(f"summary: {out / 'summary.json'}")
+    click.echo(f"summary: {out / SUMMARY_FILE}")
     if report:
         click.echo(f"report: {report}")
 
@@ -896,7 +897,7 @@ def experiment_command(**flags: Any) -> None:
         )
         out = Path(flags["resume"])
         lock = lock_run_dir(out)  # before anything is read or written: one writer at a time
-        with _given_up_unless_written(lock, out / "experiment.json"):
+        with _given_up_unless_written(lock, out / EXPERIMENT_FILE):
             plan = load_plan(out)
         plan = attrs.evolve(plan, base=placed(plan.base, flags, plugins))
         if flags.get("repeats"):
@@ -905,11 +906,11 @@ def experiment_command(**flags: Any) -> None:
         plan = plan_from_flags(flags, plugins)
         out = chosen_out(flags) or Path("experiments") / default_out(plan.base.domain).name
         lock = lock_run_dir(out)  # first, then the check: two starts cannot both pass it
-        if (out / "experiment.json").exists() or (out / "config.json").exists():
+        if (out / EXPERIMENT_FILE).exists() or (out / CONFIG_FILE).exists():
             raise ConfigError(
                 f"{out} already holds a run or experiment; use --resume {out} or another --out"
             )
-    with _given_up_unless_written(lock, out / "experiment.json"):
+    with _given_up_unless_written(lock, out / EXPERIMENT_FILE):
         _experiment_locked(plan, out, plugins, flags)
 
 
@@ -952,7 +953,7 @@ def _experiment_locked(
     report = None if flags.get("no_report") else write_report(out)
     for line in _condition_table(summary["conditions"]):
         click.echo(line)
-    click.echo(f"summary: {out / 'summary.json'}")
+    click.echo(f"summary: {out / SUMMARY_FILE}")
     if report:
         click.echo(f"report: {report}")
 
@@ -1048,8 +1049,8 @@ def node_command(**flags: Any) -> None:
         if not node_dir.is_dir():
             raise ConfigError(f"{node_dir} holds no run of node {name!r} to resume")
         lock = lock_run_dir(node_dir)  # before anything is read or written: one writer
-        with _given_up_unless_written(lock, node_dir / "config.json"):
-            if not (node_dir / "config.json").exists():
+        with _given_up_unless_written(lock, node_dir / CONFIG_FILE):
+            if not (node_dir / CONFIG_FILE).exists():
                 raise ConfigError(
                     f"{node_dir} holds no run of node {name!r} to resume (its "
                     "config.json is missing)"
@@ -1068,11 +1069,11 @@ def node_command(**flags: Any) -> None:
         out = chosen_out(flags) or default_out(config.domain)
         node_dir = out / "processes" / name
         lock = lock_run_dir(node_dir)  # first, then the check: two starts cannot both pass it
-        if (node_dir / "config.json").exists():
+        if (node_dir / CONFIG_FILE).exists():
             raise ConfigError(
                 f"{node_dir} already holds node {name!r}; use dei node --resume {out} --name {name}"
             )
-    with _given_up_unless_written(lock, node_dir / "config.json"):
+    with _given_up_unless_written(lock, node_dir / CONFIG_FILE):
         _node_locked(config, out, node_dir, plugins, flags)
 
 
@@ -1097,8 +1098,8 @@ def _node_locked(
             f"transport {config.transport!r} connects only nodes of one process; "
             "a node in its own process needs a networked one (--transport axl)"
         )
-    if not (out / "config.json").exists():
-        write_json_atomic(out / "config.json", config.to_json())
+    if not (out / CONFIG_FILE).exists():
+        write_json_atomic(out / CONFIG_FILE, config.to_json())
     _warn_bare_members(config.members)
     progress = make_progress(flags.get("progress") or "auto", config)
     hint = f"interrupted; continue with: dei node --resume {_shell_path(out)} --name {name}"
@@ -1125,7 +1126,7 @@ def _node_locked(
         f"done: node {name} (pid {node['pid']}), {node['calls']}/{node['quota']} calls, "
         f"{node['sharing'].get('accepted', 0)} champions received"
     )
-    click.echo(f"summary: {node_dir / 'summary.json'}")
+    click.echo(f"summary: {node_dir / SUMMARY_FILE}")
 
 
 @dei.command("merge", context_settings={"help_option_names": ["-h", "--help"]})
@@ -1156,7 +1157,7 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
         f"merged: {len(summary['nodes'])} nodes, {budget['calls']}/{budget['limit']} "
         f"calls, merged coverage {summary['merged'].get('coverage', 0):.1%}"
     )
-    click.echo(f"summary: {run_dir / 'summary.json'}")
+    click.echo(f"summary: {run_dir / SUMMARY_FILE}")
     if report:
         click.echo(f"report: {report}")
 

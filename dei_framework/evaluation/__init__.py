@@ -22,6 +22,7 @@ Modules:
     dask_jobs.py            how a ``dask`` job travels: straight to a worker's actor, or as a
                             task
     dask_options.py         reaching a cluster: distributed imported lazily, TLS files and flags
+    dask_connect.py         connecting to a cluster: a local one started, the client opened
     dask_versions.py        the versions a ``dask`` run's workers must run, checked at connect
     dask_calls.py           calls to a Dask client bounded in time, shared by the backend and
                             guard

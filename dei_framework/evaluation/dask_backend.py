@@ -56,13 +56,11 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
-import logging
 import os
 import signal
 import sys
 import threading
 import uuid
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,13 +73,19 @@ from dei_framework.evaluation.dask_calls import (
     unregister_plugin,
     unregister_plugins,
 )
+from dei_framework.evaluation.dask_connect import open_client, quiet_dask_logs, start_local_cluster
 from dei_framework.evaluation.dask_jobs import JobPaths, _Direct, _Job, _on_its_loop
-from dei_framework.evaluation.dask_options import CONNECT_SECONDS, _import_distributed, tls_files
+from dei_framework.evaluation.dask_options import _import_distributed, tls_files
 from dei_framework.evaluation.dask_versions import check_versions, refusal
 
 # isort: split
 # Re-exported: the names this module held before its parts moved (plugins, benchmarks and
 # tests import them from here).
+from dei_framework.evaluation.dask_connect import (  # noqa: F401
+    QUIET_CLUSTER,
+    WORKER_WAIT_SECONDS,
+    quiet_environment,
+)
 from dei_framework.evaluation.dask_jobs import (  # noqa: F401
     _CALL_FAILED,
     FETCH_CHECK_SECONDS,
@@ -90,7 +94,7 @@ from dei_framework.evaluation.dask_jobs import (  # noqa: F401
     _running_loop,
     _settle,
 )
-from dei_framework.evaluation.dask_options import TLS_OPTIONS, tls_run_options  # noqa: F401
+from dei_framework.evaluation.dask_options import CONNECT_SECONDS, TLS_OPTIONS, tls_run_options  # noqa: F401
 from dei_framework.evaluation.dask_versions import (  # noqa: F401
     CORE_DISTRIBUTION,
     _runs,
@@ -99,8 +103,6 @@ from dei_framework.evaluation.dask_versions import (  # noqa: F401
     installed_versions,
 )
 
-#: Seconds to wait for a first worker to join the scheduler.
-WORKER_WAIT_SECONDS = 60.0
 #: Opponent sets kept on the workers (the most recently used): a node uses one set
 #: per round, so this covers that many nodes on different rounds.
 RESIDENT_SETS = 16
@@ -108,26 +110,6 @@ RESIDENT_SETS = 16
 ACTOR_WAIT_SECONDS = 20.0
 #: Seconds to wait for the scheduler to take a refused worker off its list.
 RETIRE_SECONDS = 10.0
-#: Dask settings for a cluster that evaluates: Dask's statistical profiler samples a worker's
-#: threads every 10 ms, and its event-loop health check wakes every process's loop every
-#: 20 ms; on the cores that evaluate, both take CPU (and a worker's GIL) from the evaluations
-#: (``benchmarks/scale_out.py``: ``idle_cpu_ms_per_s``, ``task_ms``). Neither is needed to
-#: evaluate: without the profiler the dashboard shows no profile, and a loop blocked for
-#: longer than Dask's warning limit (3 s) is still reported. A local cluster of the run gets
-#: them; ``dask scheduler`` and ``dask worker`` get them from :func:`quiet_environment`
-#: (docs/multi-machine.md).
-QUIET_CLUSTER = {
-    "distributed.worker.profile.enabled": False,
-    "distributed.admin.tick.interval": "1s",
-}
-
-
-def quiet_environment() -> dict[str, str]:
-    """:data:`QUIET_CLUSTER` as the environment variables Dask reads its settings from."""
-    return {
-        "DASK_" + key.upper().replace(".", "__").replace("-", "_"): str(value)
-        for key, value in QUIET_CLUSTER.items()
-    }
 
 
 class DaskBackend(JobPaths, EvaluationBackend):
@@ -214,74 +196,14 @@ class DaskBackend(JobPaths, EvaluationBackend):
             if self._client is not None:
                 return
             distributed = _import_distributed()
-            import dask.config
+            from dei_framework.evaluation import dask_worker
 
-            from dei_framework.evaluation import dask_guard, dask_worker
-
-            # Every failure the client meets reaches the user as one message of this backend
-            # (EvaluatorLost, WorkerDied, a refused worker); Dask's own log lines for the same
-            # event (reconnect attempts with their tracebacks) would bury it.
-            for name in ["distributed", *logging.root.manager.loggerDict]:
-                if name.partition(".")[0] == "distributed":  # Dask's config sets some apart
-                    logging.getLogger(name).setLevel(logging.CRITICAL)
-            address = self.address
-            if address is None:
-                with warnings.catch_warnings(), dask.config.set(QUIET_CLUSTER):
-                    # Another cluster's HTTP port: a note only.
-                    warnings.filterwarnings("ignore", message="Port .* is already in use")
-                    self._cluster = distributed.LocalCluster(
-                        n_workers=self._local_workers or None,
-                        threads_per_worker=1,
-                        processes=True,
-                        dashboard_address=None,
-                        silence_logs=logging.ERROR,
-                    )
-                address = self.address = self._cluster.scheduler_address
-            security = None
-            if self.tls:
-                security = distributed.security.Security(
-                    tls_ca_file=self.tls["tls_ca_file"],
-                    tls_client_cert=self.tls["tls_cert"],
-                    tls_client_key=self.tls["tls_key"],
-                    require_encryption=True,
-                )
-            try:
-                # direct_to_workers: jobs on the direct path and results go between the run
-                # and the workers without the scheduler in between.
-                client = distributed.Client(
-                    address,
-                    timeout=CONNECT_SECONDS,
-                    set_as_default=False,
-                    security=security,
-                    direct_to_workers=True,
-                )
-            except (OSError, TimeoutError) as exc:
-                raise EvaluatorLost(
-                    f"cannot reach the Dask scheduler at {address}: {exc}; is it running?"
-                ) from None
-            try:
-                client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
-            except (OSError, TimeoutError):
-                client.close()
-                raise EvaluatorLost(
-                    f"the Dask scheduler at {address} has no workers (waited "
-                    f"{WORKER_WAIT_SECONDS:.0f}s)"
-                ) from None
-            try:
-                expected = check_versions(client, self.domain, self.address)
-                client.subscribe_topic(dask_guard.TOPIC, self._on_refused)
-                dask_guard.register(client, expected, self._guard, timeout=PLUGIN_SECONDS)
-                name = f"dei-domain-{self._token}"
-                register_plugin(client, dask_worker.Resident(name, self.domain), name)
-            except TimeoutError:
-                client.close()
-                raise EvaluatorLost(
-                    f"a Dask worker of {address} did not install the run's "
-                    f"plugins within {PLUGIN_SECONDS:.0f}s"
-                ) from None
-            except BaseException:
-                client.close()
-                raise
+            quiet_dask_logs()
+            if self.address is None:
+                self._cluster = start_local_cluster(distributed, self._local_workers)
+                self.address = self._cluster.scheduler_address
+            client = open_client(distributed, self.address, self.tls)
+            name = self._install_plugins(client, dask_worker)
             self._client = client
             with contextlib.suppress(AttributeError):  # a Dask without it: asyncio's default
                 client.loop.asyncio_loop.set_exception_handler(_quiet_cut_off_calls)
@@ -297,6 +219,33 @@ class DaskBackend(JobPaths, EvaluationBackend):
                 for address, future in creating.items():  # kept now, not when Dask calls back
                     if future.done():
                         self._actor_placed(client, address, future)
+
+    def _install_plugins(self, client: Any, dask_worker: Any) -> str:
+        """Checks the workers' versions and installs the run's worker plugins (the version
+        guard, the resident domain); returns the domain plugin's name. The client is closed
+        when this fails.
+
+        Raises:
+            EvaluatorLost: A worker did not install the plugins in time.
+        """
+        from dei_framework.evaluation import dask_guard
+
+        try:
+            expected = check_versions(client, self.domain, self.address)
+            client.subscribe_topic(dask_guard.TOPIC, self._on_refused)
+            dask_guard.register(client, expected, self._guard, timeout=PLUGIN_SECONDS)
+            name = f"dei-domain-{self._token}"
+            register_plugin(client, dask_worker.Resident(name, self.domain), name)
+        except TimeoutError:
+            client.close()
+            raise EvaluatorLost(
+                f"a Dask worker of {self.address} did not install the run's "
+                f"plugins within {PLUGIN_SECONDS:.0f}s"
+            ) from None
+        except BaseException:
+            client.close()
+            raise
+        return name
 
     def _on_refused(self, event: tuple[float, Any]) -> None:
         """A worker that joined on another version closed itself (in the client's thread)."""

@@ -21,6 +21,7 @@ from dei_framework.contract.errors import ConfigError, DEIError
 from dei_framework.runtime.config import NodeConfig, RunConfig
 from dei_framework.runtime.endpoints import split_endpoint
 from dei_framework.runtime.run_files import config_from_json, damaged, field, read_json
+from dei_framework.runtime.run_layout import EXPERIMENT_FILE
 
 #: The built-in conditions, in report order.
 BUILTIN_CONDITIONS = ("solo", "homo", "diverse")
@@ -414,7 +415,7 @@ def load_plan(out: Path) -> ExperimentPlan:
     Raises:
         ConfigError: ``out`` holds no experiment, or its ``experiment.json`` is damaged.
     """
-    path = Path(out) / "experiment.json"
+    path = Path(out) / EXPERIMENT_FILE
     if not path.exists():
         raise ConfigError(f"{out} is not an experiment directory (no experiment.json)")
     data = read_json(path)

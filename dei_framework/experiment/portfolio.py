@@ -181,42 +181,11 @@ def plan(
         ConfigError: too few candidates, a repeated one, a pick out of range, or a pilot
             budget that does not split equally.
     """
-    from dei_framework.runtime.ensemble import run
-
     operators = list(operators)
-    if len(operators) < 2 or len(set(operators)) != len(operators):
-        raise ConfigError(
-            "dei plan needs at least two different candidates (--operator, once each)"
-        )
-    if not 1 <= pick <= len(operators):
-        raise ConfigError(f"--pick {pick}: choose between 1 and the {len(operators)} candidates")
-    step = len(operators) * base.rounds
-    if pilot_budget < step or pilot_budget % step:
-        raise ConfigError(
-            f"--pilot-budget {pilot_budget} does not split equally across "
-            f"{len(operators)} pilots of {base.rounds} rounds; use a multiple of "
-            f"{step}"
-        )
+    _check_plan(operators, pick=pick, pilot_budget=pilot_budget, rounds=base.rounds)
     for operator in operators:
         registry.operator(operator)  # an unknown one fails before any pilot runs
-    options = {node.operator: dict(node.options) for node in reversed(base.nodes)}
-    pilots = []
-    for index, operator in enumerate(operators):
-        node = NodeConfig(
-            name="node-0",
-            operator=operator,
-            options=options.get(operator, dict(base.nodes[0].options)),
-        )
-        config = attrs.evolve(
-            base,
-            nodes=(node,),
-            budget=pilot_budget // len(operators),
-            iterations=None,
-            common_ground=False,
-        )
-        run_dir = out / "pilots" / f"{index}-{operator.replace('/', '_').replace(':', '-')}"
-        run(config, run_dir, registry=registry)
-        pilots.append(Pilot.read(operator, run_dir))
+    pilots = _run_pilots(base, operators, pilot_budget=pilot_budget, out=out, registry=registry)
     choice = choose(pilots, pick)
     spent = sum(p.calls for p in pilots)
     record = {
@@ -248,6 +217,61 @@ def plan(
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(json.dumps(record, indent=1) + "\n")
     return record
+
+
+def _check_plan(operators: Sequence[str], *, pick: int, pilot_budget: int, rounds: int) -> None:
+    """Refuses too few candidates, a repeated one, a pick out of range, or a pilot budget that
+    does not split into whole, equal per-pilot and per-round quotas.
+
+    Raises:
+        ConfigError: Saying which.
+    """
+    if len(operators) < 2 or len(set(operators)) != len(operators):
+        raise ConfigError(
+            "dei plan needs at least two different candidates (--operator, once each)"
+        )
+    if not 1 <= pick <= len(operators):
+        raise ConfigError(f"--pick {pick}: choose between 1 and the {len(operators)} candidates")
+    step = len(operators) * rounds
+    if pilot_budget < step or pilot_budget % step:
+        raise ConfigError(
+            f"--pilot-budget {pilot_budget} does not split equally across "
+            f"{len(operators)} pilots of {rounds} rounds; use a multiple of "
+            f"{step}"
+        )
+
+
+def _run_pilots(
+    base: RunConfig,
+    operators: Sequence[str],
+    *,
+    pilot_budget: int,
+    out: Path,
+    registry: PluginRegistry,
+) -> list[Pilot]:
+    """Runs one single-node pilot per candidate, in order (each its equal share of
+    ``pilot_budget``, under ``out/pilots/``), and reads what each found."""
+    from dei_framework.runtime.ensemble import run
+
+    options = {node.operator: dict(node.options) for node in reversed(base.nodes)}
+    pilots = []
+    for index, operator in enumerate(operators):
+        node = NodeConfig(
+            name="node-0",
+            operator=operator,
+            options=options.get(operator, dict(base.nodes[0].options)),
+        )
+        config = attrs.evolve(
+            base,
+            nodes=(node,),
+            budget=pilot_budget // len(operators),
+            iterations=None,
+            common_ground=False,
+        )
+        run_dir = out / "pilots" / f"{index}-{operator.replace('/', '_').replace(':', '-')}"
+        run(config, run_dir, registry=registry)
+        pilots.append(Pilot.read(operator, run_dir))
+    return pilots
 
 
 def plan_lines(record: Mapping[str, Any]) -> list[str]:

@@ -36,6 +36,12 @@ from dei_framework.plugin.manager import PluginRegistry
 from dei_framework.runtime.config import RunConfig
 from dei_framework.runtime.run_dir import LOGS, RunDir, write_json_atomic
 from dei_framework.runtime.run_files import read_finished_summary
+from dei_framework.runtime.run_layout import (
+    CHECKPOINT_FILE,
+    CONFIG_FILE,
+    EXPERIMENT_FILE,
+    SUMMARY_FILE,
+)
 
 #: Importable from here as the library examples do (docs/experiments.md).
 __all__ = ["Condition", "ExperimentPlan", "run_experiment"]
@@ -82,7 +88,7 @@ def run_experiment(
     out = Path(out)
     registry = registry or load_plugins()
     announce = announce or (lambda line: None)
-    plan_path = out / "experiment.json"
+    plan_path = out / EXPERIMENT_FILE
     if plan_path.exists():
         recorded = load_plan(out)
         if _canonical(attrs.evolve(recorded, repeats=plan.repeats)) != _canonical(plan):
@@ -115,7 +121,7 @@ def run_experiment(
     if apart:
         _run_apart(apart, parallel, announce)
     summary = summarize_experiment(out, plan)
-    write_json_atomic(out / "summary.json", summary)
+    write_json_atomic(out / SUMMARY_FILE, summary)
     return summary
 
 
@@ -141,12 +147,12 @@ def _planned_runs(
                 f"[{len(runs) + 1}/{total}] {condition.name} repeat {repeat} "
                 f"(seed {plan.seed(repeat)})"
             )
-            if (run_dir / "summary.json").exists():
+            if (run_dir / SUMMARY_FILE).exists():
                 read_finished_summary(run_dir)
                 runs.append((label, None, run_dir, False))
                 continue
             config = plan.run_config(condition, repeat)
-            resume = (run_dir / "config.json").exists()
+            resume = (run_dir / CONFIG_FILE).exists()
             if resume:
                 recorded = RunDir(run_dir).read_config()
                 if not config.lifecycle:  # the domain's default: the run recorded which it was
@@ -154,10 +160,10 @@ def _planned_runs(
                 if _canonical(recorded) != _canonical(config):
                     raise ConfigError(f"{run_dir} holds a run with another configuration")
             else:
-                logs = [name for name in ("checkpoint.json", *LOGS) if (run_dir / name).exists()]
+                logs = [name for name in (CHECKPOINT_FILE, *LOGS) if (run_dir / name).exists()]
                 if logs:
                     raise ConfigError(
-                        f"{run_dir / 'config.json'} is missing, but the directory "
+                        f"{run_dir / CONFIG_FILE} is missing, but the directory "
                         f"holds a run's {', '.join(logs)}: refusing to start a "
                         "new run over them"
                     )

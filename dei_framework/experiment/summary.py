@@ -20,6 +20,7 @@ from dei_framework.analysis.stats import compare, holm
 from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.experiment.plan import EXPERIMENT_VERSION, Condition, ExperimentPlan, load_plan
 from dei_framework.runtime.run_files import read_finished_summary
+from dei_framework.runtime.run_layout import SUMMARY_FILE
 
 #: Per-node fields of a run summary too bulky to copy into the experiment summary.
 _TRIMMED_NODE_FIELDS = ("operator_status",)
@@ -329,7 +330,7 @@ def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) ->
     for condition in plan.conditions:
         runs = []
         for repeat in range(plan.repeats):
-            path = plan.run_dir(out, condition, repeat) / "summary.json"
+            path = plan.run_dir(out, condition, repeat) / SUMMARY_FILE
             if not path.exists():
                 continue
             run = _trim(read_finished_summary(path.parent))

@@ -347,42 +347,25 @@ def _scoring_terms(commons: Mapping[str, Mapping[str, Any]]) -> str:
     return text
 
 
+#: How the comparisons table names and formats the metrics it knows.
+_COMPARED_METRICS = {
+    "merged.common.coverage": ("coverage (common)", ".1%"),
+    "merged.common.qd_score": ("QD-score (common)", ".2f"),
+    "merged.coverage": ("coverage (raw)", ".1%"),
+    "merged.qd_score": ("QD-score (raw)", ".2f"),
+}
+
+
 def _comparisons(entries: Sequence[Mapping[str, Any]]) -> str:
     """The ``comparisons`` table: Diverse against every other condition."""
     if not entries:
         return ""
     out = ["\n## Comparisons\n"]
     legacy = all("ci" not in entry for entry in entries)  # an experiment summarised before
-    n = sorted({f"{e.get('n_a')} / {e.get('n_b')}" for e in entries})
-    if legacy:
-        out.append(
-            "Difference of means over repeats (a − b) with its 95 % percentile bootstrap "
-            f"interval and the p-value of the {entries[0]['test']} (this summary predates the "
-            "rank-based intervals, A12 and Holm's adjustment; `dei report` on a re-summarised "
-            "experiment shows them).\n"
-        )
-    else:
-        out.append(
-            f"Every statistic is over **repeats** (n = {', '.join(n)} per pair). Difference: "
-            "of means (descriptive). Shift: the Hodges–Lehmann estimate (median of all "
-            "pairwise differences a − b) with the distribution-free confidence interval that "
-            "inverts the exact Mann–Whitney test; its exact level is discrete and given in "
-            "brackets (the narrowest interval of at least 95 %; when the repeats are too few "
-            "for 95 % the widest one, at its lower level, in italics). A12: Vargha–Delaney "
-            "effect size, P(a > b) + P(a = b) / 2 (0.5: none). p: the "
-            f"{entries[0]['test']}; Holm: adjusted within each metric over its "
-            f"{max((e.get('holm_family') or 0) for e in entries)} comparisons. With n "
-            "repeats per condition the smallest attainable p is 2 / C(n_a + n_b, n_a).\n"
-        )
-    metrics = {
-        "merged.common.coverage": ("coverage (common)", ".1%"),
-        "merged.common.qd_score": ("QD-score (common)", ".2f"),
-        "merged.coverage": ("coverage (raw)", ".1%"),
-        "merged.qd_score": ("QD-score (raw)", ".2f"),
-    }
+    out.append(_comparisons_intro(entries, legacy=legacy))
     rows = []
     for entry in entries:
-        label, spec = metrics.get(entry["metric"], (entry["metric"], ".3f"))
+        label, spec = _COMPARED_METRICS.get(entry["metric"], (entry["metric"], ".3f"))
         pair = [
             f"{entry['a']} − {entry['b']}",
             label,
@@ -424,7 +407,7 @@ def _comparisons(entries: Sequence[Mapping[str, Any]]) -> str:
             )
         )
         verdicts = [
-            _verdict(entry, *metrics.get(entry["metric"], (entry["metric"], ".3f")))
+            _verdict(entry, *_COMPARED_METRICS.get(entry["metric"], (entry["metric"], ".3f")))
             for entry in entries
             if entry["metric"].startswith("merged.common.")
         ]
@@ -435,6 +418,31 @@ def _comparisons(entries: Sequence[Mapping[str, Any]]) -> str:
             )
             out.extend(f"- {line}" for line in verdicts)
     return "\n".join(out)
+
+
+def _comparisons_intro(entries: Sequence[Mapping[str, Any]], *, legacy: bool) -> str:
+    """The paragraph before the ``comparisons`` table: what its statistics are (``legacy``: a
+    summary made before the rank-based intervals)."""
+    n = sorted({f"{e.get('n_a')} / {e.get('n_b')}" for e in entries})
+    if legacy:
+        return (
+            "Difference of means over repeats (a − b) with its 95 % percentile bootstrap "
+            f"interval and the p-value of the {entries[0]['test']} (this summary predates the "
+            "rank-based intervals, A12 and Holm's adjustment; `dei report` on a re-summarised "
+            "experiment shows them).\n"
+        )
+    return (
+        f"Every statistic is over **repeats** (n = {', '.join(n)} per pair). Difference: "
+        "of means (descriptive). Shift: the Hodges–Lehmann estimate (median of all "
+        "pairwise differences a − b) with the distribution-free confidence interval that "
+        "inverts the exact Mann–Whitney test; its exact level is discrete and given in "
+        "brackets (the narrowest interval of at least 95 %; when the repeats are too few "
+        "for 95 % the widest one, at its lower level, in italics). A12: Vargha–Delaney "
+        "effect size, P(a > b) + P(a = b) / 2 (0.5: none). p: the "
+        f"{entries[0]['test']}; Holm: adjusted within each metric over its "
+        f"{max((e.get('holm_family') or 0) for e in entries)} comparisons. With n "
+        "repeats per condition the smallest attainable p is 2 / C(n_a + n_b, n_a).\n"
+    )
 
 
 def _verdict(entry: Mapping[str, Any], label: str, spec: str) -> str:

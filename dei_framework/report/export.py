@@ -29,8 +29,9 @@ import attrs
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.records import ExportedProgram
 from dei_framework.contract.registry import PluginRegistry
-from dei_framework.runtime.run_dir import CONFIG_FILE, SUMMARY_FILE, holds_run
+from dei_framework.runtime.run_dir import holds_run
 from dei_framework.runtime.run_files import read_finished_run, read_run_summary
+from dei_framework.runtime.run_layout import CONFIG_FILE, MERGED_ARCHIVE_FILE, SUMMARY_FILE
 
 #: What ``--what`` may select.
 WHAT = ("champions", "elites", "all")
@@ -142,7 +143,7 @@ def export_programs(
     out.mkdir(parents=True, exist_ok=True)
     directory = directory.resolve()
     domains = {
-        _run_name(run_dir, directory): _domain(read_run_summary(run_dir / "summary.json"))
+        _run_name(run_dir, directory): _domain(read_run_summary(run_dir / SUMMARY_FILE))
         for run_dir in find_runs(directory)
     }
     written: list[Path] = []
@@ -219,7 +220,7 @@ def best_program(run_dir: Path) -> BestProgram:
             f"--best takes one run; {run_dir} holds {len(runs)} (give one of their directories)"
         )
     run = read_finished_run(run_dir)
-    path = run_dir / "merged_archive.json"
+    path = run_dir / MERGED_ARCHIVE_FILE
     entries = [entry for entry in run.merged if entry["text"]]
     common = [e for e in entries if e.get("common_fitness") is not None]
     basis: Literal["common", "raw"] = "common" if common else "raw"
@@ -247,7 +248,7 @@ def export_best(run_dir: Path, out: Path, registry: PluginRegistry) -> tuple[Pat
         ConfigError: As :func:`best_program`.
     """
     best = best_program(run_dir)
-    domain = _domain(read_run_summary(run_dir / "summary.json"))
+    domain = _domain(read_run_summary(run_dir / SUMMARY_FILE))
     answer = registry.manager.hook.dei_export_program(domain=domain, program=best.program)
     suffix, text = answer if answer is not None else plain_text(best.program)
     path = out / f"{best.program.stem}{suffix}" if out.is_dir() else out

@@ -23,6 +23,7 @@ from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.experiment.summary import PER_NODE_REPEAT, condition_common, describe
 from dei_framework.runtime.run_files import FinishedRun, damaged
+from dei_framework.runtime.run_layout import MERGED_ARCHIVE_FILE
 from dei_framework.search.archives import GridArchive
 
 #: Folder of the plots, relative to ``report.md``.
@@ -515,7 +516,7 @@ def merged_occupancy(run: FinishedRun) -> tuple[DescriptorSpace, np.ndarray, str
                 grid[tuple(entry["cell"])] = 1.0
         except IndexError:
             raise damaged(
-                run.path / "merged_archive.json", "a cell lies outside the run's grid"
+                run.path / MERGED_ARCHIVE_FILE, "a cell lies outside the run's grid"
             ) from None
         return space, grid, "common ground"
     archives = final_archives(run)

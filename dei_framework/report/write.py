@@ -19,6 +19,7 @@ from dei_framework.report.experiment_report import experiment_report
 from dei_framework.report.run_report import run_report
 from dei_framework.runtime.run_dir import SUMMARY_FILE, holds_experiment
 from dei_framework.runtime.run_files import read_experiment_summary, read_finished_run
+from dei_framework.runtime.run_layout import CONFIG_FILE, REPORT_FILE
 
 
 def write_run_report(path: Path) -> Path:
@@ -55,10 +56,10 @@ def write_run_report(path: Path) -> Path:
             for run in condition["runs"]
         }
         markdown = experiment_report(path, summary, runs)
-    elif summary_path.exists() or (path / "config.json").exists():
+    elif summary_path.exists() or (path / CONFIG_FILE).exists():
         markdown = run_report(read_finished_run(path))
     else:
         raise ConfigError(f"{path} is neither a run nor an experiment directory")
-    report = path / "report.md"
+    report = path / REPORT_FILE
     report.write_text(markdown, encoding="utf-8")
     return report

@@ -27,6 +27,7 @@ from dei_framework.runtime.driver import SearchDriver
 from dei_framework.runtime.replay import RecordedCall
 from dei_framework.runtime.run_dir import LOGS, RunDir
 from dei_framework.runtime.run_files import damaged_line
+from dei_framework.runtime.run_layout import CALLS_FILE, CHECKPOINT_FILE, EVENTS_FILE
 
 
 def write_checkpoint(
@@ -137,10 +138,10 @@ def resume_from_checkpoint(
     """
     checkpoint = run_dir.read_checkpoint()
     offsets = check_logs(run_dir.path, checkpoint, action="resume")
-    kept, later = _read_log(run_dir.calls_path, offsets["calls.jsonl"], action="resume")
+    kept, later = _read_log(run_dir.calls_path, offsets[CALLS_FILE], action="resume")
     # Events after the offset are cut unread (they hold nothing paid for); those before it
     # are what the resumed run counts on.
-    _read_log(run_dir.events_path, offsets["events.jsonl"], after=False, action="resume")
+    _read_log(run_dir.events_path, offsets[EVENTS_FILE], after=False, action="resume")
     carried, _ = _read_log(run_dir.path / UNLOGGED_CALLS, None, action="resume")
     logged = {(call["node"], call["key"]) for call in kept}
     for call in kept:
@@ -214,7 +215,7 @@ def check_logs(
 
 def _offsets(directory: Path, checkpoint: Mapping[str, Any] | None, action: str) -> dict[str, int]:
     """The checkpoint's log offsets (0 without one), each checked against its file."""
-    where = directory / "checkpoint.json"
+    where = directory / CHECKPOINT_FILE
     if checkpoint is None:
         return dict.fromkeys(LOGS, 0)
     offsets = {}
@@ -256,7 +257,7 @@ def _read_log(
                 f"inside a line; refusing to {action}"
             )
     end_of_reading = len(data) if after else cut
-    calls = path.name != "events.jsonl"
+    calls = path.name != EVENTS_FILE
     before: list[dict] = []
     later: list[dict] = []
     position = 0

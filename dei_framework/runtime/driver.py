@@ -18,18 +18,19 @@ change in any release.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-import attrs
-
-from dei_framework.contract.domain import Domain, Program
-from dei_framework.contract.errors import InvalidProgram, OperatorError, ReplayMismatch
+from dei_framework.contract.domain import Domain
+from dei_framework.contract.errors import OperatorError, ReplayMismatch
 from dei_framework.contract.kinds import CALL_KINDS, EventKind
-from dei_framework.contract.operators import Operator, OperatorReply
+from dei_framework.contract.operators import Operator
 from dei_framework.contract.records import Candidate
-from dei_framework.evaluation.local import Evaluator, OpponentSet
+from dei_framework.evaluation.local import Evaluator
+from dei_framework.runtime._early_calls import EarlyCalls
+from dei_framework.runtime._reply_evaluation import evaluate_replies
+from dei_framework.runtime._round_generality import RoundGenerality, generality_subject
+from dei_framework.runtime._round_inputs import RoundInputs
 from dei_framework.runtime.array_path import (
     ARRAY_BATCH,
     ArrayOutcome,
@@ -117,11 +118,11 @@ class SearchDriver:
         self.on_event = on_event
         self.checkpoint = checkpoint
         self.axes = tuple(axes if axes is not None else scheduler.space.names)
-        self.generality_tasks: dict[int, asyncio.Task] = {}
-        #: Generality reference programs this node fought or produced (by the domain's
-        #: :meth:`~dei_framework.contract.domain.Domain.reference_matches`): left out of its
-        #: generality.
-        self.generality_excluded: set[str] = set()
+        self.generality = RoundGenerality(evaluator)
+        # The same dict and set under the driver's names: a resume fills the set in, the
+        # summary reads it.
+        self.generality_tasks = self.generality.tasks
+        self.generality_excluded = self.generality.excluded
         # An offline operator with its own batch method answers a turn's calls in one call of
         # it (one task, one log write); others (LLM operators: per-call concurrency, retries
         # and ledger) keep one task per call.
@@ -134,12 +135,10 @@ class SearchDriver:
             record=record,
             batched=operator.offline and "batch" in operator.capabilities,
         )
-        self._known: dict[str, Program | str] = {}
-        self._opponents: OpponentSet | None = None
+        self._inputs = RoundInputs(
+            scheduler=scheduler, evaluator=evaluator, receive=receive, record=record
+        )
         self._round_end: RoundEnd | None = None
-        # Calls of the next round made while this one drains, by request key.
-        self._early: dict[str, asyncio.Task[tuple[OperatorReply | None, float]]] = {}
-        self._next_calls: tuple[int, list[WorkItem]] = (-1, [])
         # The array path (docs/performance.md): genomes from the operator straight to the
         # domain's vectorised evaluation and to Scheduler.tell_batch, with no text written
         # or parsed (only the elites' texts, when read) and no calls.jsonl line.
@@ -157,6 +156,10 @@ class SearchDriver:
             else None
         )
         self._finished = FinishedTasks()
+        # Calls of the next round made while this one drains, by request key.
+        self._early = EarlyCalls(
+            scheduler=scheduler, ledger=ledger, calls=self.calls, finished=self._finished
+        )
 
     @property
     def array_path(self) -> bool:
@@ -185,10 +188,7 @@ class SearchDriver:
 
     async def run(self) -> None:
         """Runs the remaining rounds (all of them for a new node)."""
-        for entry in self.history:  # rounds whose generality a crash interrupted
-            subject = generality_subject(entry)
-            if entry["generality"] is None and subject is not None:
-                self._start_generality(entry["round"], subject)
+        self.generality.resume(self.history)  # rounds whose generality a crash interrupted
         scheduler = self.scheduler
         if scheduler.started:  # resumed mid-round
             await self._load_opponents()
@@ -213,7 +213,7 @@ class SearchDriver:
                 self._fill(calls, evaluations)
                 if scheduler.draining and self._array_columns is None:
                     self._call_early(
-                        self.operator.max_in_flight - calls_out(calls) - self._early_running()
+                        self.operator.max_in_flight - calls_out(calls) - self._early.running()
                     )
             if not calls and not evaluations:
                 if fatal is not None or scheduler.finished:
@@ -259,7 +259,7 @@ class SearchDriver:
         if mismatches:
             # Stops the run: settle every task first so none is left unretrieved. The
             # lowest slot's mismatch is the one reported (slots start in order).
-            await self._cancel_all((*calls, *evaluations, *self._early.values()))
+            await self._cancel_all((*calls, *evaluations, *self._early.tasks.values()))
             raise mismatches[0]
         for task in done:
             if task in evaluations:
@@ -280,10 +280,7 @@ class SearchDriver:
     async def _wind_up(self, fatal: BaseException | None) -> None:
         """Ends the node's run: early calls of a round it will not run cancelled, the error
         that stopped it logged, and every round's generality filled in."""
-        for task in self._early.values():  # calls of a round the node will not run
-            task.cancel()
-        await asyncio.gather(*self._early.values(), return_exceptions=True)
-        self._early.clear()
+        await self._early.cancel()  # calls of a round the node will not run
         if fatal is not None:
             self.scheduler.stop(str(fatal))
             self.record(
@@ -297,59 +294,14 @@ class SearchDriver:
                 ],
                 [],
             )
-        # Every round's figure leaves out the same reference programs: all that this node
-        # fought or produced in the whole run, so that its figures compare across rounds.
-        for round_index, task in self.generality_tasks.items():
-            value = self._share(await task)
-            for entry in self.history:
-                if entry["round"] == round_index:
-                    entry["generality"] = value
-
-    def _share(self, outcomes: Mapping[str, bool] | float | None) -> float | None:
-        """Generality from per-reference outcomes, leaving out the excluded programs."""
-        if not isinstance(outcomes, Mapping):
-            return outcomes
-        kept = [beaten for name, beaten in outcomes.items() if name not in self.generality_excluded]
-        return sum(kept) / len(kept) if kept else None
+        await self.generality.fill(self.history)
 
     async def _start_round(self) -> None:
-        """Validates received champions off the event loop, then starts the round."""
-        received = []
-        champions = self.receive(self.scheduler.round)
-        if inspect.isawaitable(champions):
-            champions = await champions
-        for champion in champions:
-            parsed = await self.evaluator.parse(champion.text)
-            if isinstance(parsed, Program):  # junk never enters the pool
-                received.append(attrs.evolve(champion, text=parsed.text))
-        accepted = self.scheduler.start_round(received)
-        self.record(
-            [
-                {
-                    "event": EventKind.RECEIVED,
-                    "node": self.name,
-                    "round": self.scheduler.round,
-                    "from": c.node,
-                    "from_round": c.round,
-                    "program": c.text,
-                    "operator": c.operator,
-                }
-                for c in accepted
-            ],
-            [],
-        )
-        await self._load_opponents()
+        """Takes in the received champions and starts the round (:class:`RoundInputs`)."""
+        await self._inputs.start_round()
 
     async def _load_opponents(self) -> None:
-        """Parses the round's opponents once per run (off the event loop) and installs them in
-        the evaluation workers once per round."""
-        opponents = []
-        for opponent in self.scheduler.opponents:
-            if opponent.text not in self._known:
-                self._known[opponent.text] = await self.evaluator.parse(opponent.text)
-            if isinstance(self._known[opponent.text], Program):
-                opponents.append(self._known[opponent.text])
-        self._opponents = self.evaluator.install(opponents)
+        await self._inputs.load_opponents()
 
     def _handle(self, report: TellReport) -> None:
         events = [event for a in report.admitted if (event := a.event()) is not None]
@@ -369,33 +321,16 @@ class SearchDriver:
         self.record([end.event], [])
         subject = generality_subject(end.event)
         if subject is not None:
-            self._start_generality(end.event["round"], subject)
+            self.generality.start(end.event["round"], subject)
         if end.champion is not None and self.publish is not None:
             # Published before the checkpoint, so that a resumed run has it (virtual-time
             # delivery checkpoints what was published).
             await self.publish(end.archive, end.event["round"])
         self.checkpoint()
 
-    def _early_running(self) -> int:
-        return sum(1 for task in self._early.values() if not task.done())
-
     def _call_early(self, free: int) -> None:
-        """Starts up to ``free`` of the next round's calls that do not depend on this round
-        (its from-scratch slots), so the slots do not idle while this round drains. They are
-        the calls the next round makes anyway; its slots pick up the replies by key."""
-        remaining = self.ledger.remaining(self.name)
-        if remaining is not None:
-            free = min(free, remaining - self._early_running())
-        if free <= 0:
-            return
-        if self._next_calls[0] != self.scheduler.round:
-            self._next_calls = (self.scheduler.round, self.scheduler.next_round_calls())
-        for item in self._next_calls[1]:
-            if free <= 0:
-                break
-            if item.key not in self._early:
-                self._early[item.key] = self._finished.watch(self.calls.call_in_slot(item))
-                free -= 1
+        """Starts up to ``free`` of the next round's calls early (:meth:`EarlyCalls.start`)."""
+        self._early.start(free)
 
     def _fill(
         self, calls: dict[asyncio.Task, list[WorkItem]], evaluations: set[asyncio.Task]
@@ -462,7 +397,7 @@ class SearchDriver:
     async def _reply_of(self, item: WorkItem) -> tuple[str, str, dict[str, Any]] | Result:
         """One slot's operator call: the program text to evaluate, or the failed call's result
         (after a back-off)."""
-        early = self._early.pop(item.key, None)
+        early = self._early.pop(item.key)
         if early is not None:
             reply, seconds = await early
         else:
@@ -506,62 +441,11 @@ class SearchDriver:
     async def _evaluate(
         self, batch: Sequence[tuple[WorkItem, str, str, Mapping[str, Any]]]
     ) -> list[Result]:
-        """Evaluates ``(item, program text, operator, timings)`` entries in the shared pool,
-        in one batch (an operator's reply first made the text its domain parses, knowing the
-        parent: :meth:`~dei_framework.contract.domain.Domain.resolve_reply`)."""
-        refused: list[Result] = []
-        entries = []
-        for item, text, operator, info in batch:
-            if item.needs_call:
-                try:
-                    text = self.domain.resolve_reply(text, parent=item.parent)
-                except InvalidProgram as exc:  # a diff that does not apply, say: invalid
-                    refused.append(
-                        Result(
-                            item=item,
-                            error=str(exc),
-                            operator=operator,
-                            info={"timings": {"eval_s": 0.0, **info}},
-                        )
-                    )
-                    continue
-                except Exception as exc:  # noqa: BLE001 - a domain bug on hostile input
-                    refused.append(
-                        Result(
-                            item=item,
-                            operator=operator,
-                            info={"timings": {"eval_s": 0.0, **info}},
-                            error=f"resolving the reply failed: {type(exc).__name__}: {exc}",
-                        )
-                    )
-                    continue
-            entries.append((item, text, operator, info))
-        if not entries:
-            return refused
-        outcomes = await self.evaluator.evaluate_many(
-            [(text, item.eval_seed) for item, text, _, _ in entries],
-            self._opponents,
+        """Evaluates replies and programs in one batch (:func:`evaluate_replies`)."""
+        return await evaluate_replies(
+            batch,
+            domain=self.domain,
+            evaluator=self.evaluator,
+            opponents=self._inputs.opponents,
             axes=self.axes,
         )
-        return refused + [
-            outcome.result(
-                item, operator=operator, timings={"eval_s": round(outcome.seconds, 6), **info}
-            )
-            for (item, _, operator, info), outcome in zip(entries, outcomes, strict=True)
-        ]
-
-    def _start_generality(self, round_index: int, text: str) -> None:
-        self.generality_tasks[round_index] = asyncio.create_task(self._generality(text))
-
-    async def _generality(self, text: str) -> Mapping[str, bool] | float | None:
-        parsed = await self.evaluator.parse(text)
-        if not isinstance(parsed, Program):
-            return None
-        return await self.evaluator.generality_outcomes(parsed)
-
-
-def generality_subject(entry: Mapping[str, Any]) -> str | None:
-    """The program whose generality a ``round`` event reports: its champion, or, when that is an
-    initial opponent, the round's best other elite (``None``: nothing to measure)."""
-    subject = entry.get("generality_champion" if entry.get("champion_initial") else "champion")
-    return subject["text"] if subject else None

@@ -32,6 +32,7 @@ from dei_framework.runtime.assembly import LAG_PER_SLOT, RunParts, assemble, not
 from dei_framework.runtime.checkpoints import UNLOGGED_CALLS, write_checkpoint
 from dei_framework.runtime.config import RunConfig
 from dei_framework.runtime.run_dir import RunDir, read_jsonl, write_json_atomic
+from dei_framework.runtime.run_layout import MERGED_ARCHIVE_FILE
 from dei_framework.runtime.summary import node_summary, run_summary
 from dei_framework.search.archives import ArchiveBase
 
@@ -263,7 +264,7 @@ class Ensemble:
             self.run_dir.close()
         summary = self.summary()
         write_json_atomic(
-            self.run_dir.path / "merged_archive.json", parts.merge.merged_entries, layout="records"
+            self.run_dir.path / MERGED_ARCHIVE_FILE, parts.merge.merged_entries, layout="records"
         )
         self.run_dir.write_summary(summary)
         self.run_dir.close()

@@ -41,6 +41,13 @@ from dei_framework.net.envelope import NodeIdentity
 from dei_framework.plugin.manager import PluginRegistry
 from dei_framework.runtime.config import RunConfig
 from dei_framework.runtime.run_dir import RunDir, read_jsonl, write_json_atomic
+from dei_framework.runtime.run_layout import (
+    CONFIG_FILE,
+    EVENTS_FILE,
+    NODE_LOG_FILE,
+    PROCESSES_FILE,
+    SUMMARY_FILE,
+)
 from dei_framework.search.allocation import check_allocation, split_options
 
 #: A node process killed by a signal (a crash, the OOM killer, kill -9) is resumed this often.
@@ -153,10 +160,10 @@ class Launcher:
             # Only what the nodes log from now on is reported: a resumed run's earlier rounds
             # were reported by the process that ran them.
             for name in self.config.node_names:
-                log = run_dir.process_path(name) / "events.jsonl"
+                log = run_dir.process_path(name) / EVENTS_FILE
                 self._offsets[name] = log.stat().st_size if log.exists() else 0
             for name in self.config.node_names:
-                if (run_dir.process_path(name) / "summary.json").exists():
+                if (run_dir.process_path(name) / SUMMARY_FILE).exists():
                     self._say(f"{name}: already finished")
                     continue
                 self._spawn(name, resume=self.resume)
@@ -194,16 +201,16 @@ class Launcher:
     def _spawn(self, name: str, *, resume: bool) -> None:
         directory = RunDir(self.run_dir).process_path(name)
         directory.mkdir(parents=True, exist_ok=True)
-        resume = resume and (directory / "config.json").exists()
+        resume = resume and (directory / CONFIG_FILE).exists()
         args = (
             ["node", "--resume", str(self.run_dir)]
             if resume
-            else ["node", "--config", str(self.run_dir / "config.json"), "--out", str(self.run_dir)]
+            else ["node", "--config", str(self.run_dir / CONFIG_FILE), "--out", str(self.run_dir)]
         )
         args += ["--name", name, "--progress", "quiet", *self.child_args]
         for key, value in self.options.get(name, {}).items():
             args += ["--transport-option", f"{key}={json.dumps(value)}"]
-        log = open(directory / "node.log", "ab")  # noqa: SIM115 - closed when the child ends
+        log = open(directory / NODE_LOG_FILE, "ab")  # noqa: SIM115 - closed when the child ends
         process = subprocess.Popen(
             node_command(*args),
             stdout=log,
@@ -225,7 +232,7 @@ class Launcher:
     def _write_processes(self) -> None:
         network = self.network.describe()
         write_json_atomic(
-            self.run_dir / "processes.json",
+            self.run_dir / PROCESSES_FILE,
             {name: {"pid": pid, **network.get(name, {})} for name, pid in self.pids.items()},
         )
 
@@ -260,7 +267,7 @@ class Launcher:
                     self._follow()
                     self._spawn(name, resume=True)
                 else:
-                    tail = _tail(RunDir(self.run_dir).process_path(name) / "node.log")
+                    tail = _tail(RunDir(self.run_dir).process_path(name) / NODE_LOG_FILE)
                     self.failed[name] = f"exit status {code}: {tail}"
                     self._say(
                         f"{name} (pid {child.process.pid}) failed with exit status "
@@ -286,7 +293,7 @@ class Launcher:
     def _follow(self) -> None:
         """Reports the rounds and receptions the node processes logged since the last look."""
         for name in self.config.node_names:
-            path = RunDir(self.run_dir).process_path(name) / "events.jsonl"
+            path = RunDir(self.run_dir).process_path(name) / EVENTS_FILE
             try:
                 size = path.stat().st_size
             except OSError:
@@ -345,7 +352,7 @@ class Launcher:
                 extra[name]["failed"] = self.failed[name]
         summary = merge_node_processes(self.config, RunDir(self.run_dir), self.registry, extra)
         edges: dict[tuple[str, str], list[int]] = {}  # [taken in, after the last round began]
-        for event in _events(self.run_dir / "events.jsonl"):
+        for event in _events(self.run_dir / EVENTS_FILE):
             if event.get("event") in _RECEIVED:
                 key = (str(event.get("from")), str(event.get("node")))
                 edges.setdefault(key, [0, 0])[event["event"] == EventKind.RECEIVED_LATE] += 1

@@ -16,7 +16,6 @@ import asyncio
 import shutil
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -40,10 +39,9 @@ from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.kinds import EventKind
 from dei_framework.evaluation.local import Evaluator
 from dei_framework.runtime.budget import NodeCaps, NodeUsage
-from dei_framework.runtime.checkpoints import check_logs
 from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.run_dir import RunDir, read_jsonl
-from dei_framework.runtime.run_files import damaged, read_checkpoint, read_round, read_run_summary
+from dei_framework.runtime.node_process import NodeProcess, read_node_process
+from dei_framework.runtime.run_dir import RunDir
 from dei_framework.search.archives import ArchiveBase, GridArchive
 
 
@@ -274,30 +272,11 @@ def join_processes(
     for node, process in zip(config.nodes, processes, strict=True):
         name = node.name
         if process is None:
-            budget_nodes[name] = {
-                **NodeUsage().to_json(),
-                "quota": quotas[name],
-                "model": node.operator,
-                "caps": attrs.asdict(caps[name]),
-            }
-            nodes[name] = {
-                "operator": node.operator,
-                "model": node.operator,
-                "calls": 0,
-                "attempts": 0,
-                "quota": quotas[name],
-                "rounds_completed": 0,
-                "champion": None,
-                "stopped": f"its process failed and its files cannot be read "
-                f"({unreadable[name]}): nothing of it is merged",
-            }
+            budget_nodes[name], nodes[name] = _failed_node(
+                node, quotas[name], caps[name], unreadable[name]
+            )
             continue
-        for path, data in process.rounds:
-            target = run_dir.path / "nodes" / name / path.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-            merge.add_round(name, data["round"], data["archive"])
-            champions[name][data["round"]] = (data.get("champion") or {}).get("text")
+        champions[name] = _copy_rounds(name, process, run_dir, merge)
         events.extend(process.events)
         calls.extend(process.calls)
         summary = process.summary
@@ -348,6 +327,46 @@ def _read_processes(
     return processes, unreadable
 
 
+def _failed_node(
+    node: NodeConfig, quota: int | None, caps: NodeCaps, unreadable: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The budget and summary entries of a node whose process failed and whose files cannot
+    be read (``unreadable`` says why): nothing of it is merged, and it is marked ``stopped``."""
+    budget_node = {
+        **NodeUsage().to_json(),
+        "quota": quota,
+        "model": node.operator,
+        "caps": attrs.asdict(caps),
+    }
+    summary_node = {
+        "operator": node.operator,
+        "model": node.operator,
+        "calls": 0,
+        "attempts": 0,
+        "quota": quota,
+        "rounds_completed": 0,
+        "champion": None,
+        "stopped": f"its process failed and its files cannot be read "
+        f"({unreadable}): nothing of it is merged",
+    }
+    return budget_node, summary_node
+
+
+def _copy_rounds(
+    name: str, process: NodeProcess, run_dir: RunDir, merge: RunMerge
+) -> dict[int, str | None]:
+    """Copies node ``name``'s round files into ``run_dir`` and hands their archives to
+    ``merge``; returns each round's champion text (``None`` for a round without)."""
+    champions: dict[int, str | None] = {}
+    for path, data in process.rounds:
+        target = run_dir.path / "nodes" / name / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        merge.add_round(name, data["round"], data["archive"])
+        champions[data["round"]] = (data.get("champion") or {}).get("text")
+    return champions
+
+
 def _unfinished_node(
     node: NodeConfig, process: NodeProcess, quota: int | None, caps: NodeCaps, rounds_completed: int
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -368,117 +387,6 @@ def _unfinished_node(
         "stopped": f"its process ended without finishing (see {process.path}/node.log)",
     }
     return budget_node, summary_node
-
-
-@attrs.frozen(kw_only=True)
-class NodeProcess:
-    """What one node process wrote (``processes/<node>/``), read and checked by
-    :func:`read_node_process`.
-
-    Attributes:
-        path: Its directory.
-        summary: Its ``summary.json`` (``None``: the process ended without finishing).
-        checkpoint: Its last checkpoint (``None``: it never took one).
-        rounds: Its round files, round 0 first: each path with its content.
-        events: Its ``events.jsonl`` records.
-        calls: Its ``calls.jsonl`` records.
-    """
-
-    path: Path
-    summary: dict[str, Any] | None
-    checkpoint: dict[str, Any] | None
-    rounds: list[tuple[Path, dict[str, Any]]]
-    events: list[dict]
-    calls: list[dict]
-
-
-def read_node_process(source: Path, name: str) -> NodeProcess:
-    """Reads node ``name``'s process directory, checking that its logs are complete.
-
-    A process that finished (it has ``summary.json``) must have a checkpoint its logs end at
-    exactly (its last), every round its summary counts has its file and its ``round`` event,
-    and its logs hold the evaluations and replies its summary counts. A process that ended
-    without a summary needs only logs that agree with its last checkpoint as far as it goes.
-    A missing directory is a process that never started: nothing is read.
-
-    Raises:
-        ConfigError: A file is damaged, or the logs are incomplete (naming the file and what
-            disagrees).
-    """
-    if not source.is_dir():
-        return NodeProcess(
-            path=source, summary=None, checkpoint=None, rounds=[], events=[], calls=[]
-        )
-    summary_path = source / "summary.json"
-    summary = read_run_summary(summary_path) if summary_path.exists() else None
-    if summary is not None and name not in summary["nodes"]:
-        raise damaged(summary_path, f"it holds no node {name}")
-    checkpoint = read_checkpoint(source / "checkpoint.json")
-    if summary is not None and checkpoint is None:
-        raise ConfigError(
-            f"{source / 'checkpoint.json'} is missing: node {name} finished, so "
-            "its last checkpoint is what its logs are checked against; refusing "
-            "to merge"
-        )
-    check_logs(source, checkpoint, action="merge", complete=summary is not None)
-    events = list(read_jsonl(source / "events.jsonl"))
-    calls = list(read_jsonl(source / "calls.jsonl"))
-    node_dir = source / "nodes" / name
-    if summary is not None:
-        count = summary["nodes"][name]["rounds_completed"]
-        paths = [node_dir / f"round-{index:03d}.json" for index in range(count)]
-    else:
-        paths = sorted(node_dir.glob("round-*.json"))
-    rounds = []
-    for path in paths:
-        if not path.exists():
-            raise ConfigError(
-                f"{path} is missing: {summary_path} says node {name} finished "
-                f"{len(paths)} rounds; refusing to merge"
-            )
-        rounds.append((path, read_round(path)))
-    if summary is not None:
-        _check_counts(source, name, summary, events, calls)
-    return NodeProcess(
-        path=source,
-        summary=summary,
-        checkpoint=checkpoint,
-        rounds=rounds,
-        events=events,
-        calls=calls,
-    )
-
-
-def _check_counts(
-    source: Path, name: str, summary: Mapping[str, Any], events: list[dict], calls: list[dict]
-) -> None:
-    """A finished node's logs hold what its summary counts: its evaluations and rounds in
-    ``events.jsonl``, its replies in ``calls.jsonl`` (none are logged on the array path)."""
-    node = summary["nodes"][name]
-    counts = [
-        (
-            "events.jsonl",
-            "evaluations",
-            sum(e.get("event") == EventKind.EVALUATED for e in events),
-            summary.get("evaluated"),
-        ),
-        (
-            "events.jsonl",
-            "round events",
-            sum(e.get("event") == EventKind.ROUND for e in events),
-            node["rounds_completed"],
-        ),
-    ]
-    if not node.get("array_path"):
-        replies = sum(c.get("node") == name and "reply" in c for c in calls)
-        counts.append(("calls.jsonl", "replies", replies, node["calls"]))
-    for file, what, found, counted in counts:
-        if counted is not None and found != counted:
-            raise ConfigError(
-                f"{source / file} holds {found} {what} of node {name} but "
-                f"{source / 'summary.json'} counts {counted}: the node's log is "
-                "incomplete; refusing to merge"
-            )
 
 
 def _one_decision_per_round(events: list[dict]) -> list[dict]:

@@ -18,6 +18,7 @@ from dei_framework.runtime.budget import BudgetLedger
 from dei_framework.runtime.config import RunConfig
 from dei_framework.runtime.merge import join_processes
 from dei_framework.runtime.run_dir import RunDir, write_json_atomic
+from dei_framework.runtime.run_layout import CALLS_FILE, EVENTS_FILE, MERGED_ARCHIVE_FILE
 from dei_framework.runtime.summary import EventTally, run_summary
 
 
@@ -54,8 +55,8 @@ def merge_node_processes(
             nodes,
             joined.champions,
         )
-    run_dir.replace_jsonl("events.jsonl", joined.events)
-    run_dir.replace_jsonl("calls.jsonl", joined.calls)
+    run_dir.replace_jsonl(EVENTS_FILE, joined.events)
+    run_dir.replace_jsonl(CALLS_FILE, joined.calls)
     ledger = BudgetLedger.from_json(
         {
             "nodes": joined.budget_nodes,
@@ -68,7 +69,7 @@ def merge_node_processes(
     summary = run_summary(
         config, base.domain, merge, nodes, budget, EventTally(base.space, joined.events)
     )
-    write_json_atomic(run_dir.path / "merged_archive.json", merge.merged_entries, layout="records")
+    write_json_atomic(run_dir.path / MERGED_ARCHIVE_FILE, merge.merged_entries, layout="records")
     run_dir.write_config(config.to_json())
     run_dir.write_summary(summary)
     registry.notify("dei_run_finished", run_dir=str(run_dir.path), summary=summary)

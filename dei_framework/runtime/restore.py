@@ -22,6 +22,7 @@ from dei_framework.runtime.checkpoints import Resumption, check_logs
 from dei_framework.runtime.replay import RecordedCall
 from dei_framework.runtime.run_dir import RunDir, read_jsonl
 from dei_framework.runtime.run_files import damaged
+from dei_framework.runtime.run_layout import EVENTS_FILE
 from dei_framework.search.allocation import RoundReport
 
 
@@ -104,7 +105,7 @@ def read_replay_record(record: RunDir, replies: dict[str, dict[str, RecordedCall
 def peer_reports(run_dir: RunDir, resumed: Resumption) -> list[RoundReport]:
     """The peers' round reports a resumed node process's decisions were made from: its
     ``allocation_report`` events before the checkpoint."""
-    offset = resumed.offsets.get("events.jsonl", 0)
+    offset = resumed.offsets.get(EVENTS_FILE, 0)
     with open(run_dir.events_path, "rb") as handle:
         lines = handle.read(offset).splitlines()
     reports = []

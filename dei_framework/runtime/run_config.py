@@ -1,6 +1,8 @@
-"""The run's configuration record: :class:`RunConfig` and :class:`NodeConfig`, each
-``RunConfig`` field carrying its config key, flag and help (:mod:`.settings`), and what is
-derived from them (the known config keys, the defaults).
+"""The run's configuration record: :class:`RunConfig`, each field carrying its config key, flag
+and help (:mod:`.settings`), and what is derived from them (the known config keys, the
+defaults). Its parts live beside it, their names importable from here: :class:`NodeConfig`
+(``_node_config``), the checks (``_config_checks``), the budget arithmetic (``_run_budget``)
+and the ``config.json`` form (``_config_json``).
 
 :mod:`dei_framework.runtime.config` resolves flags, a config file and a preset into a
 ``RunConfig`` and re-exports these names.
@@ -8,14 +10,22 @@ derived from them (the known config keys, the defaults).
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from dei_framework.contract.domain import LIFECYCLES
-from dei_framework.contract.errors import ConfigError
+from dei_framework.runtime import _config_json, _run_budget
+from dei_framework.runtime._config_checks import (
+    DELIVERIES,
+    check_config,
+    check_count,  # noqa: F401 - importable from here, as before the checks moved
+)
+from dei_framework.runtime._config_checks import members as _members
+from dei_framework.runtime._config_checks import positive as _positive
+from dei_framework.runtime._config_checks import seconds as _seconds
+from dei_framework.runtime._node_config import NodeConfig
 from dei_framework.runtime.settings import (
     CONFIG_TABLES,
     NOT_FIELDS,
@@ -30,80 +40,6 @@ from dei_framework.runtime.settings import (
 
 #: Nodes of the offline default run (operators cycled).
 DEFAULT_NODES = 4
-
-
-def check_count(name: str, value: Any, minimum: int | None = 1) -> None:
-    """Refuses a count that is not a whole number of at least ``minimum`` (``None`` passes:
-    the option was not given).
-
-    A TOML file can hold any type where a flag holds an int: ``true`` (a bool is an int to
-    Python, and would count as 1) or ``"ten"`` must be refused by name, not crash later.
-
-    Raises:
-        ConfigError: Naming the option and the value.
-    """
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ConfigError(f"{name} must be a whole number, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
-
-
-def _positive(name: str, minimum: int | None = 1):
-    def check(instance, attribute, value) -> None:
-        check_count(name, value, minimum)
-
-    return check
-
-
-def _seconds(name: str):
-    """A validator refusing a duration that is not a number of seconds ≥ 0."""
-
-    def check(instance, attribute, value) -> None:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, numbers.Real)
-            or not 0 <= value < float("inf")
-        ):
-            raise ConfigError(f"{name} must be a number of seconds, at least 0, got {value!r}")
-
-    return check
-
-
-#: Champion delivery modes (``RunConfig.delivery``, ``--delivery``).
-DELIVERIES = ("auto", "virtual", "wallclock")
-
-
-@attrs.frozen(kw_only=True)
-class NodeConfig:
-    """One node: its operator and the operator's settings.
-
-    Attributes:
-        name: Node name (``node-0`` ...), used in logs, events and the summary.
-        operator: ``--operator`` value for this node (an operator name or a model string).
-        options: Operator options (``api_base``, ``temperature``, ``max_tokens``, ``timeout``,
-            ``concurrency`` ...), node table over global settings.
-        emitter: This node's parent selector (empty: the run's).
-        emitter_options: Options of this node's parent selector (``None``: the run's
-            ``[emitter_options]``; a table given replaces the run's, it is not merged).
-        archive: This node's archive (empty: the run's).
-        archive_options: Options of this node's archive (``None``: the run's
-            ``[archive_options]``; likewise replaced, not merged).
-        sharing: This node's sharing policy (empty: the run's).
-        axes: This node's descriptor axes (empty: the run's); results are mapped into the
-            run's axes for the merged archive and reports.
-    """
-
-    name: str
-    operator: str
-    options: Mapping[str, Any] = attrs.field(factory=dict)
-    emitter: str = ""
-    archive: str = ""
-    sharing: str = ""
-    axes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    emitter_options: Mapping[str, Any] | None = None
-    archive_options: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -493,43 +429,7 @@ class RunConfig:
     allocation_options: Mapping[str, Any] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
-        from dei_framework.runtime.budget import COMPUTE_AXES
-
-        if not self.nodes:
-            raise ConfigError("a run needs at least one node")
-        if self.compute_axis not in COMPUTE_AXES:
-            raise ConfigError(
-                f"--compute-axis must be one of {', '.join(COMPUTE_AXES)}, "
-                f"got {self.compute_axis!r}"
-            )
-        if self.max_cost_usd is not None and not self.max_cost_usd > 0:
-            raise ConfigError(f"--max-cost-usd must be positive, got {self.max_cost_usd}")
-        if self.compute_axis == "cost":
-            if self.max_cost_usd is None:
-                raise ConfigError("--compute-axis cost needs --max-cost-usd (the budget)")
-            if (self.budget is None) == (self.iterations is None):
-                raise ConfigError(
-                    "give exactly one of --budget and --iterations (calls at "
-                    "most; --max-cost-usd is the budget)"
-                )
-        elif self.compute_axis == "tokens":
-            if self.budget is None or self.iterations is None:
-                raise ConfigError(
-                    "--compute-axis tokens needs --budget (total tokens) and "
-                    "--iterations (calls per node per round at most)"
-                )
-        elif (self.budget is None) == (self.iterations is None):
-            raise ConfigError("give exactly one of --budget and --iterations")
-        if self.delivery not in DELIVERIES:
-            raise ConfigError(
-                f"delivery must be one of {', '.join(DELIVERIES)}, got {self.delivery!r}"
-            )
-        if self.lifecycle and self.lifecycle not in LIFECYCLES:
-            raise ConfigError(
-                f"lifecycle must be one of {', '.join(LIFECYCLES)}, got {self.lifecycle!r}"
-            )
-        if not 0.0 <= self.new_fraction <= 1.0:
-            raise ConfigError(f"new_fraction must be within [0, 1], got {self.new_fraction}")
+        check_config(self)
 
     @property
     def node_names(self) -> list[str]:
@@ -538,62 +438,23 @@ class RunConfig:
     def node_quotas(self) -> dict[str, int]:
         """Calls per node: the budget split equally, or iterations x rounds (on a ``tokens``
         axis, where ``budget`` counts tokens, always the latter)."""
-        from dei_framework.runtime.budget import split_budget
-
-        if self.budget is not None and self.compute_axis != "tokens":
-            return split_budget(self.budget, self.node_names)
-        return {name: self.iterations * self.rounds for name in self.node_names}
+        return _run_budget.node_quotas(self)
 
     def node_caps(self) -> dict[str, Any]:
-        """Each node's token, money and attempt caps
-        (:class:`~dei_framework.runtime.budget.NodeCaps`):
-        the run's token budget and money cap split equally, like calls."""
-        from dei_framework.runtime.budget import NodeCaps, split_budget
-
-        count = len(self.nodes)
-        tokens = split_budget(self.budget, self.node_names) if self.compute_axis == "tokens" else {}
-        cost = None if self.max_cost_usd is None else self.max_cost_usd / count
-        return {
-            name: NodeCaps(
-                tokens=tokens.get(name), cost_usd=cost, attempts=self.max_attempts_per_node
-            )
-            for name in self.node_names
-        }
+        """Each node's token, money and attempt caps (:class:`~.budget.NodeCaps`): the run's
+        token budget and money cap split equally, like calls."""
+        return _run_budget.node_caps(self)
 
     def compute_limit(self) -> float | None:
         """The run's total budget on its compute axis."""
-        if self.compute_axis == "cost":
-            return self.max_cost_usd
-        if self.compute_axis == "tokens":
-            return self.budget
-        return sum(self.node_quotas().values())
+        return _run_budget.compute_limit(self)
 
     def to_json(self) -> dict[str, Any]:
-        data = attrs.asdict(self, recurse=True)
-        data["nodes"] = [attrs.asdict(node) for node in self.nodes]
-        # A static run records the configuration it recorded before allocators existed.
-        if data["allocation"] == "static" and not data["allocation_options"]:
-            del data["allocation"], data["allocation_options"]
-        return data
+        return _config_json.to_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunConfig:
-        values = dict(data)
-        values["nodes"] = tuple(NodeConfig(**node) for node in data["nodes"])
-        values.setdefault("max_peer_champions", values.get("max_champions", 20))
-        # A configuration recorded before lifecycles were a choice ran Red Queen rounds.
-        values.setdefault("lifecycle", "reset")
-        return cls(**values)
-
-
-def _members(value: Any) -> tuple[str, ...]:
-    from dei_framework.net.envelope import EnvelopeError, parse_membership
-
-    try:
-        membership = parse_membership(value or None)
-        return () if membership is None else membership.entries()
-    except EnvelopeError as exc:
-        raise ConfigError(f"members: {exc}") from None
+        return _config_json.from_json(cls, data)
 
 
 #: Every setting, by key: ``RunConfig``'s fields' and those that are no field, in the order

@@ -45,6 +45,16 @@ from dei_framework.contract.errors import ConfigError, WriteError
 from dei_framework.contract.payloads import RunSummary
 from dei_framework.runtime.config import RunConfig
 from dei_framework.runtime.run_files import damaged_line, read_checkpoint, read_config, read_json
+from dei_framework.runtime.run_layout import (
+    CALLS_FILE,
+    CHECKPOINT_FILE,
+    CONFIG_FILE,
+    EVENTS_FILE,
+    EXPERIMENT_FILE,
+    LOGS,
+    RUN_FILES,
+    SUMMARY_FILE,
+)
 from dei_framework.runtime.run_lock import held
 
 
@@ -140,10 +150,6 @@ def _records_text(value: Any, depth: int) -> str:
     return dumps(value)
 
 
-#: The append-only logs of a run directory (a checkpoint holds their offsets and digests).
-LOGS = ("events.jsonl", "calls.jsonl")
-
-
 def read_jsonl(path: Path, *, limit: int | None = None) -> Iterator[dict[str, Any]]:
     """Yields the JSON objects of a JSON-lines file, skipping a torn last line.
 
@@ -194,16 +200,6 @@ def log_record(path: Path, position: int, line: bytes) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise damaged_line(path, position, "a JSON object")
     return record
-
-
-#: A run directory's files (docs/architecture.md, "Run directory").
-CONFIG_FILE = "config.json"
-EVENTS_FILE = "events.jsonl"
-CALLS_FILE = "calls.jsonl"
-CHECKPOINT_FILE = "checkpoint.json"
-SUMMARY_FILE = "summary.json"
-#: An experiment directory's plan.
-EXPERIMENT_FILE = "experiment.json"
 
 
 def holds_run(path: Path) -> bool:
@@ -360,11 +356,11 @@ class RunDir:
 
     def log_events(self, events: list[Mapping[str, Any]]) -> None:
         """Appends events to ``events.jsonl``."""
-        self._append("events.jsonl", [dumps(event) for event in events])
+        self._append(EVENTS_FILE, [dumps(event) for event in events])
 
     def log_calls(self, calls: list[Mapping[str, Any]]) -> None:
         """Appends call records to ``calls.jsonl``."""
-        self._append("calls.jsonl", [dumps(call) for call in calls])
+        self._append(CALLS_FILE, [dumps(call) for call in calls])
 
     def replace_jsonl(self, name: str, records: list[Mapping[str, Any]]) -> None:
         """Replaces a JSON-lines file atomically (a merge of node processes' logs)."""
@@ -453,13 +449,7 @@ class RunDir:
         lock = held(self.path)
         if lock is not None:  # its lock file would keep the directory: a failed start leaves none
             lock.release(remove=True)
-        for name in (
-            "config.json",
-            "checkpoint.json",
-            "events.jsonl",
-            "calls.jsonl",
-            "summary.json",
-        ):
+        for name in RUN_FILES:
             (self.path / name).unlink(missing_ok=True)
         nodes = self.path / "nodes"
         for identity in nodes.glob("*/identity.pem"):

@@ -36,6 +36,7 @@ import attrs
 from dei_framework.contract.errors import ConfigError, DEIError
 from dei_framework.contract.payloads import ExperimentSummary, RunSummary
 from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.run_layout import CHECKPOINT_FILE, MERGED_ARCHIVE_FILE, SUMMARY_FILE
 
 
 def damaged(path: Path, cause: str) -> ConfigError:
@@ -375,21 +376,21 @@ def read_finished_summary(run_dir: Path) -> RunSummary:
             checkpoint is damaged or they disagree.
     """
     run_dir = Path(run_dir)
-    summary_path = run_dir / "summary.json"
+    summary_path = run_dir / SUMMARY_FILE
     if not summary_path.exists():
         raise ConfigError(
             f"{run_dir} has no summary.json: the run has not finished "
             f"(continue it with dei-run --resume {run_dir})"
         )
     summary = read_run_summary(summary_path)
-    checkpoint = read_checkpoint(run_dir / "checkpoint.json")
+    checkpoint = read_checkpoint(run_dir / CHECKPOINT_FILE)
     if checkpoint is not None:
         for name, entry in summary["budget"]["nodes"].items():
             usage = (checkpoint["nodes"].get(name) or {}).get("usage") or {}
             if usage.get("calls") != entry["calls"]:
                 raise ConfigError(
                     f"{summary_path} counts {entry['calls']} calls of node {name} but the run's "
-                    f"last checkpoint ({run_dir / 'checkpoint.json'}) counts "
+                    f"last checkpoint ({run_dir / CHECKPOINT_FILE}) counts "
                     f"{usage.get('calls')!r}: one of them is damaged"
                 )
     return summary
@@ -413,10 +414,10 @@ def read_finished_run(run_dir: Path) -> FinishedRun:
             path = run_dir / "nodes" / name / f"round-{index:03d}.json"
             if not path.exists():
                 raise ConfigError(
-                    f"{path} is missing: {run_dir / 'summary.json'} says node "
+                    f"{path} is missing: {run_dir / SUMMARY_FILE} says node "
                     f"{name} finished {node['rounds_completed']} rounds"
                 )
             node_rounds.append(read_round(path))
         rounds[name] = node_rounds
-    merged = read_merged_archive(run_dir / "merged_archive.json")
+    merged = read_merged_archive(run_dir / MERGED_ARCHIVE_FILE)
     return FinishedRun(path=run_dir, summary=summary, rounds=rounds, merged=merged)

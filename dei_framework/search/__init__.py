@@ -19,8 +19,11 @@ Modules:
     _slots.py               work items' ids, keys and seeds, each call slot's generator;
                             derive_seed
     _warm_start.py          what a round starts with: warm start, received champions let in
+    _planning.py            the scheduler's call-slot planning: the lag rule, parents drawn per
+                            slot
     _admission.py           the one admission path: tell's results and tell_batch's rows as
                             one buffer entry, admitted in slot order
+    _round_end.py           a round's end: its event and champion, the next round's state
     _scheduler_events.py    the scheduler's run-log events (evaluated, round)
     _scheduler_state.py     the scheduler's checkpoint (state_json / restore)
     archives/               ArchiveBase, GridArchive, CVTArchive, AddStatus, ArchiveStats,

@@ -26,9 +26,9 @@ then. So the plans, and therefore a seeded offline run, are the same whatever th
 
 The scheduler's parts live beside it (their public names are importable from here): the
 records it exchanges with its driver (``_work``), its items' seeds (``_slots``), a round's warm
-start (``_warm_start``), the one admission path of ``tell`` and ``tell_batch``
-(``_admission``), its run-log events (``_scheduler_events``) and checkpoint
-(``_scheduler_state``).
+start (``_warm_start``), its call-slot planning (``_planning``), the one admission path of
+``tell`` and ``tell_batch`` (``_admission``), a round's end (``_round_end``), its run-log events
+(``_scheduler_events``) and checkpoint (``_scheduler_state``).
 """
 
 from __future__ import annotations
@@ -41,21 +41,13 @@ from dei_framework.contract.domain import LIFECYCLES, Domain
 from dei_framework.contract.kinds import CandidateSource
 from dei_framework.contract.operators import DeferredMessages, OperatorRequest, UsageMeter
 from dei_framework.contract.records import Candidate, DeferredText
-from dei_framework.search import _scheduler_state
+from dei_framework.search import _planning, _scheduler_state
 from dei_framework.search._admission import Told, admit, batch_rows
-from dei_framework.search._scheduler_events import evaluated_event, round_event
+from dei_framework.search._round_end import end_round
+from dei_framework.search._scheduler_events import evaluated_event
 from dei_framework.search._slots import NodeSlots, derive_seed
 from dei_framework.search._warm_start import warm_start
-from dei_framework.search._work import (
-    MUTATE,
-    NEW,
-    Admission,
-    Kind,
-    Result,
-    RoundEnd,
-    TellReport,
-    WorkItem,
-)
+from dei_framework.search._work import Admission, Kind, Result, RoundEnd, TellReport, WorkItem
 from dei_framework.search.archives import AddStatus, ArchiveBase, ArchiveFactory, GridArchive
 from dei_framework.search.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
 from dei_framework.search.selectors import ParentSelector, UniformSelector
@@ -273,18 +265,7 @@ class Scheduler:
         the call may be made early — the next round asks them again, with their order, for the
         evaluation. Empty in the last round or once the node stopped.
         """
-        following = self.round + 1
-        if self.finished or following >= self.rounds:
-            return []
-        if self.allocated and following not in self.round_quotas:
-            return []  # its quota is decided at the round boundary, from this round's outcome
-        quota = self.round_quota(following)
-        # The draw _plan_slot makes first.
-        return [
-            self._slots.item(following, f"s{slot}", kind=NEW, order=-1)
-            for slot in range(quota)
-            if self._slots.generator(following, slot, quota).random() < self.new_fraction
-        ]
+        return _planning.next_round_calls(self)
 
     # --- the round ------------------------------------------------------------------------------
 
@@ -317,38 +298,8 @@ class Scheduler:
         self._warm = len(items)
         self._planned = items
         self.started = True
-        self._plan()
+        _planning.plan(self)
         return accepted
-
-    def _plan(self) -> None:
-        """Plans every call slot the lag rule and the quota allow now (deterministic point)."""
-        if self._next_order < self._warm:
-            return  # the archive is still warming up
-        quota = self.round_quota(self.round)
-        while True:
-            slot = self._next_slot
-            admitted = self._next_order - self._warm  # call slots admitted
-            if slot - self.lag > admitted or self.completed + slot - admitted >= quota:
-                return
-            self._planned.append(self._plan_slot(slot, quota))
-            self._next_slot += 1
-
-    def _plan_slot(self, slot: int, quota: int) -> WorkItem:
-        rng = self._slots.generator(self.round, slot, quota)
-        parent, others, feedback, kind = None, (), None, NEW
-        if len(self.archive) and rng.random() >= self.new_fraction:
-            parent, *drawn = self.emitter.select(self.archive, rng, 1 + self.others)
-            others = tuple([o for o in drawn if o.id != parent.id])
-            feedback, kind = self.lineage_errors.get(parent.id), MUTATE
-        return self._slots.item(
-            self.round,
-            f"s{slot}",
-            kind=kind,
-            order=self._warm + slot,
-            parent=parent,
-            others=others,
-            feedback=feedback,
-        )
 
     def ask(self, n: int = 1) -> list[WorkItem]:
         """Up to ``n`` items to work on, in slot order (fewer, possibly none, when the next
@@ -478,7 +429,7 @@ class Scheduler:
                         )
                     )
             self._next_order += 1
-            self._plan()
+            _planning.plan(self)
         round_end = None
         quota_done = self.completed >= self.round_quota(self.round)
         if (
@@ -488,60 +439,13 @@ class Scheduler:
             and not self._asked
             and quota_done
         ):
-            round_end = self._end_round()
+            round_end = end_round(self)
         return TellReport(
             admitted=tuple(admitted),
             statuses=tuple(statuses),
             round_end=round_end,
             events=tuple(events),
         )
-
-    def _end_round(self) -> RoundEnd:
-        continual = self.lifecycle == "continual"
-        # A continual archive goes on changing next round: the round's end is a snapshot.
-        finished = self._snapshot() if continual else self.archive
-        champion = finished.best()
-        # A champion that is an initial opponent or a seed (evaluated in the warm start) is no
-        # work of the search: the event marks it.
-        initial = {opponent.text for opponent in self.pool.initial}
-        initial.update(seed.text for seed in self.seeds)
-        event = round_event(
-            node=self.name,
-            round_index=self.round,
-            calls=self.completed,
-            finished=finished,
-            champion=champion,
-            initial=initial,
-            received=self._valid_received,
-            novel=self._novel,
-            opponents=self._opponents_fought,
-            emitter=self.emitter.name,
-        )
-        self.history.append(event)
-        if champion is not None and not continual:
-            self.pool.add_champion(
-                Candidate(
-                    text=champion.text,
-                    source=CandidateSource.OWN,
-                    node=self.name,
-                    round=self.round,
-                    operator=champion.operator,
-                )
-            )
-        self.previous_cells = {elite.cell for elite in finished}
-        self.round += 1
-        self.started = False
-        self.completed = self._warm = self._next_order = self._next_slot = 0
-        self._novel = self._valid_received = 0
-        self._opponents_fought = []
-        if not continual:  # a continual node goes on with its archive and its emitter's memory
-            self.archive = self._new_archive(self.round)
-            self.emitter.reset()
-        return RoundEnd(event=event, archive=finished, champion=champion)
-
-    def _snapshot(self) -> ArchiveBase:
-        """A copy of the archive as it stands (once per round: its cost is the archive's)."""
-        return self._new_archive(self.round).fill_from(self.archive)
 
     def stop(self, reason: str) -> None:
         """Stops the node for good (e.g. its operator failed beyond retrying)."""

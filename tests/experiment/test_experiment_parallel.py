@@ -27,13 +27,19 @@ FLAGS = (
 )
 
 
+#: Keys whose values depend on wall-clock timing, not on the seeded search.
+WALL = frozenset({"pid", "waits"})
+
+
 def figures(out: Path) -> dict:
-    """The experiment summary's figures: everything but wall-clock timings and process ids."""
+    """The experiment summary's figures: everything but the wall-clock counts (timings, process
+    ids, and ``waits``: how many round starts waited for a peer, which depends on the load;
+    docs/architecture.md, "Determinism")."""
     summary = json.loads((out / "summary.json").read_text())
 
     def strip(value):
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if "seconds" not in k and k != "pid"}
+            return {k: strip(v) for k, v in value.items() if "seconds" not in k and k not in WALL}
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value

@@ -18,6 +18,7 @@ from typing import Any
 
 from dei_framework.contract.errors import ConfigError
 from dei_framework.runtime.run_dir import holds_experiment, holds_run
+from dei_framework.runtime.run_layout import EXPERIMENT_FILE
 
 #: How deep below an experiment directory runs are looked for.
 MAX_DEPTH = 3
@@ -61,7 +62,7 @@ def find_runs(root: Path) -> list[dict[str, Any]]:
 
 def _condition_order(root: Path) -> list[str]:
     try:
-        plan = json.loads((root / "experiment.json").read_text())
+        plan = json.loads((root / EXPERIMENT_FILE).read_text())
     except (OSError, ValueError):
         return []
     names = []

@@ -228,30 +228,10 @@ class WatchedRun:
         rounds = config.get("rounds") if isinstance(config.get("rounds"), int) else None
         quotas = self._quotas(config, summary)
         usage = self._usage(summary)
-        operators = {node["name"]: node.get("operator") for node in config["nodes"]}
-        names = list(dict.fromkeys([*operators, *model.nodes]))
         cost_cap = config.get("max_cost_usd")
-        node_cost_cap = (
-            cost_cap / len(names) if isinstance(cost_cap, (int, float)) and names else None
+        nodes = self._node_states(
+            config, summary, quotas=quotas, usage=usage, rounds=rounds, cells=cells, offset=offset
         )
-        final_nodes = _mapping(summary.get("nodes"))
-        nodes = [
-            self._node_state(
-                model.nodes.get(name) or NodeState(name),
-                operator=operators.get(name),
-                quota=quotas.get(name),
-                rounds=rounds,
-                usage=usage.get(name, {}),
-                cost_cap=node_cost_cap,
-                final=_mapping(final_nodes.get(name)),
-                cells=cells,
-                offset=offset,
-            )
-            for name in names
-        ]
-        colors = node_colors(names)  # the report's plots colour the nodes alike
-        for node in nodes:
-            node["color"] = colors[node["name"]]
         merged = {
             **model.merged.to_json(cells, offset),
             "curve": _curve(model.merged_curve.values(), cells, offset),
@@ -305,6 +285,46 @@ class WatchedRun:
             "allocation": [model.allocations[r] for r in sorted(model.allocations)],
             **self._flow(),
         }
+
+    def _node_states(
+        self,
+        config: Mapping[str, Any],
+        summary: Mapping[str, Any],
+        *,
+        quotas: Mapping[str, Any],
+        usage: Mapping[str, Any],
+        rounds: int | None,
+        cells: Any,
+        offset: float,
+    ) -> list[dict[str, Any]]:
+        """Every node's state, the configuration's nodes first (then any only the log names),
+        each coloured as the report's plots colour it."""
+        model = self.model
+        operators = {node["name"]: node.get("operator") for node in config["nodes"]}
+        names = list(dict.fromkeys([*operators, *model.nodes]))
+        cost_cap = config.get("max_cost_usd")
+        node_cost_cap = (
+            cost_cap / len(names) if isinstance(cost_cap, (int, float)) and names else None
+        )
+        final_nodes = _mapping(summary.get("nodes"))
+        nodes = [
+            self._node_state(
+                model.nodes.get(name) or NodeState(name),
+                operator=operators.get(name),
+                quota=quotas.get(name),
+                rounds=rounds,
+                usage=usage.get(name, {}),
+                cost_cap=node_cost_cap,
+                final=_mapping(final_nodes.get(name)),
+                cells=cells,
+                offset=offset,
+            )
+            for name in names
+        ]
+        colors = node_colors(names)  # the report's plots colour the nodes alike
+        for node in nodes:
+            node["color"] = colors[node["name"]]
+        return nodes
 
     @staticmethod
     def _node_state(
