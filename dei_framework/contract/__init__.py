@@ -11,4 +11,25 @@ hook functions are marked with ``dei_framework.hookimpl`` (the specifications ar
 :mod:`dei_framework.plugin.hookspecs`).
 
 May import: nothing else of ``dei_framework`` (the bottom layer).
+
+Modules:
+    errors.py           DEIError and its family: what a user can cause, one line and a status
+    kinds.py            the records' string enums: CandidateSource, WorkKind, EventKind,
+                        ProgressKind (members are the strings the files hold)
+    records.py          Candidate (the one program record), ExportedProgram, chat messages,
+                        hash_text
+    payloads.py         a run's events and summary as typed records (EvaluatedEvent,
+                        RoundEvent, RunSummary, ...): what hooks receive and Ensemble.run returns
+    descriptors.py      axes and DescriptorSpace
+    domain.py           Domain, Program, Evaluation, DomainSpec
+    operators.py        Operator, OperatorRequest/Reply/Settings/Spec
+    transport.py        Transport, Delivery, TransportSpec, LocalNetwork
+    backend.py          EvaluationBackend contract, EvaluatorSpec, EvaluatorLost, WorkerDied
+    cli_options.py      RunOption: flags plugins add to dei-run / dei experiment
+    price.py            Price: what a model charges (an operator prices its calls with it)
+    processes.py        parent_death_signal: child processes that end with their parent
+    context.py          FactoryContext: what every plugin factory receives, factory(ctx)
+    capabilities.py     what a plugin class declares it implements ("batch", "array",
+                        "learns"), checked when the class is defined
+    registry.py         PluginRegistry (typed lookups by Kind), hook calls, observer guard
 """

@@ -10,6 +10,36 @@ May import: :mod:`dei_framework.contract`.
 ``dei_framework.search`` was the node driver's module before 0.2; its names
 (``SearchDriver`` ...) still resolve here, with a ``DeprecationWarning``, for one release (they
 live in :mod:`dei_framework.runtime.driver`).
+
+Modules:
+    scheduler.py            Scheduler: one node's MAP-Elites rounds as ask/tell (archive
+                            lifecycle reset or continual)
+    _work.py                what the scheduler and its driver exchange: WorkItem, Result,
+                            Admission, RoundEnd, TellReport
+    _slots.py               work items' ids, keys and seeds, each call slot's generator;
+                            derive_seed
+    _warm_start.py          what a round starts with: warm start, received champions let in
+    _planning.py            the scheduler's call-slot planning: the lag rule, parents drawn per
+                            slot
+    _admission.py           the one admission path: tell's results and tell_batch's rows as
+                            one buffer entry, admitted in slot order
+    _round_end.py           a round's end: its event and champion, the next round's state
+    _scheduler_events.py    the scheduler's run-log events (evaluated, round)
+    _scheduler_state.py     the scheduler's checkpoint (state_json / restore)
+    archives/               ArchiveBase, GridArchive, CVTArchive, AddStatus, ArchiveStats,
+                            ArchiveSpec (its docstring lists its modules)
+    archive.py              former home of GridArchive (an import path kept working)
+    selectors/              parent choice: ParentSelector, Uniform/Improvement/TournamentSelector
+                            (the ``emitter`` setting picks one; was emitters/, kept as an alias)
+    opponents.py            OpponentPool (Red Queen: initial + own window + peer window)
+    sharing.py              SharingPolicy protocol (select / on_receive), Admit, built-in
+                            policies
+    slot_random.py          per-slot random generators (numpy's exact draws, one seed per slot)
+    allocation.py           the round-boundary coordinator of budget allocation
+                            (AllocationCoordinator); every allocation name importable here
+    _allocators.py          budget allocators (static, the complementarity bandit), apportion
+    _round_reports.py       round reports (a node's round for the allocation) and the credits
+                            they earn
 """
 
 from dei_framework._moved import forward_driver as __getattr__  # noqa: F401

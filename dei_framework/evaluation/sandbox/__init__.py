@@ -1,16 +1,18 @@
 """Running candidates that may do anything: per-candidate time and memory limits, and
-isolation (``--sandbox none|process|isolated``).
+isolation (``--sandbox none|process|isolated``): a warm zygote forks one child per candidate;
+bubblewrap jails it for ``isolated``.
 
-* :mod:`~dei_framework.evaluation.sandbox.policy`: the level and limits a run uses (options, domain
-  declarations).
-* :mod:`~dei_framework.evaluation.sandbox.limits`: the limits and the reasons a stopped candidate
-  gets.
-* :mod:`~dei_framework.evaluation.sandbox.zygote`: the warm process that forks one child per
-  candidate.
-* :mod:`~dei_framework.evaluation.sandbox.client`: a worker's handle on its warm process.
-* :mod:`~dei_framework.evaluation.sandbox.bubblewrap`: the ``isolated`` level's jail.
-* :mod:`~dei_framework.evaluation.sandbox.wire`: frames, and reading what comes out of a sandbox
-  safely.
+May import: what ``evaluation`` may import (:mod:`dei_framework.contract`,
+:mod:`dei_framework.search`) and the other modules of ``evaluation``.
+
+Modules:
+    policy.py       the level and limits a run uses (options, domain declarations)
+    limits.py       the limits, and the one-line reasons a stopped candidate gets
+    zygote.py       the warm process that forks one child per candidate
+    client.py       a worker's handle on its warm process (one per worker thread, restarted
+                    when a program takes it down)
+    bubblewrap.py   the ``isolated`` level's jail (``bwrap``)
+    wire.py         frames, and reading what comes out of a sandbox safely
 """
 
 from dei_framework.evaluation.sandbox.limits import Limits, stop_kind

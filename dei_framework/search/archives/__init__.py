@@ -6,6 +6,17 @@
 * :class:`GridArchive` — the paper's grid over binned descriptor axes.
 * :class:`CVTArchive` — Voronoi cells around seeded centroids, for three or more axes.
 * :class:`ArchiveSpec` — how a plugin registers an archive (hook ``dei_archives``).
+
+May import: what ``search`` may import (:mod:`dei_framework.contract`) and the other modules of
+``search``.
+
+Modules:
+    _archive_base.py     ArchiveBase, OccupiedElites: one elite per cell, explicit add statuses
+    _grid_archive.py     GridArchive: the paper's grid, one bin range per descriptor axis
+    _cvt_archive.py      CVTArchive: Voronoi cells around seeded centroids (three or more axes)
+    _add_status.py       AddStatus: what offering a candidate to an archive did
+    _archive_stats.py    ArchiveStats: summary statistics of an archive
+    _archive_spec.py     ArchiveSpec: how a plugin registers an archive
 """
 
 from __future__ import annotations

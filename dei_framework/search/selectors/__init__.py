@@ -13,6 +13,17 @@ module paths and class names still work for one release, with a ``DeprecationWar
 ``[emitter_options]``, ``--emitter``, the hook ``dei_emitters``, the registry's ``emitters``
 table: they are the configuration and plugin contract, and an ``emitter`` setting chooses a
 parent selector.
+
+May import: what ``search`` may import (:mod:`dei_framework.contract`) and the other modules of
+``search``.
+
+Modules:
+    _parent_selector.py         ParentSelector: the contract every parent selector implements
+    _uniform_selector.py        UniformSelector: the paper's choice, uniform over occupied cells
+    _improvement_selector.py    ImprovementSelector: parents whose children improved the
+                                archive drawn more often
+    _tournament_selector.py     TournamentSelector: the fittest of a few elites drawn uniformly
+    _selector_spec.py           SelectorSpec: how a plugin registers a parent selector
 """
 
 from __future__ import annotations
