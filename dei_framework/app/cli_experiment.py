@@ -1,4 +1,4 @@
-"""``dei experiment``'s flags resolved into an experiment plan (:mod:`.experiment_plan`).
+"""``dei experiment``'s flags resolved into an experiment plan (``experiment.plan``).
 
 Every ``dei-run`` option plus the experiment's own (``--conditions``, ``--condition``,
 ``--repeats``, ``--preset`` ...), from the command line and the ``--config`` file.

@@ -38,6 +38,7 @@ import click
 
 from dei_framework.contract.errors import ConfigError
 from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.run_layout import MERGED_ARCHIVE_FILE, SUMMARY_FILE
 
 if TYPE_CHECKING:
     from dei_framework.contract.registry import PluginRegistry
@@ -82,8 +83,8 @@ class Pilot:
     @classmethod
     def read(cls, operator: str, run_dir: Path) -> Pilot:
         """A finished pilot's figures, from its run directory."""
-        summary = json.loads((run_dir / "summary.json").read_text())
-        merged = json.loads((run_dir / "merged_archive.json").read_text())
+        summary = json.loads((run_dir / SUMMARY_FILE).read_text())
+        merged = json.loads((run_dir / MERGED_ARCHIVE_FILE).read_text())
         champions = []
         for path in sorted((run_dir / "nodes").glob("*/round-*.json")):
             entry = json.loads(path.read_text())

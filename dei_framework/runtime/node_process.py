@@ -21,6 +21,7 @@ from dei_framework.contract.kinds import EventKind
 from dei_framework.runtime.checkpoints import check_logs
 from dei_framework.runtime.run_dir import read_jsonl
 from dei_framework.runtime.run_files import damaged, read_checkpoint, read_round, read_run_summary
+from dei_framework.runtime.run_layout import CALLS_FILE, CHECKPOINT_FILE, EVENTS_FILE, SUMMARY_FILE
 
 
 @attrs.frozen(kw_only=True)
@@ -62,20 +63,20 @@ def read_node_process(source: Path, name: str) -> NodeProcess:
         return NodeProcess(
             path=source, summary=None, checkpoint=None, rounds=[], events=[], calls=[]
         )
-    summary_path = source / "summary.json"
+    summary_path = source / SUMMARY_FILE
     summary = read_run_summary(summary_path) if summary_path.exists() else None
     if summary is not None and name not in summary["nodes"]:
         raise damaged(summary_path, f"it holds no node {name}")
-    checkpoint = read_checkpoint(source / "checkpoint.json")
+    checkpoint = read_checkpoint(source / CHECKPOINT_FILE)
     if summary is not None and checkpoint is None:
         raise ConfigError(
-            f"{source / 'checkpoint.json'} is missing: node {name} finished, so "
+            f"{source / CHECKPOINT_FILE} is missing: node {name} finished, so "
             "its last checkpoint is what its logs are checked against; refusing "
             "to merge"
         )
     check_logs(source, checkpoint, action="merge", complete=summary is not None)
-    events = list(read_jsonl(source / "events.jsonl"))
-    calls = list(read_jsonl(source / "calls.jsonl"))
+    events = list(read_jsonl(source / EVENTS_FILE))
+    calls = list(read_jsonl(source / CALLS_FILE))
     node_dir = source / "nodes" / name
     if summary is not None:
         count = summary["nodes"][name]["rounds_completed"]
@@ -110,13 +111,13 @@ def _check_counts(
     node = summary["nodes"][name]
     counts = [
         (
-            "events.jsonl",
+            EVENTS_FILE,
             "evaluations",
             sum(e.get("event") == EventKind.EVALUATED for e in events),
             summary.get("evaluated"),
         ),
         (
-            "events.jsonl",
+            EVENTS_FILE,
             "round events",
             sum(e.get("event") == EventKind.ROUND for e in events),
             node["rounds_completed"],
@@ -124,11 +125,11 @@ def _check_counts(
     ]
     if not node.get("array_path"):
         replies = sum(c.get("node") == name and "reply" in c for c in calls)
-        counts.append(("calls.jsonl", "replies", replies, node["calls"]))
+        counts.append((CALLS_FILE, "replies", replies, node["calls"]))
     for file, what, found, counted in counts:
         if counted is not None and found != counted:
             raise ConfigError(
                 f"{source / file} holds {found} {what} of node {name} but "
-                f"{source / 'summary.json'} counts {counted}: the node's log is "
+                f"{source / SUMMARY_FILE} counts {counted}: the node's log is "
                 "incomplete; refusing to merge"
             )

@@ -2,7 +2,7 @@
 
 ``docs/architecture.md`` ("The run directory") describes each file. Every module that builds
 a path into a run or experiment directory takes the name from here (or a :class:`RunDir` path
-property), so a file is renamed in one line; ``tests/core/test_run_layout.py`` fails on a name
+property), so a file is renamed in one line; ``tests/runtime/test_run_layout.py`` fails on a name
 spelt out anywhere else in the core. This module imports nothing: the readers
 (``run_files``), the writer (``run_dir``) and the layers above them can all use it.
 

@@ -29,6 +29,13 @@ from dei_framework.analysis.formatting import node_colors
 from dei_framework.app.watch.lines import Evaluated, events
 from dei_framework.app.watch.state import MAX_CAUSES, NodeState, RunState
 from dei_framework.app.watch.tail import JsonlTail, Rewound
+from dei_framework.runtime.run_layout import (
+    CALLS_FILE,
+    CHECKPOINT_FILE,
+    CONFIG_FILE,
+    EVENTS_FILE,
+    SUMMARY_FILE,
+)
 
 #: Seconds between looks for new event files (node processes starting, repeats beginning).
 RESCAN_SECONDS = 2.0
@@ -100,7 +107,7 @@ class WatchedRun:
         self._dedup = False
         self._space_file: Any = None
         self._checkpoint_texts: dict[str, str] = {}
-        self.summary = _SideFile(self.path / "summary.json")
+        self.summary = _SideFile(self.path / SUMMARY_FILE)
         self.version = 0
         self._reset()
 
@@ -166,15 +173,15 @@ class WatchedRun:
         if not self.path.is_dir():
             return False
         known = len(self._sources)
-        found = sorted(self.path.rglob("events.jsonl"), key=lambda p: (len(p.parts), p))
+        found = sorted(self.path.rglob(EVENTS_FILE), key=lambda p: (len(p.parts), p))
         directories = {path.parent for path in found} | {self.path}
         for directory in sorted(directories, key=lambda p: (len(p.parts), p)):
             if directory not in self._sources:
                 self._sources[directory] = _Source(
                     dir=directory,
-                    tail=JsonlTail(directory / "events.jsonl"),
-                    config=_SideFile(directory / "config.json"),
-                    checkpoint=_SideFile(directory / "checkpoint.json"),
+                    tail=JsonlTail(directory / EVENTS_FILE),
+                    config=_SideFile(directory / CONFIG_FILE),
+                    checkpoint=_SideFile(directory / CHECKPOINT_FILE),
                 )
         return len(self._sources) > known
 
@@ -557,7 +564,7 @@ class WatchedRun:
         """
         needle = b'"id":' + orjson.dumps(elite_id) + b","  # as runlog.dumps writes it
         for source in self._sources.values():
-            path = source.dir / "calls.jsonl"
+            path = source.dir / CALLS_FILE
             try:
                 with (
                     open(path, "rb") as handle,
