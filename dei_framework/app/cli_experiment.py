@@ -23,7 +23,7 @@ from dei_framework.experiment.plan import (
     parse_conditions,
 )
 from dei_framework.plugin.manager import PluginRegistry
-from dei_framework.runtime.builders import build_plugin, domain_lifecycle
+from dei_framework.runtime.builders import build_allocator, build_plugin, domain_lifecycle
 from dei_framework.runtime.config import (
     DEFAULT_CALLS_PER_NODE,
     Sources,
@@ -83,7 +83,7 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
         for operator in condition.operators:
             plugins.operator(operator)  # unknown operator names fail before any run starts
         if "allocation" in condition.settings:  # refused before any run, not at its turn
-            _check_allocation(attrs.evolve(base, **condition.settings), plugins)
+            build_allocator(attrs.evolve(base, **condition.settings), plugins)
     # Bad domain options (e.g. a generality set overlapping the opponents) fail here too.
     domain = build_plugin(
         plugins.domains,
@@ -100,18 +100,3 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
         repeats=flags.get("repeats") or 1,
         preset=sources.preset.name if sources.preset else None,
     )
-
-
-def _check_allocation(config: Any, plugins: PluginRegistry) -> None:
-    """Refuses a condition's dynamic allocator where its runs would refuse it."""
-    from dei_framework.search.allocation import check_allocation, split_options
-
-    options, _ = split_options(config.allocation_options)
-    allocator = build_plugin(
-        plugins.allocators,
-        config.allocation,
-        plugins.allocator(config.allocation).factory,
-        FactoryContext(registry=plugins, options=options, seed=config.seed),
-    )
-    if allocator.dynamic:
-        check_allocation(config)

@@ -35,6 +35,7 @@ from dei_framework.runtime._node_assembly import (  # the constant and helper we
 )
 from dei_framework.runtime.budget import BudgetLedger
 from dei_framework.runtime.builders import (
+    build_allocator,
     build_domain_parts,
     build_plugin,
     build_space,
@@ -54,7 +55,7 @@ from dei_framework.runtime.restore import ReplayRecord, read_replay_record, rest
 from dei_framework.runtime.run_dir import RunDir
 from dei_framework.runtime.run_files import damaged
 from dei_framework.runtime.summary import EventTally
-from dei_framework.search.allocation import AllocationCoordinator, check_allocation, split_options
+from dei_framework.search.allocation import AllocationCoordinator
 from dei_framework.search.archives import GridArchive
 from dei_framework.search.sharing import SharingPolicy
 
@@ -266,16 +267,9 @@ class _Assembly(NodeAssembly):
         """The run's budget allocator at work, or ``None`` for a static one (the equal split
         the ledger holds already: nothing moves, and the run is exactly as without one)."""
         config, registry, ledger, drivers = self.config, self.registry, self.ledger, self.drivers
-        options, wait = split_options(config.allocation_options)
-        allocator = build_plugin(
-            registry.allocators,
-            config.allocation,
-            registry.allocator(config.allocation).factory,
-            self.context(options),
-        )
+        allocator, wait = build_allocator(config, registry)
         if not allocator.dynamic:
             return None
-        check_allocation(config)
 
         def apply(node: str, round_index: int, quota: int) -> None:
             scheduler = drivers[node].scheduler

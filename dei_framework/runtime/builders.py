@@ -30,6 +30,7 @@ from dei_framework.plugin.manager import PluginRegistry, Registered
 from dei_framework.runtime.config import NodeConfig, RunConfig
 from dei_framework.runtime.merge import RunMerge
 from dei_framework.runtime.replay import RecordedOperator
+from dei_framework.search.allocation import BudgetAllocator, check_allocation, split_options
 
 
 def build_space(domain: Domain, axes: tuple[str, ...], registry: PluginRegistry) -> DescriptorSpace:
@@ -162,6 +163,29 @@ def factory_context(
 ) -> FactoryContext:
     """What a plugin factory gets: its options (a copy), the run's plugins and seed."""
     return FactoryContext(registry=registry, options=dict(options), seed=config.seed)
+
+
+def build_allocator(config: RunConfig, registry: PluginRegistry) -> tuple[BudgetAllocator, float]:
+    """The run's budget allocator (``--allocation``) and its coordinator's ``peer_wait``.
+
+    The one place an allocator is made: the run's assembly, the launcher (before any node or
+    AXL process starts) and ``dei experiment`` (before any run) all refuse a dynamic allocator
+    where it cannot hold its promises here.
+
+    Raises:
+        ConfigError: The allocation options are wrong, or a dynamic allocator is asked where it
+            cannot work (:func:`~dei_framework.search.allocation.check_allocation`).
+    """
+    options, wait = split_options(config.allocation_options)
+    allocator = build_plugin(
+        registry.allocators,
+        config.allocation,
+        registry.allocator(config.allocation).factory,
+        factory_context(registry, config, options),
+    )
+    if allocator.dynamic:
+        check_allocation(config)
+    return allocator, wait
 
 
 def build_domain_parts(

@@ -32,13 +32,13 @@ from typing import IO, Any
 
 import attrs
 
-from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.kinds import EventKind
 from dei_framework.contract.payloads import RunSummary
 from dei_framework.contract.processes import parent_death_signal
 from dei_framework.contract.transport import LocalNetwork
 from dei_framework.net.envelope import NodeIdentity
 from dei_framework.plugin.manager import PluginRegistry
+from dei_framework.runtime.builders import build_allocator
 from dei_framework.runtime.config import RunConfig
 from dei_framework.runtime.run_dir import RunDir, read_jsonl, write_json_atomic
 from dei_framework.runtime.run_layout import (
@@ -48,7 +48,6 @@ from dei_framework.runtime.run_layout import (
     PROCESSES_FILE,
     SUMMARY_FILE,
 )
-from dei_framework.search.allocation import check_allocation, split_options
 
 #: A node process killed by a signal (a crash, the OOM killer, kill -9) is resumed this often.
 MAX_RESUMES = 3
@@ -68,12 +67,7 @@ def local_network(
     spec = registry.transport(config.transport)
     if spec.local_network is None:
         return None
-    options, _ = split_options(config.allocation_options)
-    allocator = registry.allocator(config.allocation).factory(
-        FactoryContext(registry=registry, options=options, seed=config.seed)
-    )
-    if allocator.dynamic:  # refused before any node or AXL process starts
-        check_allocation(config)
+    build_allocator(config, registry)  # a dynamic one is refused before any process starts
     return spec.local_network(
         config.node_names, dict(config.transport_options), run_dir / "processes"
     )
