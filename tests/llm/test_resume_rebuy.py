@@ -1,6 +1,10 @@
-"""A resume never buys a reply twice: with no checkpoint (kill -9 before the first, or one
-removed or ``null``) the replies already in ``calls.jsonl`` are served, and the loopback
-server's own count of billed calls is exactly the budget."""
+"""A resume never buys a recorded reply twice: with no checkpoint (kill -9 before the first, or
+one removed or ``null``) the replies already in ``calls.jsonl`` are served, and by the loopback
+server's own count the resume buys exactly the budget's other calls.
+
+A reply the server sent while the run was being killed, which never reached ``calls.jsonl``,
+died with the process: the resume buys it again (docs/reliability.md, "Crashes"). At most the
+calls in flight at the kill are lost that way (2 nodes x concurrency 2 here)."""
 
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ from dei_framework.runtime.checkpoints import UNLOGGED_CALLS
 MODEL = "openai/stub-model"
 TOY_REPLY = "Sum near two hundred.\nPROGRAM: 50 60 70\n"
 BUDGET = 40
+#: Calls that can be in flight at once: 2 nodes, each with ``concurrency = 2``.
+IN_FLIGHT = 4
 CONFIG = "checkpoint_seconds = {}\n[operator_options]\nmax_tokens = 40\nconcurrency = 2\n"
 
 
@@ -98,8 +104,10 @@ def test_resume_without_a_checkpoint_serves_the_recorded_replies(
 
     stub.default = ok(TOY_REPLY)
     cli("dei-run", "--resume", str(out), "--progress", "quiet", "--no-report", env=env, timeout=300)
-    # The server's own count: what the first session paid plus what the resume bought.
-    assert stub.billed_attempts == BUDGET, (paid, recorded, stub.billed_attempts)
+    # The server's own count: what the first session paid plus what the resume bought, which
+    # is every call of the budget but the recorded ones.
+    assert stub.billed_attempts - paid == BUDGET - recorded, (paid, recorded, stub.billed_attempts)
+    assert 0 <= paid - recorded <= IN_FLIGHT, (paid, recorded)  # lost with the killed process
     calls = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
     assert len(calls) == BUDGET and len({c["key"] for c in calls}) == BUDGET
     assert sum(bool(c.get("replayed")) for c in calls) >= recorded
