@@ -1,19 +1,23 @@
-"""The records a run's events and summary are, typed field by field: what the scheduler and
-the ensemble produce, what observation hooks receive and what ``Ensemble.run`` returns.
+"""The JSON a run writes, typed field by field: the lines of ``events.jsonl`` and the
+``summary.json`` of a run and of an experiment.
+
+The summaries (:class:`RunSummary`, :class:`ExperimentSummary`) are these dicts wherever they
+travel: ``Ensemble.run`` returns one and ``dei_run_finished`` receives it. The events travel as
+the records of :mod:`dei_framework.search.events` (``EvaluatedEvent``, ``RoundEvent``), whose
+``to_json()`` gives :class:`EvaluatedEventJSON` and :class:`RoundEventJSON`.
 
 Re-exported by :mod:`dei_framework.plugin.hookspecs` (the path plugins and docs name them by).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
 from dei_framework.contract.kinds import CandidateSource, EventKind, WorkKind
 
-# --- payloads: what observation hooks receive --------------------------------------------------
-# TypedDicts rather than classes: the core builds these payloads as the dicts it writes to
-# events.jsonl and summary.json, and hands those very dicts to observers; a typed record names
-# their keys without changing what is written.
+# TypedDicts rather than classes: they describe what a file holds, key by key, without
+# changing what is written.
 
 #: A value as JSON holds it (what ``json.loads`` returns): used only for the parts of a payload
 #: whose shape a plugin defines (an operator's status) or that other documents describe.
@@ -74,7 +78,7 @@ class Timings(TypedDict):
     call_s: NotRequired[float]
 
 
-class EvaluatedEvent(TypedDict):
+class EvaluatedEventJSON(TypedDict):
     """One candidate evaluated (or found invalid): an ``evaluated`` line of ``events.jsonl``."""
 
     #: Always ``"evaluated"``.
@@ -125,7 +129,7 @@ class OpponentRecord(TypedDict):
     node: str
 
 
-class RoundEvent(TypedDict):
+class RoundEventJSON(TypedDict):
     """A node's round, finished: a ``round`` line of ``events.jsonl``."""
 
     #: Always ``"round"``.
@@ -352,3 +356,19 @@ class ExperimentSummary(TypedDict):
     conditions: dict[str, dict[str, JSONValue]]
     #: Pairwise comparisons of the conditions (n, spread, interval, test).
     comparisons: list[dict[str, JSONValue]]
+
+
+#: The names these TypedDicts had before the events became records (0.3).
+_RENAMED = {"EvaluatedEvent": "EvaluatedEventJSON", "RoundEvent": "RoundEventJSON"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _RENAMED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{__name__}.{name} is deprecated: the run log's dict is {_RENAMED[name]}; the event "
+        f"hooks receive is the record dei_framework.{name}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[_RENAMED[name]]

@@ -2,7 +2,9 @@
 
 Called for every plugin, return values ignored; a failing observer is left out of that hook
 from then on. Collected by :mod:`dei_framework.plugin.hookspecs`, the module the plugin manager
-registers; the payload records are :mod:`~dei_framework.contract.payloads`'.
+registers. The events are the records of :mod:`~dei_framework.search.events`, read by attribute
+(``stats.stats.coverage``; ``to_json()`` gives the line of ``events.jsonl``); the summary is
+:mod:`~dei_framework.contract.payloads`' ``RunSummary``, the dict ``summary.json`` holds.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from typing import TYPE_CHECKING
 from dei_framework.plugin._markers import hookspec
 
 if TYPE_CHECKING:
-    from dei_framework.contract.payloads import EvaluatedEvent, RoundEvent, RunSummary
+    from dei_framework.contract.payloads import RunSummary
     from dei_framework.net.envelope import ChampionEnvelope
+    from dei_framework.search.events import EvaluatedEvent, RoundEvent
 
 
 @hookspec
@@ -27,7 +30,9 @@ def dei_candidate_evaluated(event: EvaluatedEvent) -> None:
         call has no event and fires nothing.
 
     Args:
-        event: The ``evaluated`` event exactly as written to ``events.jsonl``.
+        event: The ``evaluated`` event (``event.to_json()`` is the line written to
+            ``events.jsonl``): ``event.node``, ``event.kind``, ``event.status``,
+            ``event.fitness``, ``event.cell``, ...
 
     Returns:
         Nothing; return values are ignored (an observation hook).
@@ -46,8 +51,10 @@ def dei_round_ended(node: str, round: int, stats: RoundEvent) -> None:
     Args:
         node: The node's name.
         round: The round just finished (0-based).
-        stats: The ``round`` event written to ``events.jsonl`` (archive stats, champion,
-            niche novelty, opponents fought, ...).
+        stats: The ``round`` event (``stats.to_json()`` is the line written to
+            ``events.jsonl``): ``stats.stats`` (the archive's
+            :class:`~dei_framework.search.archives.ArchiveStats`), ``stats.champion``,
+            ``stats.niche_novelty``, ``stats.opponents`` fought, ...
 
     Returns:
         Nothing; return values are ignored (an observation hook).

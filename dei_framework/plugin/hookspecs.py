@@ -46,7 +46,8 @@ from the modules that define them: registration hooks from
 :mod:`~dei_framework.plugin._registration_hooks`, format hooks from
 :mod:`~dei_framework.plugin._format_hooks`, observation hooks from
 :mod:`~dei_framework.plugin._observation_hooks`; the markers come from
-:mod:`~dei_framework.plugin._markers` and the payload records from
+:mod:`~dei_framework.plugin._markers`, the event records from
+:mod:`~dei_framework.search.events` and the JSON shapes from
 :mod:`~dei_framework.contract.payloads`.
 """
 
@@ -58,13 +59,13 @@ from dei_framework.contract.payloads import (
     ArchiveStatsRecord,
     CandidateRecord,
     ChampionRecord,
-    EvaluatedEvent,
+    EvaluatedEventJSON,
     GeneralityRecord,
     JSONValue,
     MergedRecord,
     NodeSummary,
     OpponentRecord,
-    RoundEvent,
+    RoundEventJSON,
     RunSummary,
     SharingRecord,
     SpaceRecord,
@@ -72,6 +73,7 @@ from dei_framework.contract.payloads import (
 )
 from dei_framework.plugin import _format_hooks, _observation_hooks, _registration_hooks
 from dei_framework.plugin._markers import hookimpl, hookspec
+from dei_framework.search.events import EvaluatedEvent, OpponentFought, RoundEvent
 
 #: The markers and the payload records (the hooks themselves are implemented, not imported).
 __all__ = [
@@ -79,12 +81,15 @@ __all__ = [
     "CandidateRecord",
     "ChampionRecord",
     "EvaluatedEvent",
+    "EvaluatedEventJSON",
     "GeneralityRecord",
     "JSONValue",
     "MergedRecord",
     "NodeSummary",
+    "OpponentFought",
     "OpponentRecord",
     "RoundEvent",
+    "RoundEventJSON",
     "RunSummary",
     "SharingRecord",
     "SpaceRecord",

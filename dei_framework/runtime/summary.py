@@ -30,6 +30,7 @@ from dei_framework.runtime.budget import BudgetLedger, NodeUsage
 from dei_framework.runtime.config import RunConfig
 from dei_framework.runtime.driver import SearchDriver
 from dei_framework.runtime.merge import RunMerge
+from dei_framework.search.events import RoundEvent
 
 
 def node_summary(
@@ -52,9 +53,9 @@ def node_summary(
     """
     loop = driver
     usage: NodeUsage = ledger.usage[node.name]
-    generality = [e.get("generality") for e in loop.history]
+    generality = [e.generality for e in loop.history]
     final = loop.history[-1] if loop.history else None
-    champion = dict(final["champion"]) if final and final.get("champion") else None
+    champion = final.champion.to_json() if final and final.champion else None
     if champion is not None and merge.reference is not None:
         champion = merge.with_common(champion)
     return {
@@ -66,18 +67,18 @@ def node_summary(
         "array_path": loop.array_path,
         "quota": ledger.quotas[node.name],
         "rounds_completed": len(loop.history),
-        "generality": final.get("generality") if final else None,
+        "generality": final.generality if final else None,
         "generality_peak": max((g for g in generality if g is not None), default=None),
         "generality_per_round": generality,
         "generality_excluded": sorted(loop.generality_excluded),
-        "champion_initial_per_round": [bool(e.get("champion_initial")) for e in loop.history],
-        "niche_novelty": mean_or_none(e.get("niche_novelty") for e in loop.history),
-        "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
-        "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
-        "qd_score_per_round": [e["stats"]["qd_score"] for e in loop.history],
+        "champion_initial_per_round": [e.champion_initial for e in loop.history],
+        "niche_novelty": mean_or_none(e.niche_novelty for e in loop.history),
+        "niche_novelty_per_round": [e.niche_novelty for e in loop.history],
+        "coverage_per_round": [e.stats.coverage for e in loop.history],
+        "qd_score_per_round": [e.stats.qd_score for e in loop.history],
         "champion": champion,
         "champion_common_fitness_per_round": [
-            common_fitness(merge.common_scores, (e.get("champion") or {}).get("text"))
+            common_fitness(merge.common_scores, e.champion.text if e.champion else None)
             for e in loop.history
         ]
         if merge.reference is not None
@@ -91,11 +92,10 @@ def node_summary(
 
 
 def _fitness_scales(
-    domain: Domain, fought: Mapping[int, int], history: Sequence[Mapping[str, Any]]
+    domain: Domain, fought: Mapping[int, int], history: Sequence[RoundEvent]
 ) -> list[float | None]:
     return [
-        float(domain.fitness_scale(fought[e["round"]])) if e["round"] in fought else None
-        for e in history
+        float(domain.fitness_scale(fought[e.round])) if e.round in fought else None for e in history
     ]
 
 
