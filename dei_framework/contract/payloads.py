@@ -116,6 +116,8 @@ class EvaluatedEventJSON(TypedDict):
     #: Reference programs it is identical to (``Domain.reference_matches``); present only when
     #: there are some (they are left out of the node's generality).
     generality_matches: NotRequired[list[str]]
+    #: The domain's extra figures (``Evaluation.info``); present only when it gave some.
+    info: NotRequired[dict[str, JSONValue]]
 
 
 class OpponentRecord(TypedDict):

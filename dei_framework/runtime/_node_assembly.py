@@ -256,7 +256,7 @@ class NodeAssembly:
             on_round=reactions.round_ended(name),
             checkpoint=reactions.checkpoint,
             on_evaluated=reactions.evaluated,
-            on_event=lambda event: reactions.progress(ProgressKind.EVALUATED, _counted(event)),
+            on_event=lambda event: reactions.progress(ProgressKind.EVALUATED, event),
             axes=tuple(dict.fromkeys((*self.spaces[name].names, *self.base.space.names))),
             array_path=self.config.array_path,
         )
@@ -267,16 +267,6 @@ def note_opponents(
 ) -> None:
     """Notes how many opponents node ``name`` fought in the round ``entry`` describes."""
     round_opponents[name][entry.round] = len(entry.opponents)
-
-
-def _counted(event: EvaluatedEvent) -> dict[str, Any]:
-    """What the progress display counts of an operator-made candidate."""
-    return {
-        "node": event.node,
-        "kind": event.kind,
-        "status": event.status,
-        "fitness": event.fitness,
-    }
 
 
 def _one_per_round(round_index: int) -> int:

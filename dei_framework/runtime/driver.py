@@ -79,7 +79,8 @@ class SearchDriver:
         on_round: Called with the round event and the finished archive when a round ends.
         on_evaluated: Called with the ``evaluated`` events of each batch of admitted items
             (every kind, in slot order), after they were logged.
-        on_event: Called with the ``evaluated`` event of each operator-made candidate.
+        on_event: Called with the ``evaluated`` event of each operator-made candidate, as
+            logged (a dict: the live display's input).
         checkpoint: Called when a round has ended (a good moment to write a checkpoint).
         axes: Descriptor keys every evaluation must report (default: the scheduler's axes;
             an ensemble adds the run's common axes, into which reports map every node).
@@ -103,7 +104,7 @@ class SearchDriver:
         replies: Recording | None = None,
         on_round: Callable[[RoundEvent, ArchiveBase], None] = lambda event, archive: None,
         on_evaluated: Callable[[Sequence[EvaluatedEvent]], None] = lambda events: None,
-        on_event: Callable[[EvaluatedEvent], None] = lambda event: None,
+        on_event: Callable[[dict], None] = lambda event: None,
         checkpoint: Callable[[], None] = lambda: None,
         axes: Sequence[str] | None = None,
         array_path: bool = True,
@@ -313,11 +314,12 @@ class SearchDriver:
         events.extend(report.events)
         for admission in report.admitted:
             self.generality_excluded.update(admission.result.info.get("generality_matches", ()))
-        self.record([event.to_json() for event in events], [])
+        lines = [event.to_json() for event in events]
+        self.record(lines, [])
         self.on_evaluated(events)
-        for event in events:
-            if event.kind in CALL_KINDS:  # progress counts operator-made candidates
-                self.on_event(event)
+        for line in lines:
+            if line["kind"] in CALL_KINDS:  # progress counts operator-made candidates
+                self.on_event(line)
         if report.round_end is not None:
             self._round_end = report.round_end
 

@@ -125,6 +125,6 @@ def test_the_pyribs_page_dei_loop_runs_plain_map_elites(capsys):
     scheduler = scope["scheduler"]
     assert scheduler.lifecycle == "continual" and scheduler.finished
     stats = scope["stats"]
-    assert stats["num_elites"] > 20 and stats["coverage"] == stats["num_elites"] / 400
-    assert stats["qd_score"] > 0 and scheduler.history[-1]["calls"] == 2000
+    assert stats.num_elites > 20 and stats.coverage == stats.num_elites / 400
+    assert stats.qd_score > 0 and scheduler.history[-1].calls == 2000
     assert capsys.readouterr().out.startswith("continual ")

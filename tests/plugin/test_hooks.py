@@ -126,7 +126,7 @@ class Failing:
     @hookimpl
     def dei_candidate_evaluated(self, event):
         type(self).calls += 1
-        raise KeyError(event["no-such-key"])
+        raise KeyError(event.to_json()["no-such-key"])
 
 
 def test_a_failing_observer_is_reported_once_and_the_run_finishes(tmp_path, capsys) -> None:

@@ -96,25 +96,25 @@ def test_a_domain_without_opponents_defaults_to_continual_and_one_with_them_to_r
 def test_a_continual_archive_persists_and_grows_across_rounds() -> None:
     continual = static_scheduler()
     events = drive_static(continual, None)
-    coverage = [e["stats"]["coverage"] for e in continual.history]
+    coverage = [e.stats.coverage for e in continual.history]
     assert coverage == sorted(coverage) and coverage[-1] > coverage[0]
     # Nothing is re-evaluated at a round start: every candidate is an operator's.
-    assert {e["kind"] for e in events} <= {"new", "mutate"}
-    assert all(e["opponents"] == [] for e in continual.history)
+    assert {e.kind for e in events} <= {"new", "mutate"}
+    assert all(e.opponents == () for e in continual.history)
     assert len(continual.pool) == 0  # the champions never join an opponent pool
     reset = static_scheduler(lifecycle="reset")
     drive_static(reset, None)
     # A reset node warms each round with its past champions: they are its pool.
-    assert [len(e["opponents"]) for e in reset.history] == [0, 1, 2]
-    assert reset.history[-1]["stats"]["coverage"] < coverage[-1]
+    assert [len(e.opponents) for e in reset.history] == [0, 1, 2]
+    assert reset.history[-1].stats.coverage < coverage[-1]
 
 
 def test_continual_parents_come_from_earlier_rounds_elites() -> None:
     s = static_scheduler()
     events = drive_static(s, None)
-    made_in = {e["id"]: e["round"] for e in events}
-    later = [e for e in events if e["round"] > 0 and e["kind"] == "mutate"]
-    assert any(made_in[e["parent"]] < e["round"] for e in later)
+    made_in = {e.id: e.round for e in events}
+    later = [e for e in events if e.round > 0 and e.kind == "mutate"]
+    assert any(made_in[e.parent] < e.round for e in later)
 
 
 def test_a_continual_run_is_the_same_in_any_order_and_resumes_exactly_mid_round() -> None:
