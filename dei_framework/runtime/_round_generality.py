@@ -15,7 +15,6 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dei_framework.contract.domain import Program
 from dei_framework.evaluation.local import Evaluator
 
 
@@ -65,9 +64,9 @@ class RoundGenerality:
 
     async def _outcomes(self, text: str) -> Mapping[str, bool] | float | None:
         parsed = await self.evaluator.parse(text)
-        if not isinstance(parsed, Program):
+        if parsed.program is None:
             return None
-        return await self.evaluator.generality_outcomes(parsed)
+        return await self.evaluator.generality_outcomes(parsed.program)
 
 
 def generality_subject(entry: Mapping[str, Any]) -> str | None:
