@@ -8,7 +8,8 @@ for programs that run code).
 May import: :mod:`dei_framework.contract`, :mod:`dei_framework.search`.
 
 Modules:
-    outcome.py              Outcome, the checks a domain's answer must pass, evaluate_parsed
+    outcome.py              Outcome and Parsed (what evaluating or parsing one program gave),
+                            the checks a domain's answer must pass, evaluate_parsed
     local.py                Evaluator: parse + evaluate + validate off the event loop, worker
                             deaths, in-process batches; re-exports the names of its parts below
     _batching.py            Evaluator batching: one loop turn's evaluations, cut into jobs per
@@ -43,6 +44,7 @@ __all__ = [
     "LocalBackend",
     "OpponentSet",
     "Outcome",
+    "Parsed",
     "WorkersKeepDying",
     "check_evaluation",
     "evaluate",

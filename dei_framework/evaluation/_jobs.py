@@ -21,6 +21,7 @@ from dei_framework.contract.errors import InvalidProgram
 from dei_framework.evaluation import _pool_worker
 from dei_framework.evaluation.outcome import (
     Outcome,
+    Parsed,
     check_evaluation,
     evaluate_parsed,
     reference_matches,
@@ -211,14 +212,14 @@ def _timed_genomes(
     return evaluations, time.thread_time() - started
 
 
-def _parse(domain: Domain | None, text: str) -> Program | str:
+def _parse(domain: Domain | None, text: str) -> Parsed:
     domain = domain or _pool_worker._WORKER_DOMAIN
     try:
-        return domain.parse(text)
+        return Parsed(program=domain.parse(text))
     except InvalidProgram as exc:
-        return str(exc)
+        return Parsed(error=str(exc))
     except Exception as exc:  # a parser bug on hostile input is the input's problem here
-        return f"parse failed: {type(exc).__name__}: {exc}"
+        return Parsed(error=f"parse failed: {type(exc).__name__}: {exc}")
 
 
 def _generality(domain: Domain | None, program: Program) -> float | None:

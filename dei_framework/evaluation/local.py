@@ -47,7 +47,7 @@ from dei_framework.evaluation._jobs import (
 )
 from dei_framework.evaluation._local_backend import LocalBackend
 from dei_framework.evaluation._opponent_sets import OpponentSet
-from dei_framework.evaluation.outcome import Outcome
+from dei_framework.evaluation.outcome import Outcome, Parsed
 from dei_framework.evaluation.sandbox.policy import SandboxPolicy
 
 # isort: split
@@ -359,12 +359,17 @@ class Evaluator(Batching):
         self._job_cpu = _cpu_estimate(self._job_cpu, cpu, len(jobs))
         return outcomes
 
-    async def parse(self, text: str) -> Program | str:
-        """Parses a program off the event loop; returns the program or why it is invalid."""
+    async def parse(self, text: str) -> Parsed:
+        """Parses a program off the event loop.
+
+        Returns:
+            The :class:`~dei_framework.evaluation.outcome.Parsed` record: ``program`` when the
+            text parsed, else ``error`` saying why (``parsed.valid`` tells which).
+        """
         try:
             return await self._run(_parse, text)
         except WorkerDied:
-            return "parse failed: the worker process died"
+            return Parsed(error="parse failed: the worker process died")
         except EvaluatorLost as exc:
             await self._lost(exc)
             raise  # not reached: _lost raises or waits to be cancelled

@@ -1,4 +1,5 @@
-"""The outcome of evaluating one program, and the checks a domain's answer must pass.
+"""The outcome of evaluating one program (and of parsing one), and the checks a domain's
+answer must pass.
 
 Shared by every place a program is evaluated: the local workers
 (:mod:`~dei_framework.evaluation.local`), the sandbox's forked children
@@ -23,7 +24,33 @@ from dei_framework.contract.domain import Domain, Evaluation, Program
 from dei_framework.contract.errors import InvalidProgram
 from dei_framework.search.scheduler import Result, WorkItem
 
-__all__ = ["Outcome", "check_evaluation", "evaluate_parsed", "finite_number", "reference_matches"]
+__all__ = [
+    "Outcome",
+    "Parsed",
+    "check_evaluation",
+    "evaluate_parsed",
+    "finite_number",
+    "reference_matches",
+]
+
+
+@attrs.frozen
+class Parsed:
+    """What parsing one text gave: the program, or why the text is not one.
+
+    Attributes:
+        program: The parsed program (``None`` when the text did not parse).
+        error: Why it did not parse: the domain's message, or ``parse failed: ...`` for a
+            parser that broke (``None`` when it parsed).
+    """
+
+    program: Program | None = None
+    error: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        """Whether the text parsed (:attr:`program` is set)."""
+        return self.program is not None
 
 
 @attrs.frozen(kw_only=True)

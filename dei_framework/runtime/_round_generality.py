@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from dei_framework.contract.domain import Program
 from dei_framework.evaluation.local import Evaluator
 from dei_framework.search.events import RoundEvent
 
@@ -68,9 +67,9 @@ class RoundGenerality:
 
     async def _outcomes(self, text: str) -> Mapping[str, bool] | float | None:
         parsed = await self.evaluator.parse(text)
-        if not isinstance(parsed, Program):
+        if parsed.program is None:
             return None
-        return await self.evaluator.generality_outcomes(parsed)
+        return await self.evaluator.generality_outcomes(parsed.program)
 
 
 def generality_subject(entry: RoundEvent) -> str | None:

@@ -19,6 +19,7 @@ from dei_framework.contract.domain import Program
 from dei_framework.contract.kinds import EventKind
 from dei_framework.contract.records import Candidate
 from dei_framework.evaluation.local import Evaluator, OpponentSet
+from dei_framework.evaluation.outcome import Parsed
 from dei_framework.search.scheduler import Scheduler
 
 
@@ -47,7 +48,7 @@ class RoundInputs:
         self.record = record
         #: The round's opponents as installed in the evaluation workers.
         self.opponents: OpponentSet | None = None
-        self._known: dict[str, Program | str] = {}
+        self._known: dict[str, Parsed] = {}
 
     async def start_round(self) -> None:
         """Validates received champions off the event loop, then starts the round."""
@@ -57,8 +58,8 @@ class RoundInputs:
             champions = await champions
         for champion in champions:
             parsed = await self.evaluator.parse(champion.text)
-            if isinstance(parsed, Program):  # junk never enters the pool
-                received.append(attrs.evolve(champion, text=parsed.text))
+            if parsed.program is not None:  # junk never enters the pool
+                received.append(attrs.evolve(champion, text=parsed.program.text))
         accepted = self.scheduler.start_round(received)
         self.record(
             [
@@ -80,10 +81,11 @@ class RoundInputs:
     async def load_opponents(self) -> None:
         """Parses the round's opponents once per run (off the event loop) and installs them in
         the evaluation workers once per round."""
-        opponents = []
+        opponents: list[Program] = []
         for opponent in self.scheduler.opponents:
             if opponent.text not in self._known:
                 self._known[opponent.text] = await self.evaluator.parse(opponent.text)
-            if isinstance(self._known[opponent.text], Program):
-                opponents.append(self._known[opponent.text])
+            program = self._known[opponent.text].program
+            if program is not None:
+                opponents.append(program)
         self.opponents = self.evaluator.install(opponents)

@@ -10,7 +10,7 @@ import pickle
 
 import pytest
 
-from dei_framework.evaluation.local import GENERALITY_NICENESS, Evaluator, evaluate
+from dei_framework.evaluation.local import GENERALITY_NICENESS, Evaluator, Parsed, evaluate
 
 
 @pytest.fixture
@@ -150,3 +150,36 @@ def test_a_batch_of_dear_evaluations_is_cut_finer_than_one_job_per_worker(toy):
     assert JOBS_PER_WORKER == 4 and dear_cuts[1] == [5] * 8
     assert cheap_cuts[1] == [20, 20]
     assert dear_evaluations[0] == dear_evaluations[1] == cheap_evaluations[0]
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_parse_gives_the_program_or_why_not_in_one_record(toy, workers):
+    domain = toy.ToyDomain()
+    evaluator = Evaluator(domain, workers=workers)
+
+    async def scenario():
+        return [await evaluator.parse(text) for text in ("PROGRAM: 07 12", "x y")]
+
+    try:
+        good, bad = asyncio.run(scenario())
+    finally:
+        evaluator.close()
+    assert good == Parsed(program=domain.parse("7 12")) and good.valid
+    assert good.program.text == "7 12" and good.error is None
+    assert bad.program is None and not bad.valid
+    assert bad.error == "line 1: expected 1-8 integers in [0, 99], got 'x y'"
+
+
+def test_a_parser_that_breaks_gives_a_parse_failed_record(toy, monkeypatch):
+    domain = toy.ToyDomain()
+
+    def broken(reply: str):
+        raise KeyError("oops")
+
+    monkeypatch.setattr(domain, "parse", broken)
+    evaluator = Evaluator(domain, workers=0)
+    try:
+        parsed = asyncio.run(evaluator.parse("1 2"))
+    finally:
+        evaluator.close()
+    assert parsed == Parsed(error="parse failed: KeyError: 'oops'")

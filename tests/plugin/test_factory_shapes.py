@@ -306,6 +306,18 @@ def test_calling_a_registered_factory_the_old_way_still_works_with_a_warning() -
     assert len(transports) == 2
 
 
+def test_a_context_keeps_the_truth_of_what_it_replaced() -> None:
+    # Operator settings and backend options were records, always true, before they became
+    # mappings of their options; a factory testing ``if options:`` must not change branch.
+    assert EvaluatorOptions()
+    assert EvaluatorOptions(options={}, workers=0)
+    assert OperatorSettings(spec="x", node="n0")
+    assert len(EvaluatorOptions()) == 0 and dict(OperatorSettings(spec="x", node="n0")) == {}
+    # A plain context stands for the options dict of the one-argument kinds: false when empty.
+    assert not FactoryContext()
+    assert FactoryContext(options={"a": 1})
+
+
 # --- typed lookups -------------------------------------------------------------------------------
 
 

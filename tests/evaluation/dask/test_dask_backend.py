@@ -401,7 +401,7 @@ def test_candidate_jobs_go_straight_to_the_workers_actors(dask_address) -> None:
     finally:
         backend.close()
     assert set(actors) == workers and len(workers) == 2  # one actor per worker
-    assert [program.text for program in parsed] == [*texts, texts[0]]
+    assert [one.program.text for one in parsed] == [*texts, texts[0]]
     # Every candidate job took the direct path, none went through the scheduler.
     assert candidates == {"actor": before["actor"] + len(texts), "task": before["task"]}
     # The domain's own exception is raised as it was, and the job is not done again.
@@ -512,7 +512,7 @@ def test_a_joining_worker_gets_an_actor_and_a_leaving_one_loses_it() -> None:
     finally:
         cluster.stop()
     assert len(first) == 1 and len(both) == 2 and first < both
-    assert [program.text for program in parsed] == texts
+    assert [one.program.text for one in parsed] == texts
     # Jobs go to the actor with the fewest outstanding: both workers took some directly.
     assert set(ran) == both and all(counts.get("actor", 0) >= 1 for counts in ran.values())
     assert all(counts.get("task", 0) == 0 for counts in ran.values())
@@ -617,7 +617,7 @@ def test_direct_jobs_of_two_event_loops_each_go_over_that_loops_own_connections(
                 for (owner, address), comms in list(backend._connections.items())
                 if owner is loop
             }
-            return [program.text for program in parsed], kept
+            return [one.program.text for one in parsed], kept
 
         answers[name] = asyncio.run(scenario())
 
