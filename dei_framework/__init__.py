@@ -56,6 +56,7 @@ Modules:
     __main__.py     ``python -m dei_framework ARGS`` is ``dei ARGS``
     _moved.py       the flat layout's import paths (before 0.2), kept for one release
     _lazy.py        a package's names handed on from one module on first use (PEP 562)
+    _deprecation.py DEIDeprecationWarning, the category of the framework's deprecations
     contract/       the types plugins implement or receive (imports nothing of the core)
     search/         the search algorithm, synchronous (no I/O, no awaits)
     evaluation/     scoring programs off the event loop: worker processes, Dask, sandboxes
@@ -74,6 +75,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from dei_framework import _moved
+from dei_framework._deprecation import DEIDeprecationWarning
 
 # The flat layout's import paths (dei_framework.ensemble, ...) keep working for one release.
 _moved.install()
@@ -98,6 +100,7 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "contract.errors": (
         "BudgetExhausted",
         "ConfigError",
+        "DEIDeprecationWarning",
         "DEIError",
         "InvalidProgram",
         "OperatorError",
@@ -185,6 +188,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
     from dei_framework.contract.errors import (
         BudgetExhausted,
         ConfigError,
+        DEIDeprecationWarning,
         DEIError,
         InvalidProgram,
         OperatorError,
@@ -283,6 +287,7 @@ __all__ = [
     "BudgetExhausted",
     "BudgetLedger",
     "ConfigError",
+    "DEIDeprecationWarning",
     "DEIError",
     "Delivery",
     "DescriptorSpace",
@@ -365,7 +370,7 @@ def __getattr__(name: str) -> Any:
         replacement = _DEPRECATED[name]
         warnings.warn(
             f"dei_framework.{name} is deprecated; use dei_framework.{replacement} (the same class)",
-            DeprecationWarning,
+            DEIDeprecationWarning,
             stacklevel=2,
         )
         return __getattr__(replacement)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import warnings
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
+from dei_framework._deprecation import DEIDeprecationWarning
 from dei_framework.contract.kinds import CandidateSource, EventKind, WorkKind
 
 # TypedDicts rather than classes: they describe what a file holds, key by key, without
@@ -370,7 +371,7 @@ def __getattr__(name: str) -> object:
     warnings.warn(
         f"{__name__}.{name} is deprecated: the run log's dict is {_RENAMED[name]}; the event "
         f"hooks receive is the record dei_framework.{name}",
-        DeprecationWarning,
+        DEIDeprecationWarning,
         stacklevel=2,
     )
     return globals()[_RENAMED[name]]

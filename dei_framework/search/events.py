@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from dei_framework._deprecation import DEIDeprecationWarning
 from dei_framework.contract.kinds import CandidateSource, EventKind, WorkKind
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import ArchiveStats
@@ -43,7 +44,7 @@ class _ReadAsJSON:
                 f"reading {cls.__name__} records as dicts is deprecated: read their "
                 f"attributes (event.fitness rather than event['fitness']), or call to_json() "
                 f"for the run log's dict",
-                DeprecationWarning,
+                DEIDeprecationWarning,
                 stacklevel=3,
             )
         return self.to_json()

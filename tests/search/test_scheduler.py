@@ -130,10 +130,10 @@ def test_any_completion_order_gives_the_same_run() -> None:
         assert other.history == reference.history
     assert [e.round for e in reference.history] == [0, 1, 2]
     assert sum(e.calls for e in reference.history) == 90
-    made = [e for e in reference_events if e["kind"] in ("new", "mutate")]
-    assert len(made) == 90 and [e["slot"] for e in made[:3]] == [2, 3, 4]
-    assert any(e["status"] == "invalid" for e in made)
-    assert {e["status"] for e in made} >= {"new", "not_added"}
+    made = [e for e in reference_events if e.kind in ("new", "mutate")]
+    assert len(made) == 90 and [e.slot for e in made[:3]] == [2, 3, 4]
+    assert any(e.status == "invalid" for e in made)
+    assert {e.status for e in made} >= {"new", "not_added"}
 
 
 def test_a_different_seed_or_lag_gives_a_different_run() -> None:
@@ -212,7 +212,7 @@ def test_round_events_list_the_pool_fought_and_received_champions_enter_by_polic
         drive_round(flooded)
     own = [[o for o in e.opponents if o.source == "own"] for e in flooded.history]
     assert own == [[o for o in e.opponents if o.source == "own"] for e in solo.history]
-    assert own[2] == [
+    assert [o.to_json() for o in own[2]] == [
         {"source": "own", "round": 0, "node": "n"},
         {"source": "own", "round": 1, "node": "n"},
     ]
@@ -495,7 +495,7 @@ def test_seed_programs_start_a_static_domains_archive_without_becoming_opponents
     assert all(e.opponents == () for e in s.history)
     # The first round's champion is a seed: no work of the search, marked as such.
     first = s.history[0]
-    assert first["champion_initial"] == (first["champion"]["text"] in domain.seed_programs())
+    assert first.champion_initial == (first.champion.text in domain.seed_programs())
     # Each seed was offered to the archive (they differ in length and peak: three cells).
     assert rounds[0]["status"] == ["NEW", "NEW", "NEW"]
 
