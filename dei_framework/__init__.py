@@ -53,20 +53,20 @@ modules, each with its job. The flat layout's module paths (``dei_framework.ense
 still import, with a ``DeprecationWarning``, for one release (:mod:`dei_framework._moved`).
 
 Modules:
-    __main__.py     ``python -m dei_framework ARGS`` is ``dei ARGS``
-    _moved.py       the flat layout's import paths (before 0.2), kept for one release
-    _lazy.py        a package's names handed on from one module on first use (PEP 562)
-    _deprecation.py DEIDeprecationWarning, the category of the framework's deprecations
-    contract/       the types plugins implement or receive (imports nothing of the core)
-    search/         the search algorithm, synchronous (no I/O, no awaits)
-    evaluation/     scoring programs off the event loop: worker processes, Dask, sandboxes
-    net/            between nodes: signed champions and reports, a node's endpoint, time
-    plugin/         hook specifications, the plugin manager, the core's own plugin
-    analysis/       common ground, statistics, archive metrics, figures as text
-    runtime/        running a search: a node's driver, a run's assembly, budget and files
-    experiment/     comparisons at equal compute, the portfolio chooser
-    report/         what a finished run or experiment says: report.md, plots, export
-    app/            the commands: dei-run, dei, dei watch
+    __main__.py       ``python -m dei_framework ARGS`` is ``dei ARGS``
+    _moved.py         the flat layout's import paths (before 0.2), kept for one release
+    _lazy.py          a package's names handed on from one module on first use (PEP 562)
+    _deprecation.py   DEIDeprecationWarning, the category of the framework's deprecations
+    contract/         the types plugins implement or receive (imports nothing of the core)
+    search/           the search algorithm, synchronous (no I/O, no awaits)
+    evaluation/       scoring programs off the event loop: worker processes, Dask, sandboxes
+    net/              between nodes: signed champions and reports, a node's endpoint, time
+    plugin/           hook specifications, the plugin manager, the core's own plugin
+    analysis/         common ground, statistics, archive metrics, figures as text
+    runtime/          running a search: a node's driver, a run's assembly, budget and files
+    experiment/       comparisons at equal compute, the portfolio chooser
+    report/           what a finished run or experiment says: report.md, plots, export
+    app/              the commands: dei-run, dei, dei watch
 """
 
 from __future__ import annotations

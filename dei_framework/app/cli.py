@@ -419,10 +419,40 @@ def dei_run(**flags: Any) -> None:
     With only --domain, runs a small offline ensemble of the domain's offline operators.
     """
     with Interrupts() as interrupts:
-        _dei_run(flags, interrupts)
+        request = _dei_run(flags)
+        with _given_up_unless_written(request.lock, request.out / CONFIG_FILE):
+            _run_locked(request, interrupts)
 
 
-def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
+@attrs.frozen(kw_only=True)
+class RunRequest:
+    """What ``dei-run``'s flags ask for, resolved: the run's configuration and its directory,
+    locked for this command (:func:`_dei_run`, the flag handling; :func:`_run_locked` runs it).
+
+    Attributes:
+        config: The run's configuration (flags over config file over preset over defaults; or
+            the recorded one, placed anew, for ``--resume`` and ``--replay``).
+        out: The run directory.
+        lock: Its lock, held by this command.
+        plugins: The loaded plugins.
+        flags: The flags, for what is read while the run goes (progress, report, watch).
+        resume_dir: ``--resume``'s directory, if given.
+        replay_dir: ``--replay``'s directory, if given.
+    """
+
+    config: RunConfig
+    out: Path
+    lock: RunLock
+    plugins: PluginRegistry
+    flags: Mapping[str, Any]
+    resume_dir: str | None = None
+    replay_dir: str | None = None
+
+
+def _dei_run(flags: dict[str, Any]) -> RunRequest:
+    """``dei-run``'s flag handling: the flags checked and resolved into a :class:`RunRequest`,
+    the run directory locked (before the recorded configuration of ``--resume`` is read: one
+    writer at a time). Nothing runs yet."""
     from dei_framework.runtime.run_dir import RunDir
 
     plugins = sound_registry()
@@ -458,10 +488,15 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         config = resolve_config(flags, plugins)
         out = chosen_out(flags) or default_out(config.domain)
         lock = _lock_fresh(out)
-    with _given_up_unless_written(lock, out / CONFIG_FILE):
-        _run_locked(
-            config, out, plugins, flags, interrupts, resume_dir=resume_dir, replay_dir=replay_dir
-        )
+    return RunRequest(
+        config=config,
+        out=out,
+        lock=lock,
+        plugins=plugins,
+        flags=flags,
+        resume_dir=resume_dir,
+        replay_dir=replay_dir,
+    )
 
 
 def _lock_fresh(out: Path) -> RunLock:
@@ -498,18 +533,12 @@ def _given_up_unless_written(lock: RunLock, marker: Path) -> Iterator[None]:
         raise
 
 
-def _run_locked(
-    config: RunConfig,
-    out: Path,
-    plugins: PluginRegistry,
-    flags: dict[str, Any],
-    interrupts: Interrupts,
-    *,
-    resume_dir: str | None,
-    replay_dir: str | None,
-) -> None:
-    """The run of ``dei-run`` once its directory is locked."""
+def _run_locked(request: RunRequest, interrupts: Interrupts) -> None:
+    """The run of ``dei-run`` once its flags are handled and its directory is locked."""
     from dei_framework.runtime.launcher import local_network
+
+    config, out, plugins, flags = request.config, request.out, request.plugins, request.flags
+    resume_dir, replay_dir = request.resume_dir, request.replay_dir
 
     _warn_bare_members(config.members)
     watching = watch_in_background(out) if flags.get("watch") else None
