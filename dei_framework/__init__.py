@@ -28,7 +28,8 @@ The core is domain-agnostic. What it offers library users:
   :class:`ExportedProgram`, :class:`EvaluatorSpec`, :class:`EvaluationBackend`,
   :class:`EvaluatorOptions`, :class:`LocalNetwork`, :class:`ChampionEnvelope`,
   :class:`NodeIdentity`, :class:`InboxFilter`, :class:`EnvelopeError`, :data:`Message`; the
-  observation payloads :class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`,
+  observation payloads :class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`
+  (records; :class:`RunSummaryJSON` is ``summary.json``'s shape),
   and the string enums their fields hold: :class:`CandidateSource` (a candidate's ``source``),
   :class:`WorkKind` (a work item's and an ``evaluated`` event's ``kind``), :class:`EventKind`
   (a run-log line's ``event``) and :class:`ProgressKind` (a progress update's kind).
@@ -143,7 +144,14 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "evaluation.local": ("evaluate",),
     "evaluation.sandbox": ("Limits", "SandboxPolicy", "choose_policy"),
     "net.envelope": ("ChampionEnvelope", "EnvelopeError", "InboxFilter", "NodeIdentity"),
-    "plugin.hookspecs": ("EvaluatedEvent", "RoundEvent", "RunSummary", "hookimpl", "hookspec"),
+    "plugin.hookspecs": (
+        "EvaluatedEvent",
+        "RoundEvent",
+        "RunSummary",
+        "RunSummaryJSON",
+        "hookimpl",
+        "hookspec",
+    ),
     "plugin.manager": ("load_plugins",),
     "runtime.budget": ("BudgetLedger", "split_budget"),
     "runtime.config": ("NodeConfig", "RunConfig"),
@@ -223,6 +231,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         EvaluatedEvent,
         RoundEvent,
         RunSummary,
+        RunSummaryJSON,
         hookimpl,
         hookspec,
     )
@@ -342,6 +351,7 @@ __all__ = [
     "RoundEvent",
     "RunOption",
     "RunSummary",
+    "RunSummaryJSON",
     "WatchedRun",
     "run_experiment",
     "Limits",

@@ -1,10 +1,11 @@
 """The JSON a run writes, typed field by field: the lines of ``events.jsonl`` and the
 ``summary.json`` of a run and of an experiment.
 
-The summaries (:class:`RunSummary`, :class:`ExperimentSummary`) are these dicts wherever they
-travel: ``Ensemble.run`` returns one and ``dei_run_finished`` receives it. The events travel as
-the records of :mod:`dei_framework.search.events` (``EvaluatedEvent``, ``RoundEvent``), whose
-``to_json()`` gives :class:`EvaluatedEventJSON` and :class:`RoundEventJSON`.
+In the process, the events and the run's summary travel as records, whose ``to_json()`` gives
+these dicts: the events of :mod:`dei_framework.search.events` (``EvaluatedEvent``,
+``RoundEvent``: :class:`EvaluatedEventJSON`, :class:`RoundEventJSON`) and
+:class:`~dei_framework.contract.run_summary.RunSummary` (:class:`RunSummaryJSON`). Readers of a
+run's files get these dicts; an experiment's summary is :class:`ExperimentSummary` everywhere.
 
 Re-exported by :mod:`dei_framework.plugin.hookspecs` (the path plugins and docs name them by).
 """
@@ -286,9 +287,10 @@ class NodeSummary(TypedDict):
     pid: NotRequired[int]
 
 
-class RunSummary(TypedDict):
+class RunSummaryJSON(TypedDict):
     """A run's results, as written to ``summary.json`` (docs/concepts.md#metrics-in-summaryjson
-    describes the figures)."""
+    describes the figures); :class:`~dei_framework.contract.run_summary.RunSummary` is the
+    record."""
 
     #: The domain's name (``--domain``).
     domain: str
@@ -321,6 +323,8 @@ class RunSummary(TypedDict):
     invalid: int
     #: Candidates evaluated (valid or not; warm-start and peer re-evaluations included).
     evaluated: int
+    #: How many candidates the sandbox stopped, by cause (only where programs ran in one).
+    stopped: NotRequired[dict[str, int]]
 
 
 class ExperimentSummary(TypedDict):

@@ -2,9 +2,10 @@
 
 Called for every plugin, return values ignored; a failing observer is left out of that hook
 from then on. Collected by :mod:`dei_framework.plugin.hookspecs`, the module the plugin manager
-registers. The events are the records of :mod:`~dei_framework.search.events`, read by attribute
-(``stats.stats.coverage``; ``to_json()`` gives the line of ``events.jsonl``); the summary is
-:mod:`~dei_framework.contract.payloads`' ``RunSummary``, the dict ``summary.json`` holds.
+registers. The payloads are frozen records read by attribute: the events of
+:mod:`~dei_framework.search.events` (``stats.stats.coverage``; ``to_json()`` gives the line of
+``events.jsonl``) and :class:`~dei_framework.contract.run_summary.RunSummary`
+(``summary.merged["coverage"]``; ``to_json()`` is ``summary.json``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from dei_framework.plugin._markers import hookspec
 
 if TYPE_CHECKING:
-    from dei_framework.contract.payloads import RunSummary
+    from dei_framework.contract.run_summary import RunSummary
     from dei_framework.net.envelope import ChampionEnvelope
     from dei_framework.search.events import EvaluatedEvent, RoundEvent
 
@@ -100,7 +101,8 @@ def dei_run_finished(run_dir: str, summary: RunSummary) -> None:
 
     Args:
         run_dir: The run directory (the one holding ``summary.json``).
-        summary: What ``summary.json`` holds.
+        summary: The run's results (``summary.to_json()`` is what ``summary.json`` holds):
+            ``summary.merged``, ``summary.nodes``, ``summary.budget``, ...
 
     Returns:
         Nothing; return values are ignored (an observation hook).

@@ -9,8 +9,9 @@ match the specifications below. Third-party plugins are found through the entry-
 
 Each hook's docstring says, as pytest's ``hookspec.py`` does, when and how often it fires
 (**Fires:**), what its callers do with what it returns (**Returns:**) and, for every argument,
-what it holds (**Args:**); the event payloads are typed records re-exported here
-(:class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`), documented field by field.
+what it holds (**Args:**); the payloads are frozen records re-exported here
+(:class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`), read by attribute and
+documented field by field (``to_json()`` gives what the run's files hold).
 ``tests/plugin/test_hookspecs.py`` fails when a hook lacks one of these.
 
 Every hook is called through pluggy, so ``@hookimpl(tryfirst=True)`` and ``trylast=True``
@@ -66,11 +67,12 @@ from dei_framework.contract.payloads import (
     NodeSummary,
     OpponentRecord,
     RoundEventJSON,
-    RunSummary,
+    RunSummaryJSON,
     SharingRecord,
     SpaceRecord,
     Timings,
 )
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.plugin import _format_hooks, _observation_hooks, _registration_hooks
 from dei_framework.plugin._markers import hookimpl, hookspec
 from dei_framework.search.events import EvaluatedEvent, OpponentFought, RoundEvent
@@ -91,6 +93,7 @@ __all__ = [
     "RoundEvent",
     "RoundEventJSON",
     "RunSummary",
+    "RunSummaryJSON",
     "SharingRecord",
     "SpaceRecord",
     "Timings",

@@ -25,7 +25,7 @@ from typing import Any
 from dei_framework.contract.backend import EvaluatorLost
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.kinds import EventKind, ProgressKind
-from dei_framework.contract.payloads import RunSummary
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.net.node import Node
 from dei_framework.plugin.manager import PluginRegistry, load_plugins
 from dei_framework.runtime.assembly import LAG_PER_SLOT, RunParts, assemble, note_opponents

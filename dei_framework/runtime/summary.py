@@ -22,7 +22,8 @@ from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import DEIError
 from dei_framework.contract.kinds import CALL_KINDS, EventKind
-from dei_framework.contract.payloads import JSONValue, NodeSummary, RunSummary
+from dei_framework.contract.payloads import JSONValue, NodeSummary
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.evaluation.sandbox.limits import STOP_KINDS, stop_kind
 from dei_framework.evaluation.sandbox.policy import choose_policy
 from dei_framework.net.node import Node
@@ -197,21 +198,21 @@ def run_summary(
     space = merge.space
     per_round = merge.per_round()
     merged = merge.merged()
-    return {
-        "domain": config.domain,
-        "transport": config.transport,
-        "sharing": config.sharing,
-        "seed": config.seed,
-        "rounds": config.rounds,
-        "lifecycle": config.lifecycle,
-        "space": {
+    return RunSummary(
+        domain=config.domain,
+        transport=config.transport,
+        sharing=config.sharing,
+        seed=config.seed,
+        rounds=config.rounds,
+        lifecycle=config.lifecycle,
+        space={
             "axes": list(space.names),
             "shape": list(space.shape),
             "cells": space.cells,
             "grid": space.to_json(),
         },
-        "merged": {**merged, "per_round": per_round},
-        "generality": {
+        merged={**merged, "per_round": per_round},
+        generality={
             "reference": _generality_reference(domain),
             # Per node: how many reference programs it fought or produced, left out of
             # its generality (the names are in nodes.<name>.generality_excluded).
@@ -222,15 +223,15 @@ def run_summary(
                 for name, node in nodes.items()
             },
         },
-        "nodes": nodes,
-        "operator_divergence": operator_divergence(tally.histograms()),
-        "budget": budget,
-        "compute_axis": budget.get("axis", config.compute_axis),
-        "invalid": tally.invalid,
-        "evaluated": tally.evaluated,
+        nodes=nodes,
+        operator_divergence=operator_divergence(tally.histograms()),
+        budget=budget,
+        compute_axis=budget.get("axis", config.compute_axis),
+        invalid=tally.invalid,
+        evaluated=tally.evaluated,
         # Only where candidates ran in a sandbox (domains whose programs are data never stop).
-        **({"stopped": dict(tally.stopped)} if _sandboxed(config, domain) else {}),
-    }
+        stopped=dict(tally.stopped) if _sandboxed(config, domain) else None,
+    )
 
 
 def _sandboxed(config: RunConfig, domain: Domain) -> bool:

@@ -13,13 +13,12 @@ works, with a ``DeprecationWarning`` once per class.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
 
-from dei_framework._deprecation import DEIDeprecationWarning
+from dei_framework.contract._json_view import ReadAsJSON
 from dei_framework.contract.kinds import CandidateSource, EventKind, WorkKind
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import ArchiveStats
@@ -27,45 +26,8 @@ from dei_framework.search.archives import ArchiveStats
 __all__ = ["EvaluatedEvent", "OpponentFought", "RoundEvent"]
 
 
-class _ReadAsJSON:
-    """Read access as the JSON dict the record used to be, deprecated (warns once per class)."""
-
-    __slots__ = ()
-    _warned: ClassVar[bool] = False
-
-    def to_json(self) -> dict[str, Any]:
-        raise NotImplementedError  # each record says how it is written
-
-    def _as_dict(self) -> dict[str, Any]:
-        cls = type(self)
-        if not cls._warned:
-            cls._warned = True
-            warnings.warn(
-                f"reading {cls.__name__} records as dicts is deprecated: read their "
-                f"attributes (event.fitness rather than event['fitness']), or call to_json() "
-                f"for the run log's dict",
-                DEIDeprecationWarning,
-                stacklevel=3,
-            )
-        return self.to_json()
-
-    def __getitem__(self, key: str) -> Any:
-        return self._as_dict()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """``to_json().get(key, default)`` (deprecated: read the attribute)."""
-        return self._as_dict().get(key, default)
-
-    def keys(self) -> Any:
-        """``to_json().keys()`` (deprecated: read the attributes)."""
-        return self._as_dict().keys()
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._as_dict()
-
-
 @attrs.frozen(kw_only=True)
-class EvaluatedEvent(_ReadAsJSON):
+class EvaluatedEvent(ReadAsJSON):
     """One candidate evaluated (or found invalid): an ``evaluated`` line of ``events.jsonl``.
 
     Attributes:
@@ -196,7 +158,7 @@ class OpponentFought:
 
 
 @attrs.frozen(kw_only=True)
-class RoundEvent(_ReadAsJSON):
+class RoundEvent(ReadAsJSON):
     """A node's round, finished: a ``round`` line of ``events.jsonl``.
 
     Attributes:
