@@ -58,18 +58,10 @@ def evaluated_event(
         info: Extra fields (timings ...).
     """
     if offered is None:
-        return EvaluatedEvent(
-            id=item.id,
-            node=item.node,
-            round=item.round,
-            operator=operator,
-            kind=item.kind,
-            parent=item.parent.id if item.parent else None,
-            slot=item.order,
-            status="invalid",
-            error=error,
-            extra=info,
-        )
+        label, fitness, descriptor, cell = "invalid", None, None, None
+    else:
+        label, fitness, error = status.label, offered.fitness, None
+        descriptor, cell = dict(offered.descriptor), tuple(offered.cell)
     return EvaluatedEvent(
         id=item.id,
         node=item.node,
@@ -78,10 +70,11 @@ def evaluated_event(
         kind=item.kind,
         parent=item.parent.id if item.parent else None,
         slot=item.order,
-        status=status.label,
-        fitness=offered.fitness,
-        descriptor=dict(offered.descriptor),
-        cell=tuple(offered.cell),
+        status=label,
+        error=error,
+        fitness=fitness,
+        descriptor=descriptor,
+        cell=cell,
         extra=info,
     )
 
