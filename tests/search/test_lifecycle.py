@@ -20,6 +20,7 @@ from dei_framework import (
     NodeConfig,
     Program,
     RunConfig,
+    RunSummary,
     Scheduler,
     ThresholdAxis,
     UniformAxis,
@@ -223,7 +224,7 @@ def test_run_config_checks_and_records_the_lifecycle() -> None:
 # --- whole runs on the symbolic-regression example ----------------------------------------------
 
 
-def _symreg(rounds: int, out: Path, **settings) -> dict:
+def _symreg(rounds: int, out: Path, **settings) -> RunSummary:
     config = RunConfig(
         domain="symreg",
         nodes=[NodeConfig(name=f"node-{i}", operator="symreg-gp") for i in range(4)],
@@ -239,10 +240,10 @@ def _symreg(rounds: int, out: Path, **settings) -> dict:
 def test_continual_rounds_keep_the_coverage_and_champions_cross_every_round(tmp_path) -> None:
     one = _symreg(1, tmp_path / "one")
     four = _symreg(4, tmp_path / "four")
-    assert one["lifecycle"] == four["lifecycle"] == "continual"  # symreg's default
+    assert one.lifecycle == four.lifecycle == "continual"  # symreg's default
     recorded = json.loads((tmp_path / "four" / "config.json").read_text())
     assert recorded["lifecycle"] == "continual"
-    assert four["merged"]["coverage"] >= one["merged"]["coverage"]
+    assert four.merged["coverage"] >= one.merged["coverage"]
     log = [json.loads(line) for line in (tmp_path / "four" / "events.jsonl").open()]
     received = [e for e in log if e["event"] == "received"]
     # Every node takes in its peers' champions at every round start after the first.
@@ -255,13 +256,13 @@ def test_continual_rounds_keep_the_coverage_and_champions_cross_every_round(tmp_
     # No warm start after the first round: the seeds are evaluated once per node.
     warm = [e for e in log if e["event"] == "evaluated" and e["kind"] == "warm"]
     assert {e["round"] for e in warm} == {0}
-    for node in four["nodes"].values():
+    for node in four.nodes.values():
         coverage = node["coverage_per_round"]
         assert coverage == sorted(coverage)  # an archive that persists never shrinks
         assert node["sharing"]["published"] == 4
     reset = _symreg(4, tmp_path / "reset", lifecycle="reset")
-    assert reset["lifecycle"] == "reset"
-    assert four["merged"]["coverage"] > reset["merged"]["coverage"]
+    assert reset.lifecycle == "reset"
+    assert four.merged["coverage"] > reset.merged["coverage"]
 
 
 # --- per-node search settings and the flags ------------------------------------------------------
@@ -294,7 +295,7 @@ def test_nodes_with_different_emitter_options_run_in_one_ensemble(tmp_path) -> N
     assert emitters["node-0"].prior == 2.0 and emitters["node-1"].prior == 0.25
     assert emitters["node-2"].name == "uniform"
     assert ensemble.drivers["node-3"].scheduler.archive.cells == 12
-    assert all(node["calls"] == 10 for node in summary["nodes"].values())
+    assert all(node["calls"] == 10 for node in summary.nodes.values())
 
 
 def test_a_seeded_ensemble_with_the_tournament_emitter_is_reproducible(tmp_path) -> None:
