@@ -14,6 +14,7 @@ change in any release.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from dei_framework._deprecation import DEIDeprecationWarning
@@ -54,3 +55,8 @@ class ReadAsJSON:
 
     def __contains__(self, key: object) -> bool:
         return key in self._as_dict()
+
+    def __iter__(self) -> Iterator[str]:
+        # Defined so that ``for key in record`` (and ``set(record)``) gives the keys, as it did
+        # on the dict, rather than Python's fallback of __getitem__(0), (1), ...
+        return iter(self._as_dict())

@@ -136,6 +136,7 @@ def test_reading_a_record_as_a_dict_warns_once_and_gives_the_logs_values(
         warnings.simplefilter("error")  # once per class: no second warning
         assert event.get("node") == event.node and "champion" in event
         assert {**event}["round"] == event.round
+        assert set(event) == set(event.to_json())
 
 
 def test_the_records_json_has_the_documented_keys(observed) -> None:
