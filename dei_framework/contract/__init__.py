@@ -22,7 +22,7 @@ Modules:
                         RoundEventJSON, RunSummaryJSON, NodeSummary, ExperimentSummary, ...)
     run_summary.py      RunSummary: a run's results as a record (what Ensemble.run returns and
                         dei_run_finished receives)
-    _json_view.py       reading a record as the dict it was before 0.3 (deprecated)
+    _json_view.py       reading a record as the dict it was before 0.2 (deprecated)
     descriptors.py      axes and DescriptorSpace
     domain.py           Domain, Program, Evaluation, DomainSpec
     operators.py        Operator, OperatorRequest/Reply/Settings/Spec

@@ -1,4 +1,4 @@
-"""Reading a record as the JSON dict it was before 0.3, deprecated: ``event["fitness"]``,
+"""Reading a record as the JSON dict it was before 0.2, deprecated: ``event["fitness"]``,
 ``summary.get("nodes")``, ``"error" in event``, ``{**summary}``.
 
 The run's events and summary were handed out as the dicts written to ``events.jsonl`` and

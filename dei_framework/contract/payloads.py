@@ -365,7 +365,7 @@ class ExperimentSummary(TypedDict):
     comparisons: list[dict[str, JSONValue]]
 
 
-#: The names these TypedDicts had before the events became records (0.3).
+#: The names these TypedDicts had before the events became records (0.2).
 _RENAMED = {"EvaluatedEvent": "EvaluatedEventJSON", "RoundEvent": "RoundEventJSON"}
 
 

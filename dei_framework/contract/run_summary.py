@@ -6,7 +6,7 @@ Its attributes are the top-level keys of ``summary.json`` (``summary.merged``,
 :mod:`~dei_framework.contract.payloads` (``summary.merged["coverage"]``,
 ``summary.nodes["node-0"]["champion"]``). ``to_json()`` is the file, key for key, and
 ``from_json()`` reads it back. Reading the record itself as a dict (``summary["merged"]``, as
-before 0.3) still works, with a deprecation warning.
+before 0.2) still works, with a deprecation warning.
 """
 
 from __future__ import annotations

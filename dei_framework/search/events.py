@@ -6,7 +6,7 @@ They are frozen attrs records, read by attribute (``event.fitness``, ``round.sta
 shapes :mod:`dei_framework.contract.payloads` documents) and ``from_json()`` reads them back: JSON
 is made only where an event leaves the process (the run log, a checkpoint, a status line).
 
-Until 0.3 the scheduler and the observation hooks handed out those JSON dicts. Reading a record
+Before 0.2 the scheduler and the observation hooks handed out those JSON dicts. Reading a record
 as one (``event["fitness"]``, ``event.get("node")``, ``"error" in event``, ``{**event}``) still
 works, with a ``DeprecationWarning`` once per class.
 """
