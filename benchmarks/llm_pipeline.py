@@ -249,7 +249,7 @@ def measure(args: argparse.Namespace, registry, repeat: int) -> dict:
     achieved, ideal = served / window, args.concurrency / latency
     job_bytes = round(statistics.fmean(sizes.sizes), 1) if sizes.sizes else None
     return {
-        "calls": summary["budget"]["calls"],
+        "calls": summary.budget["calls"],
         "served": served,
         "mean_latency_s": round(latency, 4),
         "window_s": round(window, 2),

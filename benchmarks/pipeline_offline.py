@@ -137,7 +137,7 @@ def measure(args: argparse.Namespace, registry) -> tuple[float, list]:
             json.loads(p.read_text())["archive"]
             for p in sorted(Path(out, "nodes", "n").glob("round-*.json"))
         ]
-    return summary["budget"]["calls"] / seconds, archives
+    return summary.budget["calls"] / seconds, archives
 
 
 def main() -> None:

@@ -157,8 +157,8 @@ def throughput(args: argparse.Namespace, repeat: int, level: str) -> dict:
         served, latency, window = server.close()
     achieved, ideal = served / window, len(nodes) * args.concurrency / latency
     return {
-        "calls": summary["budget"]["calls"],
-        "invalid": summary["invalid"],
+        "calls": summary.budget["calls"],
+        "invalid": summary.invalid,
         "mean_latency_s": round(latency, 4),
         "window_s": round(window, 2),
         "achieved_calls_per_s": round(achieved, 3),

@@ -160,15 +160,15 @@ def run_asktell(evals: int, seed: int) -> dict[str, Any]:
     started, wall = time.process_time(), time.perf_counter()
     scheduler, domain, genomes = asyncio.run(_asktell(evals, seed))
     cpu, wall = time.process_time() - started, time.perf_counter() - wall
-    stats = scheduler.history[-1]["stats"]
+    stats = scheduler.history[-1].stats
     objective = sum(objective_seconds(domain, batch, len(batch)) for batch in genomes)
     return _row(
         evals,
         cpu,
         wall,
         objective,
-        coverage=stats["coverage"],
-        qd_score=stats["qd_score"],
+        coverage=stats.coverage,
+        qd_score=stats.qd_score,
         batch=ASKTELL_BATCH,
     )
 

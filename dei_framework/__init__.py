@@ -28,7 +28,8 @@ The core is domain-agnostic. What it offers library users:
   :class:`ExportedProgram`, :class:`EvaluatorSpec`, :class:`EvaluationBackend`,
   :class:`EvaluatorOptions`, :class:`LocalNetwork`, :class:`ChampionEnvelope`,
   :class:`NodeIdentity`, :class:`InboxFilter`, :class:`EnvelopeError`, :data:`Message`; the
-  observation payloads :class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`,
+  observation payloads :class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`
+  (records; :class:`RunSummaryJSON` is ``summary.json``'s shape),
   and the string enums their fields hold: :class:`CandidateSource` (a candidate's ``source``),
   :class:`WorkKind` (a work item's and an ``evaluated`` event's ``kind``), :class:`EventKind`
   (a run-log line's ``event``) and :class:`ProgressKind` (a progress update's kind).
@@ -53,19 +54,20 @@ modules, each with its job. The flat layout's module paths (``dei_framework.ense
 still import, with a ``DeprecationWarning``, for one release (:mod:`dei_framework._moved`).
 
 Modules:
-    __main__.py     ``python -m dei_framework ARGS`` is ``dei ARGS``
-    _moved.py       the flat layout's import paths (before 0.2), kept for one release
-    _lazy.py        a package's names handed on from one module on first use (PEP 562)
-    contract/       the types plugins implement or receive (imports nothing of the core)
-    search/         the search algorithm, synchronous (no I/O, no awaits)
-    evaluation/     scoring programs off the event loop: worker processes, Dask, sandboxes
-    net/            between nodes: signed champions and reports, a node's endpoint, time
-    plugin/         hook specifications, the plugin manager, the core's own plugin
-    analysis/       common ground, statistics, archive metrics, figures as text
-    runtime/        running a search: a node's driver, a run's assembly, budget and files
-    experiment/     comparisons at equal compute, the portfolio chooser
-    report/         what a finished run or experiment says: report.md, plots, export
-    app/            the commands: dei-run, dei, dei watch
+    __main__.py       ``python -m dei_framework ARGS`` is ``dei ARGS``
+    _moved.py         the flat layout's import paths (before 0.2), kept for one release
+    _lazy.py          a package's names handed on from one module on first use (PEP 562)
+    _deprecation.py   DEIDeprecationWarning, the category of the framework's deprecations
+    contract/         the types plugins implement or receive (imports nothing of the core)
+    search/           the search algorithm, synchronous (no I/O, no awaits)
+    evaluation/       scoring programs off the event loop: worker processes, Dask, sandboxes
+    net/              between nodes: signed champions and reports, a node's endpoint, time
+    plugin/           hook specifications, the plugin manager, the core's own plugin
+    analysis/         common ground, statistics, archive metrics, figures as text
+    runtime/          running a search: a node's driver, a run's assembly, budget and files
+    experiment/       comparisons at equal compute, the portfolio chooser
+    report/           what a finished run or experiment says: report.md, plots, export
+    app/              the commands: dei-run, dei, dei watch
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from dei_framework import _moved
+from dei_framework._deprecation import DEIDeprecationWarning
 
 # The flat layout's import paths (dei_framework.ensemble, ...) keep working for one release.
 _moved.install()
@@ -98,6 +101,7 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "contract.errors": (
         "BudgetExhausted",
         "ConfigError",
+        "DEIDeprecationWarning",
         "DEIError",
         "InvalidProgram",
         "OperatorError",
@@ -140,7 +144,14 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "evaluation.local": ("evaluate",),
     "evaluation.sandbox": ("Limits", "SandboxPolicy", "choose_policy"),
     "net.envelope": ("ChampionEnvelope", "EnvelopeError", "InboxFilter", "NodeIdentity"),
-    "plugin.hookspecs": ("EvaluatedEvent", "RoundEvent", "RunSummary", "hookimpl", "hookspec"),
+    "plugin.hookspecs": (
+        "EvaluatedEvent",
+        "RoundEvent",
+        "RunSummary",
+        "RunSummaryJSON",
+        "hookimpl",
+        "hookspec",
+    ),
     "plugin.manager": ("load_plugins",),
     "runtime.budget": ("BudgetLedger", "split_budget"),
     "runtime.config": ("NodeConfig", "RunConfig"),
@@ -185,6 +196,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
     from dei_framework.contract.errors import (
         BudgetExhausted,
         ConfigError,
+        DEIDeprecationWarning,
         DEIError,
         InvalidProgram,
         OperatorError,
@@ -219,6 +231,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
         EvaluatedEvent,
         RoundEvent,
         RunSummary,
+        RunSummaryJSON,
         hookimpl,
         hookspec,
     )
@@ -283,6 +296,7 @@ __all__ = [
     "BudgetExhausted",
     "BudgetLedger",
     "ConfigError",
+    "DEIDeprecationWarning",
     "DEIError",
     "Delivery",
     "DescriptorSpace",
@@ -337,6 +351,7 @@ __all__ = [
     "RoundEvent",
     "RunOption",
     "RunSummary",
+    "RunSummaryJSON",
     "WatchedRun",
     "run_experiment",
     "Limits",
@@ -365,7 +380,7 @@ def __getattr__(name: str) -> Any:
         replacement = _DEPRECATED[name]
         warnings.warn(
             f"dei_framework.{name} is deprecated; use dei_framework.{replacement} (the same class)",
-            DeprecationWarning,
+            DEIDeprecationWarning,
             stacklevel=2,
         )
         return __getattr__(replacement)

@@ -14,8 +14,8 @@ Four old modules share their name with a new package (``search``, ``evaluation``
 ``search``, whose old module was the node driver (now ``run.driver``), forwards them
 (:func:`forward_driver`) with the same warning.
 
-This module imports nothing of the framework (it names modules by string), so every layer may
-use it.
+This module imports nothing of the framework (it names modules by string) but the leaf
+:mod:`dei_framework._deprecation`, so every layer may use it.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
+
+from dei_framework._deprecation import DEIDeprecationWarning
 
 #: Old module (or package) under ``dei_framework`` -> its new dotted path under it (as of 0.2:
 #: :data:`RENAMED` may have renamed it since).
@@ -144,7 +146,7 @@ def _renamed(path: str) -> str:
 def _warn(old: str, new: str) -> None:
     warnings.warn(
         f"{old} moved to {new}; the old path goes in the next release",
-        DeprecationWarning,
+        DEIDeprecationWarning,
         stacklevel=3,
     )
 
@@ -202,7 +204,7 @@ def renamed_names(module: str, renames: Mapping[str, str]) -> Callable[[str], An
         warnings.warn(
             f"{module}.{name} is deprecated; use {module}.{new} (the same object); "
             "the old name goes in the next release",
-            DeprecationWarning,
+            DEIDeprecationWarning,
             stacklevel=2,
         )
         return getattr(sys.modules[module], new)

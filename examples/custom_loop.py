@@ -23,7 +23,7 @@ async def search(domain, operator, args: argparse.Namespace) -> list[dict]:
             )
             results.append(scored.result(item, operator=operator.label))
         scheduler.tell(reversed(results))  # any order; a round's champion joins the opponents
-    return scheduler.history
+    return [event.to_json() for event in scheduler.history]  # the round events, as logged
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from dei_framework.app.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
 from dei_framework.app.watch.server import serve, serve_until_interrupted, watch_in_background
 from dei_framework.contract.backend import EvaluatorLost
 from dei_framework.contract.errors import ConfigError, DEIError
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.evaluation.semaphores import exit_leaving_no_semaphore, releasing_semaphore
 from dei_framework.experiment import runner as experiment
 from dei_framework.experiment.plan import ExperimentPlan, load_plan
@@ -419,10 +420,40 @@ def dei_run(**flags: Any) -> None:
     With only --domain, runs a small offline ensemble of the domain's offline operators.
     """
     with Interrupts() as interrupts:
-        _dei_run(flags, interrupts)
+        request = _dei_run(flags)
+        with _given_up_unless_written(request.lock, request.out / CONFIG_FILE):
+            _run_locked(request, interrupts)
 
 
-def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
+@attrs.frozen(kw_only=True)
+class RunRequest:
+    """What ``dei-run``'s flags ask for, resolved: the run's configuration and its directory,
+    locked for this command (:func:`_dei_run`, the flag handling; :func:`_run_locked` runs it).
+
+    Attributes:
+        config: The run's configuration (flags over config file over preset over defaults; or
+            the recorded one, placed anew, for ``--resume`` and ``--replay``).
+        out: The run directory.
+        lock: Its lock, held by this command.
+        plugins: The loaded plugins.
+        flags: The flags, for what is read while the run goes (progress, report, watch).
+        resume_dir: ``--resume``'s directory, if given.
+        replay_dir: ``--replay``'s directory, if given.
+    """
+
+    config: RunConfig
+    out: Path
+    lock: RunLock
+    plugins: PluginRegistry
+    flags: Mapping[str, Any]
+    resume_dir: str | None = None
+    replay_dir: str | None = None
+
+
+def _dei_run(flags: dict[str, Any]) -> RunRequest:
+    """``dei-run``'s flag handling: the flags checked and resolved into a :class:`RunRequest`,
+    the run directory locked (before the recorded configuration of ``--resume`` is read: one
+    writer at a time). Nothing runs yet."""
     from dei_framework.runtime.run_dir import RunDir
 
     plugins = sound_registry()
@@ -458,10 +489,15 @@ def _dei_run(flags: dict[str, Any], interrupts: Interrupts) -> None:
         config = resolve_config(flags, plugins)
         out = chosen_out(flags) or default_out(config.domain)
         lock = _lock_fresh(out)
-    with _given_up_unless_written(lock, out / CONFIG_FILE):
-        _run_locked(
-            config, out, plugins, flags, interrupts, resume_dir=resume_dir, replay_dir=replay_dir
-        )
+    return RunRequest(
+        config=config,
+        out=out,
+        lock=lock,
+        plugins=plugins,
+        flags=flags,
+        resume_dir=resume_dir,
+        replay_dir=replay_dir,
+    )
 
 
 def _lock_fresh(out: Path) -> RunLock:
@@ -498,18 +534,12 @@ def _given_up_unless_written(lock: RunLock, marker: Path) -> Iterator[None]:
         raise
 
 
-def _run_locked(
-    config: RunConfig,
-    out: Path,
-    plugins: PluginRegistry,
-    flags: dict[str, Any],
-    interrupts: Interrupts,
-    *,
-    resume_dir: str | None,
-    replay_dir: str | None,
-) -> None:
-    """The run of ``dei-run`` once its directory is locked."""
+def _run_locked(request: RunRequest, interrupts: Interrupts) -> None:
+    """The run of ``dei-run`` once its flags are handled and its directory is locked."""
     from dei_framework.runtime.launcher import local_network
+
+    config, out, plugins, flags = request.config, request.out, request.plugins, request.flags
+    resume_dir, replay_dir = request.resume_dir, request.replay_dir
 
     _warn_bare_members(config.members)
     watching = watch_in_background(out) if flags.get("watch") else None
@@ -531,7 +561,7 @@ def _run_locked(
         serve_until_interrupted(watching)
     if stopped:
         click.echo(
-            f"warning: incomplete run: {len(stopped)} of {len(summary['nodes'])} nodes "
+            f"warning: incomplete run: {len(stopped)} of {len(summary.nodes)} nodes "
             f"stopped early (exit status {EXIT_PARTIAL})",
             err=True,
         )
@@ -547,7 +577,7 @@ def _run_in_process(
     *,
     resume_dir: str | None,
     replay_dir: str | None,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Runs every node in this process; returns the summary. An interrupt or a failure after
     the run started ends the command with one line saying what is kept."""
     from dei_framework.runtime.ensemble import Ensemble
@@ -596,18 +626,16 @@ def _run_in_process(
         fail(f"{exc} (the partial run is in {out})")
 
 
-def _say_how_nodes_ended(summary: dict[str, Any], out: Path) -> dict[str, str]:
+def _say_how_nodes_ended(summary: RunSummary, out: Path) -> dict[str, str]:
     """Says on stderr which nodes ended at a cap, stopped early or have no price; fails when
     no call completed at all. Returns the nodes that stopped early (not at a cap)."""
-    stopped = {
-        name: node["stopped"] for name, node in summary["nodes"].items() if node.get("stopped")
-    }
-    budget = summary["budget"]
+    stopped = {name: node["stopped"] for name, node in summary.nodes.items() if node.get("stopped")}
+    budget = summary.budget
     if budget["calls"] == 0 and budget["limit"] != 0:
         # One cause per distinct reason: nodes of one model share "no API key: ...".
         causes = sorted(
             {
-                _with_last_failure(reason, summary["nodes"][name], budget, name)
+                _with_last_failure(reason, summary.nodes[name], budget, name)
                 for name, reason in stopped.items()
             }
         ) or ["no operator call succeeded"]
@@ -634,9 +662,9 @@ def _say_how_nodes_ended(summary: dict[str, Any], out: Path) -> dict[str, str]:
     return stopped
 
 
-def _say_done(summary: dict[str, Any], out: Path, report: Path | None) -> None:
+def _say_done(summary: RunSummary, out: Path, report: Path | None) -> None:
     """The run's last lines on stdout: its figures, and where its summary and report are."""
-    budget = summary["budget"]
+    budget = summary.budget
     cost = "unknown" if budget["cost_usd"] is None else f"${budget['cost_usd']:.4f}"
     spent = (
         f"{budget['calls']}/{budget['limit']} calls"
@@ -644,9 +672,9 @@ def _say_done(summary: dict[str, Any], out: Path, report: Path | None) -> None:
         else f"{budget['calls']} calls, {budget['spent']}/{budget['limit']} {budget['axis']}"
     )
     click.echo(
-        f"done: {len(summary['nodes'])} nodes, {spent}, cost {cost}, "
-        f"merged coverage {summary['merged'].get('coverage', 0):.1%}, "
-        f"QD-score {summary['merged'].get('qd_score', 0):.2f}"
+        f"done: {len(summary.nodes)} nodes, {spent}, cost {cost}, "
+        f"merged coverage {summary.merged.get('coverage', 0):.1%}, "
+        f"QD-score {summary.merged.get('qd_score', 0):.2f}"
     )
     click.echo(f"summary: {out / SUMMARY_FILE}")
     if report:
@@ -681,7 +709,7 @@ def _launch(
     interrupts: Interrupts,
     *,
     resume: bool,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Runs every node as a `dei node` process over the transport's local network."""
     from dei_framework.runtime.launcher import Launcher
 
@@ -1119,7 +1147,7 @@ def _node_locked(
         except KeyboardInterrupt:
             _say(hint)
             sys.exit(EXIT_INTERRUPTED)
-    node = summary["nodes"][name]
+    node = summary.nodes[name]
     if node.get("stopped"):
         click.echo(f"warning: node {name} stopped early: {node['stopped']}", err=True)
     click.echo(
@@ -1152,10 +1180,10 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
         click.echo(f"warning: no process directory for {', '.join(missing)}", err=True)
     summary = merge_node_processes(config, directory, registry())
     report = None if no_report else write_report(run_dir)
-    budget = summary["budget"]
+    budget = summary.budget
     click.echo(
-        f"merged: {len(summary['nodes'])} nodes, {budget['calls']}/{budget['limit']} "
-        f"calls, merged coverage {summary['merged'].get('coverage', 0):.1%}"
+        f"merged: {len(summary.nodes)} nodes, {budget['calls']}/{budget['limit']} "
+        f"calls, merged coverage {summary.merged.get('coverage', 0):.1%}"
     )
     click.echo(f"summary: {run_dir / SUMMARY_FILE}")
     if report:

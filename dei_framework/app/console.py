@@ -5,9 +5,11 @@ second (numpy, click, pluggy); a SIGINT in that second would otherwise raise ins
 library's import and print its traceback — numpy even turns it into an ImportError that
 blames the installation. Here the first Ctrl-C is noted and honoured once the import is done
 (one line, exit status 130, as at any other moment); a second one quits at once.
-This module imports nothing of the framework at its top.
+This module imports nothing of the framework at its top (but the leaf that defines the warning
+category, :mod:`dei_framework._deprecation`, in :func:`show_deprecations`).
 
-They also show deprecation warnings, once per place, each as one line
+They also show the framework's deprecation warnings (:class:`DEIDeprecationWarning`; other
+libraries' stay under Python's default filters), once per place, each as one line
 ``dei: deprecated: <message>`` (the framework's name the plugin or the old module path or name,
 and what to write instead). Python's default filters hide them outside ``__main__``, so a
 plugin author running ``dei-run`` would never learn that their plugin needs a change. The
@@ -45,11 +47,13 @@ def dei_run_main() -> None:
 
 
 def show_deprecations() -> None:
-    """Shows deprecation warnings once per place, each as one line on stderr, unless the user
-    chose warning filters (``-W``, ``PYTHONWARNINGS``: ``sys.warnoptions``)."""
+    """Shows the framework's deprecation warnings once per place, each as one line on stderr,
+    unless the user chose warning filters (``-W``, ``PYTHONWARNINGS``: ``sys.warnoptions``)."""
     if sys.warnoptions:
         return
-    warnings.filterwarnings("default", category=DeprecationWarning)
+    from dei_framework._deprecation import DEIDeprecationWarning
+
+    warnings.filterwarnings("default", category=DEIDeprecationWarning)
     shown = warnings.showwarning
 
     def one_line(
@@ -60,7 +64,7 @@ def show_deprecations() -> None:
         file: TextIO | None = None,
         line: str | None = None,
     ) -> None:
-        if not issubclass(category, DeprecationWarning):
+        if not issubclass(category, DEIDeprecationWarning):
             shown(message, category, filename, lineno, file, line)
             return
         # The message names the plugin or the old name and what to write instead; the file

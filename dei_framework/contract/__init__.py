@@ -18,8 +18,11 @@ Modules:
                         ProgressKind (members are the strings the files hold)
     records.py          Candidate (the one program record), ExportedProgram, chat messages,
                         hash_text
-    payloads.py         a run's events and summary as typed records (EvaluatedEvent,
-                        RoundEvent, RunSummary, ...): what hooks receive and Ensemble.run returns
+    payloads.py         the JSON a run writes, typed key by key (EvaluatedEventJSON,
+                        RoundEventJSON, RunSummaryJSON, NodeSummary, ExperimentSummary, ...)
+    run_summary.py      RunSummary: a run's results as a record (what Ensemble.run returns and
+                        dei_run_finished receives)
+    _json_view.py       reading a record as the dict it was before 0.2 (deprecated)
     descriptors.py      axes and DescriptorSpace
     domain.py           Domain, Program, Evaluation, DomainSpec
     operators.py        Operator, OperatorRequest/Reply/Settings/Spec

@@ -17,6 +17,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 
+from dei_framework._deprecation import DEIDeprecationWarning
+
 __all__ = ["settle"]
 
 
@@ -60,7 +62,7 @@ def settle(cls: type, base: type, needs: Mapping[str, Sequence[str]]) -> None:
             f"{cls.__module__}.{cls.__qualname__} overrides {base.__name__} methods without "
             f"declaring them: set capabilities = frozenset({{{names!r}}}) (inferred for now; "
             "the inference goes in the next release)",
-            DeprecationWarning,
+            DEIDeprecationWarning,
             stacklevel=3,
         )
         cls.capabilities = inherited | inferred  # type: ignore[attr-defined]

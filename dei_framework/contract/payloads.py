@@ -1,19 +1,25 @@
-"""The records a run's events and summary are, typed field by field: what the scheduler and
-the ensemble produce, what observation hooks receive and what ``Ensemble.run`` returns.
+"""The JSON a run writes, typed field by field: the lines of ``events.jsonl`` and the
+``summary.json`` of a run and of an experiment.
+
+In the process, the events and the run's summary travel as records, whose ``to_json()`` gives
+these dicts: the events of :mod:`dei_framework.search.events` (``EvaluatedEvent``,
+``RoundEvent``: :class:`EvaluatedEventJSON`, :class:`RoundEventJSON`) and
+:class:`~dei_framework.contract.run_summary.RunSummary` (:class:`RunSummaryJSON`). Readers of a
+run's files get these dicts; an experiment's summary is :class:`ExperimentSummary` everywhere.
 
 Re-exported by :mod:`dei_framework.plugin.hookspecs` (the path plugins and docs name them by).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
+from dei_framework._deprecation import DEIDeprecationWarning
 from dei_framework.contract.kinds import CandidateSource, EventKind, WorkKind
 
-# --- payloads: what observation hooks receive --------------------------------------------------
-# TypedDicts rather than classes: the core builds these payloads as the dicts it writes to
-# events.jsonl and summary.json, and hands those very dicts to observers; a typed record names
-# their keys without changing what is written.
+# TypedDicts rather than classes: they describe what a file holds, key by key, without
+# changing what is written.
 
 #: A value as JSON holds it (what ``json.loads`` returns): used only for the parts of a payload
 #: whose shape a plugin defines (an operator's status) or that other documents describe.
@@ -74,7 +80,7 @@ class Timings(TypedDict):
     call_s: NotRequired[float]
 
 
-class EvaluatedEvent(TypedDict):
+class EvaluatedEventJSON(TypedDict):
     """One candidate evaluated (or found invalid): an ``evaluated`` line of ``events.jsonl``."""
 
     #: Always ``"evaluated"``.
@@ -112,6 +118,8 @@ class EvaluatedEvent(TypedDict):
     #: Reference programs it is identical to (``Domain.reference_matches``); present only when
     #: there are some (they are left out of the node's generality).
     generality_matches: NotRequired[list[str]]
+    #: The domain's extra figures (``Evaluation.info``); present only when it gave some.
+    info: NotRequired[dict[str, JSONValue]]
 
 
 class OpponentRecord(TypedDict):
@@ -125,7 +133,7 @@ class OpponentRecord(TypedDict):
     node: str
 
 
-class RoundEvent(TypedDict):
+class RoundEventJSON(TypedDict):
     """A node's round, finished: a ``round`` line of ``events.jsonl``."""
 
     #: Always ``"round"``.
@@ -279,9 +287,10 @@ class NodeSummary(TypedDict):
     pid: NotRequired[int]
 
 
-class RunSummary(TypedDict):
+class RunSummaryJSON(TypedDict):
     """A run's results, as written to ``summary.json`` (docs/concepts.md#metrics-in-summaryjson
-    describes the figures)."""
+    describes the figures); :class:`~dei_framework.contract.run_summary.RunSummary` is the
+    record."""
 
     #: The domain's name (``--domain``).
     domain: str
@@ -314,6 +323,8 @@ class RunSummary(TypedDict):
     invalid: int
     #: Candidates evaluated (valid or not; warm-start and peer re-evaluations included).
     evaluated: int
+    #: How many candidates the sandbox stopped, by cause (only where programs ran in one).
+    stopped: NotRequired[dict[str, int]]
 
 
 class ExperimentSummary(TypedDict):
@@ -352,3 +363,19 @@ class ExperimentSummary(TypedDict):
     conditions: dict[str, dict[str, JSONValue]]
     #: Pairwise comparisons of the conditions (n, spread, interval, test).
     comparisons: list[dict[str, JSONValue]]
+
+
+#: The names these TypedDicts had before the events became records (0.2).
+_RENAMED = {"EvaluatedEvent": "EvaluatedEventJSON", "RoundEvent": "RoundEventJSON"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _RENAMED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{__name__}.{name} is deprecated: the run log's dict is {_RENAMED[name]}; the event "
+        f"hooks receive is the record dei_framework.{name}",
+        DEIDeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[_RENAMED[name]]

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import attrs
 
+from dei_framework._deprecation import DEIDeprecationWarning
 from dei_framework.contract.kinds import CandidateSource
 
 __all__ = ["Candidate", "ExportedProgram", "Message"]
@@ -166,7 +167,7 @@ def deprecated_alias(module: str, name: str) -> type[Candidate]:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     warnings.warn(
         f"{module}.{name} is deprecated; use dei_framework.Candidate (the same class)",
-        DeprecationWarning,
+        DEIDeprecationWarning,
         stacklevel=3,
     )
     return Candidate

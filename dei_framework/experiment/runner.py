@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.experiment.plan import Condition, ExperimentPlan, load_plan
 from dei_framework.experiment.summary import summarize_experiment
 from dei_framework.plugin.manager import PluginRegistry
@@ -171,16 +172,15 @@ def _planned_runs(
     return runs
 
 
-def _announce_finished(
-    announce: Announce, label: str, summary: Mapping[str, Any], started: float
-) -> None:
-    common = summary["merged"].get("common") or {}
+def _announce_finished(announce: Announce, label: str, summary: RunSummary, started: float) -> None:
+    merged, budget = summary.merged, summary.budget
+    common = merged.get("common") or {}
     announce(
         f"{label}: common-ground coverage {common.get('coverage', 0.0):.1%}, "
         f"QD-score {common.get('qd_score', 0.0):.2f} (raw "
-        f"{summary['merged'].get('coverage', 0.0):.1%}, "
-        f"{summary['merged'].get('qd_score', 0.0):.2f}), "
-        f"{summary['budget']['calls']}/{summary['budget']['limit']} calls, "
+        f"{merged.get('coverage', 0.0):.1%}, "
+        f"{merged.get('qd_score', 0.0):.2f}), "
+        f"{budget['calls']}/{budget['limit']} calls, "
         f"{time.monotonic() - started:.0f}s"
     )
 

@@ -25,6 +25,7 @@ from typing import TypeVar
 
 import attrs
 
+from dei_framework._deprecation import DEIDeprecationWarning
 from dei_framework.contract.context import FactoryContext
 
 SpecT = TypeVar("SpecT")
@@ -118,7 +119,7 @@ class TwoShapeFactory:
             warnings.warn(
                 f"{self.label}: calling its factory as {self.shape.text} is deprecated; call "
                 "factory(ctx) (ctx.domain, ctx.node_names and the options are in the context)",
-                DeprecationWarning,
+                DEIDeprecationWarning,
                 stacklevel=2,
             )
             ctx = self.shape.context(ctx, *old_arguments)
@@ -145,7 +146,7 @@ def adapt(hook: str, kind: str, spec: SpecT, plugin: str) -> SpecT:
             f"{label} has a factory of the old shape {shape.text}; write factory(ctx) "
             "(ctx.domain, ctx.node_names and the options are in the context); the old shape "
             "is adapted for one release",
-            DeprecationWarning,
+            DEIDeprecationWarning,
             stacklevel=2,
         )
     return attrs.evolve(spec, factory=TwoShapeFactory(factory, shape, old, label))

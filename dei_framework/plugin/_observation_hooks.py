@@ -2,7 +2,10 @@
 
 Called for every plugin, return values ignored; a failing observer is left out of that hook
 from then on. Collected by :mod:`dei_framework.plugin.hookspecs`, the module the plugin manager
-registers; the payload records are :mod:`~dei_framework.contract.payloads`'.
+registers. The payloads are frozen records read by attribute: the events of
+:mod:`~dei_framework.search.events` (``stats.stats.coverage``; ``to_json()`` gives the line of
+``events.jsonl``) and :class:`~dei_framework.contract.run_summary.RunSummary`
+(``summary.merged["coverage"]``; ``to_json()`` is ``summary.json``).
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from typing import TYPE_CHECKING
 from dei_framework.plugin._markers import hookspec
 
 if TYPE_CHECKING:
-    from dei_framework.contract.payloads import EvaluatedEvent, RoundEvent, RunSummary
+    from dei_framework.contract.run_summary import RunSummary
     from dei_framework.net.envelope import ChampionEnvelope
+    from dei_framework.search.events import EvaluatedEvent, RoundEvent
 
 
 @hookspec
@@ -27,7 +31,9 @@ def dei_candidate_evaluated(event: EvaluatedEvent) -> None:
         call has no event and fires nothing.
 
     Args:
-        event: The ``evaluated`` event exactly as written to ``events.jsonl``.
+        event: The ``evaluated`` event (``event.to_json()`` is the line written to
+            ``events.jsonl``): ``event.node``, ``event.kind``, ``event.status``,
+            ``event.fitness``, ``event.cell``, ...
 
     Returns:
         Nothing; return values are ignored (an observation hook).
@@ -46,8 +52,10 @@ def dei_round_ended(node: str, round: int, stats: RoundEvent) -> None:
     Args:
         node: The node's name.
         round: The round just finished (0-based).
-        stats: The ``round`` event written to ``events.jsonl`` (archive stats, champion,
-            niche novelty, opponents fought, ...).
+        stats: The ``round`` event (``stats.to_json()`` is the line written to
+            ``events.jsonl``): ``stats.stats`` (the archive's
+            :class:`~dei_framework.search.archives.ArchiveStats`), ``stats.champion``,
+            ``stats.niche_novelty``, ``stats.opponents`` fought, ...
 
     Returns:
         Nothing; return values are ignored (an observation hook).
@@ -93,7 +101,8 @@ def dei_run_finished(run_dir: str, summary: RunSummary) -> None:
 
     Args:
         run_dir: The run directory (the one holding ``summary.json``).
-        summary: What ``summary.json`` holds.
+        summary: The run's results (``summary.to_json()`` is what ``summary.json`` holds):
+            ``summary.merged``, ``summary.nodes``, ``summary.budget``, ...
 
     Returns:
         Nothing; return values are ignored (an observation hook).

@@ -9,8 +9,9 @@ match the specifications below. Third-party plugins are found through the entry-
 
 Each hook's docstring says, as pytest's ``hookspec.py`` does, when and how often it fires
 (**Fires:**), what its callers do with what it returns (**Returns:**) and, for every argument,
-what it holds (**Args:**); the event payloads are typed records re-exported here
-(:class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`), documented field by field.
+what it holds (**Args:**); the payloads are frozen records re-exported here
+(:class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`), read by attribute and
+documented field by field (``to_json()`` gives what the run's files hold).
 ``tests/plugin/test_hookspecs.py`` fails when a hook lacks one of these.
 
 Every hook is called through pluggy, so ``@hookimpl(tryfirst=True)`` and ``trylast=True``
@@ -46,7 +47,8 @@ from the modules that define them: registration hooks from
 :mod:`~dei_framework.plugin._registration_hooks`, format hooks from
 :mod:`~dei_framework.plugin._format_hooks`, observation hooks from
 :mod:`~dei_framework.plugin._observation_hooks`; the markers come from
-:mod:`~dei_framework.plugin._markers` and the payload records from
+:mod:`~dei_framework.plugin._markers`, the event records from
+:mod:`~dei_framework.search.events` and the JSON shapes from
 :mod:`~dei_framework.contract.payloads`.
 """
 
@@ -58,20 +60,22 @@ from dei_framework.contract.payloads import (
     ArchiveStatsRecord,
     CandidateRecord,
     ChampionRecord,
-    EvaluatedEvent,
+    EvaluatedEventJSON,
     GeneralityRecord,
     JSONValue,
     MergedRecord,
     NodeSummary,
     OpponentRecord,
-    RoundEvent,
-    RunSummary,
+    RoundEventJSON,
+    RunSummaryJSON,
     SharingRecord,
     SpaceRecord,
     Timings,
 )
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.plugin import _format_hooks, _observation_hooks, _registration_hooks
 from dei_framework.plugin._markers import hookimpl, hookspec
+from dei_framework.search.events import EvaluatedEvent, OpponentFought, RoundEvent
 
 #: The markers and the payload records (the hooks themselves are implemented, not imported).
 __all__ = [
@@ -79,13 +83,17 @@ __all__ = [
     "CandidateRecord",
     "ChampionRecord",
     "EvaluatedEvent",
+    "EvaluatedEventJSON",
     "GeneralityRecord",
     "JSONValue",
     "MergedRecord",
     "NodeSummary",
+    "OpponentFought",
     "OpponentRecord",
     "RoundEvent",
+    "RoundEventJSON",
     "RunSummary",
+    "RunSummaryJSON",
     "SharingRecord",
     "SpaceRecord",
     "Timings",

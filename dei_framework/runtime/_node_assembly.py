@@ -12,7 +12,7 @@ change in any release.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dei_framework.contract.context import FactoryContext
@@ -42,6 +42,7 @@ from dei_framework.runtime.run_dir import RunDir
 from dei_framework.runtime.run_files import read_round
 from dei_framework.search.allocation import AllocationCoordinator
 from dei_framework.search.archives import ArchiveBase
+from dei_framework.search.events import EvaluatedEvent, RoundEvent
 from dei_framework.search.scheduler import Scheduler
 from dei_framework.search.sharing import SharingPolicy
 
@@ -61,9 +62,12 @@ class RunReactions(Protocol):
     """What a run's parts call while it goes: its loop's side of the wiring."""
 
     def record(self, events: list[dict], calls: list[dict]) -> None:
-        """Logs events and operator calls."""
+        """Logs events and operator calls (as JSON)."""
 
-    def round_ended(self, name: str) -> Callable[[dict, ArchiveBase], None]:
+    def evaluated(self, events: Sequence[EvaluatedEvent]) -> None:
+        """Tells the plugins of candidates evaluated (logged already)."""
+
+    def round_ended(self, name: str) -> Callable[[RoundEvent, ArchiveBase], None]:
         """What node ``name``'s driver calls when one of its rounds ends."""
 
     def checkpoint(self) -> None:
@@ -183,7 +187,7 @@ class NodeAssembly:
         for entry in scheduler.history:
             with restoring(self.run_dir, f"node {name}'s round history"):
                 note_opponents(self.round_opponents, name, entry)
-                round_index, calls = entry["round"], entry["calls"]
+                round_index, calls = entry.round, entry.calls
             path = finished_round_file(self.run_dir, name, round_index)
             archive = read_round(path)["archive"]
             with restoring(self.run_dir, f"node {name}'s round {round_index}"):
@@ -251,16 +255,18 @@ class NodeAssembly:
             replies=Recording(self.replies.get(name, {}), on_mismatch=on_mismatch, source=source),
             on_round=reactions.round_ended(name),
             checkpoint=reactions.checkpoint,
+            on_evaluated=reactions.evaluated,
             on_event=lambda event: reactions.progress(ProgressKind.EVALUATED, event),
             axes=tuple(dict.fromkeys((*self.spaces[name].names, *self.base.space.names))),
             array_path=self.config.array_path,
         )
 
 
-def note_opponents(round_opponents: dict[str, dict[int, int]], name: str, entry: dict) -> None:
+def note_opponents(
+    round_opponents: dict[str, dict[int, int]], name: str, entry: RoundEvent
+) -> None:
     """Notes how many opponents node ``name`` fought in the round ``entry`` describes."""
-    if entry.get("opponents") is not None:
-        round_opponents[name][entry["round"]] = len(entry["opponents"])
+    round_opponents[name][entry.round] = len(entry.opponents)
 
 
 def _one_per_round(round_index: int) -> int:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+import attrs
 
 from dei_framework.evaluation.local import Evaluator
+from dei_framework.search.events import RoundEvent
 
 
 class RoundGenerality:
@@ -34,26 +36,27 @@ class RoundGenerality:
         #: generality.
         self.excluded: set[str] = set()
 
-    def resume(self, history: Iterable[Mapping[str, Any]]) -> None:
+    def resume(self, history: Iterable[RoundEvent]) -> None:
         """Starts again the measurements of rounds whose generality a crash interrupted."""
         for entry in history:
             subject = generality_subject(entry)
-            if entry["generality"] is None and subject is not None:
-                self.start(entry["round"], subject)
+            if entry.generality is None and subject is not None:
+                self.start(entry.round, subject)
 
     def start(self, round_index: int, text: str) -> None:
         """Starts measuring round ``round_index``'s champion ``text``."""
         self.tasks[round_index] = asyncio.create_task(self._outcomes(text))
 
-    async def fill(self, history: Iterable[dict[str, Any]]) -> None:
-        """Waits for every measurement and fills in each round's ``generality``."""
+    async def fill(self, history: list[RoundEvent]) -> None:
+        """Waits for every measurement and fills in each round's ``generality`` (the round's
+        event in ``history`` is replaced by one that has it)."""
         # Every round's figure leaves out the same reference programs: all that this node
         # fought or produced in the whole run, so that its figures compare across rounds.
         for round_index, task in self.tasks.items():
             value = self.share(await task)
-            for entry in history:
-                if entry["round"] == round_index:
-                    entry["generality"] = value
+            for i, entry in enumerate(history):
+                if entry.round == round_index:
+                    history[i] = attrs.evolve(entry, generality=value)
 
     def share(self, outcomes: Mapping[str, bool] | float | None) -> float | None:
         """Generality from per-reference outcomes, leaving out the excluded programs."""
@@ -69,8 +72,8 @@ class RoundGenerality:
         return await self.evaluator.generality_outcomes(parsed.program)
 
 
-def generality_subject(entry: Mapping[str, Any]) -> str | None:
+def generality_subject(entry: RoundEvent) -> str | None:
     """The program whose generality a ``round`` event reports: its champion, or, when that is an
     initial opponent, the round's best other elite (``None``: nothing to measure)."""
-    subject = entry.get("generality_champion" if entry.get("champion_initial") else "champion")
-    return subject["text"] if subject else None
+    subject = entry.subject
+    return subject.text if subject is not None else None

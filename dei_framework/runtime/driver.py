@@ -49,6 +49,7 @@ from dei_framework.runtime.operator_calls import (
 )
 from dei_framework.runtime.replay import RecordedCall, Recording
 from dei_framework.search.archives import ArchiveBase
+from dei_framework.search.events import EvaluatedEvent, RoundEvent
 from dei_framework.search.scheduler import (
     Result,
     RoundEnd,
@@ -70,13 +71,16 @@ class SearchDriver:
         operator: The node's operator.
         evaluator: Shared evaluation pool.
         ledger: Shared budget ledger.
-        record: Called with finished events and call records (the run log).
+        record: Called with finished events and call records, as JSON (the run log).
         receive: Returns the peer champions to take in at a round's start (or an awaitable of
             them: virtual-time delivery may wait for peers).
         publish: Called with a finished round's archive and its round (sharing).
         replies: Recorded calls served by request key and messages hash (resume and replay).
         on_round: Called with the round event and the finished archive when a round ends.
-        on_event: Called with the ``evaluated`` event of each operator-made candidate.
+        on_evaluated: Called with the ``evaluated`` events of each batch of admitted items
+            (every kind, in slot order), after they were logged.
+        on_event: Called with the ``evaluated`` event of each operator-made candidate, as
+            logged (a dict: the live display's input).
         checkpoint: Called when a round has ended (a good moment to write a checkpoint).
         axes: Descriptor keys every evaluation must report (default: the scheduler's axes;
             an ensemble adds the run's common axes, into which reports map every node).
@@ -98,7 +102,8 @@ class SearchDriver:
         ),
         publish: Callable[[ArchiveBase, int], Awaitable[None]] | None = None,
         replies: Recording | None = None,
-        on_round: Callable[[dict, ArchiveBase], None] = lambda event, archive: None,
+        on_round: Callable[[RoundEvent, ArchiveBase], None] = lambda event, archive: None,
+        on_evaluated: Callable[[Sequence[EvaluatedEvent]], None] = lambda events: None,
         on_event: Callable[[dict], None] = lambda event: None,
         checkpoint: Callable[[], None] = lambda: None,
         axes: Sequence[str] | None = None,
@@ -115,6 +120,7 @@ class SearchDriver:
         self.publish = publish
         self.replies = replies
         self.on_round = on_round
+        self.on_evaluated = on_evaluated
         self.on_event = on_event
         self.checkpoint = checkpoint
         self.axes = tuple(axes if axes is not None else scheduler.space.names)
@@ -167,7 +173,7 @@ class SearchDriver:
         return self._array_columns is not None
 
     @property
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[RoundEvent]:
         """The round events so far (with generality filled in when measured)."""
         return self.scheduler.history
 
@@ -308,24 +314,26 @@ class SearchDriver:
         events.extend(report.events)
         for admission in report.admitted:
             self.generality_excluded.update(admission.result.info.get("generality_matches", ()))
-        self.record(events, [])
-        for event in events:
-            if event["kind"] in CALL_KINDS:  # progress counts operator-made candidates
-                self.on_event(event)
+        lines = [event.to_json() for event in events]
+        self.record(lines, [])
+        self.on_evaluated(events)
+        for line in lines:
+            if line["kind"] in CALL_KINDS:  # progress counts operator-made candidates
+                self.on_event(line)
         if report.round_end is not None:
             self._round_end = report.round_end
 
     async def _finish_round(self) -> None:
         end, self._round_end = self._round_end, None
         self.on_round(end.event, end.archive)
-        self.record([end.event], [])
+        self.record([end.event.to_json()], [])
         subject = generality_subject(end.event)
         if subject is not None:
-            self.generality.start(end.event["round"], subject)
+            self.generality.start(end.event.round, subject)
         if end.champion is not None and self.publish is not None:
             # Published before the checkpoint, so that a resumed run has it (virtual-time
             # delivery checkpoints what was published).
-            await self.publish(end.archive, end.event["round"])
+            await self.publish(end.archive, end.event.round)
         self.checkpoint()
 
     def _call_early(self, free: int) -> None:

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from dei_framework.contract.backend import EvaluatorLost
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.kinds import EventKind, ProgressKind
-from dei_framework.contract.payloads import RunSummary
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.net.node import Node
 from dei_framework.plugin.manager import PluginRegistry, load_plugins
 from dei_framework.runtime.assembly import LAG_PER_SLOT, RunParts, assemble, note_opponents
@@ -35,6 +35,7 @@ from dei_framework.runtime.run_dir import RunDir, read_jsonl, write_json_atomic
 from dei_framework.runtime.run_layout import MERGED_ARCHIVE_FILE
 from dei_framework.runtime.summary import node_summary, run_summary
 from dei_framework.search.archives import ArchiveBase
+from dei_framework.search.events import EvaluatedEvent, RoundEvent
 
 __all__ = ["CLOSE_SECONDS", "LAG_PER_SLOT", "Ensemble", "Progress", "run"]
 
@@ -124,31 +125,36 @@ class Ensemble:
     # --- what the parts report ------------------------------------------------------------------
 
     def record(self, events: list[dict], calls: list[dict]) -> None:
-        """Logs events and calls, counts the events, and tells the plugins and the display."""
+        """Logs events and calls (as JSON), counts the events, and tells the display of a node
+        that stopped."""
         self.run_dir.log_calls(calls)
         self.run_dir.log_events(events)
         self.parts.tally.add(events)
         for event in events:
-            if event.get("event") == EventKind.EVALUATED:
-                self.registry.notify("dei_candidate_evaluated", event=event)
-            elif event.get("event") == EventKind.NODE_STOPPED:
+            if event.get("event") == EventKind.NODE_STOPPED:
                 self.progress(ProgressKind.STOPPED, event)
 
-    def round_ended(self, name: str) -> Callable[[dict, ArchiveBase], None]:
+    def evaluated(self, events: Sequence[EvaluatedEvent]) -> None:
+        """Tells the plugins of candidates evaluated (:meth:`record` logged them)."""
+        for event in events:
+            self.registry.notify("dei_candidate_evaluated", event=event)
+
+    def round_ended(self, name: str) -> Callable[[RoundEvent, ArchiveBase], None]:
         """What node ``name``'s driver calls as a round ends: its archive to the merge (and the
         allocator) and to its round file, the display and the plugins told."""
 
-        def ended(entry: dict, archive: ArchiveBase) -> None:
+        def ended(entry: RoundEvent, archive: ArchiveBase) -> None:
             parts = self.parts  # asked for while the parts are assembled: looked up when called
-            parts.merge.add_round(name, entry["round"], archive)
+            parts.merge.add_round(name, entry.round, archive)
             if parts.allocation is not None:
-                parts.allocation.round_ended(name, entry["round"], archive, entry["calls"])
+                parts.allocation.round_ended(name, entry.round, archive, entry.calls)
             note_opponents(parts.round_opponents, name, entry)
-            self.run_dir.write_round(name, entry["round"], {"archive": archive.to_json(), **entry})
+            data = entry.to_json()
+            self.run_dir.write_round(name, entry.round, {"archive": archive.to_json(), **data})
             self.progress(
-                ProgressKind.ROUND, {**entry, "operator_status": parts.operators[name].status()}
+                ProgressKind.ROUND, {**data, "operator_status": parts.operators[name].status()}
             )
-            self.registry.notify("dei_round_ended", node=name, round=entry["round"], stats=entry)
+            self.registry.notify("dei_round_ended", node=name, round=entry.round, stats=entry)
 
         return ended
 
@@ -234,7 +240,7 @@ class Ensemble:
             (self.run_dir.path / UNLOGGED_CALLS).unlink(missing_ok=True)
             if parts.merge.reference is not None:
                 champions = [
-                    (e.get("champion") or {}).get("text")
+                    e.champion.text if e.champion is not None else None
                     for driver in parts.drivers.values()
                     for e in driver.history
                 ]
@@ -336,10 +342,9 @@ class Ensemble:
                     "calls": parts.tally.made.get(node.name, 0),
                     "invalid": parts.tally.made_invalid.get(node.name, 0),
                     "rounds_done": len(loop.history),
-                    "coverage": last["stats"]["coverage"] if last else 0.0,
+                    "coverage": last.stats.coverage if last else 0.0,
                     "best": max(
-                        (e["champion"]["fitness"] for e in loop.history if e["champion"]),
-                        default=None,
+                        (e.champion.fitness for e in loop.history if e.champion), default=None
                     ),
                 },
             )

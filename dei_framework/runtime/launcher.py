@@ -33,8 +33,8 @@ from typing import IO, Any
 import attrs
 
 from dei_framework.contract.kinds import EventKind
-from dei_framework.contract.payloads import RunSummary
 from dei_framework.contract.processes import parent_death_signal
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.contract.transport import LocalNetwork
 from dei_framework.net.envelope import NodeIdentity
 from dei_framework.plugin.manager import PluginRegistry
@@ -350,7 +350,7 @@ class Launcher:
             if event.get("event") in _RECEIVED:
                 key = (str(event.get("from")), str(event.get("node")))
                 edges.setdefault(key, [0, 0])[event["event"] == EventKind.RECEIVED_LATE] += 1
-        pids = {name: node.get("pid") for name, node in summary["nodes"].items()}
+        pids = {name: node.get("pid") for name, node in summary.nodes.items()}
         self._say(f"champions delivered between OS processes over {self.config.transport}:")
         for (sender, receiver), (taken, late) in sorted(edges.items()):
             after = f" (+{late} after its last round had started)" if late else ""
@@ -360,7 +360,7 @@ class Launcher:
             )
         if not edges:
             self._say("  none")
-        for name, node in summary["nodes"].items():
+        for name, node in summary.nodes.items():
             sharing = node.get("sharing") or {}
             delivered = (sharing.get("transport") or {}).get("delivered")
             if delivered is not None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from dei_framework.contract.payloads import RunSummary
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.plugin.manager import PluginRegistry
 from dei_framework.runtime.assembly import build_domain_parts, new_evaluator
 from dei_framework.runtime.budget import BudgetLedger

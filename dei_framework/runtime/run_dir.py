@@ -42,7 +42,7 @@ from typing import Any
 import orjson
 
 from dei_framework.contract.errors import ConfigError, WriteError
-from dei_framework.contract.payloads import RunSummary
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.runtime.config import RunConfig
 from dei_framework.runtime.run_files import damaged_line, read_checkpoint, read_config, read_json
 from dei_framework.runtime.run_layout import (
@@ -459,7 +459,7 @@ class RunDir:
                 folder.rmdir()
 
     def write_summary(self, summary: RunSummary) -> None:
-        write_json_atomic(self.summary_path, summary)
+        write_json_atomic(self.summary_path, summary.to_json())
 
 
 #: Run directories with lines pending, by file path: a reader of the file writes them first.

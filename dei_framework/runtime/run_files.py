@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from dei_framework.contract.errors import ConfigError, DEIError
-from dei_framework.contract.payloads import ExperimentSummary, RunSummary
+from dei_framework.contract.payloads import ExperimentSummary, RunSummaryJSON
 from dei_framework.runtime.config import NodeConfig, RunConfig
 from dei_framework.runtime.run_layout import CHECKPOINT_FILE, MERGED_ARCHIVE_FILE, SUMMARY_FILE
 
@@ -283,7 +283,7 @@ def _check_program(path: Path, record: Any, where: str) -> None:
     field(path, record, "fitness", (int, float, type(None)), f"{where}.")
 
 
-def read_run_summary(path: Path) -> RunSummary:
+def read_run_summary(path: Path) -> RunSummaryJSON:
     """A run's ``summary.json``, checked: its nodes, its budget, and that they agree (each
     node's calls as its budget entry counts them, the run's calls their sum).
 
@@ -367,7 +367,7 @@ class FinishedRun:
     merged: list[dict[str, Any]]
 
 
-def read_finished_summary(run_dir: Path) -> RunSummary:
+def read_finished_summary(run_dir: Path) -> RunSummaryJSON:
     """A finished run's ``summary.json`` (:func:`read_run_summary`), checked against the run's
     last checkpoint when it has one: every node's calls are those the checkpoint counts.
 

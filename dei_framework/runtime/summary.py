@@ -22,7 +22,8 @@ from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import DEIError
 from dei_framework.contract.kinds import CALL_KINDS, EventKind
-from dei_framework.contract.payloads import JSONValue, NodeSummary, RunSummary
+from dei_framework.contract.payloads import JSONValue, NodeSummary
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.evaluation.sandbox.limits import STOP_KINDS, stop_kind
 from dei_framework.evaluation.sandbox.policy import choose_policy
 from dei_framework.net.node import Node
@@ -30,6 +31,7 @@ from dei_framework.runtime.budget import BudgetLedger, NodeUsage
 from dei_framework.runtime.config import RunConfig
 from dei_framework.runtime.driver import SearchDriver
 from dei_framework.runtime.merge import RunMerge
+from dei_framework.search.events import RoundEvent
 
 
 def node_summary(
@@ -52,9 +54,9 @@ def node_summary(
     """
     loop = driver
     usage: NodeUsage = ledger.usage[node.name]
-    generality = [e.get("generality") for e in loop.history]
+    generality = [e.generality for e in loop.history]
     final = loop.history[-1] if loop.history else None
-    champion = dict(final["champion"]) if final and final.get("champion") else None
+    champion = final.champion.to_json() if final and final.champion else None
     if champion is not None and merge.reference is not None:
         champion = merge.with_common(champion)
     return {
@@ -66,18 +68,18 @@ def node_summary(
         "array_path": loop.array_path,
         "quota": ledger.quotas[node.name],
         "rounds_completed": len(loop.history),
-        "generality": final.get("generality") if final else None,
+        "generality": final.generality if final else None,
         "generality_peak": max((g for g in generality if g is not None), default=None),
         "generality_per_round": generality,
         "generality_excluded": sorted(loop.generality_excluded),
-        "champion_initial_per_round": [bool(e.get("champion_initial")) for e in loop.history],
-        "niche_novelty": mean_or_none(e.get("niche_novelty") for e in loop.history),
-        "niche_novelty_per_round": [e.get("niche_novelty") for e in loop.history],
-        "coverage_per_round": [e["stats"]["coverage"] for e in loop.history],
-        "qd_score_per_round": [e["stats"]["qd_score"] for e in loop.history],
+        "champion_initial_per_round": [e.champion_initial for e in loop.history],
+        "niche_novelty": mean_or_none(e.niche_novelty for e in loop.history),
+        "niche_novelty_per_round": [e.niche_novelty for e in loop.history],
+        "coverage_per_round": [e.stats.coverage for e in loop.history],
+        "qd_score_per_round": [e.stats.qd_score for e in loop.history],
         "champion": champion,
         "champion_common_fitness_per_round": [
-            common_fitness(merge.common_scores, (e.get("champion") or {}).get("text"))
+            common_fitness(merge.common_scores, e.champion.text if e.champion else None)
             for e in loop.history
         ]
         if merge.reference is not None
@@ -91,11 +93,10 @@ def node_summary(
 
 
 def _fitness_scales(
-    domain: Domain, fought: Mapping[int, int], history: Sequence[Mapping[str, Any]]
+    domain: Domain, fought: Mapping[int, int], history: Sequence[RoundEvent]
 ) -> list[float | None]:
     return [
-        float(domain.fitness_scale(fought[e["round"]])) if e["round"] in fought else None
-        for e in history
+        float(domain.fitness_scale(fought[e.round])) if e.round in fought else None for e in history
     ]
 
 
@@ -197,21 +198,21 @@ def run_summary(
     space = merge.space
     per_round = merge.per_round()
     merged = merge.merged()
-    return {
-        "domain": config.domain,
-        "transport": config.transport,
-        "sharing": config.sharing,
-        "seed": config.seed,
-        "rounds": config.rounds,
-        "lifecycle": config.lifecycle,
-        "space": {
+    return RunSummary(
+        domain=config.domain,
+        transport=config.transport,
+        sharing=config.sharing,
+        seed=config.seed,
+        rounds=config.rounds,
+        lifecycle=config.lifecycle,
+        space={
             "axes": list(space.names),
             "shape": list(space.shape),
             "cells": space.cells,
             "grid": space.to_json(),
         },
-        "merged": {**merged, "per_round": per_round},
-        "generality": {
+        merged={**merged, "per_round": per_round},
+        generality={
             "reference": _generality_reference(domain),
             # Per node: how many reference programs it fought or produced, left out of
             # its generality (the names are in nodes.<name>.generality_excluded).
@@ -222,15 +223,15 @@ def run_summary(
                 for name, node in nodes.items()
             },
         },
-        "nodes": nodes,
-        "operator_divergence": operator_divergence(tally.histograms()),
-        "budget": budget,
-        "compute_axis": budget.get("axis", config.compute_axis),
-        "invalid": tally.invalid,
-        "evaluated": tally.evaluated,
+        nodes=nodes,
+        operator_divergence=operator_divergence(tally.histograms()),
+        budget=budget,
+        compute_axis=budget.get("axis", config.compute_axis),
+        invalid=tally.invalid,
+        evaluated=tally.evaluated,
         # Only where candidates ran in a sandbox (domains whose programs are data never stop).
-        **({"stopped": dict(tally.stopped)} if _sandboxed(config, domain) else {}),
-    }
+        stopped=dict(tally.stopped) if _sandboxed(config, domain) else None,
+    )
 
 
 def _sandboxed(config: RunConfig, domain: Domain) -> bool:

@@ -24,7 +24,9 @@ Modules:
     _admission.py           the one admission path: tell's results and tell_batch's rows as
                             one buffer entry, admitted in slot order
     _round_end.py           a round's end: its event and champion, the next round's state
-    _scheduler_events.py    the scheduler's run-log events (evaluated, round)
+    events.py               the scheduler's events as records: EvaluatedEvent, RoundEvent
+                            (to_json: the run log's lines)
+    _scheduler_events.py    those events built from work items and archives
     _scheduler_state.py     the scheduler's checkpoint (state_json / restore)
     archives/               ArchiveBase, GridArchive, CVTArchive, AddStatus, ArchiveStats,
                             ArchiveSpec (its docstring lists its modules)

@@ -15,6 +15,7 @@ from dei_framework.contract.records import Candidate
 from dei_framework.search._scheduler_events import round_event
 from dei_framework.search._work import RoundEnd
 from dei_framework.search.archives import ArchiveBase
+from dei_framework.search.events import RoundEvent
 from dei_framework.search.opponents import OpponentPool
 from dei_framework.search.selectors import ParentSelector
 
@@ -32,7 +33,7 @@ class EndingNode(Protocol):
     previous_cells: set[tuple[int, ...]]
     pool: OpponentPool
     seeds: tuple[Candidate, ...]
-    history: list[dict[str, Any]]
+    history: list[RoundEvent]
     emitter: ParentSelector
     _warm: int
     _next_order: int

@@ -1,18 +1,16 @@
-"""The run-log events a node's scheduler makes: ``evaluated`` (one per admitted item) and
-``round`` (one per round end), their fields in the run log's order."""
+"""The events a node's scheduler makes, built from its work items and archives: ``evaluated``
+(one per admitted item) and ``round`` (one per round end), as the records of
+:mod:`dei_framework.search.events`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from dei_framework.contract.kinds import EventKind, WorkKind
+from dei_framework.contract.kinds import WorkKind
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import AddStatus, ArchiveBase
-
-#: Bound once: an ``evaluated`` event is made per admitted item, and looking a member up on its
-#: enum costs a few times a plain name's in Python 3.11.
-_EVALUATED = EventKind.EVALUATED
+from dei_framework.search.events import EvaluatedEvent, OpponentFought, RoundEvent
 
 
 class EvaluatedItem(Protocol):
@@ -47,7 +45,7 @@ def evaluated_event(
     *,
     error: str | None,
     info: Mapping[str, Any],
-) -> dict[str, Any]:
+) -> EvaluatedEvent:
     """The ``evaluated`` event of an admitted item, ``info``'s fields last.
 
     Args:
@@ -59,27 +57,26 @@ def evaluated_event(
         error: Why the item is invalid.
         info: Extra fields (timings ...).
     """
-    event: dict[str, Any] = {
-        "event": _EVALUATED,
-        "id": item.id,
-        "node": item.node,
-        "round": item.round,
-        "operator": operator,
-        "kind": item.kind,
-        "parent": item.parent.id if item.parent else None,
-        "slot": item.order,
-    }
     if offered is None:
-        event.update(status="invalid", error=error, fitness=None, descriptor=None, cell=None)
+        label, fitness, descriptor, cell = "invalid", None, None, None
     else:
-        event.update(
-            status=status.label,
-            fitness=offered.fitness,
-            descriptor=dict(offered.descriptor),
-            cell=list(offered.cell),
-        )
-    event.update(info)
-    return event
+        label, fitness, error = status.label, offered.fitness, None
+        descriptor, cell = dict(offered.descriptor), tuple(offered.cell)
+    return EvaluatedEvent(
+        id=item.id,
+        node=item.node,
+        round=item.round,
+        operator=operator,
+        kind=item.kind,
+        parent=item.parent.id if item.parent else None,
+        slot=item.order,
+        status=label,
+        error=error,
+        fitness=fitness,
+        descriptor=descriptor,
+        cell=cell,
+        extra=info,
+    )
 
 
 def round_event(
@@ -92,9 +89,9 @@ def round_event(
     initial: set[str],
     received: int,
     novel: int,
-    opponents: list[dict[str, Any]],
+    opponents: Sequence[Mapping[str, Any]],
     emitter: str,
-) -> dict[str, Any]:
+) -> RoundEvent:
     """The ``round`` event of a round that just ended.
 
     Args:
@@ -112,23 +109,21 @@ def round_event(
         emitter: The emitter's name.
     """
     champion_initial = champion is not None and champion.text in initial
-    event = {
-        "event": EventKind.ROUND,
-        "node": node,
-        "round": round_index,
-        "calls": calls,
-        "stats": finished.stats().to_json(),
-        "champion": champion.to_json() if champion else None,
-        "champion_initial": champion_initial,
-        "received": received,
-        "niche_novelty": novel / received if received else None,
-        "opponents": opponents,
-        "emitter": emitter,
-        "archive_kind": finished.kind,
-        "generality": None,
-    }
+    best_other = None
     if champion_initial:
         others = [elite for elite in finished if elite.text not in initial]
         best_other = max(others, key=lambda elite: elite.fitness) if others else None
-        event["generality_champion"] = best_other.to_json() if best_other else None
-    return event
+    return RoundEvent(
+        node=node,
+        round=round_index,
+        calls=calls,
+        stats=finished.stats(),
+        champion=champion,
+        champion_initial=champion_initial,
+        received=received,
+        niche_novelty=novel / received if received else None,
+        opponents=[OpponentFought.from_json(opponent) for opponent in opponents],
+        emitter=emitter,
+        archive_kind=finished.kind,
+        generality_champion=best_other,
+    )

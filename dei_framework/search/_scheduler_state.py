@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from dei_framework.search._admission import Told
 from dei_framework.search._work import WorkItem
 from dei_framework.search.archives import ArchiveBase
+from dei_framework.search.events import RoundEvent
 from dei_framework.search.opponents import OpponentPool
 from dei_framework.search.selectors import ParentSelector
 
@@ -28,7 +29,7 @@ class CheckpointedNode(Protocol):
     previous_cells: set[tuple[int, ...]]
     pool: OpponentPool
     lineage_errors: dict[str, str]
-    history: list[dict[str, Any]]
+    history: list[RoundEvent]
     stopped: str | None
     emitter: ParentSelector
     allocated: bool
@@ -65,7 +66,7 @@ def state_json(scheduler: CheckpointedNode) -> dict[str, Any]:
         "previous_cells": [list(c) for c in sorted(scheduler.previous_cells)],
         "pool": scheduler.pool.to_json(),
         "lineage_errors": dict(scheduler.lineage_errors),
-        "history": scheduler.history,
+        "history": [entry.to_json() for entry in scheduler.history],
         "stopped": scheduler.stopped,
         "emitter": scheduler.emitter.state_json(),
     }
@@ -92,7 +93,7 @@ def restore(scheduler: CheckpointedNode, state: Mapping[str, Any]) -> None:
     scheduler.previous_cells = {tuple(c) for c in state["previous_cells"]}
     scheduler.pool = OpponentPool.from_json(state["pool"])
     scheduler.lineage_errors = dict(state["lineage_errors"])
-    scheduler.history = list(state["history"])
+    scheduler.history = [RoundEvent.from_json(entry) for entry in state["history"]]
     scheduler.stopped = state["stopped"]
     scheduler.emitter.restore(state["emitter"])
     if "round_quotas" in state:

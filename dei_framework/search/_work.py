@@ -12,10 +12,10 @@ import attrs
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.kinds import CALL_KINDS, WorkKind
 from dei_framework.contract.operators import DeferredMessages, OperatorRequest, UsageMeter
-from dei_framework.contract.payloads import EvaluatedEvent
 from dei_framework.contract.records import Candidate
 from dei_framework.search._scheduler_events import evaluated_event
 from dei_framework.search.archives import AddStatus, ArchiveBase
+from dei_framework.search.events import EvaluatedEvent, RoundEvent
 
 #: What a work item asks (the former ``Literal`` alias, kept for its importers).
 Kind = WorkKind
@@ -175,7 +175,7 @@ class RoundEnd:
         champion: Its best elite, or ``None``.
     """
 
-    event: dict[str, Any]
+    event: RoundEvent
     archive: ArchiveBase
     champion: Candidate | None
 
@@ -198,4 +198,4 @@ class TellReport:
     admitted: tuple[Admission, ...] = ()
     statuses: tuple[tuple[WorkItem, AddStatus | None], ...] = ()
     round_end: RoundEnd | None = None
-    events: tuple[dict[str, Any], ...] = ()
+    events: tuple[EvaluatedEvent, ...] = ()

@@ -49,6 +49,7 @@ from dei_framework.search._slots import NodeSlots, derive_seed
 from dei_framework.search._warm_start import warm_start
 from dei_framework.search._work import Admission, Kind, Result, RoundEnd, TellReport, WorkItem
 from dei_framework.search.archives import AddStatus, ArchiveBase, ArchiveFactory, GridArchive
+from dei_framework.search.events import RoundEvent
 from dei_framework.search.opponents import OWN_WINDOW, PEER_WINDOW, OpponentPool
 from dei_framework.search.selectors import ParentSelector, UniformSelector
 from dei_framework.search.sharing import Admit, SharingPolicy, TopKSharing
@@ -167,7 +168,7 @@ class Scheduler:
         self.archive = self._new_archive(0)
         self.previous_cells: set[tuple[int, ...]] = set()
         self.lineage_errors: dict[str, str] = {}
-        self.history: list[dict[str, Any]] = []
+        self.history: list[RoundEvent] = []
         self.stopped: str | None = None
         self.completed = 0  # calls admitted this round
         self._opponents_fought: list[dict[str, Any]] = []

@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 PLUGIN = """
+import warnings
+
 from dei_framework import OperatorSpec, hookimpl
+
+# Another library's deprecation: Python's default filters decide, not the command line.
+warnings.warn("some other library's deprecation", DeprecationWarning)
 
 
 @hookimpl
@@ -59,6 +64,7 @@ def test_dei_shows_an_old_plugin_shape_once_as_one_line(old_shape_env, cli) -> N
     assert lines.count(EXPECTED) == 1, result.stderr
     assert not [line for line in lines if "deprecat" in line.lower() and line != EXPECTED]
     assert "Traceback" not in result.stderr and "warnings.warn" not in result.stderr
+    assert "some other library" not in result.stderr
 
 
 def test_dei_run_shows_it_too(old_shape_env, cli) -> None:

@@ -110,7 +110,7 @@ def test_every_factory_gets_the_runs_plugins_seed_and_its_options(tmp_path) -> N
         sharing_options={"k": 1},
     )
     summary = run(config, tmp_path / "run", registry=registry)
-    assert summary["budget"]["calls"] == 16
+    assert summary.budget["calls"] == 16
     assert set(recorder.seen) == {"domain", "transport", "sharing", "emitter", "archive"}
     for kind, context in recorder.seen.items():
         assert isinstance(context, FactoryContext), kind

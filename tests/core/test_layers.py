@@ -33,8 +33,8 @@ LAYERS = (
     "report",
     "app",
 )
-#: Top-level modules every layer may import: they import nothing of the framework.
-BASE = ("dei_framework._moved", "dei_framework._lazy")
+#: Top-level modules every layer may import: they import nothing of the framework but each other.
+BASE = ("dei_framework._moved", "dei_framework._lazy", "dei_framework._deprecation")
 
 
 def _name(path: Path) -> str:

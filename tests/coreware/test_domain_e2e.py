@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from dei_framework import NodeConfig, RunConfig, run
+from dei_framework import NodeConfig, RunConfig, RunSummary, run
 
 DEI_RUN = [sys.executable, "-c", "from dei_framework.app.cli import dei_run_main; dei_run_main()"]
 
 
-def _one_node_run(out: Path) -> dict:
+def _one_node_run(out: Path) -> RunSummary:
     config = RunConfig(
         domain="coreware",
         nodes=[NodeConfig(name="solo", operator="gp")],
@@ -30,10 +30,9 @@ def _one_node_run(out: Path) -> dict:
 def test_the_same_one_node_run_twice_gives_the_same_results(tmp_path) -> None:
     first = _one_node_run(tmp_path / "a")
     second = _one_node_run(tmp_path / "b")
-    assert first["merged"] == second["merged"]
+    assert first.merged == second.merged
     assert (
-        first["nodes"]["solo"]["generality_per_round"]
-        == second["nodes"]["solo"]["generality_per_round"]
+        first.nodes["solo"]["generality_per_round"] == second.nodes["solo"]["generality_per_round"]
     )
 
     def evaluated(path: Path) -> list:
@@ -46,7 +45,7 @@ def test_the_same_one_node_run_twice_gives_the_same_results(tmp_path) -> None:
         ]
 
     assert evaluated(tmp_path / "a") == evaluated(tmp_path / "b")
-    assert first["nodes"]["solo"]["calls"] == 24
+    assert first.nodes["solo"]["calls"] == 24
 
 
 @pytest.mark.slow

@@ -86,10 +86,10 @@ def test_a_node_that_meets_a_generality_warrior_leaves_it_out(tmp_path) -> None:
     summary = run(config, tmp_path / "run")
     domain = CorewarDomain()
     met = _met(tmp_path / "run", domain)
-    node = summary["nodes"]["solo"]
+    node = summary.nodes["solo"]
     assert node["generality_excluded"]  # with this seed `templates` writes an imp and a ring
     assert node["generality_excluded"] == sorted(met.get("solo", set()))
-    assert summary["generality"]["excluded"] == {"solo": len(node["generality_excluded"])}
+    assert summary.generality["excluded"] == {"solo": len(node["generality_excluded"])}
     kept = len(domain.warrior_set().warriors) - len(node["generality_excluded"])
     for share in node["generality_per_round"]:
         assert share is None or round(share * kept) == pytest.approx(share * kept)
@@ -99,8 +99,8 @@ def test_a_node_that_meets_a_generality_warrior_leaves_it_out(tmp_path) -> None:
     assert checkpoint["nodes"]["solo"]["generality_excluded"] == node["generality_excluded"]
     (tmp_path / "run" / "summary.json").unlink()
     resumed = run(config, tmp_path / "run", resume=True)
-    assert resumed["nodes"]["solo"]["generality_excluded"] == node["generality_excluded"]
-    assert resumed["generality"] == summary["generality"]
+    assert resumed.nodes["solo"]["generality_excluded"] == node["generality_excluded"]
+    assert resumed.generality == summary.generality
 
 
 @pytest.mark.slow
@@ -157,7 +157,7 @@ def test_an_initial_opponent_as_champion_is_marked_and_not_measured(tmp_path) ->
     assert event["champion"]["text"] in domain.initial_opponents()
     other = event["generality_champion"]
     assert other["operator"] == "gp" and other["text"] not in domain.initial_opponents()
-    node = summary["nodes"]["solo"]
+    node = summary.nodes["solo"]
     assert node["champion_initial_per_round"] == [True]
     expected = domain.generality_outcomes(domain.parse(other["text"]))
     kept = [beaten for name, beaten in expected.items() if name not in node["generality_excluded"]]

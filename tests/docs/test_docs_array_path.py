@@ -14,7 +14,7 @@ def test_the_array_path_block_runs_and_fills_the_grid(capsys) -> None:
     scope: dict = {}
     exec(compile(block, str(DOC), "exec"), scope)
     scheduler = scope["scheduler"]
-    assert scheduler.finished and scheduler.history[-1]["calls"] == 2000
+    assert scheduler.finished and scheduler.history[-1].calls == 2000
     elites, qd_score = map(int, capsys.readouterr().out.split())
     assert elites == scheduler.archive.stats().num_elites > 100 and qd_score > 0
     elite = scheduler.archive.occupied[0]

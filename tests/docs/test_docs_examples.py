@@ -41,7 +41,7 @@ def test_operator_and_transport_examples_run_together(tmp_path):
         eval_workers=0,
     )
     summary = run(config, tmp_path / "run", registry=registry)
-    shift, gp = summary["nodes"]["node-0"], summary["nodes"]["node-1"]
+    shift, gp = summary.nodes["node-0"], summary.nodes["node-1"]
     assert shift["operator"] == "shift" and gp["operator"] == "symreg-gp"
     assert shift["calls"] == gp["calls"] == 20
     for node in (shift, gp):
@@ -71,7 +71,7 @@ def test_search_component_examples_run_in_an_ensemble(tmp_path):
         eval_workers=0,
     )
     summary = run(config, tmp_path / "run", registry=registry)
-    for node in summary["nodes"].values():
+    for node in summary.nodes.values():
         assert node["calls"] == 20 and node["sharing"]["published"] == 4
     log = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").open()]
     rounds = [e for e in log if e["event"] == "round"]
@@ -108,13 +108,13 @@ def test_the_static_numeric_domain_example_alone_evaluates_every_call(tmp_path):
     )
     registry = load_plugins(extra=[module])
     alone = run(lone, tmp_path / "lone", registry=registry)
-    assert alone["evaluated"] == 200
+    assert alone.evaluated == 200
     # Common ground of a static domain: no reference programs, the same fitness as measured.
-    common = alone["merged"]["common"]
+    common = alone.merged["common"]
     assert common["reference"]["count"] == 0 and common["failed"] == 0
     assert (common["coverage"], common["qd_score"]) == (
-        alone["merged"]["coverage"],
-        alone["merged"]["qd_score"],
+        alone.merged["coverage"],
+        alone.merged["qd_score"],
     )
 
 
@@ -125,6 +125,6 @@ def test_the_pyribs_page_dei_loop_runs_plain_map_elites(capsys):
     scheduler = scope["scheduler"]
     assert scheduler.lifecycle == "continual" and scheduler.finished
     stats = scope["stats"]
-    assert stats["num_elites"] > 20 and stats["coverage"] == stats["num_elites"] / 400
-    assert stats["qd_score"] > 0 and scheduler.history[-1]["calls"] == 2000
+    assert stats.num_elites > 20 and stats.coverage == stats.num_elites / 400
+    assert stats.qd_score > 0 and scheduler.history[-1].calls == 2000
     assert capsys.readouterr().out.startswith("continual ")

@@ -25,9 +25,9 @@ def test_the_loop_section_builds_a_domain_and_an_operator_and_runs_the_loop(caps
     rounds = [line for line in out if line.startswith("round ")]
     assert [line.split(":")[0] for line in rounds] == ["round 0", "round 1"]
     scheduler = namespace["scheduler"]
-    assert scheduler.finished and [event["round"] for event in scheduler.history] == [0, 1]
-    champion = scheduler.history[-1]["champion"]
-    assert champion["operator"] and champion["fitness"] is not None
+    assert scheduler.finished and [event.round for event in scheduler.history] == [0, 1]
+    champion = scheduler.history[-1].champion
+    assert champion.operator and champion.fitness is not None
 
 
 def test_evaluate_takes_the_schedulers_candidates_as_opponents() -> None:

@@ -112,7 +112,7 @@ def test_the_array_loop_builds_the_archive_the_text_loop_builds(factory, options
     text = _text_loop(domain, operator, **settings)
     assert array.archive.to_json() == text.archive.to_json()
     assert array.history == text.history
-    assert array.history[-1]["stats"]["num_elites"] > 30
+    assert array.history[-1].stats.num_elites > 30
     # Elites keep their genomes: operators need not parse their texts.
     elite = array.archive.occupied[0]
     assert elite.data.tolist() == domain.genome(elite.text).tolist()

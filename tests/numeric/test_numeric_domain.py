@@ -113,8 +113,8 @@ def test_an_ask_tell_search_fills_the_grid() -> None:
             )
             results.append(outcome.result(item, operator=operator.label))
         scheduler.tell(results)
-    stats = scheduler.history[-1]["stats"]
-    assert stats["num_elites"] > 20 and 50 < stats["obj_max"] <= 100
+    stats = scheduler.history[-1].stats
+    assert stats.num_elites > 20 and 50 < stats.obj_max <= 100
 
 
 def test_a_text_the_operators_wrote_parses_as_any_text_does() -> None:

@@ -254,7 +254,7 @@ def test_an_old_shape_still_builds_with_the_old_arguments(tmp_path) -> None:
             nodes=[NodeConfig(name=f"n{i}", operator="toy-old-op") for i in (0, 1)],
         )
         summary = run(config, tmp_path / "run", registry=registry)
-    assert summary["budget"]["calls"] == 16
+    assert summary.budget["calls"] == 16
     settings, domain = plugin.calls["operator"]
     assert isinstance(settings, OperatorSettings) and domain.name == "toy"
     node_names, options = plugin.calls["transport"]

@@ -44,7 +44,7 @@ class NewStyleWrapper:
 
     @hookimpl(wrapper=True)
     def dei_run_finished(self, summary):
-        self.calls.append(f"wrapper:before:{summary['evaluated']}")
+        self.calls.append(f"wrapper:before:{summary.evaluated}")
         result = yield
         self.calls.append("wrapper:after")
         return result
@@ -80,7 +80,7 @@ def test_observers_run_in_pluggy_order_inside_their_wrappers(tmp_path) -> None:
     # from the last registered to the first, then trylast.
     assert calls == [
         "hookwrapper:before",
-        f"wrapper:before:{summary['evaluated']}",
+        f"wrapper:before:{summary.evaluated}",
         "tryfirst",
         "plain-2",
         "plain-1",
@@ -126,7 +126,7 @@ class Failing:
     @hookimpl
     def dei_candidate_evaluated(self, event):
         type(self).calls += 1
-        raise KeyError(event["no-such-key"])
+        raise KeyError(event.to_json()["no-such-key"])
 
 
 def test_a_failing_observer_is_reported_once_and_the_run_finishes(tmp_path, capsys) -> None:
@@ -136,7 +136,7 @@ def test_a_failing_observer_is_reported_once_and_the_run_finishes(tmp_path, caps
     summary = run(_config(), tmp_path / "run", registry=registry)
 
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["budget"]["calls"] == 24
-    assert summary["evaluated"] > 1
+    assert summary.evaluated > 1
     failing_name = registry.plugin_name(
         next(p for p in registry.manager.get_plugins() if isinstance(p, Failing))
     )
@@ -144,7 +144,7 @@ def test_a_failing_observer_is_reported_once_and_the_run_finishes(tmp_path, caps
     assert len(problems) == 1 and repr(failing_name) in problems[0] and "KeyError" in problems[0]
     assert capsys.readouterr().err.count("failed in dei_candidate_evaluated") == 1
     assert Failing.calls == 1  # muted after its first failure
-    assert counting.evaluated == summary["evaluated"]  # the other observer saw every event
+    assert counting.evaluated == summary.evaluated  # the other observer saw every event
     assert counting.rounds == 2
 
 

@@ -175,8 +175,21 @@ def test_a_wrapper_on_the_historic_hook_is_refused_as_its_docstring_says() -> No
 # --- the payload records match what a real run passes -------------------------------------------
 
 
+#: Each payload record and the JSON shape its ``to_json()`` has.
+JSON_SHAPES = {
+    core_hookspecs.EvaluatedEvent: core_hookspecs.EvaluatedEventJSON,
+    core_hookspecs.RoundEvent: core_hookspecs.RoundEventJSON,
+    core_hookspecs.RunSummary: core_hookspecs.RunSummaryJSON,
+}
+
+
 def _conforms(value: Any, hint: Any, where: str) -> list[str]:
-    """Where ``value`` does not fit ``hint`` (keys of TypedDicts, types of leaves)."""
+    """Where ``value`` does not fit ``hint`` (a record's class and JSON, keys of TypedDicts,
+    types of leaves)."""
+    if hint in JSON_SHAPES:  # a record: of its class, and its JSON of the documented shape
+        if not isinstance(value, hint):
+            return [f"{where}: {value!r} is not a {hint.__name__}"]
+        return _conforms(value.to_json(), JSON_SHAPES[hint], where)
     if isinstance(hint, typing.ForwardRef):  # JSONValue's recursion: any JSON value
         json.dumps(value)
         return []
@@ -285,13 +298,14 @@ def test_a_real_runs_payloads_fit_their_records(tmp_path) -> None:
     )
     summary = run(config, tmp_path / "run", registry=registry)
     assert checker.problems == []
-    assert checker.calls["dei_candidate_evaluated"] == summary["evaluated"]
+    assert checker.calls["dei_candidate_evaluated"] == summary.evaluated
     assert checker.calls["dei_round_ended"] == 4  # two nodes, two rounds
     assert checker.calls["dei_champion_received"] >= 1
     assert checker.calls["dei_run_finished"] == 1
     # and the check would notice a payload that does not fit
+    assert _conforms({"event": "evaluated"}, core_hookspecs.EvaluatedEventJSON, "e") != []
     assert _conforms({"event": "evaluated"}, core_hookspecs.EvaluatedEvent, "e") != []
-    assert _conforms({**summary, "extra": 1}, core_hookspecs.RunSummary, "s") == [
+    assert _conforms({**summary.to_json(), "extra": 1}, core_hookspecs.RunSummaryJSON, "s") == [
         "s: undeclared ['extra']"
     ]
 

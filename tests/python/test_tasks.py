@@ -72,7 +72,7 @@ def test_circle_packing_runs_on_the_offline_operator(tmp_path: Path) -> None:
         nodes=[NodeConfig(name=f"node-{i}", operator="python-ast") for i in range(2)],
     )
     summary = run(config, tmp_path / "run", registry=load_plugins())
-    assert summary["space"]["axes"] == ["radius_spread", "edge_share"]
+    assert summary.space["axes"] == ["radius_spread", "edge_share"]
     events = [
         json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()
     ]

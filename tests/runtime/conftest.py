@@ -49,6 +49,7 @@ class Reactions:
 
     def __init__(self) -> None:
         self.events: list[dict] = []
+        self.evaluated: list = []
         self.calls: list[dict] = []
         self.rounds: list[tuple[str, int]] = []
         self.checkpoints = 0
@@ -57,8 +58,11 @@ class Reactions:
         self.events.extend(events)
         self.calls.extend(calls)
 
-    def round_ended(self, name: str) -> Callable[[dict, Any], None]:
-        return lambda entry, archive: self.rounds.append((name, entry["round"]))
+    def evaluated(self, events) -> None:
+        self.evaluated.extend(events)
+
+    def round_ended(self, name: str) -> Callable[[Any, Any], None]:
+        return lambda entry, archive: self.rounds.append((name, entry.round))
 
     def checkpoint(self) -> None:
         self.checkpoints += 1

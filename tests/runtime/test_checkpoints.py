@@ -20,6 +20,7 @@ from dei_framework.runtime.checkpoints import (
     write_checkpoint,
 )
 from dei_framework.runtime.run_dir import RunDir
+from dei_framework.search.events import RoundEvent
 
 
 def _call(key: str, node: str = "node-0") -> dict:
@@ -251,7 +252,20 @@ def test_a_finished_round_without_its_file_is_refused(build, toy_config, tmp_pat
     parts = build(config, tmp_path)
     write_checkpoint(RunDir(tmp_path), parts.drivers, parts.nodes, parts.ledger, parts.timeline)
     checkpoint = json.loads((tmp_path / "checkpoint.json").read_text())
-    checkpoint["nodes"]["node-0"]["history"] = [{"round": 0, "calls": 20}]
+    finished = RoundEvent(
+        node="node-0",
+        round=0,
+        calls=20,
+        stats=parts.drivers["node-0"].scheduler.archive.stats(),
+        champion=None,
+        champion_initial=False,
+        received=0,
+        niche_novelty=None,
+        opponents=[],
+        emitter="uniform",
+        archive_kind="grid",
+    )
+    checkpoint["nodes"]["node-0"]["history"] = [finished.to_json()]
     (tmp_path / "checkpoint.json").write_text(json.dumps(checkpoint))
 
     with pytest.raises(ConfigError) as refused:

@@ -20,6 +20,7 @@ from dei_framework import (
     NodeConfig,
     Program,
     RunConfig,
+    RunSummary,
     Scheduler,
     ThresholdAxis,
     UniformAxis,
@@ -96,25 +97,25 @@ def test_a_domain_without_opponents_defaults_to_continual_and_one_with_them_to_r
 def test_a_continual_archive_persists_and_grows_across_rounds() -> None:
     continual = static_scheduler()
     events = drive_static(continual, None)
-    coverage = [e["stats"]["coverage"] for e in continual.history]
+    coverage = [e.stats.coverage for e in continual.history]
     assert coverage == sorted(coverage) and coverage[-1] > coverage[0]
     # Nothing is re-evaluated at a round start: every candidate is an operator's.
-    assert {e["kind"] for e in events} <= {"new", "mutate"}
-    assert all(e["opponents"] == [] for e in continual.history)
+    assert {e.kind for e in events} <= {"new", "mutate"}
+    assert all(e.opponents == () for e in continual.history)
     assert len(continual.pool) == 0  # the champions never join an opponent pool
     reset = static_scheduler(lifecycle="reset")
     drive_static(reset, None)
     # A reset node warms each round with its past champions: they are its pool.
-    assert [len(e["opponents"]) for e in reset.history] == [0, 1, 2]
-    assert reset.history[-1]["stats"]["coverage"] < coverage[-1]
+    assert [len(e.opponents) for e in reset.history] == [0, 1, 2]
+    assert reset.history[-1].stats.coverage < coverage[-1]
 
 
 def test_continual_parents_come_from_earlier_rounds_elites() -> None:
     s = static_scheduler()
     events = drive_static(s, None)
-    made_in = {e["id"]: e["round"] for e in events}
-    later = [e for e in events if e["round"] > 0 and e["kind"] == "mutate"]
-    assert any(made_in[e["parent"]] < e["round"] for e in later)
+    made_in = {e.id: e.round for e in events}
+    later = [e for e in events if e.round > 0 and e.kind == "mutate"]
+    assert any(made_in[e.parent] < e.round for e in later)
 
 
 def test_a_continual_run_is_the_same_in_any_order_and_resumes_exactly_mid_round() -> None:
@@ -223,7 +224,7 @@ def test_run_config_checks_and_records_the_lifecycle() -> None:
 # --- whole runs on the symbolic-regression example ----------------------------------------------
 
 
-def _symreg(rounds: int, out: Path, **settings) -> dict:
+def _symreg(rounds: int, out: Path, **settings) -> RunSummary:
     config = RunConfig(
         domain="symreg",
         nodes=[NodeConfig(name=f"node-{i}", operator="symreg-gp") for i in range(4)],
@@ -239,10 +240,10 @@ def _symreg(rounds: int, out: Path, **settings) -> dict:
 def test_continual_rounds_keep_the_coverage_and_champions_cross_every_round(tmp_path) -> None:
     one = _symreg(1, tmp_path / "one")
     four = _symreg(4, tmp_path / "four")
-    assert one["lifecycle"] == four["lifecycle"] == "continual"  # symreg's default
+    assert one.lifecycle == four.lifecycle == "continual"  # symreg's default
     recorded = json.loads((tmp_path / "four" / "config.json").read_text())
     assert recorded["lifecycle"] == "continual"
-    assert four["merged"]["coverage"] >= one["merged"]["coverage"]
+    assert four.merged["coverage"] >= one.merged["coverage"]
     log = [json.loads(line) for line in (tmp_path / "four" / "events.jsonl").open()]
     received = [e for e in log if e["event"] == "received"]
     # Every node takes in its peers' champions at every round start after the first.
@@ -255,13 +256,13 @@ def test_continual_rounds_keep_the_coverage_and_champions_cross_every_round(tmp_
     # No warm start after the first round: the seeds are evaluated once per node.
     warm = [e for e in log if e["event"] == "evaluated" and e["kind"] == "warm"]
     assert {e["round"] for e in warm} == {0}
-    for node in four["nodes"].values():
+    for node in four.nodes.values():
         coverage = node["coverage_per_round"]
         assert coverage == sorted(coverage)  # an archive that persists never shrinks
         assert node["sharing"]["published"] == 4
     reset = _symreg(4, tmp_path / "reset", lifecycle="reset")
-    assert reset["lifecycle"] == "reset"
-    assert four["merged"]["coverage"] > reset["merged"]["coverage"]
+    assert reset.lifecycle == "reset"
+    assert four.merged["coverage"] > reset.merged["coverage"]
 
 
 # --- per-node search settings and the flags ------------------------------------------------------
@@ -294,7 +295,7 @@ def test_nodes_with_different_emitter_options_run_in_one_ensemble(tmp_path) -> N
     assert emitters["node-0"].prior == 2.0 and emitters["node-1"].prior == 0.25
     assert emitters["node-2"].name == "uniform"
     assert ensemble.drivers["node-3"].scheduler.archive.cells == 12
-    assert all(node["calls"] == 10 for node in summary["nodes"].values())
+    assert all(node["calls"] == 10 for node in summary.nodes.values())
 
 
 def test_a_seeded_ensemble_with_the_tournament_emitter_is_reproducible(tmp_path) -> None:

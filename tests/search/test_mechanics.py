@@ -30,7 +30,7 @@ def run_round(s, received=()) -> dict[str, dict]:
         for admission in report.admitted:
             if admission.result.item.kind == "peer":
                 event = admission.event()
-                events[event["id"].rsplit("-", 1)[-1]] = event
+                events[event.id.rsplit("-", 1)[-1]] = event
     return events
 
 
@@ -66,10 +66,10 @@ def test_niche_novelty_is_measured_against_the_previous_rounds_cells() -> None:
         ],
     )
     # Both cells were empty in the archive they arrived in, so both are seeded ...
-    assert events["p0"]["status"] == events["p1"]["status"] == "new"
+    assert events["p0"].status == events["p1"].status == "new"
     # ... but only one was empty in round 0: eta = 1/2, not 2/2.
-    assert s.history[1]["received"] == 2
-    assert s.history[1]["niche_novelty"] == 0.5
+    assert s.history[1].received == 2
+    assert s.history[1].niche_novelty == 0.5
 
 
 def test_a_received_champion_fills_only_an_empty_cell() -> None:
@@ -93,5 +93,5 @@ def test_a_received_champion_fills_only_an_empty_cell() -> None:
             Candidate(text=newcomer, node="p", round=0, operator="op"),
         ],
     )
-    assert events["p0"]["status"] == "not_added"
-    assert events["p1"]["status"] == "new"
+    assert events["p0"].status == "not_added"
+    assert events["p1"].status == "new"

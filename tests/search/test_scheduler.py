@@ -128,12 +128,12 @@ def test_any_completion_order_gives_the_same_run() -> None:
         other = scheduler()
         assert drive(other, random.Random(trial), concurrency=1 + trial * 2) == reference_events
         assert other.history == reference.history
-    assert [e["round"] for e in reference.history] == [0, 1, 2]
-    assert sum(e["calls"] for e in reference.history) == 90
-    made = [e for e in reference_events if e["kind"] in ("new", "mutate")]
-    assert len(made) == 90 and [e["slot"] for e in made[:3]] == [2, 3, 4]
-    assert any(e["status"] == "invalid" for e in made)
-    assert {e["status"] for e in made} >= {"new", "not_added"}
+    assert [e.round for e in reference.history] == [0, 1, 2]
+    assert sum(e.calls for e in reference.history) == 90
+    made = [e for e in reference_events if e.kind in ("new", "mutate")]
+    assert len(made) == 90 and [e.slot for e in made[:3]] == [2, 3, 4]
+    assert any(e.status == "invalid" for e in made)
+    assert {e.status for e in made} >= {"new", "not_added"}
 
 
 def test_a_different_seed_or_lag_gives_a_different_run() -> None:
@@ -210,16 +210,16 @@ def test_round_events_list_the_pool_fought_and_received_champions_enter_by_polic
             ]
         )
         drive_round(flooded)
-    own = [[o for o in e["opponents"] if o["source"] == "own"] for e in flooded.history]
-    assert own == [[o for o in e["opponents"] if o["source"] == "own"] for e in solo.history]
-    assert own[2] == [
+    own = [[o for o in e.opponents if o.source == "own"] for e in flooded.history]
+    assert own == [[o for o in e.opponents if o.source == "own"] for e in solo.history]
+    assert [o.to_json() for o in own[2]] == [
         {"source": "own", "round": 0, "node": "n"},
         {"source": "own", "round": 1, "node": "n"},
     ]
-    assert [o for o in flooded.history[2]["opponents"] if o["source"] == "peer"] == [
+    assert [o.to_json() for o in flooded.history[2].opponents if o.source == "peer"] == [
         {"source": "peer", "round": 2, "node": "peer-x"}
     ]
-    assert flooded.history[0]["received"] == 3
+    assert flooded.history[0].received == 3
 
 
 def drive_round(s: Scheduler) -> None:
@@ -240,17 +240,17 @@ def test_builtin_sharing_policies() -> None:
     }
     s = scheduler()
     drive_round(s)
-    archive = s.history[0]
-    assert archive["champion"] is not None
-    finished = GridArchive(space=s.space).fill_from_json({"elites": [archive["champion"]]})
-    assert [e.text for e in policies["champion"].select(finished)] == [archive["champion"]["text"]]
+    champion = s.history[0].champion
+    assert champion is not None
+    finished = GridArchive(space=s.space).fill_from_json({"elites": [champion.to_json()]})
+    assert [e.text for e in policies["champion"].select(finished)] == [champion.text]
     assert policies["none"].select(finished) == [] and not policies["none"].shares
     # opponents-only: the received champion is evaluated (novelty) but fills no cell.
     s = scheduler(sharing=policies["opponents-only"])
     s.start_round([Candidate(text="30 30 30", node="p", round=0, operator="op")])
     drive_round(s)
-    assert s.history[0]["received"] == 1
-    assert {"source": "peer", "round": 0, "node": "p"} in s.history[0]["opponents"]
+    assert s.history[0].received == 1
+    assert {"source": "peer", "round": 0, "node": "p"} in s.history[0].to_json()["opponents"]
 
 
 def test_improvement_emitter_favours_parents_whose_children_improved() -> None:
@@ -284,7 +284,7 @@ def test_cvt_archive_has_seeded_cells_over_three_axes() -> None:
         archive=lambda **kw: CVTArchive(cells=30, **kw),
     )
     drive(s, random.Random(2))
-    assert all(e["archive_kind"] == "cvt" and e["stats"]["cells"] == 30 for e in s.history)
+    assert all(e.archive_kind == "cvt" and e.stats.cells == 30 for e in s.history)
 
 
 class JunkAwareOperator(Operator):
@@ -492,10 +492,10 @@ def test_seed_programs_start_a_static_domains_archive_without_becoming_opponents
     ]
     assert [r["warm"] for r in rounds[1:]] == [[], []]
     assert all(r["opponents"] == [] for r in rounds)  # they never fight anyone
-    assert all(e["opponents"] == [] for e in s.history)
+    assert all(e.opponents == () for e in s.history)
     # The first round's champion is a seed: no work of the search, marked as such.
     first = s.history[0]
-    assert first["champion_initial"] == (first["champion"]["text"] in domain.seed_programs())
+    assert first.champion_initial == (first.champion.text in domain.seed_programs())
     # Each seed was offered to the archive (they differ in length and peak: three cells).
     assert rounds[0]["status"] == ["NEW", "NEW", "NEW"]
 
@@ -528,7 +528,7 @@ def test_a_seed_that_became_the_champion_is_warmed_once_as_an_opponent() -> None
         SeededSums(opponents=True), name="n", calls=30, rounds=2, seed=6, lag=6
     )
     rounds = _warm_items(s)
-    assert s.history[0]["champion"]["text"] == "30 30 30" and s.history[0]["champion_initial"]
+    assert s.history[0].champion.text == "30 30 30" and s.history[0].champion_initial
     assert [(text, operator) for _, text, operator in rounds[1]["warm"]] == [
         ("1 1", "initial"),
         ("20 20", "initial"),

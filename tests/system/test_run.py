@@ -110,8 +110,8 @@ def test_same_seed_same_run_different_seed_different_run(toy_env, tmp_path) -> N
 
     assert candidates(tmp_path / "a") == candidates(tmp_path / "b")
     assert candidates(tmp_path / "a") != candidates(tmp_path / "c")
-    assert a["merged"] == b["merged"]
-    assert c["budget"]["calls"] == 40
+    assert a.merged == b.merged
+    assert c.budget["calls"] == 40
 
 
 def test_lag_in_the_config_sets_how_far_parent_choice_runs_ahead(toy_env, tmp_path) -> None:
@@ -169,8 +169,8 @@ def test_a_seeded_run_twice_gives_identical_final_archives_whatever_the_timing(
     assert len(archives(tmp_path / "a")) == 3
     assert archives(tmp_path / "a") == archives(tmp_path / "b")
     assert timeless(tmp_path / "a") == timeless(tmp_path / "b")
-    assert summaries[0]["merged"] == summaries[1]["merged"]
-    assert summaries[0]["budget"]["calls"] == 150
+    assert summaries[0].merged == summaries[1].merged
+    assert summaries[0].budget["calls"] == 150
     assert call_order(tmp_path / "a") != call_order(tmp_path / "b")  # the timing did differ
 
 
