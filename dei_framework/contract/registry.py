@@ -223,6 +223,15 @@ class PluginRegistry:
                 continue
             yield from ((item, name) for item in items)
 
+    def observed(self, hook: str) -> bool:
+        """Whether a plugin implements observation hook ``hook`` (and is not muted for it): a
+        caller with many events to report asks once, not per event."""
+        muted = self._muted.get(hook) or ()
+        return any(
+            impl.plugin_name != GUARD_NAME and impl.plugin not in muted
+            for impl in getattr(self.manager.hook, hook).get_hookimpls()
+        )
+
     def notify(self, hook: str, **kwargs: object) -> None:
         """Calls an observation hook on every plugin; a failing observer never stops the caller.
 

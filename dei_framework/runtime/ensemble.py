@@ -136,8 +136,9 @@ class Ensemble:
 
     def evaluated(self, events: Sequence[EvaluatedEvent]) -> None:
         """Tells the plugins of candidates evaluated (:meth:`record` logged them)."""
-        for event in events:
-            self.registry.notify("dei_candidate_evaluated", event=event)
+        if self.registry.observed("dei_candidate_evaluated"):  # asked once per batch
+            for event in events:
+                self.registry.notify("dei_candidate_evaluated", event=event)
 
     def round_ended(self, name: str) -> Callable[[RoundEvent, ArchiveBase], None]:
         """What node ``name``'s driver calls as a round ends: its archive to the merge (and the

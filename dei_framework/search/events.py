@@ -25,8 +25,14 @@ from dei_framework.search.archives import ArchiveStats
 
 __all__ = ["EvaluatedEvent", "OpponentFought", "RoundEvent"]
 
+#: Bound once: an ``evaluated`` line is written per evaluation, and looking a member up on its
+#: enum costs a few times a plain name's in Python 3.11.
+_EVALUATED = EventKind.EVALUATED
 
-@attrs.frozen(kw_only=True)
+
+# Not slotted: one is made per evaluation, and attrs fills a frozen class's __dict__ directly
+# where a slotted one takes an object.__setattr__ per field (twice the time: 1.2 against 2.4 µs).
+@attrs.frozen(kw_only=True, slots=False)
 class EvaluatedEvent(ReadAsJSON):
     """One candidate evaluated (or found invalid): an ``evaluated`` line of ``events.jsonl``.
 
@@ -89,7 +95,7 @@ class EvaluatedEvent(ReadAsJSON):
     def to_json(self) -> dict[str, Any]:
         """The ``evaluated`` line of ``events.jsonl``."""
         data: dict[str, Any] = {
-            "event": EventKind.EVALUATED,
+            "event": _EVALUATED,
             "id": self.id,
             "node": self.node,
             "round": self.round,
