@@ -136,6 +136,20 @@ def _command(pid: int) -> str:
         return "(gone)"
 
 
-def kill_midway(args: list[str], out: Path, env: dict, *, min_events: int) -> None:
-    """Starts `dei-run`, SIGKILLs it once it has checkpointed and logged `min_events` lines."""
-    stop_midway(args, out, env, min_events=min_events)
+def kill_midway(
+    args: list[str], out: Path, env: dict, *, min_events: int, hold_after: int | None = None
+) -> None:
+    """Starts `dei-run`, SIGKILLs it once it has checkpointed and logged `min_events` lines.
+
+    The toy operators of the run hold every call after their ``hold_after``-th (default
+    ``min_events // 2``, for two nodes or more) until the run is killed (``hold_until``,
+    tests/toy/toy_domain.py), so that however loaded the machine, the run cannot finish before
+    this sees enough lines. Holding a call changes no decision.
+    """
+    gate = out.parent / f"{out.name}.gate"
+    after = min_events // 2 if hold_after is None else hold_after
+    held = {**env, "DEI_TOY_HOLD_UNTIL": str(gate), "DEI_TOY_HOLD_AFTER": str(after)}
+    try:
+        stop_midway(args, out, held, min_events=min_events)
+    finally:
+        gate.touch()  # a process the kill missed is let go

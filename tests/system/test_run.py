@@ -347,7 +347,7 @@ def test_a_resumed_run_ends_exactly_as_an_uninterrupted_one(toy_env, cli, tmp_pa
     clean = tmp_path / "clean"
     cli("dei-run", *common, "--out", str(clean), env=toy_env)
     killed = tmp_path / "killed"
-    kill_midway([*common, "--out", str(killed)], killed, toy_env, min_events=50)
+    kill_midway([*common, "--out", str(killed)], killed, toy_env, min_events=50, hold_after=50)
     cli("dei-run", "--resume", str(killed), "--progress", "quiet", "--no-report", env=toy_env)
 
     def outcome(path: Path) -> tuple:

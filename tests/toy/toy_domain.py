@@ -91,6 +91,10 @@ class ToyDomain(Domain):
         return sum(program.data) / 800
 
 
+#: Environment variables that set ``hold_until`` and ``hold_after`` where the options do not.
+HOLD_UNTIL, HOLD_AFTER = "DEI_TOY_HOLD_UNTIL", "DEI_TOY_HOLD_AFTER"
+
+
 class ToyOperator(Operator):
     """Random integers; mutation changes, adds or drops one. Occasionally writes junk."""
 
@@ -104,6 +108,8 @@ class ToyOperator(Operator):
         down_until: str = "",
         jitter: float = 0.0,
         strength: float = 1.0,
+        hold_until: str = "",
+        hold_after: int = 0,
     ) -> None:
         self.label = label
         self.strength = strength
@@ -112,8 +118,17 @@ class ToyOperator(Operator):
         self.jitter = jitter  # extra random (unseeded) latency: replies finish in any order
         # A provider that is down until the test creates this file (an event, not a clock).
         self.down_until = Path(down_until) if down_until else None
+        # After hold_after calls, each call waits until the test creates this file: a run
+        # that cannot finish before the test has done what it must mid-run (kill it, say).
+        self.hold_until = Path(hold_until) if hold_until else None
+        self.hold_after = hold_after
+        self.calls = 0
 
     async def propose(self, request: OperatorRequest) -> OperatorReply:
+        self.calls += 1
+        if self.hold_until is not None and self.calls > self.hold_after:
+            while not self.hold_until.exists():
+                await asyncio.sleep(0.01)
         if self.delay or self.jitter:
             await asyncio.sleep(self.delay + random.random() * self.jitter)
         if self.down_until is not None and not self.down_until.exists():
@@ -162,6 +177,9 @@ def dei_operators():
                 jitter=float(ctx.options.get("jitter", 0.0)),
                 down_until=str(ctx.options.get("down_until", "")),
                 strength=float(ctx.options.get("strength", 1.0)),
+                # tests/midway.py's kill_midway holds a run it is about to kill this way
+                hold_until=str(ctx.options.get("hold_until", os.environ.get(HOLD_UNTIL, ""))),
+                hold_after=int(ctx.options.get("hold_after", os.environ.get(HOLD_AFTER, 0))),
             ),
             domains=("toy",),
             description="random integers (tests)",
