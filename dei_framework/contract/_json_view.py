@@ -3,7 +3,7 @@
 
 The run's events and summary were handed out as the dicts written to ``events.jsonl`` and
 ``summary.json``; they are records now (:mod:`dei_framework.search.events`,
-:class:`~dei_framework.contract.payloads.RunSummary`). A plugin or script that still reads one
+:class:`~dei_framework.contract.run_summary.RunSummary`). A plugin or script that still reads one
 as a dict gets the value its ``to_json()`` holds, with a
 :class:`~dei_framework.contract.errors.DEIDeprecationWarning` once per class.
 
