@@ -10,7 +10,7 @@ The core is domain-agnostic. What it offers library users:
 * :class:`ArchiveBase`, :class:`GridArchive`, :class:`CVTArchive`, :class:`AddStatus`,
   :class:`ArchiveStats` — archives; :class:`ParentSelector`, :class:`UniformSelector`,
   :class:`ImprovementSelector`, :class:`TournamentSelector` (with :class:`SelectorSpec`) —
-  parent choice, chosen by the ``emitter`` setting. Their old names (``EmitterBase``,
+  parent choice, chosen by the ``selector`` setting. Their old names (``EmitterBase``,
   ``EmitterSpec``, ``UniformEmitter``, ``ImprovementEmitter``, ``TournamentEmitter``) are
   deprecated aliases: they still work, with a ``DeprecationWarning``.
 * :class:`DescriptorSpace` and the axes :class:`ThresholdAxis`, :class:`UniformAxis`,

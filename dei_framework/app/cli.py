@@ -220,7 +220,7 @@ RUN_OPTIONS = [
             "sharing",
             "allocation",
             "axes",
-            "emitter",
+            "selector",
             "archive",
             "seed",
         ),
@@ -816,7 +816,7 @@ def dei() -> None:
 @user_errors
 def plugins_command(as_json: bool) -> None:
     """List registered domains, operators, transports, sharing policies, budget allocators,
-    descriptor axes, emitters, archives and evaluation backends (evaluators)."""
+    descriptor axes, parent selectors, archives and evaluation backends (evaluators)."""
     listing = registry().listing()
     if as_json:
         click.echo(json.dumps(listing, indent=1))

@@ -158,8 +158,8 @@ class RoundEventJSON(TypedDict):
     niche_novelty: float | None
     #: The opponent pool the round's candidates fought.
     opponents: list[OpponentRecord]
-    #: The node's parent selector (``--emitter``).
-    emitter: str
+    #: The node's parent selector (``--selector``).
+    selector: str
     #: The archive's kind (``--archive``).
     archive_kind: str
     #: The champion's generality: ``None`` in the event, since it is measured afterwards

@@ -32,7 +32,7 @@ Modules:
                             ArchiveSpec (its docstring lists its modules)
     archive.py              former home of GridArchive (an import path kept working)
     selectors/              parent choice: ParentSelector, Uniform/Improvement/TournamentSelector
-                            (the ``emitter`` setting picks one; was emitters/, kept as an alias)
+                            (the ``selector`` setting picks one; was emitters/, kept as an alias)
     opponents.py            OpponentPool (Red Queen: initial + own window + peer window)
     sharing.py              SharingPolicy protocol (select / on_receive), Admit, built-in
                             policies

@@ -179,7 +179,7 @@ class RoundEvent(ReadAsJSON):
         niche_novelty: Share of those that fell in a cell the node's previous round left
             empty (``None`` when none was received).
         opponents: The opponent pool the round's candidates fought.
-        emitter: The node's parent selector (``--emitter``).
+        selector: The node's parent selector (``--selector``).
         archive_kind: The archive's kind (``--archive``).
         generality: The champion's generality: ``None`` until it is measured, after the round
             (``summary.json`` and the node's history have the measured values).
@@ -199,7 +199,7 @@ class RoundEvent(ReadAsJSON):
     received: int
     niche_novelty: float | None
     opponents: tuple[OpponentFought, ...] = attrs.field(converter=tuple)
-    emitter: str
+    selector: str
     archive_kind: str
     generality: float | None = None
     generality_champion: Candidate | None = None
@@ -223,7 +223,7 @@ class RoundEvent(ReadAsJSON):
             "received": self.received,
             "niche_novelty": self.niche_novelty,
             "opponents": [opponent.to_json() for opponent in self.opponents],
-            "emitter": self.emitter,
+            "selector": self.selector,
             "archive_kind": self.archive_kind,
             "generality": self.generality,
         }
@@ -246,7 +246,7 @@ class RoundEvent(ReadAsJSON):
             received=data.get("received", 0),
             niche_novelty=data.get("niche_novelty"),
             opponents=[OpponentFought.from_json(o) for o in data.get("opponents") or ()],
-            emitter=data.get("emitter", ""),
+            selector=data.get("selector", ""),
             archive_kind=data.get("archive_kind", ""),
             generality=data.get("generality"),
             generality_champion=Candidate.from_json(other) if other else None,
