@@ -3,17 +3,12 @@ written as ``factory(options)`` keep working), the run's plugins and the run's s
 
 from __future__ import annotations
 
-import sys
 import types
-from pathlib import Path
 
 import pytest
+import toy_domain
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import (  # noqa: E402
+from dei_framework import (
     ArchiveSpec,
     DomainSpec,
     FactoryContext,

@@ -5,18 +5,14 @@ warning."""
 from __future__ import annotations
 
 import json
-import sys
 import typing
 import warnings
 from pathlib import Path
 
 import pytest
+import toy_domain
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import (  # noqa: E402
+from dei_framework import (
     EvaluatedEvent,
     NodeConfig,
     RoundEvent,
@@ -25,8 +21,8 @@ from dei_framework import (  # noqa: E402
     load_plugins,
     run,
 )
-from dei_framework.search import events as events_module  # noqa: E402
-from dei_framework.search.archives import ArchiveStats  # noqa: E402
+from dei_framework.search import events as events_module
+from dei_framework.search.archives import ArchiveStats
 
 
 class Observer:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from test_scheduler import DOMAIN, Sums, propose
 
 from dei_framework import (
     AddStatus,
@@ -31,10 +31,6 @@ from dei_framework.contract.descriptors import AxisSpec
 from dei_framework.contract.errors import ConfigError
 from dei_framework.runtime.config import build_nodes
 from dei_framework.search.sharing import BUILTIN_POLICIES
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from test_scheduler import DOMAIN, Sums, propose  # noqa: E402
 
 
 class Static(Sums):
