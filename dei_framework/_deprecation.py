@@ -1,16 +1,13 @@
-"""The warning category of the framework's own deprecations.
+"""The warning category of the records' dict reads (``event["fitness"]``, the run log's
+TypedDict names), the last deprecations left: it goes with them.
 
-:class:`DEIDeprecationWarning` is a :class:`DeprecationWarning` (filters and ``pytest.warns``
-on that class catch it), told apart so that ``dei`` and ``dei-run`` can show the framework's
-deprecations to the plugin author who can act on them, and leave other libraries' to Python's
-default filters.
-
-Imports nothing of the framework: every layer may use it (tests/core/test_layers.py).
+Private: not exported. Imports nothing of the framework: every layer may use it
+(tests/core/test_layers.py).
 """
 
 from __future__ import annotations
 
 
 class DEIDeprecationWarning(DeprecationWarning):
-    """A name, path or plugin shape the framework still accepts and will drop: the message says
-    what to write instead."""
+    """A use the framework still accepts and will drop: the message says what to write
+    instead."""

@@ -33,8 +33,8 @@ LAYERS = (
     "report",
     "app",
 )
-#: Top-level modules every layer may import: they import nothing of the framework but each other.
-BASE = ("dei_framework._moved", "dei_framework._lazy", "dei_framework._deprecation")
+#: Top-level modules every layer may import: they import nothing of the framework.
+BASE = ("dei_framework._deprecation",)
 
 
 def _name(path: Path) -> str:
@@ -80,7 +80,7 @@ def upward(graph: dict[str, set[str]]) -> list[str]:
     found = []
     for module, edges in sorted(graph.items()):
         mine = layer(module)
-        if mine is None:  # the package's __init__ (the public names), __main__, _moved
+        if mine is None:  # the package's __init__ (the public names), __main__
             continue
         for other in sorted(edges):
             theirs = layer(other)
