@@ -53,8 +53,8 @@ def run_configuration(name: str, operators: list[str], args: argparse.Namespace)
     return {
         "operators": operators,
         "seconds": round(time.perf_counter() - started, 1),
-        "merged_coverage": summary.merged["coverage"],
-        "merged_qd_score": summary.merged["qd_score"],
+        "merged_coverage": summary.merged.stats.coverage,
+        "merged_qd_score": summary.merged.stats.qd_score,
         "generality_per_node": per_node,
         "generality_per_round": per_round,
         # What each node's figures leave out (generality warriors it fought or produced), and
