@@ -39,7 +39,7 @@ def run_configuration(name: str, operators: list[str], args: argparse.Namespace)
     )
     started = time.perf_counter()
     summary = run(config, Path(args.out) / name)
-    per_node = {n: node["generality_per_round"] for n, node in summary.nodes.items()}
+    per_node = {n: node.generality_per_round for n, node in summary.nodes.items()}
     per_round = []
     for r in range(args.rounds):
         values = [g[r] for g in per_node.values() if r < len(g) and g[r] is not None]
@@ -62,10 +62,10 @@ def run_configuration(name: str, operators: list[str], args: argparse.Namespace)
         # round's best other elite).
         "generality_reference_count": (summary.generality["reference"] or {}).get("count"),
         "generality_excluded_per_node": {
-            n: node.get("generality_excluded") for n, node in summary.nodes.items()
+            n: node.generality_excluded for n, node in summary.nodes.items()
         },
         "champion_initial_per_node": {
-            n: node.get("champion_initial_per_round") for n, node in summary.nodes.items()
+            n: node.champion_initial_per_round for n, node in summary.nodes.items()
         },
     }
 
