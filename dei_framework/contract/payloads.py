@@ -3,6 +3,10 @@
 
 A run's events and summary are records whose JSON form their fields declare
 (:mod:`dei_framework.search.events`, :mod:`dei_framework.contract.run_summary`).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s, and
+:mod:`dei_framework.plugin.hookspecs` re-exports ``JSONValue``); anything here may change in any
+release.
 """
 
 from __future__ import annotations

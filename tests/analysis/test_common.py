@@ -113,7 +113,7 @@ def test_a_single_run_measures_common_ground_on_request(tmp_path) -> None:
     nodes = [NodeConfig(name=f"node-{i}", operator="toy-random") for i in range(2)]
     base = RunConfig(domain="toy", nodes=nodes, budget=16, rounds=2, eval_workers=0, seed=3)
     plain = run(base, tmp_path / "plain", registry=registry)
-    assert "common" not in plain.merged
+    assert plain.merged.common is None
     elites = json.loads((tmp_path / "plain" / "merged_archive.json").read_text())
     assert elites and all(e["common_fitness"] is None for e in elites)
     assert len(elites) == plain.merged.stats.num_elites
@@ -354,10 +354,10 @@ def test_a_deterministic_domain_is_scored_once_per_program_with_the_multi_seed_r
     assert all(e["common_fitness_n"] == 1 for e in entries)
     assert all(e["common_fitness_n"] == 4 for e in entries_k)
     for key in ("coverage", "qd_score", "num_elites"):
-        assert merged["common"][key] == merged_k["common"][key]
-    assert merged["common"]["deterministic"] is True and merged["common"]["common_seeds"] == 1
+        assert merged.common[key] == merged_k.common[key]
+    assert merged.common["deterministic"] is True and merged.common["common_seeds"] == 1
     # Other domains' records do not gain the key (the golden runs stay as recorded).
-    assert "deterministic" not in merged_k["common"] and merged_k["common"]["common_seeds"] == 4
+    assert "deterministic" not in merged_k.common and merged_k.common["common_seeds"] == 4
 
 
 def test_the_python_domain_is_deterministic_and_core_war_is_not() -> None:
