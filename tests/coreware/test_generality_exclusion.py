@@ -158,8 +158,8 @@ def test_an_initial_opponent_as_champion_is_marked_and_not_measured(tmp_path) ->
     other = event["generality_champion"]
     assert other["operator"] == "gp" and other["text"] not in domain.initial_opponents()
     node = summary.nodes["solo"]
-    assert node["champion_initial_per_round"] == [True]
+    assert node.champion_initial_per_round == (True,)
     expected = domain.generality_outcomes(domain.parse(other["text"]))
-    kept = [beaten for name, beaten in expected.items() if name not in node["generality_excluded"]]
-    assert node["generality_per_round"] == [sum(kept) / len(kept)]
-    assert node["generality"] != domain.generality(domain.parse(event["champion"]["text"]))
+    kept = [beaten for name, beaten in expected.items() if name not in node.generality_excluded]
+    assert node.generality_per_round == (sum(kept) / len(kept),)
+    assert node.generality != domain.generality(domain.parse(event["champion"]["text"]))

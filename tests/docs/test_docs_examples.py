@@ -42,13 +42,13 @@ def test_operator_and_transport_examples_run_together(tmp_path):
     )
     summary = run(config, tmp_path / "run", registry=registry)
     shift, gp = summary.nodes["node-0"], summary.nodes["node-1"]
-    assert shift["operator"] == "shift" and gp["operator"] == "symreg-gp"
-    assert shift["calls"] == gp["calls"] == 20
+    assert shift.operator == "shift" and gp.operator == "symreg-gp"
+    assert shift.calls == gp.calls == 20
     for node in (shift, gp):
-        assert node["sharing"]["published"] == 2
-        assert node["sharing"]["transport"] == {"sent": 2, "received": 2}
+        assert node.sharing["published"] == 2
+        assert node.sharing["transport"] == {"sent": 2, "received": 2}
     # Champions arrive at round 1's start, so each node received its peer's round-0 champion.
-    assert shift["sharing"]["accepted"] + gp["sharing"]["accepted"] >= 1
+    assert shift.sharing["accepted"] + gp.sharing["accepted"] >= 1
 
 
 def test_search_component_examples_run_in_an_ensemble(tmp_path):
