@@ -145,7 +145,7 @@ def extract(out: Path) -> dict[str, Any]:
             if name != BASELINE
         ]
         for entry, adjusted in zip(family, holm([e["p_value"] for e in family]), strict=True):
-            comparisons.append(comparison(entry | {"p_holm": adjusted}))
+            comparisons.append(comparison(entry | {"p_holm": adjusted}) | {"family": "vs-none"})
     first = json.loads((out / slug(BASELINE) / "summary.json").read_text())
     return {
         "budget": first.get("budget"),
