@@ -29,7 +29,7 @@ The core is domain-agnostic. What it offers library users:
   :class:`EvaluatorOptions`, :class:`LocalNetwork`, :class:`ChampionEnvelope`,
   :class:`NodeIdentity`, :class:`InboxFilter`, :class:`EnvelopeError`, :data:`Message`; the
   observation payloads :class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`
-  (records; :class:`RunSummaryJSON` is ``summary.json``'s shape),
+  (records whose ``to_json()`` is the file's JSON; a node's results are :class:`NodeSummary`),
   and the string enums their fields hold: :class:`CandidateSource` (a candidate's ``source``),
   :class:`WorkKind` (a work item's and an ``evaluated`` event's ``kind``), :class:`EventKind`
   (a run-log line's ``event``) and :class:`ProgressKind` (a progress update's kind).
@@ -147,8 +147,8 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "plugin.hookspecs": (
         "EvaluatedEvent",
         "RoundEvent",
+        "NodeSummary",
         "RunSummary",
-        "RunSummaryJSON",
         "hookimpl",
         "hookspec",
     ),
@@ -229,9 +229,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ d
     )
     from dei_framework.plugin.hookspecs import (
         EvaluatedEvent,
+        NodeSummary,
         RoundEvent,
         RunSummary,
-        RunSummaryJSON,
         hookimpl,
         hookspec,
     )
@@ -351,7 +351,7 @@ __all__ = [
     "RoundEvent",
     "RunOption",
     "RunSummary",
-    "RunSummaryJSON",
+    "NodeSummary",
     "WatchedRun",
     "run_experiment",
     "Limits",
