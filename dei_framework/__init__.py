@@ -26,7 +26,7 @@ The core is domain-agnostic. What it offers library users:
   :class:`EvaluatorOptions`, :class:`LocalNetwork`, :class:`ChampionEnvelope`,
   :class:`NodeIdentity`, :class:`InboxFilter`, :class:`EnvelopeError`, :data:`Message`; the
   observation payloads :class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`
-  (records; :class:`RunSummaryJSON` is ``summary.json``'s shape),
+  (records whose ``to_json()`` is the file's JSON; a node's results are :class:`NodeSummary`),
   and the string enums their fields hold: :class:`CandidateSource` (a candidate's ``source``),
   :class:`WorkKind` (a work item's and an ``evaluated`` event's ``kind``), :class:`EventKind`
   (a run-log line's ``event``) and :class:`ProgressKind` (a progress update's kind).
@@ -51,7 +51,6 @@ modules, each with its job. What changed incompatibly since the flat layout is i
 
 Modules:
     __main__.py       ``python -m dei_framework ARGS`` is ``dei ARGS``
-    _deprecation.py   the warning category of the records' dict reads, until they go
     contract/         the types plugins implement or receive (imports nothing of the core)
     search/           the search algorithm, synchronous (no I/O, no awaits)
     evaluation/       scoring programs off the event loop: worker processes, Dask, sandboxes
@@ -135,8 +134,8 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "plugin.hookspecs": (
         "EvaluatedEvent",
         "RoundEvent",
+        "NodeSummary",
         "RunSummary",
-        "RunSummaryJSON",
         "hookimpl",
         "hookspec",
     ),
