@@ -767,6 +767,8 @@ def _standalone(command: click.Command, prog_name: str) -> None:
     except click.ClickException as exc:
         hint = f" (see {prog_name} --help)" if isinstance(exc, click.UsageError) else ""
         fail(f"{exc.format_message()}{hint}")
+    except DEIError as exc:  # outside a command: loading the plugins for its options or name
+        fail(str(exc), exc.exit_code)
     except click.exceptions.Abort as exc:
         # click turns a Ctrl-C outside our commands (while plugins add their options, say)
         # into Abort; it is an interruption like any other.

@@ -2,22 +2,18 @@
 
 A :class:`Candidate` is a program text plus what is known about it. The same record serves as
 an archive elite, a parent handed to an operator, an opponent in the Red Queen pool and a
-champion received from a peer; fields that do not apply keep their defaults. The former
-aliases ``Elite``, ``Parent`` and ``Opponent`` are deprecated: they still give
-:class:`Candidate`, with a ``DeprecationWarning``.
+champion received from a peer; fields that do not apply keep their defaults.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
-from dei_framework._deprecation import DEIDeprecationWarning
 from dei_framework.contract.json_form import json_field, json_form
 from dei_framework.contract.kinds import CandidateSource
 
@@ -131,30 +127,6 @@ class Candidate:
     def digest(self) -> str:
         """Content hash: two candidates with the same text are the same program."""
         return hash_text(self.text)
-
-
-#: Deprecated aliases of :class:`Candidate`, by name (one record, one name).
-DEPRECATED_ALIASES = ("Elite", "Opponent", "Parent")
-
-
-def deprecated_alias(module: str, name: str) -> type[Candidate]:
-    """:class:`Candidate`, warning that ``module.name`` is a deprecated alias of it.
-
-    Raises:
-        AttributeError: ``name`` is not a deprecated alias (as a module's ``__getattr__`` must).
-    """
-    if name not in DEPRECATED_ALIASES:
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    warnings.warn(
-        f"{module}.{name} is deprecated; use dei_framework.Candidate (the same class)",
-        DEIDeprecationWarning,
-        stacklevel=3,
-    )
-    return Candidate
-
-
-def __getattr__(name: str) -> type[Candidate]:
-    return deprecated_alias(__name__, name)
 
 
 def hash_text(text: str) -> str:

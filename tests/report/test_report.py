@@ -27,7 +27,7 @@ from dei_framework.report.write import write_run_report  # noqa: E402
 from dei_framework.runtime.config import NodeConfig, RunConfig  # noqa: E402
 from dei_framework.runtime.ensemble import run  # noqa: E402
 from dei_framework.runtime.run_files import read_finished_run  # noqa: E402
-from dei_framework.search.archive import GridArchive  # noqa: E402
+from dei_framework.search.archives import GridArchive  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
