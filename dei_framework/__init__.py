@@ -9,7 +9,7 @@ The core is domain-agnostic. What it offers library users:
 * :class:`ArchiveBase`, :class:`GridArchive`, :class:`CVTArchive`, :class:`AddStatus`,
   :class:`ArchiveStats` — archives; :class:`ParentSelector`, :class:`UniformSelector`,
   :class:`ImprovementSelector`, :class:`TournamentSelector` (with :class:`SelectorSpec`) —
-  parent choice, chosen by the ``emitter`` setting.
+  parent choice, chosen by the ``selector`` setting.
 * :class:`DescriptorSpace` and the axes :class:`ThresholdAxis`, :class:`UniformAxis`,
   :class:`LogAxis`.
 * :class:`OpponentPool` — the Red Queen opponents; :class:`SharingPolicy` (a protocol),

@@ -77,7 +77,7 @@ def searchplug_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def searchplug_env(
     toy_env: dict[str, str], searchplug_site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, str]:
-    """Like `toy_env`, plus the `dei-searchplug` distribution (emitter, archive, sharing)."""
+    """Like `toy_env`, plus the `dei-searchplug` distribution (selector, archive, sharing)."""
     site = searchplug_site
     monkeypatch.syspath_prepend(str(site))
     return {**toy_env, "PYTHONPATH": os.pathsep.join([str(site), toy_env["PYTHONPATH"]])}

@@ -35,7 +35,12 @@ from dei_framework.contract.errors import ConfigError, DEIError
 from dei_framework.contract.run_summary import NodeSummary, RunSummary
 from dei_framework.evaluation.semaphores import exit_leaving_no_semaphore, releasing_semaphore
 from dei_framework.experiment import runner as experiment
-from dei_framework.experiment.plan import ExperimentPlan, load_plan
+from dei_framework.experiment.plan import (
+    BUILTIN_CONDITIONS,
+    DEFAULT_CONDITIONS,
+    ExperimentPlan,
+    load_plan,
+)
 from dei_framework.experiment.portfolio import plan_main, plan_options
 from dei_framework.plugin.manager import DISABLE_PLUGINS_VARIABLE, PluginRegistry, load_plugins
 from dei_framework.runtime.config import (
@@ -220,7 +225,7 @@ RUN_OPTIONS = [
             "sharing",
             "allocation",
             "axes",
-            "emitter",
+            "selector",
             "archive",
             "seed",
         ),
@@ -818,7 +823,7 @@ def dei() -> None:
 @user_errors
 def plugins_command(as_json: bool) -> None:
     """List registered domains, operators, transports, sharing policies, budget allocators,
-    descriptor axes, emitters, archives and evaluation backends (evaluators)."""
+    descriptor axes, parent selectors, archives and evaluation backends (evaluators)."""
     listing = registry().listing()
     if as_json:
         click.echo(json.dumps(listing, indent=1))
@@ -892,8 +897,9 @@ def export_command(run_dir: Path, out: Path, what: str | None, best: bool) -> No
 @click.option(
     "--conditions",
     metavar="LIST",
-    help="Comma-separated built-in conditions: solo, homo, diverse "
-    "(default: all three unless --condition is given).",
+    help="Comma-separated built-in conditions: "
+    + "; ".join(f"{name} ({what})" for name, what in BUILTIN_CONDITIONS.items())
+    + f" (default: {','.join(DEFAULT_CONDITIONS)} unless --condition is given).",
 )
 @click.option(
     "--condition",

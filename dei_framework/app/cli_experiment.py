@@ -16,7 +16,7 @@ import attrs
 from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.errors import ConfigError
 from dei_framework.experiment.plan import (
-    BUILTIN_CONDITIONS,
+    DEFAULT_CONDITIONS,
     DEFAULT_EXPERIMENT_NODES,
     TOKENS_NEED_ITERATIONS,
     ExperimentPlan,
@@ -65,7 +65,7 @@ def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> Experimen
     listed = pick("conditions") or ""
     names = [n.strip() for n in listed.split(",") if n.strip()]
     if not names and not flags.get("condition"):
-        names = list(BUILTIN_CONDITIONS)
+        names = list(DEFAULT_CONDITIONS)
     conditions = parse_conditions(
         names, flags.get("condition") or (), operators, nodes, registry=plugins
     )

@@ -18,7 +18,7 @@ class FactoryContext(Mapping[str, Any]):
     """What the core hands a plugin's factory, so that it never has to rediscover plugins.
 
     Every factory, of every kind, is called ``factory(ctx)`` with one: domain, transport,
-    sharing, parent selector (emitter), archive and allocator factories with a
+    sharing, parent selector, archive and allocator factories with a
     :class:`FactoryContext`, operator factories with an
     :class:`~dei_framework.contract.operators.OperatorSettings` and evaluation backend
     factories with an :class:`~dei_framework.contract.backend.EvaluatorOptions` (subclasses

@@ -40,7 +40,7 @@ REGISTRATION_HOOKS: dict[str, tuple[str, str]] = {
     "dei_sharing_policies": ("sharing policy", "sharing"),
     "dei_budget_allocators": ("budget allocator", "allocators"),
     "dei_descriptor_axes": ("descriptor axis", "axes"),
-    "dei_emitters": ("emitter", "emitters"),
+    "dei_parent_selectors": ("parent selector", "selectors"),
     "dei_archives": ("archive", "archives"),
     "dei_evaluation_backends": ("evaluation backend", "evaluators"),
     "dei_run_options": ("run option", "run_options"),
@@ -117,7 +117,7 @@ class PluginRegistry:
     sharing: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
     allocators: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
     axes: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
-    emitters: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
+    selectors: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
     archives: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
     evaluators: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
     run_options: dict[str, Registered[PluginSpec]] = attrs.Factory(dict)
@@ -174,10 +174,10 @@ class PluginRegistry:
         """The :class:`~dei_framework.search.allocation.AllocatorSpec` called ``name``."""
         return self.lookup(Kind("dei_budget_allocators"), name)
 
-    def emitter(self, name: str) -> PluginSpec:
+    def selector(self, name: str) -> PluginSpec:
         """The :class:`~dei_framework.search.selectors.SelectorSpec` (a parent selector) called
         ``name``."""
-        return self.lookup(Kind("dei_emitters"), name)
+        return self.lookup(Kind("dei_parent_selectors"), name)
 
     def archive(self, name: str) -> PluginSpec:
         """The :class:`~dei_framework.search.archives.ArchiveSpec` called ``name``."""
@@ -334,7 +334,7 @@ class PluginRegistry:
             "sharing": rows(self.sharing),
             "allocators": rows(self.allocators),
             "axes": rows(self.axes, lambda spec: {"domain": spec.domain}),
-            "emitters": rows(self.emitters),
+            "selectors": rows(self.selectors),
             "archives": rows(self.archives),
             "evaluators": rows(self.evaluators),
         }

@@ -23,11 +23,19 @@ from dei_framework.runtime.endpoints import split_endpoint
 from dei_framework.runtime.run_files import config_from_json, damaged, field, read_json
 from dei_framework.runtime.run_layout import EXPERIMENT_FILE
 
-#: The built-in conditions, in report order.
-BUILTIN_CONDITIONS = ("solo", "homo", "diverse")
-#: Built-in baselines and variants, on request only (``--conditions``): every call from
-#: scratch, one operator with an exploration ladder, Diverse with the bandit allocator.
-EXTRA_CONDITIONS = ("sample", "homo-temp", "adaptive")
+#: The built-in conditions, in report order, each with what it runs (``dei experiment --help``
+#: and the unknown-condition message list them from here; :func:`_named_conditions` builds them).
+BUILTIN_CONDITIONS: dict[str, str] = {
+    "solo": "one node, the first operator",
+    "homo": "every node the same operator, one condition per distinct operator",
+    "diverse": "the operators cycled over the nodes",
+    "sample": "the diverse nodes, or homo's with one operator, every call from scratch",
+    "homo-temp": "the first operator on every node, its temperature or strength spread across them",
+    "adaptive": "diverse with --allocation bandit",
+}
+#: What runs when neither ``--conditions`` nor ``--condition`` is given (the paper's three);
+#: the others are baselines and variants, on request only.
+DEFAULT_CONDITIONS = ("solo", "homo", "diverse")
 #: Nodes of Homo and Diverse when ``--nodes`` is not given (the DEI paper's four).
 DEFAULT_EXPERIMENT_NODES = 4
 #: Version of ``experiment.json`` and of the experiment ``summary.json``.
@@ -290,8 +298,7 @@ def parse_conditions(
     """Builds the conditions from ``--conditions`` names and ``--condition NAME=op,op`` specs.
 
     Args:
-        names: Built-in condition names (``solo``, ``homo``, ``diverse``, ``sample``,
-            ``homo-temp``, ``adaptive``).
+        names: Built-in condition names (the keys of :data:`BUILTIN_CONDITIONS`).
         custom: ``NAME=op1,op2,...`` specs, one node per listed operator.
         operators: The operators given: Solo uses the first; Homo is ``homo`` with one distinct
             operator, else one ``homo:<operator>`` condition per distinct operator; Diverse
@@ -358,8 +365,7 @@ def _named_conditions(
     if name == "homo-temp":
         return [_homo_temp(operators[0], nodes, registry)]
     raise ConfigError(
-        f"unknown condition {name!r}; built-in: "
-        f"{', '.join((*BUILTIN_CONDITIONS, *EXTRA_CONDITIONS))} "
+        f"unknown condition {name!r}; built-in: {', '.join(BUILTIN_CONDITIONS)} "
         "(define others with --condition NAME=op1,op2,...)"
     )
 

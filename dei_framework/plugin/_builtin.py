@@ -24,7 +24,7 @@ def dei_budget_allocators() -> list[AllocatorSpec]:
 
 
 @hookimpl
-def dei_emitters() -> list[SelectorSpec]:
+def dei_parent_selectors() -> list[SelectorSpec]:
     return list(BUILTIN_SELECTORS)
 
 

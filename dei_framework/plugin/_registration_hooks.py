@@ -1,5 +1,5 @@
 """The registration hooks: what plugins add to the registry (domains, operators, transports,
-sharing policies, allocators, parent selectors ("emitters"), archives, evaluation backends,
+sharing policies, allocators, parent selectors, archives, evaluation backends,
 axes, options, commands).
 
 Each returns a list; the core collects every plugin's (not firstresult). Collected by
@@ -103,9 +103,8 @@ def dei_budget_allocators() -> list[AllocatorSpec]:
 
 
 @hookspec
-def dei_emitters() -> list[SelectorSpec]:
-    """Registers parent selectors — how a node chooses parents (``--emitter NAME``; the hook
-    and the setting keep the name "emitter" they had before selectors were renamed).
+def dei_parent_selectors() -> list[SelectorSpec]:
+    """Registers parent selectors — how a node chooses parents (``--selector NAME``).
 
     Fires:
         Once per plugin, when :func:`~dei_framework.plugin.manager.load_plugins` builds the

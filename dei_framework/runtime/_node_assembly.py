@@ -141,7 +141,7 @@ class NodeAssembly:
 
     def scheduler(self, node: NodeConfig) -> Scheduler:
         config, registry, name = self.config, self.registry, node.name
-        emitter_name = node.emitter or config.emitter
+        selector_name = node.selector or config.selector
         archive_name = node.archive or config.archive
         lags = self.record.lags if self.record is not None else {}
         return Scheduler(
@@ -164,11 +164,11 @@ class NodeAssembly:
                 registry.archive(archive_name).factory,
                 self.context(own_options(node.archive_options, config.archive_options)),
             ),
-            emitter=build_plugin(
-                registry.emitters,
-                emitter_name,
-                registry.emitter(emitter_name).factory,
-                self.context(own_options(node.emitter_options, config.emitter_options)),
+            selector=build_plugin(
+                registry.selectors,
+                selector_name,
+                registry.selector(selector_name).factory,
+                self.context(own_options(node.selector_options, config.selector_options)),
             ),
             sharing=self.policies[name],
             qd_offset=self.domain.fitness_floor,

@@ -23,9 +23,9 @@ class NodeConfig:
         operator: ``--operator`` value for this node (an operator name or a model string).
         options: Operator options (``api_base``, ``temperature``, ``max_tokens``, ``timeout``,
             ``concurrency`` ...), node table over global settings.
-        emitter: This node's parent selector (empty: the run's).
-        emitter_options: Options of this node's parent selector (``None``: the run's
-            ``[emitter_options]``; a table given replaces the run's, it is not merged).
+        selector: This node's parent selector (empty: the run's).
+        selector_options: Options of this node's parent selector (``None``: the run's
+            ``[selector_options]``; a table given replaces the run's, it is not merged).
         archive: This node's archive (empty: the run's).
         archive_options: Options of this node's archive (``None``: the run's
             ``[archive_options]``; likewise replaced, not merged).
@@ -37,9 +37,9 @@ class NodeConfig:
     name: str
     operator: str
     options: Mapping[str, Any] = attrs.field(factory=dict)
-    emitter: str = ""
+    selector: str = ""
     archive: str = ""
     sharing: str = ""
     axes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    emitter_options: Mapping[str, Any] | None = None
+    selector_options: Mapping[str, Any] | None = None
     archive_options: Mapping[str, Any] | None = None

@@ -89,7 +89,7 @@ NODE_OPTION_KEYS = (
 
 
 #: Search settings a ``[[node]]`` table may set for its node alone.
-NODE_SEARCH_KEYS = ("emitter", "emitter_options", "archive", "archive_options", "sharing", "axes")
+NODE_SEARCH_KEYS = ("selector", "selector_options", "archive", "archive_options", "sharing", "axes")
 
 
 def build_nodes(
@@ -133,7 +133,7 @@ def build_nodes(
         search = {key: table.pop(key) for key in NODE_SEARCH_KEYS if key in table}
         if isinstance(search.get("axes"), str):
             search["axes"] = tuple(a.strip() for a in search["axes"].split(",") if a.strip())
-        for key in ("emitter_options", "archive_options"):
+        for key in ("selector_options", "archive_options"):
             if key in search and not isinstance(search[key], Mapping):
                 raise ConfigError(
                     f"[[node]] table {index}: {key} must be a table, got {search[key]!r}"
@@ -317,7 +317,7 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         common_ground=bool(values["common_ground"]),
         members=values["members"] or (),
         compute_axis=values["compute_axis"] or "calls",
-        emitter_options=file.get("emitter_options", {}),
+        selector_options=file.get("selector_options", {}),
         archive_options=file.get("archive_options", {}),
         allocation_options=dict(file.get("allocation_options", {})),
         **{name: tables[name] for name in FLAG_TABLES if name != "operator_options"},

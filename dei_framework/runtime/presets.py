@@ -61,7 +61,7 @@ DEI_PAPER = Preset(
         "max_champions": 20,
         "sharing": "champion",
         "axes": ("tsp", "mc"),
-        "emitter": "uniform",
+        "selector": "uniform",
         "archive": "grid",
     },
     domain_options={

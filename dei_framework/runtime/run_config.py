@@ -59,9 +59,8 @@ class RunConfig:
         sharing: Sharing policy name.
         sharing_options: Options of the policy (``[sharing]`` table).
         axes: Descriptor axes of the grid (empty: the domain's default).
-        emitter: Parent selector name (how parents are chosen; the key keeps the name
-            "emitter" from before selectors were renamed).
-        emitter_options: Options of the parent selector (``[emitter_options]`` table).
+        selector: Parent selector name (how parents are chosen).
+        selector_options: Options of the parent selector (``[selector_options]`` table).
         archive: Archive name (``grid``, ``cvt`` ...).
         archive_options: Options of the archive (``[archive_options]`` table).
         new_fraction: Share of calls that write a new program instead of mutating an elite.
@@ -185,13 +184,13 @@ class RunConfig:
         converter=tuple,
         metadata=setting("--axes", RUN, "Comma-separated descriptor axes (default: the domain's)."),
     )
-    emitter: str = attrs.field(
+    selector: str = attrs.field(
         default="uniform",
         metadata=setting(
-            "--emitter", RUN, "How parents are chosen (default: uniform; see `dei plugins`)."
+            "--selector", RUN, "How parents are chosen (default: uniform; see `dei plugins`)."
         ),
     )
-    emitter_options: Mapping[str, Any] = attrs.field(factory=dict)
+    selector_options: Mapping[str, Any] = attrs.field(factory=dict)
     archive: str = attrs.field(
         default="grid",
         metadata=setting("--archive", RUN, "Archive kind (default: grid; cvt for 3+ axes)."),

@@ -121,7 +121,7 @@ CONFIG_TABLES = frozenset(
         "transport_options",
         "sharing_options",
         "operator_options",
-        "emitter_options",
+        "selector_options",
         "archive_options",
         "evaluator_options",
         "allocation_options",

@@ -27,7 +27,7 @@ Modules:
     archives/               ArchiveBase, GridArchive, CVTArchive, AddStatus, ArchiveStats,
                             ArchiveSpec (its docstring lists its modules)
     selectors/              parent choice: ParentSelector, Uniform/Improvement/TournamentSelector
-                            (the ``emitter`` setting picks one)
+                            (the ``selector`` setting picks one)
     opponents.py            OpponentPool (Red Queen: initial + own window + peer window)
     sharing.py              SharingPolicy protocol (select / on_receive), Admit, built-in
                             policies

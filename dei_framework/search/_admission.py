@@ -1,7 +1,7 @@
 """How a node's scheduler admits what it is told, in slot order: one buffer entry for a
 :class:`~dei_framework.search._work.Result` told through ``tell`` and for a row of the columns
 told through ``tell_batch``, and one admission path for both (the round's call count, the
-lineage's feedback, the archive, the emitter).
+lineage's feedback, the archive, the selector).
 
 A friend of :class:`~dei_framework.search.scheduler.Scheduler`: :func:`admit` updates the
 scheduler's round state, which is why it lives beside it.
@@ -31,7 +31,7 @@ class AdmittingNode(Protocol):
     round: int
     lifecycle: str
     archive: ArchiveBase
-    emitter: ParentSelector
+    selector: ParentSelector
     completed: int
     lineage_errors: dict[str, str]
     previous_cells: set[tuple[int, ...]]
@@ -224,11 +224,11 @@ def batch_rows(
 
 def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddStatus | None]:
     """Admits one told item, however it was told: the round's call count, the lineage's
-    feedback, the archive and the emitter.
+    feedback, the archive and the selector.
 
     Returns:
         The candidate offered to the archive (``None`` when invalid, or when nobody needs
-        the record: a batch row the archive turns down, unless the emitter learns from
+        the record: a batch row the archive turns down, unless the selector learns from
         it) and what the archive did (``None`` when invalid or the call failed).
     """
     item = told.item
@@ -240,7 +240,7 @@ def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddSt
         if item.parent is not None and told.error:
             scheduler.lineage_errors[item.parent.id] = told.error
         if item.kind == MUTATE:
-            scheduler.emitter.tell(item.parent, None, AddStatus.NOT_ADDED)
+            scheduler.selector.tell(item.parent, None, AddStatus.NOT_ADDED)
         return None, None
     fitness, archive = float(told.fitness), scheduler.archive
     if told.index is None:  # told through tell: placed now
@@ -257,14 +257,14 @@ def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddSt
         if (
             not status
             and told.result is None
-            and not (item.kind == MUTATE and "learns" in scheduler.emitter.capabilities)
+            and not (item.kind == MUTATE and "learns" in scheduler.selector.capabilities)
         ):
             return None, status  # nothing would change: no record needed
         candidate = told.candidate(fitness, node=scheduler.name, round_index=scheduler.round)
         if status:  # what add does, without placing the descriptor a second time
             status = archive.add_at(candidate, told.index)
     if item.kind == MUTATE:
-        scheduler.emitter.tell(item.parent, candidate, status)
+        scheduler.selector.tell(item.parent, candidate, status)
     return candidate, status
 
 

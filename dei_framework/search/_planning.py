@@ -28,7 +28,7 @@ class PlanningNode(Protocol):
     others: int
     completed: int
     archive: ArchiveBase
-    emitter: ParentSelector
+    selector: ParentSelector
     lineage_errors: dict[str, str]
     allocated: bool
     round_quotas: dict[int, int]
@@ -62,7 +62,7 @@ def _plan_slot(scheduler: PlanningNode, slot: int, quota: int) -> WorkItem:
     rng = scheduler._slots.generator(scheduler.round, slot, quota)
     parent, others, feedback, kind = None, (), None, NEW
     if len(scheduler.archive) and rng.random() >= scheduler.new_fraction:
-        parent, *drawn = scheduler.emitter.select(scheduler.archive, rng, 1 + scheduler.others)
+        parent, *drawn = scheduler.selector.select(scheduler.archive, rng, 1 + scheduler.others)
         others = tuple([o for o in drawn if o.id != parent.id])
         feedback, kind = scheduler.lineage_errors.get(parent.id), MUTATE
     return scheduler._slots.item(

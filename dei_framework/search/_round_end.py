@@ -34,7 +34,7 @@ class EndingNode(Protocol):
     pool: OpponentPool
     seeds: tuple[Candidate, ...]
     history: list[RoundEvent]
-    emitter: ParentSelector
+    selector: ParentSelector
     _warm: int
     _next_order: int
     _next_slot: int
@@ -65,7 +65,7 @@ def end_round(scheduler: EndingNode) -> RoundEnd:
         received=scheduler._valid_received,
         novel=scheduler._novel,
         opponents=scheduler._opponents_fought,
-        emitter=scheduler.emitter.name,
+        selector=scheduler.selector.name,
     )
     scheduler.history.append(event)
     if champion is not None and not continual:
@@ -84,9 +84,9 @@ def end_round(scheduler: EndingNode) -> RoundEnd:
     scheduler.completed = scheduler._warm = scheduler._next_order = scheduler._next_slot = 0
     scheduler._novel = scheduler._valid_received = 0
     scheduler._opponents_fought = []
-    if not continual:  # a continual node goes on with its archive and its emitter's memory
+    if not continual:  # a continual node goes on with its archive and its selector's memory
         scheduler.archive = scheduler._new_archive(scheduler.round)
-        scheduler.emitter.reset()
+        scheduler.selector.reset()
     return RoundEnd(event=event, archive=finished, champion=champion)
 
 

@@ -90,7 +90,7 @@ def round_event(
     received: int,
     novel: int,
     opponents: Sequence[Mapping[str, Any]],
-    emitter: str,
+    selector: str,
 ) -> RoundEvent:
     """The ``round`` event of a round that just ended.
 
@@ -106,7 +106,7 @@ def round_event(
         received: Received champions that were valid.
         novel: Those of them that fell in a cell the node's previous round left empty.
         opponents: The opponents fought in the round.
-        emitter: The emitter's name.
+        selector: The selector's name.
     """
     champion_initial = champion is not None and champion.text in initial
     best_other = None
@@ -123,7 +123,7 @@ def round_event(
         received=received,
         niche_novelty=novel / received if received else None,
         opponents=[OpponentFought.from_json(opponent) for opponent in opponents],
-        emitter=emitter,
+        selector=selector,
         archive_kind=finished.kind,
         generality_champion=best_other,
     )

@@ -31,7 +31,7 @@ class CheckpointedNode(Protocol):
     lineage_errors: dict[str, str]
     history: list[RoundEvent]
     stopped: str | None
-    emitter: ParentSelector
+    selector: ParentSelector
     allocated: bool
     round_quotas: dict[int, int]
     _warm: int
@@ -68,7 +68,7 @@ def state_json(scheduler: CheckpointedNode) -> dict[str, Any]:
         "lineage_errors": dict(scheduler.lineage_errors),
         "history": [entry.to_json() for entry in scheduler.history],
         "stopped": scheduler.stopped,
-        "emitter": scheduler.emitter.state_json(),
+        "selector": scheduler.selector.state_json(),
     }
     if scheduler.allocated:  # a static run's checkpoint stays as it was
         state["round_quotas"] = {str(r): q for r, q in sorted(scheduler.round_quotas.items())}
@@ -95,7 +95,7 @@ def restore(scheduler: CheckpointedNode, state: Mapping[str, Any]) -> None:
     scheduler.lineage_errors = dict(state["lineage_errors"])
     scheduler.history = [RoundEvent.from_json(entry) for entry in state["history"]]
     scheduler.stopped = state["stopped"]
-    scheduler.emitter.restore(state["emitter"])
+    scheduler.selector.restore(state["selector"])
     if "round_quotas" in state:
         scheduler.allocated = True
         scheduler.round_quotas = {int(r): int(q) for r, q in state["round_quotas"].items()}

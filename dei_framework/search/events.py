@@ -121,7 +121,7 @@ class RoundEvent:
         niche_novelty: Share of those that fell in a cell the node's previous round left
             empty (``None`` when none was received).
         opponents: The opponent pool the round's candidates fought.
-        emitter: The node's parent selector (``--emitter``).
+        selector: The node's parent selector (``--selector``).
         archive_kind: The archive's kind (``--archive``).
         generality: The champion's generality: ``None`` until it is measured, after the round
             (``summary.json`` and the node's history have the measured values).
@@ -141,7 +141,7 @@ class RoundEvent:
     received: int = 0
     niche_novelty: float | None = None
     opponents: tuple[OpponentFought, ...] = attrs.field(default=(), converter=tuple)
-    emitter: str = ""
+    selector: str = ""
     archive_kind: str = ""
     generality: float | None = None
     generality_champion: Candidate | None = json_field(default=None, when="champion_initial")

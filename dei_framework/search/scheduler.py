@@ -7,7 +7,7 @@ models) keeps the archive, so a round is a migration interval: peers' champions 
 and offered to it, and the opponent pool stays the initial one (a static objective).
 
 :class:`Scheduler` holds everything a node decides — the archive, the opponent pool, the
-emitter, the round quotas — and nothing it waits for: no event loop, no operator, no transport.
+selector, the round quotas — and nothing it waits for: no event loop, no operator, no transport.
 A driver (the built-in :class:`~dei_framework.runtime.driver.SearchDriver`, or a loop of your own)
 asks it for work, performs the work any way it likes, and tells it the results::
 
@@ -19,7 +19,7 @@ asks it for work, performs the work any way it likes, and tells it the results::
 
 Determinism by construction (no batch barrier): :meth:`Scheduler.tell` accepts results in any
 order and admits them in slot order through a reorder buffer. Mutation slot ``s`` is planned —
-its parents drawn by the emitter from a generator seeded by ``(seed, node, round, s)`` —
+its parents drawn by the selector from a generator seeded by ``(seed, node, round, s)`` —
 exactly when every slot before ``s - lag`` has been admitted, from the archive as it stands
 then. So the plans, and therefore a seeded offline run, are the same whatever the timing;
 :meth:`Scheduler.ask` returns fewer items than asked when the next slot is not planned yet.
@@ -93,7 +93,7 @@ class Scheduler:
             latency late stalls nothing (``dei-run`` gives 6x the operator's concurrency); a
             larger lag means staler parents. The same value is needed to reproduce a run.
         archive: Builds each round's fresh archive (``archive(space=, qd_offset=, seed=)``).
-        emitter: Chooses parents (default: the paper's uniform sampling).
+        selector: Chooses parents (default: the paper's uniform sampling).
         sharing: Decides where received champions may go (default: opponents and cells).
         qd_offset: The domain's lowest fitness (QD-score offset).
         own_window: Own champions kept in the opponent pool.
@@ -124,7 +124,7 @@ class Scheduler:
         others: int = 2,
         lag: int = 8,
         archive: ArchiveFactory = GridArchive,
-        emitter: ParentSelector | None = None,
+        selector: ParentSelector | None = None,
         sharing: SharingPolicy | None = None,
         qd_offset: float = 0.0,
         own_window: int = OWN_WINDOW,
@@ -148,7 +148,7 @@ class Scheduler:
         self.new_fraction = new_fraction
         self.others = others
         self.lag = lag
-        self.emitter = emitter or UniformSelector()
+        self.selector = selector or UniformSelector()
         self.sharing = sharing or TopKSharing(name="champion")
         self.qd_offset = qd_offset
         self._archive_factory = archive
@@ -188,7 +188,7 @@ class Scheduler:
         """A scheduler over ``domain``'s default axes, initial opponents, fitness floor and
         archive lifecycle.
 
-        ``settings`` are the other constructor arguments (``rounds``, ``seed``, ``emitter``,
+        ``settings`` are the other constructor arguments (``rounds``, ``seed``, ``selector``,
         ``lifecycle`` to override the domain's ...).
         """
         offered = {spec.name: spec.axis for spec in domain.descriptor_axes()}
@@ -348,9 +348,9 @@ class Scheduler:
         """Tells many call items' outcomes at once, as columns (pyribs' ``tell`` shape).
 
         The same admissions as :meth:`tell` with one :class:`Result` per item (the same
-        archives, emitter and lineage updates, in slot order through the same reorder buffer),
+        archives, selector and lineage updates, in slot order through the same reorder buffer),
         for a fraction of the cost: cells are computed for the whole batch in one pass, and
-        a candidate record is built only for what the archive takes (or the emitter is told).
+        a candidate record is built only for what the archive takes (or the selector is told).
 
         Args:
             items: Asked ``"new"``/``"mutate"`` items (any order, any subset of those asked).

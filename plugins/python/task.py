@@ -45,8 +45,8 @@ _HINTS: Mapping[str, str] = {
     "database.migration_interval": "a round is a migration interval: --rounds",
     "database.population_size": "the archive is the grid; its size is the axes' bins",
     # OpenEvolve's knobs for sampling the best programs: DEI's fitness-aware parent choice.
-    "database.exploitation_ratio": "parents that exploit: --emitter tournament",
-    "database.elite_selection_ratio": "parents that exploit: --emitter tournament",
+    "database.exploitation_ratio": "parents that exploit: --selector tournament",
+    "database.elite_selection_ratio": "parents that exploit: --selector tournament",
     "evaluator.parallel_evaluations": "use --eval-workers",
 }
 #: The keys read, by section (a section's other keys are named one by one).

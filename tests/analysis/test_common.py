@@ -6,10 +6,9 @@ import asyncio
 import hashlib
 import math
 import statistics
-import sys
-from pathlib import Path
 
 import pytest
+import toy_domain
 
 from dei_framework import Candidate, DescriptorSpace, GridArchive, ThresholdAxis
 from dei_framework.analysis.common_ground import (
@@ -25,10 +24,6 @@ from dei_framework.analysis.common_ground import (
 )
 from dei_framework.contract.domain import Evaluation
 from dei_framework.evaluation.local import Evaluator, Outcome
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
 
 SPACE = DescriptorSpace([ThresholdAxis("x", (1, 2, 3))])
 
@@ -274,7 +269,6 @@ def test_fresh_seeds_agree_with_the_reported_common_qd(tmp_path) -> None:
     assert selection_qd - fresh_qd > tolerance
     assert block["selection_qd_gap"] == pytest.approx(selection_qd - block["qd_score"])
     # benchmarks/common_remeasure.py does the same check on any finished run or experiment.
-    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from common_remeasure import remeasure
 
     check = remeasure(tmp_path / "run", 20, registry=registry)

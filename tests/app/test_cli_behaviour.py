@@ -210,7 +210,7 @@ def test_dei_plugins_help_and_cli_md_name_every_kind_the_listing_has() -> None:
         "transports": "transports",
         "sharing": "sharing policies",
         "axes": "descriptor axes",
-        "emitters": "emitters",
+        "selectors": "selectors",
         "archives": "archives",
         "evaluators": "evaluators",
         "allocators": "budget allocators",

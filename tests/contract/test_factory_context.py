@@ -3,17 +3,12 @@ written as ``factory(options)`` keep working), the run's plugins and the run's s
 
 from __future__ import annotations
 
-import sys
 import types
-from pathlib import Path
 
 import pytest
+import toy_domain
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import (  # noqa: E402
+from dei_framework import (
     ArchiveSpec,
     DomainSpec,
     FactoryContext,
@@ -30,7 +25,7 @@ from dei_framework import (  # noqa: E402
 
 
 class Recorder:
-    """Registers a domain, transport, sharing policy, emitter and archive that record what
+    """Registers a domain, transport, sharing policy, selector and archive that record what
     their factories receive, then build the built-in ones found through the context."""
 
     def __init__(self) -> None:
@@ -77,9 +72,9 @@ class Recorder:
         return [SharingSpec(name="top-k-ctx", factory=factory)]
 
     @hookimpl
-    def dei_emitters(self):
+    def dei_parent_selectors(self):
         def factory(context):
-            return context.registry.emitter("uniform").factory(self._keep("emitter", context))
+            return context.registry.selector("uniform").factory(self._keep("selector", context))
 
         return [SelectorSpec(name="uniform-ctx", factory=factory)]
 
@@ -99,7 +94,7 @@ def test_every_factory_gets_the_runs_plugins_seed_and_its_options(tmp_path) -> N
         transport="inmemory-ctx",
         delivery="wallclock",
         sharing="top-k-ctx",
-        emitter="uniform-ctx",
+        selector="uniform-ctx",
         archive="grid-ctx",
         seed=41,
         budget=16,
@@ -111,7 +106,7 @@ def test_every_factory_gets_the_runs_plugins_seed_and_its_options(tmp_path) -> N
     )
     summary = run(config, tmp_path / "run", registry=registry)
     assert summary.budget["calls"] == 16
-    assert set(recorder.seen) == {"domain", "transport", "sharing", "emitter", "archive"}
+    assert set(recorder.seen) == {"domain", "transport", "sharing", "selector", "archive"}
     for kind, context in recorder.seen.items():
         assert isinstance(context, FactoryContext), kind
         assert context.registry is registry and context.seed == 41, kind
@@ -119,7 +114,7 @@ def test_every_factory_gets_the_runs_plugins_seed_and_its_options(tmp_path) -> N
     # The options read as a mapping, the way factories written for a dict read them.
     domain_options = recorder.seen["domain"]
     assert dict(domain_options) == {"improve": "Refine"} and domain_options["improve"] == "Refine"
-    assert recorder.seen["sharing"].get("k") == 1 and len(recorder.seen["emitter"]) == 0
+    assert recorder.seen["sharing"].get("k") == 1 and len(recorder.seen["selector"]) == 0
     with pytest.raises(TypeError):
         domain_options["improve"] = "Improve"  # read-only: a factory cannot change the run's
 

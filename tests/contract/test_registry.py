@@ -69,7 +69,7 @@ LOOKUPS = {
     "transport": ("transport", "transports"),
     "sharing_policy": ("sharing policy", "sharing"),
     "allocator": ("budget allocator", "allocators"),
-    "emitter": ("emitter", "emitters"),
+    "selector": ("parent selector", "selectors"),
     "archive": ("archive", "archives"),
     "evaluator": ("evaluation backend", "evaluators"),
     "operator": ("operator", "operators"),

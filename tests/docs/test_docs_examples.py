@@ -55,16 +55,16 @@ def test_search_component_examples_run_in_an_ensemble(tmp_path):
     components = plugin_from_doc("writing-search-components.md")
     registry = load_plugins(extra=[components])
     assert {"pairwise", "first-axis", "cells-only"} <= (
-        set(registry.emitters) | set(registry.archives) | set(registry.sharing)
+        set(registry.selectors) | set(registry.archives) | set(registry.sharing)
     )
     config = RunConfig(
         domain="symreg",
-        emitter="pairwise",
+        selector="pairwise",
         archive="first-axis",
         sharing="cells-only",
         nodes=[
             NodeConfig(name="node-0", operator="symreg-gp"),
-            NodeConfig(name="node-1", operator="symreg-gp", emitter="uniform"),
+            NodeConfig(name="node-1", operator="symreg-gp", selector="uniform"),
         ],
         budget=40,
         rounds=2,
@@ -75,7 +75,7 @@ def test_search_component_examples_run_in_an_ensemble(tmp_path):
         assert node.calls == 20 and node.sharing["published"] == 4
     log = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").open()]
     rounds = [e for e in log if e["event"] == "round"]
-    assert {(e["node"], e["emitter"], e["archive_kind"]) for e in rounds} == {
+    assert {(e["node"], e["selector"], e["archive_kind"]) for e in rounds} == {
         ("node-0", "pairwise", "first-axis"),
         ("node-1", "uniform", "first-axis"),
     }

@@ -17,9 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
-
-from openai_stub import OpenAIStub, ok  # noqa: E402
+from openai_stub import OpenAIStub, ok
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 #: A reply the symreg domain parses (an expression in a fence, with some prose).

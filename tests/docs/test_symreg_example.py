@@ -8,11 +8,11 @@ of its tests is collected, reported and selectable (``-k``) in the top-level run
 from __future__ import annotations
 
 import importlib
-import sys
 from pathlib import Path
 
 import pytest
 
+#: On the tests' ``pythonpath`` (pyproject.toml), so its modules import by name.
 EXAMPLE_TESTS = Path(__file__).resolve().parents[2] / "examples" / "symreg" / "tests"
 
 try:
@@ -23,7 +23,6 @@ except ImportError:
         pytrace=False,
     )
 
-sys.path.insert(0, str(EXAMPLE_TESTS))
 _seen: dict[str, str] = {}
 for _path in sorted(EXAMPLE_TESTS.glob("test_*.py")):
     _module = importlib.import_module(_path.stem)

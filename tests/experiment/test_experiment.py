@@ -5,26 +5,21 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import sys
-from pathlib import Path
 
 import pytest
+import toy_domain
 from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import hookimpl  # noqa: E402
-from dei_framework.analysis.stats import holm  # noqa: E402
+from dei_framework import hookimpl
+from dei_framework.analysis.stats import holm
 from dei_framework.app import cli
-from dei_framework.app.cli_experiment import plan_from_flags  # noqa: E402
-from dei_framework.contract.errors import ConfigError  # noqa: E402
-from dei_framework.contract.operators import OperatorSpec  # noqa: E402
-from dei_framework.experiment.plan import Condition, ExperimentPlan, parse_conditions  # noqa: E402
-from dei_framework.experiment.runner import run_experiment  # noqa: E402
-from dei_framework.experiment.summary import describe, metric_values, summarize_condition  # noqa: E402
-from dei_framework.plugin.manager import load_plugins  # noqa: E402
+from dei_framework.app.cli_experiment import plan_from_flags
+from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.operators import OperatorSpec
+from dei_framework.experiment.plan import Condition, ExperimentPlan, parse_conditions
+from dei_framework.experiment.runner import run_experiment
+from dei_framework.experiment.summary import describe, metric_values, summarize_condition
+from dei_framework.plugin.manager import load_plugins
 
 BUDGET = 48
 

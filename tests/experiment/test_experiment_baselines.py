@@ -5,24 +5,26 @@ ladder across nodes) and ``adaptive`` (Diverse with ``--allocation bandit``)."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+import toy_domain
 from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import hookimpl  # noqa: E402
+from dei_framework import hookimpl
 from dei_framework.app import cli
-from dei_framework.app.cli_experiment import plan_from_flags  # noqa: E402
-from dei_framework.contract.errors import ConfigError  # noqa: E402
-from dei_framework.contract.operators import OperatorSpec  # noqa: E402
-from dei_framework.experiment.plan import Condition, ExperimentPlan, ladder, parse_conditions  # noqa: E402
-from dei_framework.experiment.runner import run_experiment  # noqa: E402
-from dei_framework.plugin.manager import load_plugins  # noqa: E402
+from dei_framework.app.cli_experiment import plan_from_flags
+from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.operators import OperatorSpec
+from dei_framework.experiment.plan import (
+    BUILTIN_CONDITIONS,
+    Condition,
+    ExperimentPlan,
+    ladder,
+    parse_conditions,
+)
+from dei_framework.experiment.runner import run_experiment
+from dei_framework.plugin.manager import load_plugins
 
 ALL = "solo,homo,homo-temp,sample,diverse,adaptive"
 
@@ -107,6 +109,22 @@ def test_conditions_that_cannot_be_built_are_refused_with_one_line(plugins) -> N
         plan_from_flags(
             _flags(conditions="adaptive", compute_axis="tokens", iterations=4, budget=400), plugins
         )
+
+
+def test_the_help_lists_every_built_in_condition_and_each_listed_one_builds(plugins) -> None:
+    result = CliRunner().invoke(
+        cli.dei, ["experiment", "--help"], terminal_width=2000, max_content_width=2000
+    )
+    (line,) = [line for line in result.output.splitlines() if "--conditions LIST" in line]
+    listed = line.split("built-in conditions:", 1)[1]
+    assert len(BUILTIN_CONDITIONS) == 6
+    for name, what in BUILTIN_CONDITIONS.items():
+        assert f" {name} ({what})" in listed
+        built = parse_conditions([name], (), ["toy-random", "toy-b"], 4, registry=plugins)
+        assert built and {c.name.split(":")[0] for c in built} == {name}
+    assert "(default: solo,homo,diverse unless --condition is given)" in listed
+    with pytest.raises(ConfigError, match="built-in: solo, homo, diverse, sample, homo-temp, adap"):
+        parse_conditions(["nosuch"], (), ["toy-random"], 4, registry=plugins)
 
 
 def test_every_condition_gets_exactly_the_budget_and_is_compared_with_diverse(experiment) -> None:

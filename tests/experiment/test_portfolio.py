@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+import toy_domain
 from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import hookimpl  # noqa: E402
+from dei_framework import hookimpl
 from dei_framework.app import cli
-from dei_framework.contract.errors import ConfigError  # noqa: E402
-from dei_framework.contract.operators import OperatorSpec  # noqa: E402
-from dei_framework.experiment.portfolio import Pilot, choose, pairwise, plan  # noqa: E402
-from dei_framework.plugin.manager import load_plugins  # noqa: E402
-from dei_framework.runtime.config import NodeConfig, RunConfig  # noqa: E402
+from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.operators import OperatorSpec
+from dei_framework.experiment.portfolio import Pilot, choose, pairwise, plan
+from dei_framework.plugin.manager import load_plugins
+from dei_framework.runtime.config import NodeConfig, RunConfig
 
 
 class _SecondToy:

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # openai_stub sits next to the tests
-
-from openai_stub import stub  # noqa: E402, F401 - the loopback model's fixture
+from openai_stub import stub  # noqa: F401 - the loopback model's fixture
 
 
 @pytest.fixture(autouse=True)

@@ -57,7 +57,7 @@ KINDS = (
     "transport",
     "sharing",
     "allocator",
-    "emitter",
+    "selector",
     "archive",
     "evaluator",
 )
@@ -112,9 +112,9 @@ class NewShapes:
         return [AllocatorSpec(name="static-new", factory=factory)]
 
     @hookimpl
-    def dei_emitters(self):
+    def dei_parent_selectors(self):
         def factory(ctx):
-            return ctx.registry.emitter("uniform").factory(self._keep("emitter", ctx))
+            return ctx.registry.selector("uniform").factory(self._keep("selector", ctx))
 
         return [SelectorSpec(name="uniform-new", factory=factory)]
 
@@ -192,7 +192,7 @@ def new_run(tmp_path_factory):
             transport="inmemory-new",
             sharing="top-k-new",
             allocation="static-new",
-            emitter="uniform-new",
+            selector="uniform-new",
             archive="grid-new",
             evaluator="local-new",
             nodes=[NodeConfig(name=f"n{i}", operator="toy-new-op") for i in (0, 1)],
@@ -265,7 +265,7 @@ def test_a_second_argument_with_a_default_is_the_new_shape() -> None:
         "dei_domains",
         "dei_sharing_policies",
         "dei_budget_allocators",
-        "dei_emitters",
+        "dei_parent_selectors",
         "dei_archives",
     ],
 )
@@ -275,7 +275,7 @@ def test_a_one_argument_factory_is_accepted_for_every_other_kind(hook) -> None:
         "dei_domains": DomainSpec(name="x", factory=lambda options: dict(options)),
         "dei_sharing_policies": SharingSpec(name="x", factory=lambda options: dict(options)),
         "dei_budget_allocators": AllocatorSpec(name="x", factory=lambda options: dict(options)),
-        "dei_emitters": SelectorSpec(name="x", factory=lambda options: dict(options)),
+        "dei_parent_selectors": SelectorSpec(name="x", factory=lambda options: dict(options)),
         "dei_archives": ArchiveSpec(name="x", factory=lambda options: dict(options)),
     }
 

@@ -4,14 +4,10 @@ observers during a real run on the toy domain."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
+import toy_domain
 
-import toy_domain  # noqa: E402
-
-from dei_framework import NodeConfig, RunConfig, hookimpl, load_plugins, run  # noqa: E402
+from dei_framework import NodeConfig, RunConfig, hookimpl, load_plugins, run
 
 
 def _config() -> RunConfig:

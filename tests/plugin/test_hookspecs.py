@@ -21,15 +21,12 @@ from typing import Any, Literal, NotRequired, TypedDict, get_args, get_origin
 
 import attrs
 import pytest
+import toy_domain
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import NodeConfig, RunConfig, hookimpl, hookspec, load_plugins, run  # noqa: E402
-from dei_framework.net.envelope import ChampionEnvelope  # noqa: E402
-from dei_framework.plugin import hookspecs as core_hookspecs  # noqa: E402
-from dei_framework.plugin._contract import hook_docs  # noqa: E402
+from dei_framework import NodeConfig, RunConfig, hookimpl, hookspec, load_plugins, run
+from dei_framework.net.envelope import ChampionEnvelope
+from dei_framework.plugin import hookspecs as core_hookspecs
+from dei_framework.plugin._contract import hook_docs
 
 PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
 #: The core's specifications and every reference plugin's own (``plugins/<name>/hookspecs.py``,

@@ -44,17 +44,18 @@ def _broken_distribution(root: Path) -> Path:
 
 def test_a_broken_plugin_is_named_and_the_others_keep_working(tmp_path, cli) -> None:
     site = _broken_distribution(tmp_path)
-    code = textwrap.dedent(f"""
-        import sys; sys.path.insert(0, {str(site)!r})
+    code = textwrap.dedent("""
         from dei_framework import load_plugins
         registry = load_plugins()
         print(registry.problems)
         print(sorted(registry.transports))
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {"PYTHONPATH": str(site), "PATH": __import__("os").environ["PATH"]}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert "broken-dei-plugin" in out.stdout and "boom" in out.stdout
     assert "inmemory" in out.stdout
-    env = {"PYTHONPATH": str(site), "PATH": __import__("os").environ["PATH"]}
     result = cli("dei", "plugins", env=env)
     assert "Traceback" not in result.stderr
     assert "warning: plugin 'broken'" in result.stderr and "boom" in result.stderr

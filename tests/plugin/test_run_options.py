@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import click
 import pytest
+import toy_domain
 from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import hookimpl, load_plugins  # noqa: E402
+from dei_framework import hookimpl, load_plugins
 from dei_framework.app import cli
-from dei_framework.contract.cli_options import RunOption  # noqa: E402
-from dei_framework.contract.errors import ConfigError  # noqa: E402
-from dei_framework.runtime.config import resolve_config  # noqa: E402
+from dei_framework.contract.cli_options import RunOption
+from dei_framework.contract.errors import ConfigError
+from dei_framework.runtime.config import resolve_config
 
 
 class ToyOptions:

@@ -4,16 +4,11 @@ the loopback OpenAI-compatible model."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(TESTS / "llm"), str(TESTS)]  # the loopback model and its quiet server
-
-from openai_stub import OpenAIStub  # noqa: E402
-from openevolve_task import write_task  # noqa: E402
+from openai_stub import OpenAIStub
+from openevolve_task import write_task
 
 
 @pytest.fixture

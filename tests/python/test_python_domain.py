@@ -185,10 +185,10 @@ def test_the_domain_pickles_without_its_module(task: Path) -> None:
     assert clone.evaluate(clone.parse(clone.initial_text), [], seed=0).fitness == -4.0
 
 
-def test_openevolves_exploitation_keys_point_to_the_tournament_emitter(
+def test_openevolves_exploitation_keys_point_to_the_tournament_selector(
     tmp_path: Path, capsys
 ) -> None:
     config = "database:\n  exploitation_ratio: 0.7\n  elite_selection_ratio: 0.1\n"
     _domain(write_task(tmp_path / "exploit", config=config))
     warned = capsys.readouterr().err.splitlines()
-    assert len(warned) == 2 and all("--emitter tournament" in line for line in warned)
+    assert len(warned) == 2 and all("--selector tournament" in line for line in warned)

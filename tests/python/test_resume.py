@@ -4,13 +4,10 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/midway.py
-from midway import stop_midway  # noqa: E402
+from midway import stop_midway
 
 
 def _args(out: Path) -> list[str]:

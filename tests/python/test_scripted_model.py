@@ -5,16 +5,11 @@ same child of it."""
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
 from dei_python.domain import PythonDomain
 from dei_python.task import DEFAULT_TASK
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from scripted_model import current_program, reply_for  # noqa: E402
+from scripted_model import current_program, reply_for
 
 INITIAL = (DEFAULT_TASK / "initial_program.py").read_text()
 

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+import toy_domain
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import hookimpl  # noqa: E402
-from dei_framework.contract.errors import ConfigError  # noqa: E402
-from dei_framework.plugin.manager import load_plugins  # noqa: E402
-from dei_framework.report.export import export_programs  # noqa: E402
-from dei_framework.runtime.config import NodeConfig, RunConfig  # noqa: E402
-from dei_framework.runtime.ensemble import run  # noqa: E402
+from dei_framework import hookimpl
+from dei_framework.contract.errors import ConfigError
+from dei_framework.plugin.manager import load_plugins
+from dei_framework.report.export import export_programs
+from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.ensemble import run
 
 
 class ToyFormat:

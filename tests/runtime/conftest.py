@@ -4,12 +4,12 @@ after the test."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import toy_domain
 
 from dei_framework.contract.domain import DomainSpec
 from dei_framework.contract.operators import OperatorSpec
@@ -18,10 +18,6 @@ from dei_framework.plugin.manager import PluginRegistry, load_plugins
 from dei_framework.runtime.assembly import RunParts, assemble
 from dei_framework.runtime.config import NodeConfig, RunConfig
 from dei_framework.runtime.run_dir import RunDir
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
 
 
 class ContinualToy(toy_domain.ToyDomain):

@@ -262,7 +262,7 @@ def test_a_finished_round_without_its_file_is_refused(build, toy_config, tmp_pat
         received=0,
         niche_novelty=None,
         opponents=[],
-        emitter="uniform",
+        selector="uniform",
         archive_kind="grid",
     )
     checkpoint["nodes"]["node-0"]["history"] = [finished.to_json()]

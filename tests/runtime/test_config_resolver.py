@@ -74,7 +74,7 @@ def test_the_config_keys_are_the_settings_and_the_tables() -> None:
         "max_peer_champions",
         "checkpoint_seconds",
         "out",
-        "emitter",
+        "selector",
         "archive",
         "compute_axis",
         "max_cost_usd",
@@ -257,7 +257,7 @@ budget = 30
 rounds = 2
 lifecycle = "continual"
 sharing = "top-k"
-emitter = "tournament"
+selector = "tournament"
 seed = 5
 eval_workers = 0
 sandbox = "none"
@@ -275,7 +275,7 @@ max_attempts_per_call = 2
 dims = 2
 [sharing_options]
 k = 2
-[emitter_options]
+[selector_options]
 size = 2
 [operator_options]
 concurrency = 2
@@ -305,8 +305,8 @@ def test_a_file_setting_every_kind_of_key_resolves_as_it_always_did(tmp_path, pl
         "sharing": "top-k",
         "sharing_options": {"k": 2},
         "axes": (),
-        "emitter": "tournament",
-        "emitter_options": {"size": 2},
+        "selector": "tournament",
+        "selector_options": {"size": 2},
         "archive": "grid",
         "archive_options": {},
         "new_fraction": 0.2,

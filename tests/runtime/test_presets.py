@@ -26,7 +26,7 @@ PAPER = {
     "max_champions": 20,
     "sharing": "champion",
     "axes": ("tsp", "mc"),
-    "emitter": "uniform",
+    "selector": "uniform",
     "archive": "grid",
     # 250 calls per round and condition, 20 rounds; 62 per node per round is the nearest
     # whole equal split over 4 nodes.

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
 import pytest
 from midway import events, kill_midway
+from seeded_runs import GivesUpPlugin, run_outcome
 
 from dei_framework import NodeConfig, RunConfig, hookimpl, load_plugins, run
 from dei_framework.contract.errors import ConfigError
@@ -25,7 +25,6 @@ from dei_framework.search.allocation import (
 )
 
 # The seeded-run helpers of tests/system/test_determinism.py, imported where a test uses them.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "system"))
 
 #: Keys whose values are wall-clock measurements, not results.
 TIMING_KEYS = frozenset({"timings", "call_seconds", "wall_seconds", "waits", "pid"})
@@ -259,8 +258,6 @@ def test_a_plugin_allocator_is_found_through_the_hook_and_used(toy_env, tmp_path
 def test_a_killed_and_resumed_bandit_run_ends_as_an_uninterrupted_one(
     toy_env, cli, tmp_path
 ) -> None:
-    from test_determinism import _outcome  # what a seeded run decides, in one record
-
     config = tmp_path / "run.toml"
     config.write_text(
         'domain = "toy"\nbudget = 240\nrounds = 5\nseed = 6\nallocation = "bandit"\n'
@@ -280,7 +277,7 @@ def test_a_killed_and_resumed_bandit_run_ends_as_an_uninterrupted_one(
     assert all("1" in state["round_quotas"] for state in checkpoint["nodes"].values())
     assert min(rounds) < 4, rounds
     cli("dei-run", "--resume", str(killed), "--progress", "quiet", "--no-report", env=env)
-    assert _outcome(killed) == _outcome(clean)
+    assert run_outcome(killed) == run_outcome(clean)
 
     def decisions(path: Path) -> list[str]:
         return sorted(json.dumps(e, sort_keys=True) for e in _allocations(path))
@@ -309,7 +306,6 @@ def test_the_watch_page_state_carries_the_decisions(toy_env, tmp_path) -> None:
 @pytest.mark.parametrize("calls", [0, 11])
 def test_a_node_that_stops_early_leaves_its_budget_to_the_others(toy_env, tmp_path, calls):
     import toy_domain
-    from test_determinism import _GivesUpPlugin  # an operator that fails for good after N calls
 
     config = _config(["toy-random", "gives-up", "toy-random"], budget=120, rounds=4, seed=2)
     config = attrs.evolve(
@@ -319,7 +315,7 @@ def test_a_node_that_stops_early_leaves_its_budget_to_the_others(toy_env, tmp_pa
             for node in config.nodes
         ],
     )
-    registry = load_plugins([toy_domain, _GivesUpPlugin()])
+    registry = load_plugins([toy_domain, GivesUpPlugin()])
     # No hang: the barrier must not wait for a node that stopped (a time limit, not a timing).
     summary = asyncio.run(
         asyncio.wait_for(asyncio.to_thread(run, config, tmp_path / "run", registry=registry), 120)

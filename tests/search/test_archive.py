@@ -215,7 +215,7 @@ def test_stats_and_best_follow_every_insertion() -> None:
 
 
 class _CountingArchive:
-    """Wraps an archive and counts every element access a third-party emitter makes."""
+    """Wraps an archive and counts every element access a third-party selector makes."""
 
     def __init__(self, archive: GridArchive) -> None:
         self._archive = archive
@@ -233,7 +233,7 @@ class _CountingArchive:
         return self._archive.occupied[index]
 
     def __iter__(self):
-        raise AssertionError("the emitter walked the whole archive")
+        raise AssertionError("the selector walked the whole archive")
 
 
 class _TournamentSelector:
@@ -252,11 +252,11 @@ def test_selection_cost_is_flat_in_archive_size() -> None:
     for cells in (10, 100, 10_000):
         archive = filled(cells)
         assert len(archive) == cells
-        for emitter in (_TournamentSelector(), UniformSelector()):
+        for selector in (_TournamentSelector(), UniformSelector()):
             counting = _CountingArchive(archive)
-            picks = emitter.select(counting, np.random.default_rng(1), 3)
+            picks = selector.select(counting, np.random.default_rng(1), 3)
             assert len(picks) == 3 and all(pick in list(archive.occupied[:]) for pick in picks[:1])
-            accesses[type(emitter).__name__, cells] = counting.accesses
+            accesses[type(selector).__name__, cells] = counting.accesses
     # Two reads per tournament pick, one per uniform pick, whatever the archive holds.
     assert {accesses["_TournamentSelector", n] for n in (10, 100, 10_000)} == {6}
     assert {accesses["UniformSelector", n] for n in (10, 100, 10_000)} == {3}

@@ -115,15 +115,15 @@ class CountingTexts(Sequence):
         return self.texts[index]
 
 
-@pytest.mark.parametrize("emitter", [None, "improvement"])
-def test_tell_batch_admits_exactly_what_tell_admits(emitter) -> None:
-    make = (lambda: ImprovementSelector()) if emitter else (lambda: None)
-    single = run_with_tell(emitter=make())
-    batched, _ = run_with_tell_batch(emitter=make())
+@pytest.mark.parametrize("selector", [None, "improvement"])
+def test_tell_batch_admits_exactly_what_tell_admits(selector) -> None:
+    make = (lambda: ImprovementSelector()) if selector else (lambda: None)
+    single = run_with_tell(selector=make())
+    batched, _ = run_with_tell_batch(selector=make())
     assert batched.archive.to_json() == single.archive.to_json()
     assert batched.history == single.history
     assert batched.lineage_errors == single.lineage_errors and single.lineage_errors
-    assert batched.emitter.state_json() == single.emitter.state_json()
+    assert batched.selector.state_json() == single.selector.state_json()
     assert len(single.archive) > 20  # the comparison is not between two empty archives
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from test_scheduler import DOMAIN, Sums, propose
 
 from dei_framework import (
     AddStatus,
@@ -31,10 +31,6 @@ from dei_framework.contract.descriptors import AxisSpec
 from dei_framework.contract.errors import ConfigError
 from dei_framework.runtime.config import build_nodes
 from dei_framework.search.sharing import BUILTIN_POLICIES
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from test_scheduler import DOMAIN, Sums, propose  # noqa: E402
 
 
 class Static(Sums):
@@ -191,22 +187,22 @@ def test_migrants_option_of_the_builtin_policies() -> None:
         specs["top-k"].factory({"k": 2, "migrants": 3})
 
 
-def test_node_tables_set_their_own_emitter_and_archive_options() -> None:
+def test_node_tables_set_their_own_selector_and_archive_options() -> None:
     nodes = build_nodes(
         count=2,
         operators=["gp"],
         common_options={},
         node_tables=[
-            {"emitter": "improvement", "emitter_options": {"prior": 0.5}},
+            {"selector": "improvement", "selector_options": {"prior": 0.5}},
             {"archive": "cvt", "archive_options": {"cells": 16}},
         ],
     )
-    assert nodes[0].emitter_options == {"prior": 0.5} and nodes[0].archive_options is None
-    assert nodes[1].archive_options == {"cells": 16} and nodes[1].emitter_options is None
+    assert nodes[0].selector_options == {"prior": 0.5} and nodes[0].archive_options is None
+    assert nodes[1].archive_options == {"cells": 16} and nodes[1].selector_options is None
     assert "prior" not in nodes[0].options  # search options are not operator options
-    with pytest.raises(ConfigError, match="emitter_options must be a table"):
+    with pytest.raises(ConfigError, match="selector_options must be a table"):
         build_nodes(
-            count=1, operators=["gp"], common_options={}, node_tables=[{"emitter_options": 3}]
+            count=1, operators=["gp"], common_options={}, node_tables=[{"selector_options": 3}]
         )
 
 
@@ -268,7 +264,7 @@ def test_continual_rounds_keep_the_coverage_and_champions_cross_every_round(tmp_
 # --- per-node search settings and the flags ------------------------------------------------------
 
 
-def test_nodes_with_different_emitter_options_run_in_one_ensemble(tmp_path) -> None:
+def test_nodes_with_different_selector_options_run_in_one_ensemble(tmp_path) -> None:
     from dei_framework.runtime.ensemble import Ensemble
     from dei_framework.runtime.run_dir import RunDir
 
@@ -277,13 +273,15 @@ def test_nodes_with_different_emitter_options_run_in_one_ensemble(tmp_path) -> N
         budget=40,
         rounds=2,
         eval_workers=0,
-        emitter="improvement",
-        emitter_options={"prior": 2.0},
+        selector="improvement",
+        selector_options={"prior": 2.0},
         nodes=[
             NodeConfig(name="node-0", operator="symreg-gp"),
-            NodeConfig(name="node-1", operator="symreg-gp", emitter_options={"prior": 0.25}),
-            # the run's options would be refused by the uniform emitter: it takes none
-            NodeConfig(name="node-2", operator="symreg-gp", emitter="uniform", emitter_options={}),
+            NodeConfig(name="node-1", operator="symreg-gp", selector_options={"prior": 0.25}),
+            # the run's options would be refused by the uniform selector: it takes none
+            NodeConfig(
+                name="node-2", operator="symreg-gp", selector="uniform", selector_options={}
+            ),
             NodeConfig(
                 name="node-3", operator="symreg-gp", archive="cvt", archive_options={"cells": 12}
             ),
@@ -291,14 +289,14 @@ def test_nodes_with_different_emitter_options_run_in_one_ensemble(tmp_path) -> N
     )
     ensemble = Ensemble(config, RunDir(tmp_path / "run"))
     summary = ensemble.run()
-    emitters = {name: driver.scheduler.emitter for name, driver in ensemble.drivers.items()}
-    assert emitters["node-0"].prior == 2.0 and emitters["node-1"].prior == 0.25
-    assert emitters["node-2"].name == "uniform"
+    selectors = {name: driver.scheduler.selector for name, driver in ensemble.drivers.items()}
+    assert selectors["node-0"].prior == 2.0 and selectors["node-1"].prior == 0.25
+    assert selectors["node-2"].name == "uniform"
     assert ensemble.drivers["node-3"].scheduler.archive.cells == 12
     assert all(node.calls == 10 for node in summary.nodes.values())
 
 
-def test_a_seeded_ensemble_with_the_tournament_emitter_is_reproducible(tmp_path) -> None:
+def test_a_seeded_ensemble_with_the_tournament_selector_is_reproducible(tmp_path) -> None:
     from dei_framework.runtime.ensemble import Ensemble
     from dei_framework.runtime.run_dir import RunDir
 
@@ -309,12 +307,12 @@ def test_a_seeded_ensemble_with_the_tournament_emitter_is_reproducible(tmp_path)
             rounds=2,
             eval_workers=0,
             seed=11,
-            emitter="tournament",
-            emitter_options={"size": 4},
+            selector="tournament",
+            selector_options={"size": 4},
             nodes=[
                 NodeConfig(name="node-0", operator="symreg-gp"),
                 NodeConfig(
-                    name="node-1", operator="symreg-gp", emitter="uniform", emitter_options={}
+                    name="node-1", operator="symreg-gp", selector="uniform", selector_options={}
                 ),
             ],
         )
@@ -324,9 +322,9 @@ def test_a_seeded_ensemble_with_the_tournament_emitter_is_reproducible(tmp_path)
         return ensemble, merged
 
     first, merged = once("a")
-    emitters = {name: driver.scheduler.emitter for name, driver in first.drivers.items()}
-    assert emitters["node-0"].name == "tournament" and emitters["node-0"].size == 4
-    assert emitters["node-1"].name == "uniform"
+    selectors = {name: driver.scheduler.selector for name, driver in first.drivers.items()}
+    assert selectors["node-0"].name == "tournament" and selectors["node-0"].size == 4
+    assert selectors["node-1"].name == "uniform"
     _, again = once("b")
     assert again == merged and merged
 

@@ -1,5 +1,5 @@
 """The ask/tell core: deterministic admission in any order, the lag rule, checkpoints, Red Queen
-memory windows, sharing policies and emitters, on a small in-test domain."""
+memory windows, sharing policies and selectors, on a small in-test domain."""
 
 from __future__ import annotations
 
@@ -253,18 +253,18 @@ def test_builtin_sharing_policies() -> None:
     assert {"source": "peer", "round": 0, "node": "p"} in s.history[0].to_json()["opponents"]
 
 
-def test_improvement_emitter_favours_parents_whose_children_improved() -> None:
-    emitter = ImprovementSelector(prior=1.0)
+def test_improvement_selector_favours_parents_whose_children_improved() -> None:
+    selector = ImprovementSelector(prior=1.0)
     good, bad = Candidate(text="1", id="good"), Candidate(text="2", id="bad")
     for _ in range(5):
-        emitter.tell(good, None, AddStatus.NEW)
-        emitter.tell(bad, None, AddStatus.NOT_ADDED)
-    assert emitter.weight(good) == 1.0 and emitter.weight(bad) == pytest.approx(1 / 6)
+        selector.tell(good, None, AddStatus.NEW)
+        selector.tell(bad, None, AddStatus.NOT_ADDED)
+    assert selector.weight(good) == 1.0 and selector.weight(bad) == pytest.approx(1 / 6)
     restored = ImprovementSelector()
-    restored.restore(emitter.state_json())
-    assert restored.weight(bad) == emitter.weight(bad)
-    s = scheduler(emitter=ImprovementSelector())
-    assert drive(s, random.Random(1)) == drive(scheduler(emitter=ImprovementSelector()), None)
+    restored.restore(selector.state_json())
+    assert restored.weight(bad) == selector.weight(bad)
+    s = scheduler(selector=ImprovementSelector())
+    assert drive(s, random.Random(1)) == drive(scheduler(selector=ImprovementSelector()), None)
 
 
 def test_cvt_archive_has_seeded_cells_over_three_axes() -> None:
@@ -413,15 +413,15 @@ def _ranked_archive(cells: int = 40) -> GridArchive:
     return archive
 
 
-def test_tournament_emitter_picks_fitter_parents_than_uniform_on_a_fixed_archive() -> None:
+def test_tournament_selector_picks_fitter_parents_than_uniform_on_a_fixed_archive() -> None:
     from dei_framework import TournamentSelector
     from dei_framework.search.slot_random import SlotGenerator, initial_states
 
     archive = _ranked_archive()
     states = initial_states(range(500))  # 500 slots, as the scheduler seeds them
 
-    def mean_parent_fitness(emitter) -> float:
-        parents = [emitter.select(archive, SlotGenerator(*state), 3)[0] for state in states]
+    def mean_parent_fitness(selector) -> float:
+        parents = [selector.select(archive, SlotGenerator(*state), 3)[0] for state in states]
         return sum(p.fitness for p in parents) / len(parents)
 
     uniform, tournament = (
@@ -440,18 +440,18 @@ def test_tournament_emitter_picks_fitter_parents_than_uniform_on_a_fixed_archive
         assert [e.text for e in fast] == [e.text for e in numpy_]
 
 
-def test_tournament_emitter_options_are_checked_and_a_seeded_run_is_reproducible() -> None:
+def test_tournament_selector_options_are_checked_and_a_seeded_run_is_reproducible() -> None:
     from dei_framework import ConfigError, TournamentSelector
     from dei_framework.search.selectors import BUILTIN_SELECTORS
 
     factory = {spec.name: spec.factory for spec in BUILTIN_SELECTORS}["tournament"]
     assert factory({}).size == 3 and factory({"size": 5}).size == 5
     for bad in ({"size": 0}, {"size": 2.5}, {"size": True}, {"k": 3}):
-        with pytest.raises(ConfigError, match="tournament emitter"):
+        with pytest.raises(ConfigError, match="tournament selector"):
             factory(bad)
-    reference = drive(scheduler(emitter=TournamentSelector()), None)
-    assert drive(scheduler(emitter=TournamentSelector()), random.Random(3)) == reference
-    assert drive(scheduler(emitter=TournamentSelector(), seed=5), None) != reference
+    reference = drive(scheduler(selector=TournamentSelector()), None)
+    assert drive(scheduler(selector=TournamentSelector()), random.Random(3)) == reference
+    assert drive(scheduler(selector=TournamentSelector(), seed=5), None) != reference
     assert drive(scheduler(), None) != reference  # it chose other parents than uniform
 
 

@@ -1,4 +1,4 @@
-"""Search components as plugins: emitters, archives and sharing policies registered through
+"""Search components as plugins: selectors, archives and sharing policies registered through
 entry points by a third-party distribution, selected by flag and per node; and domain output
 that breaks the contract becoming invalid candidates."""
 
@@ -28,11 +28,11 @@ def test_dei_plugins_lists_builtin_and_third_party_search_components(searchplug_
     listing = json.loads(cli("dei", "plugins", "--json", env=searchplug_env).stdout)
     plugin_of = {
         kind: {row["name"]: row["plugin"] for row in listing[kind]}
-        for kind in ("emitters", "archives", "sharing")
+        for kind in ("selectors", "archives", "sharing")
     }
-    assert plugin_of["emitters"]["uniform"] == plugin_of["archives"]["grid"] == "dei_framework"
-    assert {"improvement"} <= set(plugin_of["emitters"]) and "cvt" in plugin_of["archives"]
-    assert plugin_of["emitters"]["best-first"].startswith("dei-searchplug")
+    assert plugin_of["selectors"]["uniform"] == plugin_of["archives"]["grid"] == "dei_framework"
+    assert {"improvement"} <= set(plugin_of["selectors"]) and "cvt" in plugin_of["archives"]
+    assert plugin_of["selectors"]["best-first"].startswith("dei-searchplug")
     assert plugin_of["archives"]["coarse"].startswith("dei-searchplug")
     assert plugin_of["sharing"]["peers-as-opponents"].startswith("dei-searchplug")
 
@@ -48,7 +48,7 @@ def test_dei_run_selects_third_party_components_by_flag(searchplug_env, cli, tmp
         "60",
         "--rounds",
         "3",
-        "--emitter",
+        "--selector",
         "best-first",
         "--archive",
         "coarse",
@@ -61,7 +61,7 @@ def test_dei_run_selects_third_party_components_by_flag(searchplug_env, cli, tmp
     log = events(out)
     rounds = [e for e in log if e["event"] == "round"]
     assert len(rounds) == 6
-    assert {(e["emitter"], e["archive_kind"], e["stats"]["cells"]) for e in rounds} == {
+    assert {(e["selector"], e["archive_kind"], e["stats"]["cells"]) for e in rounds} == {
         ("best-first", "coarse", 5)
     }  # the toy's length axis alone: 5 bins
     # best-first: every mutation's parent was the best elite of the archive at planning time,
@@ -78,7 +78,7 @@ def test_config_file_selects_components_per_node(searchplug_env, cli, tmp_path):
     config.write_text(
         'domain = "toy"\nbudget = 40\nrounds = 2\neval_workers = 0\n'
         '[[node]]\noperator = "toy-random"\n'
-        '[[node]]\noperator = "toy-random"\nemitter = "improvement"\narchive = "cvt"\n'
+        '[[node]]\noperator = "toy-random"\nselector = "improvement"\narchive = "cvt"\n'
         'sharing = "none"\naxes = "peak"\n'
         "[archive_options]\n"
     )
@@ -95,7 +95,7 @@ def test_config_file_selects_components_per_node(searchplug_env, cli, tmp_path):
         env=searchplug_env,
     )
     kinds = {
-        (e["node"], e["emitter"], e["archive_kind"]) for e in events(out) if e["event"] == "round"
+        (e["node"], e["selector"], e["archive_kind"]) for e in events(out) if e["event"] == "round"
     }
     assert kinds == {("node-0", "uniform", "grid"), ("node-1", "improvement", "cvt")}
     summary = json.loads((out / "summary.json").read_text())
@@ -107,7 +107,7 @@ def test_config_file_selects_components_per_node(searchplug_env, cli, tmp_path):
 
 
 def test_unknown_component_names_give_one_clear_line(searchplug_env, cli, tmp_path):
-    for flag, kind in (("--emitter", "emitter"), ("--archive", "archive")):
+    for flag, kind in (("--selector", "parent selector"), ("--archive", "archive")):
         result = cli(
             "dei-run",
             *TOY,

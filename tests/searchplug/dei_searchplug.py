@@ -1,6 +1,6 @@
-"""Third-party search components: an emitter, an archive and a sharing policy.
+"""Third-party search components: an selector, an archive and a sharing policy.
 
-* ``best-first`` emitter: always mutates the best elite (others drawn uniformly).
+* ``best-first`` selector: always mutates the best elite (others drawn uniformly).
 * ``coarse`` archive: a grid that keeps only the first axis (one cell per bin of it).
 * ``peers-as-opponents`` sharing: publishes the two best elites; received ones only become
   opponents.
@@ -51,7 +51,7 @@ class PeersAsOpponents:
 
 
 @hookimpl
-def dei_emitters():
+def dei_parent_selectors():
     return [
         SelectorSpec(
             name="best-first",

@@ -8,19 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from seeded_runs import GivesUpPlugin, run_outcome
+from test_run import TOY_ARGS, events, kill_midway
 
-from dei_framework import NodeConfig, RunConfig, hookimpl, load_plugins, run
-from dei_framework.contract.errors import OperatorError
-from dei_framework.contract.operators import Operator, OperatorReply, OperatorRequest, OperatorSpec
+from dei_framework import NodeConfig, RunConfig, load_plugins, run
 from dei_framework.net.timeline import NEVER, NodeClock, Timeline
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from test_run import TOY_ARGS, events, kill_midway  # noqa: E402
 
 # --- the delivery rule on a hand-built schedule -----------------------------------------------
 
@@ -123,38 +118,6 @@ def test_a_posting_before_the_promise_is_refused() -> None:
 # --- whole runs -------------------------------------------------------------------------------
 
 
-def _outcome(path: Path) -> dict:
-    """Everything a seeded run decides: summary figures, every node's round archives (the full
-    merged archive among them), every candidate, and what each node received when."""
-    summary = json.loads((path / "summary.json").read_text())
-    log = events(path)
-    archives = {
-        file.relative_to(path).as_posix(): json.loads(file.read_text())["archive"]
-        for file in sorted((path / "nodes").glob("*/round-*.json"))
-    }
-    return {
-        "merged": summary["merged"],
-        "champions": {n: node["champion"] for n, node in summary["nodes"].items()},
-        "calls": summary["budget"]["calls"],
-        "archives": archives,
-        "evaluated": sorted(
-            (e["id"], e["fitness"], e["status"], e["cell"])
-            for e in log
-            if e["event"] == "evaluated"
-        ),
-        # per node and round, in the order taken (nodes log concurrently, so the interleaving
-        # of different nodes' lines in the file follows the wall clock)
-        "received": sorted(
-            (
-                (e["node"], e["round"], e["from"], e["from_round"], e["program"])
-                for e in log
-                if e["event"] == "received"
-            ),
-            key=lambda r: (r[0], r[1]),
-        ),
-    }
-
-
 @pytest.mark.slow  # two 400-call Core War ensembles
 def test_a_seeded_coreware_ensemble_is_identical_whatever_the_stalls(cli, tmp_path) -> None:
     # The issue's command at a quarter of its budget and half its rounds (test time); the full
@@ -177,7 +140,7 @@ def test_a_seeded_coreware_ensemble_is_identical_whatever_the_stalls(cli, tmp_pa
         out = tmp_path / f"run{index}"
         env = {**__import__("os").environ, "DEI_CHAOS_STALL": stall}
         cli("dei-run", *args, "--out", str(out), env=env)
-        outcomes.append(_outcome(out))
+        outcomes.append(run_outcome(out))
     first, second = outcomes
     assert first["received"], "the nodes shared nothing: the test would prove little"
     assert {r[0] for r in first["received"]} == {"node-0", "node-1", "node-2", "node-3"}
@@ -210,8 +173,8 @@ def test_a_killed_and_resumed_ensemble_ends_as_an_uninterrupted_one(
     kill_midway([*common, "--out", str(killed)], killed, env, min_events=90)
     checkpoint = json.loads((killed / "checkpoint.json").read_text())
     cli("dei-run", "--resume", str(killed), "--progress", "quiet", "--no-report", env=env)
-    assert _outcome(killed) == _outcome(clean)
-    assert _outcome(clean)["received"]
+    assert run_outcome(killed) == run_outcome(clean)
+    assert run_outcome(clean)["received"]
     assert checkpoint["timeline"], "the kill came before any champion was published"
     assert json.loads((killed / "summary.json").read_text())["lifecycle"] == lifecycle
     # The sharing counters count on across the resume (they restarted at 0 before).
@@ -230,31 +193,6 @@ def _sharing(run_dir: Path) -> dict[str, dict]:
     }
 
 
-class _GivesUp(Operator):
-    """Answers a few calls, then fails beyond retrying (its node stops early)."""
-
-    label = "gives-up"
-
-    def __init__(self, calls: int) -> None:
-        self.left = calls
-
-    async def propose(self, request: OperatorRequest) -> OperatorReply:
-        self.left -= 1
-        if self.left < 0:
-            raise OperatorError("gives-up: the provider went away")
-        return OperatorReply(text="1")
-
-
-class _GivesUpPlugin:
-    @hookimpl
-    def dei_operators(self):
-        return [
-            OperatorSpec(
-                name="gives-up", factory=lambda ctx: _GivesUp(int(ctx.options.get("calls", 5)))
-            )
-        ]
-
-
 @pytest.mark.parametrize("calls", [0, 25])
 def test_a_node_that_stops_early_releases_its_peers(toy_env, tmp_path, calls) -> None:
     import toy_domain
@@ -271,7 +209,7 @@ def test_a_node_that_stops_early_releases_its_peers(toy_env, tmp_path, calls) ->
             NodeConfig(name="other", operator="toy-random"),
         ],
     )
-    registry = load_plugins([toy_domain, _GivesUpPlugin()])
+    registry = load_plugins([toy_domain, GivesUpPlugin()])
     summary = asyncio.run(
         asyncio.wait_for(asyncio.to_thread(run, config, tmp_path / "run", registry=registry), 120)
     )
@@ -318,7 +256,7 @@ def test_a_wallclock_run_is_replayed_from_its_arrival_record(toy_env, cli, tmp_p
         "--no-report",
         env=env,
     )
-    original, again = _outcome(out), _outcome(replay)
+    original, again = run_outcome(out), run_outcome(replay)
     assert original["received"], "nothing arrived: the test would prove little"
     assert again == original
 

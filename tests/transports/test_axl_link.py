@@ -65,12 +65,15 @@ def test_axl_factory_one_node_per_process():
 
 
 def test_unreachable_api_is_a_clear_error():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    link = AxlLink(api=f"http://127.0.0.1:{port}", start_timeout=0.5)
-    with pytest.raises(TransportError, match="no AXL node answers at .*cannot connect"):
-        _run(link.start())
+    # The port stays bound (without SO_REUSEADDR or SO_REUSEPORT, so nothing else can bind it)
+    # and never listens: every connect to it is refused for as long as the test runs, however
+    # many AXL nodes start beside it.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        link = AxlLink(api=f"http://127.0.0.1:{port}", start_timeout=0.5)
+        with pytest.raises(TransportError, match="no AXL node answers at .*cannot connect"):
+            _run(link.start())
 
 
 def test_topology_nulls_and_down_peers(net):

@@ -11,15 +11,12 @@ money it did not spend to the three others, which then spend beyond their ``X / 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from midway import events
+from openai_stub import OpenAIStub, billed_status, empty_choices, ok, status, stub
 from test_axl_processes import axl_env, finish, launch
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "llm"))
-from openai_stub import OpenAIStub, billed_status, empty_choices, ok, status, stub  # noqa: E402
 
 pytestmark = pytest.mark.axl
 __all__ = ["axl_env", "stub"]  # the fixtures

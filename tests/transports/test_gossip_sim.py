@@ -6,9 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import gossip_sim  # noqa: E402
+import gossip_sim
 
 
 def test_64_nodes_10_percent_loss():

@@ -4,13 +4,12 @@
 * :class:`UniformSelector` — the paper's uniform sampling over occupied cells.
 * :class:`ImprovementSelector` — parents whose children improved the archive are drawn more.
 * :class:`TournamentSelector` — each parent the fittest of ``size`` elites drawn uniformly.
-* :class:`SelectorSpec` — how a plugin registers a selector (hook ``dei_emitters``).
+* :class:`SelectorSpec` — how a plugin registers a selector (hook ``dei_parent_selectors``).
 
 These were "emitters"; in pyribs an emitter generates solutions, which here is an operator's
-job, so the name misled. The settings keep their names — ``emitter`` and
-``[emitter_options]``, ``--emitter``, the hook ``dei_emitters``, the registry's ``emitters``
-table: they are the configuration and plugin contract, and an ``emitter`` setting chooses a
-parent selector.
+job, so the name misled. The settings are named after the selector too: ``selector``,
+``[selector_options]``, ``--selector``, the hook ``dei_parent_selectors`` and the registry's
+``selectors`` table.
 
 May import: what ``search`` may import (:mod:`dei_framework.contract`) and the other modules of
 ``search``.
@@ -37,29 +36,28 @@ from dei_framework.search.selectors._tournament_selector import TournamentSelect
 from dei_framework.search.selectors._uniform_selector import UniformSelector
 
 
-# The messages say "emitter": that is the setting the user wrote.
 def _uniform(options: Mapping[str, Any]) -> UniformSelector:
     if options:
-        raise ConfigError(f"uniform emitter takes no options, got {sorted(options)}")
+        raise ConfigError(f"uniform selector takes no options, got {sorted(options)}")
     return UniformSelector()
 
 
 def _improvement(options: Mapping[str, Any]) -> ImprovementSelector:
     unknown = set(options) - {"prior"}
     if unknown:
-        raise ConfigError(f"improvement emitter: unknown options {sorted(unknown)} (known: prior)")
+        raise ConfigError(f"improvement selector: unknown options {sorted(unknown)} (known: prior)")
     return ImprovementSelector(**options)
 
 
 def _tournament(options: Mapping[str, Any]) -> TournamentSelector:
     unknown = set(options) - {"size"}
     if unknown:
-        raise ConfigError(f"tournament emitter: unknown options {sorted(unknown)} (known: size)")
+        raise ConfigError(f"tournament selector: unknown options {sorted(unknown)} (known: size)")
     return TournamentSelector(**options)
 
 
 #: The parent selectors the core registers through its built-in plugin (their names are what
-#: ``--emitter`` takes).
+#: ``--selector`` takes).
 BUILTIN_SELECTORS = (
     SelectorSpec(
         name="uniform",

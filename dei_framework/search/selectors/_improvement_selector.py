@@ -30,7 +30,7 @@ class ImprovementSelector(ParentSelector):
 
     def __init__(self, *, prior: float = 1.0) -> None:
         if not isinstance(prior, int | float) or prior <= 0:
-            raise ConfigError(f"improvement emitter: prior must be positive, got {prior!r}")
+            raise ConfigError(f"improvement selector: prior must be positive, got {prior!r}")
         self.prior = float(prior)
         self._children: dict[str, int] = {}
         self._successes: dict[str, int] = {}

@@ -16,8 +16,8 @@ class ParentSelector:
     """Chooses parents for mutation calls, and may learn from what their children did.
 
     What pyribs calls an emitter generates solutions; here operators do that, and a parent
-    selector only picks the elites they start from. (It was ``EmitterBase``, and the setting
-    that names one is still ``emitter``.)
+    selector only picks the elites they start from. (It was ``EmitterBase``; the ``selector``
+    setting names one.)
 
     The scheduler calls :meth:`select` once per mutation slot with a generator derived from
     ``(seed, node, round, slot)`` and the archive as it stands after the slots before that

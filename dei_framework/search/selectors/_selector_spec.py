@@ -13,15 +13,14 @@ from dei_framework.search.selectors._parent_selector import ParentSelector
 
 @attrs.frozen(kw_only=True)
 class SelectorSpec:
-    """A parent selector a plugin registers through ``dei_emitters`` (the hook, the
-    ``--emitter`` flag and the ``emitter`` key keep the name they had when selectors were
-    called emitters: they are the configuration and plugin contract).
+    """A parent selector a plugin registers through ``dei_parent_selectors`` (chosen by the
+    ``--selector`` flag and the ``selector`` key).
 
     Attributes:
-        name: What users type after ``--emitter``.
+        name: What users type after ``--selector``.
         factory: ``factory(ctx)`` builds one node's selector; ``ctx`` is a
             :class:`~dei_framework.contract.context.FactoryContext`, the mapping of the
-            ``[emitter_options]`` table with the run's plugins and seed.
+            ``[selector_options]`` table with the run's plugins and seed.
         description: One line for ``dei plugins``.
     """
 
@@ -31,4 +30,4 @@ class SelectorSpec:
 
 
 #: The parent selectors: ``registry.lookup(SELECTORS, name)`` is a :class:`SelectorSpec`.
-SELECTORS: Kind[SelectorSpec] = Kind("dei_emitters")
+SELECTORS: Kind[SelectorSpec] = Kind("dei_parent_selectors")

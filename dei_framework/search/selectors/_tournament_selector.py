@@ -33,7 +33,7 @@ class TournamentSelector(ParentSelector):
 
     def __init__(self, *, size: int = 3) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ConfigError(f"tournament emitter: size must be a positive integer, got {size!r}")
+            raise ConfigError(f"tournament selector: size must be a positive integer, got {size!r}")
         self.size = size
 
     def select(self, archive: ArchiveBase, rng: np.random.Generator, count: int) -> list[Candidate]:

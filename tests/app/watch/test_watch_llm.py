@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "llm"))
+from openai_stub import OpenAIStub, ok, status
 
-from openai_stub import OpenAIStub, ok, status  # noqa: E402
-
-from dei_framework.app.watch.run import WatchedRun  # noqa: E402
+from dei_framework.app.watch.run import WatchedRun
 
 REPLY = "Sum near two hundred.\nPROGRAM: 50 60 70\n"
 

@@ -4,14 +4,10 @@ started, or one started here) and a seeded local run to compare with."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from dask_cluster import ADDRESS_VARIABLE, RUN_FLAGS, run_console, start_cluster  # noqa: E402
+from dask_cluster import ADDRESS_VARIABLE, RUN_FLAGS, run_console, start_cluster
 
 pytest.importorskip(
     "distributed",

@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
-
-TESTS = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(TESTS / "llm"), str(TESTS)]  # the loopback model and its quiet server
-
-from openai_stub import stub  # noqa: E402, F401 - the loopback model's fixture
+from openai_stub import stub  # noqa: F401 - the loopback model's fixture
 
 
 @pytest.fixture

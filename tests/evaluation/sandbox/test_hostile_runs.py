@@ -8,7 +8,6 @@ ordinary candidate is invalid, and (``isolated``) the files outside are untouche
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -166,7 +165,6 @@ def test_process_run_in_this_process_survives_hostile_replies(
 @pytest.mark.timeout(600)
 def test_process_run_on_dask_survives_hostile_replies(cli, stub, naive_env, tmp_path) -> None:
     pytest.importorskip("distributed", reason="the Dask backend needs distributed")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dask"))
     from dask_cluster import start_cluster
 
     cluster = start_cluster(0)
