@@ -676,6 +676,8 @@ def _say_done(summary: RunSummary, out: Path, report: Path | None) -> None:
         f"merged coverage {summary.merged.get('coverage', 0):.1%}, "
         f"QD-score {summary.merged.get('qd_score', 0):.2f}"
     )
+    if summary.no_elite:
+        click.echo(summary.no_elite)
     click.echo(f"summary: {out / SUMMARY_FILE}")
     if report:
         click.echo(f"report: {report}")

@@ -325,6 +325,8 @@ class RunSummaryJSON(TypedDict):
     evaluated: int
     #: How many candidates the sandbox stopped, by cause (only where programs ran in one).
     stopped: NotRequired[dict[str, int]]
+    #: Why the run kept no elite, in one line (only when it kept none).
+    no_elite: NotRequired[str]
 
 
 class ExperimentSummary(TypedDict):

@@ -56,6 +56,8 @@ class RunSummary(ReadAsJSON):
             included).
         stopped: How many candidates the sandbox stopped, by cause (``None`` where programs
             ran in no sandbox: the key is then absent from the file).
+        no_elite: Why the run kept no elite, in one line naming the commonest reason of its
+            invalid candidates (``None`` when it kept one: the key is then absent).
         extra: Keys of the file this version does not know (kept, and written back).
     """
 
@@ -75,6 +77,7 @@ class RunSummary(ReadAsJSON):
     invalid: int
     evaluated: int
     stopped: Mapping[str, int] | None = None
+    no_elite: str | None = None
     extra: Mapping[str, JSONValue] = attrs.field(factory=dict)
 
     def to_json(self) -> RunSummaryJSON:
@@ -98,6 +101,8 @@ class RunSummary(ReadAsJSON):
         }
         if self.stopped is not None:
             data["stopped"] = dict(self.stopped)
+        if self.no_elite is not None:
+            data["no_elite"] = self.no_elite
         data.update(self.extra)
         return data  # type: ignore[return-value]  # the keys above are RunSummaryJSON's
 

@@ -262,6 +262,8 @@ def _budget_section(summary: Mapping[str, Any]) -> list[str]:
         f"{summary.get('evaluated', '?')} evaluations, {summary.get('invalid', '?')} invalid"
         f"{_stopped_note(summary.get('stopped'))}.\n"
     )
+    if summary.get("no_elite"):
+        out.append(f"\n**{summary['no_elite']}**\n")
     out.extend(_budget_notes(budget))
     return out
 
