@@ -186,7 +186,9 @@ def test_tell_batch_admits_what_tell_admits_while_the_bounds_move() -> None:
                     item=item,
                     text=text or None,
                     fitness=fitness,
-                    descriptor=None if fitness is None else dict(zip(LEARNED.names, values)),
+                    descriptor=None
+                    if fitness is None
+                    else dict(zip(LEARNED.names, values, strict=True)),
                     error=None if fitness is not None else "bad",
                     operator="op",
                 )
