@@ -408,7 +408,8 @@ class AxisSpec:
 
     Attributes:
         name: The axis name users select (``--axes tsp,mc``) and domains report values under.
-        axis: The binning to use.
+        axis: The binning to use; a :class:`LearnedAxis` learns its bounds from the values
+            seen (the grid archive widens it).
         domain: The domain whose evaluations carry this value; empty means any domain.
         description: One line for ``dei plugins``.
     """
