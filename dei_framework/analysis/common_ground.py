@@ -340,7 +340,10 @@ def merge_common(
 ) -> tuple[GridArchive, list[dict[str, Any]]]:
     """The common-ground merge of nodes' archives, and its ``merged_archive.json`` entries.
 
-    Every elite enters at the cell of its selection descriptor with its selection fitness
+    Learned axes (:class:`~dei_framework.contract.descriptors.LearnedAxis`) are first fixed at
+    the union of the bounds every archive learned (:meth:`DescriptorSpace.joined`, then
+    :meth:`DescriptorSpace.fixed`), so every elite is placed on one grid that placing does
+    not move. Every elite enters at the cell of its selection descriptor with its selection fitness
     (``outcomes``); per cell the best one stays (ties: the earlier archive, then the lower raw
     cell). An elite whose selection evaluation failed is left out (the domain's message is in
     ``outcomes``). The kept elites then take their scored fitness (``scores``: the mean of
@@ -353,6 +356,8 @@ def merge_common(
         "common_fitness_n", "selection_fitness", "node", "raw_cell", ...}`` where ``fitness``
         is the raw fitness the node measured and ``raw_cell`` the cell it had there.
     """
+    if space.learned:  # one grid for every elite: the bounds all archives saw, fixed
+        space = space.joined(archive.space for archive in archives).fixed()
     selected = GridArchive(space=space, qd_offset=qd_offset)
     found: dict[str, Candidate] = {}
     for common, elite in _placed(archives, outcomes, space):

@@ -681,6 +681,8 @@ def _say_done(summary: RunSummary, out: Path, report: Path | None) -> None:
         f"merged coverage {summary.merged.stats.coverage:.1%}, "
         f"QD-score {summary.merged.stats.qd_score:.2f}"
     )
+    if summary.no_elite:
+        click.echo(summary.no_elite)
     click.echo(f"summary: {out / SUMMARY_FILE}")
     if report:
         click.echo(f"report: {report}")

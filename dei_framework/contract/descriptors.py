@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -167,6 +167,119 @@ class LogAxis(Axis):
         }
 
 
+#: A learned axis's range spans at most this many units of a power of two (see
+#: :func:`learned_bounds`): more gives a tighter range, fewer re-binnings per doubling.
+LEARNED_UNITS = 8
+#: The finest unit a learned range uses, as a power of two below the values' magnitude: a
+#: constant feature gets a range of ``2**-LEARNED_PRECISION`` times its size.
+LEARNED_PRECISION = 10
+
+
+def learned_bounds(low: float, high: float) -> tuple[float, float]:
+    """The bounds a learned axis gives values seen in ``[low, high]`` (finite, ``low <= high``).
+
+    The range is ``[k * u, (k + n) * u)`` for the smallest power of two ``u`` (no finer than
+    ``2**-LEARNED_PRECISION`` of the values' magnitude) for which ``n``, the units the seen
+    values touch, is at most :data:`LEARNED_UNITS`. It depends on the lowest and highest value
+    seen alone, not on the order they came in (so a merge of archives gets the bounds one
+    archive seeing all their values would have), every bound is exact in binary floating point,
+    and it grows by whole powers of two: the bounds change O(log range) times however many
+    values arrive. The seen values span more than ``1 / LEARNED_UNITS``-th of the range less
+    one unit, at least about 3/8 of it.
+    """
+    scale = max(abs(low), abs(high))
+    unit = math.ldexp(1.0, (math.frexp(scale)[1] if scale > 0 else 1) - LEARNED_PRECISION)
+    while True:
+        first, last = math.floor(low / unit), math.floor(high / unit)
+        if last - first < LEARNED_UNITS:
+            return first * unit, (last + 1) * unit
+        unit *= 2.0
+
+
+@attrs.frozen
+class LearnedAxis(Axis):
+    """``count`` equal-width bins over bounds learned from the values seen.
+
+    ``seen`` is the lowest and highest value seen (``None``: none yet, every value in bin 0);
+    :attr:`low` and :attr:`high` are :func:`learned_bounds` of it. The axis itself never
+    changes: an archive over it replaces it with :meth:`widened` when a value falls outside
+    ``seen`` and, when the bounds move, re-bins its elites.
+    """
+
+    name: str
+    count: int
+    seen: tuple[float, float] | None = attrs.field(
+        default=None, converter=lambda s: None if s is None else (float(s[0]), float(s[1]))
+    )
+    low: float | None = attrs.field(init=False, default=None, eq=False)
+    high: float | None = attrs.field(init=False, default=None, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.count < 1:
+            raise ConfigError(f"axis {self.name!r}: need at least one bin")
+        if self.seen is not None:
+            low, high = self.seen
+            if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+                raise ConfigError(f"axis {self.name!r}: seen range {self.seen} is not finite")
+            bounds = learned_bounds(low, high)
+            object.__setattr__(self, "low", bounds[0])
+            object.__setattr__(self, "high", bounds[1])
+
+    @property
+    def bins(self) -> int:
+        return self.count
+
+    def covers(self, low: float, high: float) -> bool:
+        """Whether ``[low, high]`` lies in the seen range (non-finite ends teach nothing)."""
+        seen = self.seen
+        if seen is None:
+            return not (math.isfinite(low) or math.isfinite(high))
+        return not (seen[0] > low > -math.inf) and not (seen[1] < high < math.inf)
+
+    def widened(self, low: float, high: float) -> LearnedAxis:
+        """This axis having seen ``[low, high]`` too (non-finite ends ignored)."""
+        ends = [v for v in (low, high) if math.isfinite(v)] + list(self.seen or ())
+        if not ends:
+            return self
+        return LearnedAxis(self.name, self.count, (min(ends), max(ends)))
+
+    def fixed(self) -> UniformAxis:
+        """The current bins as a fixed :class:`UniformAxis` (a grid comparisons can share).
+
+        Raises:
+            ConfigError: no value has been seen yet.
+        """
+        if self.low is None or self.high is None:
+            raise ConfigError(f"axis {self.name!r}: no value seen, no bounds learned")
+        return UniformAxis(self.name, self.low, self.high, self.count)
+
+    def index(self, value: float) -> int:
+        if self.low is None or self.high is None:
+            return 0
+        return UniformAxis.index(self, value)  # type: ignore[arg-type]
+
+    def indices(self, values: np.ndarray) -> np.ndarray:
+        if self.low is None or self.high is None:
+            return np.zeros(len(np.asarray(values)), dtype=np.int64)
+        return UniformAxis.indices(self, values)  # type: ignore[arg-type]
+
+    def labels(self) -> list[str]:
+        if self.low is None or self.high is None:
+            return ["(not learned)"] * self.count
+        return UniformAxis.labels(self)  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "learned",
+            "name": self.name,
+            "count": self.count,
+            "seen": None if self.seen is None else list(self.seen),
+            # For readers (the bounds follow from seen; axis_from_json recomputes them).
+            "low": self.low,
+            "high": self.high,
+        }
+
+
 def axis_from_json(data: Mapping[str, Any]) -> Axis:
     """Rebuilds an axis from :meth:`Axis.to_json` output."""
     kind = data.get("kind")
@@ -176,6 +289,8 @@ def axis_from_json(data: Mapping[str, Any]) -> Axis:
         return UniformAxis(data["name"], data["low"], data["high"], data["count"])
     if kind == "log":
         return LogAxis(data["name"], data["low"], data["high"], data["count"])
+    if kind == "learned":
+        return LearnedAxis(data["name"], data["count"], data.get("seen"))
     raise ConfigError(f"unknown axis kind {kind!r}")
 
 
@@ -250,6 +365,33 @@ class DescriptorSpace:
             [axis.indices(values[:, k]) for k, axis in enumerate(self.axes)], axis=1
         ).reshape(len(values), len(self.axes))
 
+    @property
+    def learned(self) -> tuple[int, ...]:
+        """Positions of the axes whose bounds are learned (:class:`LearnedAxis`)."""
+        return tuple(k for k, axis in enumerate(self.axes) if isinstance(axis, LearnedAxis))
+
+    def joined(self, others: Iterable[DescriptorSpace]) -> DescriptorSpace:
+        """This space with each learned axis widened to what the learned axis of the same
+        name in each of ``others`` saw: the common grid of archives that learned their bounds
+        apart (the union of the ranges seen; other axes stay as they are)."""
+        axes = list(self.axes)
+        for other in others:
+            for k in self.learned:
+                theirs = next((a for a in other.axes if a.name == axes[k].name), None)
+                if isinstance(theirs, LearnedAxis) and theirs.seen is not None:
+                    axes[k] = axes[k].widened(*theirs.seen)  # type: ignore[attr-defined]
+        return self if axes == list(self.axes) else DescriptorSpace(axes)
+
+    def fixed(self) -> DescriptorSpace:
+        """This space with every learned axis that saw a value fixed at its current bounds
+        (:meth:`LearnedAxis.fixed`): a grid that no longer moves."""
+        return DescriptorSpace(
+            [
+                axis.fixed() if isinstance(axis, LearnedAxis) and axis.seen is not None else axis
+                for axis in self.axes
+            ]
+        )
+
     def to_json(self) -> list[dict[str, Any]]:
         """JSON description (see :meth:`from_json`)."""
         return [axis.to_json() for axis in self.axes]
@@ -266,7 +408,8 @@ class AxisSpec:
 
     Attributes:
         name: The axis name users select (``--axes tsp,mc``) and domains report values under.
-        axis: The binning to use.
+        axis: The binning to use; a :class:`LearnedAxis` learns its bounds from the values
+            seen (the grid archive widens it).
         domain: The domain whose evaluations carry this value; empty means any domain.
         description: One line for ``dei plugins``.
     """

@@ -168,6 +168,8 @@ class RunSummary:
             included).
         stopped: How many candidates the sandbox stopped, by cause (``None`` where programs
             ran in no sandbox: the key is then absent from the file).
+        no_elite: Why the run kept no elite, in one line naming the commonest reason of its
+            invalid candidates (``None`` when it kept one: the key is then absent).
         extra: Keys of the file this version does not know (kept, and written back).
     """
 
@@ -187,4 +189,5 @@ class RunSummary:
     invalid: int
     evaluated: int
     stopped: Mapping[str, int] | None = json_field(default=None, omit_none=True)
+    no_elite: str | None = json_field(default=None, omit_none=True)
     extra: Mapping[str, JSONValue] = json_field(factory=dict, extra=True)

@@ -164,6 +164,12 @@ class RunMerge:
             "common_fitness_std": score.std if score else None,
         }
 
+    def final_space(self) -> DescriptorSpace:
+        """The run's grid at its end: :attr:`space` with each learned axis widened to what
+        every node's final archive saw (the common grid of merges, common ground and the
+        summary); :attr:`space` itself when no axis learns its bounds."""
+        return self.space.joined(archive.space for archive in self.final_archives())
+
     def final_archives(self) -> list[GridArchive]:
         """Each node's last round archive, in node order."""
         return [archives[max(archives)] for archives in self.round_archives.values() if archives]

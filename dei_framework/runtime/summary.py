@@ -100,6 +100,12 @@ def _fitness_scales(
     ]
 
 
+#: Distinct reasons of invalid candidates :class:`EventTally` counts.
+REASONS = 100
+#: Characters of a reason it keeps (the first line of the domain's message).
+REASON_CHARS = 200
+
+
 class EventTally:
     """What the summary takes from a run's events, counted as they are logged: how many
     candidates were evaluated and how many were invalid, and where each node's operator-made
@@ -135,6 +141,11 @@ class EventTally:
         #: Invalid candidates a limit or the sandbox stopped, by kind
         #: (:data:`~dei_framework.evaluation.sandbox.limits.STOP_KINDS`).
         self.stopped: dict[str, int] = dict.fromkeys(STOP_KINDS, 0)
+        #: Invalid candidates by the first line of their reason (at most :data:`REASONS`
+        #: reasons: a run's commonest reason is among its first ones or it is not common).
+        self.reasons: dict[str, int] = {}
+        # A learned grid moves during the run: descriptors are placed at its end.
+        self._rows: dict[str, list[list[float]]] | None = {} if space.learned else None
         self.add(events)
 
     def add(self, events: Iterable[Mapping[str, Any]]) -> None:
@@ -150,12 +161,18 @@ class EventTally:
             kind = stop_kind(event.get("error")) if invalid else None
             if kind is not None:
                 self.stopped[kind] += 1
+            if invalid:
+                self._reason(event.get("error"))
             if event.get("kind") not in CALL_KINDS:
                 continue
             node, descriptor = event["node"], event.get("descriptor")
             self.made[node] = self.made.get(node, 0) + 1
             self.made_invalid[node] = self.made_invalid.get(node, 0) + invalid
             if event.get("cell") is None:
+                continue
+            if self._rows is not None and descriptor:
+                row = [float(descriptor[name]) for name in self.space.names]
+                self._rows.setdefault(node, []).append(row)
                 continue
             cell = (
                 self.space.cell(descriptor)
@@ -165,16 +182,51 @@ class EventTally:
             counts = self.cells.setdefault(node, {})
             counts[cell] = counts.get(cell, 0) + 1
 
-    def histograms(self) -> dict[str, np.ndarray]:
+    def _reason(self, error: Any) -> None:
+        reason = (str(error or "").strip().splitlines() or ["no reason given"])[0][:REASON_CHARS]
+        if reason in self.reasons or len(self.reasons) < REASONS:
+            self.reasons[reason] = self.reasons.get(reason, 0) + 1
+
+    def histograms(self, space: DescriptorSpace | None = None) -> dict[str, np.ndarray]:
         """Per node, its candidates per cell of the flattened (row-major) grid: the cell
-        distributions :func:`~dei_framework.analysis.metrics.operator_divergence` compares."""
-        shape = self.space.shape
+        distributions :func:`~dei_framework.analysis.metrics.operator_divergence` compares.
+
+        Args:
+            space: The run's grid at its end (:meth:`RunMerge.final_space`), where a grid
+                with learned bounds places the descriptors; default :attr:`space`.
+        """
+        space = space or self.space
+        shape = space.shape
         histograms = {}
+        for node, rows in (self._rows or {}).items():
+            for cell in map(tuple, space.indices(np.asarray(rows)).tolist()):
+                counts = self.cells.setdefault(node, {})
+                counts[cell] = counts.get(cell, 0) + 1
+        if self._rows:
+            self._rows = {}  # placed once
         for node, counts in self.cells.items():
             histogram = histograms[node] = np.zeros(int(np.prod(shape)))
             for cell, count in counts.items():
                 histogram[int(np.ravel_multi_index(cell, shape))] += count
         return histograms
+
+    def no_elite(self, elites: int) -> str | None:
+        """Why a run kept no elite, in one line (``None`` when it kept one)."""
+        if elites:
+            return None
+        if not self.evaluated:
+            return "no elite kept: no candidate was evaluated"
+        if not self.reasons:
+            return (
+                f"no elite kept: none of the {self.evaluated} candidates evaluated had a "
+                "finite fitness the archive takes"
+            )
+        reason, count = max(self.reasons.items(), key=lambda item: item[1])
+        every = "all" if self.invalid == self.evaluated else f"{self.invalid} of"
+        return (
+            f"no elite kept: {every} {self.evaluated} candidates were invalid; commonest "
+            f"reason ({count} of {self.invalid}): {reason}"
+        )
 
 
 def run_summary(
@@ -195,7 +247,8 @@ def run_summary(
         budget: The budget ledger's record.
         tally: The run's events, counted (see :class:`EventTally`).
     """
-    space = merge.space
+    space = merge.final_space()
+    merged = merge.merged()
     return RunSummary(
         domain=config.domain,
         transport=config.transport,
@@ -209,7 +262,7 @@ def run_summary(
             "cells": space.cells,
             "grid": space.to_json(),
         },
-        merged=merge.merged(),
+        merged=merged,
         generality={
             "reference": _generality_reference(domain),
             # Per node: how many reference programs it fought or produced, left out of
@@ -220,13 +273,14 @@ def run_summary(
             },
         },
         nodes=nodes,
-        operator_divergence=operator_divergence(tally.histograms()),
+        operator_divergence=operator_divergence(tally.histograms(space)),
         budget=budget,
         compute_axis=budget.get("axis", config.compute_axis),
         invalid=tally.invalid,
         evaluated=tally.evaluated,
         # Only where candidates ran in a sandbox (domains whose programs are data never stop).
         stopped=dict(tally.stopped) if _sandboxed(config, domain) else None,
+        no_elite=tally.no_elite(merged.stats.num_elites),
     )
 
 

@@ -193,7 +193,8 @@ def batch_rows(
         None if value is None else float(value)
         for value in (fitness.tolist() if isinstance(fitness, np.ndarray) else fitness)
     ]
-    valid = [k for k in range(count) if scores[k] is not None]
+    # Learned bounds may move before a row is admitted: such an archive places it then.
+    valid = [] if archive.learns_bounds else [k for k in range(count) if scores[k] is not None]
     placed = archive.place(values[valid]) if valid else ([], [])
     cells: list[Any] = [None] * count
     indices: list[Any] = [None] * count

@@ -31,7 +31,7 @@ from dei_python.blocks import END, START, Scaffold, check_syntax, reply_block, s
 from dei_python.diffs import apply_edits, is_diff
 from dei_python.task import DEFAULT_TASK, DEFAULT_TIMEOUT, Task, load_task, warn_ignored
 
-from dei_framework.contract.descriptors import AxisSpec, UniformAxis
+from dei_framework.contract.descriptors import AxisSpec, LearnedAxis, UniformAxis
 from dei_framework.contract.domain import Domain, Evaluation, Program
 from dei_framework.contract.errors import ConfigError, InvalidProgram
 from dei_framework.contract.records import Candidate, Message
@@ -41,15 +41,13 @@ DEFAULT_OPTIONS: Mapping[str, Any] = {
     "task": "",  # the task folder; empty: the bundled bin-packing task
     "program": "initial_program.py",
     "evaluator": "evaluator.py",
-    "axes": "",  # name:low:high:bins,...; empty: config.yaml's feature_dimensions
+    "axes": "",  # name:low:high:bins,... (fixed bounds); empty: config.yaml's, bounds learned
     # The QD-score offset: below every score of most tasks (scores in [0, 1], or minus a
     # fraction as bin packing's); a task scoring lower sets its own.
     "fitness_floor": -1.0,
 }
 #: The built-in feature (OpenEvolve's name): characters of the evolve block.
 COMPLEXITY = "complexity"
-#: Bounds of a feature config.yaml names (OpenEvolve learns them; DEI's grid is fixed).
-FEATURE_BOUNDS = (0.0, 1.0)
 #: The system message when config.yaml gives none.
 DEFAULT_SYSTEM = (
     "You are an expert Python programmer improving one function of a program "
@@ -61,12 +59,26 @@ FEEDBACK_STDERR = 600
 
 @attrs.frozen(kw_only=True)
 class Feature:
-    """One descriptor axis: a feature of the evaluator's result (or ``complexity``)."""
+    """One descriptor axis: a feature of the evaluator's result (or ``complexity``).
+
+    Attributes:
+        name: The feature's name.
+        bins: Bins along it.
+        low: Its fixed lower bound; ``None`` (with ``high``): the grid learns the bounds
+            from the values seen (:class:`~dei_framework.contract.descriptors.LearnedAxis`).
+        high: Its fixed upper bound, or ``None``.
+    """
 
     name: str
-    low: float
-    high: float
     bins: int
+    low: float | None = None
+    high: float | None = None
+
+    def axis(self) -> UniformAxis | LearnedAxis:
+        """The descriptor axis: fixed bounds when given, else learned."""
+        if self.low is None or self.high is None:
+            return LearnedAxis(self.name, self.bins)
+        return UniformAxis(self.name, self.low, self.high, self.bins)
 
 
 def parse_axes(text: str) -> tuple[Feature, ...]:
@@ -147,19 +159,13 @@ class PythonDomain(Domain):
             raise ConfigError(f"python: {self.task.program_path}: {exc}") from None
 
     def _features(self, axes: str) -> tuple[Feature, ...]:
+        """The ``axes`` option's features (fixed bounds), else config.yaml's (learned, as
+        OpenEvolve learns them: a feature's range is seldom known before the run)."""
         if axes:
             return parse_axes(axes)
         config = self.task.config
         if config.features:
-            block = max(len(self.scaffold.block), 1)
-            return tuple(
-                Feature(name=name, low=0.0, high=4.0 * block, bins=config.bins[name])
-                if name == COMPLEXITY
-                else Feature(
-                    name=name, low=FEATURE_BOUNDS[0], high=FEATURE_BOUNDS[1], bins=config.bins[name]
-                )
-                for name in config.features
-            )
+            return tuple(Feature(name=name, bins=config.bins[name]) for name in config.features)
         # A task naming no feature gets a 1-D grid over the block's length.
         return (
             Feature(name=COMPLEXITY, low=0.0, high=4.0 * max(len(self.scaffold.block), 1), bins=10),
@@ -310,10 +316,7 @@ class PythonDomain(Domain):
         return self._module
 
     def descriptor_axes(self) -> Sequence[AxisSpec]:
-        return [
-            AxisSpec(name=f.name, axis=UniformAxis(f.name, f.low, f.high, f.bins))
-            for f in self.features
-        ]
+        return [AxisSpec(name=f.name, axis=f.axis()) for f in self.features]
 
     # -- prompts -------------------------------------------------------------------------
 

@@ -96,6 +96,12 @@ class ArchiveBase(abc.ABC):
     def index_of(self, descriptor: Mapping[str, float]) -> int:
         """The flat cell index of a raw descriptor."""
 
+    @property
+    def learns_bounds(self) -> bool:
+        """Whether placing a descriptor may move the cells (learned axes): a cell placed
+        earlier may then be stale, so callers place just before they add."""
+        return False
+
     def cell_of(self, descriptor: Mapping[str, float]) -> tuple[int, ...]:
         """The cell of a raw descriptor, as recorded on elites (a tuple)."""
         return (self.index_of(descriptor),)

@@ -65,6 +65,12 @@ class CVTArchive(ArchiveBase):
             raise ConfigError(f"cvt archive: cells must be a positive integer, got {cells!r}")
         if samples < cells:
             raise ConfigError(f"cvt archive: samples ({samples}) must be at least cells ({cells})")
+        if space.learned:
+            raise ConfigError(
+                "cvt archive: its centroids need fixed bounds; axes "
+                f"{', '.join(space.names[k] for k in space.learned)} learn theirs (fix them, or "
+                "use the grid archive)"
+            )
         super().__init__(space=space, qd_offset=qd_offset, seed=seed)
         self.centroids = _kmeans(len(space.axes), cells, samples, centroid_seed)
 
