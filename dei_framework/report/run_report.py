@@ -260,8 +260,8 @@ def _budget_section(summary: RunSummary) -> list[str]:
         f"{summary.evaluated} evaluations, {summary.invalid} invalid"
         f"{_stopped_note(summary.stopped)}.\n"
     )
-    if summary.get("no_elite"):
-        out.append(f"\n**{summary['no_elite']}**\n")
+    if summary.no_elite:
+        out.append(f"\n**{summary.no_elite}**\n")
     out.extend(_budget_notes(budget))
     return out
 
