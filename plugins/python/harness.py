@@ -55,7 +55,6 @@ def load_evaluator(path: Path) -> ModuleType:
     """Imports a task's evaluator from its file (its folder first on ``sys.path``, so that it
     can import modules beside it, as OpenEvolve lets it; ``openevolve.evaluation_result``
     from DEI's stand-in when OpenEvolve is not installed)."""
-    stand_in.install()
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -66,7 +65,8 @@ def load_evaluator(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling inside it look their module up
     try:
-        spec.loader.exec_module(module)
+        with stand_in.importable():
+            spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(name, None)
         raise
@@ -91,12 +91,20 @@ def run(
         Exception: Whatever ``evaluate`` or stage 1 raised (OpenEvolve scores such a
             program 0; DEI makes it invalid with the reason).
     """
+    with stand_in.importable():  # for an evaluator that imports openevolve when it runs
+        return _run(module, program_path, cascade=cascade, thresholds=thresholds)
+
+
+def _run(
+    module: ModuleType, program_path: str, *, cascade: bool, thresholds: Sequence[float]
+) -> Result:
     stages = [getattr(module, name, None) for name in STAGES]
     if not cascade or not callable(stages[0]):
         return _result(_call(module, "evaluate", program_path), 0)
     result = _result(stages[0](program_path), 1)
     for number in (2, 3):
-        if len(thresholds) < number - 1:
+        stage = stages[number - 1]
+        if not callable(stage) or len(thresholds) < number - 1:
             return result
         threshold = thresholds[number - 2]
         if not passes(result.metrics, threshold):
@@ -107,9 +115,6 @@ def run(
                 stopped=f"stage {number - 1}'s score {shown} is below the threshold "
                 f"{threshold:.6g}",
             )
-        stage = stages[number - 1]
-        if not callable(stage):
-            return result
         try:
             later = _result(stage(program_path), number)
         except Exception as exc:  # noqa: BLE001 - OpenEvolve keeps the earlier stages' result
@@ -151,10 +156,15 @@ def _call(module: ModuleType, name: str, program_path: str) -> Any:
 
 def _result(raw: Any, stage: int) -> Result:
     """An evaluator's answer (a dict, or OpenEvolve's ``EvaluationResult`` shape: ``metrics``
-    and ``artifacts``) as plain values."""
+    and ``artifacts``) as plain values: numbers are metrics, anything else an artifact."""
     extra: Mapping[str, Any] = {}
     if not isinstance(raw, Mapping) and hasattr(raw, "metrics"):
         raw, extra = raw.metrics, getattr(raw, "artifacts", None) or {}
+    elif isinstance(raw, Mapping) and isinstance(raw.get("artifacts"), Mapping):
+        # A dict carrying its artifacts under "artifacts" (as some of OpenEvolve's examples
+        # return them): each is an artifact of its own.
+        extra = raw["artifacts"]
+        raw = {key: value for key, value in raw.items() if key != "artifacts"}
     if not isinstance(raw, Mapping) or not isinstance(extra, Mapping):
         raise InvalidProgram(f"the evaluator returned {type(raw).__name__}, not a dict")
     metrics: dict[str, float] = {}

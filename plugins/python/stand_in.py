@@ -12,11 +12,12 @@ written to site-packages.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -49,19 +50,43 @@ class StandInFinder(importlib.abc.MetaPathFinder):
         return None
 
 
-def _installed() -> bool:
-    return any(isinstance(finder, StandInFinder) for finder in sys.meta_path)
+#: Whether a real ``openevolve`` is importable, once asked (it does not change in a run).
+_REAL: list[bool] = []
 
 
-def install() -> bool:
-    """Adds the finder once, when no real ``openevolve`` is importable; whether it is in."""
-    if _installed():
-        return True
+def _real_installed() -> bool:
+    if not _REAL:
+        try:
+            _REAL.append(importlib.util.find_spec(PACKAGE) is not None)
+        except (ImportError, ValueError):  # a broken install: the evaluator's import says so
+            _REAL.append(True)
+    return _REAL[0]
+
+
+def _ours(module: ModuleType | None) -> bool:
+    spec = getattr(module, "__spec__", None)
+    return spec is not None and (
+        isinstance(spec.loader, _Package) or spec.origin in {str(p) for p in MODULES.values()}
+    )
+
+
+@contextlib.contextmanager
+def importable() -> Iterator[None]:
+    """Lets the block import ``openevolve`` from the stand-in, when no real one is installed.
+
+    The finder and the modules it made are gone after the block (an evaluator keeps what it
+    imported), so nothing else in the process — a check whether OpenEvolve is installed,
+    say — ever sees the stand-in.
+    """
+    if _real_installed():
+        yield
+        return
+    finder = StandInFinder()
+    sys.meta_path.append(finder)
     try:
-        real = importlib.util.find_spec(PACKAGE) is not None
-    except (ImportError, ValueError):  # a broken install: the evaluator's import says so
-        real = True
-    if real:
-        return False
-    sys.meta_path.append(StandInFinder())
-    return True
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        for name in (PACKAGE, *MODULES):
+            if _ours(sys.modules.get(name)):
+                del sys.modules[name]
