@@ -169,3 +169,19 @@ def test_a_folder_that_names_its_files_otherwise_is_found_or_refused_clearly(
     (rust / "evaluator.py").write_text(EVALUATOR)
     with pytest.raises(ConfigError, match="initial_program.rs is not Python"):
         load_task(rust)
+
+
+def test_fitness_and_the_cascades_score_are_openevolves() -> None:
+    from dei_python.features import fitness
+    from dei_python.harness import gate_score
+
+    assert fitness({"combined_score": 0.2, "a": 9.0}) == 0.2
+    # Without combined_score: the mean of the numbers that are not features (NaN skipped)...
+    assert fitness({"a": 1.0, "b": 3.0, "spread": 50.0}, ["spread"]) == 2.0
+    assert fitness({"a": 1.0, "b": float("nan")}) == 1.0
+    assert fitness({"spread": 4.0}, ["spread"]) == 4.0  # ... or of all when all are features
+    assert fitness({}) == 0.0
+    # The cascade compares combined_score, or the mean of the numbers but "error".
+    assert gate_score({"a": 0.4, "error": 0.0, "b": 0.8}) == pytest.approx(0.6)
+    assert gate_score({"combined_score": 0.1, "a": 1.0}) == 0.1
+    assert gate_score({"error": 1.0}) is None
