@@ -39,7 +39,7 @@ def run_configuration(name: str, operators: list[str], args: argparse.Namespace)
     )
     started = time.perf_counter()
     summary = run(config, Path(args.out) / name)
-    per_node = {n: node["generality_per_round"] for n, node in summary.nodes.items()}
+    per_node = {n: node.generality_per_round for n, node in summary.nodes.items()}
     per_round = []
     for r in range(args.rounds):
         values = [g[r] for g in per_node.values() if r < len(g) and g[r] is not None]
@@ -53,8 +53,8 @@ def run_configuration(name: str, operators: list[str], args: argparse.Namespace)
     return {
         "operators": operators,
         "seconds": round(time.perf_counter() - started, 1),
-        "merged_coverage": summary.merged["coverage"],
-        "merged_qd_score": summary.merged["qd_score"],
+        "merged_coverage": summary.merged.stats.coverage,
+        "merged_qd_score": summary.merged.stats.qd_score,
         "generality_per_node": per_node,
         "generality_per_round": per_round,
         # What each node's figures leave out (generality warriors it fought or produced), and
@@ -62,10 +62,10 @@ def run_configuration(name: str, operators: list[str], args: argparse.Namespace)
         # round's best other elite).
         "generality_reference_count": (summary.generality["reference"] or {}).get("count"),
         "generality_excluded_per_node": {
-            n: node.get("generality_excluded") for n, node in summary.nodes.items()
+            n: node.generality_excluded for n, node in summary.nodes.items()
         },
         "champion_initial_per_node": {
-            n: node.get("champion_initial_per_round") for n, node in summary.nodes.items()
+            n: node.champion_initial_per_round for n, node in summary.nodes.items()
         },
     }
 

@@ -1,10 +1,15 @@
 """Benchmark: DEI against OpenEvolve on the same task, model and number of calls.
 
-Both tools evolve a bundled task of the ``python`` plugin (``plugins/python/tasks/NAME``,
-in OpenEvolve's layout, so OpenEvolve reads the folder as it is) against the same scripted
-model (``benchmarks/scripted_model.py``: a loopback OpenAI-compatible server that changes the
-evolve block of the program each request shows; by default ``scripted-mixed-diff``, which
-answers SEARCH/REPLACE edits, OpenEvolve's default form), with the same number of calls,
+Both tools evolve the same task folder: a bundled task of the ``python`` plugin
+(``plugins/python/tasks/NAME``, in OpenEvolve's layout, so OpenEvolve reads the folder as it
+is) or, for a name that is not bundled, a folder of OpenEvolve's own ``examples/`` (``--examples
+DIR``, an OpenEvolve checkout's examples folder, read as it is: by default the third task,
+``function_minimization``). Both run against the same scripted models
+(``benchmarks/scripted_model.py``: a loopback OpenAI-compatible server that changes the evolve
+block of the program each request shows; by default two model names, ``scripted-mixed-diff``
+and ``scripted-ast-diff``, which answer SEARCH/REPLACE edits, OpenEvolve's default form): DEI
+binds the models to its nodes in turn (one ``--operator`` per model, a Diverse ensemble);
+OpenEvolve gets them as its ``llm.models`` ensemble with equal weights. Same number of calls,
 islands / nodes, evaluation workers and seed list. Per run the script records:
 
 * ``best``: the best ``combined_score`` of any program the run evaluated (DEI: the merged
@@ -13,8 +18,9 @@ islands / nodes, evaluation workers and seed list. Per run the script records:
   request's arrival to the last reply sent (interpreter start-up and the final write-out are
   outside it for both tools), and ``wall_s`` of the whole process;
 * ``valid`` / ``invalid`` evaluations, and ``coverage`` and ``qd`` of every valid program on
-  one common grid: the task's features (``config.yaml``), 10 bins each over ``[0, 1]``,
-  QD-score offset -1 (bin packing) or 0 (circle packing).
+  one common grid: the task's features (``config.yaml``; for a task without any, the
+  evaluator metrics of :data:`COMMON_FEATURES`), 10 bins each over ``[0, 1]``, QD-score offset
+  -1 (bin packing) or 0 (the others).
 
 Per tool and task: mean, sample std and 95 % t-interval over the seeds; per task, DEI against
 OpenEvolve on ``best`` and ``calls_per_s``: the Hodges-Lehmann shift with its exact interval,
@@ -26,9 +32,13 @@ error, runs DEI's half and marks OpenEvolve ``skipped`` in the JSON.
 
 Usage::
 
-    python benchmarks/vs_openevolve.py [--tasks bin_packing,circle_packing] [--seeds 5]
-        [--calls 80] [--nodes 4] [--rounds 4] [--workers 2] [--model scripted-mixed-diff]
-        [--latency-s 0] [--tools dei,openevolve]
+    python benchmarks/vs_openevolve.py [--tasks bin_packing,circle_packing,function_minimization]
+        [--examples OPENEVOLVE/examples] [--seeds 5] [--calls 80] [--nodes 4] [--rounds 4]
+        [--workers 2] [--models scripted-mixed-diff,scripted-ast-diff] [--latency-s 0]
+        [--tools dei,openevolve]
+
+A task that is neither bundled nor in ``--examples`` is skipped with its reason (on standard
+error and under ``tasks_skipped`` in the JSON).
 
 Prints one JSON object.
 """
@@ -59,6 +69,11 @@ from dei_framework.analysis.stats import compare, mean_interval  # noqa: E402
 TASKS = ROOT / "plugins" / "python" / "tasks"
 #: The QD-score offset of each task on the common grid: a score no program goes below.
 FLOORS = {"bin_packing": -1.0, "circle_packing": 0.0}
+#: The common grid's features of a task whose ``config.yaml`` names none: evaluator metrics in
+#: ``[0, 1]`` (function_minimization: how close the value and the point come to the minimum).
+COMMON_FEATURES = {"function_minimization": ("value_score", "distance_score")}
+DEFAULT_TASKS = "bin_packing,circle_packing,function_minimization"
+DEFAULT_MODELS = "scripted-mixed-diff,scripted-ast-diff"
 #: Bins per feature of the common grid (over [0, 1], as DEI reads config.yaml's features).
 GRID_BINS = 10
 EVAL_TIMEOUT_S = 30
@@ -75,11 +90,24 @@ def environment() -> dict[str, str]:
 
 
 def features_of(task: Path) -> list[str]:
-    """The feature names of the task's ``config.yaml`` (``database.feature_dimensions``)."""
+    """The common grid's features: the task's ``config.yaml`` ``database.feature_dimensions``,
+    else :data:`COMMON_FEATURES`."""
     import yaml
 
     config = yaml.safe_load((task / "config.yaml").read_text()) or {}
-    return list((config.get("database") or {}).get("feature_dimensions") or [])
+    named = list((config.get("database") or {}).get("feature_dimensions") or [])
+    return named or list(COMMON_FEATURES.get(task.name, ()))
+
+
+def find_task(name: str, examples: Path | None) -> tuple[Path | None, str | None]:
+    """The folder of task ``name`` (bundled first, then in OpenEvolve's ``examples``), or the
+    reason there is none."""
+    for folder in (TASKS / name, *((examples / name,) if examples else ())):
+        if (folder / "evaluator.py").is_file():
+            return folder, None
+    where = f"{TASKS}" + (f" or {examples}" if examples else "")
+    hint = "" if examples else " (give OpenEvolve's examples folder with --examples DIR)"
+    return None, f"no task {name!r} in {where}{hint}"
 
 
 def common_grid(
@@ -105,14 +133,14 @@ def run_dei(
 ) -> dict[str, Any]:
     """One ``dei-run`` of ``task`` against the scripted model; its measures."""
     out = scratch / f"dei-{task.name}-{seed}"
+    operators = [part for name in models(args) for part in ("--operator", f"openai/{name}")]
     command = [
         str(Path(sys.executable).parent / "dei-run"),
         "--domain",
         "python",
         "--task",
         str(task),
-        "--operator",
-        f"openai/{args.model}",
+        *operators,
         "--api-base",
         model.api_base,
         "--nodes",
@@ -141,13 +169,18 @@ def run_dei(
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     evaluated = [e for e in events if e["event"] == "evaluated"]
     valid = [e for e in evaluated if e["status"] != "invalid" and e.get("fitness") is not None]
+    # The common grid may name evaluator metrics that are not the run's descriptor.
+    points = [
+        (e["fitness"], {**((e.get("info") or {}).get("metrics") or {}), **e["descriptor"]})
+        for e in valid
+    ]
     proposed = [e for e in evaluated if e["kind"] in ("new", "mutate")]
     archive = json.loads((out / "merged_archive.json").read_text())
     return {
         "best": max(elite["fitness"] for elite in archive),
         "proposed": len(proposed),
         "invalid": sum(e["status"] == "invalid" for e in proposed),
-        "points": [(e["fitness"], e["descriptor"]) for e in valid],
+        "points": points,
         "wall_s": wall,
     }
 
@@ -163,7 +196,7 @@ def run_openevolve(
         "calls": args.calls,
         "nodes": args.nodes,
         "workers": args.workers,
-        "model": args.model,
+        "models": models(args),
         "api_base": model.api_base,
         "out": str(out),
     }
@@ -206,19 +239,22 @@ def openevolve_child(request: Mapping[str, Any]) -> None:
     config.evaluator.cascade_evaluation = False
     config.llm.api_base = request["api_base"]
     config.llm.retries = 0
-    model = LLMModelConfig(
-        name=request["model"],
-        api_base=request["api_base"],
-        api_key="sk-scripted",
-        weight=1.0,
-        temperature=0.7,
-        max_tokens=4096,
-        timeout=60,
-        retries=0,
-        retry_delay=0,
-        random_seed=request["seed"],
-    )
-    config.llm.models, config.llm.evaluator_models = [model], [model]
+    ensemble = [
+        LLMModelConfig(
+            name=name,
+            api_base=request["api_base"],
+            api_key="sk-scripted",
+            weight=1.0 / len(request["models"]),
+            temperature=0.7,
+            max_tokens=4096,
+            timeout=60,
+            retries=0,
+            retry_delay=0,
+            random_seed=request["seed"],
+        )
+        for name in request["models"]
+    ]
+    config.llm.models, config.llm.evaluator_models = ensemble, ensemble
     logging.disable(logging.WARNING)
     controller = OpenEvolve(
         initial_program_path=str(task / "initial_program.py"),
@@ -297,6 +333,11 @@ def summarise(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"runs": list(runs), **summary}
 
 
+def models(args: argparse.Namespace) -> list[str]:
+    """The scripted model names of ``--models``."""
+    return [name for name in args.models.split(",") if name]
+
+
 def openevolve_version() -> str | None:
     if importlib.util.find_spec("openevolve") is None:
         return None
@@ -305,14 +346,20 @@ def openevolve_version() -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", default="bin_packing,circle_packing")
+    parser.add_argument("--tasks", default=DEFAULT_TASKS)
+    parser.add_argument(
+        "--examples",
+        type=Path,
+        default=os.environ.get("OPENEVOLVE_EXAMPLES"),
+        help="OpenEvolve's examples folder (default: $OPENEVOLVE_EXAMPLES), for tasks not bundled",
+    )
     parser.add_argument("--tools", default="dei,openevolve")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=80)
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--model", default="scripted-mixed-diff")
+    parser.add_argument("--models", default=DEFAULT_MODELS, help="scripted model names, a,b")
     parser.add_argument("--latency-s", type=float, default=0.0)
     parser.add_argument("--openevolve-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -332,20 +379,25 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {
         "settings": {
             key: getattr(args, key)
-            for key in ("seeds", "calls", "nodes", "rounds", "workers", "model", "latency_s")
-        },
+            for key in ("seeds", "calls", "nodes", "rounds", "workers", "latency_s")
+        }
+        | {"models": models(args)},
         "seeds": list(range(SEED0, SEED0 + args.seeds)),
         "openevolve_version": version,
         "openevolve_skipped": skipped,
         "grid": {"bins": GRID_BINS, "bounds": [0.0, 1.0], "floors": FLOORS},
+        "common_features": COMMON_FEATURES,
         "tasks": {},
+        "tasks_skipped": {},
     }
     with tempfile.TemporaryDirectory(prefix="vs-openevolve-") as scratch:
         for name in args.tasks.split(","):
-            task = TASKS / name
-            if not (task / "evaluator.py").is_file():
-                raise SystemExit(f"error: no bundled task {name!r} in {TASKS}")
-            block: dict[str, Any] = {"features": features_of(task)}
+            task, reason = find_task(name, args.examples)
+            if task is None:
+                print(f"vs_openevolve: skipped: {reason}", file=sys.stderr)
+                result["tasks_skipped"][name] = reason
+                continue
+            block: dict[str, Any] = {"features": features_of(task), "folder": str(task)}
             runs: dict[str, list[dict[str, Any]]] = {tool: [] for tool in tools}
             for seed in result["seeds"]:  # the tools take turns: load drifts hit both alike
                 for tool in tools:

@@ -5,14 +5,11 @@ The core is domain-agnostic. What it offers library users:
 * :class:`Scheduler` — one node's Red Queen MAP-Elites as ask/tell (:class:`WorkItem` out,
   :class:`Result` in, :class:`TellReport` back); :func:`evaluate` scores a program in-process.
 * :class:`Candidate` — the one program record (archive elite, parent, opponent, received
-  champion). ``Elite``, ``Parent`` and ``Opponent`` are deprecated aliases of it: they still
-  work, with a ``DeprecationWarning``.
+  champion).
 * :class:`ArchiveBase`, :class:`GridArchive`, :class:`CVTArchive`, :class:`AddStatus`,
   :class:`ArchiveStats` — archives; :class:`ParentSelector`, :class:`UniformSelector`,
   :class:`ImprovementSelector`, :class:`TournamentSelector` (with :class:`SelectorSpec`) —
-  parent choice, chosen by the ``emitter`` setting. Their old names (``EmitterBase``,
-  ``EmitterSpec``, ``UniformEmitter``, ``ImprovementEmitter``, ``TournamentEmitter``) are
-  deprecated aliases: they still work, with a ``DeprecationWarning``.
+  parent choice, chosen by the ``emitter`` setting.
 * :class:`DescriptorSpace` and the axes :class:`ThresholdAxis`, :class:`UniformAxis`,
   :class:`LogAxis`.
 * :class:`OpponentPool` — the Red Queen opponents; :class:`SharingPolicy` (a protocol),
@@ -29,7 +26,7 @@ The core is domain-agnostic. What it offers library users:
   :class:`EvaluatorOptions`, :class:`LocalNetwork`, :class:`ChampionEnvelope`,
   :class:`NodeIdentity`, :class:`InboxFilter`, :class:`EnvelopeError`, :data:`Message`; the
   observation payloads :class:`EvaluatedEvent`, :class:`RoundEvent`, :class:`RunSummary`
-  (records; :class:`RunSummaryJSON` is ``summary.json``'s shape),
+  (records whose ``to_json()`` is the file's JSON; a node's results are :class:`NodeSummary`),
   and the string enums their fields hold: :class:`CandidateSource` (a candidate's ``source``),
   :class:`WorkKind` (a work item's and an ``evaluated`` event's ``kind``), :class:`EventKind`
   (a run-log line's ``event``) and :class:`ProgressKind` (a progress update's kind).
@@ -50,14 +47,10 @@ are private, and every module that defines no public name says so in its docstri
 
 **Where things live.** One package per layer, bottom first in the list below, each importing
 only the layers before it (docs/architecture.md, "Layout"); each package's docstring lists its
-modules, each with its job. The flat layout's module paths (``dei_framework.ensemble`` ...)
-still import, with a ``DeprecationWarning``, for one release (:mod:`dei_framework._moved`).
+modules, each with its job. What changed incompatibly since the flat layout is in CHANGELOG.md.
 
 Modules:
     __main__.py       ``python -m dei_framework ARGS`` is ``dei ARGS``
-    _moved.py         the flat layout's import paths (before 0.2), kept for one release
-    _lazy.py          a package's names handed on from one module on first use (PEP 562)
-    _deprecation.py   DEIDeprecationWarning, the category of the framework's deprecations
     contract/         the types plugins implement or receive (imports nothing of the core)
     search/           the search algorithm, synchronous (no I/O, no awaits)
     evaluation/       scoring programs off the event loop: worker processes, Dask, sandboxes
@@ -73,18 +66,13 @@ Modules:
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dei_framework import _moved
-from dei_framework._deprecation import DEIDeprecationWarning
-
-# The flat layout's import paths (dei_framework.ensemble, ...) keep working for one release.
-_moved.install()
-
-#: Where each public name is defined. A module is imported when one of its names is first
-#: used, not when the package is: ``dei --help`` and the node processes the launcher starts
-#: then do not wait for numpy and every plugin, and a Ctrl-C in the first second of a
-#: command reaches its handler instead of printing a traceback from an import.
+#: Every public name, once, by the module that defines it; ``__all__`` and ``__getattr__`` both
+#: derive from it. A module is imported when one of its names is first used, not when the
+#: package is: ``dei --help`` and the node processes the launcher starts then do not wait for
+#: numpy and every plugin, and a Ctrl-C in the first second of a command reaches its handler
+#: instead of printing a traceback from an import.
 _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "contract.backend": ("EvaluationBackend", "EvaluatorOptions", "EvaluatorSpec"),
     "contract.cli_options": ("RunOption",),
@@ -101,7 +89,6 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "contract.errors": (
         "BudgetExhausted",
         "ConfigError",
-        "DEIDeprecationWarning",
         "DEIError",
         "InvalidProgram",
         "OperatorError",
@@ -147,8 +134,8 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "plugin.hookspecs": (
         "EvaluatedEvent",
         "RoundEvent",
+        "NodeSummary",
         "RunSummary",
-        "RunSummaryJSON",
         "hookimpl",
         "hookspec",
     ),
@@ -160,210 +147,8 @@ _NAMES_BY_MODULE: dict[str, tuple[str, ...]] = {
     "app.watch": ("WatchedRun",),
 }
 _HOMES = {name: module for module, names in _NAMES_BY_MODULE.items() for name in names}
-#: Deprecated names: each still gives the object of its replacement, with a DeprecationWarning.
-#: ``Candidate`` serves as archive elite, parent and opponent alike, under one name; the parent
-#: selectors were "emitters", which in pyribs generate solutions.
-_DEPRECATED: dict[str, str] = {
-    "Elite": "Candidate",
-    "Opponent": "Candidate",
-    "Parent": "Candidate",
-    "EmitterBase": "ParentSelector",
-    "EmitterSpec": "SelectorSpec",
-    "ImprovementEmitter": "ImprovementSelector",
-    "TournamentEmitter": "TournamentSelector",
-    "UniformEmitter": "UniformSelector",
-}
 
-if TYPE_CHECKING:  # what type checkers and IDEs read; at run time __getattr__ does this
-    from dei_framework.app.watch import WatchedRun
-    from dei_framework.contract.backend import EvaluationBackend, EvaluatorOptions, EvaluatorSpec
-    from dei_framework.contract.cli_options import RunOption
-    from dei_framework.contract.context import FactoryContext
-    from dei_framework.contract.descriptors import (
-        AxisSpec,
-        DescriptorSpace,
-        LogAxis,
-        ThresholdAxis,
-        UniformAxis,
-    )
-    from dei_framework.contract.domain import (
-        Domain,
-        DomainSpec,
-        Evaluation,
-        GenomeEvaluations,
-        Program,
-    )
-    from dei_framework.contract.errors import (
-        BudgetExhausted,
-        ConfigError,
-        DEIDeprecationWarning,
-        DEIError,
-        InvalidProgram,
-        OperatorError,
-        PluginError,
-        ReferenceOverlap,
-        TransportError,
-    )
-    from dei_framework.contract.kinds import CandidateSource, EventKind, ProgressKind, WorkKind
-    from dei_framework.contract.operators import (
-        Operator,
-        OperatorReply,
-        OperatorRequest,
-        OperatorSettings,
-        OperatorSpec,
-        TransientOperatorFailure,
-    )
-    from dei_framework.contract.price import Price
-    from dei_framework.contract.processes import parent_death_signal
-    from dei_framework.contract.records import Candidate, ExportedProgram, Message
-    from dei_framework.contract.registry import PluginRegistry
-    from dei_framework.contract.transport import Delivery, LocalNetwork, Transport, TransportSpec
-    from dei_framework.evaluation.local import evaluate
-    from dei_framework.evaluation.sandbox import Limits, SandboxPolicy, choose_policy
-    from dei_framework.experiment.runner import Condition, ExperimentPlan, run_experiment
-    from dei_framework.net.envelope import (
-        ChampionEnvelope,
-        EnvelopeError,
-        InboxFilter,
-        NodeIdentity,
-    )
-    from dei_framework.plugin.hookspecs import (
-        EvaluatedEvent,
-        RoundEvent,
-        RunSummary,
-        RunSummaryJSON,
-        hookimpl,
-        hookspec,
-    )
-    from dei_framework.plugin.manager import load_plugins
-    from dei_framework.runtime.budget import BudgetLedger, split_budget
-    from dei_framework.runtime.config import NodeConfig, RunConfig
-    from dei_framework.runtime.ensemble import run
-    from dei_framework.search.archives import (
-        AddStatus,
-        ArchiveBase,
-        ArchiveSpec,
-        ArchiveStats,
-        CVTArchive,
-        GridArchive,
-        OccupiedElites,
-    )
-    from dei_framework.search.opponents import OpponentPool
-    from dei_framework.search.scheduler import (
-        Admission,
-        Result,
-        RoundEnd,
-        Scheduler,
-        TellReport,
-        WorkItem,
-    )
-    from dei_framework.search.selectors import (
-        ImprovementSelector,
-        ParentSelector,
-        SelectorSpec,
-        TournamentSelector,
-        UniformSelector,
-    )
-    from dei_framework.search.sharing import Admit, SharingPolicy, SharingSpec, TopKSharing
-
-    Elite = Opponent = Parent = Candidate  # deprecated aliases (see _DEPRECATED)
-    EmitterBase, EmitterSpec = ParentSelector, SelectorSpec
-    ImprovementEmitter, TournamentEmitter = ImprovementSelector, TournamentSelector
-    UniformEmitter = UniformSelector
-
-__all__ = [
-    "Admission",
-    "Admit",
-    "ArchiveBase",
-    "ArchiveSpec",
-    "CVTArchive",
-    "Candidate",
-    "ParentSelector",
-    "SelectorSpec",
-    "ImprovementSelector",
-    "Result",
-    "RoundEnd",
-    "Scheduler",
-    "TellReport",
-    "TopKSharing",
-    "TournamentSelector",
-    "UniformSelector",
-    "WorkItem",
-    "evaluate",
-    "AddStatus",
-    "ArchiveStats",
-    "AxisSpec",
-    "BudgetExhausted",
-    "BudgetLedger",
-    "ConfigError",
-    "DEIDeprecationWarning",
-    "DEIError",
-    "Delivery",
-    "DescriptorSpace",
-    "Domain",
-    "DomainSpec",
-    "Evaluation",
-    "FactoryContext",
-    "GenomeEvaluations",
-    "GridArchive",
-    "InvalidProgram",
-    "LogAxis",
-    "NodeConfig",
-    "Operator",
-    "OperatorError",
-    "OperatorReply",
-    "OperatorRequest",
-    "OperatorSettings",
-    "OperatorSpec",
-    "OpponentPool",
-    "PluginError",
-    "Program",
-    "ReferenceOverlap",
-    "RunConfig",
-    "SharingPolicy",
-    "SharingSpec",
-    "ThresholdAxis",
-    "TransientOperatorFailure",
-    "Transport",
-    "TransportError",
-    "TransportSpec",
-    "UniformAxis",
-    "hookimpl",
-    "hookspec",
-    "load_plugins",
-    "run",
-    "split_budget",
-    "OccupiedElites",
-    "ChampionEnvelope",
-    "Condition",
-    "EnvelopeError",
-    "EvaluatedEvent",
-    "EvaluationBackend",
-    "EvaluatorOptions",
-    "EvaluatorSpec",
-    "ExperimentPlan",
-    "ExportedProgram",
-    "InboxFilter",
-    "LocalNetwork",
-    "Message",
-    "NodeIdentity",
-    "PluginRegistry",
-    "RoundEvent",
-    "RunOption",
-    "RunSummary",
-    "RunSummaryJSON",
-    "WatchedRun",
-    "run_experiment",
-    "Limits",
-    "SandboxPolicy",
-    "choose_policy",
-    "Price",
-    "parent_death_signal",
-    "CandidateSource",
-    "EventKind",
-    "ProgressKind",
-    "WorkKind",
-]
+__all__ = sorted(_HOMES)
 
 
 def __getattr__(name: str) -> Any:
@@ -374,16 +159,6 @@ def __getattr__(name: str) -> Any:
         value = version("dei-framework")
         globals()[name] = value
         return value
-    if name in _DEPRECATED:  # not cached: every use warns
-        import warnings
-
-        replacement = _DEPRECATED[name]
-        warnings.warn(
-            f"dei_framework.{name} is deprecated; use dei_framework.{replacement} (the same class)",
-            DEIDeprecationWarning,
-            stacklevel=2,
-        )
-        return __getattr__(replacement)
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

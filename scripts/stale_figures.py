@@ -35,6 +35,7 @@ DETERMINISTIC = {
     "adaptive": "offline Core War operators, seeded repeats",
     "adaptive_numeric": "offline numeric operators, seeded repeats",
     "static_domains": "offline numeric and symreg operators, seeded repeats",
+    "migration": "offline symreg operator, seeded repeats",
     "plan": "offline operators, seeded pilot and repeats",
     "common_remeasure": "re-scores a recorded experiment with fixed seeds",
     "gossip_sim": "GossipSub on virtual time with a seeded link",

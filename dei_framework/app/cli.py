@@ -32,7 +32,7 @@ from dei_framework.app.watch.server import DEFAULT_PORT as DEFAULT_WATCH_PORT
 from dei_framework.app.watch.server import serve, serve_until_interrupted, watch_in_background
 from dei_framework.contract.backend import EvaluatorLost
 from dei_framework.contract.errors import ConfigError, DEIError
-from dei_framework.contract.run_summary import RunSummary
+from dei_framework.contract.run_summary import NodeSummary, RunSummary
 from dei_framework.evaluation.semaphores import exit_leaving_no_semaphore, releasing_semaphore
 from dei_framework.experiment import runner as experiment
 from dei_framework.experiment.plan import ExperimentPlan, load_plan
@@ -629,7 +629,7 @@ def _run_in_process(
 def _say_how_nodes_ended(summary: RunSummary, out: Path) -> dict[str, str]:
     """Says on stderr which nodes ended at a cap, stopped early or have no price; fails when
     no call completed at all. Returns the nodes that stopped early (not at a cap)."""
-    stopped = {name: node["stopped"] for name, node in summary.nodes.items() if node.get("stopped")}
+    stopped = {name: node.stopped for name, node in summary.nodes.items() if node.stopped}
     budget = summary.budget
     if budget["calls"] == 0 and budget["limit"] != 0:
         # One cause per distinct reason: nodes of one model share "no API key: ...".
@@ -673,21 +673,21 @@ def _say_done(summary: RunSummary, out: Path, report: Path | None) -> None:
     )
     click.echo(
         f"done: {len(summary.nodes)} nodes, {spent}, cost {cost}, "
-        f"merged coverage {summary.merged.get('coverage', 0):.1%}, "
-        f"QD-score {summary.merged.get('qd_score', 0):.2f}"
+        f"merged coverage {summary.merged.stats.coverage:.1%}, "
+        f"QD-score {summary.merged.stats.qd_score:.2f}"
     )
     click.echo(f"summary: {out / SUMMARY_FILE}")
     if report:
         click.echo(f"report: {report}")
 
 
-def _with_last_failure(reason: str, node: dict, budget: dict, name: str) -> str:
+def _with_last_failure(reason: str, node: NodeSummary, budget: Mapping[str, Any], name: str) -> str:
     """A node's stop reason, with its operator's last failure when a cap stopped it.
 
     A cap (``--max-attempts-per-node``) says that the node ended, not why no call completed;
     the failures that used up its attempts do.
     """
-    last = (node.get("operator_status") or {}).get("last_error")
+    last = (node.operator_status or {}).get("last_error")
     if last and budget["nodes"].get(name, {}).get("exhausted"):
         return f"{reason} (last failure: {last})"
     return reason
@@ -767,6 +767,8 @@ def _standalone(command: click.Command, prog_name: str) -> None:
     except click.ClickException as exc:
         hint = f" (see {prog_name} --help)" if isinstance(exc, click.UsageError) else ""
         fail(f"{exc.format_message()}{hint}")
+    except DEIError as exc:  # outside a command: loading the plugins for its options or name
+        fail(str(exc), exc.exit_code)
     except click.exceptions.Abort as exc:
         # click turns a Ctrl-C outside our commands (while plugins add their options, say)
         # into Abort; it is an interruption like any other.
@@ -1148,11 +1150,11 @@ def _node_locked(
             _say(hint)
             sys.exit(EXIT_INTERRUPTED)
     node = summary.nodes[name]
-    if node.get("stopped"):
-        click.echo(f"warning: node {name} stopped early: {node['stopped']}", err=True)
+    if node.stopped:
+        click.echo(f"warning: node {name} stopped early: {node.stopped}", err=True)
     click.echo(
-        f"done: node {name} (pid {node['pid']}), {node['calls']}/{node['quota']} calls, "
-        f"{node['sharing'].get('accepted', 0)} champions received"
+        f"done: node {name} (pid {node.pid}), {node.calls}/{node.quota} calls, "
+        f"{(node.sharing or {}).get('accepted', 0)} champions received"
     )
     click.echo(f"summary: {node_dir / SUMMARY_FILE}")
 
@@ -1183,7 +1185,7 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
     budget = summary.budget
     click.echo(
         f"merged: {len(summary.nodes)} nodes, {budget['calls']}/{budget['limit']} "
-        f"calls, merged coverage {summary.merged.get('coverage', 0):.1%}"
+        f"calls, merged coverage {summary.merged.stats.coverage:.1%}"
     )
     click.echo(f"summary: {run_dir / SUMMARY_FILE}")
     if report:

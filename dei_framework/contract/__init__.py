@@ -18,11 +18,12 @@ Modules:
                         ProgressKind (members are the strings the files hold)
     records.py          Candidate (the one program record), ExportedProgram, chat messages,
                         hash_text
-    payloads.py         the JSON a run writes, typed key by key (EvaluatedEventJSON,
-                        RoundEventJSON, RunSummaryJSON, NodeSummary, ExperimentSummary, ...)
-    run_summary.py      RunSummary: a run's results as a record (what Ensemble.run returns and
-                        dei_run_finished receives)
-    _json_view.py       reading a record as the dict it was before 0.2 (deprecated)
+    json_form.py        json_form: a record's to_json/from_json derived from its attrs fields
+    archive_stats.py    ArchiveStats: summary statistics of an archive
+    payloads.py         JSONValue, and an experiment's summary typed key by key
+                        (ExperimentSummary)
+    run_summary.py      RunSummary, NodeSummary, Champion, MergedSummary: a run's results as
+                        records (what Ensemble.run returns and dei_run_finished receives)
     descriptors.py      axes and DescriptorSpace
     domain.py           Domain, Program, Evaluation, DomainSpec
     operators.py        Operator, OperatorRequest/Reply/Settings/Spec

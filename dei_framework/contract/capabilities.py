@@ -4,9 +4,8 @@ it overrides (as pyribs declares an emitter's ``add_mode``).
 A contract class lists what each capability needs (``{"array": ("propose_genomes",)}``) and
 calls :func:`settle` from ``__init_subclass__``. A subclass declares ``capabilities =
 frozenset({...})``: each must be known and its methods overridden, or the class is refused
-when it is defined. A subclass written before capabilities existed, which overrides the methods
-without declaring them, gets them inferred, with a :class:`DeprecationWarning` (the inference
-goes in the next release).
+when it is defined. So is a subclass that overrides a capability's methods without declaring it
+(capabilities were once inferred from them): the core would never call those methods.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s; a plugin only sets
 ``capabilities``); anything here may change in any release.
@@ -14,16 +13,13 @@ Internal: not public API (the public names are :mod:`dei_framework`'s; a plugin 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
-
-from dei_framework._deprecation import DEIDeprecationWarning
 
 __all__ = ["settle"]
 
 
 def settle(cls: type, base: type, needs: Mapping[str, Sequence[str]]) -> None:
-    """Checks (or, undeclared, infers) ``cls.capabilities``, a subclass of ``base``.
+    """Checks ``cls.capabilities``, a subclass of ``base``.
 
     Args:
         cls: The class being defined.
@@ -31,7 +27,8 @@ def settle(cls: type, base: type, needs: Mapping[str, Sequence[str]]) -> None:
         needs: Per capability, the methods a class must override to have it.
 
     Raises:
-        TypeError: A declared capability is unknown, or its methods are not overridden.
+        TypeError: A declared capability is unknown, or its methods are not overridden; or
+            an undeclared capability's methods are overridden.
     """
 
     def overrides(capability: str) -> bool:
@@ -55,14 +52,10 @@ def settle(cls: type, base: type, needs: Mapping[str, Sequence[str]]) -> None:
         cls.capabilities = declared  # type: ignore[attr-defined]
         return
     inherited = frozenset(getattr(cls, "capabilities", frozenset()))
-    inferred = frozenset(capability for capability in needs if overrides(capability))
-    if inferred - inherited:
-        names = ", ".join(sorted(inferred | inherited))
-        warnings.warn(
+    overridden = frozenset(capability for capability in needs if overrides(capability))
+    if overridden - inherited:
+        names = ", ".join(repr(name) for name in sorted(overridden | inherited))
+        raise TypeError(
             f"{cls.__module__}.{cls.__qualname__} overrides {base.__name__} methods without "
-            f"declaring them: set capabilities = frozenset({{{names!r}}}) (inferred for now; "
-            "the inference goes in the next release)",
-            DEIDeprecationWarning,
-            stacklevel=3,
+            f"declaring them: set capabilities = frozenset({{{names}}})"
         )
-        cls.capabilities = inherited | inferred  # type: ignore[attr-defined]

@@ -29,10 +29,9 @@ class FactoryContext(Mapping[str, Any]):
     options, as the dict it stands for; an ``OperatorSettings`` or ``EvaluatorOptions``, plain
     records then, is always true.
 
-    Factories of the shapes before 0.2 (``factory(settings, domain)`` for operators,
-    ``factory(node_names, options)`` for transports, ``factory(domain, options)`` for
-    evaluation backends) are adapted when their plugin is registered, with a
-    :class:`DeprecationWarning`, for one release.
+    Factories of the two-argument shapes before 0.2 (``factory(settings, domain)`` for
+    operators, ``factory(node_names, options)`` for transports, ``factory(domain, options)`` for
+    evaluation backends) are refused when their plugin is loaded, naming the shape to write.
 
     Attributes:
         registry: The plugins of the run: other plugins' registrations, and every hook

@@ -1,13 +1,10 @@
 """The one exception family users can cause; the CLI turns each into one line and an exit status.
 
 The status is the error's :attr:`DEIError.exit_code`: 1, or 2 for a refused input that the user
-must change before anything can run (as for usage errors). :class:`DEIDeprecationWarning`, the
-category of the framework's deprecation warnings, is importable here too.
+must change before anything can run (as for usage errors).
 """
 
 from __future__ import annotations
-
-from dei_framework._deprecation import DEIDeprecationWarning as DEIDeprecationWarning
 
 
 class DEIError(Exception):

@@ -15,7 +15,7 @@ import attrs
 
 from dei_framework.contract.capabilities import settle
 from dei_framework.contract.context import FactoryContext
-from dei_framework.contract.records import Candidate, Message, deprecated_alias
+from dei_framework.contract.records import Candidate, Message
 from dei_framework.contract.registry import Kind
 
 
@@ -284,11 +284,6 @@ class OperatorSpec:
     default: bool = True
     ladder_option: str | None = None
     ladder_range: tuple[float, float] = (0.5, 2.0)
-
-
-def __getattr__(name: str) -> type[Candidate]:
-    """``Parent``, a deprecated alias of :class:`~dei_framework.contract.records.Candidate`."""
-    return deprecated_alias(__name__, name)
 
 
 #: The operator families: ``registry.lookup(OPERATORS, spec)`` is an :class:`OperatorSpec`.

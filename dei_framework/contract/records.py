@@ -2,22 +2,19 @@
 
 A :class:`Candidate` is a program text plus what is known about it. The same record serves as
 an archive elite, a parent handed to an operator, an opponent in the Red Queen pool and a
-champion received from a peer; fields that do not apply keep their defaults. The former
-aliases ``Elite``, ``Parent`` and ``Opponent`` are deprecated: they still give
-:class:`Candidate`, with a ``DeprecationWarning``.
+champion received from a peer; fields that do not apply keep their defaults.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
-from dei_framework._deprecation import DEIDeprecationWarning
+from dei_framework.contract.json_form import json_field, json_form
 from dei_framework.contract.kinds import CandidateSource
 
 __all__ = ["Candidate", "ExportedProgram", "Message"]
@@ -72,6 +69,7 @@ def _text_key(text: str | DeferredText) -> str:
     return text if type(text) is str else str(text)
 
 
+@json_form()
 @attrs.frozen(kw_only=True, repr=False)
 class Candidate:
     """A program and what is known about it.
@@ -89,8 +87,7 @@ class Candidate:
         parent: Id of the elite it was mutated from, if any.
         source: Where it came from (:class:`~dei_framework.contract.kinds.CandidateSource`:
             an opponent ``"initial"``, ``"own"`` or ``"peer"``, a seed program ``"seed"``; a
-            candidate of the node's own search has none, ``""``). Read back from JSON it is
-            the member's plain string, which compares equal to the member.
+            candidate of the node's own search has none, ``""``).
         data: The domain's parsed form of ``text`` when whoever built the record had it (a
             numeric genome, say), so an operator need not parse the text again; ``None``
             otherwise. Not compared, not shown, not serialised (the text is the record).
@@ -107,7 +104,7 @@ class Candidate:
     round: int = -1
     parent: str | None = None
     source: CandidateSource = CandidateSource.NONE
-    data: Any = attrs.field(default=None, eq=False, repr=False)
+    data: Any = json_field(default=None, eq=False, repr=False, skip=True)
 
     def __repr__(self) -> str:  # attrs' form, with the field's public name
         shown = ", ".join(
@@ -131,57 +128,13 @@ class Candidate:
         """Content hash: two candidates with the same text are the same program."""
         return hash_text(self.text)
 
-    def to_json(self) -> dict[str, Any]:
-        # Written out field by field (what attrs.asdict gives, in field order): records are
-        # serialised for every event and checkpoint, and asdict's generic walk costs 10x this.
-        return {
-            "text": self.text,
-            "id": self.id,
-            "fitness": self.fitness,
-            "descriptor": dict(self.descriptor),
-            "cell": list(self.cell),
-            "node": self.node,
-            "operator": self.operator,
-            "round": self.round,
-            "parent": self.parent,
-            "source": self.source,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Candidate:
-        fields = {field.alias for field in attrs.fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in fields})
-
-
-#: Deprecated aliases of :class:`Candidate`, by name (one record, one name).
-DEPRECATED_ALIASES = ("Elite", "Opponent", "Parent")
-
-
-def deprecated_alias(module: str, name: str) -> type[Candidate]:
-    """:class:`Candidate`, warning that ``module.name`` is a deprecated alias of it.
-
-    Raises:
-        AttributeError: ``name`` is not a deprecated alias (as a module's ``__getattr__`` must).
-    """
-    if name not in DEPRECATED_ALIASES:
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    warnings.warn(
-        f"{module}.{name} is deprecated; use dei_framework.Candidate (the same class)",
-        DEIDeprecationWarning,
-        stacklevel=3,
-    )
-    return Candidate
-
-
-def __getattr__(name: str) -> type[Candidate]:
-    return deprecated_alias(__name__, name)
-
 
 def hash_text(text: str) -> str:
     """A short content hash used to recognise the same program (e.g. in opponent pools)."""
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
+@json_form()
 @attrs.frozen(kw_only=True)
 class ExportedProgram:
     """One exported program and where it comes from.
@@ -233,8 +186,3 @@ class ExportedProgram:
         if self.kind == "elite":
             stem += "-" + "-".join(map(str, self.cell))
         return re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("_")
-
-    def to_json(self) -> dict[str, Any]:
-        data = attrs.asdict(self)
-        data["cell"] = list(self.cell)
-        return data

@@ -34,26 +34,3 @@ Modules:
     sandbox/                per-candidate limits and isolation (``--sandbox
                             none|process|isolated``; its docstring lists its modules)
 """
-
-from __future__ import annotations
-
-from dei_framework._lazy import lazy_names
-
-__all__ = [
-    "Evaluator",
-    "LocalBackend",
-    "OpponentSet",
-    "Outcome",
-    "Parsed",
-    "WorkersKeepDying",
-    "check_evaluation",
-    "evaluate",
-    "make_local_backend",
-    "release_semaphores",
-    "remove_orphaned_set_dirs",
-]
-
-
-# The evaluator's names come from dei_framework.evaluation.local on first use. Importing a submodule
-# does not import it (PEP 562).
-__getattr__ = lazy_names(__name__, "dei_framework.evaluation.local", __all__)

@@ -9,14 +9,3 @@ Modules:
     summary.py      an experiment's summary.json: per-condition aggregates, comparisons
     portfolio.py    dei plan: pilots per candidate operator, pairwise complementarity, pick
 """
-
-from __future__ import annotations
-
-from dei_framework._lazy import lazy_names
-
-__all__ = ["Condition", "ExperimentPlan", "run_experiment"]
-
-
-# The runner's names come from dei_framework.experiment.runner on first use. Importing a submodule
-# does not import it (PEP 562).
-__getattr__ = lazy_names(__name__, "dei_framework.experiment.runner", __all__)

@@ -174,12 +174,12 @@ def _planned_runs(
 
 def _announce_finished(announce: Announce, label: str, summary: RunSummary, started: float) -> None:
     merged, budget = summary.merged, summary.budget
-    common = merged.get("common") or {}
+    common = merged.common or {}
     announce(
         f"{label}: common-ground coverage {common.get('coverage', 0.0):.1%}, "
         f"QD-score {common.get('qd_score', 0.0):.2f} (raw "
-        f"{merged.get('coverage', 0.0):.1%}, "
-        f"{merged.get('qd_score', 0.0):.2f}), "
+        f"{merged.stats.coverage:.1%}, "
+        f"{merged.stats.qd_score:.2f}), "
         f"{budget['calls']}/{budget['limit']} calls, "
         f"{time.monotonic() - started:.0f}s"
     )

@@ -333,7 +333,7 @@ def summarize_experiment(out: str | Path, plan: ExperimentPlan | None = None) ->
             path = plan.run_dir(out, condition, repeat) / SUMMARY_FILE
             if not path.exists():
                 continue
-            run = _trim(read_finished_summary(path.parent))
+            run = _trim(read_finished_summary(path.parent).to_json())
             run["repeat"] = repeat
             run["dir"] = str(path.parent.relative_to(out))
             space = space or run.get("space")

@@ -13,8 +13,8 @@ Modules:
     _observation_hooks.py       observation hooks: candidates evaluated, rounds, champions, run
                                 end
     manager.py                  the pluggy manager, entry-point discovery, load_plugins()
-    _contract.py                the plugin contract checked at load: unknown hooks and arguments
-    _factory_shapes.py          factory(ctx) for every kind: old two-argument factories adapted
+    _contract.py                the plugin contract checked at load: unknown hooks and
+                                arguments, factories of an old shape
     _builtin.py                 the core's own plugin: built-in behaviour registered as a third
                                 party's
 """

@@ -4,7 +4,8 @@ pluggy accepts an implementation of a hook nobody specified (it waits for a spec
 added later) and reports an unknown argument as a multi-line validation error. A plugin author
 who misspells ``dei_round_ended`` as ``dei_round_end`` would see nothing at all: the plugin
 loads and its hook never runs. These checks name the plugin, the hook and the nearest correct
-name, in one line each, as ``registry.problems`` entries.
+name, in one line each, as ``registry.problems`` entries. A factory of a shape no longer
+accepted is refused outright (:func:`old_factory_shape`): the plugin cannot work at all.
 """
 
 from __future__ import annotations
@@ -98,6 +99,45 @@ def unknown_hook_problems(manager: pluggy.PluginManager) -> list[str]:
                 f"hook of dei_framework or of any loaded plugin{_nearest(name, specified)}"
             )
     return problems
+
+
+#: The registration hooks whose factories took two arguments before every factory took one
+#: context: what a factory of that kind now reads instead, and the page that shows it.
+_ONE_ARGUMENT = {
+    "dei_operators": ("settings", "settings.domain", "docs/writing-an-operator.md"),
+    "dei_transports": ("ctx", "ctx.node_names and ctx.options", "docs/writing-a-transport.md"),
+    "dei_evaluation_backends": ("options", "options.domain", "docs/multi-machine.md"),
+}
+
+
+def old_factory_shape(hook: str, kind: str, spec: object, plugin: str) -> str | None:
+    """Why ``spec``'s factory is refused, or ``None``: a factory of a kind that now takes one
+    context must not require a second positional argument (or take only ``*args``), as the
+    shapes ``factory(settings, domain)``, ``factory(node_names, options)`` and
+    ``factory(domain, options)`` did. Parameters with defaults do not count (``lambda ctx,
+    name=name:`` binds a loop variable); a signature that cannot be read is left to the call.
+    """
+    if hook not in _ONE_ARGUMENT:
+        return None
+    factory = getattr(spec, "factory", None)
+    try:
+        parameters = list(inspect.signature(factory).parameters.values())  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [p.name for p in parameters if p.kind in positional and p.default is p.empty]
+    variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+    if len(required) < 2 and (required or not variadic):
+        return None
+    argument, reads, page = _ONE_ARGUMENT[hook]
+    name = getattr(factory, "__name__", "<lambda>")
+    called = "factory" if name == "<lambda>" else f"factory {name}"
+    name = "factory" if name == "<lambda>" else name
+    shape = ", ".join(required) if required else "*args"
+    return (
+        f"plugin {plugin!r}: {kind} {getattr(spec, 'name', '?')!r}: {called}({shape}) takes "
+        f"the old shape; write {name}({argument}) and read {reads} (see {page})"
+    )
 
 
 # --- the contract as documented ------------------------------------------------------------------

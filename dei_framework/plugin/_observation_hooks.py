@@ -5,7 +5,7 @@ from then on. Collected by :mod:`dei_framework.plugin.hookspecs`, the module the
 registers. The payloads are frozen records read by attribute: the events of
 :mod:`~dei_framework.search.events` (``stats.stats.coverage``; ``to_json()`` gives the line of
 ``events.jsonl``) and :class:`~dei_framework.contract.run_summary.RunSummary`
-(``summary.merged["coverage"]``; ``to_json()`` is ``summary.json``).
+(``summary.merged.stats.coverage``; ``to_json()`` is ``summary.json``).
 """
 
 from __future__ import annotations

@@ -48,55 +48,34 @@ from the modules that define them: registration hooks from
 :mod:`~dei_framework.plugin._format_hooks`, observation hooks from
 :mod:`~dei_framework.plugin._observation_hooks`; the markers come from
 :mod:`~dei_framework.plugin._markers`, the event records from
-:mod:`~dei_framework.search.events` and the JSON shapes from
-:mod:`~dei_framework.contract.payloads`.
+:mod:`~dei_framework.search.events` and the run's summary records from
+:mod:`~dei_framework.contract.run_summary`.
 """
 
 from __future__ import annotations
 
 import pluggy
 
-from dei_framework.contract.payloads import (
-    ArchiveStatsRecord,
-    CandidateRecord,
-    ChampionRecord,
-    EvaluatedEventJSON,
-    GeneralityRecord,
-    JSONValue,
-    MergedRecord,
-    NodeSummary,
-    OpponentRecord,
-    RoundEventJSON,
-    RunSummaryJSON,
-    SharingRecord,
-    SpaceRecord,
-    Timings,
-)
-from dei_framework.contract.run_summary import RunSummary
+from dei_framework.contract.archive_stats import ArchiveStats
+from dei_framework.contract.payloads import JSONValue
+from dei_framework.contract.records import Candidate
+from dei_framework.contract.run_summary import Champion, MergedSummary, NodeSummary, RunSummary
 from dei_framework.plugin import _format_hooks, _observation_hooks, _registration_hooks
 from dei_framework.plugin._markers import hookimpl, hookspec
 from dei_framework.search.events import EvaluatedEvent, OpponentFought, RoundEvent
 
 #: The markers and the payload records (the hooks themselves are implemented, not imported).
 __all__ = [
-    "ArchiveStatsRecord",
-    "CandidateRecord",
-    "ChampionRecord",
+    "ArchiveStats",
+    "Candidate",
+    "Champion",
     "EvaluatedEvent",
-    "EvaluatedEventJSON",
-    "GeneralityRecord",
     "JSONValue",
-    "MergedRecord",
+    "MergedSummary",
     "NodeSummary",
     "OpponentFought",
-    "OpponentRecord",
     "RoundEvent",
-    "RoundEventJSON",
     "RunSummary",
-    "RunSummaryJSON",
-    "SharingRecord",
-    "SpaceRecord",
-    "Timings",
     "hookimpl",
     "hookspec",
 ]

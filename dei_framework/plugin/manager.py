@@ -22,7 +22,7 @@ from dei_framework.contract.registry import (
     PluginRegistry,
     Registered,
 )
-from dei_framework.plugin import _builtin, _contract, _factory_shapes, hookspecs
+from dei_framework.plugin import _builtin, _contract, hookspecs
 
 ENTRY_POINT_GROUP = "dei_framework"
 #: Entry points the command line leaves out, comma-separated (as pytest's ``-p no:name``).
@@ -51,6 +51,10 @@ def load_plugins(
         could not be imported or registered, implement a hook no specification declares, or
         take an argument their hook's specification does not pass (each message names the
         plugin, and the nearest correct name where there is one).
+
+    Raises:
+        PluginError: A plugin registers a factory of a shape no longer accepted (one line
+            saying what to write instead).
     """
     disabled = set(disabled)
     manager = pluggy.PluginManager("dei_framework")
@@ -93,7 +97,9 @@ def load_plugins(
                     f"{kept!r}; keeping {kept!r}'s (pluggy asks the plugin registered last first)"
                 )
             else:
-                spec = _factory_shapes.adapt(hook, kind, spec, plugin)
+                refused = _contract.old_factory_shape(hook, kind, spec, plugin)
+                if refused is not None:
+                    raise PluginError(refused)
                 table[name] = Registered(spec=spec, plugin=plugin)
     manager.register(ObserverGuard(registry), name=GUARD_NAME)
     return registry

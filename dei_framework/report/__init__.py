@@ -10,14 +10,3 @@ Modules:
     plots.py                the reports' PNG plots (matplotlib, imported lazily)
     export.py               dei export: champions and elites as files (dei_export_program hook)
 """
-
-from __future__ import annotations
-
-from dei_framework._lazy import lazy_names
-
-__all__ = ["write_run_report"]
-
-
-# write_run_report comes from dei_framework.report.write on first use. Importing a submodule
-# does not import it (PEP 562).
-__getattr__ = lazy_names(__name__, "dei_framework.report.write", __all__)

@@ -143,7 +143,7 @@ def export_programs(
     out.mkdir(parents=True, exist_ok=True)
     directory = directory.resolve()
     domains = {
-        _run_name(run_dir, directory): _domain(read_run_summary(run_dir / SUMMARY_FILE))
+        _run_name(run_dir, directory): read_run_summary(run_dir / SUMMARY_FILE).domain
         for run_dir in find_runs(directory)
     }
     written: list[Path] = []
@@ -159,12 +159,6 @@ def export_programs(
                 json.dumps({**program.to_json(), "domain": domain, "file": path.name}) + "\n"
             )
     return written
-
-
-def _domain(summary: dict[str, Any]) -> str:
-    """The run's domain, as its summary records it."""
-    domain = summary.get("domain")
-    return domain if isinstance(domain, str) else ""
 
 
 @attrs.frozen(kw_only=True)
@@ -248,7 +242,7 @@ def export_best(run_dir: Path, out: Path, registry: PluginRegistry) -> tuple[Pat
         ConfigError: As :func:`best_program`.
     """
     best = best_program(run_dir)
-    domain = _domain(read_run_summary(run_dir / SUMMARY_FILE))
+    domain = read_run_summary(run_dir / SUMMARY_FILE).domain
     answer = registry.manager.hook.dei_export_program(domain=domain, program=best.program)
     suffix, text = answer if answer is not None else plain_text(best.program)
     path = out / f"{best.program.stem}{suffix}" if out.is_dir() else out

@@ -45,7 +45,7 @@ def final_archives(run: FinishedRun) -> dict[str, GridArchive]:
     merge places them, so that panels and merges compare like with like.
     """
     documents = {name: rounds[-1]["archive"] for name, rounds in run.rounds.items() if rounds}
-    space = _run_grid(run.summary, documents)
+    space = _run_grid(run.summary.space, documents)
     archives: dict[str, GridArchive] = {}
     for name, document in documents.items():
         try:
@@ -64,12 +64,11 @@ def final_archives(run: FinishedRun) -> dict[str, GridArchive]:
 
 
 def _run_grid(
-    summary: Mapping[str, Any], documents: Mapping[str, Mapping[str, Any]]
+    space: Mapping[str, Any], documents: Mapping[str, Mapping[str, Any]]
 ) -> DescriptorSpace | None:
     """The run's grid: recorded in ``summary.json``, else (older runs) the space of a node
     that searched over the run's axes; ``None`` when neither is known."""
     with contextlib.suppress(KeyError, TypeError, ConfigError):  # an older run's summary
-        space = summary["space"]
         if "grid" in space:
             return DescriptorSpace.from_json(space["grid"])
         for document in documents.values():
@@ -227,25 +226,25 @@ def run_plots(run: FinishedRun, plots: Path) -> dict[str, str]:
     """Writes the run's PNGs; returns their paths relative to the run directory by name."""
     images: dict[str, str] = {}
     summary = run.summary
-    nodes: Mapping[str, Any] = summary["nodes"]
+    nodes = summary.nodes
     archives = final_archives(run)  # first: a damaged archive ends it before any plot
     plt = _pyplot()
     if archives:
         space = next(iter(archives.values())).space
         panels = [
-            (f"{name} ({nodes.get(name, {}).get('operator', '')})", a.fitness_grid())
+            (f"{name} ({nodes[name].operator if name in nodes else ''})", a.fitness_grid())
             for name, a in archives.items()
         ]
         panels.append(("merged", GridArchive.merge(archives.values()).fitness_grid()))
         plot_heatmaps(panels, space, plots / "heatmaps.png", colorbar="fitness")
         images["heatmaps"] = f"{PLOTS}/heatmaps.png"
-    per_round = summary.get("merged", {}).get("per_round", [])
+    per_round = summary.merged.per_round
     fig, (ax_cov, ax_qd) = plt.subplots(1, 2, figsize=(11, 4))
     coverage = [("merged", [e.get("coverage") for e in per_round], None)]
     qd = [("merged", [e.get("qd_score") for e in per_round], None)]
     for name, node in nodes.items():
-        coverage.append((name, list(node.get("coverage_per_round") or []), None))
-        qd.append((name, list(node.get("qd_score_per_round") or []), None))
+        coverage.append((name, list(node.coverage_per_round), None))
+        qd.append((name, list(node.qd_score_per_round), None))
     colors = [MERGED_COLOR, *node_colors(nodes).values()]  # as the watch page colours them
     _line_plot(ax_cov, coverage, ylabel="coverage", colors=colors)
     _line_plot(ax_qd, qd, ylabel="QD-score", colors=colors)
@@ -257,7 +256,7 @@ def run_plots(run: FinishedRun, plots: Path) -> dict[str, str]:
         ("niche_novelty", "niche_novelty_per_round", "niche novelty"),
     ):
         series = [
-            (f"{name} ({node.get('operator', '')})", list(node.get(field) or []), None)
+            (f"{name} ({node.operator})", list(getattr(node, field)), None)
             for name, node in nodes.items()
         ]
         if not any(v is not None for _, values, _ in series for v in values):
@@ -508,7 +507,7 @@ def merged_occupancy(run: FinishedRun) -> tuple[DescriptorSpace, np.ndarray, str
     entries = run.merged
     space = None
     with contextlib.suppress(KeyError, TypeError, ConfigError):  # an older run's summary
-        space = DescriptorSpace.from_json(run.summary["space"]["grid"])
+        space = DescriptorSpace.from_json(run.summary.space["grid"])
     if space is not None and entries and all(e.get("common_fitness") is not None for e in entries):
         grid = np.zeros(space.shape)
         try:

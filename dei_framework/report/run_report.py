@@ -16,6 +16,7 @@ from dei_framework.analysis.formatting import (
     scored_against,
     value_at,
 )
+from dei_framework.contract.run_summary import Champion, MergedSummary, NodeSummary, RunSummary
 from dei_framework.report.plots import PLOTS, run_plots
 from dei_framework.runtime.run_files import FinishedRun
 
@@ -26,33 +27,33 @@ CHAMPION_LINES = 40
 def run_report(run: FinishedRun) -> str:
     """The markdown of a finished run's ``report.md`` (its plots are written meanwhile)."""
     summary = run.summary
-    nodes: Mapping[str, Any] = summary["nodes"]
-    merged = summary.get("merged", {})
+    nodes = summary.nodes
+    merged = summary.merged
     images = run_plots(run, run.path / PLOTS)
     out = _introduction(summary)
     out.extend(_merged_section(merged, images))
     out.extend(_nodes_section(nodes))
     out.extend(_per_round_section(merged, nodes, images))
-    out.extend(_divergence_section(summary.get("operator_divergence") or {}))
+    out.extend(_divergence_section(summary.operator_divergence))
     out.extend(_budget_section(summary))
     out.extend(_champions_section(nodes))
     return "\n".join(out)
 
 
-def _introduction(summary: Mapping[str, Any]) -> list[str]:
+def _introduction(summary: RunSummary) -> list[str]:
     """The title and the run's settings: nodes, rounds, seed, transport, sharing, grid."""
-    space = summary.get("space") or {}
+    space = summary.space
     return [
-        f"# DEI run: {summary.get('domain', '?')}\n",
-        f"{len(summary['nodes'])} node(s), {summary.get('rounds', '?')} round(s) "
-        f"({summary.get('lifecycle', 'reset')} archives), seed "
-        f"{summary.get('seed', '?')}, transport `{summary.get('transport', '?')}`, sharing "
-        f"`{summary.get('sharing', '?')}`; grid {' x '.join(map(str, space.get('shape', [])))} "
+        f"# DEI run: {summary.domain}\n",
+        f"{len(summary.nodes)} node(s), {summary.rounds} round(s) "
+        f"({summary.lifecycle} archives), seed "
+        f"{summary.seed}, transport `{summary.transport}`, sharing "
+        f"`{summary.sharing}`; grid {' x '.join(map(str, space.get('shape', [])))} "
         f"over {', '.join(space.get('axes', []))} ({space.get('cells', '?')} cells).\n",
     ]
 
 
-def _merged_section(merged: Mapping[str, Any], images: Mapping[str, str]) -> list[str]:
+def _merged_section(merged: MergedSummary, images: Mapping[str, str]) -> list[str]:
     """``## Merged archive``: its raw figures and, where measured, its common-ground ones (one
     row when they agree), how common ground was scored, and the archives' heatmaps."""
     out = ["## Merged archive\n"]
@@ -60,15 +61,15 @@ def _merged_section(merged: Mapping[str, Any], images: Mapping[str, str]) -> lis
         "Best elite per cell across every node's final-round archive. **Raw**: fitness as "
         "each node measured it, against its own opponent pool."
     )
-    common = merged.get("common")
+    common, stats = merged.common, merged.stats
     rows = [
         [
             "raw",
-            number(merged.get("coverage"), ".1%"),
-            number(merged.get("qd_score"), ".2f"),
-            merged.get("num_elites", 0),
-            number(merged.get("obj_max")),
-            number(merged.get("obj_mean")),
+            number(stats.coverage, ".1%"),
+            number(stats.qd_score, ".2f"),
+            stats.num_elites,
+            number(stats.obj_max),
+            number(stats.obj_mean),
         ]
     ]
     if common:
@@ -114,7 +115,7 @@ def _merged_section(merged: Mapping[str, Any], images: Mapping[str, str]) -> lis
     return out
 
 
-def _nodes_section(nodes: Mapping[str, Any]) -> list[str]:
+def _nodes_section(nodes: Mapping[str, NodeSummary]) -> list[str]:
     """``## Nodes``: each node's calls, champion, generality, novelty and final archive."""
     return [
         "\n## Nodes\n",
@@ -134,15 +135,15 @@ def _nodes_section(nodes: Mapping[str, Any]) -> list[str]:
             [
                 [
                     name,
-                    node.get("operator", ""),
-                    f"{node.get('calls', 0)}/{node.get('quota', '?')}",
-                    node.get("rounds_completed", "?"),
-                    number((node.get("champion") or {}).get("fitness")),
-                    f"{number(node.get('generality'))} / {number(node.get('generality_peak'))}",
-                    number(node.get("niche_novelty")),
-                    number(_last(node.get("coverage_per_round")), ".1%"),
-                    number(_last(node.get("qd_score_per_round")), ".2f"),
-                    node.get("stopped") or "",
+                    node.operator,
+                    f"{node.calls}/{'?' if node.quota is None else node.quota}",
+                    node.rounds_completed,
+                    number(node.champion.fitness if node.champion else None),
+                    f"{number(node.generality)} / {number(node.generality_peak)}",
+                    number(node.niche_novelty),
+                    number(_last(node.coverage_per_round), ".1%"),
+                    number(_last(node.qd_score_per_round), ".2f"),
+                    node.stopped or "",
                 ]
                 for name, node in nodes.items()
             ],
@@ -155,11 +156,11 @@ def _nodes_section(nodes: Mapping[str, Any]) -> list[str]:
 
 
 def _per_round_section(
-    merged: Mapping[str, Any], nodes: Mapping[str, Any], images: Mapping[str, str]
+    merged: MergedSummary, nodes: Mapping[str, NodeSummary], images: Mapping[str, str]
 ) -> list[str]:
     """``## Per round``: the merged archive's and each node's figures per round, and their
     plots."""
-    per_round = merged.get("per_round", [])
+    per_round = merged.per_round
     names = list(nodes)
     return [
         "\n## Per round\n",
@@ -176,11 +177,8 @@ def _per_round_section(
                     entry.get("round", i),
                     number(entry.get("coverage"), ".1%"),
                     number(entry.get("qd_score"), ".2f"),
-                    *[
-                        number(value_at(nodes[n].get("coverage_per_round"), i), ".1%")
-                        for n in names
-                    ],
-                    *[number(value_at(nodes[n].get("generality_per_round"), i)) for n in names],
+                    *[number(value_at(nodes[n].coverage_per_round, i), ".1%") for n in names],
+                    *[number(value_at(nodes[n].generality_per_round, i)) for n in names],
                 ]
                 for i, entry in enumerate(per_round)
             ],
@@ -210,10 +208,10 @@ def _divergence_section(divergence: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _budget_section(summary: Mapping[str, Any]) -> list[str]:
+def _budget_section(summary: RunSummary) -> list[str]:
     """``## Budget``: each node's and the run's usage, wall time, evaluations, and the notes
     the table cannot show."""
-    budget = summary.get("budget", {})
+    budget = summary.budget
     out = ["\n## Budget\n"]
     out.append(
         markdown_table(
@@ -259,29 +257,29 @@ def _budget_section(summary: Mapping[str, Any]) -> list[str]:
     )
     out.append(
         f"\nWall time {number(budget.get('wall_seconds'), '.1f')} s; "
-        f"{summary.get('evaluated', '?')} evaluations, {summary.get('invalid', '?')} invalid"
-        f"{_stopped_note(summary.get('stopped'))}.\n"
+        f"{summary.evaluated} evaluations, {summary.invalid} invalid"
+        f"{_stopped_note(summary.stopped)}.\n"
     )
     out.extend(_budget_notes(budget))
     return out
 
 
-def _champions_section(nodes: Mapping[str, Any]) -> list[str]:
+def _champions_section(nodes: Mapping[str, NodeSummary]) -> list[str]:
     """``## Champions``: each node's champion program (cut after :data:`CHAMPION_LINES` lines),
     where it came from, its fitness and cell."""
     out = ["\n## Champions\n"]
     for name, node in nodes.items():
-        champion = node.get("champion")
+        champion = node.champion
         if not champion:
             out.append(f"- {name}: no valid champion\n")
             continue
-        lines = str(champion.get("text", "")).splitlines()
+        lines = champion.text.splitlines()
         shown = "\n".join(lines[:CHAMPION_LINES])
         if len(lines) > CHAMPION_LINES:
             shown += f"\n... ({len(lines) - CHAMPION_LINES} more lines)"
         out.append(
-            f"<details><summary>{name} ({node.get('operator', '')}){_origin(champion, nodes)}: "
-            f"fitness {number(champion.get('fitness'))}, cell {champion.get('cell')}</summary>\n\n"
+            f"<details><summary>{name} ({node.operator}){_origin(champion, nodes)}: "
+            f"fitness {number(champion.fitness)}, cell {list(champion.cell)}</summary>\n\n"
             f"```\n{shown}\n```\n</details>\n\n"
         )
     return out
@@ -308,21 +306,21 @@ def _budget_notes(budget: dict[str, Any]) -> list[str]:
     return notes
 
 
-def _origin(champion: Mapping[str, Any], nodes: Mapping[str, Any]) -> str:
+def _origin(champion: Champion, nodes: Mapping[str, NodeSummary]) -> str:
     """``", received from node-0 (gp)"`` for a champion another node wrote, a mark for an
     initial or seed program, else ``""``.
 
     A received champion keeps the label ``peer:<node>`` where it is admitted; the operator
     that wrote it is the origin node's.
     """
-    label = str(champion.get("operator") or "")
+    label = champion.operator
     if label in ("initial", "seed"):
         # Not the search's find: nothing the node's operator wrote did better.
         return f", the run's {label} program (no candidate of the search beat it)"
     if not label.startswith("peer:"):
         return ""
     origin = label.removeprefix("peer:")
-    operator = (nodes.get(origin) or {}).get("operator")
+    operator = nodes[origin].operator if origin in nodes else None
     return f", received from {origin}" + (f" ({operator})" if operator else "")
 
 
@@ -339,9 +337,9 @@ _STOPPED_WORDS = {
 }
 
 
-def _stopped_note(stopped: Any) -> str:
+def _stopped_note(stopped: Mapping[str, int] | None) -> str:
     """``" (of which 1 over the time limit, ...)"`` for a sandboxed run's stopped candidates."""
-    if not isinstance(stopped, dict):
+    if stopped is None:
         return ""
     parts = [
         f"{count} {_STOPPED_WORDS.get(kind, kind)}"

@@ -12,7 +12,7 @@ change in any release.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dei_framework.contract.context import FactoryContext
@@ -20,6 +20,7 @@ from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.kinds import ProgressKind
 from dei_framework.contract.operators import Operator
+from dei_framework.contract.records import Candidate
 from dei_framework.evaluation.local import Evaluator
 from dei_framework.net.envelope import NodeIdentity, parse_membership
 from dei_framework.net.node import Node
@@ -34,7 +35,7 @@ from dei_framework.runtime.builders import (
 )
 from dei_framework.runtime.checkpoints import Resumption
 from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.driver import SearchDriver
+from dei_framework.runtime.driver import DriverSink, SearchDriver
 from dei_framework.runtime.process_links import round_receiver
 from dei_framework.runtime.replay import RecordedCall, Recording
 from dei_framework.runtime.restore import ReplayRecord, finished_round_file, peer_reports, restoring
@@ -242,24 +243,40 @@ class NodeAssembly:
             source = f"the record in {self.replay_from.path}"
         else:
             on_mismatch, source = "ask", "the calls made before the interruption"
-        reactions = self.reactions
         return SearchDriver(
             scheduler=scheduler,
             domain=self.domain,
             operator=self.operators[name],
             evaluator=self.evaluator,
             ledger=self.ledger,
-            record=reactions.record,
-            receive=round_receiver(node, self.allocation),
-            publish=node.publish,
+            sink=_NodeSink(self.reactions, name, node, round_receiver(node, self.allocation)),
             replies=Recording(self.replies.get(name, {}), on_mismatch=on_mismatch, source=source),
-            on_round=reactions.round_ended(name),
-            checkpoint=reactions.checkpoint,
-            on_evaluated=reactions.evaluated,
-            on_event=lambda event: reactions.progress(ProgressKind.EVALUATED, event),
             axes=tuple(dict.fromkeys((*self.spaces[name].names, *self.base.space.names))),
             array_path=self.config.array_path,
         )
+
+
+class _NodeSink(DriverSink):
+    """A node's driver sink in a run: its events go to the run's reactions, its champions
+    to and from its network node."""
+
+    def __init__(
+        self,
+        reactions: RunReactions,
+        name: str,
+        node: Node,
+        receive: Callable[[int], Sequence[Candidate] | Awaitable[Sequence[Candidate]]],
+    ) -> None:
+        self.record = reactions.record  # type: ignore[method-assign]
+        self.evaluated = reactions.evaluated  # type: ignore[method-assign]
+        self.checkpoint = reactions.checkpoint  # type: ignore[method-assign]
+        self.round_ended = reactions.round_ended(name)  # type: ignore[method-assign]
+        self.receive = receive  # type: ignore[method-assign]
+        self.publish = node.publish  # type: ignore[method-assign]
+        self._progress = reactions.progress
+
+    def candidate_logged(self, line: dict[str, Any]) -> None:
+        self._progress(ProgressKind.EVALUATED, line)
 
 
 def note_opponents(

@@ -18,7 +18,7 @@ change in any release.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from dei_framework.contract.domain import Domain
@@ -59,7 +59,45 @@ from dei_framework.search.scheduler import (
     derive_seed,
 )
 
-__all__ = ["MAX_FAILURES_PER_SLOT", "RecordedCall", "SearchDriver", "derive_seed", "reply_json"]
+__all__ = [
+    "MAX_FAILURES_PER_SLOT",
+    "DriverSink",
+    "RecordedCall",
+    "SearchDriver",
+    "derive_seed",
+    "reply_json",
+]
+
+
+class DriverSink:
+    """Where a :class:`SearchDriver` sends what happens and asks for what comes from outside
+    its node; each method here does nothing (a node alone: no log, no peers). A run overrides
+    what it needs."""
+
+    def record(self, events: list[dict], calls: list[dict]) -> None:
+        """Takes finished events and call records, as JSON (the run log)."""
+
+    def receive(self, round_index: int) -> Sequence[Candidate] | Awaitable[Sequence[Candidate]]:
+        """The peer champions to take in at round ``round_index``'s start (or an awaitable of
+        them: virtual-time delivery may wait for peers)."""
+        return ()
+
+    async def publish(self, archive: ArchiveBase, round_index: int) -> None:
+        """Shares a finished round's archive (called only when it has a champion)."""
+
+    def round_ended(self, event: RoundEvent, archive: ArchiveBase) -> None:
+        """Takes a round's event and its finished archive when the round ends."""
+
+    def evaluated(self, events: Sequence[EvaluatedEvent]) -> None:
+        """Takes the ``evaluated`` events of each batch of admitted items (every kind, in slot
+        order), after they were logged."""
+
+    def candidate_logged(self, line: dict[str, Any]) -> None:
+        """Takes the logged ``evaluated`` line of each operator-made candidate (the live
+        display's input)."""
+
+    def checkpoint(self) -> None:
+        """Called when a round has ended (a good moment to write a checkpoint)."""
 
 
 class SearchDriver:
@@ -71,17 +109,8 @@ class SearchDriver:
         operator: The node's operator.
         evaluator: Shared evaluation pool.
         ledger: Shared budget ledger.
-        record: Called with finished events and call records, as JSON (the run log).
-        receive: Returns the peer champions to take in at a round's start (or an awaitable of
-            them: virtual-time delivery may wait for peers).
-        publish: Called with a finished round's archive and its round (sharing).
+        sink: Where the node's events go and its peers' champions come from.
         replies: Recorded calls served by request key and messages hash (resume and replay).
-        on_round: Called with the round event and the finished archive when a round ends.
-        on_evaluated: Called with the ``evaluated`` events of each batch of admitted items
-            (every kind, in slot order), after they were logged.
-        on_event: Called with the ``evaluated`` event of each operator-made candidate, as
-            logged (a dict: the live display's input).
-        checkpoint: Called when a round has ended (a good moment to write a checkpoint).
         axes: Descriptor keys every evaluation must report (default: the scheduler's axes;
             an ensemble adds the run's common axes, into which reports map every node).
         array_path: Whether the array path may be used where it applies (see
@@ -96,16 +125,8 @@ class SearchDriver:
         operator: Operator,
         evaluator: Evaluator,
         ledger: BudgetLedger,
-        record: Callable[[list[dict], list[dict]], None] = lambda events, calls: None,
-        receive: Callable[[int], Sequence[Candidate] | Awaitable[Sequence[Candidate]]] = (
-            lambda round_index: ()
-        ),
-        publish: Callable[[ArchiveBase, int], Awaitable[None]] | None = None,
+        sink: DriverSink | None = None,
         replies: Recording | None = None,
-        on_round: Callable[[RoundEvent, ArchiveBase], None] = lambda event, archive: None,
-        on_evaluated: Callable[[Sequence[EvaluatedEvent]], None] = lambda events: None,
-        on_event: Callable[[dict], None] = lambda event: None,
-        checkpoint: Callable[[], None] = lambda: None,
         axes: Sequence[str] | None = None,
         array_path: bool = True,
     ) -> None:
@@ -115,14 +136,8 @@ class SearchDriver:
         self.operator = operator
         self.evaluator = evaluator
         self.ledger = ledger
-        self.record = record
-        self.receive = receive
-        self.publish = publish
+        self.sink = sink = sink or DriverSink()
         self.replies = replies
-        self.on_round = on_round
-        self.on_evaluated = on_evaluated
-        self.on_event = on_event
-        self.checkpoint = checkpoint
         self.axes = tuple(axes if axes is not None else scheduler.space.names)
         self.generality = RoundGenerality(evaluator)
         # The same dict and set under the driver's names: a resume fills the set in, the
@@ -138,11 +153,11 @@ class SearchDriver:
             operator=operator,
             ledger=ledger,
             replies=replies,
-            record=record,
+            record=sink.record,
             batched=operator.offline and "batch" in operator.capabilities,
         )
         self._inputs = RoundInputs(
-            scheduler=scheduler, evaluator=evaluator, receive=receive, record=record
+            scheduler=scheduler, evaluator=evaluator, receive=sink.receive, record=sink.record
         )
         self._round_end: RoundEnd | None = None
         # The array path (docs/performance.md): genomes from the operator straight to the
@@ -289,7 +304,7 @@ class SearchDriver:
         await self._early.cancel()  # calls of a round the node will not run
         if fatal is not None:
             self.scheduler.stop(str(fatal))
-            self.record(
+            self.sink.record(
                 [
                     {
                         "event": EventKind.NODE_STOPPED,
@@ -315,26 +330,27 @@ class SearchDriver:
         for admission in report.admitted:
             self.generality_excluded.update(admission.result.info.get("generality_matches", ()))
         lines = [event.to_json() for event in events]
-        self.record(lines, [])
-        self.on_evaluated(events)
+        sink = self.sink
+        sink.record(lines, [])
+        sink.evaluated(events)
         for line in lines:
             if line["kind"] in CALL_KINDS:  # progress counts operator-made candidates
-                self.on_event(line)
+                sink.candidate_logged(line)
         if report.round_end is not None:
             self._round_end = report.round_end
 
     async def _finish_round(self) -> None:
         end, self._round_end = self._round_end, None
-        self.on_round(end.event, end.archive)
-        self.record([end.event.to_json()], [])
+        self.sink.round_ended(end.event, end.archive)
+        self.sink.record([end.event.to_json()], [])
         subject = generality_subject(end.event)
         if subject is not None:
             self.generality.start(end.event.round, subject)
-        if end.champion is not None and self.publish is not None:
+        if end.champion is not None:
             # Published before the checkpoint, so that a resumed run has it (virtual-time
             # delivery checkpoints what was published).
-            await self.publish(end.archive, end.event.round)
-        self.checkpoint()
+            await self.sink.publish(end.archive, end.event.round)
+        self.sink.checkpoint()
 
     def _call_early(self, free: int) -> None:
         """Starts up to ``free`` of the next round's calls early (:meth:`EarlyCalls.start`)."""

@@ -350,7 +350,7 @@ class Launcher:
             if event.get("event") in _RECEIVED:
                 key = (str(event.get("from")), str(event.get("node")))
                 edges.setdefault(key, [0, 0])[event["event"] == EventKind.RECEIVED_LATE] += 1
-        pids = {name: node.get("pid") for name, node in summary.nodes.items()}
+        pids = {name: node.pid for name, node in summary.nodes.items()}
         self._say(f"champions delivered between OS processes over {self.config.transport}:")
         for (sender, receiver), (taken, late) in sorted(edges.items()):
             after = f" (+{late} after its last round had started)" if late else ""
@@ -361,11 +361,11 @@ class Launcher:
         if not edges:
             self._say("  none")
         for name, node in summary.nodes.items():
-            sharing = node.get("sharing") or {}
+            sharing = node.sharing or {}
             delivered = (sharing.get("transport") or {}).get("delivered")
             if delivered is not None:
                 self._say(
-                    f"  {_who(name, node.get('pid'))}: {delivered} messages delivered by "
+                    f"  {_who(name, node.pid)}: {delivered} messages delivered by "
                     f"{self.config.transport}, {sharing.get('accepted', 0)} champions "
                     "taken in at a round start"
                 )

@@ -37,6 +37,7 @@ from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.kinds import EventKind
+from dei_framework.contract.run_summary import Champion, MergedSummary, NodeSummary
 from dei_framework.evaluation.local import Evaluator
 from dei_framework.runtime.budget import NodeCaps, NodeUsage
 from dei_framework.runtime.config import NodeConfig, RunConfig
@@ -119,7 +120,7 @@ class RunMerge:
         self,
         new_evaluator: Callable[[], Evaluator],
         common_seeds: int,
-        nodes: dict[str, Any],
+        nodes: dict[str, NodeSummary],
         champions: Mapping[str, Mapping[int, str | None]],
     ) -> None:
         """Common ground for a merge of node processes: every final-archive elite and round
@@ -129,7 +130,8 @@ class RunMerge:
         Args:
             new_evaluator: Makes an evaluator for the run's domain (closed here after use).
             common_seeds: Scoring seeds per program (the run's ``common_seeds``).
-            nodes: The merged per-node summary entries (champion fields are filled in).
+            nodes: The merged per-node summary entries (their common-ground fields are
+                filled in).
             champions: Per node, each round's champion text (``None`` for a round without).
         """
         self.reference = build_reference(self.domain, scoring=common_seeds)
@@ -144,11 +146,14 @@ class RunMerge:
         finally:
             evaluator.close()
         for name, entry in nodes.items():
-            entry["champion_common_fitness_per_round"] = [
-                common_fitness(self.common_scores, text) for text in per_round[name]
-            ]
-            if entry.get("champion"):
-                entry["champion"] = self.with_common(entry["champion"])
+            champion = entry.champion
+            nodes[name] = attrs.evolve(
+                entry,
+                champion_common_fitness_per_round=tuple(
+                    common_fitness(self.common_scores, text) for text in per_round[name]
+                ),
+                champion=champion and Champion.from_json(self.with_common(champion.to_json())),
+            )
 
     def with_common(self, champion: Mapping[str, Any]) -> dict[str, Any]:
         """A champion entry with its common-ground fitness and spread over the scoring seeds."""
@@ -169,14 +174,16 @@ class RunMerge:
         texts = [elite.text for archive in self.final_archives() for elite in archive]
         return texts + [text for text in champions if text]
 
-    def merged(self) -> dict[str, Any]:
-        """Raw merge statistics and the common-ground block; fills :attr:`merged_entries`."""
+    def merged(self) -> MergedSummary:
+        """Raw merge statistics, per round and with the common-ground block; fills
+        :attr:`merged_entries`."""
         finals = self.final_archives()
         raw = self._merge(finals) if finals else None
-        merged = raw.stats().to_json() if raw else {"coverage": 0.0, "qd_score": 0.0}
+        empty = GridArchive(space=self.space, qd_offset=self.domain.fitness_floor)
+        stats, per_round = (raw or empty).stats(), self.per_round()
         if self.reference is None:
             self.merged_entries = raw_entries(raw) if raw else []
-            return merged
+            return MergedSummary(stats=stats, per_round=per_round)
         archive, self.merged_entries = merge_common(
             finals,
             self.common_outcomes,
@@ -186,7 +193,7 @@ class RunMerge:
         )
         failed = sum(1 for o in self.common_outcomes.values() if o.evaluation is None)
         deterministic = bool(self.domain.deterministic)
-        merged["common"] = {
+        common = {
             **archive.stats().to_json(),
             **scoring_spread(self.merged_entries),
             "reference": dict(self.reference.record),
@@ -201,7 +208,7 @@ class RunMerge:
             # they were.
             **({"deterministic": True} if deterministic else {}),
         }
-        return merged
+        return MergedSummary(stats=stats, common=common, per_round=per_round)
 
     def per_round(self) -> list[dict[str, Any]]:
         """Merge statistics of every round: the nodes' archives of that round merged."""
@@ -226,7 +233,7 @@ class JoinedProcesses:
         calls: Every process's ``calls.jsonl`` lines, node after node.
     """
 
-    nodes: dict[str, Any]
+    nodes: dict[str, NodeSummary]
     budget_nodes: dict[str, Any]
     wall_seconds: float
     champions: dict[str, dict[int, str | None]]
@@ -265,7 +272,7 @@ def join_processes(
     processes, unreadable = _read_processes(config, run_dir, extra)
     events: list[dict] = []
     calls: list[dict] = []
-    nodes: dict[str, Any] = {}
+    nodes: dict[str, NodeSummary] = {}
     budget_nodes: dict[str, Any] = {}
     champions: dict[str, dict[int, str | None]] = defaultdict(dict)  # text by round
     wall = 0.0
@@ -281,16 +288,21 @@ def join_processes(
         calls.extend(process.calls)
         summary = process.summary
         if summary is not None:
-            nodes[name] = summary["nodes"][name]
-            budget_nodes[name] = summary["budget"]["nodes"][name]
-            wall = max(wall, float(summary["budget"].get("wall_seconds", 0.0)))
+            nodes[name] = summary.nodes[name]
+            budget_nodes[name] = summary.budget["nodes"][name]
+            wall = max(wall, float(summary.budget.get("wall_seconds", 0.0)))
             continue
         budget_nodes[name], nodes[name] = _unfinished_node(
             node, process, quotas[name], caps[name], len(merge.round_archives[name])
         )
     for name, fields in (extra or {}).items():
         if name in nodes:
-            nodes[name] = {**fields, **nodes[name]}
+            node = nodes[name]
+            nodes[name] = attrs.evolve(
+                node,
+                pid=fields.get("pid") if node.pid is None else node.pid,
+                extra={**{k: v for k, v in fields.items() if k != "pid"}, **node.extra},
+            )
     events = _one_decision_per_round(events)
     return JoinedProcesses(
         nodes=nodes,
@@ -329,7 +341,7 @@ def _read_processes(
 
 def _failed_node(
     node: NodeConfig, quota: int | None, caps: NodeCaps, unreadable: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[dict[str, Any], NodeSummary]:
     """The budget and summary entries of a node whose process failed and whose files cannot
     be read (``unreadable`` says why): nothing of it is merged, and it is marked ``stopped``."""
     budget_node = {
@@ -338,17 +350,17 @@ def _failed_node(
         "model": node.operator,
         "caps": attrs.asdict(caps),
     }
-    summary_node = {
-        "operator": node.operator,
-        "model": node.operator,
-        "calls": 0,
-        "attempts": 0,
-        "quota": quota,
-        "rounds_completed": 0,
-        "champion": None,
-        "stopped": f"its process failed and its files cannot be read "
+    summary_node = NodeSummary(
+        operator=node.operator,
+        model=node.operator,
+        calls=0,
+        attempts=0,
+        quota=quota,
+        rounds_completed=0,
+        champion=None,
+        stopped=f"its process failed and its files cannot be read "
         f"({unreadable}): nothing of it is merged",
-    }
+    )
     return budget_node, summary_node
 
 
@@ -369,23 +381,23 @@ def _copy_rounds(
 
 def _unfinished_node(
     node: NodeConfig, process: NodeProcess, quota: int | None, caps: NodeCaps, rounds_completed: int
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[dict[str, Any], NodeSummary]:
     """The budget and summary entries of a node whose process ended without a summary, from
     its last checkpoint (the node is marked ``stopped``)."""
     name = node.name
     state = (process.checkpoint or {}).get("nodes", {}).get(name, {})
     usage = {**NodeUsage().to_json(), **(state.get("usage") or {})}
     budget_node = {**usage, "quota": quota, "model": node.operator, "caps": attrs.asdict(caps)}
-    summary_node = {
-        "operator": node.operator,
-        "model": node.operator,
-        "calls": usage["calls"],
-        "attempts": usage["attempts"],
-        "quota": quota,
-        "rounds_completed": rounds_completed,
-        "champion": None,
-        "stopped": f"its process ended without finishing (see {process.path}/node.log)",
-    }
+    summary_node = NodeSummary(
+        operator=node.operator,
+        model=node.operator,
+        calls=usage["calls"],
+        attempts=usage["attempts"],
+        quota=quota,
+        rounds_completed=rounds_completed,
+        champion=None,
+        stopped=f"its process ended without finishing (see {process.path}/node.log)",
+    )
     return budget_node, summary_node
 
 

@@ -10,7 +10,6 @@ change in any release.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import attrs
 
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.kinds import EventKind
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.runtime.checkpoints import check_logs
 from dei_framework.runtime.run_dir import read_jsonl
 from dei_framework.runtime.run_files import damaged, read_checkpoint, read_round, read_run_summary
@@ -39,7 +39,7 @@ class NodeProcess:
     """
 
     path: Path
-    summary: dict[str, Any] | None
+    summary: RunSummary | None
     checkpoint: dict[str, Any] | None
     rounds: list[tuple[Path, dict[str, Any]]]
     events: list[dict]
@@ -65,7 +65,7 @@ def read_node_process(source: Path, name: str) -> NodeProcess:
         )
     summary_path = source / SUMMARY_FILE
     summary = read_run_summary(summary_path) if summary_path.exists() else None
-    if summary is not None and name not in summary["nodes"]:
+    if summary is not None and name not in summary.nodes:
         raise damaged(summary_path, f"it holds no node {name}")
     checkpoint = read_checkpoint(source / CHECKPOINT_FILE)
     if summary is not None and checkpoint is None:
@@ -79,7 +79,7 @@ def read_node_process(source: Path, name: str) -> NodeProcess:
     calls = list(read_jsonl(source / CALLS_FILE))
     node_dir = source / "nodes" / name
     if summary is not None:
-        count = summary["nodes"][name]["rounds_completed"]
+        count = summary.nodes[name].rounds_completed
         paths = [node_dir / f"round-{index:03d}.json" for index in range(count)]
     else:
         paths = sorted(node_dir.glob("round-*.json"))
@@ -104,28 +104,28 @@ def read_node_process(source: Path, name: str) -> NodeProcess:
 
 
 def _check_counts(
-    source: Path, name: str, summary: Mapping[str, Any], events: list[dict], calls: list[dict]
+    source: Path, name: str, summary: RunSummary, events: list[dict], calls: list[dict]
 ) -> None:
     """A finished node's logs hold what its summary counts: its evaluations and rounds in
     ``events.jsonl``, its replies in ``calls.jsonl`` (none are logged on the array path)."""
-    node = summary["nodes"][name]
+    node = summary.nodes[name]
     counts = [
         (
             EVENTS_FILE,
             "evaluations",
             sum(e.get("event") == EventKind.EVALUATED for e in events),
-            summary.get("evaluated"),
+            summary.evaluated,
         ),
         (
             EVENTS_FILE,
             "round events",
             sum(e.get("event") == EventKind.ROUND for e in events),
-            node["rounds_completed"],
+            node.rounds_completed,
         ),
     ]
-    if not node.get("array_path"):
+    if not node.array_path:
         replies = sum(c.get("node") == name and "reply" in c for c in calls)
-        counts.append((CALLS_FILE, "replies", replies, node["calls"]))
+        counts.append((CALLS_FILE, "replies", replies, node.calls))
     for file, what, found, counted in counts:
         if counted is not None and found != counted:
             raise ConfigError(

@@ -34,7 +34,8 @@ from typing import Any
 import attrs
 
 from dei_framework.contract.errors import ConfigError, DEIError
-from dei_framework.contract.payloads import ExperimentSummary, RunSummaryJSON
+from dei_framework.contract.payloads import ExperimentSummary
+from dei_framework.contract.run_summary import RunSummary
 from dei_framework.runtime.config import NodeConfig, RunConfig
 from dei_framework.runtime.run_layout import CHECKPOINT_FILE, MERGED_ARCHIVE_FILE, SUMMARY_FILE
 
@@ -283,7 +284,7 @@ def _check_program(path: Path, record: Any, where: str) -> None:
     field(path, record, "fitness", (int, float, type(None)), f"{where}.")
 
 
-def read_run_summary(path: Path) -> RunSummaryJSON:
+def read_run_summary(path: Path) -> RunSummary:
     """A run's ``summary.json``, checked: its nodes, its budget, and that they agree (each
     node's calls as its budget entry counts them, the run's calls their sum).
 
@@ -315,7 +316,10 @@ def read_run_summary(path: Path) -> RunSummaryJSON:
     )
     if total != counted:
         raise damaged(path, f"budget.calls is {total} but its nodes' calls add up to {counted}")
-    return summary
+    try:
+        return RunSummary.from_json(summary)
+    except (KeyError, TypeError, ValueError) as exc:  # a key missing, or of another shape
+        raise damaged(path, f"it is not a run's summary ({type(exc).__name__}: {exc})") from None
 
 
 def read_experiment_summary(path: Path) -> ExperimentSummary:
@@ -362,12 +366,12 @@ class FinishedRun:
     """
 
     path: Path
-    summary: dict[str, Any]
+    summary: RunSummary
     rounds: dict[str, list[dict[str, Any]]]
     merged: list[dict[str, Any]]
 
 
-def read_finished_summary(run_dir: Path) -> RunSummaryJSON:
+def read_finished_summary(run_dir: Path) -> RunSummary:
     """A finished run's ``summary.json`` (:func:`read_run_summary`), checked against the run's
     last checkpoint when it has one: every node's calls are those the checkpoint counts.
 
@@ -385,7 +389,7 @@ def read_finished_summary(run_dir: Path) -> RunSummaryJSON:
     summary = read_run_summary(summary_path)
     checkpoint = read_checkpoint(run_dir / CHECKPOINT_FILE)
     if checkpoint is not None:
-        for name, entry in summary["budget"]["nodes"].items():
+        for name, entry in summary.budget["nodes"].items():
             usage = (checkpoint["nodes"].get(name) or {}).get("usage") or {}
             if usage.get("calls") != entry["calls"]:
                 raise ConfigError(
@@ -408,14 +412,14 @@ def read_finished_run(run_dir: Path) -> FinishedRun:
     run_dir = Path(run_dir)
     summary = read_finished_summary(run_dir)
     rounds: dict[str, list[dict[str, Any]]] = {}
-    for name, node in summary["nodes"].items():
+    for name, node in summary.nodes.items():
         node_rounds = []
-        for index in range(node["rounds_completed"]):
+        for index in range(node.rounds_completed):
             path = run_dir / "nodes" / name / f"round-{index:03d}.json"
             if not path.exists():
                 raise ConfigError(
                     f"{path} is missing: {run_dir / SUMMARY_FILE} says node "
-                    f"{name} finished {node['rounds_completed']} rounds"
+                    f"{name} finished {node.rounds_completed} rounds"
                 )
             node_rounds.append(read_round(path))
         rounds[name] = node_rounds

@@ -22,8 +22,8 @@ from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import Domain
 from dei_framework.contract.errors import DEIError
 from dei_framework.contract.kinds import CALL_KINDS, EventKind
-from dei_framework.contract.payloads import JSONValue, NodeSummary
-from dei_framework.contract.run_summary import RunSummary
+from dei_framework.contract.payloads import JSONValue
+from dei_framework.contract.run_summary import Champion, NodeSummary, RunSummary
 from dei_framework.evaluation.sandbox.limits import STOP_KINDS, stop_kind
 from dei_framework.evaluation.sandbox.policy import choose_policy
 from dei_framework.net.node import Node
@@ -59,37 +59,37 @@ def node_summary(
     champion = final.champion.to_json() if final and final.champion else None
     if champion is not None and merge.reference is not None:
         champion = merge.with_common(champion)
-    return {
-        "operator": loop.operator.label,
-        "model": loop.operator.label,
-        "calls": usage.calls,
-        "attempts": usage.attempts,
-        "cost_usd": usage.to_json()["cost_usd"],
-        "array_path": loop.array_path,
-        "quota": ledger.quotas[node.name],
-        "rounds_completed": len(loop.history),
-        "generality": final.generality if final else None,
-        "generality_peak": max((g for g in generality if g is not None), default=None),
-        "generality_per_round": generality,
-        "generality_excluded": sorted(loop.generality_excluded),
-        "champion_initial_per_round": [e.champion_initial for e in loop.history],
-        "niche_novelty": mean_or_none(e.niche_novelty for e in loop.history),
-        "niche_novelty_per_round": [e.niche_novelty for e in loop.history],
-        "coverage_per_round": [e.stats.coverage for e in loop.history],
-        "qd_score_per_round": [e.stats.qd_score for e in loop.history],
-        "champion": champion,
-        "champion_common_fitness_per_round": [
+    return NodeSummary(
+        operator=loop.operator.label,
+        model=loop.operator.label,
+        calls=usage.calls,
+        attempts=usage.attempts,
+        cost_usd=usage.to_json()["cost_usd"],
+        array_path=loop.array_path,
+        quota=ledger.quotas[node.name],
+        rounds_completed=len(loop.history),
+        generality=final.generality if final else None,
+        generality_peak=max((g for g in generality if g is not None), default=None),
+        generality_per_round=tuple(generality),
+        generality_excluded=tuple(sorted(loop.generality_excluded)),
+        champion_initial_per_round=tuple(e.champion_initial for e in loop.history),
+        niche_novelty=mean_or_none(e.niche_novelty for e in loop.history),
+        niche_novelty_per_round=tuple(e.niche_novelty for e in loop.history),
+        coverage_per_round=tuple(e.stats.coverage for e in loop.history),
+        qd_score_per_round=tuple(e.stats.qd_score for e in loop.history),
+        champion=None if champion is None else Champion.from_json(champion),
+        champion_common_fitness_per_round=tuple(
             common_fitness(merge.common_scores, e.champion.text if e.champion else None)
             for e in loop.history
-        ]
+        )
         if merge.reference is not None
         else None,
-        "fitness_scale_per_round": _fitness_scales(domain, fought, loop.history),
-        "stopped": loop.stopped,
-        "sharing": node.stats(),
-        "operator_status": loop.operator.status(),
-        "pid": os.getpid(),
-    }
+        fitness_scale_per_round=tuple(_fitness_scales(domain, fought, loop.history)),
+        stopped=loop.stopped,
+        sharing=node.stats(),
+        operator_status=loop.operator.status(),
+        pid=os.getpid(),
+    )
 
 
 def _fitness_scales(
@@ -181,7 +181,7 @@ def run_summary(
     config: RunConfig,
     domain: Domain,
     merge: RunMerge,
-    nodes: dict[str, NodeSummary],
+    nodes: Mapping[str, NodeSummary],
     budget: dict[str, JSONValue],
     tally: EventTally,
 ) -> RunSummary:
@@ -196,8 +196,6 @@ def run_summary(
         tally: The run's events, counted (see :class:`EventTally`).
     """
     space = merge.space
-    per_round = merge.per_round()
-    merged = merge.merged()
     return RunSummary(
         domain=config.domain,
         transport=config.transport,
@@ -211,15 +209,13 @@ def run_summary(
             "cells": space.cells,
             "grid": space.to_json(),
         },
-        merged={**merged, "per_round": per_round},
+        merged=merge.merged(),
         generality={
             "reference": _generality_reference(domain),
             # Per node: how many reference programs it fought or produced, left out of
             # its generality (the names are in nodes.<name>.generality_excluded).
             "excluded": {
-                name: len(node["generality_excluded"])
-                if node.get("generality_excluded") is not None
-                else None
+                name: None if node.generality_excluded is None else len(node.generality_excluded)
                 for name, node in nodes.items()
             },
         },

@@ -7,10 +7,6 @@ does I/O or awaits: a custom loop drives it directly.
 
 May import: :mod:`dei_framework.contract`.
 
-``dei_framework.search`` was the node driver's module before 0.2; its names
-(``SearchDriver`` ...) still resolve here, with a ``DeprecationWarning``, for one release (they
-live in :mod:`dei_framework.runtime.driver`).
-
 Modules:
     scheduler.py            Scheduler: one node's MAP-Elites rounds as ask/tell (archive
                             lifecycle reset or continual)
@@ -30,9 +26,8 @@ Modules:
     _scheduler_state.py     the scheduler's checkpoint (state_json / restore)
     archives/               ArchiveBase, GridArchive, CVTArchive, AddStatus, ArchiveStats,
                             ArchiveSpec (its docstring lists its modules)
-    archive.py              former home of GridArchive (an import path kept working)
     selectors/              parent choice: ParentSelector, Uniform/Improvement/TournamentSelector
-                            (the ``emitter`` setting picks one; was emitters/, kept as an alias)
+                            (the ``emitter`` setting picks one)
     opponents.py            OpponentPool (Red Queen: initial + own window + peer window)
     sharing.py              SharingPolicy protocol (select / on_receive), Admit, built-in
                             policies
@@ -43,5 +38,3 @@ Modules:
     _round_reports.py       round reports (a node's round for the allocation) and the credits
                             they earn
 """
-
-from dei_framework._moved import forward_driver as __getattr__  # noqa: F401

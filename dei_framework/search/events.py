@@ -2,13 +2,10 @@
 item) and :class:`RoundEvent` (one per round end).
 
 They are frozen attrs records, read by attribute (``event.fitness``, ``round.stats.coverage``).
-``to_json()`` gives the ``evaluated`` and ``round`` lines of ``events.jsonl`` field for field (the
-shapes :mod:`dei_framework.contract.payloads` documents) and ``from_json()`` reads them back: JSON
-is made only where an event leaves the process (the run log, a checkpoint, a status line).
-
-Before 0.2 the scheduler and the observation hooks handed out those JSON dicts. Reading a record
-as one (``event["fitness"]``, ``event.get("node")``, ``"error" in event``, ``{**event}``) still
-works, with a ``DeprecationWarning`` once per class.
+``to_json()`` gives the ``evaluated`` and ``round`` lines of ``events.jsonl`` field for field
+(derived from the fields: :mod:`~dei_framework.contract.json_form`) and ``from_json()`` reads
+them back: JSON is made only where an event leaves the process (the run log, a checkpoint, a
+status line).
 """
 
 from __future__ import annotations
@@ -18,22 +15,19 @@ from typing import Any, ClassVar
 
 import attrs
 
-from dei_framework.contract._json_view import ReadAsJSON
+from dei_framework.contract.json_form import json_field, json_form
 from dei_framework.contract.kinds import CandidateSource, EventKind, WorkKind
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import ArchiveStats
 
 __all__ = ["EvaluatedEvent", "OpponentFought", "RoundEvent"]
 
-#: Bound once: an ``evaluated`` line is written per evaluation, and looking a member up on its
-#: enum costs a few times a plain name's in Python 3.11.
-_EVALUATED = EventKind.EVALUATED
-
 
 # Not slotted: one is made per evaluation, and attrs fills a frozen class's __dict__ directly
 # where a slotted one takes an object.__setattr__ per field (twice the time: 1.2 against 2.4 µs).
+@json_form(tag=("event", EventKind.EVALUATED))
 @attrs.frozen(kw_only=True, slots=False)
-class EvaluatedEvent(ReadAsJSON):
+class EvaluatedEvent:
     """One candidate evaluated (or found invalid): an ``evaluated`` line of ``events.jsonl``.
 
     Attributes:
@@ -53,10 +47,11 @@ class EvaluatedEvent(ReadAsJSON):
         fitness: Measured fitness (``None`` when invalid).
         descriptor: Measured raw descriptor by axis name (``None`` when invalid).
         cell: The archive cell it falls in (``None`` when invalid).
-        extra: The fields that follow in the run log, in its order: ``timings`` (seconds spent
-            evaluating and writing it), ``generality_matches`` (reference programs it is
-            identical to, when there are some), the domain's ``info``, and whatever a custom
-            loop told with its result.
+        extra: The fields that follow in the run log, in its order: ``timings`` (seconds spent:
+            ``eval_s`` parsing and evaluating it, ``call_s`` the operator call that wrote it),
+            ``generality_matches`` (reference programs it is identical to, when there are
+            some), the domain's ``info`` (when it gave some), and whatever a custom loop told
+            with its result.
     """
 
     #: What the run log calls it.
@@ -70,11 +65,11 @@ class EvaluatedEvent(ReadAsJSON):
     parent: str | None
     slot: int
     status: str
-    error: str | None = None
+    error: str | None = json_field(default=None, when="invalid")
     fitness: float | None = None
     descriptor: Mapping[str, float] | None = None
     cell: tuple[int, ...] | None = None
-    extra: Mapping[str, Any] = attrs.field(factory=dict)
+    extra: Mapping[str, Any] = json_field(factory=dict, extra=True)
 
     @property
     def invalid(self) -> bool:
@@ -92,55 +87,8 @@ class EvaluatedEvent(ReadAsJSON):
         """Reference programs it is identical to (left out of the node's generality)."""
         return tuple(self.extra.get("generality_matches", ()))
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``evaluated`` line of ``events.jsonl``."""
-        data: dict[str, Any] = {
-            "event": _EVALUATED,
-            "id": self.id,
-            "node": self.node,
-            "round": self.round,
-            "operator": self.operator,
-            "kind": self.kind,
-            "parent": self.parent,
-            "slot": self.slot,
-            "status": self.status,
-        }
-        if self.status == "invalid":
-            data["error"] = self.error
-        data["fitness"] = self.fitness
-        data["descriptor"] = None if self.descriptor is None else dict(self.descriptor)
-        data["cell"] = None if self.cell is None else list(self.cell)
-        data.update(self.extra)
-        return data
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> EvaluatedEvent:
-        """Reads an ``evaluated`` line of ``events.jsonl`` back."""
-        known = _EVALUATED_KEYS
-        cell = data.get("cell")
-        return cls(
-            id=data["id"],
-            node=data["node"],
-            round=data["round"],
-            operator=data["operator"],
-            kind=WorkKind(data["kind"]),
-            parent=data.get("parent"),
-            slot=data["slot"],
-            status=data["status"],
-            error=data.get("error"),
-            fitness=data.get("fitness"),
-            descriptor=data.get("descriptor"),
-            cell=None if cell is None else tuple(cell),
-            extra={key: value for key, value in data.items() if key not in known},
-        )
-
-
-_EVALUATED_KEYS = frozenset(
-    ("event", "id", "node", "round", "operator", "kind", "parent", "slot", "status", "error")
-    + ("fitness", "descriptor", "cell")
-)
-
-
+@json_form()
 @attrs.frozen(kw_only=True)
 class OpponentFought:
     """One program of the Red Queen pool a round's candidates fought.
@@ -155,16 +103,10 @@ class OpponentFought:
     round: int
     node: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "round": self.round, "node": self.node}
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> OpponentFought:
-        return cls(source=CandidateSource(data["source"]), round=data["round"], node=data["node"])
-
-
+@json_form(tag=("event", EventKind.ROUND))
 @attrs.frozen(kw_only=True)
-class RoundEvent(ReadAsJSON):
+class RoundEvent:
     """A node's round, finished: a ``round`` line of ``events.jsonl``.
 
     Attributes:
@@ -195,59 +137,17 @@ class RoundEvent(ReadAsJSON):
     calls: int
     stats: ArchiveStats
     champion: Candidate | None
-    champion_initial: bool
-    received: int
-    niche_novelty: float | None
-    opponents: tuple[OpponentFought, ...] = attrs.field(converter=tuple)
-    emitter: str
-    archive_kind: str
+    champion_initial: bool = False
+    received: int = 0
+    niche_novelty: float | None = None
+    opponents: tuple[OpponentFought, ...] = attrs.field(default=(), converter=tuple)
+    emitter: str = ""
+    archive_kind: str = ""
     generality: float | None = None
-    generality_champion: Candidate | None = None
+    generality_champion: Candidate | None = json_field(default=None, when="champion_initial")
 
     @property
     def subject(self) -> Candidate | None:
         """The elite champion-level figures describe: the champion, or when that is an initial
         opponent or seed, the best other elite."""
         return self.generality_champion if self.champion_initial else self.champion
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``round`` line of ``events.jsonl``."""
-        data: dict[str, Any] = {
-            "event": EventKind.ROUND,
-            "node": self.node,
-            "round": self.round,
-            "calls": self.calls,
-            "stats": self.stats.to_json(),
-            "champion": self.champion.to_json() if self.champion else None,
-            "champion_initial": self.champion_initial,
-            "received": self.received,
-            "niche_novelty": self.niche_novelty,
-            "opponents": [opponent.to_json() for opponent in self.opponents],
-            "emitter": self.emitter,
-            "archive_kind": self.archive_kind,
-            "generality": self.generality,
-        }
-        if self.champion_initial:
-            other = self.generality_champion
-            data["generality_champion"] = other.to_json() if other else None
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RoundEvent:
-        """Reads a ``round`` line of ``events.jsonl`` (or a checkpoint's history entry) back."""
-        champion, other = data.get("champion"), data.get("generality_champion")
-        return cls(
-            node=data["node"],
-            round=data["round"],
-            calls=data["calls"],
-            stats=ArchiveStats(**data["stats"]),
-            champion=Candidate.from_json(champion) if champion else None,
-            champion_initial=bool(data.get("champion_initial")),
-            received=data.get("received", 0),
-            niche_novelty=data.get("niche_novelty"),
-            opponents=[OpponentFought.from_json(o) for o in data.get("opponents") or ()],
-            emitter=data.get("emitter", ""),
-            archive_kind=data.get("archive_kind", ""),
-            generality=data.get("generality"),
-            generality_champion=Candidate.from_json(other) if other else None,
-        )

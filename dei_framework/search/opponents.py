@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dei_framework.contract.kinds import CandidateSource
-from dei_framework.contract.records import Candidate, deprecated_alias
+from dei_framework.contract.records import Candidate
 
 #: Own champions remembered (DRQ's *k*).
 OWN_WINDOW = 20
@@ -111,8 +111,3 @@ class OpponentPool:
 
 
 __all__ = ["OWN_WINDOW", "PEER_WINDOW", "OpponentPool"]
-
-
-def __getattr__(name: str) -> type[Candidate]:
-    """``Opponent``, a deprecated alias of :class:`~dei_framework.contract.records.Candidate`."""
-    return deprecated_alias(__name__, name)

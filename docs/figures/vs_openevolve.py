@@ -1,16 +1,19 @@
-"""Figure set ``vs_openevolve``: DEI against OpenEvolve on the bundled python tasks.
+"""Figure set ``vs_openevolve``: DEI against OpenEvolve on three python tasks.
 
-Runs ``benchmarks/vs_openevolve.py`` (bin packing and circle packing, the same scripted
-loopback model for both tools, the same calls, islands / nodes, workers and seeds). Needs
-OpenEvolve installed next to DEI (``pip install openevolve``; it is not a DEI dependency).
+Runs ``benchmarks/vs_openevolve.py`` (the bundled bin packing and circle packing, and
+OpenEvolve's own ``function_minimization`` example read from an OpenEvolve checkout; two
+scripted loopback model names per tool, the same calls, islands / nodes, workers and seeds).
+Needs OpenEvolve installed next to DEI (``pip install openevolve``; it is not a DEI
+dependency) and its examples folder (``git clone https://github.com/codelion/openevolve``).
 Usage::
 
-    python docs/figures/vs_openevolve.py [--seeds 5] [--calls 80]
+    python docs/figures/vs_openevolve.py --examples OPENEVOLVE/examples [--seeds 5] [--calls 80]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -97,10 +100,13 @@ def figures(data: Mapping[str, Any]) -> dict[str, str]:
     """The figures of this set, by name (see docs/figures/render.py)."""
     result = data["result"]
     settings = result["settings"]
+    # Records before the two-model benchmark name one model.
+    names = settings.get("models") or [settings["model"]]
     values = {
         "settings": (
             f"{settings['calls']} calls per run, {settings['nodes']} islands / nodes, "
-            f"{settings['workers']} evaluation workers, model `{settings['model']}`, "
+            f"{settings['workers']} evaluation workers, "
+            f"model{'s' if len(names) > 1 else ''} {', '.join(f'`{n}`' for n in names)}, "
             f"latency {settings['latency_s']:g} s, seeds "
             f"{result['seeds'][0]}–{result['seeds'][-1]}, OpenEvolve "
             f"{result['openevolve_version'] or 'not installed'}"
@@ -116,7 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=80)
+    parser.add_argument("--examples", default=os.environ.get("OPENEVOLVE_EXAMPLES"))
     args = parser.parse_args(argv)
+    if not args.examples:
+        raise SystemExit("error: give OpenEvolve's examples folder with --examples DIR")
     command = [
         sys.executable,
         "benchmarks/vs_openevolve.py",
@@ -124,10 +133,14 @@ def main(argv: list[str] | None = None) -> int:
         str(args.seeds),
         "--calls",
         str(args.calls),
+        "--examples",
+        args.examples,
     ]
     result, timing = run_benchmark(command)
     if result.get("openevolve_skipped"):
         raise SystemExit(f"error: {result['openevolve_skipped']}")
+    if result.get("tasks_skipped"):
+        raise SystemExit(f"error: tasks skipped: {result['tasks_skipped']}")
     write_figure_set(
         "vs_openevolve",
         commands=[command_text(["python", *command[1:]])],

@@ -113,15 +113,15 @@ def test_a_single_run_measures_common_ground_on_request(tmp_path) -> None:
     nodes = [NodeConfig(name=f"node-{i}", operator="toy-random") for i in range(2)]
     base = RunConfig(domain="toy", nodes=nodes, budget=16, rounds=2, eval_workers=0, seed=3)
     plain = run(base, tmp_path / "plain", registry=registry)
-    assert "common" not in plain.merged
+    assert plain.merged.common is None
     elites = json.loads((tmp_path / "plain" / "merged_archive.json").read_text())
     assert elites and all(e["common_fitness"] is None for e in elites)
-    assert len(elites) == plain.merged["num_elites"]
+    assert len(elites) == plain.merged.stats.num_elites
 
     import attrs
 
     common = run(attrs.evolve(base, common_ground=True), tmp_path / "common", registry=registry)
-    block = common.merged["common"]
+    block = common.merged.common
     assert block["reference"] == reference_record(toy_domain.ToyDomain().initial_opponents())
     elites = json.loads((tmp_path / "common" / "merged_archive.json").read_text())
     assert len(elites) == block["num_elites"]
@@ -130,9 +130,9 @@ def test_a_single_run_measures_common_ground_on_request(tmp_path) -> None:
         direct = domain.evaluate(domain.parse(item["text"]), reference.programs, seed=0)
         assert item["common_fitness"] == direct.fitness
     for node in common.nodes.values():
-        rounds = node["champion_common_fitness_per_round"]
+        rounds = node.champion_common_fitness_per_round
         assert len(rounds) == 2 and all(value is not None for value in rounds)
-        assert node["champion"]["common_fitness"] == rounds[-1]
+        assert node.champion.common_fitness == rounds[-1]
 
 
 def test_kept_elites_take_the_mean_of_their_scoring_seeds() -> None:
@@ -246,7 +246,7 @@ def test_fresh_seeds_agree_with_the_reported_common_qd(tmp_path) -> None:
         common_ground=True,
     )
     summary = run(config, tmp_path / "run", registry=registry)
-    block = summary.merged["common"]
+    block = summary.merged.common
     assert block["common_seeds"] == 5 and len(block["scoring_seeds"]) == 5
     elites = json.loads((tmp_path / "run" / "merged_archive.json").read_text())
     assert len(elites) == block["num_elites"] >= 8
@@ -284,7 +284,7 @@ def test_fresh_seeds_agree_with_the_reported_common_qd(tmp_path) -> None:
     assert check["selection_qd"] - check["fresh_qd"] > 3 * spread
     # The same text, scored again in another run, gets the same common fitness.
     other = run(attrs.evolve(config, seed=12), tmp_path / "other", registry=registry)
-    assert other.merged["common"]["scoring_seeds"] == block["scoring_seeds"]
+    assert other.merged.common["scoring_seeds"] == block["scoring_seeds"]
     first = {e["text"]: e["common_fitness"] for e in elites}
     second = json.loads((tmp_path / "other" / "merged_archive.json").read_text())
     shared = [e for e in second if e["text"] in first]
@@ -354,10 +354,10 @@ def test_a_deterministic_domain_is_scored_once_per_program_with_the_multi_seed_r
     assert all(e["common_fitness_n"] == 1 for e in entries)
     assert all(e["common_fitness_n"] == 4 for e in entries_k)
     for key in ("coverage", "qd_score", "num_elites"):
-        assert merged["common"][key] == merged_k["common"][key]
-    assert merged["common"]["deterministic"] is True and merged["common"]["common_seeds"] == 1
+        assert merged.common[key] == merged_k.common[key]
+    assert merged.common["deterministic"] is True and merged.common["common_seeds"] == 1
     # Other domains' records do not gain the key (the golden runs stay as recorded).
-    assert "deterministic" not in merged_k["common"] and merged_k["common"]["common_seeds"] == 4
+    assert "deterministic" not in merged_k.common and merged_k.common["common_seeds"] == 4
 
 
 def test_the_python_domain_is_deterministic_and_core_war_is_not() -> None:

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 from dei_numeric.domain import NumericDomain
 from dei_numeric.operators import GaussianOperator, IsoLineOperator
@@ -40,8 +38,11 @@ def test_an_unknown_capability_is_refused_naming_the_known_ones() -> None:
                 raise NotImplementedError
 
 
-def test_an_undeclared_override_is_inferred_with_a_warning() -> None:
-    with pytest.warns(DeprecationWarning, match=r"capabilities = frozenset\(\{'batch'\}\)"):
+def test_an_undeclared_override_is_refused_naming_the_declaration_to_write() -> None:
+    # capabilities were once inferred from the overrides (before 0.2)
+    with pytest.raises(
+        TypeError, match=r"without declaring them: set capabilities = frozenset\(\{'batch'\}\)"
+    ):
 
         class Legacy(Operator):
             async def propose(self, request):
@@ -50,20 +51,15 @@ def test_an_undeclared_override_is_inferred_with_a_warning() -> None:
             async def propose_batch(self, requests):
                 return []
 
-    assert Legacy.capabilities == {"batch"}
 
+def test_a_subclass_inherits_the_declaration() -> None:
+    class Tuned(GaussianOperator):
+        def propose_genomes(self, requests):
+            return super().propose_genomes(requests)
 
-def test_a_subclass_inherits_the_declaration_without_a_warning() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-
-        class Tuned(GaussianOperator):
-            def propose_genomes(self, requests):
-                return super().propose_genomes(requests)
-
-        class Curious(ImprovementSelector):
-            def tell(self, parent, child, status):
-                super().tell(parent, child, status)
+    class Curious(ImprovementSelector):
+        def tell(self, parent, child, status):
+            super().tell(parent, child, status)
 
     assert Tuned.capabilities == {"batch", "array"} and Curious.capabilities == {"learns"}
 

@@ -33,8 +33,6 @@ LAYERS = (
     "report",
     "app",
 )
-#: Top-level modules every layer may import: they import nothing of the framework but each other.
-BASE = ("dei_framework._moved", "dei_framework._lazy", "dei_framework._deprecation")
 
 
 def _name(path: Path) -> str:
@@ -80,13 +78,12 @@ def upward(graph: dict[str, set[str]]) -> list[str]:
     found = []
     for module, edges in sorted(graph.items()):
         mine = layer(module)
-        if mine is None:  # the package's __init__ (the public names), __main__, _moved
+        if mine is None:  # the package's __init__ (the public names), __main__
             continue
         for other in sorted(edges):
             theirs = layer(other)
-            allowed = (
-                other in BASE if theirs is None else LAYERS.index(theirs) <= LAYERS.index(mine)
-            )
+            # a top-level module (the package's __init__, __main__) is above every layer
+            allowed = theirs is not None and LAYERS.index(theirs) <= LAYERS.index(mine)
             if not allowed:
                 found.append(f"{module} -> {other}")
     return found

@@ -1,14 +1,14 @@
-"""The package's public names: all importable, loaded on first use, declared once per form;
-every other module marked internal; the aliases of ``Candidate`` deprecated.
+"""The package's public names: all importable, loaded on first use, each declared once;
+every other module marked internal; the names removed in 0.2 gone.
 
-``dei_framework/__init__.py`` lists each name three times on purpose — ``__all__`` (what
-``import *`` and linters see), ``_HOMES`` (what ``__getattr__`` loads at run time) and the
-``TYPE_CHECKING`` imports (what type checkers and IDEs read). These tests keep them equal.
+``dei_framework/__init__.py`` declares each public name once, in ``_NAMES_BY_MODULE`` (the
+module that defines it); ``__all__`` and ``__getattr__`` derive from it.
 """
 
 from __future__ import annotations
 
 import ast
+import collections
 import enum
 import importlib
 import importlib.metadata
@@ -23,26 +23,31 @@ import pytest
 
 import dei_framework
 
+INIT = Path(dei_framework.__file__)
 
-def _type_checking_imports() -> dict[str, str]:
-    tree = ast.parse(Path(dei_framework.__file__).read_text())
-    block = next(
+
+def test_each_public_name_is_declared_once() -> None:
+    declared = [name for names in dei_framework._NAMES_BY_MODULE.values() for name in names]
+    assert [name for name, n in collections.Counter(declared).items() if n > 1] == []
+    assert dei_framework.__all__ == sorted(declared)
+    # Written once in the file: no second list (__all__, TYPE_CHECKING imports) beside the map.
+    strings = collections.Counter(
+        node.value
+        for node in ast.walk(ast.parse(INIT.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+    assert {name: strings[name] for name in declared if strings[name] != 1} == {}
+
+
+def test_the_package_module_imports_nothing_of_the_framework_at_import() -> None:
+    tree = ast.parse(INIT.read_text())
+    imported = [
         node
         for node in tree.body
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
-    )
-    return {
-        alias.name: node.module.removeprefix("dei_framework.")
-        for node in block.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
-
-
-def test_the_three_lists_of_public_names_agree() -> None:
-    assert sorted(dei_framework.__all__) == sorted(set(dei_framework.__all__))
-    assert set(dei_framework.__all__) == set(dei_framework._HOMES)
-    assert _type_checking_imports() == dei_framework._HOMES
+        if isinstance(node, ast.Import | ast.ImportFrom | ast.If)
+        and "dei_framework" in ast.unparse(node)
+    ]
+    assert imported == []
 
 
 @pytest.mark.parametrize("name", sorted(dei_framework.__all__))
@@ -149,46 +154,37 @@ def test_the_public_surface_names_the_types_its_contracts_use() -> None:
         assert name in dei_framework.__all__
 
 
-DEPRECATED_PATHS = [
+#: Names removed in 0.2 (CHANGELOG.md, "Backwards-incompatible"), where each was importable.
+REMOVED_NAMES = [
     ("dei_framework", "Elite"),
     ("dei_framework", "Parent"),
     ("dei_framework", "Opponent"),
+    ("dei_framework", "EmitterBase"),
+    ("dei_framework", "UniformEmitter"),
+    ("dei_framework", "DEIDeprecationWarning"),
     ("dei_framework.contract.records", "Elite"),
-    ("dei_framework.contract.records", "Parent"),
-    ("dei_framework.contract.records", "Opponent"),
     ("dei_framework.contract.operators", "Parent"),
+    ("dei_framework.contract.errors", "DEIDeprecationWarning"),
     ("dei_framework.search.opponents", "Opponent"),
-    ("dei_framework.search.archive", "Elite"),
+    ("dei_framework.search", "SearchDriver"),
+    ("dei_framework.search.selectors", "EmitterSpec"),
+    ("dei_framework.search.selectors", "BUILTIN_EMITTERS"),
+    ("dei_framework.evaluation", "Evaluator"),
+    ("dei_framework.experiment", "run_experiment"),
+    ("dei_framework.report", "write_run_report"),
 ]
 
 
-@pytest.mark.parametrize(("module", "alias"), DEPRECATED_PATHS)
-def test_the_aliases_of_candidate_warn_and_still_work(module: str, alias: str) -> None:
-    home = importlib.import_module(module)
-    with pytest.warns(
-        DeprecationWarning,
-        match=rf"{module}\.{alias} is deprecated; use "
-        r"dei_framework\.Candidate",
-    ):
-        value = getattr(home, alias)
-    assert value is dei_framework.Candidate
-    assert alias not in getattr(home, "__all__", ())
-    assert alias not in dir(dei_framework)
+@pytest.mark.parametrize(("module", "name"), REMOVED_NAMES)
+def test_a_name_removed_in_0_2_is_an_attribute_error(module: str, name: str) -> None:
+    with pytest.raises(AttributeError, match=rf"has no attribute '{name}'"):
+        getattr(importlib.import_module(module), name)
 
 
-def test_a_deprecated_alias_warns_at_the_line_that_uses_it() -> None:
-    with pytest.warns(DeprecationWarning) as caught:
-        from dei_framework.contract.operators import Parent  # noqa: F401
-    assert caught[0].filename == __file__
-
-
-def test_candidate_itself_and_unknown_names_do_not_warn(recwarn) -> None:
-    import dei_framework.contract.records as records
-
-    assert dei_framework.Candidate is records.Candidate
-    with pytest.raises(AttributeError, match="has no attribute 'Elit'"):
-        records.Elit  # noqa: B018
-    assert [w for w in recwarn if issubclass(w.category, DeprecationWarning)] == []
+@pytest.mark.parametrize("old", ["ensemble", "sandbox.zygote", "search.emitters", "search.archive"])
+def test_a_module_path_removed_in_0_2_does_not_import(old: str) -> None:
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"dei_framework.{old}")
 
 
 #: The string enums of the records, with the strings the run's files and hooks hold.

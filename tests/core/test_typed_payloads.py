@@ -1,5 +1,5 @@
 """No untyped event or summary crosses a public function of the core: a run's events and
-summary are the typed records of :mod:`dei_framework.contract.payloads` (``RunSummary``,
+summary are the typed records of :mod:`dei_framework.contract.run_summary` (``RunSummary``,
 ``RoundEvent``, ``EvaluatedEvent`` ...) wherever a public signature hands one over."""
 
 from __future__ import annotations

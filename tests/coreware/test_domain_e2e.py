@@ -31,9 +31,7 @@ def test_the_same_one_node_run_twice_gives_the_same_results(tmp_path) -> None:
     first = _one_node_run(tmp_path / "a")
     second = _one_node_run(tmp_path / "b")
     assert first.merged == second.merged
-    assert (
-        first.nodes["solo"]["generality_per_round"] == second.nodes["solo"]["generality_per_round"]
-    )
+    assert first.nodes["solo"].generality_per_round == second.nodes["solo"].generality_per_round
 
     def evaluated(path: Path) -> list:
         lines = (path / "events.jsonl").read_text().splitlines()
@@ -45,7 +43,7 @@ def test_the_same_one_node_run_twice_gives_the_same_results(tmp_path) -> None:
         ]
 
     assert evaluated(tmp_path / "a") == evaluated(tmp_path / "b")
-    assert first.nodes["solo"]["calls"] == 24
+    assert first.nodes["solo"].calls == 24
 
 
 @pytest.mark.slow

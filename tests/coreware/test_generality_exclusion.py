@@ -87,19 +87,19 @@ def test_a_node_that_meets_a_generality_warrior_leaves_it_out(tmp_path) -> None:
     domain = CorewarDomain()
     met = _met(tmp_path / "run", domain)
     node = summary.nodes["solo"]
-    assert node["generality_excluded"]  # with this seed `templates` writes an imp and a ring
-    assert node["generality_excluded"] == sorted(met.get("solo", set()))
-    assert summary.generality["excluded"] == {"solo": len(node["generality_excluded"])}
-    kept = len(domain.warrior_set().warriors) - len(node["generality_excluded"])
-    for share in node["generality_per_round"]:
+    assert node.generality_excluded  # with this seed `templates` writes an imp and a ring
+    assert list(node.generality_excluded) == sorted(met.get("solo", set()))
+    assert summary.generality["excluded"] == {"solo": len(node.generality_excluded)}
+    kept = len(domain.warrior_set().warriors) - len(node.generality_excluded)
+    for share in node.generality_per_round:
         assert share is None or round(share * kept) == pytest.approx(share * kept)
     # The exclusions are part of the checkpoint: a resumed run restores them from there (this
     # one has nothing left to do, so the checkpoint is its only source).
     checkpoint = json.loads((tmp_path / "run" / "checkpoint.json").read_text())
-    assert checkpoint["nodes"]["solo"]["generality_excluded"] == node["generality_excluded"]
+    assert tuple(checkpoint["nodes"]["solo"]["generality_excluded"]) == node.generality_excluded
     (tmp_path / "run" / "summary.json").unlink()
     resumed = run(config, tmp_path / "run", resume=True)
-    assert resumed.nodes["solo"]["generality_excluded"] == node["generality_excluded"]
+    assert resumed.nodes["solo"].generality_excluded == node.generality_excluded
     assert resumed.generality == summary.generality
 
 
@@ -158,8 +158,8 @@ def test_an_initial_opponent_as_champion_is_marked_and_not_measured(tmp_path) ->
     other = event["generality_champion"]
     assert other["operator"] == "gp" and other["text"] not in domain.initial_opponents()
     node = summary.nodes["solo"]
-    assert node["champion_initial_per_round"] == [True]
+    assert node.champion_initial_per_round == (True,)
     expected = domain.generality_outcomes(domain.parse(other["text"]))
-    kept = [beaten for name, beaten in expected.items() if name not in node["generality_excluded"]]
-    assert node["generality_per_round"] == [sum(kept) / len(kept)]
-    assert node["generality"] != domain.generality(domain.parse(event["champion"]["text"]))
+    kept = [beaten for name, beaten in expected.items() if name not in node.generality_excluded]
+    assert node.generality_per_round == (sum(kept) / len(kept),)
+    assert node.generality != domain.generality(domain.parse(event["champion"]["text"]))

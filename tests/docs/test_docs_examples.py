@@ -42,13 +42,13 @@ def test_operator_and_transport_examples_run_together(tmp_path):
     )
     summary = run(config, tmp_path / "run", registry=registry)
     shift, gp = summary.nodes["node-0"], summary.nodes["node-1"]
-    assert shift["operator"] == "shift" and gp["operator"] == "symreg-gp"
-    assert shift["calls"] == gp["calls"] == 20
+    assert shift.operator == "shift" and gp.operator == "symreg-gp"
+    assert shift.calls == gp.calls == 20
     for node in (shift, gp):
-        assert node["sharing"]["published"] == 2
-        assert node["sharing"]["transport"] == {"sent": 2, "received": 2}
+        assert node.sharing["published"] == 2
+        assert node.sharing["transport"] == {"sent": 2, "received": 2}
     # Champions arrive at round 1's start, so each node received its peer's round-0 champion.
-    assert shift["sharing"]["accepted"] + gp["sharing"]["accepted"] >= 1
+    assert shift.sharing["accepted"] + gp.sharing["accepted"] >= 1
 
 
 def test_search_component_examples_run_in_an_ensemble(tmp_path):
@@ -72,7 +72,7 @@ def test_search_component_examples_run_in_an_ensemble(tmp_path):
     )
     summary = run(config, tmp_path / "run", registry=registry)
     for node in summary.nodes.values():
-        assert node["calls"] == 20 and node["sharing"]["published"] == 4
+        assert node.calls == 20 and node.sharing["published"] == 4
     log = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").open()]
     rounds = [e for e in log if e["event"] == "round"]
     assert {(e["node"], e["emitter"], e["archive_kind"]) for e in rounds} == {
@@ -110,11 +110,11 @@ def test_the_static_numeric_domain_example_alone_evaluates_every_call(tmp_path):
     alone = run(lone, tmp_path / "lone", registry=registry)
     assert alone.evaluated == 200
     # Common ground of a static domain: no reference programs, the same fitness as measured.
-    common = alone.merged["common"]
+    common = alone.merged.common
     assert common["reference"]["count"] == 0 and common["failed"] == 0
     assert (common["coverage"], common["qd_score"]) == (
-        alone.merged["coverage"],
-        alone.merged["qd_score"],
+        alone.merged.stats.coverage,
+        alone.merged.stats.qd_score,
     )
 
 

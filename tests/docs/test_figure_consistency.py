@@ -249,11 +249,13 @@ def test_comparisons_follow_from_the_per_run_values(name, data):
 @pytest.mark.parametrize("name, data", COMPARISON_SETS, ids=[n for n, _ in COMPARISON_SETS])
 def test_holm_adjustment_follows_from_the_p_values(name, data):
     # The family is every comparison of one condition on one metric (experiment_summary's and
-    # plan.py's rule); entries without a p are not tests.
+    # plan.py's rule), unless an entry names its family (migration.py: every setting against one
+    # baseline on one metric); entries without a p are not tests.
     families: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for entry in data["comparisons"]:
         if entry.get("p") is not None:
-            families.setdefault((entry["a"], entry["metric"]), []).append(entry)
+            key = (entry.get("family") or entry["a"], entry["metric"])
+            families.setdefault(key, []).append(entry)
     for (a, metric), family in families.items():
         if all(entry.get("p_holm") is None for entry in family):
             continue  # a set without Holm-adjusted p-values

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 from dei_numeric.domain import NumericDomain
@@ -89,10 +90,12 @@ def test_the_array_path_makes_the_text_paths_run_without_texts_or_call_records(
     evaluated = _evaluated(arrays)
     assert evaluated == _evaluated(texts) and len(evaluated) > 600
     assert array_summary.merged == text_summary.merged
-    assert [node["calls"] for node in array_summary.nodes.values()] == [300, 300]
-    assert [node.pop("array_path") for node in array_summary.nodes.values()] == [True, True]
-    assert [node.pop("array_path") for node in text_summary.nodes.values()] == [False, False]
-    assert array_summary.nodes == text_summary.nodes
+    assert [node.calls for node in array_summary.nodes.values()] == [300, 300]
+    assert [node.array_path for node in array_summary.nodes.values()] == [True, True]
+    assert [node.array_path for node in text_summary.nodes.values()] == [False, False]
+    assert {n: attrs.evolve(node, array_path=False) for n, node in array_summary.nodes.items()} == (
+        text_summary.nodes
+    )
     # No call records on the array path; the text path logs every call.
     assert not (arrays / "calls.jsonl").exists()
     assert len((texts / "calls.jsonl").read_text().splitlines()) == 600
@@ -110,7 +113,7 @@ def test_the_array_path_makes_the_text_paths_run_without_texts_or_call_records(
 
 def test_a_cap_besides_the_call_quota_keeps_the_text_path(tmp_path) -> None:
     summary = run(_config(max_attempts_per_node=1000), tmp_path / "capped")
-    assert [node["array_path"] for node in summary.nodes.values()] == [False, False]
+    assert [node.array_path for node in summary.nodes.values()] == [False, False]
     assert len((tmp_path / "capped" / "calls.jsonl").read_text().splitlines()) == 600
 
 
@@ -146,7 +149,7 @@ def test_a_domain_whose_array_evaluation_raises_makes_its_batch_invalid(
     assert len(made) == 600 and {e["error"] for e in made} == {
         "domain's evaluate_genomes failed: RuntimeError: no vectorised objective today"
     }
-    assert summary.merged["coverage"] == 0.0
+    assert summary.merged.stats.coverage == 0.0
 
 
 def test_an_operator_that_raises_stops_its_node_with_the_cause(tmp_path, monkeypatch) -> None:
@@ -257,7 +260,7 @@ def test_a_replay_of_an_array_path_run_makes_its_calls_again(tmp_path) -> None:
         first / "merged_archive.json"
     ).read_text()
     assert _files(replay, "nodes/*/round-*.json") == _files(first, "nodes/*/round-*.json")
-    assert [node["array_path"] for node in summary.nodes.values()] == [True, True]
+    assert [node.array_path for node in summary.nodes.values()] == [True, True]
 
 
 @pytest.mark.parametrize("array_path", [True, False], ids=["array-path", "text-path"])

@@ -1,8 +1,8 @@
-"""One factory shape for every plugin kind, ``factory(ctx)``
-(:mod:`dei_framework.plugin._factory_shapes`): each kind's factory is called with a context
-carrying what the kind needs; factories of the old two-argument shapes (operators, transports,
-evaluation backends) keep working with one warning naming the plugin; and the registry's
-lookups are typed (no ``Any`` in the public signatures of ``contract/registry.py`` and
+"""One factory shape for every plugin kind, ``factory(ctx)``: each kind's factory is called
+with a context carrying what the kind needs; a factory of an old two-argument shape (operators,
+transports, evaluation backends) is refused at load in one line naming the plugin and what to
+write (:func:`dei_framework.plugin._contract.old_factory_shape`); and the registry's lookups
+are typed (no ``Any`` in the public signatures of ``contract/registry.py`` and
 ``build_plugin``)."""
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from dei_framework import (  # noqa: E402
     NodeConfig,
     OperatorSettings,
     OperatorSpec,
+    PluginError,
     RunConfig,
     SelectorSpec,
     SharingSpec,
@@ -44,7 +45,6 @@ from dei_framework.contract.domain import DOMAINS  # noqa: E402
 from dei_framework.contract.operators import OPERATORS  # noqa: E402
 from dei_framework.contract.registry import REGISTRATION_HOOKS, Kind  # noqa: E402
 from dei_framework.contract.transport import TRANSPORTS  # noqa: E402
-from dei_framework.evaluation.local import LocalBackend  # noqa: E402
 from dei_framework.runtime import builders  # noqa: E402
 from dei_framework.search.allocation import ALLOCATORS, AllocatorSpec  # noqa: E402
 from dei_framework.search.archives import ARCHIVES  # noqa: E402
@@ -133,37 +133,39 @@ class NewShapes:
         return [EvaluatorSpec(name="local-new", factory=factory)]
 
 
-class OldShapes:
-    """An operator, a transport and an evaluation backend with factories of the shapes before
-    0.2, recording the arguments they were called with."""
+#: A factory of each shape before 0.2, by hook: its spec, and the one line it is refused with.
+OLD_SHAPES = {
+    "dei_operators": (
+        OperatorSpec(name="old-op", domains=("toy",), factory=lambda settings, domain: None),
+        "plugin {plugin!r}: operator 'old-op': factory(settings, domain) takes the old shape; "
+        "write factory(settings) and read settings.domain (see docs/writing-an-operator.md)",
+    ),
+    "dei_transports": (
+        TransportSpec(name="old-transport", factory=lambda node_names, options: None),
+        "plugin {plugin!r}: transport 'old-transport': factory(node_names, options) takes the old "
+        "shape; write factory(ctx) and read ctx.node_names and ctx.options "
+        "(see docs/writing-a-transport.md)",
+    ),
+    "dei_evaluation_backends": (
+        EvaluatorSpec(name="old-backend", factory=lambda domain, options: None),
+        "plugin {plugin!r}: evaluation backend 'old-backend': factory(domain, options) takes the "
+        "old shape; write factory(options) and read options.domain (see docs/multi-machine.md)",
+    ),
+}
 
-    def __init__(self) -> None:
-        self.calls: dict[str, tuple[object, object]] = {}
 
-    @hookimpl
-    def dei_operators(self):
-        def factory(settings, domain):
-            self.calls["operator"] = (settings, domain)
-            return toy_domain.ToyOperator("old")
+def _plugin(hook: str, spec: object) -> object:
+    """A plugin object registering ``spec`` through ``hook``."""
 
-        return [OperatorSpec(name="toy-old-op", domains=("toy",), factory=factory)]
+    class Plugin:
+        pass
 
-    @hookimpl
-    def dei_transports(self):
-        def factory(node_names, options):
-            self.calls["transport"] = (node_names, options)
-            inmemory = options.registry.transport("inmemory")
-            return inmemory.factory(attrs.evolve(options, node_names=node_names))
+    setattr(Plugin, hook, hookimpl(lambda self: [spec]))
+    return Plugin()
 
-        return [TransportSpec(name="inmemory-old", factory=factory, in_process=True)]
 
-    @hookimpl
-    def dei_evaluation_backends(self):
-        def factory(domain, options):
-            self.calls["evaluator"] = (domain, options)
-            return LocalBackend(domain, workers=options.workers)
-
-        return [EvaluatorSpec(name="local-old", factory=factory)]
+def _load(hook: str, spec: object):
+    return load_plugins(extra=[toy_domain, _plugin(hook, spec)], entry_points=False)
 
 
 def _config(**fields) -> RunConfig:
@@ -226,41 +228,35 @@ def test_each_kind_finds_what_it_needs_in_the_context(new_run) -> None:
     assert dict(plugin.seen["domain"][0]) == {"improve": "Refine"}
 
 
-def test_an_old_shape_warns_once_per_factory_at_registration_naming_the_plugin() -> None:
-    with pytest.warns(DeprecationWarning) as caught:
-        load_plugins(extra=[toy_domain, OldShapes()])
-    messages = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
-    assert len(messages) == 3
-    for name, shape in (
-        ("toy-old-op", "factory(settings, domain)"),
-        ("inmemory-old", "factory(node_names, options)"),
-        ("local-old", "factory(domain, options)"),
+@pytest.mark.parametrize("hook", sorted(OLD_SHAPES))
+def test_an_old_shape_is_refused_at_load_in_one_line_saying_what_to_write(hook) -> None:
+    spec, message = OLD_SHAPES[hook]
+    plugin = _plugin(hook, spec)
+    with pytest.raises(PluginError) as caught:
+        load_plugins(extra=[toy_domain, plugin], entry_points=False)
+    name = f"{type(plugin).__module__}.{type(plugin).__qualname__}"  # as an in-process plugin's
+    assert str(caught.value) == message.format(plugin=name)
+
+
+def test_a_named_factory_is_named_and_star_args_are_an_old_shape_too() -> None:
+    def create(settings, domain):
+        return None
+
+    with pytest.raises(
+        PluginError,
+        match=r"factory create\(settings, domain\) takes the old "
+        r"shape; write create\(settings\)",
     ):
-        (message,) = [message for message in messages if repr(name) in message]
-        assert f"plugin '{__name__}.OldShapes'" in message
-        assert shape in message and "factory(ctx)" in message
+        _load("dei_operators", OperatorSpec(name="a", factory=create))
+    with pytest.raises(PluginError, match=r"factory\(\*args\) takes the old shape"):
+        _load("dei_transports", TransportSpec(name="b", factory=lambda *args: None))
 
 
-def test_an_old_shape_still_builds_with_the_old_arguments(tmp_path) -> None:
-    plugin = OldShapes()
-    with pytest.warns(DeprecationWarning):
-        registry = load_plugins(extra=[toy_domain, plugin])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)  # no warning per call
-        config = _config(
-            domain="toy",
-            transport="inmemory-old",
-            evaluator="local-old",
-            nodes=[NodeConfig(name=f"n{i}", operator="toy-old-op") for i in (0, 1)],
-        )
-        summary = run(config, tmp_path / "run", registry=registry)
-    assert summary.budget["calls"] == 16
-    settings, domain = plugin.calls["operator"]
-    assert isinstance(settings, OperatorSettings) and domain.name == "toy"
-    node_names, options = plugin.calls["transport"]
-    assert node_names == ["n0", "n1"] and isinstance(options, FactoryContext)
-    domain, options = plugin.calls["evaluator"]
-    assert domain.name == "toy" and options.workers == 0
+def test_a_second_argument_with_a_default_is_the_new_shape() -> None:
+    # ``lambda ctx, name=name:`` binds a loop variable: one argument is required
+    spec = OperatorSpec(name="bound", domains=("toy",), factory=lambda ctx, name="x": name)
+    registry = _load("dei_operators", spec)
+    assert registry.operator("bound").factory(OperatorSettings(spec="bound", node="n0")) == "x"
 
 
 @pytest.mark.parametrize(
@@ -273,7 +269,7 @@ def test_an_old_shape_still_builds_with_the_old_arguments(tmp_path) -> None:
         "dei_archives",
     ],
 )
-def test_a_one_argument_factory_was_always_this_shape_and_warns_nothing(hook) -> None:
+def test_a_one_argument_factory_is_accepted_for_every_other_kind(hook) -> None:
     kind = Kind(hook)
     specs = {
         "dei_domains": DomainSpec(name="x", factory=lambda options: dict(options)),
@@ -292,18 +288,6 @@ def test_a_one_argument_factory_was_always_this_shape_and_warns_nothing(hook) ->
         registry = load_plugins(extra=[Plugin()], entry_points=False)
     spec = registry.lookup(kind, "x")
     assert spec.factory(FactoryContext(options={"a": 1})) == {"a": 1}
-
-
-def test_calling_a_registered_factory_the_old_way_still_works_with_a_warning() -> None:
-    registry = load_plugins(extra=[toy_domain])
-    domain = registry.domain("toy").factory({})
-    settings = OperatorSettings(spec="toy-random", node="n0", registry=registry)
-    with pytest.warns(DeprecationWarning, match=r"factory\(settings, domain\) is deprecated"):
-        operator = registry.operator("toy-random").factory(settings, domain)
-    assert operator.label == "toy-random"
-    with pytest.warns(DeprecationWarning, match=r"factory\(node_names, options\)"):
-        transports = registry.transport("inmemory").factory(["a", "b"], {})
-    assert len(transports) == 2
 
 
 def test_a_context_keeps_the_truth_of_what_it_replaced() -> None:

@@ -27,7 +27,7 @@ from dei_framework.report.write import write_run_report  # noqa: E402
 from dei_framework.runtime.config import NodeConfig, RunConfig  # noqa: E402
 from dei_framework.runtime.ensemble import run  # noqa: E402
 from dei_framework.runtime.run_files import read_finished_run  # noqa: E402
-from dei_framework.search.archive import GridArchive  # noqa: E402
+from dei_framework.search.archives import GridArchive  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -437,13 +437,18 @@ def test_heatmaps_label_a_bounded_number_of_bins(tmp_path, monkeypatch):
 
 
 def test_a_champion_that_is_an_initial_program_is_marked_as_such() -> None:
+    from dei_framework import NodeSummary
+    from dei_framework.contract.run_summary import Champion
     from dei_framework.report.run_report import _origin
 
-    nodes = {"node-0": {"operator": "gp"}}
-    assert "initial program" in _origin({"operator": "initial"}, nodes)
-    assert "seed program" in _origin({"operator": "seed"}, nodes)
-    assert _origin({"operator": "gp"}, nodes) == ""
-    assert _origin({"operator": "peer:node-0"}, nodes) == ", received from node-0 (gp)"
+    node = {"calls": 1, "attempts": 1, "quota": 1, "rounds_completed": 1}
+    nodes = {"node-0": NodeSummary(operator="gp", model="gp", champion=None, stopped=None, **node)}
+    assert "initial program" in _origin(Champion(text="x", operator="initial"), nodes)
+    assert "seed program" in _origin(Champion(text="x", operator="seed"), nodes)
+    assert _origin(Champion(text="x", operator="gp"), nodes) == ""
+    assert _origin(Champion(text="x", operator="peer:node-0"), nodes) == (
+        ", received from node-0 (gp)"
+    )
 
 
 def test_a_node_has_one_colour_in_the_plots_and_on_the_watch_page(

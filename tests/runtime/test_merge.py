@@ -65,16 +65,16 @@ def test_the_merge_keeps_the_best_elite_per_cell() -> None:
         ),
     )
 
-    stats = merge.merged()
+    stats = merge.merged().stats
 
     assert [(e["text"], e["cell"], e["node"]) for e in merge.merged_entries] == [
         ("c", [0], "node-1"),
         ("b", [1], "node-0"),
         ("e", [3], "node-1"),
     ]
-    assert stats["num_elites"] == 3 and stats["coverage"] == 3 / 4
-    assert stats["qd_score"] == 3.0 + 5.0 + 0.5 and stats["obj_max"] == 5.0
-    assert "common" not in stats  # no common ground measured
+    assert stats.num_elites == 3 and stats.coverage == 3 / 4
+    assert stats.qd_score == 3.0 + 5.0 + 0.5 and stats.obj_max == 5.0
+    assert merge.merged().common is None  # no common ground measured
 
 
 def test_equal_elites_keep_the_first_node_whatever_order_rounds_end_in() -> None:
@@ -110,15 +110,17 @@ def test_a_kept_archive_is_a_copy_in_the_runs_grid() -> None:
     merge.add_round("node-1", 0, same)
     same.add(elite("later", 7.0, 0.5, "node-1"))  # the node's archive goes on changing
 
-    stats = merge.merged()
+    stats = merge.merged().stats
 
     assert [(e["text"], e["cell"]) for e in merge.merged_entries] == [("b", [0]), ("a", [2])]
-    assert stats["qd_score"] == (2.0 + 1.0) + (1.0 + 1.0)  # the floor's offset per elite
+    assert stats.qd_score == (2.0 + 1.0) + (1.0 + 1.0)  # the floor's offset per elite
 
 
 def test_a_merge_of_nothing_is_empty() -> None:
     merge = RunMerge(Floor(), SPACE, NODES)
-    assert merge.merged() == {"coverage": 0.0, "qd_score": 0.0}
+    merged = merge.merged()
+    assert (merged.stats.num_elites, merged.stats.coverage, merged.stats.qd_score) == (0, 0, 0)
+    assert merged.stats.cells == SPACE.cells and merged.stats.obj_max is None
     assert merge.merged_entries == [] and merge.per_round() == []
 
 
@@ -199,9 +201,11 @@ def test_joining_processes_gathers_their_rounds_logs_and_one_decision_per_round(
     }
     # Neither finished: each entry comes from its last checkpoint (none: nothing counted).
     zero, one = joined.nodes["node-0"], joined.nodes["node-1"]
-    assert (zero["calls"], zero["attempts"], zero["rounds_completed"]) == (3, 4, 1)
-    assert zero["stopped"].startswith("its process ended without finishing")
-    assert (one["calls"], one["pid"]) == (0, 42)
+    assert (zero.calls, zero.attempts, zero.rounds_completed) == (3, 4, 1)
+    assert zero.stopped.startswith("its process ended without finishing")
+    assert (one.calls, one.pid) == (0, 42)
+    # only the checkpoint's fields are written for such a node
+    assert "sharing" not in one.to_json() and one.to_json()["pid"] == 42
     assert joined.budget_nodes["node-0"]["calls"] == 3
     assert joined.budget_nodes["node-0"]["quota"] == 20
 
@@ -236,21 +240,26 @@ def test_a_damaged_node_log_is_refused_unless_its_process_failed(tmp_path) -> No
     )
 
     stopped = joined.nodes["node-1"]
-    assert stopped["failed"] == "exit status 1" and stopped["calls"] == 0
-    assert stopped["stopped"].startswith("its process failed and its files cannot be read (")
-    assert "node-0" in joined.nodes and "stopped" in joined.nodes["node-0"]
+    assert stopped.extra["failed"] == "exit status 1" and stopped.calls == 0
+    assert stopped.stopped.startswith("its process failed and its files cannot be read (")
+    assert "node-0" in joined.nodes and joined.nodes["node-0"].stopped
 
 
 def test_a_finished_process_whose_log_misses_evaluations_is_refused(tmp_path) -> None:
     source = _process(
         tmp_path, "node-0", rounds=[], usage={}, events=[{"event": "evaluated", "node": "node-0"}]
     )
-    node = {"calls": 0, "rounds_completed": 0}
+    stats = {"num_elites": 0, "cells": 4, "coverage": 0.0, "qd_score": 0.0, "qd_offset": 0.0}
+    node = {"operator": "o", "model": "o", "calls": 0, "attempts": 0, "quota": 1}
+    node |= {"rounds_completed": 0, "champion": None, "stopped": None}
     (source / "summary.json").write_text(
         json.dumps(
             {
+                **dict.fromkeys(("domain", "transport", "sharing", "lifecycle"), ""),
+                **{"seed": 0, "rounds": 1, "space": {}, "generality": {}},
+                **{"operator_divergence": {}, "compute_axis": "calls", "invalid": 0},
                 "nodes": {"node-0": node},
-                "merged": {},
+                "merged": {**stats, "obj_max": None, "obj_mean": None, "per_round": []},
                 "evaluated": 2,
                 "budget": {"nodes": {"node-0": {"calls": 0}}, "calls": 0},
             }

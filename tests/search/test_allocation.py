@@ -140,7 +140,7 @@ def test_a_seeded_bandit_run_is_reproducible_and_spends_exactly_the_budget(
     assert replayed.merged == first.merged
     # Total compute is exactly the budget, whatever the shares.
     assert first.budget["calls"] == first.budget["limit"] == 180
-    assert sum(node["calls"] for node in first.nodes.values()) == 180
+    assert sum(node.calls for node in first.nodes.values()) == 180
     calls = [
         e
         for e in events(tmp_path / "a")
@@ -186,7 +186,7 @@ def test_static_allocation_records_the_configuration_as_before(toy_env, tmp_path
     assert "allocation" not in config.to_json()  # config.json and experiment.json unchanged
     summary = run(config, tmp_path / "run", registry=registry)
     assert not _allocations(tmp_path / "run")
-    assert [node["calls"] for node in summary.nodes.values()] == [20, 20]
+    assert [node.calls for node in summary.nodes.values()] == [20, 20]
     assert _config(["toy-random"]).to_json()["allocation"] == "bandit"
 
 
@@ -250,7 +250,7 @@ def test_a_plugin_allocator_is_found_through_the_hook_and_used(toy_env, tmp_path
         registry=registry,
     )
     # round 0 is the equal split of 40 / 2 rounds; round 1 (the other 20) all to node-0
-    assert {n: node["calls"] for n, node in summary.nodes.items()} == {"node-0": 30, "node-1": 10}
+    assert {n: node.calls for n, node in summary.nodes.items()} == {"node-0": 30, "node-1": 10}
     (decision,) = _allocations(tmp_path / "run")
     assert decision["allocator"] == "first" and decision["why"] == "first"
     assert summary.budget["calls"] == 40
@@ -324,8 +324,8 @@ def test_a_node_that_stops_early_leaves_its_budget_to_the_others(toy_env, tmp_pa
     summary = asyncio.run(
         asyncio.wait_for(asyncio.to_thread(run, config, tmp_path / "run", registry=registry), 120)
     )
-    assert summary.nodes["node-1"]["stopped"]
-    assert [summary.nodes[n]["rounds_completed"] for n in ("node-0", "node-2")] == [4, 4]
+    assert summary.nodes["node-1"].stopped
+    assert [summary.nodes[n].rounds_completed for n in ("node-0", "node-2")] == [4, 4]
     # What the stopped node did not spend went to the others: the run spent its whole budget.
     assert summary.budget["calls"] == summary.budget["limit"] == 120
     decisions = _allocations(tmp_path / "run")

@@ -1,15 +1,13 @@
 """The scheduler's events are records: hooks read them by attribute, ``to_json()`` is exactly the
-line of ``events.jsonl``, ``from_json()`` reads it back, and dict access still works with a
-warning."""
+line of ``events.jsonl`` (derived from the fields) and ``from_json()`` reads it back."""
 
 from __future__ import annotations
 
 import json
 import sys
-import typing
-import warnings
 from pathlib import Path
 
+import attrs
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
@@ -25,7 +23,6 @@ from dei_framework import (  # noqa: E402
     load_plugins,
     run,
 )
-from dei_framework.search import events as events_module  # noqa: E402
 from dei_framework.search.archives import ArchiveStats  # noqa: E402
 
 
@@ -69,9 +66,7 @@ def observed(tmp_path_factory):
         eval_workers=0,
     )
     out = tmp_path_factory.mktemp("events") / "run"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)  # the core reads no record as a dict
-        run(config, out, registry=registry)
+    run(config, out, registry=registry)
     return observer, out
 
 
@@ -123,32 +118,19 @@ def test_invalid_and_valid_evaluated_events_keep_the_logs_keys() -> None:
     assert valid.timings == {"eval_s": 0.01} and valid.generality_matches == ()
 
 
-def test_reading_a_record_as_a_dict_warns_once_and_gives_the_logs_values(
-    observed, monkeypatch
-) -> None:
+def test_a_record_is_not_a_dict(observed) -> None:
     observer, _ = observed
-    monkeypatch.setattr(events_module.RoundEvent, "_warned", False)
-    event = observer.rounds[0]
-    with pytest.warns(DeprecationWarning, match="reading RoundEvent records as dicts"):
-        coverage = event["stats"]["coverage"]
-    assert coverage == event.stats.coverage
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # once per class: no second warning
-        assert event.get("node") == event.node and "champion" in event
-        assert {**event}["round"] == event.round
-        assert set(event) == set(event.to_json())
+    with pytest.raises(TypeError):
+        observer.rounds[0]["stats"]  # noqa: B018 -- read by attribute: event.stats
 
 
-def test_the_records_json_has_the_documented_keys(observed) -> None:
-    from dei_framework.contract.payloads import EvaluatedEventJSON, RoundEventJSON
-
+def test_the_records_json_keys_are_their_fields(observed) -> None:
+    # One declaration: every key of a line is the event's tag, a field, or one of its extras.
     observer, _ = observed
-    for events, shape in (
-        (observer.evaluated, EvaluatedEventJSON),
-        (observer.rounds, RoundEventJSON),
-    ):
-        hints = typing.get_type_hints(shape, include_extras=True)
-        optional = {k for k, hint in hints.items() if typing.get_origin(hint) is typing.NotRequired}
+    for events in (observer.evaluated, observer.rounds):
         for event in events:
+            fields = {field.alias for field in attrs.fields(type(event))} - {"extra"}
             keys = set(event.to_json())
-            assert set(hints) - optional <= keys <= set(hints)
+            extra = set(getattr(event, "extra", {}))
+            assert keys - extra - {"event"} <= fields
+            assert fields - keys <= {"error", "generality_champion"}  # written only when set

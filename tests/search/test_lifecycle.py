@@ -243,7 +243,7 @@ def test_continual_rounds_keep_the_coverage_and_champions_cross_every_round(tmp_
     assert one.lifecycle == four.lifecycle == "continual"  # symreg's default
     recorded = json.loads((tmp_path / "four" / "config.json").read_text())
     assert recorded["lifecycle"] == "continual"
-    assert four.merged["coverage"] >= one.merged["coverage"]
+    assert four.merged.stats.coverage >= one.merged.stats.coverage
     log = [json.loads(line) for line in (tmp_path / "four" / "events.jsonl").open()]
     received = [e for e in log if e["event"] == "received"]
     # Every node takes in its peers' champions at every round start after the first.
@@ -257,12 +257,12 @@ def test_continual_rounds_keep_the_coverage_and_champions_cross_every_round(tmp_
     warm = [e for e in log if e["event"] == "evaluated" and e["kind"] == "warm"]
     assert {e["round"] for e in warm} == {0}
     for node in four.nodes.values():
-        coverage = node["coverage_per_round"]
-        assert coverage == sorted(coverage)  # an archive that persists never shrinks
-        assert node["sharing"]["published"] == 4
+        coverage = node.coverage_per_round
+        assert list(coverage) == sorted(coverage)  # an archive that persists never shrinks
+        assert node.sharing["published"] == 4
     reset = _symreg(4, tmp_path / "reset", lifecycle="reset")
     assert reset.lifecycle == "reset"
-    assert four.merged["coverage"] > reset.merged["coverage"]
+    assert four.merged.stats.coverage > reset.merged.stats.coverage
 
 
 # --- per-node search settings and the flags ------------------------------------------------------
@@ -295,7 +295,7 @@ def test_nodes_with_different_emitter_options_run_in_one_ensemble(tmp_path) -> N
     assert emitters["node-0"].prior == 2.0 and emitters["node-1"].prior == 0.25
     assert emitters["node-2"].name == "uniform"
     assert ensemble.drivers["node-3"].scheduler.archive.cells == 12
-    assert all(node["calls"] == 10 for node in summary.nodes.values())
+    assert all(node.calls == 10 for node in summary.nodes.values())
 
 
 def test_a_seeded_ensemble_with_the_tournament_emitter_is_reproducible(tmp_path) -> None:

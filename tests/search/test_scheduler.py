@@ -34,7 +34,7 @@ from dei_framework.contract.descriptors import AxisSpec
 from dei_framework.contract.operators import Operator, OperatorReply, OperatorRequest
 from dei_framework.evaluation.local import Evaluator
 from dei_framework.runtime.budget import BudgetLedger
-from dei_framework.runtime.driver import SearchDriver
+from dei_framework.runtime.driver import DriverSink, SearchDriver
 from dei_framework.search.scheduler import WorkItem
 from dei_framework.search.sharing import BUILTIN_POLICIES
 
@@ -287,6 +287,17 @@ def test_cvt_archive_has_seeded_cells_over_three_axes() -> None:
     assert all(e.archive_kind == "cvt" and e.stats.cells == 30 for e in s.history)
 
 
+class Sink(DriverSink):
+    """Keeps the driver's events (``keep`` takes each batch) and hands out ``receive``'s
+    champions."""
+
+    def __init__(self, keep, receive=lambda round_index: ()) -> None:
+        self.keep, self.receive = keep, receive
+
+    def record(self, events, calls) -> None:
+        self.keep(events)
+
+
 class JunkAwareOperator(Operator):
     label = "sums-op"
     max_in_flight = 3
@@ -309,8 +320,7 @@ def test_the_driver_validates_received_champions_before_they_enter_the_pool() ->
         operator=JunkAwareOperator(),
         evaluator=Evaluator(DOMAIN, workers=0),
         ledger=BudgetLedger(quotas={"n": 12}),
-        receive=lambda r: received if r == 1 else [],
-        record=lambda evs, calls: events.extend(evs),
+        sink=Sink(events.extend, receive=lambda r: received if r == 1 else []),
     )
     asyncio.run(driver.run())
     rounds = [e for e in events if e["event"] == "round"]
@@ -376,7 +386,7 @@ def test_the_driver_makes_next_round_calls_while_a_round_drains_and_stays_reprod
             operator=operator,
             evaluator=Evaluator(DOMAIN, workers=0),
             ledger=BudgetLedger(quotas={"n": 90}),
-            record=lambda evs, calls, log=log: log.extend(("event", e) for e in evs),
+            sink=Sink(lambda evs, log=log: log.extend(("event", e) for e in evs)),
         )
         asyncio.run(driver.run())
         assert operator.most <= operator.max_in_flight

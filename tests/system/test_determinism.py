@@ -275,9 +275,9 @@ def test_a_node_that_stops_early_releases_its_peers(toy_env, tmp_path, calls) ->
     summary = asyncio.run(
         asyncio.wait_for(asyncio.to_thread(run, config, tmp_path / "run", registry=registry), 120)
     )
-    assert summary.nodes["quitter"]["stopped"]
-    assert summary.nodes["steady"]["rounds_completed"] == 4
-    assert summary.nodes["other"]["rounds_completed"] == 4
+    assert summary.nodes["quitter"].stopped
+    assert summary.nodes["steady"].rounds_completed == 4
+    assert summary.nodes["other"].rounds_completed == 4
     got = {(e["node"], e["from"]) for e in events(tmp_path / "run") if e["event"] == "received"}
     assert ("steady", "other") in got and ("other", "steady") in got
 
@@ -343,8 +343,8 @@ def test_a_champion_arriving_after_the_last_round_began_is_logged_late(toy_env, 
     late = [e for e in log if e["event"] == "received_late"]
     assert [(e["node"], e["from"], e["from_round"]) for e in late] == [("slow", "fast", 0)]
     assert late[0]["after_round"] == 0  # the index of slow's last (only) round
-    assert late[0]["program"] == summary.nodes["fast"]["champion"]["text"]
-    sharing = {name: node["sharing"] for name, node in summary.nodes.items()}
+    assert late[0]["program"] == summary.nodes["fast"].champion.text
+    sharing = {name: node.sharing for name, node in summary.nodes.items()}
     assert (sharing["slow"]["late"], sharing["slow"]["accepted"]) == (1, 0)
     assert (sharing["fast"]["late"], sharing["fast"]["accepted"]) == (0, 0)
 

@@ -93,10 +93,10 @@ def test_a_provider_down_for_a_while_stalls_only_its_node(toy_env, tmp_path) -> 
             back_up.touch()
 
     summary = run(config, tmp_path / "run", registry=load_plugins(), progress=progress)
-    assert summary.nodes["steady"]["calls"] == 40
-    assert summary.nodes["flaky"]["calls"] == 40  # it recovered and finished its quota
-    assert summary.nodes["flaky"]["attempts"] > 40  # failed attempts counted as attempts
-    assert summary.nodes["steady"]["attempts"] == 40
+    assert summary.nodes["steady"].calls == 40
+    assert summary.nodes["flaky"].calls == 40  # it recovered and finished its quota
+    assert summary.nodes["flaky"].attempts > 40  # failed attempts counted as attempts
+    assert summary.nodes["steady"].attempts == 40
     steady_done = max(i for i, (_, node) in enumerate(work) if node == "steady")
     flaky_first = min(i for i, (_, node) in enumerate(work) if node == "flaky")
     assert steady_done < flaky_first  # the steady node finished while the flaky one waited

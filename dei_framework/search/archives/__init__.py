@@ -15,7 +15,6 @@ Modules:
     _grid_archive.py     GridArchive: the paper's grid, one bin range per descriptor axis
     _cvt_archive.py      CVTArchive: Voronoi cells around seeded centroids (three or more axes)
     _add_status.py       AddStatus: what offering a candidate to an archive did
-    _archive_stats.py    ArchiveStats: summary statistics of an archive
     _archive_spec.py     ArchiveSpec: how a plugin registers an archive
 """
 
@@ -25,11 +24,11 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from dei_framework.contract.archive_stats import ArchiveStats
 from dei_framework.contract.errors import ConfigError
 from dei_framework.search.archives._add_status import AddStatus
 from dei_framework.search.archives._archive_base import ArchiveBase, OccupiedElites
 from dei_framework.search.archives._archive_spec import ARCHIVES, ArchiveFactory, ArchiveSpec
-from dei_framework.search.archives._archive_stats import ArchiveStats
 from dei_framework.search.archives._cvt_archive import CVTArchive
 from dei_framework.search.archives._grid_archive import GridArchive
 

@@ -11,10 +11,10 @@ from typing import Any, overload
 import attrs
 import numpy as np
 
+from dei_framework.contract.archive_stats import ArchiveStats
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives._add_status import AddStatus
-from dei_framework.search.archives._archive_stats import ArchiveStats
 
 
 class OccupiedElites(Sequence[Candidate]):

@@ -6,10 +6,8 @@
 * :class:`TournamentSelector` — each parent the fittest of ``size`` elites drawn uniformly.
 * :class:`SelectorSpec` — how a plugin registers a selector (hook ``dei_emitters``).
 
-These were "emitters" (``dei_framework.search.emitters``, ``EmitterBase`` ...); in pyribs an
-emitter generates solutions, which here is an operator's job, so the name misled. The old
-module paths and class names still work for one release, with a ``DeprecationWarning``
-(:mod:`dei_framework._moved`). The settings keep their names — ``emitter`` and
+These were "emitters"; in pyribs an emitter generates solutions, which here is an operator's
+job, so the name misled. The settings keep their names — ``emitter`` and
 ``[emitter_options]``, ``--emitter``, the hook ``dei_emitters``, the registry's ``emitters``
 table: they are the configuration and plugin contract, and an ``emitter`` setting chooses a
 parent selector.
@@ -31,7 +29,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dei_framework import _moved
 from dei_framework.contract.errors import ConfigError
 from dei_framework.search.selectors._improvement_selector import ImprovementSelector
 from dei_framework.search.selectors._parent_selector import ParentSelector
@@ -81,18 +78,6 @@ BUILTIN_SELECTORS = (
         "uniformly (option size, default 3)",
     ),
 )
-
-#: The names these had as emitters (old -> new), each still resolving here for one release.
-OLD_NAMES = {
-    "BUILTIN_EMITTERS": "BUILTIN_SELECTORS",
-    "EmitterBase": "ParentSelector",
-    "EmitterSpec": "SelectorSpec",
-    "ImprovementEmitter": "ImprovementSelector",
-    "TournamentEmitter": "TournamentSelector",
-    "UniformEmitter": "UniformSelector",
-}
-
-__getattr__ = _moved.renamed_names(__name__, OLD_NAMES)
 
 __all__ = [
     "BUILTIN_SELECTORS",

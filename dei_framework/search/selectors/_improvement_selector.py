@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from dei_framework import _moved
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import AddStatus, ArchiveBase
@@ -66,7 +65,3 @@ class ImprovementSelector(ParentSelector):
     def restore(self, state: Mapping[str, Any]) -> None:
         self._children = dict(state.get("children", {}))
         self._successes = dict(state.get("successes", {}))
-
-
-# ``ImprovementEmitter``, the old name, for one release.
-__getattr__ = _moved.renamed_names(__name__, {"ImprovementEmitter": "ImprovementSelector"})

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from dei_framework import _moved
 from dei_framework.contract.capabilities import settle
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import AddStatus, ArchiveBase
@@ -60,7 +59,3 @@ class ParentSelector:
 
     def restore(self, state: Mapping[str, Any]) -> None:  # noqa: B027
         """Continues from :meth:`state_json` output."""
-
-
-# ``EmitterBase``, the old name, for one release.
-__getattr__ = _moved.renamed_names(__name__, {"EmitterBase": "ParentSelector"})

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import attrs
 
-from dei_framework import _moved
 from dei_framework.contract.context import FactoryContext
 from dei_framework.contract.registry import Kind
 from dei_framework.search.selectors._parent_selector import ParentSelector
@@ -33,6 +32,3 @@ class SelectorSpec:
 
 #: The parent selectors: ``registry.lookup(SELECTORS, name)`` is a :class:`SelectorSpec`.
 SELECTORS: Kind[SelectorSpec] = Kind("dei_emitters")
-
-# ``EmitterSpec``, the old name, for one release.
-__getattr__ = _moved.renamed_names(__name__, {"EmitterSpec": "SelectorSpec"})

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from dei_framework import _moved
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import ArchiveBase
@@ -50,7 +49,3 @@ class TournamentSelector(ParentSelector):
             entrants = (occupied[i] for i in picks[start : start + self.size])
             chosen.append(max(entrants, key=lambda elite: elite.fitness))
         return chosen
-
-
-# ``TournamentEmitter``, the old name, for one release.
-__getattr__ = _moved.renamed_names(__name__, {"TournamentEmitter": "TournamentSelector"})

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from dei_framework import _moved
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.selectors._parent_selector import ParentSelector
@@ -21,7 +20,3 @@ class UniformSelector(ParentSelector):
         if type(rng) is SlotGenerator:  # the scheduler's: the same draws, no array built
             return [occupied[i] for i in rng.bounded(len(occupied), count)]
         return [occupied[int(i)] for i in rng.integers(len(occupied), size=count)]
-
-
-# ``UniformEmitter``, the old name, for one release.
-__getattr__ = _moved.renamed_names(__name__, {"UniformEmitter": "UniformSelector"})

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
+from dei_framework.contract.json_form import json_form
 
+
+@json_form()
 @attrs.frozen(kw_only=True)
 class ArchiveStats:
     """Summary statistics of an archive."""
@@ -25,6 +26,3 @@ class ArchiveStats:
     obj_max: float | None
     #: Mean elite fitness, or ``None`` when empty.
     obj_mean: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
