@@ -26,9 +26,10 @@ from types import ModuleType
 from typing import Any
 
 import attrs
-from dei_python import harness
+from dei_python import features, harness
 from dei_python.blocks import END, START, Scaffold, check_syntax, reply_block, split
 from dei_python.diffs import apply_edits, is_diff
+from dei_python.features import COMPLEXITY
 from dei_python.task import DEFAULT_TASK, DEFAULT_TIMEOUT, Task, load_task, warn_ignored
 
 from dei_framework.contract.descriptors import AxisSpec, LearnedAxis, UniformAxis
@@ -39,15 +40,15 @@ from dei_framework.contract.records import Candidate, Message
 #: Every domain option and its default (``--domain-option KEY=VALUE``; ``--task DIR``).
 DEFAULT_OPTIONS: Mapping[str, Any] = {
     "task": "",  # the task folder; empty: the bundled bin-packing task
-    "program": "initial_program.py",
-    "evaluator": "evaluator.py",
+    # Empty: found in the folder (dei_python.task.load_task says how).
+    "program": "",
+    "evaluator": "",
+    "config": "",
     "axes": "",  # name:low:high:bins,... (fixed bounds); empty: config.yaml's, bounds learned
     # The QD-score offset: below every score of most tasks (scores in [0, 1], or minus a
     # fraction as bin packing's); a task scoring lower sets its own.
     "fitness_floor": -1.0,
 }
-#: The built-in feature (OpenEvolve's name): characters of the evolve block.
-COMPLEXITY = "complexity"
 #: The system message when config.yaml gives none.
 DEFAULT_SYSTEM = (
     "You are an expert Python programmer improving one function of a program "
@@ -132,7 +133,10 @@ class PythonDomain(Domain):
         self._options = {**DEFAULT_OPTIONS, **options}
         folder = str(self._options["task"] or DEFAULT_TASK)
         self.task: Task = load_task(
-            folder, program=str(self._options["program"]), evaluator=str(self._options["evaluator"])
+            folder,
+            program=str(self._options["program"]),
+            evaluator=str(self._options["evaluator"]),
+            config=str(self._options["config"]),
         )
         warn_ignored(self.task)
         _check_evaluator(self.task)
@@ -157,6 +161,8 @@ class PythonDomain(Domain):
             self.initial_text = self.parse(self.task.initial_program).text
         except InvalidProgram as exc:  # the task's own program: the user's to fix, not a lineage's
             raise ConfigError(f"python: {self.task.program_path}: {exc}") from None
+        # The reference set of the computed diversity (dei_python.features): the seed.
+        self._references = (features.tokens(self.scaffold.block),)
 
     def _features(self, axes: str) -> tuple[Feature, ...]:
         """The ``axes`` option's features (fixed bounds), else config.yaml's (learned, as
@@ -276,25 +282,18 @@ class PythonDomain(Domain):
         self, program: Program, result: harness.Result, streams: harness.Streams
     ) -> Evaluation:
         metrics = result.metrics
-        score = harness.score_of(metrics)
+        names = [feature.name for feature in self.features]
+        score = features.fitness(metrics, names)
         if not math.isfinite(score):
             raise InvalidProgram(
                 f"the evaluator's combined_score is {score!r}, not a finite number"
             )
-        descriptor: dict[str, float] = {}
-        for feature in self.features:
-            if feature.name in metrics:
-                value = metrics[feature.name]
-            elif feature.name == COMPLEXITY:
-                value = float(len(split(program.text).block))
-            else:
-                raise InvalidProgram(
-                    f"the evaluator returned no feature {feature.name!r} (it "
-                    f"returned {', '.join(sorted(metrics)) or 'none'})"
-                )
-            if not math.isfinite(value):
-                raise InvalidProgram(f"the evaluator's feature {feature.name!r} is {value!r}")
-            descriptor[feature.name] = value
+        try:
+            descriptor = {name: self._feature(name, program, metrics, score) for name in names}
+        except InvalidProgram as exc:
+            if not result.stopped:
+                raise
+            raise InvalidProgram(f"the cascade stopped ({result.stopped}) and {exc}") from None
         info: dict[str, Any] = {
             "metrics": {
                 key: value if math.isfinite(value) else None for key, value in metrics.items()
@@ -304,11 +303,35 @@ class PythonDomain(Domain):
             info["artifacts"] = dict(result.artifacts)
         if result.stage:
             info["stage"] = result.stage
+        if result.stopped:
+            info["cascade_stopped"] = result.stopped
         if streams.stdout:
             info["stdout"] = streams.stdout
         if streams.stderr:
             info["stderr"] = streams.stderr
         return Evaluation(fitness=score, descriptor=descriptor, info=info)
+
+    def _feature(
+        self, name: str, program: Program, metrics: Mapping[str, float], score: float
+    ) -> float:
+        """A feature's value: the evaluator's, else one DEI computes (dei_python.features)."""
+        if name in metrics:
+            value = metrics[name]
+        elif name == COMPLEXITY:
+            value = float(len(_block_of(program.text)))
+        elif name == features.DIVERSITY:
+            value = features.diversity(_block_of(program.text), self._references)
+        elif name == features.SCORE:
+            value = score
+        else:
+            raise InvalidProgram(
+                f"the evaluator returned no feature {name!r} (it returned "
+                f"{', '.join(sorted(metrics)) or 'no number'}; DEI computes only "
+                f"{', '.join(features.COMPUTED)})"
+            )
+        if not math.isfinite(value):
+            raise InvalidProgram(f"the evaluator's feature {name!r} is {value!r}")
+        return value
 
     def _evaluator(self) -> ModuleType:
         if self._module is None:

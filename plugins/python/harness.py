@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import math
 import os
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 import attrs
+from dei_python import stand_in
 
 from dei_framework.contract.errors import InvalidProgram
 
@@ -38,18 +38,23 @@ class Result:
 
     Attributes:
         metrics: Numeric values by name (``combined_score`` among them where given).
-        artifacts: Everything else it returned, as text.
+        artifacts: Everything else it returned (``EvaluationResult.artifacts`` and the dict's
+            values that are not numbers), and what a failed later stage of a cascade raised,
+            as text.
         stage: The last stage run (0: no cascade).
+        stopped: Why the cascade ended before its last stage (empty: it did not).
     """
 
     metrics: Mapping[str, float]
     artifacts: Mapping[str, str]
     stage: int = 0
+    stopped: str = ""
 
 
 def load_evaluator(path: Path) -> ModuleType:
     """Imports a task's evaluator from its file (its folder first on ``sys.path``, so that it
-    can import modules beside it, as OpenEvolve lets it)."""
+    can import modules beside it, as OpenEvolve lets it; ``openevolve.evaluation_result``
+    from DEI's stand-in when OpenEvolve is not installed)."""
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -60,7 +65,8 @@ def load_evaluator(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling inside it look their module up
     try:
-        spec.loader.exec_module(module)
+        with stand_in.importable():
+            spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(name, None)
         raise
@@ -70,40 +76,75 @@ def load_evaluator(path: Path) -> ModuleType:
 def run(
     module: ModuleType, program_path: str, *, cascade: bool, thresholds: Sequence[float]
 ) -> Result:
-    """Runs the evaluator on the program file (the cascade where it has one).
+    """Runs the evaluator on the program file: ``evaluate``, or OpenEvolve's cascade.
 
-    Stage 1 runs first; a result whose score is below the first threshold stops there, and
-    the program is invalid with that reason. Then ``evaluate_stage2`` and ``evaluate_stage3``
-    run where defined, each gated by the next threshold; an evaluator with no stage after the
-    first ends with ``evaluate``. Later stages' values override earlier ones'.
+    The cascade (on, and the evaluator has ``evaluate_stage1``) runs as OpenEvolve's does:
+    stage 1; then, while the result passes the threshold of its stage (:func:`passes`; the
+    n-th of ``thresholds``, and no stage follows where there is none), ``evaluate_stage2``
+    and ``evaluate_stage3`` where defined, their numbers merged over the earlier ones' (an
+    ``error`` number dropped). A program stopped by a threshold keeps the result it reached.
+    ``evaluate`` is not called by a cascade. A later stage that raises ends the cascade with
+    the earlier result, ``stageN_passed`` 0 and the exception as artifacts.
 
     Raises:
-        InvalidProgram: The cascade stopped, or the result is not a dict of values.
-        Exception: Whatever the evaluator raised.
+        InvalidProgram: The result is not a dict of values (or ``evaluate`` is missing).
+        Exception: Whatever ``evaluate`` or stage 1 raised (OpenEvolve scores such a
+            program 0; DEI makes it invalid with the reason).
     """
+    with stand_in.importable():  # for an evaluator that imports openevolve when it runs
+        return _run(module, program_path, cascade=cascade, thresholds=thresholds)
+
+
+def _run(
+    module: ModuleType, program_path: str, *, cascade: bool, thresholds: Sequence[float]
+) -> Result:
     stages = [getattr(module, name, None) for name in STAGES]
-    if not cascade or stages[0] is None:
+    if not cascade or not callable(stages[0]):
         return _result(_call(module, "evaluate", program_path), 0)
-    metrics: dict[str, float] = {}
-    artifacts: dict[str, str] = {}
-    plan = [(index + 1, stage) for index, stage in enumerate(stages) if stage is not None]
-    if len(plan) == 1:
-        plan.append((2, None))  # the final stage: evaluate
-    for position, (number, stage) in enumerate(plan):
-        raw = stage(program_path) if stage is not None else _call(module, "evaluate", program_path)
-        result = _result(raw, number)
-        metrics.update(result.metrics)
-        artifacts.update(result.artifacts)
-        if position == len(plan) - 1:
-            break
-        threshold = thresholds[min(position, len(thresholds) - 1)] if thresholds else None
-        score = score_of(result.metrics)
-        if threshold is not None and score < threshold:
-            raise InvalidProgram(
-                f"stopped at cascade stage {number}: score {score:.6g} "
-                f"is below the threshold {threshold:.6g}"
+    result = _result(stages[0](program_path), 1)
+    for number in (2, 3):
+        stage = stages[number - 1]
+        if not callable(stage) or len(thresholds) < number - 1:
+            return result
+        threshold = thresholds[number - 2]
+        if not passes(result.metrics, threshold):
+            score = gate_score(result.metrics)
+            shown = "none" if score is None else f"{score:.6g}"
+            return attrs.evolve(
+                result,
+                stopped=f"stage {number - 1}'s score {shown} is below the threshold "
+                f"{threshold:.6g}",
             )
-    return Result(metrics=metrics, artifacts=artifacts, stage=plan[-1][0])
+        try:
+            later = _result(stage(program_path), number)
+        except Exception as exc:  # noqa: BLE001 - OpenEvolve keeps the earlier stages' result
+            return _failed(result, number, exc)
+        result = _merged(result, later)
+    return result
+
+
+def _merged(earlier: Result, later: Result) -> Result:
+    metrics = {k: v for k, v in earlier.metrics.items() if k != "error"}
+    metrics.update((k, v) for k, v in later.metrics.items() if k != "error")
+    return Result(
+        metrics=metrics, artifacts={**earlier.artifacts, **later.artifacts}, stage=later.stage
+    )
+
+
+def _failed(earlier: Result, number: int, exc: Exception) -> Result:
+    """The earlier stages' result, marked with stage ``number``'s failure (OpenEvolve's keys)."""
+    trace = "".join(traceback.format_exception(exc))[-ARTIFACT_CHARS:]
+    return Result(
+        metrics={**earlier.metrics, f"stage{number}_passed": 0.0},
+        artifacts={
+            **earlier.artifacts,
+            f"stage{number}_stderr": f"{type(exc).__name__}: {exc}"[:ARTIFACT_CHARS],
+            f"stage{number}_traceback": trace,
+            "failure_stage": f"stage{number}",
+        },
+        stage=earlier.stage,
+        stopped=f"stage {number} raised {type(exc).__name__}: {exc}"[:ARTIFACT_CHARS],
+    )
 
 
 def _call(module: ModuleType, name: str, program_path: str) -> Any:
@@ -115,22 +156,32 @@ def _call(module: ModuleType, name: str, program_path: str) -> Any:
 
 def _result(raw: Any, stage: int) -> Result:
     """An evaluator's answer (a dict, or OpenEvolve's ``EvaluationResult`` shape: ``metrics``
-    and ``artifacts``) as plain values."""
+    and ``artifacts``) as plain values: numbers are metrics, anything else an artifact."""
     extra: Mapping[str, Any] = {}
     if not isinstance(raw, Mapping) and hasattr(raw, "metrics"):
         raw, extra = raw.metrics, getattr(raw, "artifacts", None) or {}
-    if not isinstance(raw, Mapping):
+    elif isinstance(raw, Mapping) and isinstance(raw.get("artifacts"), Mapping):
+        # A dict carrying its artifacts under "artifacts" (as some of OpenEvolve's examples
+        # return them): each is an artifact of its own.
+        extra = raw["artifacts"]
+        raw = {key: value for key, value in raw.items() if key != "artifacts"}
+    if not isinstance(raw, Mapping) or not isinstance(extra, Mapping):
         raise InvalidProgram(f"the evaluator returned {type(raw).__name__}, not a dict")
     metrics: dict[str, float] = {}
     artifacts: dict[str, str] = {}
-    for key, value in [*raw.items(), *extra.items()]:
-        if isinstance(value, bool):
-            metrics[str(key)] = float(value)
-        elif isinstance(value, int | float) or _is_numpy_number(value):
+    for key, value in raw.items():
+        if isinstance(value, bool | int | float) or _is_numpy_number(value):
             metrics[str(key)] = float(value)
         else:
-            artifacts[str(key)] = str(value)[:ARTIFACT_CHARS]
+            artifacts[str(key)] = _text(value)
+    artifacts.update((str(key), _text(value)) for key, value in extra.items())
     return Result(metrics=metrics, artifacts=artifacts, stage=stage)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return str(value)[:ARTIFACT_CHARS]
 
 
 def _is_numpy_number(value: Any) -> bool:
@@ -138,13 +189,20 @@ def _is_numpy_number(value: Any) -> bool:
     return numpy is not None and isinstance(value, numpy.number)
 
 
-def score_of(metrics: Mapping[str, float]) -> float:
-    """The fitness: ``combined_score``, or (as OpenEvolve does without one) the mean of the
-    numeric values."""
+def gate_score(metrics: Mapping[str, float]) -> float | None:
+    """The score a cascade threshold is compared with, as OpenEvolve compares it:
+    ``combined_score``, or else the mean of the numbers other than ``error`` (``None``
+    without any)."""
     if "combined_score" in metrics:
         return metrics["combined_score"]
-    values = list(metrics.values())
-    return sum(values) / len(values) if values else math.nan
+    values = [value for key, value in metrics.items() if key != "error"]
+    return sum(values) / len(values) if values else None
+
+
+def passes(metrics: Mapping[str, float], threshold: float) -> bool:
+    """Whether a stage's result goes on to the next stage (its score at least ``threshold``)."""
+    score = gate_score(metrics)
+    return score is not None and score >= threshold
 
 
 def program_line(exc: BaseException, program_path: str) -> int | None:

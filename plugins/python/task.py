@@ -1,7 +1,8 @@
-"""An OpenEvolve task folder, read as it is: ``initial_program.py``, ``evaluator.py`` and an
-optional ``config.yaml``.
+"""An OpenEvolve task folder, read as it is: its initial program, its evaluator and an
+optional config file (``initial_program.py``, ``evaluator.py`` and ``config.yaml``, or the
+files :func:`load_task` finds in their place).
 
-Only the keys of ``config.yaml`` that map onto DEI are read (the system message, the feature
+Only the keys of the config file that map onto DEI are read (the system message, the feature
 dimensions and their bins, the evaluator's timeout and cascade, ``diff_based_evolution``: what
 form of reply the prompt asks for); every other key is named in
 one warning line, with the DEI flag that does its job where there is one, so that nothing is
@@ -93,10 +94,13 @@ class Task:
 
     Attributes:
         folder: The folder, resolved.
-        program_path: The initial program (``initial_program.py`` unless named otherwise).
-        evaluator_path: The evaluator (``evaluator.py`` unless named otherwise).
+        program_path: The initial program (found as :func:`load_task` says).
+        evaluator_path: The evaluator (likewise).
         initial_program: The initial program's text.
-        config: What ``config.yaml`` says, or the defaults without one.
+        config: What the config file says, or the defaults without one.
+        config_path: The config file read, or ``None``.
+        unread_configs: Config files found but not read, several being there to choose from
+            (named in a warning line).
     """
 
     folder: Path
@@ -104,42 +108,104 @@ class Task:
     evaluator_path: Path
     initial_program: str
     config: TaskConfig
+    config_path: Path | None = None
+    unread_configs: tuple[Path, ...] = ()
 
 
 def load_task(
-    folder: str | Path = DEFAULT_TASK,
-    *,
-    program: str = "initial_program.py",
-    evaluator: str = "evaluator.py",
-    config: str = "config.yaml",
+    folder: str | Path = DEFAULT_TASK, *, program: str = "", evaluator: str = "", config: str = ""
 ) -> Task:
-    """Reads a task folder (``program`` and ``evaluator`` may also be paths elsewhere).
+    """Reads a task folder; ``program``, ``evaluator`` and ``config`` name the files (in the
+    folder, or paths elsewhere), each found in the folder when empty, as OpenEvolve's
+    examples name them (their README lines pass these paths to ``openevolve-run.py``):
+
+    - the initial program: ``initial_program.py``, else the one ``*program*.py`` file (not
+      ``best_program*``; ``init_program.py``, say);
+    - the evaluator: ``evaluator.py``, else the one ``evaluat*.py`` file;
+    - the config: ``config.yaml`` or ``config.yml``, else the one ``config*.yaml`` /
+      ``config*.yml`` file or file of ``configs/``; none when there are several (a warning
+      names them) or none.
 
     Raises:
-        ConfigError: The folder, the program or the evaluator is missing, or config.yaml is
-            not YAML or has a mapped key of the wrong type.
+        ConfigError: The folder or a file is missing or ambiguous, the initial program is not
+            Python, or the config is not YAML or has a mapped key of the wrong type.
     """
     root = Path(folder).expanduser().resolve()
     if not root.is_dir():
         raise ConfigError(f"python: task folder {str(folder)!r} does not exist")
-    program_path = (root / program).resolve()
-    evaluator_path = (root / evaluator).resolve()
-    for path, what in ((program_path, "initial program"), (evaluator_path, "evaluator")):
-        if not path.is_file():
-            raise ConfigError(f"python: the task's {what} {str(path)!r} does not exist")
+    program_path = _given(root, program, "initial program") or _program(root)
+    evaluator_path = _given(root, evaluator, "evaluator") or _evaluator(root)
+    config_path, unread = (_given(root, config, "config"), ()) if config else _config(root)
     try:
         text = program_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"python: cannot read {str(program_path)!r}: {exc}") from None
-    config_path = root / config
-    task_config = read_config(config_path) if config_path.is_file() else TaskConfig()
     return Task(
         folder=root,
         program_path=program_path,
         evaluator_path=evaluator_path,
         initial_program=text,
-        config=task_config,
+        config=read_config(config_path) if config_path is not None else TaskConfig(),
+        config_path=config_path,
+        unread_configs=unread,
     )
+
+
+def _given(root: Path, name: str, what: str) -> Path | None:
+    if not name:
+        return None
+    path = (root / name).resolve()
+    if not path.is_file():
+        raise ConfigError(f"python: the task's {what} {str(path)!r} does not exist")
+    return path
+
+
+def _one(root: Path, what: str, option: str, preferred: str, found: list[Path]) -> Path:
+    """``preferred`` in the folder, else the one file found; a clear error otherwise."""
+    if (root / preferred).is_file():
+        return (root / preferred).resolve()
+    if len(found) == 1:
+        return found[0].resolve()
+    which = ", ".join(path.name for path in found) if found else f"no {preferred}"
+    raise ConfigError(
+        f"python: cannot tell the task's {what} in {str(root)!r} ({which}): "
+        f"name it with --domain-option {option}=FILE"
+    )
+
+
+def _program(root: Path) -> Path:
+    found = [
+        path
+        for path in sorted(root.glob("*program*.py"))
+        if path.is_file() and not path.name.startswith("best_program")
+    ]
+    other = sorted(root.glob("initial_program.*"))
+    if not found and not (root / "initial_program.py").is_file() and other:
+        raise ConfigError(
+            f"python: the task's initial program {other[0].name} is not Python: the python "
+            "domain evolves Python programs"
+        )
+    return _one(root, "initial program", "program", "initial_program.py", found)
+
+
+def _evaluator(root: Path) -> Path:
+    found = [path for path in sorted(root.glob("evaluat*.py")) if path.is_file()]
+    return _one(root, "evaluator", "evaluator", "evaluator.py", found)
+
+
+def _config(root: Path) -> tuple[Path | None, tuple[Path, ...]]:
+    for name in ("config.yaml", "config.yml"):
+        if (root / name).is_file():
+            return (root / name).resolve(), ()
+    found = [
+        path
+        for pattern in ("config*.yaml", "config*.yml", "configs/*.yaml", "configs/*.yml")
+        for path in sorted(root.glob(pattern))
+        if path.is_file()
+    ]
+    if len(found) == 1:
+        return found[0].resolve(), ()
+    return None, tuple(found)
 
 
 def read_config(path: Path) -> TaskConfig:
@@ -225,13 +291,24 @@ def _bins(value: Any, features: tuple[str, ...], path: Path) -> dict[str, int]:
 
 
 def warn_ignored(task: Task) -> None:
-    """Prints one line per ignored config.yaml key, once per process and task."""
-    for key, hint in task.config.ignored:
+    """Prints one line per ignored config key (and one for config files left unread), once
+    per process and task."""
+    read = f"{task.folder.name}/{task.config_path.name}" if task.config_path else ""
+    lines = [
+        (key, f"{read}: {key} is ignored" + (f" ({hint})" if hint else ""))
+        for key, hint in task.config.ignored
+    ]
+    if task.unread_configs:
+        names = ", ".join(str(path.relative_to(task.folder)) for path in task.unread_configs)
+        lines.append(
+            (
+                "",
+                f"{task.folder.name}: none of {names} is read "
+                "(choose one with --domain-option config=FILE)",
+            )
+        )
+    for key, line in lines:
         if (str(task.folder), key) in _WARNED:
             continue
         _WARNED.add((str(task.folder), key))
-        print(
-            f"dei-python: warning: {task.folder.name}/config.yaml: {key} is ignored"
-            + (f" ({hint})" if hint else ""),
-            file=sys.stderr,
-        )
+        print(f"dei-python: warning: {line}", file=sys.stderr)

@@ -105,33 +105,6 @@ def test_a_missing_feature_and_a_nan_score_are_invalid(tmp_path: Path) -> None:
         domain.evaluate(domain.parse(domain.initial_text), [], seed=0)
 
 
-def test_the_cascade_stops_below_its_threshold_and_runs_evaluate_above(tmp_path: Path) -> None:
-    evaluator = """
-import importlib.util
-
-def _guess(path):
-    spec = importlib.util.spec_from_file_location("p", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.guess()
-
-def evaluate_stage1(program_path):
-    return {"combined_score": 1.0 if _guess(program_path) > 0 else 0.0}
-
-def evaluate(program_path):
-    return {"combined_score": 7.0, "distance": 0.5, "magnitude": 0.5}
-"""
-    config = (
-        "evaluator:\n  cascade_thresholds: [0.5]\n"
-        "database:\n  feature_dimensions: [distance, magnitude]\n"
-    )
-    domain = _domain(write_task(tmp_path / "cascade", evaluator=evaluator, config=config))
-    passed = domain.evaluate(domain.parse(domain.initial_text), [], seed=0)
-    assert (passed.fitness, passed.info["stage"]) == (7.0, 2)
-    with pytest.raises(InvalidProgram, match="stopped at cascade stage 1: score 0 is below"):
-        domain.evaluate(domain.parse("def guess():\n    return -1.0\n"), [], seed=0)
-
-
 def test_an_evaluation_result_shape_is_read(tmp_path: Path) -> None:
     evaluator = """
 class EvaluationResult:

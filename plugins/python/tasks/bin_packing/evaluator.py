@@ -9,7 +9,8 @@ and returns:
 * first_fit_agreement: the share that go to the first bin the item fits in.
 
 Instances come from a fixed seed, so the score of a program never changes. evaluate_stage1
-is the cascade's quick check: one small instance.
+is the cascade's quick check, one small instance; evaluate_stage2, run when stage 1 passes
+its threshold, is the full evaluation (a cascade does not call evaluate).
 """
 
 import importlib.util
@@ -77,3 +78,7 @@ def evaluate_stage1(program_path: str) -> dict:
 
 def evaluate(program_path: str) -> dict:
     return score(program_path, weibull_instances(INSTANCES, ITEMS))
+
+
+def evaluate_stage2(program_path: str) -> dict:
+    return evaluate(program_path)
