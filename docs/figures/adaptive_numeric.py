@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parent))
 
 from adaptive import CONDITION_COLUMNS, CONDITIONS, figures  # noqa: E402
 from figurelib import (  # noqa: E402

@@ -37,7 +37,7 @@ from typing import Any
 
 import attrs
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts import figurelib
+sys.path.append(str(Path(__file__).resolve().parent))  # the scripts import figurelib
 
 from figurelib import FIGURES_DIR, ROOT  # noqa: E402
 

@@ -101,8 +101,8 @@ def test_bad_option_is_a_config_error():
 
 def test_import_does_not_load_litellm():
     code = (
-        "import sys; import dei_llm.plugin; from dei_framework import plugins; "
-        "plugins.load_plugins(); print('litellm' in sys.modules)"
+        "import sys; import dei_llm.plugin; from dei_framework.plugin.manager import load_plugins; "
+        "load_plugins(); print('litellm' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -72,7 +72,7 @@ def test_a_run_keeping_no_elite_names_the_commonest_reason(cli, tmp_path) -> Non
     line = (
         f"no elite kept: all {invalid} candidates were invalid; commonest reason "
         f"({invalid} of {invalid}): the evaluator returned no feature 'distance' (it returned "
-        "combined_score, magnitude)"
+        "combined_score, magnitude; DEI computes only complexity, diversity, score)"
     )
     lines = result.stdout.splitlines()
     assert lines[0].startswith("done: ") and "merged coverage 0.0%" in lines[0]
