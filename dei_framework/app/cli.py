@@ -256,6 +256,8 @@ RUN_OPTIONS = [
             "sandbox",
             "eval_timeout",
             "eval_memory",
+            "eval_file_size",
+            "eval_processes",
             "members",
             "checkpoint_seconds",
             "out",

@@ -12,7 +12,7 @@ import hashlib
 import pickle
 import time
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dei_framework.contract.domain import Domain, Evaluation, GenomeEvaluations, Program
 from dei_framework.contract.errors import InvalidProgram
@@ -27,6 +27,9 @@ from dei_framework.evaluation.outcome import (
     reference_matches,
 )
 from dei_framework.evaluation.sandbox.policy import SandboxPolicy
+
+if TYPE_CHECKING:
+    from dei_framework.evaluation.sandbox.client import SandboxReply
 
 
 def _parse_and_evaluate(
@@ -155,38 +158,40 @@ def _sandboxed_batch(
     outcomes = []
     for text, seed in jobs:
         reply = sandbox.evaluate(text, seed, set_id, set_data, required, known)
-        program = None
-        if reply.parsed:
-            try:
-                program = domain.parse(text)
-            except Exception:  # noqa: BLE001 - parsed in the sandbox; no program is no loss
-                program = None
-        if reply.status != "valid":
-            outcomes.append(
-                Outcome(
-                    program=program, error=reply.error, seconds=reply.seconds, matches=reply.matches
-                )
-            )
-            continue
-        evaluation = Evaluation(fitness=reply.fitness, descriptor=reply.descriptor, info=reply.info)
-        problem = check_evaluation(evaluation, required, known)
-        if problem is not None or program is None:
-            problem = problem or "the text did not parse again outside the sandbox"
-            outcomes.append(
-                Outcome(
-                    program=program,
-                    error=f"evaluation failed: {problem}",
-                    seconds=reply.seconds,
-                    matches=reply.matches,
-                )
-            )
-            continue
-        outcomes.append(
-            Outcome(
-                program=program, evaluation=evaluation, seconds=reply.seconds, matches=reply.matches
-            )
-        )
+        outcomes.append(_sandboxed_outcome(domain, text, reply, required, known))
     return outcomes
+
+
+def _sandboxed_outcome(
+    domain: Domain,
+    text: str,
+    reply: SandboxReply,
+    required: Collection[str],
+    known: Collection[str] | None,
+) -> Outcome:
+    """The outcome of a sandbox's ``reply`` to ``text``: the program parsed again here, a valid
+    answer checked again, and what the program printed."""
+    program = None
+    if reply.parsed:
+        try:
+            program = domain.parse(text)
+        except Exception:  # noqa: BLE001 - parsed in the sandbox; no program is no loss
+            program = None
+    common = {
+        "program": program,
+        "seconds": reply.seconds,
+        "matches": reply.matches,
+        "output": reply.output,
+        "output_truncated": reply.output_truncated,
+    }
+    if reply.status != "valid":
+        return Outcome(error=reply.error, **common)
+    evaluation = Evaluation(fitness=reply.fitness, descriptor=reply.descriptor, info=reply.info)
+    problem = check_evaluation(evaluation, required, known)
+    if problem is not None or program is None:
+        problem = problem or "the text did not parse again outside the sandbox"
+        return Outcome(error=f"evaluation failed: {problem}", **common)
+    return Outcome(evaluation=evaluation, **common)
 
 
 def _timed_batch(

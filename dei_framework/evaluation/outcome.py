@@ -63,6 +63,9 @@ class Outcome:
         error: Why it is invalid (parse error with line number, or evaluation failure).
         seconds: Time spent parsing and evaluating.
         matches: Reference programs the program is (:meth:`Domain.reference_matches`).
+        output: What a sandboxed program wrote to its standard output and error (up to the
+            sandbox's output limit; logged under ``output`` when not empty).
+        output_truncated: Whether it wrote more (logged as ``output_truncated: true``).
     """
 
     program: Program | None = None
@@ -70,6 +73,8 @@ class Outcome:
     error: str | None = None
     seconds: float = 0.0
     matches: tuple[str, ...] = ()
+    output: str = ""
+    output_truncated: bool = False
 
     def result(self, item: WorkItem, *, operator: str = "", **info: Any) -> Result:
         """The scheduler :class:`~dei_framework.search.scheduler.Result` of ``item`` (for
@@ -78,6 +83,10 @@ class Outcome:
         data = self.program.data if self.program is not None else None
         if self.matches:  # logged, and left out of the node's generality reference
             info = {**info, "generality_matches": list(self.matches)}
+        if self.output:
+            info = {**info, "output": self.output}
+        if self.output_truncated:
+            info = {**info, "output_truncated": True}
         if self.evaluation is None:
             return Result(item=item, text=text, error=self.error, operator=operator, info=info)
         if self.evaluation.info:  # the domain's extra figures, logged under their own key

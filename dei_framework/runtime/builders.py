@@ -25,9 +25,8 @@ from dei_framework.contract.errors import ConfigError, DEIError, PluginError
 from dei_framework.contract.operators import Operator
 from dei_framework.contract.transport import TransportSpec
 from dei_framework.evaluation.local import Evaluator
-from dei_framework.evaluation.sandbox.policy import choose_policy
 from dei_framework.plugin.manager import PluginRegistry, Registered
-from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.config import NodeConfig, RunConfig, sandbox_policy
 from dei_framework.runtime.merge import RunMerge
 from dei_framework.runtime.replay import RecordedOperator
 from dei_framework.search.allocation import BudgetAllocator, check_allocation, split_options
@@ -220,10 +219,9 @@ def new_evaluator(config: RunConfig, domain: Domain, registry: PluginRegistry) -
         domain=domain,
     )
     backend = registry.lookup(EVALUATORS, config.evaluator).factory(ctx)
-    sandbox = choose_policy(
-        domain, level=config.sandbox, timeout=config.eval_timeout, memory_mb=config.eval_memory
+    return Evaluator(
+        domain, descriptor_keys=offered, backend=backend, sandbox=sandbox_policy(config, domain)
     )
-    return Evaluator(domain, descriptor_keys=offered, backend=backend, sandbox=sandbox)
 
 
 def delivery(config: RunConfig, spec: TransportSpec) -> str:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.evaluation.sandbox.policy import check_options as check_sandbox_options
+from dei_framework.evaluation.sandbox.policy import SandboxPolicy, choose_policy
 from dei_framework.runtime.endpoints import check_shared_api_base, split_endpoint
 from dei_framework.runtime.presets import Preset, get_preset, overridden, warn_overrides
 from dei_framework.runtime.run_config import (
@@ -60,6 +60,7 @@ __all__ = [  # the record's names are re-exported: they were always imported fro
     "key_values",
     "load_toml",
     "resolve_config",
+    "sandbox_policy",
     "with_node_flags",
 ]
 
@@ -271,7 +272,6 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     domain = pick("domain")
     if not domain:
         raise ConfigError("no domain given: use --domain (see `dei plugins`)")
-    check_sandbox_options(pick("sandbox") or "", pick("eval_timeout"), pick("eval_memory"))
     plugins.domain(domain)
     plugins.evaluator(pick("evaluator"))
     plugins.allocator(pick("allocation"))
@@ -322,7 +322,28 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         allocation_options=dict(file.get("allocation_options", {})),
         **{name: tables[name] for name in FLAG_TABLES if name != "operator_options"},
     )
-    return RunConfig(**values)
+    config = RunConfig(**values)
+    sandbox_policy(config)  # impossible sandbox options end here, before anything runs
+    return config
+
+
+def sandbox_policy(config: RunConfig, domain: Any = None) -> SandboxPolicy:
+    """The run's sandbox level and limits: the one place they are decided, from the options
+    and the domain's declarations (:func:`~dei_framework.evaluation.sandbox.choose_policy`).
+    Without ``domain``, the options alone are checked.
+
+    Raises:
+        ConfigError: Impossible options (an unknown level, a limit out of range or with
+            ``--sandbox none``, ``isolated`` without bubblewrap).
+    """
+    return choose_policy(
+        domain,
+        level=config.sandbox,
+        timeout=config.eval_timeout,
+        memory_mb=config.eval_memory,
+        file_mb=config.eval_file_size,
+        processes=config.eval_processes,
+    )
 
 
 def _operators(

@@ -87,6 +87,8 @@ class RunConfig:
             :mod:`dei_framework.evaluation.sandbox`).
         eval_timeout: Wall-clock seconds per candidate (``None``: the domain's, else none).
         eval_memory: Memory per candidate in MB (``None``: the domain's, else none).
+        eval_file_size: Largest file per candidate in MB (``None``: 64; 0: no limit).
+        eval_processes: Processes per candidate at once (``None``: 64; 0: no limit).
         domain_options: Domain options (``[domain_options]`` table and domain flags).
         transport_options: Transport options (``[transport_options]`` table and flags).
         delivery: How champions reach peers: ``"virtual"`` (by virtual time: deterministic;
@@ -310,6 +312,28 @@ class RunConfig:
             "one over it is invalid. Default: the domain's, else none.",
             type=int,
             metavar="MB",
+        ),
+    )
+    eval_file_size: int | None = attrs.field(
+        default=None,
+        metadata=setting(
+            "--eval-file-size",
+            WHERE,
+            "Largest file a candidate may write, in MB; a write past it makes the candidate "
+            "invalid. Default: 64; 0: no limit.",
+            type=int,
+            metavar="MB",
+        ),
+    )
+    eval_processes: int | None = attrs.field(
+        default=None,
+        metadata=setting(
+            "--eval-processes",
+            WHERE,
+            "Processes a candidate may have at once, itself included; one with more is "
+            "killed and invalid. Default: 64; 0: no limit.",
+            type=int,
+            metavar="N",
         ),
     )
     domain_options: Mapping[str, Any] = attrs.field(factory=dict)

@@ -20,15 +20,13 @@ from dei_framework.analysis.common_ground import common_fitness, reference_recor
 from dei_framework.analysis.metrics import mean_or_none, operator_divergence
 from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.domain import Domain
-from dei_framework.contract.errors import DEIError
 from dei_framework.contract.kinds import CALL_KINDS, EventKind
 from dei_framework.contract.payloads import JSONValue
 from dei_framework.contract.run_summary import Champion, NodeSummary, RunSummary
 from dei_framework.evaluation.sandbox.limits import STOP_KINDS, stop_kind
-from dei_framework.evaluation.sandbox.policy import choose_policy
 from dei_framework.net.node import Node
 from dei_framework.runtime.budget import BudgetLedger, NodeUsage
-from dei_framework.runtime.config import RunConfig
+from dei_framework.runtime.config import RunConfig, sandbox_policy
 from dei_framework.runtime.driver import SearchDriver
 from dei_framework.runtime.merge import RunMerge
 from dei_framework.search.events import RoundEvent
@@ -279,18 +277,9 @@ def run_summary(
         invalid=tally.invalid,
         evaluated=tally.evaluated,
         # Only where candidates ran in a sandbox (domains whose programs are data never stop).
-        stopped=dict(tally.stopped) if _sandboxed(config, domain) else None,
+        stopped=dict(tally.stopped) if sandbox_policy(config, domain).sandboxed else None,
         no_elite=tally.no_elite(merged.stats.num_elites),
     )
-
-
-def _sandboxed(config: RunConfig, domain: Domain) -> bool:
-    try:
-        return choose_policy(
-            domain, level=config.sandbox, timeout=config.eval_timeout, memory_mb=config.eval_memory
-        ).sandboxed
-    except DEIError:  # not reached: the run could not have started
-        return False
 
 
 def _generality_reference(domain: Domain) -> dict[str, Any] | None:

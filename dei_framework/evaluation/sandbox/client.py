@@ -32,7 +32,7 @@ import attrs
 from dei_framework.contract.errors import DEIError
 from dei_framework.evaluation.sandbox import wire
 from dei_framework.evaluation.sandbox.bubblewrap import bwrap_arguments, find_bubblewrap
-from dei_framework.evaluation.sandbox.limits import memory_message
+from dei_framework.evaluation.sandbox.limits import Limits, file_message, memory_message
 from dei_framework.evaluation.sandbox.policy import SandboxPolicy
 from dei_framework.evaluation.sandbox.zygote import PARENT_VARIABLE
 
@@ -41,20 +41,24 @@ START_SECONDS = 120.0
 #: Seconds the client waits beyond a candidate's time limit before it gives up on the warm
 #: process itself (stopped by the program, e.g. with SIGSTOP) and starts another.
 GRACE_SECONDS = 5.0
-#: Variables a sandbox keeps from the worker's environment: what Python needs to start and
-#: decode text. Everything else (API keys, tokens, cloud credentials) stays outside.
+#: Variables a sandbox keeps from the worker's environment (an allowlist): what Python needs
+#: to start, find the domain and decode text, with every ``LC_*`` (:data:`KEPT_PREFIXES`).
+#: Everything else (API keys, tokens, cloud and provider credentials, DEI's own settings)
+#: stays outside. ``PYTHONPATH`` is the worker's import path; ``HOME`` and ``TMPDIR`` are set
+#: to each candidate's scratch directory.
 KEPT_VARIABLES = (
     "PATH",
     "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
+    "LANGUAGE",
     "PYTHONHASHSEED",
-    "PYTHONPATH",
     "VIRTUAL_ENV",
     "PYTHONDONTWRITEBYTECODE",
     "PYTHONUTF8",
+    "PYTHONIOENCODING",
     "TZ",
 )
+#: Prefixes of variables kept too (the locale's categories).
+KEPT_PREFIXES = ("LC_",)
 
 
 class SandboxUnavailable(DEIError):
@@ -75,6 +79,9 @@ class SandboxReply:
         info: Its extra information.
         seconds: Wall-clock seconds the evaluation took in the sandbox.
         matches: Reference programs the program is.
+        output: What the program wrote to its standard output and error (at most the
+            output limit, decoded as UTF-8).
+        output_truncated: Whether it wrote more than the output limit (the rest was dropped).
     """
 
     status: str
@@ -85,6 +92,8 @@ class SandboxReply:
     info: Mapping[str, Any] = attrs.field(factory=dict)
     seconds: float = 0.0
     matches: tuple[str, ...] = ()
+    output: str = ""
+    output_truncated: bool = False
 
 
 def _unreadable(seconds: float) -> SandboxReply:
@@ -95,10 +104,23 @@ def _unreadable(seconds: float) -> SandboxReply:
     )
 
 
-def _plain_reply(frame: Any, memory_mb: int | None) -> SandboxReply:
-    """A zygote's answer checked for shape (anything else is :func:`_unreadable`)."""
-    if not isinstance(frame, tuple) or not frame:
+def _plain_reply(frame: Any, limits: Limits) -> SandboxReply:
+    """A zygote's answer checked for shape (anything else is :func:`_unreadable`), with the
+    output the child wrote."""
+    if not isinstance(frame, tuple) or len(frame) < 2:
         return _unreadable(0.0)
+    output, truncated = frame[-2:]
+    if not isinstance(output, bytes) or not isinstance(truncated, bool):
+        return _unreadable(0.0)
+    reply = _answer(frame[:-2], limits)
+    if not output and not truncated:
+        return reply
+    text = output[: limits.output_kb * 1024].decode("utf-8", "replace")
+    return attrs.evolve(reply, output=text, output_truncated=truncated)
+
+
+def _answer(frame: tuple[Any, ...], limits: Limits) -> SandboxReply:
+    """The zygote's frame without its output, as a reply."""
     if frame[0] == "stopped" and len(frame) == 4:
         _, reason, seconds, parsed = frame
         if isinstance(reason, str) and isinstance(seconds, float):
@@ -113,10 +135,12 @@ def _plain_reply(frame: Any, memory_mb: int | None) -> SandboxReply:
         reply = wire.loads_untrusted(frame[1])
     except wire.FrameError:
         return _unreadable(seconds)
-    if reply == ("memory",):
-        return SandboxReply(
-            status="stopped", parsed=True, error=memory_message(memory_mb), seconds=seconds
-        )
+    limit = {
+        "memory": memory_message(limits.memory_mb),
+        "file": file_message(limits.file_mb, "EFBIG"),
+    }
+    if isinstance(reply, tuple) and len(reply) == 1 and reply[0] in limit:
+        return SandboxReply(status="stopped", parsed=True, error=limit[reply[0]], seconds=seconds)
     if (
         isinstance(reply, tuple)
         and len(reply) == 2
@@ -189,7 +213,11 @@ def _code_roots() -> list[str]:
 
 
 def _environment(isolated: bool) -> dict[str, str]:
-    env = {name: os.environ[name] for name in KEPT_VARIABLES if name in os.environ}
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name in KEPT_VARIABLES or name.startswith(KEPT_PREFIXES)
+    }
     # The worker's import path, so the domain's module is found as the worker found it.
     env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(path) for path in sys.path if path)
     env["HOME"] = "/tmp" if isolated else tempfile.gettempdir()
@@ -314,7 +342,7 @@ class SandboxProcess:
                     )
                     wire.write_frame(process.stdin.fileno(), job)
                     continue
-                return _plain_reply(frame, self.policy.limits.memory_mb)
+                return _plain_reply(frame, self.policy.limits)
         except TimeoutError:
             reason = "stopped answering"
         except (OSError, EOFError):

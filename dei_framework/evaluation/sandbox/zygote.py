@@ -6,14 +6,19 @@ candidate (``python -m dei_framework.evaluation.sandbox.zygote``, started by
 Forking a process that has the domain imported costs a fraction of a millisecond; starting an
 interpreter per candidate would cost tens. The zygote itself never runs a candidate's code:
 each child does, in its own process group, in a fresh scratch directory, with its standard
-streams on ``/dev/null`` and its address space capped; the zygote waits for its reply with a
-deadline and kills the child's whole group when the deadline passes, so a loop in C code or a
-program that blocks every signal is stopped all the same.
+input on ``/dev/null``, its standard output and error on a pipe the zygote reads (up to the
+output limit; the rest is read and dropped), and its address space and file sizes capped; the
+zygote waits for its reply with a deadline, counts its processes under a process limit, and
+kills all of them (:class:`~dei_framework.evaluation.sandbox.processes.Family`, daemons that
+left the group too) when the deadline passes or the reply is in, so a loop in C code, a
+program that blocks every signal or a fork bomb is stopped all the same.
 
 Frames in (see :mod:`~dei_framework.evaluation.sandbox.wire`): ``("hello", domain_pickle, limits)``
 once, then ``("set", id, pickle)`` and ``("job", text, seed, set_id, required, known)``.
-Frames out: ``("ready", pid)``, ``("need", set_id)``, and per job ``("done", reply, seconds)``
-or ``("stopped", reason, seconds, parsed)``.
+Frames out: ``("ready", pid)``, ``("need", set_id)``, and per job
+``("done", reply, seconds, output, truncated)`` or
+``("stopped", reason, seconds, parsed, output, truncated)`` (``output``: the bytes kept of the
+child's standard output and error; ``truncated``: whether it wrote more).
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
@@ -22,7 +27,7 @@ change in any release.
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import errno
 import gc
 import mmap
 import os
@@ -40,27 +45,28 @@ from typing import Any
 import attrs
 
 from dei_framework.evaluation.sandbox import wire
-from dei_framework.evaluation.sandbox.limits import Limits, signal_message, timeout_message
+from dei_framework.evaluation.sandbox.limits import (
+    Limits,
+    file_message,
+    processes_message,
+    signal_message,
+    timeout_message,
+)
+from dei_framework.evaluation.sandbox.pipes import MAX_REPLY, Output, drain, exit_watch, reaped
+from dei_framework.evaluation.sandbox.processes import (
+    WATCH_SECONDS,
+    Family,
+    become_subreaper,
+    die_with_parent,
+    last_pid,
+)
 
 #: Opponent sets the zygote keeps (most recently used last), as an evaluation worker does.
 KEPT_SETS = 16
 #: Names the client's pid, so that a zygote whose client died while it started ends at once.
 PARENT_VARIABLE = "DEI_SANDBOX_PARENT"
-#: Largest reply a child may send (a bigger one is a hostile child's).
-MAX_REPLY = 16 * 1024 * 1024
 #: Longest text a spare parses ahead of its job (:meth:`Zygote._rehearse`).
 REHEARSAL_CHARS = 64 * 1024
-
-
-def _pdeathsig_setter() -> Any:
-    """A function making the calling process receive SIGKILL when its parent dies (Linux)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return lambda: prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def _address_space() -> int:
@@ -76,12 +82,18 @@ class _Child:
     pid: int
     job: int  #: the write end of the pipe the child reads its job from
     reply: int  #: the read end of the pipe it answers on
-    exited: int  #: readable once it has exited (see _exit_watch)
+    exited: int  #: readable once it has exited (see pipes.exit_watch)
+    output: int  #: the read end of the pipe its standard output and error go to
     scratch: str
     sets: frozenset[str]  #: the opponent sets it was forked with
     #: One byte shared with the child, set once its text has parsed: read only when the child
     #: is stopped, so that the zygote is not woken for it.
     parsed: mmap.mmap = attrs.field(repr=False)
+    #: :func:`~dei_framework.evaluation.sandbox.processes.last_pid` when its job came in.
+    since: int = 0
+
+    def family(self) -> Family:
+        return Family(self.pid, self.since)
 
 
 class Zygote:
@@ -102,7 +114,8 @@ class Zygote:
         self.limits = limits
         self.scratch_root = scratch_root
         self.sets: OrderedDict[str, list[Any]] = OrderedDict()
-        self.die_with_parent = _pdeathsig_setter()
+        #: Whether /proc tells this process's descendants apart (see processes.Family).
+        self.watch = os.path.isdir("/proc/self") and become_subreaper()
         self.spare: _Child | None = None
         self._done: list[_Child] = []
         #: The last text whose child parsed it and answered: the next spare parses it again
@@ -123,12 +136,14 @@ class Zygote:
                 self._done.append(child)
             child = self._fork()
         self._done.append(child)
+        child.since = last_pid() if self.watch else 0
         started = time.perf_counter()
         try:
             wire.write_frame(child.job, wire.dumps((text, seed, set_id, required, known)))
         except OSError:  # the spare is gone (the OOM killer, ...): the candidate gets another
             child = self._fork()
             self._done.append(child)
+            child.since = last_pid() if self.watch else 0
             started = time.perf_counter()
             wire.write_frame(child.job, wire.dumps((text, seed, set_id, required, known)))
         # The child's group (whatever the program started in it) is killed by :meth:`tidy`,
@@ -144,9 +159,11 @@ class Zygote:
         for child in self._done:
             with contextlib.suppress(OSError):
                 os.killpg(child.pid, signal.SIGKILL)
+            if self.watch:  # and what left the group (a daemon), adopted by this process
+                child.family().kill()
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(child.pid, 0)
-            for fd in (child.job, child.reply, child.exited):
+            for fd in (child.job, child.reply, child.exited, child.output):
                 with contextlib.suppress(OSError):
                     os.close(fd)
             shutil.rmtree(child.scratch, ignore_errors=True)
@@ -160,11 +177,14 @@ class Zygote:
         for child in (*self._done, *([self.spare] if self.spare else [])):
             with contextlib.suppress(OSError):
                 os.killpg(child.pid, signal.SIGKILL)
+            if self.watch:
+                child.family().kill()
 
     def _fork(self) -> _Child:
         scratch = tempfile.mkdtemp(prefix="candidate-", dir=self.scratch_root)
         job_read, job_write = os.pipe()
         reply_read, reply_write = os.pipe()
+        output_read, output_write = os.pipe()
         # Objects the zygote holds stay out of the child's collections: a collection would
         # write to every page they are on, and copying those pages costs more than most
         # evaluations.
@@ -174,9 +194,12 @@ class Zygote:
         if pid == 0:  # the child: never returns
             os.close(job_write)
             os.close(reply_read)
-            self._child(job_read, reply_write, scratch, parsed)
+            os.close(output_read)
+            self._child(job_read, reply_write, output_write, scratch, parsed)
         os.close(job_read)
         os.close(reply_write)
+        os.close(output_write)
+        os.set_blocking(output_read, False)
         with contextlib.suppress(OSError):  # the child may have done it already
             os.setpgid(pid, pid)
         os.set_blocking(reply_read, False)
@@ -184,20 +207,22 @@ class Zygote:
             pid=pid,
             job=job_write,
             reply=reply_read,
-            exited=_exit_watch(pid),
+            exited=exit_watch(pid),
+            output=output_read,
             scratch=scratch,
             sets=frozenset(self.sets),
             parsed=parsed,
         )
 
-    def _child(self, job_read: int, write_end: int, scratch: str, parsed: mmap.mmap) -> None:
+    def _child(
+        self, job_read: int, write_end: int, output: int, scratch: str, parsed: mmap.mmap
+    ) -> None:
         status = 0
         try:
             for fd in self.channel:
                 os.close(fd)
             os.setpgid(0, 0)
-            if self.die_with_parent is not None:
-                self.die_with_parent()
+            die_with_parent()
             os.chdir(scratch)
             os.environ["HOME"] = os.environ["TMPDIR"] = scratch
             tempfile.tempdir = scratch
@@ -205,11 +230,10 @@ class Zygote:
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
             self._rehearse()
-            # The limit is set while the spare waits, so that the candidate's latency does not
-            # hold it; the job's few bytes fit in it.
-            if self.limits.memory_mb is not None:
-                cap = _address_space() + self.limits.memory_mb * 1024 * 1024
-                resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+            for fd in (1, 2):  # the candidate's, not the rehearsal's
+                os.dup2(output, fd)
+            os.close(output)
+            self._set_limits()
             try:
                 text, seed, set_id, required, known = pickle.loads(wire.read_frame(job_read))
             except EOFError:  # a spare the zygote let go of
@@ -217,18 +241,12 @@ class Zygote:
             os.close(job_read)
             opponents = self.sets[set_id]
             try:
-                outcome = self._evaluate(text, seed, opponents, required, known, parsed)
+                reply = self._answer(self._evaluate(text, seed, opponents, required, known, parsed))
             except MemoryError:
-                reply: tuple[Any, ...] = ("memory",)
-            else:
-                # The domain turns a program's exception into a message; under a memory limit a
-                # MemoryError is the limit's doing and says so.
-                memory = (
-                    self.limits.memory_mb is not None
-                    and outcome.error is not None
-                    and outcome.error.startswith("evaluation failed: MemoryError")
-                )
-                reply = ("memory",) if memory else _reply(outcome)
+                reply = ("memory",)
+            for stream in (sys.stdout, sys.stderr):  # what it printed, before the reply
+                with contextlib.suppress(BaseException):
+                    stream.flush()
             payload = wire.dumps(reply)
             if len(payload) > MAX_REPLY:
                 payload = wire.dumps(("error", f"a result of {len(payload)} bytes"))
@@ -237,11 +255,40 @@ class Zygote:
             with contextlib.suppress(BaseException):
                 wire.write_frame(write_end, wire.dumps(("memory",)))
         except BaseException as exc:  # noqa: BLE001 - SystemExit and all: the child ends here
+            file = isinstance(exc, OSError) and exc.errno == errno.EFBIG
             with contextlib.suppress(BaseException):
-                wire.write_frame(write_end, wire.dumps(("error", f"{type(exc).__name__}: {exc}")))
+                reply = ("file",) if file else ("error", f"{type(exc).__name__}: {exc}")
+                wire.write_frame(write_end, wire.dumps(reply))
             status = 1
         finally:
             os._exit(status)  # no atexit handler, no flush of the zygote's buffers
+
+    def _set_limits(self) -> None:
+        """Caps the child's address space and file sizes, and turns off core dumps.
+
+        Set while the spare waits, so that the candidate's latency does not hold it; the job's
+        few bytes fit in it. Python ignores ``SIGXFSZ``; the child takes its default back, so
+        that a write past the file limit ends the candidate there, whoever catches exceptions.
+        """
+        if self.limits.memory_mb is not None:
+            cap = _address_space() + self.limits.memory_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        if self.limits.file_mb is not None:
+            cap = self.limits.file_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
+            signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    def _answer(self, outcome: Any) -> tuple[Any, ...]:
+        """The reply for ``outcome``. The domain turns a program's exception into a message;
+        under a limit, a ``MemoryError`` or ``EFBIG`` is the limit's doing and says so."""
+        error = outcome.error or ""
+        if self.limits.memory_mb is not None and error.startswith("evaluation failed: MemoryError"):
+            return ("memory",)
+        if self.limits.file_mb is not None and f"[Errno {errno.EFBIG}]" in error:
+            return ("file",)
+        return _reply(outcome)
 
     def _rehearse(self) -> None:
         """Parses the last text that parsed, in a spare waiting for its job, and forgets it.
@@ -285,95 +332,71 @@ class Zygote:
         )
 
     def _wait(self, child: _Child, started: float) -> tuple[Any, ...]:
-        """Reads the child's reply until it is complete, the child exits, its deadline passes
-        or it sends too much."""
-        deadline = None if self.limits.timeout is None else started + self.limits.timeout
+        """Reads the child's reply (and its output) until the reply is complete, the child
+        exits, its deadline passes, it sends too much or it has too many processes."""
+        limits = self.limits
+        deadline = None if limits.timeout is None else started + limits.timeout
+        output = Output(cap=limits.output_kb * 1024)
         chunks: list[bytes] = []
         size = 0
         # The child's exit is watched directly, not through the pipe's end: a program may
         # leave a process behind that holds the pipe open.
-        watched = [child.reply, child.exited]
+        watched = [child.reply, child.exited, child.output]
+        counting = self.watch and limits.processes is not None
+        counted = started
         while True:
             wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            if counting:
+                wait = WATCH_SECONDS if wait is None else min(wait, WATCH_SECONDS)
             ready, _, _ = select.select(watched, [], [], wait)
-            if not ready:  # the deadline: the whole group, whatever it blocks or ignores
-                return _stopped(timeout_message(self.limits.timeout), started, child)
+            if child.output in ready and output.drain(child.output):
+                watched.remove(child.output)  # every writer closed it
             if child.reply in ready:
-                read, closed = _drain(child.reply, chunks)
+                read, closed = drain(child.reply, chunks)
                 size += read
                 if closed:
-                    watched = [child.exited]
+                    watched.remove(child.reply)
                 frame = b"".join(chunks)
                 if len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4:
-                    return ("done", frame[4:], time.perf_counter() - started)
+                    output.drain(child.output)
+                    return ("done", frame[4:], time.perf_counter() - started, *output.fields())
+            now = time.perf_counter()
+            if deadline is not None and now >= deadline:  # the whole group, whatever it does
+                return _stopped(timeout_message(limits.timeout), started, child, output)
             if size > MAX_REPLY + 8:
-                return _stopped(
-                    f"evaluation failed: the program sent more than {MAX_REPLY} bytes",
-                    started,
-                    child,
-                )
-            if child.exited in ready and _reaped(child.pid):
+                reason = f"evaluation failed: the program sent more than {MAX_REPLY} bytes"
+                return _stopped(reason, started, child, output)
+            if counting and now - counted >= WATCH_SECONDS:
+                counted = now
+                if child.family().count() > limits.processes:
+                    child.family().kill()  # now: a fork bomb does not wait for the reply
+                    return _stopped(processes_message(limits.processes), started, child, output)
+            if child.exited in ready and reaped(child.pid):
                 break
-        _drain(child.reply, chunks)
+        drain(child.reply, chunks)
+        output.drain(child.output)
         frame = b"".join(chunks)
         seconds = time.perf_counter() - started
         if len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4:
-            return ("done", frame[4:], seconds)
-        status = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        parsed = child.parsed[0] == 1
+            return ("done", frame[4:], seconds, *output.fields())
+        reason = self._exit_reason(child.pid)
+        return ("stopped", reason, seconds, child.parsed[0] == 1, *output.fields())
+
+    def _exit_reason(self, pid: int) -> str:
+        """Why a child that exited without answering did (it is not reaped yet)."""
+        status = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         if status is not None and status.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
-            return ("stopped", signal_message(status.si_status), seconds, parsed)
+            if status.si_status == signal.SIGXFSZ and self.limits.file_mb is not None:
+                return file_message(self.limits.file_mb, "SIGXFSZ")
+            return signal_message(status.si_status)
         code = status.si_status if status is not None else -1
-        return (
-            "stopped",
-            f"evaluation failed: the program exited with status {code} before answering",
-            seconds,
-            parsed,
-        )
+        return f"evaluation failed: the program exited with status {code} before answering"
 
 
-def _stopped(reason: str, started: float, child: _Child) -> tuple[Any, ...]:
-    return ("stopped", reason, time.perf_counter() - started, child.parsed[0] == 1)
-
-
-def _exit_watch(pid: int) -> int:
-    """A descriptor that becomes readable when ``pid`` exits: a pidfd (Linux 5.3), else one
-    that is always readable, and :func:`_reaped` polls."""
-    global _PIDFD
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        _PIDFD = False
-        read_end, write_end = os.pipe()
-        os.close(write_end)  # at end of file: always readable
-        return read_end
-
-
-_PIDFD = True  # set by _exit_watch: whether this system gives pidfds
-
-
-def _reaped(pid: int) -> bool:
-    """Whether the child has exited, once its exit watch is readable (polled every few ms
-    where there is no pidfd)."""
-    if _PIDFD:
-        return True
-    time.sleep(0.002)
-    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-
-
-def _drain(fd: int, chunks: list[bytes]) -> tuple[int, bool]:
-    """Reads what ``fd`` holds now into ``chunks``: how many bytes, and whether it is closed."""
-    size = 0
-    while size <= MAX_REPLY + 8:
-        try:
-            chunk = os.read(fd, 1 << 20)
-        except BlockingIOError:
-            return size, False
-        if not chunk:
-            return size, True
-        chunks.append(chunk)
-        size += len(chunk)
-    return size, False
+def _stopped(reason: str, started: float, child: _Child, output: Output) -> tuple[Any, ...]:
+    seconds = time.perf_counter() - started
+    output.drain(child.output)
+    return ("stopped", reason, seconds, child.parsed[0] == 1, *output.fields())
 
 
 def _reply(outcome: Any) -> tuple[Any, ...]:
@@ -407,9 +430,7 @@ def main() -> None:
     os.dup2(null, 1)
     for number in (signal.SIGINT, signal.SIGTERM):  # the client decides when this ends
         signal.signal(number, signal.SIG_IGN)
-    die_with_parent = _pdeathsig_setter()
-    if die_with_parent is not None:
-        die_with_parent()
+    die_with_parent()
     expected = os.environ.pop(PARENT_VARIABLE, "")
     if expected and os.getppid() != int(expected):  # the client died before prctl took effect
         return

@@ -128,7 +128,14 @@ def _hostile_run(cli, stub, env, tmp_path: Path, *placement: str, level: str) ->
     for event in made:  # each stopped within its limit + 1 s
         assert event["timings"]["eval_s"] <= TIMEOUT + 1.0, event
     assert summary["invalid"] == len(expected)
-    assert summary["stopped"] == {"timeout": 1, "memory": 1, "killed": 1, "sandbox": 0}
+    assert summary["stopped"] == {
+        "timeout": 1,
+        "memory": 1,
+        "file": 0,
+        "processes": 0,
+        "killed": 1,
+        "sandbox": 0,
+    }
     # The watch page and the report count them too.
     state = WatchedRun(out).state(seconds=None)
     shown = Counter()
