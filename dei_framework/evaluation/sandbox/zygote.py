@@ -224,7 +224,7 @@ class Zygote:
             os.setpgid(0, 0)
             die_with_parent()
             os.chdir(scratch)
-            os.environ["HOME"] = os.environ["TMPDIR"] = scratch
+            os.environ["HOME"] = os.environ["TMPDIR"] = os.environ["PWD"] = scratch
             tempfile.tempdir = scratch
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):

@@ -26,29 +26,7 @@ def _naive():
     return NaiveBinPacking()
 
 
-def _evaluate(
-    texts: list[str],
-    *,
-    level: str = "process",
-    workers: int = 0,
-    timeout: float | None = 5.0,
-    memory: int | None = None,
-) -> list:
-    """Evaluates ``texts`` one after the other on one evaluator (so on one warm process)."""
-    domain = _naive()
-    policy = choose_policy(domain, level=level, timeout=timeout, memory_mb=memory)
-    evaluator = Evaluator(domain, workers=workers, descriptor_keys=AXES, sandbox=policy)
-
-    async def run() -> list:
-        return [await evaluator.evaluate(text, [], seed=1) for text in texts]
-
-    try:
-        return asyncio.run(run())
-    finally:
-        evaluator.close()
-
-
-def test_a_program_that_changes_its_process_changes_no_other_candidate(naive_env) -> None:
+def test_a_program_that_changes_its_process_changes_no_other_candidate(sandboxed) -> None:
     meddler = (
         "import os, random, builtins, naive_domain\n"
         "random.Random.randint = lambda self, a, b: a\n"  # the instances
@@ -57,8 +35,8 @@ def test_a_program_that_changes_its_process_changes_no_other_candidate(naive_env
         "os.chdir('/')\n"
         "def priority(item, bins):\n    return [0.0] * len(bins)\n"
     )
-    alone = _evaluate([GOOD])[0]
-    after = _evaluate([meddler, GOOD, GOOD])
+    alone = sandboxed([GOOD])[0]
+    after = sandboxed([meddler, GOOD, GOOD])
     assert alone.evaluation is not None
     assert after[0].evaluation is not None  # the meddler itself ran (and saw its changes)
     for outcome in after[1:]:
@@ -68,11 +46,7 @@ def test_a_program_that_changes_its_process_changes_no_other_candidate(naive_env
 
 
 @pytest.mark.parametrize("level", ["process", "isolated"])
-def test_the_time_limit_stops_a_loop_in_c_with_every_signal_blocked(
-    naive_env, level, request
-) -> None:
-    if level == "isolated":
-        request.getfixturevalue("bubblewrap")
+def test_the_time_limit_stops_a_loop_in_c_with_every_signal_blocked(sandboxed, level) -> None:
     blocked = (
         "import re, signal\n"
         "signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals))\n"
@@ -80,24 +54,24 @@ def test_the_time_limit_stops_a_loop_in_c_with_every_signal_blocked(
         "    re.match(r'(a*)*b', 'a' * 64)\n"  # backtracks in C, never returns
         "    return [0.0] * len(bins)\n"
     )
-    outcomes = _evaluate([blocked, GOOD], level=level, timeout=1.0)
+    outcomes = sandboxed([blocked, GOOD], level=level, timeout=1.0)
     assert outcomes[0].error == "timeout after 1.0 s"
     assert outcomes[0].program is not None  # it parsed: the log keeps its text
     assert outcomes[0].seconds < 2.0
     assert outcomes[1].evaluation is not None
 
 
-def test_a_process_left_behind_holding_the_pipe_does_not_hold_the_evaluation(naive_env) -> None:
+def test_a_process_left_behind_holding_the_pipe_does_not_hold_the_evaluation(sandboxed) -> None:
     lingering = (
         "import subprocess\n"
         "subprocess.Popen(['sleep', '600'])\n"  # inherits the reply pipe
         "def priority(item, bins):\n    return [0.0] * len(bins)\n"
     )
-    outcome = _evaluate([lingering], timeout=30.0)[0]
+    outcome = sandboxed([lingering], timeout=30.0)[0]
     assert outcome.error is None and outcome.evaluation is not None  # not a timeout
 
 
-def test_a_forged_reply_runs_no_code_outside_the_sandbox(naive_env, tmp_path) -> None:
+def test_a_forged_reply_runs_no_code_outside_the_sandbox(sandboxed, tmp_path) -> None:
     mark = tmp_path / "escaped"
     forger = (
         "import os, pickle, struct\n"
@@ -113,19 +87,19 @@ def test_a_forged_reply_runs_no_code_outside_the_sandbox(naive_env, tmp_path) ->
         "os._exit(0)\n"
         "def priority(item, bins):\n    return [0.0] * len(bins)\n"
     )
-    outcomes = _evaluate([forger, GOOD])
+    outcomes = sandboxed([forger, GOOD])
     assert not mark.exists()
     assert outcomes[0].evaluation is None
     assert "unreadable" in outcomes[0].error
     assert outcomes[1].evaluation is not None  # the channel was not desynchronised
 
 
-def test_a_program_that_kills_its_warm_process_is_the_only_one_invalid(naive_env) -> None:
+def test_a_program_that_kills_its_warm_process_is_the_only_one_invalid(sandboxed) -> None:
     parricide = (
         "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
         "def priority(item, bins):\n    return [0.0] * len(bins)\n"
     )
-    outcomes = _evaluate([GOOD, parricide, GOOD])
+    outcomes = sandboxed([GOOD, parricide, GOOD])
     assert outcomes[1].error.startswith("evaluation failed: the sandbox process died")
     assert outcomes[0].evaluation == outcomes[2].evaluation is not None
 
