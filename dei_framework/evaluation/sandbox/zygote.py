@@ -113,6 +113,7 @@ class Zygote:
         self.channel = channel
         self.limits = limits
         self.scratch_root = scratch_root
+        self.pid = os.getpid()
         self.sets: OrderedDict[str, list[Any]] = OrderedDict()
         #: Whether /proc tells this process's descendants apart (see processes.Family).
         self.watch = os.path.isdir("/proc/self") and become_subreaper()
@@ -223,6 +224,8 @@ class Zygote:
                 os.close(fd)
             os.setpgid(0, 0)
             die_with_parent()
+            if os.getppid() != self.pid:  # the zygote died before the line above took effect
+                os._exit(0)
             os.chdir(scratch)
             os.environ["HOME"] = os.environ["TMPDIR"] = os.environ["PWD"] = scratch
             tempfile.tempdir = scratch
