@@ -1,6 +1,7 @@
-"""Running candidates that may do anything: per-candidate time and memory limits, and
-isolation (``--sandbox none|process|isolated``): a warm zygote forks one child per candidate;
-bubblewrap jails it for ``isolated``.
+"""Running candidates that may do anything: per-candidate limits (time, memory, file size,
+output, processes), a scrubbed environment, and isolation (``--sandbox
+none|process|isolated``): a warm zygote forks one child per candidate; bubblewrap jails it
+for ``isolated``.
 
 May import: what ``evaluation`` may import (:mod:`dei_framework.contract`,
 :mod:`dei_framework.search`) and the other modules of ``evaluation``.
@@ -9,6 +10,8 @@ Modules:
     policy.py       the level and limits a run uses (options, domain declarations)
     limits.py       the limits, and the one-line reasons a stopped candidate gets
     zygote.py       the warm process that forks one child per candidate
+    pipes.py        reading a child's reply and output without blocking, watching its exit
+    processes.py    a candidate's processes (daemons too): found, counted, killed
     client.py       a worker's handle on its warm process (one per worker thread, restarted
                     when a program takes it down)
     bubblewrap.py   the ``isolated`` level's jail (``bwrap``)
