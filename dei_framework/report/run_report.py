@@ -334,6 +334,8 @@ def _last(values: Sequence[Any] | None) -> Any:
 _STOPPED_WORDS = {
     "timeout": "over the time limit",
     "memory": "over the memory limit",
+    "file": "over the file size limit",
+    "processes": "over the process limit",
     "killed": "killed by a signal",
     "sandbox": "took their sandbox down",
 }

@@ -92,6 +92,8 @@ def test_the_config_keys_are_the_settings_and_the_tables() -> None:
         "sandbox",
         "eval_timeout",
         "eval_memory",
+        "eval_file_size",
+        "eval_processes",
         "allocation",
     }
     fields = {item.key for item in of_fields(RunConfig)}
@@ -321,6 +323,8 @@ def test_a_file_setting_every_kind_of_key_resolves_as_it_always_did(tmp_path, pl
         "sandbox": "none",
         "eval_timeout": None,
         "eval_memory": None,
+        "eval_file_size": None,
+        "eval_processes": None,
         "domain_options": {"dims": 3},
         "transport_options": {},
         "delivery": "virtual",

@@ -140,6 +140,13 @@ def test_the_level_follows_the_domain_and_the_limits(naive_env, toy_env) -> None
         choose_policy(naive, memory_mb=4)
     with pytest.raises(ConfigError, match="--sandbox 'vm'"):
         choose_policy(naive, level="vm")
+    defaults = choose_policy(naive).limits  # bounded unless turned off
+    assert (defaults.file_mb, defaults.processes, defaults.output_kb) == (64, 64, 64)
+    off = choose_policy(naive, file_mb=0, processes=0).limits
+    assert off.file_mb is None and off.processes is None
+    assert choose_policy(toy, processes=8).level == "process"
+    with pytest.raises(ConfigError, match="--eval-processes needs a sandbox"):
+        choose_policy(naive, level="none", processes=8)
 
 
 def test_a_script_kept_in_tmp_itself_runs_isolated_with_its_domain_module(
@@ -214,6 +221,8 @@ def test_isolated_without_bubblewrap_names_the_package(monkeypatch, naive_env) -
         (["--sandbox", "none", "--eval-timeout", "3"], "--eval-timeout needs a sandbox"),
         (["--eval-memory", "4"], "--eval-memory 4: give whole megabytes, at least 16"),
         (["--eval-timeout", "0"], "--eval-timeout 0.0: give a number of seconds above 0"),
+        (["--eval-file-size", "-1"], "--eval-file-size -1: give whole megabytes (0: no limit)"),
+        (["--sandbox", "none", "--eval-processes", "8"], "--eval-processes needs a sandbox"),
     ],
 )
 def test_impossible_sandbox_options_end_with_one_line(
