@@ -91,6 +91,9 @@ class Family:
         self.leader = leader
         self.since = since
         self.root = os.getpid()
+        #: The last count and the :func:`last_pid` it was made at: while no process has been
+        #: created since, the count cannot have grown, and /proc is not read again.
+        self._counted: tuple[int, int] | None = None
 
     def members(self) -> dict[int, tuple[int, bool]]:
         """Per process of the candidate: its parent and whether it is a zombie."""
@@ -117,8 +120,12 @@ class Family:
         return members
 
     def count(self) -> int:
-        """How many of its processes are alive."""
-        return sum(not zombie for _, zombie in self.members().values())
+        """How many of its processes are alive (at most: some may have died since)."""
+        last = last_pid()
+        if self._counted is None or self._counted[0] != last or not last:
+            alive = sum(not zombie for _, zombie in self.members().values())
+            self._counted = (last, alive)
+        return self._counted[1]
 
     def kill(self) -> None:
         """Kills every process of the candidate (the leader too) and reaps this process's

@@ -160,10 +160,10 @@ class Zygote:
         for child in self._done:
             with contextlib.suppress(OSError):
                 os.killpg(child.pid, signal.SIGKILL)
-            if self.watch:  # and what left the group (a daemon), adopted by this process
-                child.family().kill()
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(child.pid, 0)
+            if self.watch:  # and what left the group (a daemon), adopted by this process
+                child.family().kill()
             for fd in (child.job, child.reply, child.exited, child.output):
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -346,7 +346,7 @@ class Zygote:
         # leave a process behind that holds the pipe open.
         watched = [child.reply, child.exited, child.output]
         counting = self.watch and limits.processes is not None
-        counted = started
+        counted, family = started, child.family()
         while True:
             wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
             if counting:
@@ -371,8 +371,8 @@ class Zygote:
                 return _stopped(reason, started, child, output)
             if counting and now - counted >= WATCH_SECONDS:
                 counted = now
-                if child.family().count() > limits.processes:
-                    child.family().kill()  # now: a fork bomb does not wait for the reply
+                if family.count() > limits.processes:
+                    family.kill()  # now: a fork bomb does not wait for the reply
                     return _stopped(processes_message(limits.processes), started, child, output)
             if child.exited in ready and reaped(child.pid):
                 break
