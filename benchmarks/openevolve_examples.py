@@ -1,8 +1,8 @@
 """OpenEvolve's own example folders, each run unchanged by ``dei-run``: what a switching user sees.
 
-Every folder of an OpenEvolve checkout's ``examples/`` (and of its ``algotune/`` and
-``alphaevolve_math_problems/`` collections) that holds an ``evaluator.py`` is given, as it is,
-to::
+Every folder of an OpenEvolve checkout's ``examples/`` that holds an ``evaluator.py`` (the
+``algotune/`` and ``alphaevolve_math_problems/`` collections hold one task per sub-folder), and
+every top-level folder that holds none, is given as it is to::
 
     dei-run --domain python --task DIR --operator python-ast --nodes 2 --budget 12 --rounds 2
 
@@ -30,23 +30,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: The collections whose sub-folders are each one task.
-COLLECTIONS = ("algotune", "alphaevolve_math_problems")
 #: The command of issue 48, after ``--task DIR``.
 RUN_FLAGS = ("--operator", "python-ast", "--nodes", "2", "--budget", "12", "--rounds", "2")
 
 
 def task_folders(examples: Path) -> list[Path]:
-    """The example folders holding an ``evaluator.py``, collections expanded, sorted by name."""
-    folders = []
-    for folder in sorted(path for path in examples.iterdir() if path.is_dir()):
-        members = (
-            sorted(p for p in folder.iterdir() if p.is_dir())
-            if folder.name in COLLECTIONS
-            else [folder]
-        )
-        folders.extend(member for member in members if (member / "evaluator.py").is_file())
-    return folders
+    """Every folder holding an ``evaluator.py`` (at any depth: the collections nest tasks one
+    or two levels down), and each top-level folder holding none (run too, to show what DEI
+    says of it), sorted by path."""
+    tasks = {path.parent for path in examples.rglob("evaluator.py")}
+    tasks = {task for task in tasks if not any(parent in tasks for parent in task.parents)}
+    bare = {
+        folder
+        for folder in examples.iterdir()
+        if folder.is_dir() and not any(task.is_relative_to(folder) for task in tasks)
+    }
+    return sorted(tasks | bare)
 
 
 def run_one(
