@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("OPENEVOLVE_EXAMPLES"),
         help="an OpenEvolve checkout's examples/ folder (default: $OPENEVOLVE_EXAMPLES)",
     )
+    parser.add_argument(
+        "--revision", default="", help="the OpenEvolve commit the examples are at, recorded"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per folder")
     parser.add_argument("--only", nargs="*", default=(), help="run only these example names")
@@ -118,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     kept = sum(1 for row in rows if row.get("elites", 0) > 0)
     result = {
         "command": "dei-run --domain python --task DIR " + " ".join(RUN_FLAGS),
+        "openevolve_revision": args.revision,
         "seed": args.seed,
         "folders": len(rows),
         "kept_elites": kept,
