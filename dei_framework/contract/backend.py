@@ -103,12 +103,6 @@ class EvaluatorOptions(FactoryContext):
     workers: int | None = None
     address: str | None = None
 
-    def __bool__(self) -> bool:
-        # Always true, as before 0.2, when this was a plain record: being a mapping of its
-        # options would make it false without options, and a backend testing ``if options:``
-        # (for "was I given a context") would then take the other branch.
-        return True
-
 
 #: ``factory(ctx)`` builds the backend of one evaluator (``ctx.domain``: its domain).
 BackendFactory = Callable[[EvaluatorOptions], EvaluationBackend]

@@ -25,9 +25,8 @@ class FactoryContext(Mapping[str, Any]):
     that add what those kinds need). It is also the read-only mapping of its ``options``
     (``ctx["key"]``, ``dict(ctx)``, ``ctx.get(...)``), so a factory written as
     ``factory(options)`` works unchanged and one that needs more reads ``ctx.registry`` or
-    ``ctx.seed``. Its truth is kept from before 0.2 too: a plain context is false without
-    options, as the dict it stands for; an ``OperatorSettings`` or ``EvaluatorOptions``, plain
-    records then, is always true.
+    ``ctx.seed``. As a mapping it is false without options, whatever its kind: test
+    ``ctx.options`` or the attribute you need rather than the context itself.
 
     Factories of the two-argument shapes before 0.2 (``factory(settings, domain)`` for
     operators, ``factory(node_names, options)`` for transports, ``factory(domain, options)`` for

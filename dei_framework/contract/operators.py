@@ -241,12 +241,6 @@ class OperatorSettings(FactoryContext):
     spec: str
     node: str
 
-    def __bool__(self) -> bool:
-        # Always true, as before 0.2, when this was a plain record: being a mapping of its
-        # options would make it false without options, and an operator factory testing
-        # ``if settings:`` would then take the other branch.
-        return True
-
 
 #: ``factory(ctx)`` returns the node's operator (``ctx.domain``: the run's domain) or raises
 #: ``ConfigError``.

@@ -290,16 +290,12 @@ def test_a_one_argument_factory_is_accepted_for_every_other_kind(hook) -> None:
     assert spec.factory(FactoryContext(options={"a": 1})) == {"a": 1}
 
 
-def test_a_context_keeps_the_truth_of_what_it_replaced() -> None:
-    # Operator settings and backend options were records, always true, before they became
-    # mappings of their options; a factory testing ``if options:`` must not change branch.
-    assert EvaluatorOptions()
-    assert EvaluatorOptions(options={}, workers=0)
-    assert OperatorSettings(spec="x", node="n0")
-    assert len(EvaluatorOptions()) == 0 and dict(OperatorSettings(spec="x", node="n0")) == {}
-    # A plain context stands for the options dict of the one-argument kinds: false when empty.
+def test_a_context_of_every_kind_is_the_mapping_of_its_options() -> None:
+    # One rule for every kind: the context's truth and contents are its options'.
+    assert not EvaluatorOptions() and not OperatorSettings(spec="x", node="n0")
     assert not FactoryContext()
-    assert FactoryContext(options={"a": 1})
+    assert EvaluatorOptions(options={"a": 1}, workers=0)
+    assert dict(OperatorSettings(spec="x", node="n0", options={"t": 0.5})) == {"t": 0.5}
 
 
 # --- typed lookups -------------------------------------------------------------------------------

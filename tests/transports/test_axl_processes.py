@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from midway import events
+from toy_domain import HOLD_AFTER, HOLD_UNTIL
 
 pytestmark = pytest.mark.axl
 
@@ -277,7 +278,12 @@ def test_late_joining_node_gets_and_gives_champions(axl_cluster, toy_env, tmp_pa
     config = write_config(tmp_path / "run.toml")
     out = tmp_path / "run"
 
-    def start(name: str) -> subprocess.Popen:
+    # a and b hold after three rounds until c has published a champion, so that they are still
+    # running to receive it however slowly c starts (an event, not a head start in seconds).
+    gate = tmp_path / "c-published"
+    held = {**toy_env, HOLD_UNTIL: str(gate), HOLD_AFTER: str(3 * CALLS_PER_ROUND)}
+
+    def start(name: str, env: dict[str, str]) -> subprocess.Popen:
         return subprocess.Popen(
             [
                 "dei",
@@ -293,13 +299,13 @@ def test_late_joining_node_gets_and_gives_champions(axl_cluster, toy_env, tmp_pa
                 "--progress",
                 "quiet",
             ],
-            env=toy_env,
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
 
-    early = [start("a"), start("b")]
+    early = [start("a", held), start("b", held)]
 
     def a_two_rounds_in() -> bool:
         for process in early:
@@ -308,14 +314,26 @@ def test_late_joining_node_gets_and_gives_champions(axl_cluster, toy_env, tmp_pa
         return rounds_done(out, "a") >= 2
 
     wait_for(a_two_rounds_in, what="node a's second round")
-    late = start("c")
+    late = start("c", toy_env)
+
+    def c_published() -> bool:
+        if late.poll() is not None:
+            raise AssertionError(f"node c ended early: {late.communicate()}")
+        return rounds_done(out, "c") >= 1
+
+    wait_for(c_published, what="node c's first round")
+    gate.touch()
     for process in [*early, late]:
         code, stdout, stderr = finish(process)
         assert code == 0, stderr[-3000:]
     assert "done: node c" in stdout
     log = {name: events(out / "processes" / name) for name in NAMES}
     assert {e["from"] for e in log["c"] if e["event"] == "received"} == {"a", "b"}
-    assert any(e["event"] == "received" and e["from"] == "c" for e in log["a"] + log["b"])
+    # c's champion reaches a or b in a round (received) or after their last one (received_late).
+    assert any(
+        e["event"] in ("received", "received_late") and e["from"] == "c"
+        for e in log["a"] + log["b"]
+    )
     result = cli("dei", "merge", str(out), "--no-report", env=toy_env)
     assert "merged: 3 nodes" in result.stdout
     summary = json.loads((out / "summary.json").read_text())
