@@ -8,18 +8,13 @@ are typed (no ``Any`` in the public signatures of ``contract/registry.py`` and
 from __future__ import annotations
 
 import inspect
-import sys
 import warnings
-from pathlib import Path
 
 import attrs
 import pytest
+import toy_domain
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import (  # noqa: E402
+from dei_framework import (
     ArchiveSpec,
     DomainSpec,
     EvaluatorOptions,
@@ -37,19 +32,19 @@ from dei_framework import (  # noqa: E402
     load_plugins,
     run,
 )
-from dei_framework.contract import registry as registry_module  # noqa: E402
-from dei_framework.contract.backend import EVALUATORS  # noqa: E402
-from dei_framework.contract.cli_options import RUN_OPTIONS  # noqa: E402
-from dei_framework.contract.descriptors import AXES  # noqa: E402
-from dei_framework.contract.domain import DOMAINS  # noqa: E402
-from dei_framework.contract.operators import OPERATORS  # noqa: E402
-from dei_framework.contract.registry import REGISTRATION_HOOKS, Kind  # noqa: E402
-from dei_framework.contract.transport import TRANSPORTS  # noqa: E402
-from dei_framework.runtime import builders  # noqa: E402
-from dei_framework.search.allocation import ALLOCATORS, AllocatorSpec  # noqa: E402
-from dei_framework.search.archives import ARCHIVES  # noqa: E402
-from dei_framework.search.selectors import SELECTORS  # noqa: E402
-from dei_framework.search.sharing import SHARING_POLICIES  # noqa: E402
+from dei_framework.contract import registry as registry_module
+from dei_framework.contract.backend import EVALUATORS
+from dei_framework.contract.cli_options import RUN_OPTIONS
+from dei_framework.contract.descriptors import AXES
+from dei_framework.contract.domain import DOMAINS
+from dei_framework.contract.operators import OPERATORS
+from dei_framework.contract.registry import REGISTRATION_HOOKS, Kind
+from dei_framework.contract.transport import TRANSPORTS
+from dei_framework.runtime import builders
+from dei_framework.search.allocation import ALLOCATORS, AllocatorSpec
+from dei_framework.search.archives import ARCHIVES
+from dei_framework.search.selectors import SELECTORS
+from dei_framework.search.sharing import SHARING_POLICIES
 
 KINDS = (
     "domain",

@@ -4,30 +4,26 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+import toy_domain
 from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import hookimpl  # noqa: E402
+from dei_framework import hookimpl
 from dei_framework.app import cli
-from dei_framework.app.cli_experiment import plan_from_flags  # noqa: E402
-from dei_framework.contract.domain import DomainSpec  # noqa: E402
-from dei_framework.contract.errors import ConfigError  # noqa: E402
-from dei_framework.contract.operators import Operator, OperatorReply, OperatorSpec  # noqa: E402
-from dei_framework.experiment.runner import run_experiment  # noqa: E402
-from dei_framework.plugin.manager import load_plugins  # noqa: E402
-from dei_framework.report.plots import final_archives  # noqa: E402
-from dei_framework.report.write import write_run_report  # noqa: E402
-from dei_framework.runtime.config import NodeConfig, RunConfig  # noqa: E402
-from dei_framework.runtime.ensemble import run  # noqa: E402
-from dei_framework.runtime.run_files import read_finished_run  # noqa: E402
-from dei_framework.search.archives import GridArchive  # noqa: E402
+from dei_framework.app.cli_experiment import plan_from_flags
+from dei_framework.contract.domain import DomainSpec
+from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.operators import Operator, OperatorReply, OperatorSpec
+from dei_framework.experiment.runner import run_experiment
+from dei_framework.plugin.manager import load_plugins
+from dei_framework.report.plots import final_archives
+from dei_framework.report.write import write_run_report
+from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.ensemble import run
+from dei_framework.runtime.run_files import read_finished_run
+from dei_framework.search.archives import GridArchive
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

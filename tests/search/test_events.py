@@ -4,17 +4,13 @@ line of ``events.jsonl`` (derived from the fields) and ``from_json()`` reads it 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import attrs
 import pytest
+import toy_domain
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "toy"))
-
-import toy_domain  # noqa: E402
-
-from dei_framework import (  # noqa: E402
+from dei_framework import (
     EvaluatedEvent,
     NodeConfig,
     RoundEvent,
@@ -23,7 +19,7 @@ from dei_framework import (  # noqa: E402
     load_plugins,
     run,
 )
-from dei_framework.search.archives import ArchiveStats  # noqa: E402
+from dei_framework.search.archives import ArchiveStats
 
 
 class Observer:
