@@ -180,6 +180,14 @@ def _program(root: Path) -> Path:
         if path.is_file() and not path.name.startswith("best_program")
     ]
     other = sorted(root.glob("initial_program.*"))
+    if not found and (root / "initial_program").is_dir():
+        # OpenEvolve's multi-file examples (tsp_tour_minimization: C++ and Python files) keep
+        # the program as a folder that a script of their own joins into one text.
+        raise ConfigError(
+            f"python: the task's initial program {str(root / 'initial_program')!r} is a folder "
+            "of several files: the python domain evolves one Python file; name it with "
+            "--domain-option program=FILE"
+        )
     if not found and not (root / "initial_program.py").is_file() and other:
         raise ConfigError(
             f"python: the task's initial program {other[0].name} is not Python: the python "

@@ -1,7 +1,9 @@
 """The layouts of OpenEvolve's example folders (its repository's ``examples/``, read at commit
 75bc298), as data: what each folder names its files, what its config asks of the grid and the
 cascade, what its evaluator returns and imports, and which look-alike of
-``openevolve_lookalikes/`` stands for it (or why none can run here).
+``openevolve_lookalikes/`` stands for it (or why none can run here). The folders added
+since (arc_benchmark, background_blur, claude_code_quickstart, tsp_tour_minimization's
+folder program) were read at commit 411fb59.
 
 Facts only, gathered by reading the folders; no OpenEvolve code is copied. The test
 ``test_openevolve_layouts.py`` runs each look-alike through ``dei-run``.
@@ -176,6 +178,35 @@ LAYOUTS: tuple[Layout, ...] = (
         lookalike="computed_score",
         unavailable="the evaluator submits to Kattis over the network with an account",
     ),
+    Layout(
+        example="background_blur",
+        features=("complexity", "ssim"),
+        stages=(*_STAGES_12, "evaluate_stage3"),
+        thresholds=(0.5, 0.5),
+        cascade=True,
+        returns="EvaluationResult",
+        openevolve=OPENEVOLVE_IMPORTS,
+        third_party=("numpy",),
+        lookalike="result_cascade",
+    ),
+    Layout(
+        example="claude_code_quickstart",
+        stages=_STAGES_12,
+        thresholds=(1.3,),
+        returns="EvaluationResult",
+        openevolve=OPENEVOLVE_IMPORTS,
+        third_party=("numpy",),
+        lookalike="result_cascade",
+    ),
+    Layout(
+        example="arc_benchmark",
+        cascade=False,
+        returns="EvaluationResult",
+        openevolve=OPENEVOLVE_IMPORTS,
+        third_party=("numpy",),
+        lookalike="result_cascade",
+        unavailable="the evaluator reads the ARC Prize data from a fixed path of its author's",
+    ),
 )
 
 #: Example folders whose initial program is not Python: the python domain refuses them.
@@ -185,4 +216,8 @@ NOT_PYTHON: tuple[tuple[str, str], ...] = (
     ("llm_prompt_optimization", "initial_prompt.txt: a prompt evolved with an LLM judge"),
     ("lm_eval", "initial_content_stub.txt: a text stub for lm-eval-harness"),
     ("symbolic_regression", "no initial program: generated per problem by its scripts"),
+    (
+        "tsp_tour_minimization",
+        "initial_program/: a folder of C++ and Python files its own script joins into one text",
+    ),
 )

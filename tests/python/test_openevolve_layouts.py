@@ -169,6 +169,12 @@ def test_a_folder_that_names_its_files_otherwise_is_found_or_refused_clearly(
     (rust / "evaluator.py").write_text(EVALUATOR)
     with pytest.raises(ConfigError, match="initial_program.rs is not Python"):
         load_task(rust)
+    several = tmp_path / "several"
+    (several / "initial_program").mkdir(parents=True)
+    (several / "initial_program" / "TSP.cpp").write_text("int main() {}\n")
+    (several / "evaluator.py").write_text(EVALUATOR)
+    with pytest.raises(ConfigError, match="initial_program' is a folder of several files"):
+        load_task(several)
 
 
 def test_fitness_and_the_cascades_score_are_openevolves() -> None:
