@@ -43,15 +43,10 @@ from dei_framework.experiment.plan import (
 )
 from dei_framework.experiment.portfolio import plan_main, plan_options
 from dei_framework.plugin.manager import DISABLE_PLUGINS_VARIABLE, PluginRegistry, load_plugins
-from dei_framework.runtime.config import (
-    SETTINGS,
-    RunConfig,
-    chosen_out,
-    resolve_config,
-    with_node_flags,
-)
-from dei_framework.runtime.run_layout import CONFIG_FILE, EXPERIMENT_FILE, SUMMARY_FILE
-from dei_framework.runtime.run_lock import RunLock, lock_run_dir
+from dei_framework.runtime.config.resolve import chosen_out, resolve_config, with_node_flags
+from dei_framework.runtime.config.run_config import SETTINGS, RunConfig
+from dei_framework.runtime.files.run_layout import CONFIG_FILE, EXPERIMENT_FILE, SUMMARY_FILE
+from dei_framework.runtime.files.run_lock import RunLock, lock_run_dir
 
 #: Exit status: the run finished (every node spent its quota).
 EXIT_OK = 0
@@ -188,7 +183,7 @@ def sound_registry() -> PluginRegistry:
 
 def setting_option(key: str) -> Callable:
     """The click option of the run setting ``key``, as its ``RunConfig`` field's metadata (or
-    :data:`~dei_framework.runtime.settings.NOT_FIELDS`) describes it."""
+    :data:`~dei_framework.runtime.config.settings.NOT_FIELDS`) describes it."""
     item = SETTINGS[key]
     kwargs = dict(item.option)
     if "choices" in kwargs:
@@ -461,7 +456,7 @@ def _dei_run(flags: dict[str, Any]) -> RunRequest:
     """``dei-run``'s flag handling: the flags checked and resolved into a :class:`RunRequest`,
     the run directory locked (before the recorded configuration of ``--resume`` is read: one
     writer at a time). Nothing runs yet."""
-    from dei_framework.runtime.run_dir import RunDir
+    from dei_framework.runtime.files.run_dir import RunDir
 
     plugins = sound_registry()
     resume_dir, replay_dir = flags.get("resume"), flags.get("replay")
@@ -543,7 +538,7 @@ def _given_up_unless_written(lock: RunLock, marker: Path) -> Iterator[None]:
 
 def _run_locked(request: RunRequest, interrupts: Interrupts) -> None:
     """The run of ``dei-run`` once its flags are handled and its directory is locked."""
-    from dei_framework.runtime.launcher import local_network
+    from dei_framework.runtime.node.launcher import local_network
 
     config, out, plugins, flags = request.config, request.out, request.plugins, request.flags
     resume_dir, replay_dir = request.resume_dir, request.replay_dir
@@ -588,8 +583,8 @@ def _run_in_process(
     """Runs every node in this process; returns the summary. An interrupt or a failure after
     the run started ends the command with one line saying what is kept."""
     from dei_framework.runtime.ensemble import Ensemble
+    from dei_framework.runtime.files.run_dir import RunDir
     from dei_framework.runtime.progress import make_progress
-    from dei_framework.runtime.run_dir import RunDir
 
     progress = make_progress(flags.get("progress") or "auto", config)
     hint = (
@@ -720,7 +715,7 @@ def _launch(
     resume: bool,
 ) -> RunSummary:
     """Runs every node as a `dei node` process over the transport's local network."""
-    from dei_framework.runtime.launcher import Launcher
+    from dei_framework.runtime.node.launcher import Launcher
 
     quiet = flags.get("progress") in ("quiet", "json")
     child_args = (
@@ -1075,7 +1070,7 @@ def node_command(**flags: Any) -> None:
     Every node of the run is started with the same configuration and its own --name; on one
     machine `dei-run --transport axl` starts them all (and their AXL nodes) for you.
     """
-    from dei_framework.runtime.run_dir import RunDir
+    from dei_framework.runtime.files.run_dir import RunDir
 
     plugins = registry()
     name = flags["name"]
@@ -1101,7 +1096,7 @@ def node_command(**flags: Any) -> None:
             raise ConfigError("give the shared run configuration with --config (or --resume)")
         path = Path(flags["config_file"])
         if path.suffix == ".json":
-            from dei_framework.runtime.run_files import read_config
+            from dei_framework.runtime.files.run_files import read_config
 
             config = read_config(path)
         else:
@@ -1122,8 +1117,8 @@ def _node_locked(
 ) -> None:
     """The node of ``dei node`` once its process directory is locked."""
     from dei_framework.runtime.ensemble import Ensemble
+    from dei_framework.runtime.files.run_dir import RunDir, write_json_atomic
     from dei_framework.runtime.progress import make_progress
-    from dei_framework.runtime.run_dir import RunDir, write_json_atomic
 
     name = flags["name"]
     config = with_node_flags(config, flags, plugins)  # plugins' options, --transport-option
@@ -1179,8 +1174,8 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
     `dei-run --transport axl` does this itself; after a run over several machines, copy each
     machine's processes/<node>/ into one directory (with the shared config.json) and merge.
     """
-    from dei_framework.runtime.process_merge import merge_node_processes
-    from dei_framework.runtime.run_dir import RunDir
+    from dei_framework.runtime.files.run_dir import RunDir
+    from dei_framework.runtime.node.join import merge_node_processes
 
     lock_run_dir(run_dir)  # a run still writing (its launcher, another merge): refused
     directory = RunDir(run_dir)

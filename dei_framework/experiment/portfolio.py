@@ -37,8 +37,9 @@ import attrs
 import click
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.run_layout import MERGED_ARCHIVE_FILE, SUMMARY_FILE
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.run_layout import MERGED_ARCHIVE_FILE, SUMMARY_FILE
 
 if TYPE_CHECKING:
     from dei_framework.contract.registry import PluginRegistry
@@ -398,7 +399,7 @@ def plan_main(flags: Mapping[str, Any], plugins: PluginRegistry) -> None:
 
 def resolve_base(flags: Mapping[str, Any], plugins: PluginRegistry) -> RunConfig:
     """The pilots' base configuration from ``dei plan``'s flags (as ``dei-run`` resolves its)."""
-    from dei_framework.runtime.config import resolve_config
+    from dei_framework.runtime.config.resolve import resolve_config
 
     return resolve_config(
         {

@@ -22,8 +22,8 @@ from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.experiment.summary import PER_NODE_REPEAT, condition_common, describe
-from dei_framework.runtime.run_files import FinishedRun, damaged
-from dei_framework.runtime.run_layout import MERGED_ARCHIVE_FILE
+from dei_framework.runtime.files.run_files import FinishedRun, damaged
+from dei_framework.runtime.files.run_layout import MERGED_ARCHIVE_FILE
 from dei_framework.search.archives import GridArchive
 
 #: Folder of the plots, relative to ``report.md``.

@@ -2,10 +2,10 @@
 
 :class:`Ensemble` is the loop: :func:`~dei_framework.runtime.assembly.assemble` builds the
 run's parts, the ensemble runs its nodes in one event loop, logs what they report and hands
-the other jobs to their modules: checkpoints to :mod:`dei_framework.runtime.checkpoints`,
+the other jobs to their modules: checkpoints to :mod:`dei_framework.runtime.files.checkpoints`,
 round archives, common ground and the merge to :mod:`dei_framework.runtime.merge`,
 ``summary.json`` to :mod:`dei_framework.runtime.summary` (joining node processes is
-:mod:`dei_framework.runtime.process_merge`'s).
+:mod:`dei_framework.runtime.node.join`'s).
 
 This is what ``dei-run`` does, and what library users call to run a configured ensemble:
 
@@ -28,11 +28,12 @@ from dei_framework.contract.kinds import EventKind, ProgressKind
 from dei_framework.contract.run_summary import RunSummary
 from dei_framework.net.node import Node
 from dei_framework.plugin.manager import PluginRegistry, load_plugins
-from dei_framework.runtime.assembly import LAG_PER_SLOT, RunParts, assemble, note_opponents
-from dei_framework.runtime.checkpoints import UNLOGGED_CALLS, write_checkpoint
-from dei_framework.runtime.config import RunConfig
-from dei_framework.runtime.run_dir import RunDir, read_jsonl, write_json_atomic
-from dei_framework.runtime.run_layout import MERGED_ARCHIVE_FILE
+from dei_framework.runtime.assembly import RunParts, assemble
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.checkpoints import UNLOGGED_CALLS, write_checkpoint
+from dei_framework.runtime.files.run_dir import RunDir, read_jsonl, write_json_atomic
+from dei_framework.runtime.files.run_layout import MERGED_ARCHIVE_FILE
+from dei_framework.runtime.node.assembly import LAG_PER_SLOT, note_opponents
 from dei_framework.runtime.summary import node_summary, run_summary
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.events import EvaluatedEvent, RoundEvent

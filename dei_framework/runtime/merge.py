@@ -39,10 +39,11 @@ from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.kinds import EventKind
 from dei_framework.contract.run_summary import Champion, MergedSummary, NodeSummary
 from dei_framework.evaluation.local import Evaluator
-from dei_framework.runtime.budget import NodeCaps, NodeUsage
-from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.node_process import NodeProcess, read_node_process
-from dei_framework.runtime.run_dir import RunDir
+from dei_framework.runtime.budget.usage import NodeCaps, NodeUsage
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.run_dir import RunDir
+from dei_framework.runtime.node.process import NodeProcess, read_node_process
 from dei_framework.search.archives import ArchiveBase, GridArchive
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from openai_stub import ok
 
-from dei_framework.runtime.checkpoints import UNLOGGED_CALLS
+from dei_framework.runtime.files.checkpoints import UNLOGGED_CALLS
 
 MODEL = "openai/stub-model"
 TOY_REPLY = "Sum near two hundred.\nPROGRAM: 50 60 70\n"

@@ -24,9 +24,10 @@ from dei_framework.experiment.runner import run_experiment  # noqa: E402
 from dei_framework.plugin.manager import load_plugins  # noqa: E402
 from dei_framework.report.plots import final_archives  # noqa: E402
 from dei_framework.report.write import write_run_report  # noqa: E402
-from dei_framework.runtime.config import NodeConfig, RunConfig  # noqa: E402
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig  # noqa: E402
 from dei_framework.runtime.ensemble import run  # noqa: E402
-from dei_framework.runtime.run_files import read_finished_run  # noqa: E402
+from dei_framework.runtime.files.run_files import read_finished_run  # noqa: E402
 from dei_framework.search.archives import GridArchive  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -1,6 +1,6 @@
 """Checkpoints: written between two awaits, read back on resume with the logs checked against
-them, damage refused in one line naming the file (:mod:`dei_framework.runtime.checkpoints`,
-:mod:`dei_framework.runtime.restore`)."""
+them, damage refused in one line naming the file (:mod:`dei_framework.runtime.files.checkpoints`,
+:mod:`dei_framework.runtime.files.checkpoints`)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import pytest
 
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.operators import OperatorReply
-from dei_framework.runtime.budget import BudgetLedger
-from dei_framework.runtime.checkpoints import (
+from dei_framework.runtime.budget.ledger import BudgetLedger
+from dei_framework.runtime.files.checkpoints import (
     UNLOGGED_CALLS,
     check_logs,
     resume_from_checkpoint,
     write_checkpoint,
 )
-from dei_framework.runtime.run_dir import RunDir
+from dei_framework.runtime.files.run_dir import RunDir
 from dei_framework.search.events import RoundEvent
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from dei_framework.runtime.run_lock import LOCK_NAME
+from dei_framework.runtime.files.run_lock import LOCK_NAME
 
 TOY = [
     "--domain",

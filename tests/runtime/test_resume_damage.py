@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.budget import BudgetLedger
-from dei_framework.runtime.checkpoints import UNLOGGED_CALLS, resume_from_checkpoint
-from dei_framework.runtime.run_dir import RunDir
-from dei_framework.runtime.run_lock import LOCK_NAME
+from dei_framework.runtime.budget.ledger import BudgetLedger
+from dei_framework.runtime.files.checkpoints import UNLOGGED_CALLS, resume_from_checkpoint
+from dei_framework.runtime.files.run_dir import RunDir
+from dei_framework.runtime.files.run_lock import LOCK_NAME
 
 
 def _call(index: int) -> dict:

@@ -1,4 +1,4 @@
-"""The run directory's file names live in one module (``runtime/run_layout.py``): no other
+"""The run directory's file names live in one module (``runtime/files/run_layout.py``): no other
 module of the core spells one out, so renaming a file is a one-line change."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from dei_framework.runtime import run_layout
+from dei_framework.runtime.files import run_layout
 
 CORE = Path(run_layout.__file__).resolve().parents[1]
 NAMES = {
@@ -54,4 +54,4 @@ def test_no_core_module_but_the_layout_spells_out_a_run_directory_file() -> None
         if path.name != "run_layout.py"
         for line, name in spelt_out(path.read_text(encoding="utf-8"))
     ]
-    assert not found, "use dei_framework.runtime.run_layout's constants: " + "; ".join(found)
+    assert not found, "use dei_framework.runtime.files.run_layout's constants: " + "; ".join(found)

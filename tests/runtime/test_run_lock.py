@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.run_lock import LOCK_NAME, RunDirInUse, held, lock_run_dir
+from dei_framework.runtime.files.run_lock import LOCK_NAME, RunDirInUse, held, lock_run_dir
 
 
 def _wait_for(condition, what: str, seconds: float = 120.0) -> None:
@@ -155,7 +155,7 @@ def test_two_node_processes_of_one_node_give_one_refusal(toy_env, tmp_path) -> N
 
 _HOLDER = """
 import sys
-from dei_framework.runtime.run_lock import lock_run_dir
+from dei_framework.runtime.files.run_lock import lock_run_dir
 lock_run_dir(sys.argv[1])
 print("locked", flush=True)
 sys.stdin.readline()

@@ -29,7 +29,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from dei_framework.runtime.run_lock import LOCK_NAME
+from dei_framework.runtime.files.run_lock import LOCK_NAME
 
 #: The seed every damage is drawn from: the cases are the same on every run of the suite.
 SEED = 37

@@ -29,7 +29,7 @@ from dei_framework.analysis.formatting import node_colors
 from dei_framework.app.watch.lines import Evaluated, events
 from dei_framework.app.watch.state import MAX_CAUSES, NodeState, RunState
 from dei_framework.app.watch.tail import JsonlTail, Rewound
-from dei_framework.runtime.run_layout import (
+from dei_framework.runtime.files.run_layout import (
     CALLS_FILE,
     CHECKPOINT_FILE,
     CONFIG_FILE,
@@ -435,7 +435,7 @@ class WatchedRun:
         if quotas:
             return quotas
         from dei_framework.contract.errors import DEIError
-        from dei_framework.runtime.config import RunConfig
+        from dei_framework.runtime.config.run_config import RunConfig
 
         fields = attrs.fields_dict(RunConfig)
         try:

@@ -2,8 +2,8 @@
 its request, opens and settles each attempt against the ledger's caps and ends the call as
 committed or released.
 
-Importable from :mod:`dei_framework.runtime.budget`, whose ledger hands meters out
-(:meth:`~dei_framework.runtime.budget.BudgetLedger.reserve`).
+Importable from :mod:`dei_framework.runtime.budget.ledger`, whose ledger hands meters out
+(:meth:`~dei_framework.runtime.budget.ledger.BudgetLedger.reserve`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from dei_framework.contract.operators import OperatorReply
-from dei_framework.runtime._usage import NodeUsage
+from dei_framework.runtime.budget.usage import NodeUsage
 
 
 class MeteringLedger(Protocol):
-    """What a meter uses of a :class:`~dei_framework.runtime.budget.BudgetLedger` (which
+    """What a meter uses of a :class:`~dei_framework.runtime.budget.ledger.BudgetLedger` (which
     imports this module: it is not imported here)."""
 
     usage: dict[str, NodeUsage]

@@ -8,8 +8,9 @@ configuration (:func:`read_config`), the checkpoint (:func:`read_checkpoint`), r
 (:func:`read_round`), summaries (:func:`read_run_summary`, :func:`read_finished_summary`,
 :func:`read_experiment_summary`), the merged archive (:func:`read_merged_archive`) and a
 finished run as a whole (:func:`read_finished_run`). The logs' lines are read by
-:func:`dei_framework.runtime.run_dir.read_jsonl` (and checked against the checkpoint by
-:mod:`dei_framework.runtime.checkpoints`), which refuse a damaged line through :func:`damaged_line`.
+:func:`dei_framework.runtime.files.run_dir.read_jsonl` (and checked against the checkpoint by
+:mod:`dei_framework.runtime.files.checkpoints`), which refuse a damaged line through
+:func:`damaged_line`.
 
 A file is missing, not UTF-8, not JSON, JSON of another type, a record without a field it
 must have, or a field of the wrong type; a finished run's files disagree with each other (a
@@ -36,8 +37,13 @@ import attrs
 from dei_framework.contract.errors import ConfigError, DEIError
 from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.contract.run_summary import RunSummary
-from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.run_layout import CHECKPOINT_FILE, MERGED_ARCHIVE_FILE, SUMMARY_FILE
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.run_layout import (
+    CHECKPOINT_FILE,
+    MERGED_ARCHIVE_FILE,
+    SUMMARY_FILE,
+)
 
 
 def damaged(path: Path, cause: str) -> ConfigError:

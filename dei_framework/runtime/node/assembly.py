@@ -26,21 +26,27 @@ from dei_framework.net.envelope import NodeIdentity, parse_membership
 from dei_framework.net.node import Node
 from dei_framework.net.timeline import NodeClock, Timeline
 from dei_framework.plugin.manager import PluginRegistry
-from dei_framework.runtime.budget import BudgetLedger
+from dei_framework.runtime.budget.ledger import BudgetLedger
 from dei_framework.runtime.builders import (
     build_plugin,
     factory_context,
     nominal_latency,
     own_options,
 )
-from dei_framework.runtime.checkpoints import Resumption
-from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
 from dei_framework.runtime.driver import DriverSink, SearchDriver
-from dei_framework.runtime.process_links import round_receiver
+from dei_framework.runtime.files.checkpoints import (
+    ReplayRecord,
+    Resumption,
+    finished_round_file,
+    peer_reports,
+    restoring,
+)
+from dei_framework.runtime.files.run_dir import RunDir
+from dei_framework.runtime.files.run_files import read_round
+from dei_framework.runtime.node.links import round_receiver
 from dei_framework.runtime.replay import RecordedCall, Recording
-from dei_framework.runtime.restore import ReplayRecord, finished_round_file, peer_reports, restoring
-from dei_framework.runtime.run_dir import RunDir
-from dei_framework.runtime.run_files import read_round
 from dei_framework.search.allocation import AllocationCoordinator
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.events import EvaluatedEvent, RoundEvent

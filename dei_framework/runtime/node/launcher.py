@@ -39,9 +39,9 @@ from dei_framework.contract.transport import LocalNetwork
 from dei_framework.net.envelope import NodeIdentity
 from dei_framework.plugin.manager import PluginRegistry
 from dei_framework.runtime.builders import build_allocator
-from dei_framework.runtime.config import RunConfig
-from dei_framework.runtime.run_dir import RunDir, read_jsonl, write_json_atomic
-from dei_framework.runtime.run_layout import (
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.run_dir import RunDir, read_jsonl, write_json_atomic
+from dei_framework.runtime.files.run_layout import (
     CONFIG_FILE,
     EVENTS_FILE,
     NODE_LOG_FILE,
@@ -334,7 +334,7 @@ class Launcher:
     def _merge(self) -> RunSummary:
         # Imported here: merging builds the domain and an evaluator, which the launcher itself
         # never needs (it only starts the node processes).
-        from dei_framework.runtime.process_merge import merge_node_processes
+        from dei_framework.runtime.node.join import merge_node_processes
 
         extra = {}
         network = self.network.describe()

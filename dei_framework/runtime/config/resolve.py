@@ -19,23 +19,28 @@ import attrs
 
 from dei_framework.contract.errors import ConfigError
 from dei_framework.evaluation.sandbox.policy import SandboxPolicy, choose_policy
-from dei_framework.runtime.endpoints import check_shared_api_base, split_endpoint
-from dei_framework.runtime.presets import Preset, get_preset, overridden, warn_overrides
-from dei_framework.runtime.run_config import (
+from dei_framework.runtime.config.checks import (
+    DELIVERIES,
+    check_count,
+    check_shared_api_base,
+    split_endpoint,
+)
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import (
     CONFIG_KEYS,
-    CONFIG_TABLES,
     DEFAULT_NODES,
     DEFAULTS,
-    DELIVERIES,
     SETTINGS,
-    NodeConfig,
     RunConfig,
-    _members,  # noqa: F401  (importable from here before RunConfig moved)
-    _positive,  # noqa: F401
-    _seconds,  # noqa: F401
-    check_count,
 )
-from dei_framework.runtime.settings import of_fields
+from dei_framework.runtime.config.settings import (
+    CONFIG_TABLES,
+    Preset,
+    get_preset,
+    of_fields,
+    overridden,
+    warn_overrides,
+)
 
 if TYPE_CHECKING:
     from dei_framework.contract.registry import PluginRegistry

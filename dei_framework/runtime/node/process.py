@@ -18,10 +18,20 @@ import attrs
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.kinds import EventKind
 from dei_framework.contract.run_summary import RunSummary
-from dei_framework.runtime.checkpoints import check_logs
-from dei_framework.runtime.run_dir import read_jsonl
-from dei_framework.runtime.run_files import damaged, read_checkpoint, read_round, read_run_summary
-from dei_framework.runtime.run_layout import CALLS_FILE, CHECKPOINT_FILE, EVENTS_FILE, SUMMARY_FILE
+from dei_framework.runtime.files.checkpoints import check_logs
+from dei_framework.runtime.files.run_dir import read_jsonl
+from dei_framework.runtime.files.run_files import (
+    damaged,
+    read_checkpoint,
+    read_round,
+    read_run_summary,
+)
+from dei_framework.runtime.files.run_layout import (
+    CALLS_FILE,
+    CHECKPOINT_FILE,
+    EVENTS_FILE,
+    SUMMARY_FILE,
+)
 
 
 @attrs.frozen(kw_only=True)

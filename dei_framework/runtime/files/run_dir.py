@@ -43,9 +43,14 @@ import orjson
 
 from dei_framework.contract.errors import ConfigError, WriteError
 from dei_framework.contract.run_summary import RunSummary
-from dei_framework.runtime.config import RunConfig
-from dei_framework.runtime.run_files import damaged_line, read_checkpoint, read_config, read_json
-from dei_framework.runtime.run_layout import (
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.run_files import (
+    damaged_line,
+    read_checkpoint,
+    read_config,
+    read_json,
+)
+from dei_framework.runtime.files.run_layout import (
     CALLS_FILE,
     CHECKPOINT_FILE,
     CONFIG_FILE,
@@ -55,7 +60,7 @@ from dei_framework.runtime.run_layout import (
     RUN_FILES,
     SUMMARY_FILE,
 )
-from dei_framework.runtime.run_lock import held
+from dei_framework.runtime.files.run_lock import held
 
 
 def write_json_atomic(path: Path, data: Any, *, layout: str = "indent") -> None:
@@ -430,8 +435,9 @@ class RunDir:
         write_json_atomic(self.checkpoint_path, state, layout="compact")
 
     def read_checkpoint(self) -> dict[str, Any] | None:
-        """The run's checkpoint (:func:`~dei_framework.runtime.run_files.read_checkpoint`): ``None``
-        when there is none.
+        """The run's checkpoint
+        (:func:`~dei_framework.runtime.files.run_files.read_checkpoint`): ``None`` when there is
+        none.
 
         Raises:
             ConfigError: It is damaged or not of a checkpoint's shape.
