@@ -30,9 +30,9 @@ from dei_framework.net.node import Node
 from dei_framework.plugin.manager import PluginRegistry, load_plugins
 from dei_framework.runtime.assembly import RunParts, assemble
 from dei_framework.runtime.config.run_config import RunConfig
-from dei_framework.runtime.files.checkpoints import UNLOGGED_CALLS, write_checkpoint
+from dei_framework.runtime.files.checkpoints import write_checkpoint
 from dei_framework.runtime.files.run_dir import RunDir, read_jsonl, write_json_atomic
-from dei_framework.runtime.files.run_layout import MERGED_ARCHIVE_FILE
+from dei_framework.runtime.files.run_layout import MERGED_ARCHIVE_FILE, UNLOGGED_CALLS_FILE
 from dei_framework.runtime.node.assembly import LAG_PER_SLOT, note_opponents
 from dei_framework.runtime.summary import node_summary, run_summary
 from dei_framework.search.archives import ArchiveBase
@@ -239,7 +239,7 @@ class Ensemble:
             self.checkpoint()
             # Every node has finished: the replies a resume carried over are logged again
             # (and this checkpoint covers them), so their safety copy has done its job.
-            (self.run_dir.path / UNLOGGED_CALLS).unlink(missing_ok=True)
+            (self.run_dir.path / UNLOGGED_CALLS_FILE).unlink(missing_ok=True)
             if parts.merge.reference is not None:
                 champions = [
                     e.champion.text if e.champion is not None else None

@@ -32,7 +32,13 @@ from dei_framework.runtime.budget.ledger import BudgetLedger
 from dei_framework.runtime.driver import SearchDriver
 from dei_framework.runtime.files.run_dir import RunDir, read_jsonl
 from dei_framework.runtime.files.run_files import damaged, damaged_line
-from dei_framework.runtime.files.run_layout import CALLS_FILE, CHECKPOINT_FILE, EVENTS_FILE, LOGS
+from dei_framework.runtime.files.run_layout import (
+    CALLS_FILE,
+    CHECKPOINT_FILE,
+    EVENTS_FILE,
+    LOGS,
+    UNLOGGED_CALLS_FILE,
+)
 from dei_framework.runtime.replay import RecordedCall
 from dei_framework.search.allocation import RoundReport
 
@@ -65,12 +71,6 @@ def _started_round(driver: SearchDriver) -> int:
     """The last round the node's scheduler has started (``-1`` before its first)."""
     scheduler = driver.scheduler
     return scheduler.round if scheduler.started else scheduler.round - 1
-
-
-#: Paid replies a resume cut from ``calls.jsonl`` (made after the checkpoint) and has not
-#: logged again yet: kept here first, so that a second crash before they are served again
-#: loses none of them. Each resume reads it, and removes it once nothing is left unlogged.
-UNLOGGED_CALLS = "calls-unlogged.jsonl"
 
 
 @attrs.frozen(kw_only=True)
@@ -107,12 +107,12 @@ class Resumption:
 
     def cut_logs(self) -> None:
         """Cuts the logs back to the checkpoint, the replies it takes out of ``calls.jsonl``
-        written to :data:`UNLOGGED_CALLS` first (so that they stay on disk). Called once the
+        written to :data:`UNLOGGED_CALLS_FILE` first (so that they stay on disk). Called once the
         run has been rebuilt from the checkpoint: a checkpoint that cannot be restored leaves
         every file as it was."""
-        unlogged_path = self.run_dir.path / UNLOGGED_CALLS
+        unlogged_path = self.run_dir.path / UNLOGGED_CALLS_FILE
         if self.unlogged:
-            self.run_dir.replace_jsonl(UNLOGGED_CALLS, self.unlogged)
+            self.run_dir.replace_jsonl(UNLOGGED_CALLS_FILE, self.unlogged)
         self.run_dir.truncate(self.offsets)
         if not self.unlogged:
             unlogged_path.unlink(missing_ok=True)
@@ -129,7 +129,7 @@ def resume_from_checkpoint(
     time resumes from it. Every recorded call goes to ``replies`` (per node, by request key)
     to be served again without calling the operator: those the checkpoint kept as logged, the
     later ones (paid for too) to be logged and charged anew. A paid reply is never lost: the
-    ones the cut takes from ``calls.jsonl`` are first written to :data:`UNLOGGED_CALLS`.
+    ones the cut takes from ``calls.jsonl`` are first written to :data:`UNLOGGED_CALLS_FILE`.
 
     A torn last line (a crash mid-write) is cut back; any other damage (see
     :func:`check_logs`) is refused, naming the file and the byte offset. Nothing is changed
@@ -149,7 +149,7 @@ def resume_from_checkpoint(
     # Events after the offset are cut unread (they hold nothing paid for); those before it
     # are what the resumed run counts on.
     _read_log(run_dir.events_path, offsets[EVENTS_FILE], after=False, action="resume")
-    carried, _ = _read_log(run_dir.path / UNLOGGED_CALLS, None, action="resume")
+    carried, _ = _read_log(run_dir.path / UNLOGGED_CALLS_FILE, None, action="resume")
     logged = {(call["node"], call["key"]) for call in kept}
     for call in kept:
         replies[call["node"]][call["key"]] = RecordedCall(record=call, logged=True)

@@ -44,6 +44,7 @@ import orjson
 from dei_framework.contract.errors import ConfigError, WriteError
 from dei_framework.contract.run_summary import RunSummary
 from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files import run_layout
 from dei_framework.runtime.files.run_files import (
     damaged_line,
     read_checkpoint,
@@ -214,7 +215,7 @@ def holds_run(path: Path) -> bool:
     return (
         (path / CONFIG_FILE).is_file()
         or (path / EVENTS_FILE).is_file()
-        or any(path.glob("nodes/*/round-*.json"))
+        or bool(run_layout.round_paths(path))
     )
 
 
@@ -279,10 +280,10 @@ class RunDir:
 
     def process_path(self, node: str) -> Path:
         """The directory of ``node``'s own process (one process per node)."""
-        return self.path / "processes" / node
+        return run_layout.process_dir(self.path, node)
 
     def round_path(self, node: str, round_index: int) -> Path:
-        return self.path / "nodes" / node / f"round-{round_index:03d}.json"
+        return run_layout.round_path(self.path, node, round_index)
 
     # --- appends --------------------------------------------------------------------------------
 
@@ -457,8 +458,8 @@ class RunDir:
             lock.release(remove=True)
         for name in RUN_FILES:
             (self.path / name).unlink(missing_ok=True)
-        nodes = self.path / "nodes"
-        for identity in nodes.glob("*/identity.pem"):
+        nodes = self.path / run_layout.NODES_DIR
+        for identity in nodes.glob(f"*/{run_layout.IDENTITY_FILE}"):
             identity.unlink()
         for folder in [*nodes.glob("*/"), nodes, self.path]:
             with contextlib.suppress(OSError):  # not empty (or already gone): keep it

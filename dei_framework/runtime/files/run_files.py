@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import numbers
-import re
 import types
 import typing
 from collections.abc import Mapping
@@ -39,6 +38,7 @@ from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.contract.run_summary import RunSummary
 from dei_framework.runtime.config.record import NodeConfig
 from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files import run_layout
 from dei_framework.runtime.files.run_layout import (
     CHECKPOINT_FILE,
     MERGED_ARCHIVE_FILE,
@@ -252,9 +252,6 @@ def read_checkpoint(path: Path) -> dict[str, Any] | None:
 
 # --- results --------------------------------------------------------------------------------------
 
-#: A round file's name: ``round-NNN.json``.
-ROUND_FILE = re.compile(r"round-(\d+)\.json")
-
 
 def read_round(path: Path) -> dict[str, Any]:
     """A finished round's file (``nodes/<node>/round-NNN.json``): its archive, champion and
@@ -265,7 +262,7 @@ def read_round(path: Path) -> dict[str, Any]:
     """
     document = read_json(path)
     number = field(path, document, "round", int)
-    match = ROUND_FILE.fullmatch(Path(path).name)
+    match = run_layout.ROUND_NAME.fullmatch(Path(path).name)
     if match is not None and number != int(match.group(1)):
         raise damaged(path, f"it holds round {number}, not the round its name says")
     archive = field(path, document, "archive", dict)
@@ -421,7 +418,7 @@ def read_finished_run(run_dir: Path) -> FinishedRun:
     for name, node in summary.nodes.items():
         node_rounds = []
         for index in range(node.rounds_completed):
-            path = run_dir / "nodes" / name / f"round-{index:03d}.json"
+            path = run_layout.round_path(run_dir, name, index)
             if not path.exists():
                 raise ConfigError(
                     f"{path} is missing: {run_dir / SUMMARY_FILE} says node "

@@ -36,6 +36,7 @@ from dei_framework.runtime.builders import (
 from dei_framework.runtime.config.record import NodeConfig
 from dei_framework.runtime.config.run_config import RunConfig
 from dei_framework.runtime.driver import DriverSink, SearchDriver
+from dei_framework.runtime.files import run_layout
 from dei_framework.runtime.files.checkpoints import (
     ReplayRecord,
     Resumption,
@@ -211,20 +212,19 @@ class NodeAssembly:
 
     def identity(self, name: str) -> NodeIdentity:
         """Node ``name``'s signing key (made on its first run), checked against the members."""
-        node_dir = self.run_dir.path / "nodes" / name
-        node_dir.mkdir(parents=True, exist_ok=True)
-        identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
+        key = run_layout.identity_path(self.run_dir.path, name)
+        key.parent.mkdir(parents=True, exist_ok=True)
+        identity = NodeIdentity.load_or_generate(key)
         membership = parse_membership(self.config.members or None)
         if membership is not None and identity.public_key_hex not in membership:
             raise ConfigError(
-                f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
-                "not in the run's members"
+                f"node {name}'s key {identity.public_key_hex} ({key}) is not in the run's members"
             )
         bound = None if membership is None else membership.names.get(identity.public_key_hex)
         if bound is not None and bound != name:
             # Its peers would drop every champion it sends as an impersonation.
             raise ConfigError(
-                f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
+                f"node {name}'s key {identity.public_key_hex} ({key}) is "
                 f"bound to the name {bound!r} in the run's members"
             )
         return identity
