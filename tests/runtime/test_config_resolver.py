@@ -15,7 +15,7 @@ from dei_framework.app import cli
 from dei_framework.app.cli_experiment import plan_from_flags
 from dei_framework.contract.errors import ConfigError
 from dei_framework.plugin.manager import load_plugins
-from dei_framework.runtime.config.resolve import Sources, resolve_config, with_node_flags
+from dei_framework.runtime.config.resolve import Sources, resolve_config, with_option_flags
 from dei_framework.runtime.config.run_config import CONFIG_KEYS, DEFAULTS, SETTINGS, RunConfig
 from dei_framework.runtime.config.settings import CONFIG_TABLES, FLAG_ONLY, SECTIONS, of_fields
 
@@ -354,7 +354,7 @@ def test_dei_node_puts_its_flags_over_the_configuration(plugins) -> None:
         {"domain": "numeric", "transport_option": ("loss=0.1",), "domain_option": ("dims=2",)},
         plugins,
     )
-    over = with_node_flags(config, {"transport_option": ("loss=0.5", "latency=2")}, plugins)
+    over = with_option_flags(config, {"transport_option": ("loss=0.5", "latency=2")}, plugins)
     assert over.transport_options == {"loss": 0.5, "latency": 2}
     assert over.domain_options == {"dims": 2}
-    assert with_node_flags(config, {}, plugins) == config
+    assert with_option_flags(config, {}, plugins) == config

@@ -66,7 +66,7 @@ __all__ = [  # the record's names are re-exported: they were always imported fro
     "load_toml",
     "resolve_config",
     "sandbox_policy",
-    "with_node_flags",
+    "with_option_flags",
 ]
 
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
@@ -416,7 +416,7 @@ def apply_key_values(tables: dict[str, dict[str, Any]], flags: Mapping[str, Any]
     )
 
 
-def with_node_flags(
+def with_option_flags(
     config: RunConfig, flags: Mapping[str, Any], plugins: PluginRegistry
 ) -> RunConfig:
     """``config`` with the option flags of ``dei node`` over it (plugins' options and
