@@ -36,35 +36,13 @@ from dei_framework.runtime.array_path import (
 )
 from dei_framework.runtime.budget.ledger import BudgetLedger
 from dei_framework.runtime.budget.usage import NodeCaps
-from dei_framework.runtime.operator_calls import (
-    MAX_FAILURES_PER_SLOT,
-    OperatorCalls,
-    call_outcomes,
-    calls_out,
-    reply_json,
-)
-from dei_framework.runtime.replay import RecordedCall, Recording
+from dei_framework.runtime.operator_calls import OperatorCalls, call_outcomes, calls_out
+from dei_framework.runtime.replay import Recording
 from dei_framework.runtime.replies import EarlyCalls, FinishedTasks, evaluate_replies
 from dei_framework.runtime.rounds import RoundGenerality, RoundInputs, generality_subject
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.events import EvaluatedEvent, RoundEvent
-from dei_framework.search.scheduler import (
-    Result,
-    RoundEnd,
-    Scheduler,
-    TellReport,
-    WorkItem,
-    derive_seed,
-)
-
-__all__ = [
-    "MAX_FAILURES_PER_SLOT",
-    "DriverSink",
-    "RecordedCall",
-    "SearchDriver",
-    "derive_seed",
-    "reply_json",
-]
+from dei_framework.search.scheduler import Result, RoundEnd, Scheduler, TellReport, WorkItem
 
 
 class DriverSink:

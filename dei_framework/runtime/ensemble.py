@@ -33,12 +33,10 @@ from dei_framework.runtime.config.run_config import RunConfig
 from dei_framework.runtime.files.checkpoints import write_checkpoint
 from dei_framework.runtime.files.run_dir import RunDir, read_jsonl, write_json_atomic
 from dei_framework.runtime.files.run_layout import MERGED_ARCHIVE_FILE, UNLOGGED_CALLS_FILE
-from dei_framework.runtime.node.assembly import LAG_PER_SLOT, note_opponents
+from dei_framework.runtime.node.assembly import note_opponents
 from dei_framework.runtime.summary import node_summary, run_summary
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.events import EvaluatedEvent, RoundEvent
-
-__all__ = ["CLOSE_SECONDS", "LAG_PER_SLOT", "Ensemble", "Progress", "run"]
 
 #: A progress display: called with ``(kind, data)``, ``kind`` a
 #: :class:`~dei_framework.contract.kinds.ProgressKind`.

@@ -1,8 +1,6 @@
 """One call's account with the budget ledger: :class:`CallMeter`, handed to the operator with
 its request, opens and settles each attempt against the ledger's caps and ends the call as
-committed or released.
-
-Importable from :mod:`dei_framework.runtime.budget.ledger`, whose ledger hands meters out
+committed or released. The ledger hands meters out
 (:meth:`~dei_framework.runtime.budget.ledger.BudgetLedger.reserve`).
 """
 

@@ -20,7 +20,6 @@ from typing import Any, Literal, Protocol
 import attrs
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.contract.price import Price  # noqa: F401 - re-exported
 
 #: The quantities equal compute can be measured on.
 ComputeAxis = Literal["calls", "tokens", "cost"]

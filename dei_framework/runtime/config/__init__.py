@@ -2,7 +2,7 @@
 
 May import: the layers below the runtime (:mod:`dei_framework.contract`,
 :mod:`dei_framework.evaluation`, :mod:`dei_framework.plugin` ...) and
-:mod:`dei_framework.runtime.budget.ledger` (the compute axes a budget is counted on).
+:mod:`dei_framework.runtime.budget.usage` (the compute axes a budget is counted on).
 
 Modules:
     resolve.py              flags + TOML file + preset -> RunConfig: one order of precedence

@@ -19,22 +19,10 @@ import attrs
 
 from dei_framework.contract.errors import ConfigError
 from dei_framework.evaluation.sandbox.policy import SandboxPolicy, choose_policy
-from dei_framework.runtime.config.checks import (
-    DELIVERIES,
-    check_count,
-    check_shared_api_base,
-    split_endpoint,
-)
+from dei_framework.runtime.config.checks import check_count, check_shared_api_base, split_endpoint
 from dei_framework.runtime.config.record import NodeConfig
-from dei_framework.runtime.config.run_config import (
-    CONFIG_KEYS,
-    DEFAULT_NODES,
-    DEFAULTS,
-    SETTINGS,
-    RunConfig,
-)
+from dei_framework.runtime.config.run_config import CONFIG_KEYS, DEFAULT_NODES, DEFAULTS, RunConfig
 from dei_framework.runtime.config.settings import (
-    CONFIG_TABLES,
     Preset,
     get_preset,
     of_fields,
@@ -45,29 +33,6 @@ from dei_framework.runtime.config.settings import (
 if TYPE_CHECKING:
     from dei_framework.contract.registry import PluginRegistry
 
-__all__ = [  # the record's names are re-exported: they were always imported from here
-    "CONFIG_KEYS",
-    "CONFIG_TABLES",
-    "DEFAULTS",
-    "DEFAULT_CALLS_PER_NODE",
-    "DEFAULT_NODES",
-    "DELIVERIES",
-    "NODE_OPTION_KEYS",
-    "NODE_SEARCH_KEYS",
-    "SETTINGS",
-    "NodeConfig",
-    "RunConfig",
-    "Sources",
-    "build_nodes",
-    "check_count",
-    "chosen_out",
-    "default_operators",
-    "key_values",
-    "load_toml",
-    "resolve_config",
-    "sandbox_policy",
-    "with_option_flags",
-]
 
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
 DEFAULT_CALLS_PER_NODE = 40
@@ -471,7 +436,3 @@ def key_values(pairs: tuple[str, ...], flag: str) -> dict[str, Any]:
         except json.JSONDecodeError:
             options[key.replace("-", "_")] = value
     return options
-
-
-#: The old private name of :func:`key_values` (``dei node`` imported it).
-_key_values = key_values

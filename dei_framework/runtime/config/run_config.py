@@ -1,11 +1,11 @@
 """The run's configuration record: :class:`RunConfig`, each field carrying its config key, flag
 and help (:mod:`.settings`), and what is derived from them (the known config keys, the
-defaults). Its parts live beside it, their names importable from here: :class:`NodeConfig`
-(``_node_config``), the checks (``_config_checks``), the budget arithmetic (``_run_budget``)
-and the ``config.json`` form (``_config_json``).
+defaults). Its parts live beside it: :class:`NodeConfig` and the ``config.json`` form
+(:mod:`.record`), the checks (:mod:`.checks`), the budget arithmetic
+(:mod:`dei_framework.runtime.budget.usage`).
 
 :mod:`dei_framework.runtime.config.resolve` resolves flags, a config file and a preset into a
-``RunConfig`` and re-exports these names.
+``RunConfig``.
 """
 
 from __future__ import annotations

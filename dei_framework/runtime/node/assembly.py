@@ -3,8 +3,7 @@ its signing identity, its virtual-time clock, its endpoint and its driver.
 
 :class:`NodeAssembly` is the per-node half of :func:`~dei_framework.runtime.assembly.assemble`
 (its run-wide parts are built first, by the assembly that inherits these steps).
-:class:`RunReactions` (what the parts call while the run goes), :data:`LAG_PER_SLOT` and
-:func:`note_opponents` are importable from :mod:`dei_framework.runtime.assembly`.
+:class:`RunReactions` is what the parts call while the run goes.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.

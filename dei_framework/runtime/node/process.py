@@ -2,7 +2,7 @@
 checkpoint, round files and logs, refused when its logs are incomplete or damaged.
 
 :func:`dei_framework.runtime.merge.join_processes` reads every node's this way before it
-merges anything; the names are re-exported from :mod:`dei_framework.runtime.merge`.
+merges anything.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
