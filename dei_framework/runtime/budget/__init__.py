@@ -7,4 +7,7 @@ Modules:
     call_meter.py           CallMeter: one call's account with the ledger, attempt by attempt
     usage.py                what the ledger keeps: compute axes, split_budget, NodeCaps,
                             NodeUsage; a run's quotas, caps and compute limit
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """

@@ -2,6 +2,9 @@
 its request, opens and settles each attempt against the ledger's caps and ends the call as
 committed or released. The ledger hands meters out
 (:meth:`~dei_framework.runtime.budget.ledger.BudgetLedger.reserve`).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

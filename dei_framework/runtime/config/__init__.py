@@ -15,4 +15,7 @@ Modules:
                             --api-base checked
     settings.py             a run setting's key, flag, help and docs group; flags that are no
                             key; named protocols (--preset dei-paper)
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """

@@ -4,6 +4,9 @@
 a ``--config`` file into a :class:`RunConfig`; :class:`Sources` is the one order of precedence
 (flags, the file, the preset, the defaults) that it, ``dei experiment`` and ``dei node`` use.
 Which keys and flags there are comes from ``RunConfig``'s fields (:mod:`.run_config`).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations

@@ -16,4 +16,7 @@ Modules:
                             process's life
     checkpoints.py          checkpoint.json: written between two awaits, read back on
                             --resume; what a resume or a replay reads back
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
