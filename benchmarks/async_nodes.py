@@ -39,9 +39,10 @@ import toy_domain  # noqa: E402
 from dei_framework import hookimpl  # noqa: E402
 from dei_framework.contract.operators import Operator, OperatorRequest, OperatorSpec  # noqa: E402
 from dei_framework.plugin.manager import PluginRegistry, load_plugins  # noqa: E402
-from dei_framework.runtime.config import NodeConfig, RunConfig  # noqa: E402
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig  # noqa: E402
 from dei_framework.runtime.ensemble import run  # noqa: E402
-from dei_framework.runtime.run_dir import read_jsonl  # noqa: E402
+from dei_framework.runtime.files.run_dir import read_jsonl  # noqa: E402
 
 
 class SleepyOperator(Operator):

@@ -52,7 +52,7 @@ from dei_framework.analysis.common_ground import (
 from dei_framework.contract.context import FactoryContext
 from dei_framework.evaluation.local import Evaluator
 from dei_framework.plugin.manager import PluginRegistry, load_plugins
-from dei_framework.runtime.run_dir import RunDir
+from dei_framework.runtime.files.run_dir import RunDir
 
 #: The purpose the fresh bases are derived with (the run's are ``score``).
 FRESH_PURPOSE = "remeasure"

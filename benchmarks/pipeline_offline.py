@@ -42,9 +42,9 @@ import toy_domain  # noqa: E402
 from dei_framework import NodeConfig, RunConfig, Scheduler, hookimpl, load_plugins, run  # noqa: E402
 from dei_framework.contract.operators import OperatorRequest, OperatorSpec  # noqa: E402
 from dei_framework.evaluation.local import Evaluator  # noqa: E402
-from dei_framework.runtime.budget import BudgetLedger  # noqa: E402
+from dei_framework.runtime.budget.ledger import BudgetLedger  # noqa: E402
 from dei_framework.runtime.driver import SearchDriver  # noqa: E402
-from dei_framework.runtime.ensemble import LAG_PER_SLOT  # noqa: E402
+from dei_framework.runtime.node.assembly import LAG_PER_SLOT  # noqa: E402
 
 
 class HeavyTailed(toy_domain.ToyOperator):

@@ -88,7 +88,7 @@ from dei_framework.evaluation import local as evaluation
 from dei_framework.evaluation.dask_backend import DaskBackend, quiet_environment
 from dei_framework.evaluation.local import Evaluator, LocalBackend, Outcome, _parse, evaluate
 from dei_framework.plugin.manager import load_plugins
-from dei_framework.runtime.presets import DEI_PAPER
+from dei_framework.runtime.config.settings import DEI_PAPER
 
 #: Seconds the idle CPU of a system's processes is measured over, before each batch.
 IDLE_SECONDS = 1.0

@@ -15,7 +15,7 @@ It does so in two steps, so that the reported figures carry no winner's curse:
    places it in the cell of its common-ground descriptor, and per cell the best one is kept —
    the best of several noisy measurements, biased upward the more candidates a cell had.
 2. **Scoring**: each kept elite (and each round champion) is evaluated again with ``K``
-   (:attr:`~dei_framework.runtime.config.RunConfig.common_seeds`) **scoring seeds**. Its
+   (:attr:`~dei_framework.runtime.config.run_config.RunConfig.common_seeds`) **scoring seeds**. Its
    common-ground fitness is the mean of those ``K`` fresh measurements, its spread their standard
    deviation; they are independent of the choice, so their mean is an unbiased measure of the
    chosen elite. A :attr:`~dei_framework.contract.domain.Domain.deterministic` domain skips this

@@ -43,15 +43,11 @@ from dei_framework.experiment.plan import (
 )
 from dei_framework.experiment.portfolio import plan_main, plan_options
 from dei_framework.plugin.manager import DISABLE_PLUGINS_VARIABLE, PluginRegistry, load_plugins
-from dei_framework.runtime.config import (
-    SETTINGS,
-    RunConfig,
-    chosen_out,
-    resolve_config,
-    with_node_flags,
-)
-from dei_framework.runtime.run_layout import CONFIG_FILE, EXPERIMENT_FILE, SUMMARY_FILE
-from dei_framework.runtime.run_lock import RunLock, lock_run_dir
+from dei_framework.runtime.config.resolve import chosen_out, resolve_config, with_option_flags
+from dei_framework.runtime.config.run_config import SETTINGS, RunConfig
+from dei_framework.runtime.files import run_layout
+from dei_framework.runtime.files.run_layout import CONFIG_FILE, EXPERIMENT_FILE, SUMMARY_FILE
+from dei_framework.runtime.files.run_lock import RunLock, lock_run_dir
 
 #: Exit status: the run finished (every node spent its quota).
 EXIT_OK = 0
@@ -188,7 +184,7 @@ def sound_registry() -> PluginRegistry:
 
 def setting_option(key: str) -> Callable:
     """The click option of the run setting ``key``, as its ``RunConfig`` field's metadata (or
-    :data:`~dei_framework.runtime.settings.NOT_FIELDS`) describes it."""
+    :data:`~dei_framework.runtime.config.settings.NOT_FIELDS`) describes it."""
     item = SETTINGS[key]
     kwargs = dict(item.option)
     if "choices" in kwargs:
@@ -434,18 +430,20 @@ def dei_run(**flags: Any) -> None:
 
 @attrs.frozen(kw_only=True)
 class RunRequest:
-    """What ``dei-run``'s flags ask for, resolved: the run's configuration and its directory,
-    locked for this command (:func:`_dei_run`, the flag handling; :func:`_run_locked` runs it).
+    """What ``dei-run``'s flags (or ``dei node``'s) ask for, resolved: the run's configuration
+    and its directory, locked for this command. :func:`_dei_run` and :func:`_node_request`
+    handle the flags; :func:`_run_in_process` runs it.
 
     Attributes:
         config: The run's configuration (flags over config file over preset over defaults; or
             the recorded one, placed anew, for ``--resume`` and ``--replay``).
         out: The run directory.
-        lock: Its lock, held by this command.
+        lock: The lock of :attr:`run_dir`, held by this command.
         plugins: The loaded plugins.
         flags: The flags, for what is read while the run goes (progress, report, watch).
         resume_dir: ``--resume``'s directory, if given.
         replay_dir: ``--replay``'s directory, if given.
+        node: The one node this process runs (``dei node --name``); ``None``: every node.
     """
 
     config: RunConfig
@@ -455,13 +453,26 @@ class RunRequest:
     flags: Mapping[str, Any]
     resume_dir: str | None = None
     replay_dir: str | None = None
+    node: str | None = None
+
+    @property
+    def run_dir(self) -> Path:
+        """Where this process writes: the run directory, or its node's process directory."""
+        return self.out if self.node is None else run_layout.process_dir(self.out, self.node)
+
+    @property
+    def resume_command(self) -> str:
+        """The command that continues this run (or this node) from its checkpoint."""
+        if self.node is None:
+            return f"dei-run --resume {_shell_path(self.out)}"
+        return f"dei node --resume {_shell_path(self.out)} --name {self.node}"
 
 
 def _dei_run(flags: dict[str, Any]) -> RunRequest:
     """``dei-run``'s flag handling: the flags checked and resolved into a :class:`RunRequest`,
     the run directory locked (before the recorded configuration of ``--resume`` is read: one
     writer at a time). Nothing runs yet."""
-    from dei_framework.runtime.run_dir import RunDir
+    from dei_framework.runtime.files.run_dir import RunDir
 
     plugins = sound_registry()
     resume_dir, replay_dir = flags.get("resume"), flags.get("replay")
@@ -485,17 +496,16 @@ def _dei_run(flags: dict[str, Any]) -> RunRequest:
         )
     if resume_dir:
         out = Path(resume_dir)
-        lock = lock_run_dir(out)  # before anything is read or written: one writer at a time
-        with _given_up_unless_written(lock, out / CONFIG_FILE):
-            config = placed(RunDir(resume_dir).read_config(), flags, plugins)
+        lock, config = _lock_recorded(out)
+        config = placed(config, flags, plugins)
     elif replay_dir:
         config = placed(RunDir(replay_dir).read_config(), flags, plugins)
         out = Path(flags["out"]) if flags.get("out") else _fresh_replay_dir(Path(replay_dir))
-        lock = _lock_fresh(out)
+        lock = _lock_fresh(out, f"a run; use --resume {out} or another --out")
     else:
         config = resolve_config(flags, plugins)
         out = chosen_out(flags) or default_out(config.domain)
-        lock = _lock_fresh(out)
+        lock = _lock_fresh(out, f"a run; use --resume {out} or another --out")
     return RunRequest(
         config=config,
         out=out,
@@ -507,16 +517,27 @@ def _dei_run(flags: dict[str, Any]) -> RunRequest:
     )
 
 
-def _lock_fresh(out: Path) -> RunLock:
-    """Locks ``out`` for a new run (fresh or replayed): refused when it holds a run.
+def _lock_fresh(directory: Path, refusal: str) -> RunLock:
+    """Locks ``directory`` for a new run (fresh or replayed, or a node's first start): refused,
+    saying it already holds ``refusal``, when it holds one.
 
     The lock comes first and the check second, so that of two commands started together on
     one directory the second is refused whichever looked first.
     """
-    lock = lock_run_dir(out)
-    if (out / CONFIG_FILE).exists():
-        raise ConfigError(f"{out} already holds a run; use --resume {out} or another --out")
+    lock = lock_run_dir(directory)
+    if (directory / CONFIG_FILE).exists():
+        raise ConfigError(f"{directory} already holds {refusal}")
     return lock
+
+
+def _lock_recorded(directory: Path) -> tuple[RunLock, RunConfig]:
+    """Locks the recorded run in ``directory`` to continue it, then reads its configuration
+    (after the lock: one writer at a time); a failure gives the directory up as it was."""
+    from dei_framework.runtime.files.run_dir import RunDir
+
+    lock = lock_run_dir(directory)
+    with _given_up_unless_written(lock, directory / CONFIG_FILE):
+        return lock, RunDir(directory).read_config()
 
 
 def _fresh_replay_dir(recorded: Path) -> Path:
@@ -543,7 +564,7 @@ def _given_up_unless_written(lock: RunLock, marker: Path) -> Iterator[None]:
 
 def _run_locked(request: RunRequest, interrupts: Interrupts) -> None:
     """The run of ``dei-run`` once its flags are handled and its directory is locked."""
-    from dei_framework.runtime.launcher import local_network
+    from dei_framework.runtime.node.launcher import local_network
 
     config, out, plugins, flags = request.config, request.out, request.plugins, request.flags
     resume_dir, replay_dir = request.resume_dir, request.replay_dir
@@ -555,9 +576,7 @@ def _run_locked(request: RunRequest, interrupts: Interrupts) -> None:
         # A transport that runs one node per process (AXL): one `dei node` process per node.
         summary = _launch(config, out, network, plugins, flags, interrupts, resume=bool(resume_dir))
     else:
-        summary = _run_in_process(
-            config, out, plugins, flags, interrupts, resume_dir=resume_dir, replay_dir=replay_dir
-        )
+        summary = _run_in_process(request, interrupts)
     stopped = _say_how_nodes_ended(summary, out)
     report = None
     if not flags.get("no_report"):
@@ -575,35 +594,29 @@ def _run_locked(request: RunRequest, interrupts: Interrupts) -> None:
         sys.exit(EXIT_PARTIAL)
 
 
-def _run_in_process(
-    config: RunConfig,
-    out: Path,
-    plugins: PluginRegistry,
-    flags: dict[str, Any],
-    interrupts: Interrupts,
-    *,
-    resume_dir: str | None,
-    replay_dir: str | None,
-) -> RunSummary:
-    """Runs every node in this process; returns the summary. An interrupt or a failure after
-    the run started ends the command with one line saying what is kept."""
+def _run_in_process(request: RunRequest, interrupts: Interrupts) -> RunSummary:
+    """Runs the request's nodes (every one, or its one node) in this process; returns the
+    summary. An interrupt or a failure after the run started ends the command with one line
+    saying what is kept."""
     from dei_framework.runtime.ensemble import Ensemble
+    from dei_framework.runtime.files.run_dir import RunDir
     from dei_framework.runtime.progress import make_progress
-    from dei_framework.runtime.run_dir import RunDir
 
+    config, replay_dir, flags = request.config, request.replay_dir, request.flags
     progress = make_progress(flags.get("progress") or "auto", config)
     hint = (
-        f"interrupted; the replay in {out} is incomplete (replay again into a new --out)"
+        f"interrupted; the replay in {request.out} is incomplete (replay again into a new --out)"
         if replay_dir
-        else f"interrupted; continue with: dei-run --resume {_shell_path(out)}"
+        else f"interrupted; continue with: {request.resume_command}"
     )
     ensemble = Ensemble(
         config,
-        RunDir(out),
-        registry=plugins,
-        resume=bool(resume_dir),
+        RunDir(request.run_dir),
+        registry=request.plugins,
+        resume=bool(request.resume_dir),
         replay_from=RunDir(replay_dir) if replay_dir else None,
         progress=progress.update,
+        local=request.node,
         reask_mismatched=bool(flags.get("reask_mismatched")),
     )
     interrupts.last_words, interrupts.ensemble = hint, ensemble
@@ -611,7 +624,9 @@ def _run_in_process(
         with progress:
             return ensemble.run()
     except KeyboardInterrupt:
-        _say(hint if ensemble.started else "interrupted before the run started; nothing written")
+        # A node's process directory is never discarded (it holds the key its launcher made).
+        kept = ensemble.started or request.node is not None
+        _say(hint if kept else "interrupted before the run started; nothing written")
         sys.exit(EXIT_INTERRUPTED)
     except EvaluatorLost as exc:
         if not ensemble.started:
@@ -623,14 +638,11 @@ def _run_in_process(
             if isinstance(exc, WorkersKeepDying)
             else " (--evaluator-address ADDRESS or --evaluator local to evaluate elsewhere)"
         )
-        fail(
-            f"{exc}; the run is checkpointed: continue with dei-run --resume "
-            f"{_shell_path(out)}{elsewhere}"
-        )
+        fail(f"{exc}; the run is checkpointed: continue with {request.resume_command}{elsewhere}")
     except DEIError as exc:
         if not ensemble.started:
             raise
-        fail(f"{exc} (the partial run is in {out})")
+        fail(f"{exc} (the partial run is in {request.run_dir})")
 
 
 def _say_how_nodes_ended(summary: RunSummary, out: Path) -> dict[str, str]:
@@ -720,7 +732,7 @@ def _launch(
     resume: bool,
 ) -> RunSummary:
     """Runs every node as a `dei node` process over the transport's local network."""
-    from dei_framework.runtime.launcher import Launcher
+    from dei_framework.runtime.node.launcher import Launcher
 
     quiet = flags.get("progress") in ("quiet", "json")
     child_args = (
@@ -1075,8 +1087,16 @@ def node_command(**flags: Any) -> None:
     Every node of the run is started with the same configuration and its own --name; on one
     machine `dei-run --transport axl` starts them all (and their AXL nodes) for you.
     """
-    from dei_framework.runtime.run_dir import RunDir
+    with Interrupts() as interrupts:
+        request = _node_request(flags)
+        with _given_up_unless_written(request.lock, request.run_dir / CONFIG_FILE):
+            _node_locked(request, interrupts)
 
+
+def _node_request(flags: dict[str, Any]) -> RunRequest:
+    """``dei node``'s flag handling, as :func:`_dei_run`'s: the shared configuration (or the
+    recorded one on ``--resume``) with this command's flags over it, the node's process
+    directory locked. Nothing runs yet."""
     plugins = registry()
     name = flags["name"]
     if flags.get("resume"):
@@ -1085,80 +1105,57 @@ def node_command(**flags: Any) -> None:
                 "--resume DIR takes the configuration recorded in DIR; drop --config and --out"
             )
         out = Path(flags["resume"])
-        node_dir = out / "processes" / name
+        node_dir = run_layout.process_dir(out, name)
         if not node_dir.is_dir():
             raise ConfigError(f"{node_dir} holds no run of node {name!r} to resume")
-        lock = lock_run_dir(node_dir)  # before anything is read or written: one writer
-        with _given_up_unless_written(lock, node_dir / CONFIG_FILE):
-            if not (node_dir / CONFIG_FILE).exists():
-                raise ConfigError(
-                    f"{node_dir} holds no run of node {name!r} to resume (its "
-                    "config.json is missing)"
-                )
-            config = RunDir(node_dir).read_config()
+        lock, config = _lock_recorded(node_dir)
     else:
         if not flags.get("config_file"):
             raise ConfigError("give the shared run configuration with --config (or --resume)")
         path = Path(flags["config_file"])
         if path.suffix == ".json":
-            from dei_framework.runtime.run_files import read_config
+            from dei_framework.runtime.files.run_files import read_config
 
             config = read_config(path)
         else:
             config = resolve_config({"config_file": str(path)}, plugins)
         out = chosen_out(flags) or default_out(config.domain)
-        node_dir = out / "processes" / name
-        lock = lock_run_dir(node_dir)  # first, then the check: two starts cannot both pass it
-        if (node_dir / CONFIG_FILE).exists():
-            raise ConfigError(
-                f"{node_dir} already holds node {name!r}; use dei node --resume {out} --name {name}"
-            )
-    with _given_up_unless_written(lock, node_dir / CONFIG_FILE):
-        _node_locked(config, out, node_dir, plugins, flags)
-
-
-def _node_locked(
-    config: RunConfig, out: Path, node_dir: Path, plugins: PluginRegistry, flags: dict[str, Any]
-) -> None:
-    """The node of ``dei node`` once its process directory is locked."""
-    from dei_framework.runtime.ensemble import Ensemble
-    from dei_framework.runtime.progress import make_progress
-    from dei_framework.runtime.run_dir import RunDir, write_json_atomic
-
-    name = flags["name"]
-    config = with_node_flags(config, flags, plugins)  # plugins' options, --transport-option
+        lock = _lock_fresh(
+            run_layout.process_dir(out, name),
+            f"node {name!r}; use dei node --resume {out} --name {name}",
+        )
+    config = with_option_flags(config, flags, plugins)  # plugins' options, --transport-option
     config = placed(config, flags, plugins)  # --evaluator, --evaluator-address, --eval-workers
+    return RunRequest(
+        config=config,
+        out=out,
+        lock=lock,
+        plugins=plugins,
+        flags=flags,
+        resume_dir=flags.get("resume"),
+        node=name,
+    )
+
+
+def _node_locked(request: RunRequest, interrupts: Interrupts) -> None:
+    """The node of ``dei node`` once its process directory is locked."""
+    from dei_framework.runtime.files.run_dir import write_json_atomic
+
+    config, name = request.config, request.node
     if name not in config.node_names:
         raise ConfigError(
             f"node {name!r} is not in the run's nodes ({', '.join(config.node_names)})"
         )
-    spec = plugins.transport(config.transport)
+    spec = request.plugins.transport(config.transport)
     if spec.local_network is None and config.sharing != "none":
         raise ConfigError(
             f"transport {config.transport!r} connects only nodes of one process; "
             "a node in its own process needs a networked one (--transport axl)"
         )
-    if not (out / CONFIG_FILE).exists():
-        write_json_atomic(out / CONFIG_FILE, config.to_json())
+    if not (request.out / CONFIG_FILE).exists():
+        write_json_atomic(request.out / CONFIG_FILE, config.to_json())
     _warn_bare_members(config.members)
-    progress = make_progress(flags.get("progress") or "auto", config)
-    hint = f"interrupted; continue with: dei node --resume {_shell_path(out)} --name {name}"
-    with Interrupts() as interrupts:
-        ensemble = Ensemble(
-            config,
-            RunDir(node_dir),
-            registry=plugins,
-            resume=bool(flags.get("resume")),
-            progress=progress.update,
-            local=name,
-        )
-        interrupts.last_words, interrupts.ensemble = hint, ensemble
-        try:
-            with progress:
-                summary = ensemble.run()
-        except KeyboardInterrupt:
-            _say(hint)
-            sys.exit(EXIT_INTERRUPTED)
+    summary = _run_in_process(request, interrupts)
     node = summary.nodes[name]
     if node.stopped:
         click.echo(f"warning: node {name} stopped early: {node.stopped}", err=True)
@@ -1166,7 +1163,7 @@ def _node_locked(
         f"done: node {name} (pid {node.pid}), {node.calls}/{node.quota} calls, "
         f"{(node.sharing or {}).get('accepted', 0)} champions received"
     )
-    click.echo(f"summary: {node_dir / SUMMARY_FILE}")
+    click.echo(f"summary: {request.run_dir / SUMMARY_FILE}")
 
 
 @dei.command("merge", context_settings={"help_option_names": ["-h", "--help"]})
@@ -1179,8 +1176,8 @@ def merge_command(run_dir: Path, no_report: bool) -> None:
     `dei-run --transport axl` does this itself; after a run over several machines, copy each
     machine's processes/<node>/ into one directory (with the shared config.json) and merge.
     """
-    from dei_framework.runtime.process_merge import merge_node_processes
-    from dei_framework.runtime.run_dir import RunDir
+    from dei_framework.runtime.files.run_dir import RunDir
+    from dei_framework.runtime.node.join import merge_node_processes
 
     lock_run_dir(run_dir)  # a run still writing (its launcher, another merge): refused
     directory = RunDir(run_dir)

@@ -24,13 +24,9 @@ from dei_framework.experiment.plan import (
 )
 from dei_framework.plugin.manager import PluginRegistry
 from dei_framework.runtime.builders import build_allocator, build_plugin, domain_lifecycle
-from dei_framework.runtime.config import (
-    DEFAULT_CALLS_PER_NODE,
-    Sources,
-    check_count,
-    resolve_config,
-)
-from dei_framework.runtime.presets import warn_overrides
+from dei_framework.runtime.config.checks import check_count
+from dei_framework.runtime.config.resolve import DEFAULT_CALLS_PER_NODE, Sources, resolve_config
+from dei_framework.runtime.config.settings import warn_overrides
 
 
 def plan_from_flags(flags: dict[str, Any], plugins: PluginRegistry) -> ExperimentPlan:

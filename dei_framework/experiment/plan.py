@@ -18,10 +18,11 @@ from typing import Any
 import attrs
 
 from dei_framework.contract.errors import ConfigError, DEIError
-from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.endpoints import split_endpoint
-from dei_framework.runtime.run_files import config_from_json, damaged, field, read_json
-from dei_framework.runtime.run_layout import EXPERIMENT_FILE
+from dei_framework.runtime.config.checks import split_endpoint
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.run_files import config_from_json, damaged, field, read_json
+from dei_framework.runtime.files.run_layout import EXPERIMENT_FILE
 
 #: The built-in conditions, in report order, each with what it runs (``dei experiment --help``
 #: and the unknown-condition message list them from here; :func:`_named_conditions` builds them).

@@ -37,8 +37,10 @@ import attrs
 import click
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.run_layout import MERGED_ARCHIVE_FILE, SUMMARY_FILE
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files import run_layout
+from dei_framework.runtime.files.run_layout import MERGED_ARCHIVE_FILE, SUMMARY_FILE
 
 if TYPE_CHECKING:
     from dei_framework.contract.registry import PluginRegistry
@@ -86,7 +88,7 @@ class Pilot:
         summary = json.loads((run_dir / SUMMARY_FILE).read_text())
         merged = json.loads((run_dir / MERGED_ARCHIVE_FILE).read_text())
         champions = []
-        for path in sorted((run_dir / "nodes").glob("*/round-*.json")):
+        for path in run_layout.round_paths(run_dir):
             entry = json.loads(path.read_text())
             # A round won by an initial opponent (re-evaluated in the warm start) is no work
             # of the operator: its best other elite stands in, as for generality.
@@ -398,7 +400,7 @@ def plan_main(flags: Mapping[str, Any], plugins: PluginRegistry) -> None:
 
 def resolve_base(flags: Mapping[str, Any], plugins: PluginRegistry) -> RunConfig:
     """The pilots' base configuration from ``dei plan``'s flags (as ``dei-run`` resolves its)."""
-    from dei_framework.runtime.config import resolve_config
+    from dei_framework.runtime.config.resolve import resolve_config
 
     return resolve_config(
         {

@@ -11,7 +11,7 @@ Diverse with every other condition (:mod:`dei_framework.analysis.stats`). Layout
 directory::
 
     experiment.json                 the plan (base config, conditions, budget, repeats)
-    <condition>/repeat-<k>/         a normal run directory (see dei_framework.runtime.run_dir)
+    <condition>/repeat-<k>/         a normal run directory (see dei_framework.runtime.files.run_dir)
     summary.json                    per-condition aggregates and comparisons
                                     (see docs/experiments.md)
 
@@ -34,13 +34,14 @@ from dei_framework.contract.run_summary import RunSummary
 from dei_framework.experiment.plan import Condition, ExperimentPlan, load_plan
 from dei_framework.experiment.summary import summarize_experiment
 from dei_framework.plugin.manager import PluginRegistry
-from dei_framework.runtime.config import RunConfig
-from dei_framework.runtime.run_dir import LOGS, RunDir, write_json_atomic
-from dei_framework.runtime.run_files import read_finished_summary
-from dei_framework.runtime.run_layout import (
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.run_dir import RunDir, write_json_atomic
+from dei_framework.runtime.files.run_files import read_finished_summary
+from dei_framework.runtime.files.run_layout import (
     CHECKPOINT_FILE,
     CONFIG_FILE,
     EXPERIMENT_FILE,
+    LOGS,
     SUMMARY_FILE,
 )
 

@@ -19,8 +19,8 @@ from typing import Any
 from dei_framework.analysis.stats import compare, holm
 from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.experiment.plan import EXPERIMENT_VERSION, Condition, ExperimentPlan, load_plan
-from dei_framework.runtime.run_files import read_finished_summary
-from dei_framework.runtime.run_layout import SUMMARY_FILE
+from dei_framework.runtime.files.run_files import read_finished_summary
+from dei_framework.runtime.files.run_layout import SUMMARY_FILE
 
 #: Per-node fields of a run summary too bulky to copy into the experiment summary.
 _TRIMMED_NODE_FIELDS = ("operator_status",)

@@ -24,7 +24,7 @@ from dei_framework.analysis.formatting import (
 from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.experiment.summary import condition_common
 from dei_framework.report.plots import PLOTS, experiment_plots
-from dei_framework.runtime.run_files import FinishedRun
+from dei_framework.runtime.files.run_files import FinishedRun
 
 
 def _equal_compute_terms(summary: ExperimentSummary) -> str:

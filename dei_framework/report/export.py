@@ -29,9 +29,9 @@ import attrs
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.records import ExportedProgram
 from dei_framework.contract.registry import PluginRegistry
-from dei_framework.runtime.run_dir import holds_run
-from dei_framework.runtime.run_files import read_finished_run, read_run_summary
-from dei_framework.runtime.run_layout import CONFIG_FILE, MERGED_ARCHIVE_FILE, SUMMARY_FILE
+from dei_framework.runtime.files.run_dir import holds_run
+from dei_framework.runtime.files.run_files import read_finished_run, read_run_summary
+from dei_framework.runtime.files.run_layout import CONFIG_FILE, MERGED_ARCHIVE_FILE, SUMMARY_FILE
 
 #: What ``--what`` may select.
 WHAT = ("champions", "elites", "all")
@@ -74,8 +74,9 @@ def unfinished_runs(directory: Path) -> list[Path]:
 def collect_programs(directory: Path, what: str = "all") -> Iterator[ExportedProgram]:
     """The champions and/or elites of every run in ``directory``, run by run, node by node.
 
-    Every run is read and checked whole (:func:`~dei_framework.runtime.run_files.read_finished_run`)
-    before its first program is given.
+    Every run is read and checked whole
+    (:func:`~dei_framework.runtime.files.run_files.read_finished_run`) before its first program
+    is given.
 
     Raises:
         ConfigError: ``what`` is not one of :data:`WHAT`, ``directory`` holds no run, or a

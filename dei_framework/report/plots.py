@@ -22,8 +22,9 @@ from dei_framework.contract.descriptors import DescriptorSpace
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.experiment.summary import PER_NODE_REPEAT, condition_common, describe
-from dei_framework.runtime.run_files import FinishedRun, damaged
-from dei_framework.runtime.run_layout import MERGED_ARCHIVE_FILE
+from dei_framework.runtime.files import run_layout
+from dei_framework.runtime.files.run_files import FinishedRun, damaged
+from dei_framework.runtime.files.run_layout import MERGED_ARCHIVE_FILE
 from dei_framework.search.archives import GridArchive
 
 #: Folder of the plots, relative to ``report.md``.
@@ -57,7 +58,7 @@ def final_archives(run: FinishedRun) -> dict[str, GridArchive]:
                 ).fill_from_json(document)
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise damaged(
-                run.path / "nodes" / name / f"round-{len(run.rounds[name]) - 1:03d}.json",
+                run_layout.round_path(run.path, name, len(run.rounds[name]) - 1),
                 f"its archive cannot be placed in the run's grid ({exc})",
             ) from None
     return archives

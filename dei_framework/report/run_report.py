@@ -18,7 +18,7 @@ from dei_framework.analysis.formatting import (
 )
 from dei_framework.contract.run_summary import Champion, MergedSummary, NodeSummary, RunSummary
 from dei_framework.report.plots import PLOTS, run_plots
-from dei_framework.runtime.run_files import FinishedRun
+from dei_framework.runtime.files.run_files import FinishedRun
 
 #: Champion listings longer than this many lines are cut in the report.
 CHAMPION_LINES = 40

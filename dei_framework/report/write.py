@@ -2,9 +2,9 @@
 
 :func:`write_run_report` is what ``dei-run`` calls at the end of a run and what ``dei report DIR``
 calls; it tells an experiment by its ``experiment.json`` (or a summary that says it is one), and
-reads every file through :mod:`dei_framework.runtime.run_files`. Plots go to ``plots/`` next to
-``report.md`` and are linked relatively, so the directory can be moved or published as it is.
-matplotlib is imported lazily (Agg backend): the rest of the framework does not need it.
+reads every file through :mod:`dei_framework.runtime.files.run_files`. Plots go to ``plots/``
+next to ``report.md`` and are linked relatively, so the directory can be moved or published as
+it is. matplotlib is imported lazily (Agg backend): the rest of the framework does not need it.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
@@ -17,9 +17,9 @@ from pathlib import Path
 from dei_framework.contract.errors import ConfigError
 from dei_framework.report.experiment_report import experiment_report
 from dei_framework.report.run_report import run_report
-from dei_framework.runtime.run_dir import SUMMARY_FILE, holds_experiment
-from dei_framework.runtime.run_files import read_experiment_summary, read_finished_run
-from dei_framework.runtime.run_layout import CONFIG_FILE, REPORT_FILE
+from dei_framework.runtime.files.run_dir import holds_experiment
+from dei_framework.runtime.files.run_files import read_experiment_summary, read_finished_run
+from dei_framework.runtime.files.run_layout import CONFIG_FILE, REPORT_FILE, SUMMARY_FILE
 
 
 def write_run_report(path: Path) -> Path:

@@ -19,7 +19,7 @@ from dei_framework.contract.domain import Domain, GenomeEvaluations
 from dei_framework.contract.errors import BudgetExhausted, OperatorError
 from dei_framework.contract.operators import Operator
 from dei_framework.evaluation.local import Evaluator
-from dei_framework.runtime.budget import BudgetLedger
+from dei_framework.runtime.budget.ledger import BudgetLedger
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.scheduler import Scheduler, TellReport, WorkItem
 

@@ -26,14 +26,7 @@ from dei_framework.evaluation.local import Evaluator
 from dei_framework.net.node import Node
 from dei_framework.net.timeline import Timeline
 from dei_framework.plugin.manager import PluginRegistry
-from dei_framework.runtime import chaos
-from dei_framework.runtime._node_assembly import (  # the constant and helper were always here
-    LAG_PER_SLOT,  # noqa: F401
-    NodeAssembly,
-    RunReactions,
-    note_opponents,  # noqa: F401
-)
-from dei_framework.runtime.budget import BudgetLedger
+from dei_framework.runtime.budget.ledger import BudgetLedger
 from dei_framework.runtime.builders import (
     build_allocator,
     build_domain_parts,
@@ -41,19 +34,26 @@ from dei_framework.runtime.builders import (
     build_space,
     check_metering,
     delivery,
+    install_chaos,
     new_evaluator,
     transport_options,
 )
-from dei_framework.runtime.checkpoints import Resumption, resume_from_checkpoint
-from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
 from dei_framework.runtime.driver import SearchDriver
+from dei_framework.runtime.files.checkpoints import (
+    ReplayRecord,
+    Resumption,
+    read_replay_record,
+    restoring,
+    resume_from_checkpoint,
+)
+from dei_framework.runtime.files.run_dir import RunDir
+from dei_framework.runtime.files.run_files import damaged
 from dei_framework.runtime.merge import RunMerge
-from dei_framework.runtime.money_pool import MoneyPool
-from dei_framework.runtime.process_links import link_node_process
+from dei_framework.runtime.node.assembly import NodeAssembly, RunReactions
+from dei_framework.runtime.node.links import MoneyPool, link_node_process
 from dei_framework.runtime.replay import RecordedCall, RecordedOperator
-from dei_framework.runtime.restore import ReplayRecord, read_replay_record, restoring
-from dei_framework.runtime.run_dir import RunDir
-from dei_framework.runtime.run_files import damaged
 from dei_framework.runtime.summary import EventTally
 from dei_framework.search.allocation import AllocationCoordinator
 from dei_framework.search.archives import GridArchive
@@ -147,7 +147,7 @@ def assemble(
 
 class _Assembly(NodeAssembly):
     """One call of :func:`assemble`: the parts built so far, and a method per step (one node's
-    steps are :class:`~dei_framework.runtime._node_assembly.NodeAssembly`'s)."""
+    steps are :class:`~dei_framework.runtime.node.assembly.NodeAssembly`'s)."""
 
     def __init__(
         self,
@@ -192,7 +192,7 @@ class _Assembly(NodeAssembly):
             self.record = read_replay_record(self.replay_from, self.replies)
         self.operators = {node.name: self.operator(node) for node in self.local_nodes}
         check_metering(config, self.operators)
-        chaos.install(self.evaluator, self.operators)
+        install_chaos(self.evaluator, self.operators)
         transports = self.build_delivery()
         nodes = [
             self.node(node_config, transport)

@@ -4,7 +4,15 @@ The parts :mod:`~dei_framework.runtime.assembly` puts together: the domain and t
 grid, the evaluator, plugin objects made by their factories (a failing factory becomes one
 error naming the plugin), the domain's lifecycle, the champion delivery, each node's options
 and nominal latency, the transport's options, and the checks that the operators can honour
-the run's caps.
+the run's caps; and the ``DEI_CHAOS_STALL`` test hook, which perturbs timing to check that what
+should not depend on it does not.
+
+Setting the environment variable ``DEI_CHAOS_STALL`` to a number of seconds makes every operator
+call and every evaluation of a ``dei-run`` first sleep a random time between 0 and that many
+seconds, drawn from the operating system's randomness (so two runs get different timings).
+Seeded runs with virtual-time delivery must give identical results with or without it
+(``tests/system/test_determinism.py``). It is meant for tests and experiments on reproducibility
+only: it slows runs down and changes nothing else.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
@@ -12,7 +20,11 @@ change in any release.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+import functools
+import os
+import random
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -26,7 +38,9 @@ from dei_framework.contract.operators import Operator
 from dei_framework.contract.transport import TransportSpec
 from dei_framework.evaluation.local import Evaluator
 from dei_framework.plugin.manager import PluginRegistry, Registered
-from dei_framework.runtime.config import NodeConfig, RunConfig, sandbox_policy
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.resolve import sandbox_policy
+from dei_framework.runtime.config.run_config import RunConfig
 from dei_framework.runtime.merge import RunMerge
 from dei_framework.runtime.replay import RecordedOperator
 from dei_framework.search.allocation import BudgetAllocator, check_allocation, split_options
@@ -248,3 +262,51 @@ def delivery(config: RunConfig, spec: TransportSpec) -> str:
             "does not use; add --delivery wallclock to use them"
         )
     return mode
+
+
+#: The environment variable holding the longest stall in seconds.
+STALL_ENV = "DEI_CHAOS_STALL"
+
+
+def stall_seconds(environ: Mapping[str, str] = os.environ) -> float:
+    """The configured longest stall (0 when the hook is off)."""
+    value = environ.get(STALL_ENV, "").strip()
+    if not value:
+        return 0.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ConfigError(f"{STALL_ENV} must be a number of seconds, got {value!r}") from None
+    if not 0.0 <= seconds <= 60.0:
+        raise ConfigError(f"{STALL_ENV} must be within [0, 60] seconds, got {value!r}")
+    return seconds
+
+
+def _stalled(function: Callable[..., Awaitable[Any]], longest: float) -> Callable[..., Any]:
+    chance = random.SystemRandom()
+
+    @functools.wraps(function)
+    async def stalled(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(chance.uniform(0.0, longest))
+        return await function(*args, **kwargs)
+
+    return stalled
+
+
+def install_chaos(evaluator: Evaluator, operators: Mapping[str, Operator]) -> None:
+    """Makes the evaluator's evaluations and the operators' calls stall at random, when
+    ``DEI_CHAOS_STALL`` asks for it."""
+    longest = stall_seconds()
+    if longest <= 0:
+        return
+    # Every way in is stalled: the driver sends a loop turn's evaluations through
+    # ``evaluate_many``, a batching operator's calls through ``propose_batch``, and an
+    # array-path step's genomes through ``evaluate_genomes``.
+    evaluator.evaluate = _stalled(evaluator.evaluate, longest)  # type: ignore[method-assign]
+    evaluator.evaluate_many = _stalled(evaluator.evaluate_many, longest)  # type: ignore[method-assign]
+    evaluator.evaluate_genomes = _stalled(  # type: ignore[method-assign]
+        evaluator.evaluate_genomes, longest
+    )
+    for operator in operators.values():
+        operator.propose = _stalled(operator.propose, longest)  # type: ignore[method-assign]
+        operator.propose_batch = _stalled(operator.propose_batch, longest)  # type: ignore[method-assign]

@@ -27,10 +27,6 @@ from dei_framework.contract.kinds import CALL_KINDS, EventKind
 from dei_framework.contract.operators import Operator
 from dei_framework.contract.records import Candidate
 from dei_framework.evaluation.local import Evaluator
-from dei_framework.runtime._early_calls import EarlyCalls
-from dei_framework.runtime._reply_evaluation import evaluate_replies
-from dei_framework.runtime._round_generality import RoundGenerality, generality_subject
-from dei_framework.runtime._round_inputs import RoundInputs
 from dei_framework.runtime.array_path import (
     ARRAY_BATCH,
     ArrayOutcome,
@@ -38,35 +34,15 @@ from dei_framework.runtime.array_path import (
     array_step,
     tell_arrays,
 )
-from dei_framework.runtime.budget import BudgetLedger, NodeCaps
-from dei_framework.runtime.finished_tasks import FinishedTasks
-from dei_framework.runtime.operator_calls import (
-    MAX_FAILURES_PER_SLOT,
-    OperatorCalls,
-    call_outcomes,
-    calls_out,
-    reply_json,
-)
-from dei_framework.runtime.replay import RecordedCall, Recording
+from dei_framework.runtime.budget.ledger import BudgetLedger
+from dei_framework.runtime.budget.usage import NodeCaps
+from dei_framework.runtime.operator_calls import OperatorCalls, call_outcomes, calls_out
+from dei_framework.runtime.replay import Recording
+from dei_framework.runtime.replies import EarlyCalls, FinishedTasks, evaluate_replies
+from dei_framework.runtime.rounds import RoundGenerality, RoundInputs, generality_subject
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.events import EvaluatedEvent, RoundEvent
-from dei_framework.search.scheduler import (
-    Result,
-    RoundEnd,
-    Scheduler,
-    TellReport,
-    WorkItem,
-    derive_seed,
-)
-
-__all__ = [
-    "MAX_FAILURES_PER_SLOT",
-    "DriverSink",
-    "RecordedCall",
-    "SearchDriver",
-    "derive_seed",
-    "reply_json",
-]
+from dei_framework.search.scheduler import Result, RoundEnd, Scheduler, TellReport, WorkItem
 
 
 class DriverSink:

@@ -2,10 +2,10 @@
 
 :class:`Ensemble` is the loop: :func:`~dei_framework.runtime.assembly.assemble` builds the
 run's parts, the ensemble runs its nodes in one event loop, logs what they report and hands
-the other jobs to their modules: checkpoints to :mod:`dei_framework.runtime.checkpoints`,
+the other jobs to their modules: checkpoints to :mod:`dei_framework.runtime.files.checkpoints`,
 round archives, common ground and the merge to :mod:`dei_framework.runtime.merge`,
 ``summary.json`` to :mod:`dei_framework.runtime.summary` (joining node processes is
-:mod:`dei_framework.runtime.process_merge`'s).
+:mod:`dei_framework.runtime.node.join`'s).
 
 This is what ``dei-run`` does, and what library users call to run a configured ensemble:
 
@@ -28,16 +28,15 @@ from dei_framework.contract.kinds import EventKind, ProgressKind
 from dei_framework.contract.run_summary import RunSummary
 from dei_framework.net.node import Node
 from dei_framework.plugin.manager import PluginRegistry, load_plugins
-from dei_framework.runtime.assembly import LAG_PER_SLOT, RunParts, assemble, note_opponents
-from dei_framework.runtime.checkpoints import UNLOGGED_CALLS, write_checkpoint
-from dei_framework.runtime.config import RunConfig
-from dei_framework.runtime.run_dir import RunDir, read_jsonl, write_json_atomic
-from dei_framework.runtime.run_layout import MERGED_ARCHIVE_FILE
+from dei_framework.runtime.assembly import RunParts, assemble
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.checkpoints import write_checkpoint
+from dei_framework.runtime.files.run_dir import RunDir, read_jsonl, write_json_atomic
+from dei_framework.runtime.files.run_layout import MERGED_ARCHIVE_FILE, UNLOGGED_CALLS_FILE
+from dei_framework.runtime.node.assembly import note_opponents
 from dei_framework.runtime.summary import node_summary, run_summary
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.events import EvaluatedEvent, RoundEvent
-
-__all__ = ["CLOSE_SECONDS", "LAG_PER_SLOT", "Ensemble", "Progress", "run"]
 
 #: A progress display: called with ``(kind, data)``, ``kind`` a
 #: :class:`~dei_framework.contract.kinds.ProgressKind`.
@@ -238,7 +237,7 @@ class Ensemble:
             self.checkpoint()
             # Every node has finished: the replies a resume carried over are logged again
             # (and this checkpoint covers them), so their safety copy has done its job.
-            (self.run_dir.path / UNLOGGED_CALLS).unlink(missing_ok=True)
+            (self.run_dir.path / UNLOGGED_CALLS_FILE).unlink(missing_ok=True)
             if parts.merge.reference is not None:
                 champions = [
                     e.champion.text if e.champion is not None else None

@@ -39,10 +39,12 @@ from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.kinds import EventKind
 from dei_framework.contract.run_summary import Champion, MergedSummary, NodeSummary
 from dei_framework.evaluation.local import Evaluator
-from dei_framework.runtime.budget import NodeCaps, NodeUsage
-from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.node_process import NodeProcess, read_node_process
-from dei_framework.runtime.run_dir import RunDir
+from dei_framework.runtime.budget.usage import NodeCaps, NodeUsage
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files import run_layout
+from dei_framework.runtime.files.run_dir import RunDir
+from dei_framework.runtime.node.process import NodeProcess, read_node_process
 from dei_framework.search.archives import ArchiveBase, GridArchive
 
 
@@ -377,7 +379,7 @@ def _copy_rounds(
     ``merge``; returns each round's champion text (``None`` for a round without)."""
     champions: dict[int, str | None] = {}
     for path, data in process.rounds:
-        target = run_dir.path / "nodes" / name / path.name
+        target = run_layout.node_dir(run_dir.path, name) / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
         merge.add_round(name, data["round"], data["archive"])

@@ -28,7 +28,8 @@ from dei_framework.contract.operators import (
     OperatorRequest,
     TransientOperatorFailure,
 )
-from dei_framework.runtime.budget import BudgetLedger, CallMeter
+from dei_framework.runtime.budget.call_meter import CallMeter
+from dei_framework.runtime.budget.ledger import BudgetLedger
 from dei_framework.runtime.replay import Recording, messages_digest, recorded_usage, replayed_reply
 from dei_framework.search.scheduler import WorkItem
 

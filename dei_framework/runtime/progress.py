@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from dei_framework.contract.kinds import CALL_KINDS, ProgressKind
-from dei_framework.runtime.config import RunConfig
+from dei_framework.runtime.config.run_config import RunConfig
 
 
 class Progress:

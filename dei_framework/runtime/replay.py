@@ -129,7 +129,7 @@ def replayed_reply(record: Mapping[str, Any]) -> OperatorReply | None:
 
 def recorded_usage(record: Mapping[str, Any]) -> dict[str, Any]:
     """The usage of a recorded call, as
-    :meth:`~dei_framework.runtime.budget.CallMeter.record` takes it."""
+    :meth:`~dei_framework.runtime.budget.call_meter.CallMeter.record` takes it."""
     usage = record.get("usage")
     if usage is None:  # records older than the field: the reply held the call's usage
         reply = record.get("reply") or {}

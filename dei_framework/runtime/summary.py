@@ -25,8 +25,10 @@ from dei_framework.contract.payloads import JSONValue
 from dei_framework.contract.run_summary import Champion, NodeSummary, RunSummary
 from dei_framework.evaluation.sandbox.limits import STOP_KINDS, stop_kind
 from dei_framework.net.node import Node
-from dei_framework.runtime.budget import BudgetLedger, NodeUsage
-from dei_framework.runtime.config import RunConfig, sandbox_policy
+from dei_framework.runtime.budget.ledger import BudgetLedger
+from dei_framework.runtime.budget.usage import NodeUsage
+from dei_framework.runtime.config.resolve import sandbox_policy
+from dei_framework.runtime.config.run_config import RunConfig
 from dei_framework.runtime.driver import SearchDriver
 from dei_framework.runtime.merge import RunMerge
 from dei_framework.search.events import RoundEvent

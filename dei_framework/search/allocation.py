@@ -87,7 +87,8 @@ __all__ = [
 
 class AllocationSettings(Protocol):
     """What :func:`check_allocation` reads of a run's configuration (a
-    :class:`~dei_framework.runtime.config.RunConfig`, which this layer does not import)."""
+    :class:`~dei_framework.runtime.config.run_config.RunConfig`, which this layer does not
+    import)."""
 
     allocation: str
     compute_axis: str
@@ -440,7 +441,7 @@ def check_allocation(config: AllocationSettings) -> None:
     """Refuses a dynamic allocator where it cannot hold its promises.
 
     Args:
-        config: The run's :class:`~dei_framework.runtime.config.RunConfig`.
+        config: The run's :class:`~dei_framework.runtime.config.run_config.RunConfig`.
 
     Raises:
         ConfigError: one line saying what is not supported and what is.

@@ -14,7 +14,7 @@ from midway import kill_midway
 from dei_framework.app.cli import dei, dei_run
 from dei_framework.contract.descriptors import DescriptorSpace, ThresholdAxis
 from dei_framework.contract.errors import ConfigError, PluginError
-from dei_framework.runtime.config import chosen_out
+from dei_framework.runtime.config.resolve import chosen_out
 
 
 def _all_commands(command: click.Command, path: tuple[str, ...] = ()):

@@ -163,3 +163,39 @@ def test_each_package_imports_only_the_layers_below_it() -> None:
 def test_no_import_cycles_inside_dei_framework() -> None:
     found = cycles(module_graph())
     assert not found, f"import cycles in dei_framework/: {found}"
+
+
+#: Inside the runtime, what each sub-package may import of the runtime's other modules (its
+#: own always; the layers below the runtime always): the floors of runtime/'s docstrings.
+RUNTIME_FLOORS = {
+    "budget": set(),
+    "config": {"budget"},
+    "files": {"budget", "config", "driver", "replay"},
+    "node": {"budget", "config", "files", "builders", "driver", "merge", "replay", "summary"},
+}
+
+
+def runtime_floor_breaks(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a runtime sub-package's module that :data:`RUNTIME_FLOORS` does not
+    allow, as ``importer -> imported``."""
+    prefix = f"{NAME}.runtime."
+    found = []
+    for module, edges in sorted(graph.items()):
+        package = module.removeprefix(prefix).split(".")[0]
+        if not module.startswith(prefix) or package not in RUNTIME_FLOORS:
+            continue
+        for other in sorted(edges):
+            if not other.startswith(prefix):
+                continue
+            theirs = other.removeprefix(prefix).split(".")[0]
+            if theirs != package and theirs not in RUNTIME_FLOORS[package]:
+                found.append(f"{module} -> {other}")
+    return found
+
+
+def test_the_runtime_sub_packages_import_only_their_floors() -> None:
+    assert runtime_floor_breaks(
+        {"dei_framework.runtime.budget.ledger": {"dei_framework.runtime.config.checks"}}
+    ) == ["dei_framework.runtime.budget.ledger -> dei_framework.runtime.config.checks"]
+    found = runtime_floor_breaks(module_graph())
+    assert not found, "runtime sub-package imports against their docstrings:\n" + "\n".join(found)

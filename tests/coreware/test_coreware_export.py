@@ -15,7 +15,8 @@ from dei_coreware.export import export_text
 from dei_framework.app.cli import dei
 from dei_framework.contract.records import ExportedProgram
 from dei_framework.plugin.manager import load_plugins
-from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
 from dei_framework.runtime.ensemble import run
 
 

@@ -176,7 +176,7 @@ def test_families_write_valid_warriors_of_their_own_archetypes_only(domain) -> N
 
 
 def test_families_are_registered_but_not_in_the_offline_default() -> None:
-    from dei_framework.runtime.config import default_operators
+    from dei_framework.runtime.config.resolve import default_operators
 
     plugins = load_plugins()
     for name in ("bombers", "papers", "scanners", "imps"):

@@ -13,7 +13,7 @@ from dei_coreware.generality import bundled_warrior, canonical
 
 from dei_framework import NodeConfig, RunConfig, run
 from dei_framework.contract.errors import InvalidProgram
-from dei_framework.runtime.run_dir import read_jsonl
+from dei_framework.runtime.files.run_dir import read_jsonl
 
 DEI_RUN = [sys.executable, "-c", "from dei_framework.app.cli import dei_run_main; dei_run_main()"]
 

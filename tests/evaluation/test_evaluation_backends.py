@@ -12,7 +12,8 @@ from dei_framework.contract.backend import EvaluatorOptions, EvaluatorSpec
 from dei_framework.contract.errors import ConfigError
 from dei_framework.evaluation.local import LocalBackend
 from dei_framework.plugin.manager import load_plugins
-from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
 from dei_framework.runtime.ensemble import run
 
 

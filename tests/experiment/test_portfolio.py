@@ -15,7 +15,8 @@ from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.operators import OperatorSpec
 from dei_framework.experiment.portfolio import Pilot, choose, pairwise, plan
 from dei_framework.plugin.manager import load_plugins
-from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
 
 
 class _SecondToy:

@@ -15,8 +15,8 @@ import pytest
 from openai_stub import OpenAIStub, ok
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.config import build_nodes
-from dei_framework.runtime.endpoints import split_endpoint
+from dei_framework.runtime.config.checks import split_endpoint
+from dei_framework.runtime.config.resolve import build_nodes
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 TOY_REPLY = "Sum near two hundred.\nPROGRAM: 50 60 70\n"

@@ -17,7 +17,9 @@ from openai_stub import billed_status, empty_choices, ok, status
 
 from dei_framework.contract.errors import BudgetExhausted, ConfigError
 from dei_framework.contract.operators import OperatorRequest, TransientOperatorFailure
-from dei_framework.runtime.budget import BudgetLedger, NodeCaps, Price
+from dei_framework.contract.price import Price
+from dei_framework.runtime.budget.ledger import BudgetLedger
+from dei_framework.runtime.budget.usage import NodeCaps
 
 MODEL = "openai/stub-model"
 TOY_REPLY = "Sum near two hundred.\nPROGRAM: 50 60 70\n"

@@ -15,7 +15,7 @@ from dei_framework.contract.operators import (
     OperatorSettings,
     TransientOperatorFailure,
 )
-from dei_framework.runtime.budget import BudgetLedger
+from dei_framework.runtime.budget.ledger import BudgetLedger
 
 MODEL = "openai/stub-model"
 

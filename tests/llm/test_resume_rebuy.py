@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from openai_stub import ok
 
-from dei_framework.runtime.checkpoints import UNLOGGED_CALLS
+from dei_framework.runtime.files.run_layout import UNLOGGED_CALLS_FILE
 
 MODEL = "openai/stub-model"
 TOY_REPLY = "Sum near two hundred.\nPROGRAM: 50 60 70\n"
@@ -114,4 +114,4 @@ def test_resume_without_a_checkpoint_serves_the_recorded_replies(
     summary, expected = (json.loads((p / "summary.json").read_text()) for p in (out, clean))
     assert summary["budget"]["calls"] == BUDGET
     assert summary["merged"] == expected["merged"]
-    assert not (out / UNLOGGED_CALLS).exists()  # every carried reply was logged again
+    assert not (out / UNLOGGED_CALLS_FILE).exists()  # every carried reply was logged again

@@ -200,7 +200,8 @@ def test_per_round_cap_bounds_admissions(identity):
 
 def test_bad_membership_entries_are_config_errors():
     from dei_framework.contract.errors import ConfigError
-    from dei_framework.runtime.config import NodeConfig, RunConfig
+    from dei_framework.runtime.config.record import NodeConfig
+    from dei_framework.runtime.config.run_config import RunConfig
 
     with pytest.raises(EnvelopeError, match="not a 64-hex"):
         InboxFilter(members=["abc"])

@@ -110,7 +110,8 @@ def test_membership_entries_parse_bind_and_normalise():
 )
 def test_bad_membership_entries_are_refused(entries, message):
     from dei_framework.contract.errors import ConfigError
-    from dei_framework.runtime.config import NodeConfig, RunConfig
+    from dei_framework.runtime.config.record import NodeConfig
+    from dei_framework.runtime.config.run_config import RunConfig
 
     with pytest.raises(EnvelopeError, match=message):
         parse_membership(entries)
@@ -121,7 +122,8 @@ def test_bad_membership_entries_are_refused(entries, message):
 
 
 def test_bound_members_survive_the_config_round_trip():
-    from dei_framework.runtime.config import NodeConfig, RunConfig
+    from dei_framework.runtime.config.record import NodeConfig
+    from dei_framework.runtime.config.run_config import RunConfig
 
     run = RunConfig(
         domain="toy",

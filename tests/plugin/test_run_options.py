@@ -11,7 +11,7 @@ from dei_framework import hookimpl, load_plugins
 from dei_framework.app import cli
 from dei_framework.contract.cli_options import RunOption
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.config import resolve_config
+from dei_framework.runtime.config.resolve import resolve_config
 
 
 class ToyOptions:
@@ -76,7 +76,8 @@ def test_an_in_process_plugin_option_works_on_both_commands(monkeypatch, tmp_pat
 
 
 def test_every_config_key_but_the_tables_is_a_dei_run_flag() -> None:
-    from dei_framework.runtime.config import CONFIG_KEYS, CONFIG_TABLES
+    from dei_framework.runtime.config.run_config import CONFIG_KEYS
+    from dei_framework.runtime.config.settings import CONFIG_TABLES
 
     flags = {opt for param in cli.dei_run.params for opt in getattr(param, "opts", ())}
     spelled = {

@@ -20,9 +20,10 @@ from dei_framework.experiment.runner import run_experiment
 from dei_framework.plugin.manager import load_plugins
 from dei_framework.report.plots import final_archives
 from dei_framework.report.write import write_run_report
-from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
 from dei_framework.runtime.ensemble import run
-from dei_framework.runtime.run_files import read_finished_run
+from dei_framework.runtime.files.run_files import read_finished_run
 from dei_framework.search.archives import GridArchive
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

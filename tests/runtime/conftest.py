@@ -16,8 +16,9 @@ from dei_framework.contract.operators import OperatorSpec
 from dei_framework.plugin.hookspecs import hookimpl
 from dei_framework.plugin.manager import PluginRegistry, load_plugins
 from dei_framework.runtime.assembly import RunParts, assemble
-from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.run_dir import RunDir
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.run_dir import RunDir
 
 
 class ContinualToy(toy_domain.ToyDomain):
@@ -41,7 +42,7 @@ class ContinualToyPlugin:
 
 
 class Reactions:
-    """A run's reactions (:class:`~dei_framework.runtime.assembly.RunReactions`), kept."""
+    """A run's reactions (:class:`~dei_framework.runtime.node.assembly.RunReactions`), kept."""
 
     def __init__(self) -> None:
         self.events: list[dict] = []

@@ -9,11 +9,11 @@ import attrs
 import pytest
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.assembly import LAG_PER_SLOT
-from dei_framework.runtime.checkpoints import write_checkpoint
-from dei_framework.runtime.config import NodeConfig
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.files.checkpoints import write_checkpoint
+from dei_framework.runtime.files.run_dir import RunDir
+from dei_framework.runtime.node.assembly import LAG_PER_SLOT
 from dei_framework.runtime.replay import RecordedOperator
-from dei_framework.runtime.run_dir import RunDir
 
 
 def test_one_driver_per_node_with_the_lifecycle_the_domain_declares(

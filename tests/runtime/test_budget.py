@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from dei_framework import BudgetExhausted, BudgetLedger, ConfigError, OperatorReply, split_budget
-from dei_framework.runtime.budget import NodeUsage
+from dei_framework.runtime.budget.usage import NodeUsage
 
 
 def test_split_is_equal_or_refused() -> None:
@@ -88,7 +88,7 @@ def test_totals_limit_and_persistence() -> None:
 
 
 def test_money_cap_waits_for_reservations_and_refuses_what_could_break_it() -> None:
-    from dei_framework.runtime.budget import NodeCaps
+    from dei_framework.runtime.budget.usage import NodeCaps
 
     ledger = BudgetLedger(quotas={"n": None}, caps={"n": NodeCaps(cost_usd=1.0)})
     peak_exposure = 0.0
@@ -145,7 +145,7 @@ def test_unknown_cost_is_null_and_survives_persistence() -> None:
 
 
 def test_tokens_axis_share_is_a_hard_cap() -> None:
-    from dei_framework.runtime.budget import NodeCaps
+    from dei_framework.runtime.budget.usage import NodeCaps
 
     ledger = BudgetLedger(quotas={"n": 100}, caps={"n": NodeCaps(tokens=300)}, axis="tokens")
     assert ledger.limit == 300 and ledger.share("n") == 300

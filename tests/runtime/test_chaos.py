@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from dei_framework.runtime import chaos
+from dei_framework.runtime import builders as chaos
 
 
 class _Recorder:
@@ -46,7 +46,7 @@ def test_every_entry_point_is_stalled_and_still_answers(monkeypatch: pytest.Monk
     monkeypatch.setenv(chaos.STALL_ENV, "0.5")
     monkeypatch.setattr(chaos.asyncio, "sleep", fake_sleep)
     evaluator, operator = _Recorder(), _Recorder()
-    chaos.install(evaluator, {"n": operator})  # type: ignore[arg-type]
+    chaos.install_chaos(evaluator, {"n": operator})  # type: ignore[arg-type]
 
     async def use() -> list[str]:
         return [
@@ -66,5 +66,5 @@ def test_every_entry_point_is_stalled_and_still_answers(monkeypatch: pytest.Monk
 def test_nothing_is_wrapped_when_the_variable_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(chaos.STALL_ENV, raising=False)
     evaluator, operator = _Recorder(), _Recorder()
-    chaos.install(evaluator, {"n": operator})  # type: ignore[arg-type]
+    chaos.install_chaos(evaluator, {"n": operator})  # type: ignore[arg-type]
     assert "evaluate_many" not in vars(evaluator) and "propose_batch" not in vars(operator)

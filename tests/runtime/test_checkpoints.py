@@ -1,6 +1,6 @@
 """Checkpoints: written between two awaits, read back on resume with the logs checked against
-them, damage refused in one line naming the file (:mod:`dei_framework.runtime.checkpoints`,
-:mod:`dei_framework.runtime.restore`)."""
+them, damage refused in one line naming the file (:mod:`dei_framework.runtime.files.checkpoints`,
+:mod:`dei_framework.runtime.files.checkpoints`)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import pytest
 
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.operators import OperatorReply
-from dei_framework.runtime.budget import BudgetLedger
-from dei_framework.runtime.checkpoints import (
-    UNLOGGED_CALLS,
+from dei_framework.runtime.budget.ledger import BudgetLedger
+from dei_framework.runtime.files.checkpoints import (
     check_logs,
     resume_from_checkpoint,
     write_checkpoint,
 )
-from dei_framework.runtime.run_dir import RunDir
+from dei_framework.runtime.files.run_dir import RunDir
+from dei_framework.runtime.files.run_layout import UNLOGGED_CALLS_FILE
 from dei_framework.search.events import RoundEvent
 
 
@@ -76,7 +76,7 @@ def test_a_resume_restores_every_nodes_scheduler_and_usage(build, toy_config, tm
     assert {name: driver.state_json() for name, driver in resumed.drivers.items()} == saved
     # The logs are back at the checkpoint; the reply after it is kept, to be served again.
     assert (tmp_path / "calls.jsonl").read_bytes() == b""
-    assert [c["key"] for c in _lines(tmp_path / UNLOGGED_CALLS)] == [asked[-1].key]
+    assert [c["key"] for c in _lines(tmp_path / UNLOGGED_CALLS_FILE)] == [asked[-1].key]
     assert not resumed.drivers["node-0"].replies.charged(asked[-1].key)
     assert len(resumed.drivers["node-0"].replies) == 1
     again = resumed.drivers["node-0"].scheduler
@@ -113,7 +113,10 @@ def test_cutting_the_logs_keeps_the_paid_replies_it_takes_out(tmp_path) -> None:
 
     assert [c["key"] for c in _lines(tmp_path / "calls.jsonl")] == ["node-0/r0/s0", "node-0/r0/s1"]
     assert _lines(tmp_path / "events.jsonl") == [{"event": "evaluated", "node": "node-0"}]
-    assert [c["key"] for c in _lines(tmp_path / UNLOGGED_CALLS)] == ["node-0/r0/s2", "node-1/r0/s0"]
+    assert [c["key"] for c in _lines(tmp_path / UNLOGGED_CALLS_FILE)] == [
+        "node-0/r0/s2",
+        "node-1/r0/s0",
+    ]
     # A second crash before they are served again: the next resume still has them.
     _, replies, _ = _resume(RunDir(tmp_path))
     assert replies["node-0"]["node-0/r0/s2"].logged is False

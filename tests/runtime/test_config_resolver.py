@@ -1,6 +1,6 @@
 """One configuration resolver: the config keys, ``dei-run``'s flags and the docs tables all come
-from ``RunConfig``'s field metadata (:mod:`dei_framework.runtime.settings`), and these tests fail,
-naming what drifted, when a flag, a key or a docs row no longer matches it."""
+from ``RunConfig``'s field metadata (:mod:`dei_framework.runtime.config.settings`), and these tests
+fail, naming what drifted, when a flag, a key or a docs row no longer matches it."""
 
 from __future__ import annotations
 
@@ -15,16 +15,9 @@ from dei_framework.app import cli
 from dei_framework.app.cli_experiment import plan_from_flags
 from dei_framework.contract.errors import ConfigError
 from dei_framework.plugin.manager import load_plugins
-from dei_framework.runtime.config import (
-    CONFIG_KEYS,
-    DEFAULTS,
-    SETTINGS,
-    RunConfig,
-    Sources,
-    resolve_config,
-    with_node_flags,
-)
-from dei_framework.runtime.settings import CONFIG_TABLES, FLAG_ONLY, SECTIONS, of_fields
+from dei_framework.runtime.config.resolve import Sources, resolve_config, with_option_flags
+from dei_framework.runtime.config.run_config import CONFIG_KEYS, DEFAULTS, SETTINGS, RunConfig
+from dei_framework.runtime.config.settings import CONFIG_TABLES, FLAG_ONLY, SECTIONS, of_fields
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -361,7 +354,7 @@ def test_dei_node_puts_its_flags_over_the_configuration(plugins) -> None:
         {"domain": "numeric", "transport_option": ("loss=0.1",), "domain_option": ("dims=2",)},
         plugins,
     )
-    over = with_node_flags(config, {"transport_option": ("loss=0.5", "latency=2")}, plugins)
+    over = with_option_flags(config, {"transport_option": ("loss=0.5", "latency=2")}, plugins)
     assert over.transport_options == {"loss": 0.5, "latency": 2}
     assert over.domain_options == {"dims": 2}
-    assert with_node_flags(config, {}, plugins) == config
+    assert with_option_flags(config, {}, plugins) == config

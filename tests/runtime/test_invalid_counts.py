@@ -8,7 +8,8 @@ import attrs
 import pytest
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
 
 TOY = ["--domain", "toy", "--operator", "toy-random", "--progress", "quiet", "--no-report"]
 

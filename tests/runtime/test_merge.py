@@ -11,9 +11,11 @@ import pytest
 from dei_framework.contract.descriptors import DescriptorSpace, ThresholdAxis
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.records import Candidate
-from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.merge import RunMerge, join_processes, read_node_process
-from dei_framework.runtime.run_dir import RunDir
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.run_dir import RunDir
+from dei_framework.runtime.merge import RunMerge, join_processes
+from dei_framework.runtime.node.process import read_node_process
 from dei_framework.search.archives import GridArchive
 
 #: The run's grid: four cells along x (below 1, below 2, below 3, the rest).

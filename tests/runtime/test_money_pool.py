@@ -9,8 +9,9 @@ import asyncio
 import pytest
 
 from dei_framework.contract.errors import BudgetExhausted
-from dei_framework.runtime.budget import BudgetLedger, NodeCaps
-from dei_framework.runtime.money_pool import MoneyPool
+from dei_framework.runtime.budget.ledger import BudgetLedger
+from dei_framework.runtime.budget.usage import NodeCaps
+from dei_framework.runtime.node.links import MoneyPool
 
 NAMES = ("a", "b", "c")
 
@@ -104,7 +105,7 @@ def test_a_starved_node_stops_when_every_peer_is_starved_or_finished() -> None:
 
 
 def test_a_lost_word_ends_in_the_starved_wait_s_time_limit(monkeypatch) -> None:
-    monkeypatch.setattr("dei_framework.runtime.money_pool.MAX_STARVED_SECONDS", 0.5)
+    monkeypatch.setattr("dei_framework.runtime.node.links.MAX_STARVED_SECONDS", 0.5)
     pools = _pools(3.0, lost={"a"})  # a's messages never arrive: the others think it runs
 
     async def main() -> list[float]:

@@ -10,7 +10,7 @@ import pytest
 
 from dei_framework.contract.errors import BudgetExhausted, OperatorError, ReplayMismatch
 from dei_framework.contract.operators import Operator, OperatorReply, TransientOperatorFailure
-from dei_framework.runtime.budget import BudgetLedger
+from dei_framework.runtime.budget.ledger import BudgetLedger
 from dei_framework.runtime.operator_calls import MAX_FAILURES_PER_SLOT, OperatorCalls, call_outcomes
 from dei_framework.runtime.replay import RecordedCall, Recording, messages_digest
 from dei_framework.search.scheduler import WorkItem

@@ -12,8 +12,9 @@ from dei_coreware.domain import CorewarOptions
 from dei_framework.app.cli_experiment import plan_from_flags
 from dei_framework.contract.errors import ConfigError
 from dei_framework.plugin.manager import load_plugins
-from dei_framework.runtime import config as cfg
-from dei_framework.runtime.presets import DEI_PAPER, get_preset
+from dei_framework.runtime.config import resolve as cfg
+from dei_framework.runtime.config import run_config
+from dei_framework.runtime.config.settings import DEI_PAPER, get_preset
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -144,11 +145,11 @@ def test_paper_protocol_doc_lists_what_the_preset_sets() -> None:
 
 #: How to read each default listed in docs/deviations.md from the code.
 DEFAULTS = {
-    "`rounds`": lambda: str(cfg.DEFAULTS["rounds"]),
+    "`rounds`": lambda: str(run_config.DEFAULTS["rounds"]),
     "`budget` per node": lambda: str(cfg.DEFAULT_CALLS_PER_NODE),
     "`generality_rounds`": lambda: str(CorewarOptions().generality_rounds),
     "`opponents`": lambda: ",".join(CorewarOptions().opponents),
-    "`transport`": lambda: cfg.DEFAULTS["transport"],
+    "`transport`": lambda: run_config.DEFAULTS["transport"],
     "`human_set`": lambda: (
         f"bundled generality folder ({_bundled_generality()} project-written warriors)"
         if CorewarOptions().human_set is None

@@ -1,6 +1,6 @@
 """Replay: recorded calls served by request key only when their messages hash the same, and
 the record a replay reads (:mod:`dei_framework.runtime.replay`,
-:func:`dei_framework.runtime.restore.read_replay_record`)."""
+:func:`dei_framework.runtime.files.checkpoints.read_replay_record`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 
 from dei_framework.contract.errors import ConfigError, OperatorError, ReplayMismatch
 from dei_framework.contract.operators import OperatorReply, OperatorRequest
+from dei_framework.runtime.files.checkpoints import read_replay_record
+from dei_framework.runtime.files.run_dir import RunDir
 from dei_framework.runtime.replay import (
     RecordedCall,
     RecordedOperator,
@@ -22,8 +24,6 @@ from dei_framework.runtime.replay import (
     recorded_usage,
     replayed_reply,
 )
-from dei_framework.runtime.restore import read_replay_record
-from dei_framework.runtime.run_dir import RunDir
 
 ASK = [{"role": "system", "content": "Toy."}, {"role": "user", "content": "Write"}]
 OTHER = [{"role": "system", "content": "Toy."}, {"role": "user", "content": "Improve 1 2"}]

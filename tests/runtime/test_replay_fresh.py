@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from dei_framework.runtime.run_lock import LOCK_NAME
+from dei_framework.runtime.files.run_layout import LOCK_FILE
 
 TOY = [
     "--domain",
@@ -32,7 +32,7 @@ def _files(directory: Path) -> dict[str, bytes]:
     return {
         str(path.relative_to(directory)): path.read_bytes()
         for path in sorted(directory.rglob("*"))
-        if path.is_file() and path.name != LOCK_NAME
+        if path.is_file() and path.name != LOCK_FILE
     }
 
 

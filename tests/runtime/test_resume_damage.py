@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.budget import BudgetLedger
-from dei_framework.runtime.checkpoints import UNLOGGED_CALLS, resume_from_checkpoint
-from dei_framework.runtime.run_dir import RunDir
-from dei_framework.runtime.run_lock import LOCK_NAME
+from dei_framework.runtime.budget.ledger import BudgetLedger
+from dei_framework.runtime.files.checkpoints import resume_from_checkpoint
+from dei_framework.runtime.files.run_dir import RunDir
+from dei_framework.runtime.files.run_layout import LOCK_FILE, UNLOGGED_CALLS_FILE
 
 
 def _call(index: int) -> dict:
@@ -75,7 +75,7 @@ def test_without_a_checkpoint_the_recorded_replies_are_kept(tmp_path) -> None:
     (tmp_path / "checkpoint.json").write_text("null")
     assert _resume(tmp_path) == {f"a/r0/s{i}": (f"reply {i}", False) for i in range(3)}
     assert (tmp_path / "calls.jsonl").read_bytes() == b""
-    assert len((tmp_path / UNLOGGED_CALLS).read_bytes().splitlines()) == 3
+    assert len((tmp_path / UNLOGGED_CALLS_FILE).read_bytes().splitlines()) == 3
 
 
 @pytest.mark.parametrize(
@@ -163,7 +163,7 @@ def test_dei_run_resume_of_a_damaged_run_is_one_line_and_changes_nothing(
         return {
             str(p.relative_to(out)): p.read_bytes()
             for p in sorted(out.rglob("*"))
-            if p.is_file() and p.name != LOCK_NAME
+            if p.is_file() and p.name != LOCK_FILE
         }
 
     before = files()

@@ -7,8 +7,9 @@ the in-memory run's progress lines and the AXL launcher's log say the same index
 
 from __future__ import annotations
 
-from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.launcher import Launcher
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.node.launcher import Launcher
 from dei_framework.runtime.progress import Progress
 
 CONFIG = RunConfig(

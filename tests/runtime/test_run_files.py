@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from dei_framework.runtime.run_dir import dumps, write_json_atomic
+from dei_framework.runtime.files.run_dir import dumps, write_json_atomic
 
 
 def test_a_log_line_reads_back_as_the_record_it_was() -> None:
@@ -103,7 +103,7 @@ def test_opponent_set_directories_of_dead_processes_are_removed(tmp_path) -> Non
 def test_one_rule_says_what_a_run_and_an_experiment_directory_are(tmp_path) -> None:
     from dei_framework.app.watch.layout import is_experiment
     from dei_framework.report.export import find_runs
-    from dei_framework.runtime.run_dir import holds_experiment, holds_run
+    from dei_framework.runtime.files.run_dir import holds_experiment, holds_run
 
     started, logged, rounds, plain = (tmp_path / name for name in ("a", "b", "c", "d"))
     for folder in (started, logged, rounds / "nodes" / "n0", plain):

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.run_lock import LOCK_NAME, RunDirInUse, held, lock_run_dir
+from dei_framework.runtime.files.run_layout import LOCK_FILE
+from dei_framework.runtime.files.run_lock import RunDirInUse, held, lock_run_dir
 
 
 def _wait_for(condition, what: str, seconds: float = 120.0) -> None:
@@ -82,7 +83,7 @@ def test_a_second_writer_of_a_live_run_is_refused_naming_the_pid(toy_env, tmp_pa
     first = _start(_gated_run(out, gate, toy_env), toy_env)
     try:
         _wait_for(lambda: Path(f"{gate}.started").exists(), "the run's first generality job")
-        assert (out / LOCK_NAME).read_text().strip() == str(first.pid)
+        assert (out / LOCK_FILE).read_text().strip() == str(first.pid)
         before = (out / "events.jsonl").read_bytes()
         attempts = {
             "resume": ["dei-run", "--resume", str(out), "--progress", "quiet", "--no-report"],
@@ -155,7 +156,7 @@ def test_two_node_processes_of_one_node_give_one_refusal(toy_env, tmp_path) -> N
 
 _HOLDER = """
 import sys
-from dei_framework.runtime.run_lock import lock_run_dir
+from dei_framework.runtime.files.run_lock import lock_run_dir
 lock_run_dir(sys.argv[1])
 print("locked", flush=True)
 sys.stdin.readline()
@@ -180,7 +181,7 @@ def test_the_lock_is_the_kernels_and_names_its_holder(tmp_path) -> None:
         holder.wait()
     lock = lock_run_dir(run_dir)
     assert lock_run_dir(run_dir) is lock  # the same process gets its own lock back
-    assert (run_dir / LOCK_NAME).read_text().strip() == str(os.getpid())
+    assert (run_dir / LOCK_FILE).read_text().strip() == str(os.getpid())
     lock.abandon()
     assert list(run_dir.iterdir()) == []  # the lock file goes; the directory was not ours
     assert held(run_dir) is None

@@ -14,9 +14,10 @@ import pytest
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.operators import OperatorReply
 from dei_framework.evaluation.local import Evaluator, LocalBackend, evaluate
-from dei_framework.runtime.budget import BudgetLedger, NodeUsage
-from dei_framework.runtime.driver import reply_json
-from dei_framework.runtime.run_dir import RunDir, dumps, read_jsonl
+from dei_framework.runtime.budget.ledger import BudgetLedger
+from dei_framework.runtime.budget.usage import NodeUsage
+from dei_framework.runtime.files.run_dir import RunDir, dumps, read_jsonl
+from dei_framework.runtime.operator_calls import reply_json
 
 
 def test_lines_of_one_loop_turn_reach_the_file_together_in_order(tmp_path) -> None:

@@ -15,7 +15,7 @@ from seeded_runs import GivesUpPlugin, run_outcome
 from dei_framework import NodeConfig, RunConfig, hookimpl, load_plugins, run
 from dei_framework.contract.errors import ConfigError
 from dei_framework.runtime.ensemble import Ensemble
-from dei_framework.runtime.run_dir import RunDir
+from dei_framework.runtime.files.run_dir import RunDir
 from dei_framework.search.allocation import (
     AllocationDecision,
     AllocatorSpec,
@@ -202,7 +202,7 @@ def test_bandit_is_refused_where_it_cannot_hold_with_one_line(toy_env, tmp_path)
     with pytest.raises(ConfigError, match="compute-axis tokens"):
         Ensemble(tokens, RunDir(tmp_path / "tokens"), registry=registry).assemble()
     # dei-run over AXL: refused before any AXL node or node process starts
-    from dei_framework.runtime.launcher import local_network
+    from dei_framework.runtime.node.launcher import local_network
 
     axl = _config(
         ["toy-random", "toy-random"], transport="axl", compute_axis="tokens", iterations=4

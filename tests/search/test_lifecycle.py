@@ -29,7 +29,7 @@ from dei_framework import (
 )
 from dei_framework.contract.descriptors import AxisSpec
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.config import build_nodes
+from dei_framework.runtime.config.resolve import build_nodes
 from dei_framework.search.sharing import BUILTIN_POLICIES
 
 
@@ -266,7 +266,7 @@ def test_continual_rounds_keep_the_coverage_and_champions_cross_every_round(tmp_
 
 def test_nodes_with_different_selector_options_run_in_one_ensemble(tmp_path) -> None:
     from dei_framework.runtime.ensemble import Ensemble
-    from dei_framework.runtime.run_dir import RunDir
+    from dei_framework.runtime.files.run_dir import RunDir
 
     config = RunConfig(
         domain="symreg",
@@ -298,7 +298,7 @@ def test_nodes_with_different_selector_options_run_in_one_ensemble(tmp_path) -> 
 
 def test_a_seeded_ensemble_with_the_tournament_selector_is_reproducible(tmp_path) -> None:
     from dei_framework.runtime.ensemble import Ensemble
-    from dei_framework.runtime.run_dir import RunDir
+    from dei_framework.runtime.files.run_dir import RunDir
 
     def once(name: str) -> tuple[Ensemble, list]:
         config = RunConfig(
@@ -331,7 +331,7 @@ def test_a_seeded_ensemble_with_the_tournament_selector_is_reproducible(tmp_path
 
 def test_lifecycle_and_new_fraction_flags_reach_the_run_config() -> None:
     from dei_framework import load_plugins
-    from dei_framework.runtime.config import resolve_config
+    from dei_framework.runtime.config.resolve import resolve_config
 
     plugins = load_plugins()
     flags = {"domain": "symreg", "operators": ("symreg-gp",), "budget": 8}

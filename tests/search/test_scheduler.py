@@ -33,7 +33,7 @@ from dei_framework import (
 from dei_framework.contract.descriptors import AxisSpec
 from dei_framework.contract.operators import Operator, OperatorReply, OperatorRequest
 from dei_framework.evaluation.local import Evaluator
-from dei_framework.runtime.budget import BudgetLedger
+from dei_framework.runtime.budget.ledger import BudgetLedger
 from dei_framework.runtime.driver import DriverSink, SearchDriver
 from dei_framework.search.scheduler import WorkItem
 from dei_framework.search.sharing import BUILTIN_POLICIES

@@ -29,7 +29,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from dei_framework.runtime.run_lock import LOCK_NAME
+from dei_framework.runtime.files.run_layout import LOCK_FILE
 
 #: The seed every damage is drawn from: the cases are the same on every run of the suite.
 SEED = 37
@@ -427,7 +427,7 @@ def _hashes(directory: Path) -> dict[str, str]:
     return {
         str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
         for path in sorted(directory.rglob("*"))
-        if path.is_file() and path.name != LOCK_NAME
+        if path.is_file() and path.name != LOCK_FILE
     }
 
 

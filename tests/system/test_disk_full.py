@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from dei_framework.contract.errors import WriteError
-from dei_framework.runtime.run_dir import RunDir, write_json_atomic
+from dei_framework.runtime.files.run_dir import RunDir, write_json_atomic
 
 #: A seeded Core War run that writes about 350 KB (its logs hold every call's reply).
 RUN_FLAGS = (

@@ -20,7 +20,7 @@ from dei_transports.axlnode import AxlNodeProcess, node_config, topology, up_pee
 from netns import Host
 
 from dei_framework.contract.errors import TransportError
-from dei_framework.runtime.launcher import parent_death_signal
+from dei_framework.contract.processes import parent_death_signal
 
 #: Peering port on every host (each host has its own ports).
 PEERING_PORT = 9001

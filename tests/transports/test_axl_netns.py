@@ -40,8 +40,9 @@ from dei_transports.axlnode import up_peers
 from midway import events
 from netns import Lan, lan, skip_unless_available
 
+from dei_framework.contract.processes import parent_death_signal
 from dei_framework.net.envelope import NodeIdentity
-from dei_framework.runtime.launcher import node_command, parent_death_signal
+from dei_framework.runtime.node.launcher import node_command
 
 pytestmark = [pytest.mark.axl, pytest.mark.slow]
 

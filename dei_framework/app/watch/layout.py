@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime.run_dir import holds_experiment, holds_run
-from dei_framework.runtime.run_layout import EXPERIMENT_FILE
+from dei_framework.runtime.files.run_dir import holds_experiment, holds_run
+from dei_framework.runtime.files.run_layout import EXPERIMENT_FILE
 
 #: How deep below an experiment directory runs are looked for.
 MAX_DEPTH = 3

@@ -2,7 +2,7 @@
 
 Nearly every line of a run's ``events.jsonl`` is an ``evaluated`` event the search loop wrote in
 one fixed layout (:meth:`dei_framework.search.scheduler.Admission.event` through
-:func:`dei_framework.runtime.run_dir.dumps`)::
+:func:`dei_framework.runtime.files.run_dir.dumps`)::
 
     {"event":"evaluated","id":"…","node":"…","round":3,"operator":"…","kind":"…",
      "parent":null,"slot":7,"status":"new","fitness":1.5,"descriptor":{…},"cell":[2,5],…}

@@ -29,7 +29,8 @@ from dei_framework.analysis.formatting import node_colors
 from dei_framework.app.watch.lines import Evaluated, events
 from dei_framework.app.watch.state import MAX_CAUSES, NodeState, RunState
 from dei_framework.app.watch.tail import JsonlTail, Rewound
-from dei_framework.runtime.run_layout import (
+from dei_framework.runtime.files import run_layout
+from dei_framework.runtime.files.run_layout import (
     CALLS_FILE,
     CHECKPOINT_FILE,
     CONFIG_FILE,
@@ -435,7 +436,7 @@ class WatchedRun:
         if quotas:
             return quotas
         from dei_framework.contract.errors import DEIError
-        from dei_framework.runtime.config import RunConfig
+        from dei_framework.runtime.config.run_config import RunConfig
 
         fields = attrs.fields_dict(RunConfig)
         try:
@@ -503,7 +504,7 @@ class WatchedRun:
                 if archive.get("space"):
                     self._space_file = archive
                     return archive
-        for path in sorted(self.path.glob("**/nodes/*/round-*.json"))[:1]:
+        for path in run_layout.round_paths_below(self.path)[:1]:
             try:
                 archive = json.loads(path.read_bytes()).get("archive") or {}
             except (OSError, ValueError):
@@ -547,7 +548,7 @@ class WatchedRun:
         if not isinstance(node, str) or not isinstance(round_index, int):
             return None
         for source in self._sources.values():
-            path = source.dir / "nodes" / node / f"round-{round_index:03d}.json"
+            path = run_layout.round_path(source.dir, node, round_index)
             try:
                 archive = json.loads(path.read_bytes()).get("archive") or {}
             except (OSError, ValueError):

@@ -1,22 +1,25 @@
-"""What a node may use and has used: the compute axes, equal shares, caps, usage, prices.
+"""What a node may use and has used, and a run's budget arithmetic.
 
-The quantities the budget ledger (:mod:`dei_framework.runtime.budget`, which re-exports every
-name here) keeps and persists: the axes equal compute is measured on, the equal split of a call
-budget (:func:`split_budget`), a node's hard caps besides its call quota (:class:`NodeCaps`),
-its usage (:class:`NodeUsage`: calls, attempts, tokens, cost, time); what a model charges
+The quantities the budget ledger (:mod:`dei_framework.runtime.budget.ledger`) keeps and
+persists: the axes equal compute is measured on, the equal split of a call budget
+(:func:`split_budget`), a node's hard caps besides its call quota (:class:`NodeCaps`), its
+usage (:class:`NodeUsage`: calls, attempts, tokens, cost, time); what a model charges
 (:class:`~dei_framework.contract.price.Price`) is part of the contract operators implement.
+From a run's configuration: each node's calls and caps (the run's budget and money cap split
+equally) and the run's total on its compute axis, which
+:class:`~dei_framework.runtime.config.run_config.RunConfig`'s :meth:`node_quotas`,
+:meth:`node_caps` and :meth:`compute_limit` answer with.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import attrs
 
 from dei_framework.contract.errors import ConfigError
-from dei_framework.contract.price import Price  # noqa: F401 - re-exported
 
 #: The quantities equal compute can be measured on.
 ComputeAxis = Literal["calls", "tokens", "cost"]
@@ -124,3 +127,53 @@ def split_budget(total: int, nodes: Sequence[str]) -> dict[str, int]:
             f"use a multiple of {len(nodes)}"
         )
     return {node: total // len(nodes) for node in nodes}
+
+
+class BudgetedRun(Protocol):
+    """What the arithmetic reads of a :class:`~dei_framework.runtime.config.run_config.RunConfig`
+    (which imports this module: it is not imported here)."""
+
+    nodes: Sequence[object]
+    rounds: int
+    budget: int | None
+    iterations: int | None
+    compute_axis: str
+    max_cost_usd: float | None
+    max_attempts_per_node: int | None
+
+    @property
+    def node_names(self) -> list[str]: ...
+
+    def node_quotas(self) -> dict[str, int]: ...
+
+
+def node_quotas(config: BudgetedRun) -> dict[str, int]:
+    """Calls per node: the budget split equally, or iterations x rounds (on a ``tokens``
+    axis, where ``budget`` counts tokens, always the latter)."""
+    if config.budget is not None and config.compute_axis != "tokens":
+        return split_budget(config.budget, config.node_names)
+    return {name: config.iterations * config.rounds for name in config.node_names}
+
+
+def node_caps(config: BudgetedRun) -> dict[str, NodeCaps]:
+    """Each node's token, money and attempt caps: the run's token budget and money cap split
+    equally, like calls."""
+    count = len(config.nodes)
+    names = config.node_names
+    tokens = split_budget(config.budget, names) if config.compute_axis == "tokens" else {}
+    cost = None if config.max_cost_usd is None else config.max_cost_usd / count
+    return {
+        name: NodeCaps(
+            tokens=tokens.get(name), cost_usd=cost, attempts=config.max_attempts_per_node
+        )
+        for name in names
+    }
+
+
+def compute_limit(config: BudgetedRun) -> float | None:
+    """The run's total budget on its compute axis."""
+    if config.compute_axis == "cost":
+        return config.max_cost_usd
+    if config.compute_axis == "tokens":
+        return config.budget
+    return sum(config.node_quotas().values())

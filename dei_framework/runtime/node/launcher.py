@@ -39,9 +39,10 @@ from dei_framework.contract.transport import LocalNetwork
 from dei_framework.net.envelope import NodeIdentity
 from dei_framework.plugin.manager import PluginRegistry
 from dei_framework.runtime.builders import build_allocator
-from dei_framework.runtime.config import RunConfig
-from dei_framework.runtime.run_dir import RunDir, read_jsonl, write_json_atomic
-from dei_framework.runtime.run_layout import (
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files import run_layout
+from dei_framework.runtime.files.run_dir import RunDir, read_jsonl, write_json_atomic
+from dei_framework.runtime.files.run_layout import (
     CONFIG_FILE,
     EVENTS_FILE,
     NODE_LOG_FILE,
@@ -69,7 +70,7 @@ def local_network(
         return None
     build_allocator(config, registry)  # a dynamic one is refused before any process starts
     return spec.local_network(
-        config.node_names, dict(config.transport_options), run_dir / "processes"
+        config.node_names, dict(config.transport_options), run_layout.processes_dir(run_dir)
     )
 
 
@@ -132,7 +133,7 @@ class Launcher:
         run_dir = RunDir(self.run_dir)
         keys = {}
         for name in self.config.node_names:
-            path = run_dir.process_path(name) / "nodes" / name / "identity.pem"
+            path = run_layout.identity_path(run_dir.process_path(name), name)
             path.parent.mkdir(parents=True, exist_ok=True)
             keys[name] = NodeIdentity.load_or_generate(path)
         if not self.resume and not self.config.members:
@@ -190,7 +191,7 @@ class Launcher:
                 child.process.kill()
 
     def _key_path(self, name: str) -> Path:
-        return RunDir(self.run_dir).process_path(name) / "nodes" / name / "identity.pem"
+        return run_layout.identity_path(RunDir(self.run_dir).process_path(name), name)
 
     def _spawn(self, name: str, *, resume: bool) -> None:
         directory = RunDir(self.run_dir).process_path(name)
@@ -334,7 +335,7 @@ class Launcher:
     def _merge(self) -> RunSummary:
         # Imported here: merging builds the domain and an evaluator, which the launcher itself
         # never needs (it only starts the node processes).
-        from dei_framework.runtime.process_merge import merge_node_processes
+        from dei_framework.runtime.node.join import merge_node_processes
 
         extra = {}
         network = self.network.describe()

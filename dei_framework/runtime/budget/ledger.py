@@ -16,9 +16,8 @@ whatever the reply contained) or is *released* (a failed call: only its attempts
 count).
 
 The quantities it keeps (compute axes, :func:`split_budget`, :class:`NodeCaps`,
-:class:`NodeUsage`, :class:`Price`) are defined in :mod:`~dei_framework.runtime._usage` and
-importable from here; so is :class:`CallMeter`, one call's account
-(:mod:`~dei_framework.runtime._call_meter`).
+:class:`NodeUsage`) are defined in :mod:`~dei_framework.runtime.budget.usage`; one call's
+account, :class:`CallMeter`, in :mod:`~dei_framework.runtime.budget.call_meter`.
 """
 
 from __future__ import annotations
@@ -33,26 +32,8 @@ import attrs
 
 from dei_framework.contract.errors import BudgetExhausted, ConfigError
 from dei_framework.contract.operators import OperatorReply
-from dei_framework.runtime._call_meter import CallMeter
-from dei_framework.runtime._usage import (
-    COMPUTE_AXES,
-    ComputeAxis,
-    NodeCaps,
-    NodeUsage,
-    Price,
-    split_budget,
-)
-
-__all__ = [
-    "COMPUTE_AXES",
-    "BudgetLedger",
-    "CallMeter",
-    "ComputeAxis",
-    "NodeCaps",
-    "NodeUsage",
-    "Price",
-    "split_budget",
-]
+from dei_framework.runtime.budget.call_meter import CallMeter
+from dei_framework.runtime.budget.usage import COMPUTE_AXES, NodeCaps, NodeUsage
 
 
 class BudgetLedger:
@@ -99,7 +80,7 @@ class BudgetLedger:
         self._started = time.monotonic()
         self._elapsed_before = 0.0
         self._waiters: list[asyncio.Future] = []
-        #: With nodes in processes of their own (:mod:`~dei_framework.runtime.money_pool`): whether
+        #: With nodes in processes of their own (:mod:`~dei_framework.runtime.node.links`): whether
         #: a node whose next attempt does not fit its money cap may still be handed money (it then
         #: waits instead of stopping), and a callback told when a node starts or stops waiting for
         #: money.
@@ -274,7 +255,7 @@ class BudgetLedger:
             if not future.done():
                 future.set_result(None)
 
-    # --- the money cap across processes (money_pool) ---------------------------------------
+    # --- the money cap across processes (node.links) ---------------------------------------
 
     def raise_cost_cap(self, node: str, usd: float) -> float:
         """Raises ``node``'s money cap by ``usd`` (money a finished peer handed over); returns

@@ -3,8 +3,7 @@ its signing identity, its virtual-time clock, its endpoint and its driver.
 
 :class:`NodeAssembly` is the per-node half of :func:`~dei_framework.runtime.assembly.assemble`
 (its run-wide parts are built first, by the assembly that inherits these steps).
-:class:`RunReactions` (what the parts call while the run goes), :data:`LAG_PER_SLOT` and
-:func:`note_opponents` are importable from :mod:`dei_framework.runtime.assembly`.
+:class:`RunReactions` is what the parts call while the run goes.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
@@ -26,21 +25,28 @@ from dei_framework.net.envelope import NodeIdentity, parse_membership
 from dei_framework.net.node import Node
 from dei_framework.net.timeline import NodeClock, Timeline
 from dei_framework.plugin.manager import PluginRegistry
-from dei_framework.runtime.budget import BudgetLedger
+from dei_framework.runtime.budget.ledger import BudgetLedger
 from dei_framework.runtime.builders import (
     build_plugin,
     factory_context,
     nominal_latency,
     own_options,
 )
-from dei_framework.runtime.checkpoints import Resumption
-from dei_framework.runtime.config import NodeConfig, RunConfig
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
 from dei_framework.runtime.driver import DriverSink, SearchDriver
-from dei_framework.runtime.process_links import round_receiver
+from dei_framework.runtime.files import run_layout
+from dei_framework.runtime.files.checkpoints import (
+    ReplayRecord,
+    Resumption,
+    finished_round_file,
+    peer_reports,
+    restoring,
+)
+from dei_framework.runtime.files.run_dir import RunDir
+from dei_framework.runtime.files.run_files import read_round
+from dei_framework.runtime.node.links import round_receiver
 from dei_framework.runtime.replay import RecordedCall, Recording
-from dei_framework.runtime.restore import ReplayRecord, finished_round_file, peer_reports, restoring
-from dei_framework.runtime.run_dir import RunDir
-from dei_framework.runtime.run_files import read_round
 from dei_framework.search.allocation import AllocationCoordinator
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.events import EvaluatedEvent, RoundEvent
@@ -205,20 +211,19 @@ class NodeAssembly:
 
     def identity(self, name: str) -> NodeIdentity:
         """Node ``name``'s signing key (made on its first run), checked against the members."""
-        node_dir = self.run_dir.path / "nodes" / name
-        node_dir.mkdir(parents=True, exist_ok=True)
-        identity = NodeIdentity.load_or_generate(node_dir / "identity.pem")
+        key = run_layout.identity_path(self.run_dir.path, name)
+        key.parent.mkdir(parents=True, exist_ok=True)
+        identity = NodeIdentity.load_or_generate(key)
         membership = parse_membership(self.config.members or None)
         if membership is not None and identity.public_key_hex not in membership:
             raise ConfigError(
-                f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
-                "not in the run's members"
+                f"node {name}'s key {identity.public_key_hex} ({key}) is not in the run's members"
             )
         bound = None if membership is None else membership.names.get(identity.public_key_hex)
         if bound is not None and bound != name:
             # Its peers would drop every champion it sends as an impersonation.
             raise ConfigError(
-                f"node {name}'s key {identity.public_key_hex} ({node_dir}/identity.pem) is "
+                f"node {name}'s key {identity.public_key_hex} ({key}) is "
                 f"bound to the name {bound!r} in the run's members"
             )
         return identity

@@ -13,12 +13,12 @@ from typing import Any
 
 from dei_framework.contract.run_summary import RunSummary
 from dei_framework.plugin.manager import PluginRegistry
-from dei_framework.runtime.assembly import build_domain_parts, new_evaluator
-from dei_framework.runtime.budget import BudgetLedger
-from dei_framework.runtime.config import RunConfig
+from dei_framework.runtime.budget.ledger import BudgetLedger
+from dei_framework.runtime.builders import build_domain_parts, new_evaluator
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files.run_dir import RunDir, write_json_atomic
+from dei_framework.runtime.files.run_layout import CALLS_FILE, EVENTS_FILE, MERGED_ARCHIVE_FILE
 from dei_framework.runtime.merge import join_processes
-from dei_framework.runtime.run_dir import RunDir, write_json_atomic
-from dei_framework.runtime.run_layout import CALLS_FILE, EVENTS_FILE, MERGED_ARCHIVE_FILE
 from dei_framework.runtime.summary import EventTally, run_summary
 
 

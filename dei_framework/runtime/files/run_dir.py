@@ -43,9 +43,15 @@ import orjson
 
 from dei_framework.contract.errors import ConfigError, WriteError
 from dei_framework.contract.run_summary import RunSummary
-from dei_framework.runtime.config import RunConfig
-from dei_framework.runtime.run_files import damaged_line, read_checkpoint, read_config, read_json
-from dei_framework.runtime.run_layout import (
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files import run_layout
+from dei_framework.runtime.files.run_files import (
+    damaged_line,
+    read_checkpoint,
+    read_config,
+    read_json,
+)
+from dei_framework.runtime.files.run_layout import (
     CALLS_FILE,
     CHECKPOINT_FILE,
     CONFIG_FILE,
@@ -55,7 +61,7 @@ from dei_framework.runtime.run_layout import (
     RUN_FILES,
     SUMMARY_FILE,
 )
-from dei_framework.runtime.run_lock import held
+from dei_framework.runtime.files.run_lock import held
 
 
 def write_json_atomic(path: Path, data: Any, *, layout: str = "indent") -> None:
@@ -209,7 +215,7 @@ def holds_run(path: Path) -> bool:
     return (
         (path / CONFIG_FILE).is_file()
         or (path / EVENTS_FILE).is_file()
-        or any(path.glob("nodes/*/round-*.json"))
+        or bool(run_layout.round_paths(path))
     )
 
 
@@ -274,10 +280,10 @@ class RunDir:
 
     def process_path(self, node: str) -> Path:
         """The directory of ``node``'s own process (one process per node)."""
-        return self.path / "processes" / node
+        return run_layout.process_dir(self.path, node)
 
     def round_path(self, node: str, round_index: int) -> Path:
-        return self.path / "nodes" / node / f"round-{round_index:03d}.json"
+        return run_layout.round_path(self.path, node, round_index)
 
     # --- appends --------------------------------------------------------------------------------
 
@@ -430,8 +436,9 @@ class RunDir:
         write_json_atomic(self.checkpoint_path, state, layout="compact")
 
     def read_checkpoint(self) -> dict[str, Any] | None:
-        """The run's checkpoint (:func:`~dei_framework.runtime.run_files.read_checkpoint`): ``None``
-        when there is none.
+        """The run's checkpoint
+        (:func:`~dei_framework.runtime.files.run_files.read_checkpoint`): ``None`` when there is
+        none.
 
         Raises:
             ConfigError: It is damaged or not of a checkpoint's shape.
@@ -451,8 +458,8 @@ class RunDir:
             lock.release(remove=True)
         for name in RUN_FILES:
             (self.path / name).unlink(missing_ok=True)
-        nodes = self.path / "nodes"
-        for identity in nodes.glob("*/identity.pem"):
+        nodes = self.path / run_layout.NODES_DIR
+        for identity in nodes.glob(f"*/{run_layout.IDENTITY_FILE}"):
             identity.unlink()
         for folder in [*nodes.glob("*/"), nodes, self.path]:
             with contextlib.suppress(OSError):  # not empty (or already gone): keep it

@@ -1,9 +1,12 @@
-"""A run's checkpoint (``checkpoint.json``): taken between two awaits, read back on ``--resume``.
+"""A run's checkpoint (``checkpoint.json``): taken between two awaits, read back on ``--resume``;
+and what a resume or a replay reads back while a run is assembled.
 
 A checkpoint is every node's scheduler state (admitted state plus the items handed out and not
 yet admitted), the budget ledger, the log offsets, the virtual-time timeline and the sharing
 counters, taken together in one synchronous step, so that it is consistent with the run log at
-any moment (docs/architecture.md, "Ask/tell").
+any moment (docs/architecture.md, "Ask/tell"). Read back: node state restored from it (damage
+refused in one line), the round files it names, a replay's record, and the peers' round
+reports a resumed node process decided from.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
@@ -11,23 +14,33 @@ change in any release.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from dei_framework.contract.errors import ConfigError
+from dei_framework.contract.kinds import EventKind
 from dei_framework.net.node import Node
 from dei_framework.net.timeline import Timeline
-from dei_framework.runtime.budget import BudgetLedger
+from dei_framework.runtime.budget.ledger import BudgetLedger
 from dei_framework.runtime.driver import SearchDriver
+from dei_framework.runtime.files.run_dir import RunDir, read_jsonl
+from dei_framework.runtime.files.run_files import damaged, damaged_line
+from dei_framework.runtime.files.run_layout import (
+    CALLS_FILE,
+    CHECKPOINT_FILE,
+    EVENTS_FILE,
+    LOGS,
+    UNLOGGED_CALLS_FILE,
+)
 from dei_framework.runtime.replay import RecordedCall
-from dei_framework.runtime.run_dir import LOGS, RunDir
-from dei_framework.runtime.run_files import damaged_line
-from dei_framework.runtime.run_layout import CALLS_FILE, CHECKPOINT_FILE, EVENTS_FILE
+from dei_framework.search.allocation import RoundReport
 
 
 def write_checkpoint(
@@ -58,12 +71,6 @@ def _started_round(driver: SearchDriver) -> int:
     """The last round the node's scheduler has started (``-1`` before its first)."""
     scheduler = driver.scheduler
     return scheduler.round if scheduler.started else scheduler.round - 1
-
-
-#: Paid replies a resume cut from ``calls.jsonl`` (made after the checkpoint) and has not
-#: logged again yet: kept here first, so that a second crash before they are served again
-#: loses none of them. Each resume reads it, and removes it once nothing is left unlogged.
-UNLOGGED_CALLS = "calls-unlogged.jsonl"
 
 
 @attrs.frozen(kw_only=True)
@@ -100,12 +107,12 @@ class Resumption:
 
     def cut_logs(self) -> None:
         """Cuts the logs back to the checkpoint, the replies it takes out of ``calls.jsonl``
-        written to :data:`UNLOGGED_CALLS` first (so that they stay on disk). Called once the
+        written to :data:`UNLOGGED_CALLS_FILE` first (so that they stay on disk). Called once the
         run has been rebuilt from the checkpoint: a checkpoint that cannot be restored leaves
         every file as it was."""
-        unlogged_path = self.run_dir.path / UNLOGGED_CALLS
+        unlogged_path = self.run_dir.path / UNLOGGED_CALLS_FILE
         if self.unlogged:
-            self.run_dir.replace_jsonl(UNLOGGED_CALLS, self.unlogged)
+            self.run_dir.replace_jsonl(UNLOGGED_CALLS_FILE, self.unlogged)
         self.run_dir.truncate(self.offsets)
         if not self.unlogged:
             unlogged_path.unlink(missing_ok=True)
@@ -122,7 +129,7 @@ def resume_from_checkpoint(
     time resumes from it. Every recorded call goes to ``replies`` (per node, by request key)
     to be served again without calling the operator: those the checkpoint kept as logged, the
     later ones (paid for too) to be logged and charged anew. A paid reply is never lost: the
-    ones the cut takes from ``calls.jsonl`` are first written to :data:`UNLOGGED_CALLS`.
+    ones the cut takes from ``calls.jsonl`` are first written to :data:`UNLOGGED_CALLS_FILE`.
 
     A torn last line (a crash mid-write) is cut back; any other damage (see
     :func:`check_logs`) is refused, naming the file and the byte offset. Nothing is changed
@@ -142,7 +149,7 @@ def resume_from_checkpoint(
     # Events after the offset are cut unread (they hold nothing paid for); those before it
     # are what the resumed run counts on.
     _read_log(run_dir.events_path, offsets[EVENTS_FILE], after=False, action="resume")
-    carried, _ = _read_log(run_dir.path / UNLOGGED_CALLS, None, action="resume")
+    carried, _ = _read_log(run_dir.path / UNLOGGED_CALLS_FILE, None, action="resume")
     logged = {(call["node"], call["key"]) for call in kept}
     for call in kept:
         replies[call["node"]][call["key"]] = RecordedCall(record=call, logged=True)
@@ -176,7 +183,7 @@ def check_logs(
 
     Args:
         directory: The run directory.
-        checkpoint: Its checkpoint (:func:`~dei_framework.runtime.run_files.read_checkpoint`).
+        checkpoint: Its checkpoint (:func:`~dei_framework.runtime.files.run_files.read_checkpoint`).
         action: What is refused, for the message (``"resume"``, ``"merge"`` ...).
         complete: The logs must end at the checkpoint's offsets.
 
@@ -287,3 +294,95 @@ def _record_or_none(line: bytes) -> dict | None:
 
 def _is_call(record: dict) -> bool:
     return isinstance(record.get("node"), str) and isinstance(record.get("key"), str)
+
+
+@contextlib.contextmanager
+def restoring(run_dir: RunDir, what: str) -> Iterator[None]:
+    """Restoring ``what`` from the checkpoint: a state it cannot be restored from (a key
+    missing, a value of the wrong type) is a damaged checkpoint, refused in one line."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise damaged(
+            run_dir.checkpoint_path,
+            f"{what} cannot be restored from it ({type(exc).__name__}: {exc}); refusing to resume",
+        ) from None
+
+
+def finished_round_file(run_dir: RunDir, name: str, round_index: int) -> Path:
+    """The file of a round the checkpoint says node ``name`` finished (it must exist: a round's
+    file is written in the step that ends it, before any checkpoint can hold the round)."""
+    path = run_dir.round_path(name, round_index)
+    if not path.exists():
+        raise ConfigError(
+            f"{path} is missing: the checkpoint says node {name} finished "
+            f"round {round_index}; refusing to resume"
+        )
+    return path
+
+
+@attrs.frozen(kw_only=True)
+class ReplayRecord:
+    """What a replay serves from the recorded run besides its calls.
+
+    Attributes:
+        received: Per node, the champions it received, by round (``received`` events).
+        lags: Per node, its scheduler's lag in the record.
+    """
+
+    received: dict[str, dict[int, list[dict]]]
+    lags: dict[str, int]
+
+
+def read_replay_record(record: RunDir, replies: dict[str, dict[str, RecordedCall]]) -> ReplayRecord:
+    """Reads the recorded run a replay serves: its calls (into ``replies``, per node by request
+    key), the champions each node received and each node's lag, the record's logs checked
+    against its checkpoint first.
+
+    Raises:
+        ConfigError: The record has no checkpoint, or a file of it is damaged.
+    """
+    recorded = record.read_checkpoint()
+    if recorded is None:
+        raise ConfigError(
+            f"{record.checkpoint_path} is missing (or null): a replay needs "
+            "the recorded run's checkpoint (its lags and log offsets)"
+        )
+    check_logs(record.path, recorded, action="replay")
+    for position, call in enumerate(read_jsonl(record.calls_path)):
+        if not (isinstance(call.get("node"), str) and isinstance(call.get("key"), str)):
+            raise damaged(record.calls_path, f"record {position} is not a call record")
+        replies[call["node"]][call["key"]] = RecordedCall(record=call)
+    received: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for position, event in enumerate(read_jsonl(record.events_path)):
+        if event.get("event") != EventKind.RECEIVED:
+            continue
+        if not (isinstance(event.get("node"), str) and isinstance(event.get("round"), int)):
+            raise damaged(
+                record.events_path,
+                f"record {position} is a received event without its node and round",
+            )
+        received[event["node"]][event["round"]].append(event)
+    lags = {}
+    for name, state in recorded["nodes"].items():
+        lag = state.get("lag")
+        if isinstance(lag, bool) or not isinstance(lag, int) or lag < 0:
+            raise damaged(record.checkpoint_path, f"node {name}'s lag is {lag!r}")
+        lags[name] = lag
+    return ReplayRecord(received=received, lags=lags)
+
+
+def peer_reports(run_dir: RunDir, resumed: Resumption) -> list[RoundReport]:
+    """The peers' round reports a resumed node process's decisions were made from: its
+    ``allocation_report`` events before the checkpoint."""
+    offset = resumed.offsets.get(EVENTS_FILE, 0)
+    with open(run_dir.events_path, "rb") as handle:
+        lines = handle.read(offset).splitlines()
+    reports = []
+    for line in lines:
+        if b'"allocation_report"' in line:  # EventKind.ALLOCATION_REPORT, as written
+            event = json.loads(line)
+            if event.get("event") == EventKind.ALLOCATION_REPORT:
+                with restoring(run_dir, "a peer's round report"):
+                    reports.append(RoundReport.from_json(event))
+    return reports

@@ -2,7 +2,7 @@
 checkpoint, round files and logs, refused when its logs are incomplete or damaged.
 
 :func:`dei_framework.runtime.merge.join_processes` reads every node's this way before it
-merges anything; the names are re-exported from :mod:`dei_framework.runtime.merge`.
+merges anything.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
@@ -18,10 +18,21 @@ import attrs
 from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.kinds import EventKind
 from dei_framework.contract.run_summary import RunSummary
-from dei_framework.runtime.checkpoints import check_logs
-from dei_framework.runtime.run_dir import read_jsonl
-from dei_framework.runtime.run_files import damaged, read_checkpoint, read_round, read_run_summary
-from dei_framework.runtime.run_layout import CALLS_FILE, CHECKPOINT_FILE, EVENTS_FILE, SUMMARY_FILE
+from dei_framework.runtime.files import run_layout
+from dei_framework.runtime.files.checkpoints import check_logs
+from dei_framework.runtime.files.run_dir import read_jsonl
+from dei_framework.runtime.files.run_files import (
+    damaged,
+    read_checkpoint,
+    read_round,
+    read_run_summary,
+)
+from dei_framework.runtime.files.run_layout import (
+    CALLS_FILE,
+    CHECKPOINT_FILE,
+    EVENTS_FILE,
+    SUMMARY_FILE,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -77,12 +88,11 @@ def read_node_process(source: Path, name: str) -> NodeProcess:
     check_logs(source, checkpoint, action="merge", complete=summary is not None)
     events = list(read_jsonl(source / EVENTS_FILE))
     calls = list(read_jsonl(source / CALLS_FILE))
-    node_dir = source / "nodes" / name
     if summary is not None:
         count = summary.nodes[name].rounds_completed
-        paths = [node_dir / f"round-{index:03d}.json" for index in range(count)]
+        paths = [run_layout.round_path(source, name, index) for index in range(count)]
     else:
-        paths = sorted(node_dir.glob("round-*.json"))
+        paths = run_layout.round_paths(source, name)
     rounds = []
     for path in paths:
         if not path.exists():

@@ -1,9 +1,10 @@
 """One call's account with the budget ledger: :class:`CallMeter`, handed to the operator with
 its request, opens and settles each attempt against the ledger's caps and ends the call as
-committed or released.
+committed or released. The ledger hands meters out
+(:meth:`~dei_framework.runtime.budget.ledger.BudgetLedger.reserve`).
 
-Importable from :mod:`dei_framework.runtime.budget`, whose ledger hands meters out
-(:meth:`~dei_framework.runtime.budget.BudgetLedger.reserve`).
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from dei_framework.contract.operators import OperatorReply
-from dei_framework.runtime._usage import NodeUsage
+from dei_framework.runtime.budget.usage import NodeUsage
 
 
 class MeteringLedger(Protocol):
-    """What a meter uses of a :class:`~dei_framework.runtime.budget.BudgetLedger` (which
+    """What a meter uses of a :class:`~dei_framework.runtime.budget.ledger.BudgetLedger` (which
     imports this module: it is not imported here)."""
 
     usage: dict[str, NodeUsage]

@@ -4,6 +4,9 @@
 a ``--config`` file into a :class:`RunConfig`; :class:`Sources` is the one order of precedence
 (flags, the file, the preset, the defaults) that it, ``dei experiment`` and ``dei node`` use.
 Which keys and flags there are comes from ``RunConfig``'s fields (:mod:`.run_config`).
+
+Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
+change in any release.
 """
 
 from __future__ import annotations
@@ -19,50 +22,20 @@ import attrs
 
 from dei_framework.contract.errors import ConfigError
 from dei_framework.evaluation.sandbox.policy import SandboxPolicy, choose_policy
-from dei_framework.runtime.endpoints import check_shared_api_base, split_endpoint
-from dei_framework.runtime.presets import Preset, get_preset, overridden, warn_overrides
-from dei_framework.runtime.run_config import (
-    CONFIG_KEYS,
-    CONFIG_TABLES,
-    DEFAULT_NODES,
-    DEFAULTS,
-    DELIVERIES,
-    SETTINGS,
-    NodeConfig,
-    RunConfig,
-    _members,  # noqa: F401  (importable from here before RunConfig moved)
-    _positive,  # noqa: F401
-    _seconds,  # noqa: F401
-    check_count,
+from dei_framework.runtime.config.checks import check_count, check_shared_api_base, split_endpoint
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import CONFIG_KEYS, DEFAULT_NODES, DEFAULTS, RunConfig
+from dei_framework.runtime.config.settings import (
+    Preset,
+    get_preset,
+    of_fields,
+    overridden,
+    warn_overrides,
 )
-from dei_framework.runtime.settings import of_fields
 
 if TYPE_CHECKING:
     from dei_framework.contract.registry import PluginRegistry
 
-__all__ = [  # the record's names are re-exported: they were always imported from here
-    "CONFIG_KEYS",
-    "CONFIG_TABLES",
-    "DEFAULTS",
-    "DEFAULT_CALLS_PER_NODE",
-    "DEFAULT_NODES",
-    "DELIVERIES",
-    "NODE_OPTION_KEYS",
-    "NODE_SEARCH_KEYS",
-    "SETTINGS",
-    "NodeConfig",
-    "RunConfig",
-    "Sources",
-    "build_nodes",
-    "check_count",
-    "chosen_out",
-    "default_operators",
-    "key_values",
-    "load_toml",
-    "resolve_config",
-    "sandbox_policy",
-    "with_node_flags",
-]
 
 #: Calls per node when neither ``--budget`` nor ``--iterations`` is given.
 DEFAULT_CALLS_PER_NODE = 40
@@ -411,7 +384,7 @@ def apply_key_values(tables: dict[str, dict[str, Any]], flags: Mapping[str, Any]
     )
 
 
-def with_node_flags(
+def with_option_flags(
     config: RunConfig, flags: Mapping[str, Any], plugins: PluginRegistry
 ) -> RunConfig:
     """``config`` with the option flags of ``dei node`` over it (plugins' options and
@@ -466,7 +439,3 @@ def key_values(pairs: tuple[str, ...], flag: str) -> dict[str, Any]:
         except json.JSONDecodeError:
             options[key.replace("-", "_")] = value
     return options
-
-
-#: The old private name of :func:`key_values` (``dei node`` imported it).
-_key_values = key_values

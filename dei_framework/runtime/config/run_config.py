@@ -1,11 +1,11 @@
 """The run's configuration record: :class:`RunConfig`, each field carrying its config key, flag
 and help (:mod:`.settings`), and what is derived from them (the known config keys, the
-defaults). Its parts live beside it, their names importable from here: :class:`NodeConfig`
-(``_node_config``), the checks (``_config_checks``), the budget arithmetic (``_run_budget``)
-and the ``config.json`` form (``_config_json``).
+defaults). Its parts live beside it: :class:`NodeConfig` and the ``config.json`` form
+(:mod:`.record`), the checks (:mod:`.checks`), the budget arithmetic
+(:mod:`dei_framework.runtime.budget.usage`).
 
-:mod:`dei_framework.runtime.config` resolves flags, a config file and a preset into a
-``RunConfig`` and re-exports these names.
+:mod:`dei_framework.runtime.config.resolve` resolves flags, a config file and a preset into a
+``RunConfig``.
 """
 
 from __future__ import annotations
@@ -16,17 +16,14 @@ from typing import Any
 import attrs
 
 from dei_framework.contract.domain import LIFECYCLES
-from dei_framework.runtime import _config_json, _run_budget
-from dei_framework.runtime._config_checks import (
-    DELIVERIES,
-    check_config,
-    check_count,  # noqa: F401 - importable from here, as before the checks moved
-)
-from dei_framework.runtime._config_checks import members as _members
-from dei_framework.runtime._config_checks import positive as _positive
-from dei_framework.runtime._config_checks import seconds as _seconds
-from dei_framework.runtime._node_config import NodeConfig
-from dei_framework.runtime.settings import (
+from dei_framework.runtime.budget import usage as budget_arithmetic
+from dei_framework.runtime.config import record
+from dei_framework.runtime.config.checks import DELIVERIES, check_config
+from dei_framework.runtime.config.checks import members as _members
+from dei_framework.runtime.config.checks import positive as _positive
+from dei_framework.runtime.config.checks import seconds as _seconds
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.settings import (
     CONFIG_TABLES,
     NOT_FIELDS,
     RUN,
@@ -461,23 +458,23 @@ class RunConfig:
     def node_quotas(self) -> dict[str, int]:
         """Calls per node: the budget split equally, or iterations x rounds (on a ``tokens``
         axis, where ``budget`` counts tokens, always the latter)."""
-        return _run_budget.node_quotas(self)
+        return budget_arithmetic.node_quotas(self)
 
     def node_caps(self) -> dict[str, Any]:
         """Each node's token, money and attempt caps (:class:`~.budget.NodeCaps`): the run's
         token budget and money cap split equally, like calls."""
-        return _run_budget.node_caps(self)
+        return budget_arithmetic.node_caps(self)
 
     def compute_limit(self) -> float | None:
         """The run's total budget on its compute axis."""
-        return _run_budget.compute_limit(self)
+        return budget_arithmetic.compute_limit(self)
 
     def to_json(self) -> dict[str, Any]:
-        return _config_json.to_json(self)
+        return record.to_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunConfig:
-        return _config_json.from_json(cls, data)
+        return record.from_json(cls, data)
 
 
 #: Every setting, by key: ``RunConfig``'s fields' and those that are no field, in the order

@@ -1,10 +1,15 @@
 """The checks a run configuration must pass: its fields' validators (whole-number counts,
-durations in seconds), the members converter, and the checks across fields (the compute axis
-and its budget, delivery, lifecycle, the share of new programs).
+durations in seconds), the members converter, the checks across fields (the compute axis and
+its budget, delivery, lifecycle, the share of new programs), and the per-node endpoints.
 
-:class:`~dei_framework.runtime.run_config.RunConfig` runs them as it is made; the names are
-importable from :mod:`dei_framework.runtime.run_config` (and from
-:mod:`dei_framework.runtime.config`).
+:class:`~dei_framework.runtime.config.run_config.RunConfig` runs the field checks as it is
+made. A node's server URL (``api_base``) is one of its operator options. It comes from the
+global ``--api-base`` flag (or ``api_base`` in ``[operator_options]``), from the node's
+``[[node]]`` table, or from the operator spec itself:
+``--operator ollama/qwen2.5-coder@http://127.0.0.1:11434`` (:func:`split_endpoint`). A global
+URL reaches every node without one of its own, so one given beside operators of several
+providers would send, say, an Anthropic node's requests (and its key) to a local Ollama server:
+:func:`check_shared_api_base` refuses that and shows the per-node form.
 
 Internal: not public API (the public names are :mod:`dei_framework`'s); anything here may
 change in any release.
@@ -13,12 +18,13 @@ change in any release.
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from dei_framework.contract.domain import LIFECYCLES
 from dei_framework.contract.errors import ConfigError
-from dei_framework.runtime._usage import COMPUTE_AXES
+from dei_framework.runtime.budget.usage import COMPUTE_AXES
 
 #: Champion delivery modes (``RunConfig.delivery``, ``--delivery``).
 DELIVERIES = ("auto", "virtual", "wallclock")
@@ -77,8 +83,9 @@ def members(value: Any) -> tuple[str, ...]:
 
 
 class CheckedRun(Protocol):
-    """What the checks across fields read of a :class:`~dei_framework.runtime.run_config.RunConfig`
-    (which imports this module: it is not imported here)."""
+    """What the checks across fields read of a
+    :class:`~dei_framework.runtime.config.run_config.RunConfig` (which imports this module: it is
+    not imported here)."""
 
     nodes: Sequence[object]
     budget: int | None
@@ -132,3 +139,61 @@ def check_config(config: CheckedRun) -> None:
         )
     if not 0.0 <= config.new_fraction <= 1.0:
         raise ConfigError(f"new_fraction must be within [0, 1], got {config.new_fraction}")
+
+
+# ``@`` followed by a URL: model strings may contain ``@`` themselves (Vertex AI's
+# ``vertex_ai/claude-3-5-sonnet@20240620``), a scheme after it tells the endpoint apart.
+_ENDPOINT = re.compile(r"^(?P<operator>.+?)@(?P<url>https?://\S+)$")
+
+# ``provider/model`` (``llm:`` optional); paths (``./op.py``, ``/x/y``) are not model strings.
+_MODEL = re.compile(r"^(?:llm:)?(?P<provider>[A-Za-z][A-Za-z0-9_.\-]*)/\S+$")
+
+#: Providers that usually run on the user's own machine: the example a refusal shows.
+_LOCAL_PROVIDERS = ("ollama", "ollama_chat", "hosted_vllm", "lm_studio", "llamafile", "vllm")
+
+
+def split_endpoint(spec: str) -> tuple[str, str | None]:
+    """``"ollama/qwen2.5-coder@http://127.0.0.1:11434"`` into the operator and its URL.
+
+    Returns:
+        The operator spec without the endpoint, and the URL (``None`` when there is none).
+    """
+    match = _ENDPOINT.match(spec.strip())
+    if match is None:
+        return spec, None
+    return match["operator"], match["url"]
+
+
+def provider_of(spec: str) -> str | None:
+    """The provider of a model string (``anthropic`` of ``anthropic/claude-haiku-4-5``), or
+    ``None`` for an operator that is not one (``gp``, a path)."""
+    match = _MODEL.match(spec.strip())
+    return match["provider"] if match is not None else None
+
+
+def check_shared_api_base(api_base: str | None, inheriting: Sequence[str]) -> None:
+    """Refuses a global ``api_base`` that operators of several providers would share.
+
+    Args:
+        api_base: The global URL (``--api-base`` or ``[operator_options] api_base``).
+        inheriting: The operator specs of the nodes that would get it (those without an
+            endpoint of their own).
+
+    Raises:
+        ConfigError: The operators of ``inheriting`` name more than one provider.
+    """
+    if not api_base:
+        return
+    providers = {
+        provider: spec for spec in inheriting if (provider := provider_of(spec)) is not None
+    }
+    if len(providers) < 2:
+        return
+    local = [spec for provider, spec in providers.items() if provider in _LOCAL_PROVIDERS]
+    example = (local or list(providers.values()))[0].removeprefix("llm:")
+    raise ConfigError(
+        f"--api-base {api_base} would send the requests of every LLM node to that one server, "
+        f"but the nodes use {len(providers)} providers ({', '.join(sorted(providers))}): give "
+        f"the server to the node it serves, e.g. --operator {example}@{api_base} (or api_base "
+        "in its [[node]] table), and none to hosted models"
+    )

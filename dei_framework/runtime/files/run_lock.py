@@ -4,9 +4,10 @@ Every command that writes a run directory (``dei-run`` fresh, ``--resume`` and `
 ``dei node``, ``dei merge``, ``dei experiment``) takes the lock before it writes anything
 else there and before it checks whether the directory already holds a run: so of two
 commands started together on one directory, exactly one goes on and the other is refused,
-whichever checked first. The lock is ``fcntl.flock`` on :data:`LOCK_NAME`, so the kernel
-releases it when its process ends, ``kill -9`` included; the file holds the holder's pid, for
-the refusal to name it.
+whichever checked first. The lock is ``fcntl.flock`` on
+:data:`~dei_framework.runtime.files.run_layout.LOCK_FILE`, so the kernel releases it when its
+process ends, ``kill -9`` included; the file holds the holder's pid, for the refusal to name
+it.
 
 A process that already holds a directory's lock gets the same lock back (a lock is per open
 file: a second ``flock`` in the same process would refuse itself).
@@ -26,9 +27,7 @@ from pathlib import Path
 import attrs
 
 from dei_framework.contract.errors import ConfigError
-
-#: The lock file's name in a run directory (hidden: it is no result of the run).
-LOCK_NAME = ".dei.lock"
+from dei_framework.runtime.files.run_layout import LOCK_FILE
 
 #: How long a refused command waits for the holder to write its pid (it writes it right
 #: after taking the lock; a refusal without the pid would name nobody).
@@ -52,7 +51,7 @@ class RunLock:
 
     @property
     def path(self) -> Path:
-        return self.directory / LOCK_NAME
+        return self.directory / LOCK_FILE
 
     def release(self, *, remove: bool = False) -> None:
         """Releases the lock; ``remove`` deletes the lock file first (while still held, so no
@@ -113,7 +112,7 @@ def lock_run_dir(directory: str | Path) -> RunLock:
         raise ConfigError(
             f"cannot create the run directory {directory}: {exc.strerror or exc}"
         ) from None
-    path = directory / LOCK_NAME
+    path = directory / LOCK_FILE
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)

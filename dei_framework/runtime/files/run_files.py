@@ -8,8 +8,9 @@ configuration (:func:`read_config`), the checkpoint (:func:`read_checkpoint`), r
 (:func:`read_round`), summaries (:func:`read_run_summary`, :func:`read_finished_summary`,
 :func:`read_experiment_summary`), the merged archive (:func:`read_merged_archive`) and a
 finished run as a whole (:func:`read_finished_run`). The logs' lines are read by
-:func:`dei_framework.runtime.run_dir.read_jsonl` (and checked against the checkpoint by
-:mod:`dei_framework.runtime.checkpoints`), which refuse a damaged line through :func:`damaged_line`.
+:func:`dei_framework.runtime.files.run_dir.read_jsonl` (and checked against the checkpoint by
+:mod:`dei_framework.runtime.files.checkpoints`), which refuse a damaged line through
+:func:`damaged_line`.
 
 A file is missing, not UTF-8, not JSON, JSON of another type, a record without a field it
 must have, or a field of the wrong type; a finished run's files disagree with each other (a
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import json
 import numbers
-import re
 import types
 import typing
 from collections.abc import Mapping
@@ -36,8 +36,14 @@ import attrs
 from dei_framework.contract.errors import ConfigError, DEIError
 from dei_framework.contract.payloads import ExperimentSummary
 from dei_framework.contract.run_summary import RunSummary
-from dei_framework.runtime.config import NodeConfig, RunConfig
-from dei_framework.runtime.run_layout import CHECKPOINT_FILE, MERGED_ARCHIVE_FILE, SUMMARY_FILE
+from dei_framework.runtime.config.record import NodeConfig
+from dei_framework.runtime.config.run_config import RunConfig
+from dei_framework.runtime.files import run_layout
+from dei_framework.runtime.files.run_layout import (
+    CHECKPOINT_FILE,
+    MERGED_ARCHIVE_FILE,
+    SUMMARY_FILE,
+)
 
 
 def damaged(path: Path, cause: str) -> ConfigError:
@@ -246,9 +252,6 @@ def read_checkpoint(path: Path) -> dict[str, Any] | None:
 
 # --- results --------------------------------------------------------------------------------------
 
-#: A round file's name: ``round-NNN.json``.
-ROUND_FILE = re.compile(r"round-(\d+)\.json")
-
 
 def read_round(path: Path) -> dict[str, Any]:
     """A finished round's file (``nodes/<node>/round-NNN.json``): its archive, champion and
@@ -259,7 +262,7 @@ def read_round(path: Path) -> dict[str, Any]:
     """
     document = read_json(path)
     number = field(path, document, "round", int)
-    match = ROUND_FILE.fullmatch(Path(path).name)
+    match = run_layout.ROUND_NAME.fullmatch(Path(path).name)
     if match is not None and number != int(match.group(1)):
         raise damaged(path, f"it holds round {number}, not the round its name says")
     archive = field(path, document, "archive", dict)
@@ -415,7 +418,7 @@ def read_finished_run(run_dir: Path) -> FinishedRun:
     for name, node in summary.nodes.items():
         node_rounds = []
         for index in range(node.rounds_completed):
-            path = run_dir / "nodes" / name / f"round-{index:03d}.json"
+            path = run_layout.round_path(run_dir, name, index)
             if not path.exists():
                 raise ConfigError(
                     f"{path} is missing: {run_dir / SUMMARY_FILE} says node "
