@@ -19,13 +19,7 @@ from typing import Any
 
 sys.path.append(str(Path(__file__).resolve().parent))
 
-from figurelib import (  # noqa: E402
-    command_text,
-    fmt_percent,
-    markdown_table,
-    run_benchmark,
-    write_figure_set,
-)
+from figurelib import command_text, fmt_percent, markdown_table, run_benchmark, write_figure_set  # noqa: E402
 
 
 def _outcome(row: Mapping[str, Any]) -> str:
