@@ -36,9 +36,6 @@ def test_config_yaml_gives_axes_bins_timeout_and_system_message(task: Path, caps
     ignored = [
         "max_iterations",
         "checkpoint_interval",
-        "llm.models",
-        "llm.temperature",
-        "prompt.num_top_programs",
         "database.num_islands",
     ]
     assert len(warned) == len(ignored)  # one line per ignored key, nothing else
