@@ -22,7 +22,6 @@ from dei_framework.search._work import CALL_KINDS, MUTATE, PEER, Result, WorkIte
 from dei_framework.search.archives import AddStatus, ArchiveBase
 from dei_framework.search.selectors import ParentSelector
 
-
 #: A domain's prompts that ask for nothing (no info, no ancestors kept).
 NO_NEEDS = PromptNeeds()
 
@@ -270,10 +269,7 @@ def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddSt
             told.index = archive.flat_index(told.cell)
     if told.index is None:  # an archive with its own add
         candidate = told.candidate(
-            fitness,
-            node=scheduler.name,
-            round_index=scheduler.round,
-            needs=scheduler.prompt_needs,
+            fitness, node=scheduler.name, round_index=scheduler.round, needs=scheduler.prompt_needs
         )
         status = archive.add(candidate)
     else:
@@ -285,10 +281,7 @@ def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddSt
         ):
             return None, status  # nothing would change: no record needed
         candidate = told.candidate(
-            fitness,
-            node=scheduler.name,
-            round_index=scheduler.round,
-            needs=scheduler.prompt_needs,
+            fitness, node=scheduler.name, round_index=scheduler.round, needs=scheduler.prompt_needs
         )
         if status:  # what add does, without placing the descriptor a second time
             status = archive.add_at(candidate, told.index)
@@ -303,11 +296,8 @@ def _admit_peer(
     """:func:`admit` for a received champion (valid, placed): counted for niche novelty,
     then offered to the archive unless the sharing policy keeps it out of cells."""
     candidate = told.candidate(
-            fitness,
-            node=scheduler.name,
-            round_index=scheduler.round,
-            needs=scheduler.prompt_needs,
-        )
+        fitness, node=scheduler.name, round_index=scheduler.round, needs=scheduler.prompt_needs
+    )
     scheduler._valid_received += 1
     if candidate.cell not in scheduler.previous_cells:
         scheduler._novel += 1

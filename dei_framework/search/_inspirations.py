@@ -32,7 +32,8 @@ def inspirations(
 ) -> tuple[Candidate, ...]:
     """The top elites (best first, not the parent), then the diverse ones (uniform over the
     occupied cells, not the parent, the top ones nor ``others``; fewer when the archive is
-    small).
+    small). Fewer top elites than ``needs.top`` means the archive holds no other elite, so
+    none is diverse: the first ``needs.top`` are always the top ones.
 
     Args:
         archive: The node's archive at the slot's planning.

@@ -115,9 +115,7 @@ class WorkItem:
         values["parent"] = Candidate.from_json(data["parent"]) if data["parent"] else None
         values["others"] = tuple(Candidate.from_json(o) for o in data["others"])
         values["program"] = Candidate.from_json(data["program"]) if data["program"] else None
-        values["inspirations"] = tuple(
-            Candidate.from_json(o) for o in data.get("inspirations", ())
-        )
+        values["inspirations"] = tuple(Candidate.from_json(o) for o in data.get("inspirations", ()))
         return cls(**values)
 
 
