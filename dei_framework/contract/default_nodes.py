@@ -5,6 +5,9 @@ An OpenEvolve task folder names its models in ``config.yaml`` (``llm.models``); 
 plugin turns them into one node each, so that such a folder runs with no ``--operator``. The
 core reads the answer as it reads a config file's ``[[node]]`` tables; it never imports the
 plugin.
+
+Internal: not public API (:mod:`dei_framework.plugin.hookspecs` re-exports
+:class:`DefaultNodes`, the name to import); anything here may change in any release.
 """
 
 from __future__ import annotations
