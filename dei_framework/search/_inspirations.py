@@ -9,6 +9,7 @@ draws for the diverse ones, whatever the archive's size.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -55,7 +56,11 @@ def inspirations(
             picks = rng.bounded(len(occupied), draws)
         else:
             picks = [int(i) for i in rng.integers(len(occupied), size=draws)]
-        for pick in picks:
+        # Random draws first; when they keep hitting elites shown already (a small archive),
+        # a scan from the last draw finds the rest: at most len(shown) more steps.
+        size, start = len(occupied), picks[-1]
+        scan = ((start + step) % size for step in range(1, size))  # lazy: stops when found
+        for pick in itertools.chain(picks, scan):
             elite = occupied[pick]
             if elite.id not in shown:
                 shown.add(elite.id)
