@@ -44,6 +44,8 @@ _NUMBERS = {
 _MODEL_KEYS = ("name", "weight", "api_base", "api_key", *_NUMBERS)
 #: Lines already printed in this process (the configuration may be resolved more than once).
 _SAID: set[str] = set()
+#: The task folder being read (lines are said once per folder).
+_FOLDER = [""]
 
 
 def default_nodes(options: Mapping[str, Any], operators: Sequence[str]) -> DefaultNodes | None:
@@ -93,12 +95,14 @@ def default_nodes(options: Mapping[str, Any], operators: Sequence[str]) -> Defau
 
 
 def _task(options: Mapping[str, Any]) -> Task:
-    return load_task(
+    task = load_task(
         str(options.get("task") or DEFAULT_TASK),
         program=str(options.get("program") or ""),
         evaluator=str(options.get("evaluator") or ""),
         config=str(options.get("config") or ""),
     )
+    _FOLDER[0] = str(task.folder)
+    return task
 
 
 def _where(task: Task) -> str:
@@ -201,6 +205,8 @@ def _node(
 
 
 def _say(line: str) -> None:
-    if line not in _SAID:
-        _SAID.add(line)
+    """Prints ``line`` once per process and task folder (``_FOLDER``: the one being read)."""
+    key = f"{_FOLDER[0]}\0{line}"
+    if key not in _SAID:
+        _SAID.add(key)
         print(f"dei-python: {line}", file=sys.stderr)
