@@ -84,7 +84,7 @@ class PromptNeeds:
 
     Attributes:
         top: Best elites by fitness (not the parent) handed to :meth:`Domain.messages` as
-            ``inspirations``, best first.
+            ``inspirations``, best first, with every mutation.
         diverse: Elites of other cells (not the parent, nor those above, nor the selector's
             others) drawn uniformly with the slot's generator, handed after them.
         info: Whether candidates keep their evaluation's ``info`` (``Candidate.info``).
@@ -273,7 +273,9 @@ class Domain(abc.ABC):
 
         A domain whose :attr:`prompt_needs` asks for top or diverse programs also gets
         ``inspirations=`` (a tuple of candidates: the top ones, best first, then the diverse
-        ones) whenever the archive has any; other domains never get the argument.
+        ones) for every mutation whose archive holds other elites (a new program's request
+        gets none: it is one nothing in the round decides, which may be made early); other
+        domains never get the argument.
         """
 
     def generality(self, program: Program) -> float | None:

@@ -96,10 +96,11 @@ class Candidate:
             and artifacts, what it printed), kept when the node's domain asks for it
             (:attr:`~dei_framework.contract.domain.PromptNeeds.info`) so its prompts can show
             it; ``None`` otherwise. Not compared; written only when set.
-        lineage: Its nearest ancestors, parent first, as they were when mutated (each with no
-            lineage of its own), kept when the node's domain asks for evolution history
-            (:attr:`~dei_framework.contract.domain.PromptNeeds.history`). Not compared, not
-            serialised: a resumed run's history starts at the candidates made since.
+        lineage: Its nearest ancestors, parent first, as they were when mutated (each
+            without its text and lineage: their scores, descriptors and info), kept when the
+            node's domain asks for evolution history
+            (:attr:`~dei_framework.contract.domain.PromptNeeds.history`). Not compared;
+            written only when not empty (a resumed run's prompts must be the ones it made).
     """
 
     # Stored as given (a string, or a DeferredText written on first read of ``text``).
@@ -115,7 +116,7 @@ class Candidate:
     source: CandidateSource = CandidateSource.NONE
     data: Any = json_field(default=None, eq=False, repr=False, skip=True)
     info: Mapping[str, Any] | None = json_field(default=None, omit_none=True, eq=False, repr=False)
-    lineage: tuple[Candidate, ...] = json_field(default=(), eq=False, repr=False, skip=True)
+    lineage: tuple[Candidate, ...] = json_field(default=(), when="lineage", eq=False, repr=False)
 
     def __repr__(self) -> str:  # attrs' form, with the field's public name
         shown = ", ".join(

@@ -165,7 +165,8 @@ class Told:
             info = self.info.get("info")  # the domain's Evaluation.info (Outcome.result)
         parent = item.parent
         if needs.history and parent is not None:
-            nearest = attrs.evolve(parent, lineage=()) if parent.lineage else parent
+            # Light records: the history shows an ancestor's scores, not its program.
+            nearest = attrs.evolve(parent, text="", lineage=(), data=None)
             lineage = (nearest, *parent.lineage[: needs.history - 1])
         return Candidate(
             id=item.id,

@@ -69,7 +69,9 @@ def _plan_slot(scheduler: PlanningNode, slot: int, quota: int) -> WorkItem:
         others = tuple([o for o in drawn if o.id != parent.id])
         feedback, kind = scheduler.lineage_errors.get(parent.id), MUTATE
     shown = ()
-    if scheduler.prompt_needs.inspirations:  # drawn after the parent: other domains draw as before
+    # Drawn after the parent, so a domain that asks for none draws as before; mutations only:
+    # a new program's request is one nothing in the round decides (next_round_calls).
+    if parent is not None and scheduler.prompt_needs.inspirations:
         shown = inspirations(
             scheduler.archive, rng, scheduler.prompt_needs, parent=parent, others=others
         )
