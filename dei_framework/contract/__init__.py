@@ -25,7 +25,9 @@ Modules:
     run_summary.py      RunSummary, NodeSummary, Champion, MergedSummary: a run's results as
                         records (what Ensemble.run returns and dei_run_finished receives)
     descriptors.py      axes and DescriptorSpace
-    domain.py           Domain, Program, Evaluation, DomainSpec
+    domain.py           Domain, Program, Evaluation, DomainSpec, PromptNeeds (what a
+                        domain's prompts show besides the parent)
+    default_nodes.py    DefaultNodes: the nodes a task names for a run given no operator
     operators.py        Operator, OperatorRequest/Reply/Settings/Spec
     transport.py        Transport, Delivery, TransportSpec, LocalNetwork
     backend.py          EvaluationBackend contract, EvaluatorSpec, EvaluatorLost, WorkerDied

@@ -76,6 +76,32 @@ class GenomeEvaluations:
     descriptors: Any
 
 
+@attrs.frozen(kw_only=True)
+class PromptNeeds:
+    """What a domain's prompts show besides the parent and the selector's other elites, so
+    that the scheduler hands it over (:attr:`Domain.prompt_needs`). The default asks for
+    nothing, and a domain that asks for nothing is planned exactly as before.
+
+    Attributes:
+        top: Best elites by fitness (not the parent) handed to :meth:`Domain.messages` as
+            ``inspirations``, best first, with every mutation.
+        diverse: Elites of other cells (not the parent, nor those above, nor the selector's
+            others) drawn uniformly with the slot's generator, handed after them.
+        info: Whether candidates keep their evaluation's ``info`` (``Candidate.info``).
+        history: Ancestors each candidate keeps (``Candidate.lineage``), nearest first.
+    """
+
+    top: int = 0
+    diverse: int = 0
+    info: bool = False
+    history: int = 0
+
+    @property
+    def inspirations(self) -> bool:
+        """Whether requests carry inspirations at all."""
+        return self.top > 0 or self.diverse > 0
+
+
 class Domain(abc.ABC):
     """A search problem, adversarial (fitness against opponents) or static (fitness alone).
 
@@ -115,6 +141,9 @@ class Domain(abc.ABC):
     eval_timeout: float | None = None
     #: Default memory per candidate in MB (``--eval-memory`` overrides; ``None``: none).
     eval_memory: int | None = None
+    #: What the prompts show besides the parent (:class:`PromptNeeds`): a domain asking for
+    #: top or diverse programs gets them in :meth:`messages` as ``inspirations``.
+    prompt_needs: PromptNeeds = PromptNeeds()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -241,6 +270,12 @@ class Domain(abc.ABC):
             parent: The elite to mutate.
             others: More elites, for inspiration or crossover.
             feedback: The last parse error in the parent's lineage.
+
+        A domain whose :attr:`prompt_needs` asks for top or diverse programs also gets
+        ``inspirations=`` (a tuple of candidates: the top ones, best first, then the diverse
+        ones) for every mutation whose archive holds other elites (a new program's request
+        gets none: it is one nothing in the round decides, which may be made early); other
+        domains never get the argument.
         """
 
     def generality(self, program: Program) -> float | None:

@@ -75,6 +75,9 @@ class OperatorRequest:
         parent: The elite to mutate (``kind == "mutate"`` only).
         others: A few more elites (e.g. for crossover), possibly empty.
         feedback: The last parse error in this parent's lineage, if any.
+        inspirations: Elites the domain's prompt shows besides the parent
+            (:class:`~dei_framework.contract.domain.PromptNeeds`: the best by fitness, then
+            elites of other cells); empty for a domain that asks for none.
         seed: A seed derived from the run seed, for operators that draw random numbers.
         meter: The call's account with the budget ledger; operators that bill per attempt
             open and settle every attempt on it (see :class:`UsageMeter`). ``None`` outside a
@@ -88,6 +91,7 @@ class OperatorRequest:
     others: Sequence[Candidate] = ()
     feedback: str | None = None
     seed: int = 0
+    inspirations: Sequence[Candidate] = ()
     meter: UsageMeter | None = attrs.field(default=None, eq=False, repr=False)
 
 

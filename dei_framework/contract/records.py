@@ -91,6 +91,16 @@ class Candidate:
         data: The domain's parsed form of ``text`` when whoever built the record had it (a
             numeric genome, say), so an operator need not parse the text again; ``None``
             otherwise. Not compared, not shown, not serialised (the text is the record).
+        info: What its evaluation said besides fitness and descriptor
+            (:attr:`~dei_framework.contract.domain.Evaluation.info`: an evaluator's metrics
+            and artifacts, what it printed), kept when the node's domain asks for it
+            (:attr:`~dei_framework.contract.domain.PromptNeeds.info`) so its prompts can show
+            it; ``None`` otherwise. Not compared; written only when set.
+        lineage: Its nearest ancestors, parent first, as they were when mutated (each
+            without its text and lineage: their scores, descriptors and info), kept when the
+            node's domain asks for evolution history
+            (:attr:`~dei_framework.contract.domain.PromptNeeds.history`). Not compared;
+            written only when not empty (a resumed run's prompts must be the ones it made).
     """
 
     # Stored as given (a string, or a DeferredText written on first read of ``text``).
@@ -105,6 +115,8 @@ class Candidate:
     parent: str | None = None
     source: CandidateSource = CandidateSource.NONE
     data: Any = json_field(default=None, eq=False, repr=False, skip=True)
+    info: Mapping[str, Any] | None = json_field(default=None, omit_none=True, eq=False, repr=False)
+    lineage: tuple[Candidate, ...] = json_field(default=(), when="lineage", eq=False, repr=False)
 
     def __repr__(self) -> str:  # attrs' form, with the field's public name
         shown = ", ".join(

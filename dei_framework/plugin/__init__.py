@@ -10,6 +10,8 @@ Modules:
     _registration_hooks.py      registration hooks: domains, operators, transports, selectors,
                                 ...
     _format_hooks.py            format hooks: dei_export_program
+    _default_hooks.py           defaults hooks: dei_default_nodes (the nodes of a run that
+                                names no operator)
     _observation_hooks.py       observation hooks: candidates evaluated, rounds, champions, run
                                 end
     manager.py                  the pluggy manager, entry-point discovery, load_plugins()

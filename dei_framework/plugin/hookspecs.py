@@ -27,6 +27,7 @@ must be unique across plugins (the first registered wins, a clash is reported).
 
 Format hooks (``dei_export_program``) are ``firstresult``: plugins are asked in pluggy's order
 and the first answer that is not ``None`` is used; a plugin answers only for its own domain.
+So are the defaults hooks (``dei_default_nodes``: the nodes of a run that names no operator).
 
 Observation hooks (``dei_candidate_evaluated``, ...) are called for every plugin and their
 return values are ignored. An exception raised in one is caught by the core's guard (the
@@ -45,7 +46,8 @@ This module is the one the plugin manager registers (``pm.add_hookspecs(hookspec
 one to import from. It defines :func:`dei_addhooks` and collects the other hooks, by family,
 from the modules that define them: registration hooks from
 :mod:`~dei_framework.plugin._registration_hooks`, format hooks from
-:mod:`~dei_framework.plugin._format_hooks`, observation hooks from
+:mod:`~dei_framework.plugin._format_hooks`, defaults hooks from
+:mod:`~dei_framework.plugin._default_hooks`, observation hooks from
 :mod:`~dei_framework.plugin._observation_hooks`; the markers come from
 :mod:`~dei_framework.plugin._markers`, the event records from
 :mod:`~dei_framework.search.events` and the run's summary records from
@@ -57,10 +59,16 @@ from __future__ import annotations
 import pluggy
 
 from dei_framework.contract.archive_stats import ArchiveStats
+from dei_framework.contract.default_nodes import DefaultNodes
 from dei_framework.contract.payloads import JSONValue
 from dei_framework.contract.records import Candidate
 from dei_framework.contract.run_summary import Champion, MergedSummary, NodeSummary, RunSummary
-from dei_framework.plugin import _format_hooks, _observation_hooks, _registration_hooks
+from dei_framework.plugin import (
+    _default_hooks,
+    _format_hooks,
+    _observation_hooks,
+    _registration_hooks,
+)
 from dei_framework.plugin._markers import hookimpl, hookspec
 from dei_framework.search.events import EvaluatedEvent, OpponentFought, RoundEvent
 
@@ -69,6 +77,7 @@ __all__ = [
     "ArchiveStats",
     "Candidate",
     "Champion",
+    "DefaultNodes",
     "EvaluatedEvent",
     "JSONValue",
     "MergedSummary",
@@ -132,6 +141,8 @@ dei_run_options = _registration_hooks.dei_run_options
 dei_cli_commands = _registration_hooks.dei_cli_commands
 # formats
 dei_export_program = _format_hooks.dei_export_program
+# defaults
+dei_default_nodes = _default_hooks.dei_default_nodes
 # observation
 dei_candidate_evaluated = _observation_hooks.dei_candidate_evaluated
 dei_round_ended = _observation_hooks.dei_round_ended

@@ -17,6 +17,8 @@ Modules:
     _warm_start.py          what a round starts with: warm start, received champions let in
     _planning.py            the scheduler's call-slot planning: the lag rule, parents drawn per
                             slot
+    _inspirations.py        the elites a prompt shows besides the parent (PromptNeeds): the
+                            best, then other cells drawn with the slot's generator
     _admission.py           the one admission path: tell's results and tell_batch's rows as
                             one buffer entry, admitted in slot order
     _round_end.py           a round's end: its event and champion, the next round's state

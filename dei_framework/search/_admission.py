@@ -15,11 +15,15 @@ from typing import Any, Protocol
 import attrs
 import numpy as np
 
+from dei_framework.contract.domain import PromptNeeds
 from dei_framework.contract.kinds import CandidateSource
 from dei_framework.contract.records import Candidate, DeferredText
 from dei_framework.search._work import CALL_KINDS, MUTATE, PEER, Result, WorkItem
 from dei_framework.search.archives import AddStatus, ArchiveBase
 from dei_framework.search.selectors import ParentSelector
+
+#: A domain's prompts that ask for nothing (no info, no ancestors kept).
+NO_NEEDS = PromptNeeds()
 
 
 class AdmittingNode(Protocol):
@@ -34,6 +38,7 @@ class AdmittingNode(Protocol):
     selector: ParentSelector
     completed: int
     lineage_errors: dict[str, str]
+    prompt_needs: PromptNeeds
     previous_cells: set[tuple[int, ...]]
     _valid_received: int
     _novel: int
@@ -148,10 +153,21 @@ class Told:
         """The raw descriptor, by axis name."""
         return dict(zip(self.names, self.values, strict=True))
 
-    def candidate(self, fitness: float, *, node: str, round_index: int) -> Candidate:
-        """The record offered to the archive (a row's text stays unread until wanted)."""
+    def candidate(
+        self, fitness: float, *, node: str, round_index: int, needs: PromptNeeds = NO_NEEDS
+    ) -> Candidate:
+        """The record offered to the archive (a row's text stays unread until wanted), with
+        its evaluation's info and its ancestors when the domain's prompts want them."""
         item = self.item
         text = (self.text or "") if self.texts is None else DeferredText(self.texts, self.position)
+        info, lineage = None, ()
+        if needs.info and self.info:
+            info = self.info.get("info")  # the domain's Evaluation.info (Outcome.result)
+        parent = item.parent
+        if needs.history and parent is not None:
+            # Light records: the history shows an ancestor's scores, not its program.
+            nearest = attrs.evolve(parent, text="", lineage=(), data=None)
+            lineage = (nearest, *parent.lineage[: needs.history - 1])
         return Candidate(
             id=item.id,
             text=text,
@@ -163,6 +179,8 @@ class Told:
             round=round_index,
             parent=item.parent.id if item.parent is not None else None,
             data=self.data,
+            info=info,
+            lineage=lineage,
         )
 
 
@@ -251,7 +269,9 @@ def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddSt
         if type(archive).add is ArchiveBase.add:  # else it places the candidate itself
             told.index = archive.flat_index(told.cell)
     if told.index is None:  # an archive with its own add
-        candidate = told.candidate(fitness, node=scheduler.name, round_index=scheduler.round)
+        candidate = told.candidate(
+            fitness, node=scheduler.name, round_index=scheduler.round, needs=scheduler.prompt_needs
+        )
         status = archive.add(candidate)
     else:
         status = archive.status_at(told.index, fitness)
@@ -261,7 +281,9 @@ def admit(scheduler: AdmittingNode, told: Told) -> tuple[Candidate | None, AddSt
             and not (item.kind == MUTATE and "learns" in scheduler.selector.capabilities)
         ):
             return None, status  # nothing would change: no record needed
-        candidate = told.candidate(fitness, node=scheduler.name, round_index=scheduler.round)
+        candidate = told.candidate(
+            fitness, node=scheduler.name, round_index=scheduler.round, needs=scheduler.prompt_needs
+        )
         if status:  # what add does, without placing the descriptor a second time
             status = archive.add_at(candidate, told.index)
     if item.kind == MUTATE:
@@ -274,7 +296,9 @@ def _admit_peer(
 ) -> tuple[Candidate | None, AddStatus | None]:
     """:func:`admit` for a received champion (valid, placed): counted for niche novelty,
     then offered to the archive unless the sharing policy keeps it out of cells."""
-    candidate = told.candidate(fitness, node=scheduler.name, round_index=scheduler.round)
+    candidate = told.candidate(
+        fitness, node=scheduler.name, round_index=scheduler.round, needs=scheduler.prompt_needs
+    )
     scheduler._valid_received += 1
     if candidate.cell not in scheduler.previous_cells:
         scheduler._novel += 1

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from dei_framework.contract.domain import PromptNeeds
+from dei_framework.search._inspirations import inspirations
 from dei_framework.search._slots import NodeSlots
 from dei_framework.search._work import MUTATE, NEW, WorkItem
 from dei_framework.search.archives import ArchiveBase
@@ -30,6 +32,7 @@ class PlanningNode(Protocol):
     archive: ArchiveBase
     selector: ParentSelector
     lineage_errors: dict[str, str]
+    prompt_needs: PromptNeeds
     allocated: bool
     round_quotas: dict[int, int]
     _slots: NodeSlots
@@ -65,6 +68,13 @@ def _plan_slot(scheduler: PlanningNode, slot: int, quota: int) -> WorkItem:
         parent, *drawn = scheduler.selector.select(scheduler.archive, rng, 1 + scheduler.others)
         others = tuple([o for o in drawn if o.id != parent.id])
         feedback, kind = scheduler.lineage_errors.get(parent.id), MUTATE
+    shown = ()
+    # Drawn after the parent, so a domain that asks for none draws as before; mutations only:
+    # a new program's request is one nothing in the round decides (next_round_calls).
+    if parent is not None and scheduler.prompt_needs.inspirations:
+        shown = inspirations(
+            scheduler.archive, rng, scheduler.prompt_needs, parent=parent, others=others
+        )
     return scheduler._slots.item(
         scheduler.round,
         f"s{slot}",
@@ -73,6 +83,7 @@ def _plan_slot(scheduler: PlanningNode, slot: int, quota: int) -> WorkItem:
         parent=parent,
         others=others,
         feedback=feedback,
+        inspirations=shown,
     )
 
 

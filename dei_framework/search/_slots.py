@@ -62,6 +62,7 @@ class NodeSlots:
         others: tuple[Candidate, ...] = (),
         feedback: str | None = None,
         program: Candidate | None = None,
+        inspirations: tuple[Candidate, ...] = (),
     ) -> WorkItem:
         """The work item ``suffix`` (``s17`` a call slot, ``w3`` warm, ``p0`` peer) of a
         round, with its key's seed and the round's evaluation seed. (Fields by name, not
@@ -80,6 +81,7 @@ class NodeSlots:
             others=others,
             feedback=feedback,
             program=program,
+            inspirations=inspirations,
         )
 
     def generator(self, round_index: int, slot: int, quota: int) -> SlotGenerator:

@@ -46,6 +46,8 @@ class WorkItem:
         others: More elites for inspiration or crossover.
         feedback: The last parse error in the parent's lineage.
         program: For ``"warm"`` and ``"peer"`` items, the program to evaluate.
+        inspirations: Elites the domain's prompt shows besides the parent (its
+            :class:`~dei_framework.contract.domain.PromptNeeds`); empty when it asks for none.
     """
 
     id: str
@@ -60,6 +62,7 @@ class WorkItem:
     others: tuple[Candidate, ...] = attrs.field(default=(), converter=tuple)
     feedback: str | None = None
     program: Candidate | None = None
+    inspirations: tuple[Candidate, ...] = attrs.field(default=(), converter=tuple)
 
     @property
     def needs_call(self) -> bool:
@@ -70,6 +73,8 @@ class WorkItem:
         """The operator request of a call item, with the domain's chat messages (written when
         the operator first reads them: offline operators that ignore them cost nothing) and
         the call's ``meter``, if any."""
+        # Only a domain that asks for inspirations is handed them (its messages take them).
+        extra = {"inspirations": self.inspirations} if self.inspirations else {}
         messages = DeferredMessages(
             functools.partial(
                 domain.messages,
@@ -77,6 +82,7 @@ class WorkItem:
                 parent=self.parent,
                 others=self.others,
                 feedback=self.feedback,
+                **extra,
             )
         )
         return OperatorRequest(
@@ -87,6 +93,7 @@ class WorkItem:
             others=self.others,
             feedback=self.feedback,
             seed=self.seed,
+            inspirations=self.inspirations,
             meter=meter,
         )
 
@@ -95,6 +102,10 @@ class WorkItem:
         data["parent"] = self.parent.to_json() if self.parent else None
         data["others"] = [o.to_json() for o in self.others]
         data["program"] = self.program.to_json() if self.program else None
+        if self.inspirations:  # written only when there are any: other domains' records stay
+            data["inspirations"] = [o.to_json() for o in self.inspirations]
+        else:
+            del data["inspirations"]
         return data
 
     @classmethod
@@ -104,6 +115,7 @@ class WorkItem:
         values["parent"] = Candidate.from_json(data["parent"]) if data["parent"] else None
         values["others"] = tuple(Candidate.from_json(o) for o in data["others"])
         values["program"] = Candidate.from_json(data["program"]) if data["program"] else None
+        values["inspirations"] = tuple(Candidate.from_json(o) for o in data.get("inspirations", ()))
         return cls(**values)
 
 

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dei_framework.contract.descriptors import DescriptorSpace
-from dei_framework.contract.domain import LIFECYCLES, Domain
+from dei_framework.contract.domain import LIFECYCLES, Domain, PromptNeeds
 from dei_framework.contract.kinds import CandidateSource
 from dei_framework.contract.operators import DeferredMessages, OperatorRequest, UsageMeter
 from dei_framework.contract.records import Candidate, DeferredText
@@ -106,6 +106,10 @@ class Scheduler:
             every round's with ``reset``), after the opponents, and offered to it; never
             opponents. A seed whose text is an opponent's (an initial one, or with ``reset`` a
             champion of this node) is warmed once, as the opponent.
+        prompt_needs: What the domain's prompts show besides the parent
+            (:attr:`~dei_framework.contract.domain.Domain.prompt_needs`): the inspirations
+            each call's item carries, and what candidates keep (their evaluation's info,
+            their ancestors). ``None``: nothing, as a domain that asks for nothing.
 
     Raises:
         ValueError: ``rounds``, ``calls`` or ``lag`` out of range, or an unknown lifecycle.
@@ -131,6 +135,7 @@ class Scheduler:
         peer_window: int = PEER_WINDOW,
         lifecycle: str = "reset",
         seeds: Sequence[str] = (),
+        prompt_needs: PromptNeeds | None = None,
     ) -> None:
         if rounds < 1 or calls < 0 or lag < 0:
             raise ValueError(
@@ -168,6 +173,7 @@ class Scheduler:
         self.archive = self._new_archive(0)
         self.previous_cells: set[tuple[int, ...]] = set()
         self.lineage_errors: dict[str, str] = {}
+        self.prompt_needs = prompt_needs or PromptNeeds()
         self.history: list[RoundEvent] = []
         self.stopped: str | None = None
         self.completed = 0  # calls admitted this round
@@ -195,6 +201,7 @@ class Scheduler:
         space = DescriptorSpace([offered[axis] for axis in domain.default_axes])
         settings.setdefault("lifecycle", domain.default_lifecycle())
         settings.setdefault("seeds", domain.seed_programs())
+        settings.setdefault("prompt_needs", getattr(domain, "prompt_needs", None))
         return cls(
             name=name,
             space=space,

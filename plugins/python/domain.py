@@ -26,14 +26,14 @@ from types import ModuleType
 from typing import Any
 
 import attrs
-from dei_python import features, harness
-from dei_python.blocks import END, START, Scaffold, check_syntax, reply_block, split
+from dei_python import features, harness, prompt
+from dei_python.blocks import Scaffold, check_syntax, reply_block, split
 from dei_python.diffs import apply_edits, is_diff
 from dei_python.features import COMPLEXITY
 from dei_python.task import DEFAULT_TASK, DEFAULT_TIMEOUT, Task, load_task, warn_ignored
 
 from dei_framework.contract.descriptors import AxisSpec, LearnedAxis, UniformAxis
-from dei_framework.contract.domain import Domain, Evaluation, Program
+from dei_framework.contract.domain import Domain, Evaluation, Program, PromptNeeds
 from dei_framework.contract.errors import ConfigError, InvalidProgram
 from dei_framework.contract.records import Candidate, Message
 
@@ -161,6 +161,14 @@ class PythonDomain(Domain):
             self.initial_text = self.parse(self.task.initial_program).text
         except InvalidProgram as exc:  # the task's own program: the user's to fix, not a lineage's
             raise ConfigError(f"python: {self.task.program_path}: {exc}") from None
+        # What the prompt shows besides the parent (config.yaml's prompt section; evaluation
+        # info is kept for the metrics of the parent and its ancestors even without artifacts).
+        self.prompt_needs = PromptNeeds(
+            top=config.top_programs,
+            diverse=config.diverse_programs,
+            info=True,
+            history=prompt.HISTORY,
+        )
         # The reference set of the computed diversity (dei_python.features): the seed.
         self._references = (features.tokens(self.scaffold.block),)
 
@@ -350,63 +358,26 @@ class PythonDomain(Domain):
         parent: Candidate | None = None,
         others: Sequence[Candidate] = (),
         feedback: str | None = None,
+        inspirations: Sequence[Candidate] = (),
     ) -> list[Message]:
-        """The program, its block marked as the only part to change, and elites for ideas."""
-        system = self.task.config.system_message or DEFAULT_SYSTEM
-        shown = parent.text if parent is not None else self.initial_text
-        if parent is not None:
-            heading = f"The current program ({_scores(parent)}):"
-        else:
-            heading = "The task's program; write a new, different version of its evolve block:"
-        parts = [
-            f"Only the code between the lines `{START}` and `{END}` changes; the rest of "
-            "the program is fixed.",
-            "",
-            heading,
-            f"```python\n{shown}```",
-        ]
-        for number, other in enumerate(others, 1):
-            parts += [
-                "",
-                f"Another program in the archive ({_scores(other)}), its evolve block {number}:",
-                f"```python\n{_block_of(other.text)}```",
-            ]
-        if feedback:
-            parts += ["", f"The last attempt from this program was invalid: {feedback}"]
-        if self.task.config.diffs:
-            parts += [
-                "",
-                "Answer with edits of the evolve block, each in this form (SEARCH "
-                "holds lines copied exactly from the block):",
-                "<<<<<<< SEARCH",
-                "(lines of the current block)",
-                "=======",
-                "(their replacement)",
-                ">>>>>>> REPLACE",
-            ]
-        else:
-            parts += [
-                "",
-                "Answer with the new code of the evolve block only (without the "
-                "marker lines), in one ```python fenced block.",
-            ]
-        return [
-            {"role": "system", "content": system},
-            {"role": "user", "content": "\n".join(parts)},
-        ]
+        """The program, its block marked as the only part to change, what its evaluation
+        returned, its ancestors, and elites for ideas (:mod:`dei_python.prompt`)."""
+        config = self.task.config
+        return prompt.messages(
+            system=config.system_message or DEFAULT_SYSTEM,
+            shown=parent.text if parent is not None else self.initial_text,
+            parent=parent,
+            others=others,
+            feedback=feedback,
+            inspirations=inspirations,
+            top=config.top_programs,
+            artifacts=config.artifacts,
+            artifact_bytes=config.artifact_bytes,
+            diffs=config.diffs,
+        )
 
 
-def _scores(candidate: Candidate) -> str:
-    fitness = "unscored" if candidate.fitness is None else f"score {candidate.fitness:.6g}"
-    features = ", ".join(f"{name} {value:.4g}" for name, value in candidate.descriptor.items())
-    return fitness + (f"; {features}" if features else "")
-
-
-def _block_of(text: str) -> str:
-    try:
-        return split(text).block
-    except InvalidProgram:
-        return text
+_block_of = prompt.block_of
 
 
 def _check_evaluator(task: Task) -> None:

@@ -1,14 +1,18 @@
 """The plugin DEI loads through the ``dei_framework`` entry point: the ``python`` domain, its
-``python-ast`` operator and the ``--task`` flag."""
+``python-ast`` operator, the ``--task`` flag and the nodes a task's ``config.yaml`` names
+(one per model of ``llm.models``, for a run given no ``--operator``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
 from dei_framework.contract.cli_options import RunOption
 from dei_framework.contract.context import FactoryContext
+from dei_framework.contract.default_nodes import DefaultNodes
 from dei_framework.contract.domain import Domain, DomainSpec
 from dei_framework.contract.operators import Operator, OperatorSettings, OperatorSpec
 from dei_framework.contract.records import ExportedProgram
@@ -73,3 +77,15 @@ def dei_export_program(domain: str, program: ExportedProgram) -> tuple[str, str]
     if domain != "python":
         return None
     return ".py", program.text
+
+
+@hookimpl
+def dei_default_nodes(
+    domain: str, options: Mapping[str, Any], operators: tuple[str, ...]
+) -> DefaultNodes | None:
+    """One node per model of the task's ``config.yaml`` (:mod:`dei_python.models`)."""
+    if domain != "python":
+        return None
+    from dei_python.models import default_nodes
+
+    return default_nodes(options, operators)

@@ -2,9 +2,10 @@
 optional config file (``initial_program.py``, ``evaluator.py`` and ``config.yaml``, or the
 files :func:`load_task` finds in their place).
 
-Only the keys of the config file that map onto DEI are read (the system message, the feature
-dimensions and their bins, the evaluator's timeout and cascade, ``diff_based_evolution``: what
-form of reply the prompt asks for); every other key is named in
+Only the keys of the config file that map onto DEI are read (the system message and what the
+prompt shows, the feature dimensions and their bins, the evaluator's timeout and cascade,
+``diff_based_evolution``: what form of reply the prompt asks for; the models, which
+:mod:`dei_python.models` makes the nodes of); every other key is named in
 one warning line, with the DEI flag that does its job where there is one, so that nothing is
 ignored silently. Reading a task never runs its code.
 """
@@ -31,17 +32,33 @@ DEFAULT_BINS = 10
 #: OpenEvolve's cascade thresholds when ``evaluator.cascade_thresholds`` is absent.
 DEFAULT_THRESHOLDS = (0.5, 0.75, 0.9)
 
+#: OpenEvolve's prompt defaults: top programs, diverse programs, artifacts, their bytes.
+DEFAULT_TOP = 3
+DEFAULT_DIVERSE = 2
+DEFAULT_ARTIFACT_BYTES = 20 * 1024
+#: The ``llm`` keys that make the run's nodes (:mod:`dei_python.models`).
+LLM_KEYS = (
+    "models",
+    "primary_model",
+    "primary_model_weight",
+    "secondary_model",
+    "secondary_model_weight",
+    "api_base",
+    "api_key",
+    "temperature",
+    "max_tokens",
+    "timeout",
+    "retries",
+)
+
 #: Keys of config.yaml that have a DEI counterpart outside the domain: the hint in their
 #: warning line.
 _HINTS: Mapping[str, str] = {
     "max_iterations": "the call budget is --budget",
     "random_seed": "the run seed is --seed",
     "checkpoint_interval": "checkpoint_seconds in a --config file",
-    "llm.models": "give one --operator per model: each model is a node",
-    "llm.api_base": "use --api-base",
-    "llm.temperature": "temperature in a --config file's [operator_options]",
-    "llm.max_tokens": "max_tokens in a --config file's [operator_options]",
-    "llm.timeout": "timeout in a --config file's [operator_options]",
+    "llm.top_p": "params in a --config file's [operator_options]",
+    "llm.evaluator_models": "DEI's evaluator is the task's evaluate() alone",
     "database.num_islands": "islands are nodes: --nodes",
     "database.migration_interval": "a round is a migration interval: --rounds",
     "database.population_size": "the archive is the grid; its size is the axes' bins",
@@ -52,10 +69,17 @@ _HINTS: Mapping[str, str] = {
 }
 #: The keys read, by section (a section's other keys are named one by one).
 _READ: Mapping[str, tuple[str, ...]] = {
-    "prompt": ("system_message",),
+    "prompt": (
+        "system_message",
+        "num_top_programs",
+        "num_diverse_programs",
+        "include_artifacts",
+        "max_artifact_bytes",
+    ),
     "evaluator": ("timeout", "cascade_evaluation", "cascade_thresholds"),
     "database": ("feature_dimensions", "feature_bins"),
-    "llm": (),
+    # Read by dei_python.models when no --operator is given (the nodes of the run).
+    "llm": LLM_KEYS,
 }
 #: Warnings already printed in this process (a domain is built more than once per run).
 _WARNED: set[tuple[str, str]] = set()
@@ -75,6 +99,14 @@ class TaskConfig:
         thresholds: Score each stage must reach to go on (``evaluator.cascade_thresholds``).
         diffs: Whether the prompt asks for SEARCH/REPLACE edits instead of the whole block
             (``diff_based_evolution``; replies in either form are accepted all the same).
+        top_programs: Best elites by fitness the prompt shows (``prompt.num_top_programs``).
+        diverse_programs: Elites of other cells the prompt shows
+            (``prompt.num_diverse_programs``).
+        artifacts: Whether the prompt shows the parent's artifacts, what its evaluation
+            printed (``prompt.include_artifacts``).
+        artifact_bytes: Bytes of artifacts shown at most (``prompt.max_artifact_bytes``).
+        llm: The ``llm`` section as written (:mod:`dei_python.models` makes the nodes of it;
+            it is checked only when it does).
         ignored: Ignored keys, each with why (``section.key``, the reason).
     """
 
@@ -85,6 +117,11 @@ class TaskConfig:
     cascade: bool = True
     thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
     diffs: bool = False
+    top_programs: int = DEFAULT_TOP
+    diverse_programs: int = DEFAULT_DIVERSE
+    artifacts: bool = True
+    artifact_bytes: int = DEFAULT_ARTIFACT_BYTES
+    llm: Mapping[str, Any] = attrs.field(factory=dict)
     ignored: tuple[tuple[str, str], ...] = ()
 
 
@@ -265,7 +302,13 @@ def read_config(path: Path) -> TaskConfig:
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in thresholds)
     if not isinstance(thresholds, Sequence) or not numbers:
         raise ConfigError(f"python: {path}: evaluator.cascade_thresholds must be numbers")
+    llm = _section(data, "llm", path)
     return TaskConfig(
+        top_programs=_count(prompt, "num_top_programs", DEFAULT_TOP, path),
+        diverse_programs=_count(prompt, "num_diverse_programs", DEFAULT_DIVERSE, path),
+        artifacts=bool(prompt.get("include_artifacts", True)),
+        artifact_bytes=_count(prompt, "max_artifact_bytes", DEFAULT_ARTIFACT_BYTES, path),
+        llm=dict(llm),
         system_message=system,
         features=tuple(features),
         bins=bins,
@@ -275,6 +318,16 @@ def read_config(path: Path) -> TaskConfig:
         diffs=bool(data.get("diff_based_evolution", False)),
         ignored=tuple(ignored),
     )
+
+
+def _count(section: Mapping[str, Any], key: str, default: int, path: Path) -> int:
+    """``prompt.<key>``: a whole number >= 0 (``default`` when absent)."""
+    value = section.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"python: {path}: prompt.{key} must be a whole number >= 0")
+    return value
 
 
 def _section(data: Mapping[str, Any], name: str, path: Path) -> Mapping[str, Any]:

@@ -105,7 +105,11 @@ def test_dei_run_takes_an_openevolve_task_folder(cli, task: Path, tmp_path: Path
         "--no-report",
         timeout=600,
     )
-    assert "config.yaml: llm.models is ignored" in result.stderr
+    # --operator gives the nodes: the task's models are not used, and a line says so.
+    assert (
+        "config.yaml: llm.models, llm.temperature are not used: --operator gives the nodes"
+        in result.stderr
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["space"]["axes"] == ["distance", "magnitude"]
     assert summary["space"]["shape"] == [5, 5]

@@ -34,6 +34,7 @@ from dei_framework.runtime.config.settings import (
 )
 
 if TYPE_CHECKING:
+    from dei_framework.contract.default_nodes import DefaultNodes
     from dei_framework.contract.registry import PluginRegistry
 
 
@@ -248,7 +249,6 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     plugins.domain(domain)
     plugins.evaluator(pick("evaluator"))
     plugins.allocator(pick("allocation"))
-    operators, node_tables, count = _operators(sources, plugins, domain)
     tables = {target: dict(file.get(target, {})) for target in FLAG_TABLES}
     if sources.preset is not None:  # the preset's tables lie under the file's
         tables["domain_options"] = {**sources.preset.domain_options, **tables["domain_options"]}
@@ -258,6 +258,9 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
         }
     # A plugin flag clashing with a core option is left out (and warned about).
     apply_plugin_options(plugins, tables, pick, skip=CONFIG_KEYS)
+    # Before the nodes: a task may name them (dei_default_nodes reads the domain options).
+    apply_key_values(tables, flags)
+    operators, node_tables, count = _operators(sources, plugins, domain, tables["domain_options"])
     if pick("api_base"):
         tables["operator_options"]["api_base"] = pick("api_base")
     nodes = build_nodes(
@@ -275,7 +278,6 @@ def resolve_config(flags: dict[str, Any], plugins: PluginRegistry) -> RunConfig:
     budget = sources.mine("budget") if iterations is not None else pick("budget")
     if budget is None and iterations is None:
         budget = DEFAULT_CALLS_PER_NODE * len(nodes)
-    apply_key_values(tables, flags)
     if sources.preset is not None:
         _warn_off_protocol(sources)
     values = {item.key: pick(item.key) for item in of_fields(RunConfig)}
@@ -320,10 +322,11 @@ def sandbox_policy(config: RunConfig, domain: Any = None) -> SandboxPolicy:
 
 
 def _operators(
-    sources: Sources, plugins: PluginRegistry, domain: str
+    sources: Sources, plugins: PluginRegistry, domain: str, domain_options: Mapping[str, Any]
 ) -> tuple[list[str], list[Mapping[str, Any]], int | None]:
-    """The ``--operator`` values, the file's ``[[node]]`` tables and the node count; the
-    domain's offline default ensemble when neither names an operator."""
+    """The ``--operator`` values, the file's ``[[node]]`` tables and the node count; when
+    neither names an operator, the nodes the domain's task names (``dei_default_nodes``),
+    else the domain's offline default ensemble."""
     file = sources.file
     operators = list(
         sources.flags.get("operators") or file.get("operators") or file.get("operator") or []
@@ -333,10 +336,33 @@ def _operators(
     node_tables = list(file.get("node", []))
     count = sources.pick("nodes")
     check_count("--nodes", count)  # 0 would silently mean "the default", -2 a budget error
+    given = (*operators, *(str(table.get("operator", "")) for table in node_tables))
+    named = plugins.manager.hook.dei_default_nodes(
+        domain=domain, options=dict(domain_options), operators=tuple(filter(None, given))
+    )
     if not operators and not node_tables:
+        if named is not None and named.nodes:
+            return [], _default_node_tables(named, count, sources), count
         operators = default_operators(plugins, domain)
         count = count or DEFAULT_NODES
     return operators, node_tables, count
+
+
+def _default_node_tables(
+    named: DefaultNodes, count: int | None, sources: Sources
+) -> list[Mapping[str, Any]]:
+    """The task's nodes as ``[[node]]`` tables: cycled over ``--nodes`` (which may not be
+    fewer: a model would be dropped unsaid), ``--api-base`` over their own ``api_base``."""
+    tables = [dict(table) for table in named.nodes]
+    if count is not None and count < len(tables):
+        raise ConfigError(
+            f"--nodes {count} is fewer than the {len(tables)} nodes {named.source} names "
+            f"(one each): give --nodes {len(tables)} or more, or choose with --operator"
+        )
+    if sources.mine("api_base"):
+        for table in tables:
+            table.pop("api_base", None)
+    return [tables[index % len(tables)] for index in range(count or len(tables))]
 
 
 def _axes(axes: Any) -> tuple[str, ...]:

@@ -182,6 +182,7 @@ class NodeAssembly:
             peer_window=config.max_peer_champions,
             lifecycle=config.lifecycle,
             seeds=self.domain.seed_programs(),
+            prompt_needs=getattr(self.domain, "prompt_needs", None),
         )
 
     def restore_scheduler(self, name: str, scheduler: Scheduler, state: dict) -> None:

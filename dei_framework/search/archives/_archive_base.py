@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import bisect
+import heapq
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
@@ -84,6 +85,10 @@ class ArchiveBase(abc.ABC):
         self._occupied = OccupiedElites(self._elites, self._order)
         self._stats: ArchiveStats | None = None  # cached until the next insertion
         self._best: int | None = None  # flat index of best(): highest fitness, lowest cell
+        # The flat indices of the best elites, best first (top()): built on first use, then
+        # kept by add_at in O(k); None until a prompt asks for top programs.
+        self._top: list[int] | None = None
+        self._top_size = 0
 
     # --- what subclasses define -----------------------------------------------------------------
 
@@ -165,6 +170,34 @@ class ArchiveBase(abc.ABC):
     def best(self) -> Candidate | None:
         """The elite with the highest fitness (ties: the lowest cell index), or ``None``."""
         return None if self._best is None else self._elites[self._best]
+
+    def top(self, k: int) -> list[Candidate]:
+        """The ``k`` best elites, best first (equal fitnesses: the lower cell first).
+
+        The first call sorts the archive once (O(n log k)); from then on every insertion keeps
+        the list in O(k) (an elite only ever gives way to a fitter one in its cell), so asking
+        costs O(k) whatever the archive's size.
+        """
+        if k <= 0:
+            return []
+        if self._top is None or k > self._top_size:
+            self._top_size = max(k, self._top_size)
+            self._top = heapq.nsmallest(self._top_size, self._elites, key=self._rank)
+        return [self._elites[index] for index in self._top[:k]]
+
+    def _rank(self, index: int) -> tuple[float, int]:
+        return (-float(self._elites[index].fitness), index)  # type: ignore[arg-type]
+
+    def _keep_top(self, index: int) -> None:
+        """Keeps :meth:`top`'s list after the elite of ``index`` was added or improved."""
+        top = self._top
+        assert top is not None
+        if index not in top:
+            if len(top) >= self._top_size and self._rank(index) >= self._rank(top[-1]):
+                return
+            top.append(index)
+        top.sort(key=self._rank)
+        del top[self._top_size :]
 
     def sample(self, n: int = 1) -> list[Candidate]:
         """Draws ``n`` elites uniformly over occupied cells (with replacement).
@@ -256,6 +289,8 @@ class ArchiveBase(abc.ABC):
             return AddStatus.NOT_ADDED
         self._elites[index] = elite
         self._stats = None
+        if self._top is not None:
+            self._keep_top(index)
         best = None if self._best is None else self._elites[self._best]
         if (
             best is None

@@ -109,7 +109,7 @@ class GridArchive(ArchiveBase):
         elites = list(self._occupied)  # in the former cell order: ties keep the lower cell
         self._elites.clear()
         self._order.clear()
-        self._best, self._stats = None, None
+        self._best, self._stats, self._top = None, None, None
         for elite in elites:
             self.add(elite)
         return True
@@ -122,7 +122,7 @@ class GridArchive(ArchiveBase):
             # adding them one by one gives, without placing each again).
             self._elites.update(other._elites)
             self._order[:] = other._order
-            self._best, self._stats = other._best, None
+            self._best, self._stats, self._top = other._best, None, None
             return self
         if type(other) is type(self) and other.space == self.space:
             for index in other._order:  # the same cells: by index, without placing each again
