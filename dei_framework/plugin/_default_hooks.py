@@ -35,7 +35,7 @@ def dei_default_nodes(
 
     Fires:
         Once per ``dei-run`` / ``dei experiment`` configuration, while its nodes are resolved
-        (:func:`~dei_framework.runtime.config.resolve_config`). The answer is used only when
+        (:func:`~dei_framework.runtime.config.resolve.resolve_config`). The answer is used only when
         neither ``--operator`` (nor a config file's ``operator``) nor a ``[[node]]`` table
         names an operator; without one the run gets the domain's offline default operators.
 

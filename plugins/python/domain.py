@@ -178,12 +178,7 @@ class PythonDomain(Domain):
         if axes:
             return parse_axes(axes)
         config = self.task.config
-        if config.features:
-            return tuple(Feature(name=name, bins=config.bins[name]) for name in config.features)
-        # A task naming no feature gets a 1-D grid over the block's length.
-        return (
-            Feature(name=COMPLEXITY, low=0.0, high=4.0 * max(len(self.scaffold.block), 1), bins=10),
-        )
+        return tuple(Feature(name=name, bins=config.bins[name]) for name in config.features)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

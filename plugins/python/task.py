@@ -29,6 +29,9 @@ DEFAULT_TASK = TASKS / "bin_packing"
 DEFAULT_TIMEOUT = 30.0
 #: Bins per feature when ``config.yaml`` gives no ``database.feature_bins``.
 DEFAULT_BINS = 10
+#: OpenEvolve's grid when ``database.feature_dimensions`` is absent (both computed by DEI,
+#: dei_python.features).
+DEFAULT_FEATURES = ("complexity", "diversity")
 #: OpenEvolve's cascade thresholds when ``evaluator.cascade_thresholds`` is absent.
 DEFAULT_THRESHOLDS = (0.5, 0.75, 0.9)
 
@@ -91,7 +94,8 @@ class TaskConfig:
 
     Attributes:
         system_message: The prompt's system message (``prompt.system_message``), or empty.
-        features: Feature names (``database.feature_dimensions``), in order.
+        features: Feature names (``database.feature_dimensions``), in order; OpenEvolve's
+            default, :data:`DEFAULT_FEATURES`, when the key is absent.
         bins: Bins per feature (``database.feature_bins``: one number or one per feature).
         timeout: Seconds per evaluation (``evaluator.timeout``), or ``None``.
         cascade: Whether ``evaluate_stage1`` (when the evaluator has it) gates the rest
@@ -111,8 +115,10 @@ class TaskConfig:
     """
 
     system_message: str = ""
-    features: tuple[str, ...] = ()
-    bins: Mapping[str, int] = attrs.field(factory=dict)
+    features: tuple[str, ...] = DEFAULT_FEATURES
+    bins: Mapping[str, int] = attrs.field(
+        factory=lambda: dict.fromkeys(DEFAULT_FEATURES, DEFAULT_BINS)
+    )
     timeout: float | None = None
     cascade: bool = True
     thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
@@ -283,7 +289,7 @@ def read_config(path: Path) -> TaskConfig:
     system = prompt.get("system_message") or ""
     if not isinstance(system, str):
         raise ConfigError(f"python: {path}: prompt.system_message must be text")
-    features = database.get("feature_dimensions") or ()
+    features = database.get("feature_dimensions") or DEFAULT_FEATURES
     if (
         isinstance(features, str)
         or not isinstance(features, Sequence)

@@ -13,7 +13,7 @@ from openevolve_task import write_task
 
 from dei_framework.contract.errors import ConfigError
 from dei_framework.plugin.manager import load_plugins
-from dei_framework.runtime.config import resolve_config
+from dei_framework.runtime.config.resolve import resolve_config
 
 MODELS = """llm:
   api_base: "http://127.0.0.1:9/v1"

@@ -53,12 +53,19 @@ def test_the_axes_option_overrides_config_yaml(task: Path) -> None:
         _domain(task, axes="magnitude:0:1")
 
 
-def test_without_config_yaml_the_grid_is_the_blocks_length_and_the_timeout_default(
-    tmp_path: Path,
-) -> None:
+def test_without_feature_dimensions_the_grid_is_openevolves_default(tmp_path: Path) -> None:
     domain = _domain(write_task(tmp_path / "bare", config=None))
-    assert domain.default_axes == ("complexity",)
+    assert domain.default_axes == ("complexity", "diversity")
+    assert [feature.bins for feature in domain.features] == [10, 10]
     assert domain.eval_timeout == DEFAULT_TIMEOUT
+    # feature_bins applies to the default features too; their bounds are learned.
+    binned = _domain(write_task(tmp_path / "binned", config="database:\n  feature_bins: 7\n"))
+    assert [(f.name, f.bins, f.low) for f in binned.features] == [
+        ("complexity", 7, None),
+        ("diversity", 7, None),
+    ]
+    initial = binned.evaluate(binned.parse(binned.initial_text), [], seed=0)
+    assert initial.descriptor == {"complexity": float(len(binned.scaffold.block)), "diversity": 0.0}
 
 
 def test_the_evaluators_dict_becomes_fitness_descriptor_and_info(task: Path) -> None:
