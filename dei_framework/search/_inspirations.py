@@ -17,7 +17,7 @@ import numpy as np
 from dei_framework.contract.domain import PromptNeeds
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import ArchiveBase
-from dei_framework.search.slot_random import SlotGenerator
+from dei_framework.search.slot_random import draw_indices
 
 #: Draws per diverse elite wanted (a draw may hit the parent or one already shown).
 _DRAWS_PER_DIVERSE = 3
@@ -52,10 +52,7 @@ def inspirations(
     occupied = archive.occupied
     if needs.diverse:
         draws = needs.diverse * _DRAWS_PER_DIVERSE
-        if type(rng) is SlotGenerator:
-            picks = rng.bounded(len(occupied), draws)
-        else:
-            picks = [int(i) for i in rng.integers(len(occupied), size=draws)]
+        picks = draw_indices(rng, len(occupied), draws)
         # Random draws first; when they keep hitting elites shown already (a small archive),
         # a scan from the last draw finds the rest: at most len(shown) more steps.
         size, start = len(occupied), picks[-1]

@@ -207,3 +207,12 @@ class SlotGenerator:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real(), name)
+
+
+def draw_indices(rng: np.random.Generator | SlotGenerator, high: int, count: int) -> list[int]:
+    """``count`` values uniform over ``[0, high)``, as ``rng.integers(high, size=count)`` gives
+    them, as Python ints: the scheduler's :class:`SlotGenerator` without building an array (a
+    parent selector's or a prompt's draws, once per slot)."""
+    if type(rng) is SlotGenerator:
+        return rng.bounded(high, count)
+    return [int(i) for i in rng.integers(high, size=count)]

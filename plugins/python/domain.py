@@ -277,7 +277,7 @@ class PythonDomain(Domain):
             return f"the evaluation raised {what}"
         where = f"line {line}"
         block_line = line - self.scaffold.head_lines
-        if self.scaffold.head and 1 <= block_line <= _block_of(text).count("\n"):
+        if self.scaffold.head and 1 <= block_line <= prompt.block_of(text).count("\n"):
             where += f" (line {block_line} of the evolve block)"
         return f"{where}: {what}"
 
@@ -321,9 +321,9 @@ class PythonDomain(Domain):
         if name in metrics:
             value = metrics[name]
         elif name == COMPLEXITY:
-            value = float(len(_block_of(program.text)))
+            value = float(len(prompt.block_of(program.text)))
         elif name == features.DIVERSITY:
-            value = features.diversity(_block_of(program.text), self._references)
+            value = features.diversity(prompt.block_of(program.text), self._references)
         elif name == features.SCORE:
             value = score
         else:
@@ -370,9 +370,6 @@ class PythonDomain(Domain):
             artifact_bytes=config.artifact_bytes,
             diffs=config.diffs,
         )
-
-
-_block_of = prompt.block_of
 
 
 def _check_evaluator(task: Task) -> None:

@@ -8,7 +8,7 @@ from dei_framework.contract.errors import ConfigError
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.selectors._parent_selector import ParentSelector
-from dei_framework.search.slot_random import SlotGenerator
+from dei_framework.search.slot_random import draw_indices
 
 
 class TournamentSelector(ParentSelector):
@@ -39,10 +39,7 @@ class TournamentSelector(ParentSelector):
     def select(self, archive: ArchiveBase, rng: np.random.Generator, count: int) -> list[Candidate]:
         occupied = archive.occupied  # O(1) per draw: no copy of the archive
         draws = count * self.size
-        if type(rng) is SlotGenerator:  # the scheduler's: the same draws, no array built
-            picks = rng.bounded(len(occupied), draws)
-        else:
-            picks = [int(i) for i in rng.integers(len(occupied), size=draws)]
+        picks = draw_indices(rng, len(occupied), draws)
         chosen = []
         for start in range(0, draws, self.size):
             # max keeps the first of equal fitnesses: a deterministic tie-break.

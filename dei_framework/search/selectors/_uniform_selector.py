@@ -7,7 +7,7 @@ import numpy as np
 from dei_framework.contract.records import Candidate
 from dei_framework.search.archives import ArchiveBase
 from dei_framework.search.selectors._parent_selector import ParentSelector
-from dei_framework.search.slot_random import SlotGenerator
+from dei_framework.search.slot_random import draw_indices
 
 
 class UniformSelector(ParentSelector):
@@ -17,6 +17,4 @@ class UniformSelector(ParentSelector):
 
     def select(self, archive: ArchiveBase, rng: np.random.Generator, count: int) -> list[Candidate]:
         occupied = archive.occupied  # O(1) per draw: no copy of the archive
-        if type(rng) is SlotGenerator:  # the scheduler's: the same draws, no array built
-            return [occupied[i] for i in rng.bounded(len(occupied), count)]
-        return [occupied[int(i)] for i in rng.integers(len(occupied), size=count)]
+        return [occupied[i] for i in draw_indices(rng, len(occupied), count)]
